@@ -1,0 +1,33 @@
+"""gradkern: derivatives of in-place compute kernels by source transformation.
+
+    @gk.kernel
+    def saxpy(a, x, y):
+        i = gk.tid()
+        y[i] = a * x[i] + y[i]
+
+    gk.launch(saxpy, n, 2.0, x, y)
+"""
+
+__version__ = "0.1.0"
+
+from .errors import (  # noqa: E402
+    AliasingError,
+    BackendUnavailableError,
+    GradkernError,
+    InternalError,
+    KernelSyntaxError,
+    KernelTypeError,
+    LaunchError,
+    Loc,
+    RaceError,
+)
+from .intrinsics import abs, atomic_add, cos, exp, floor, log, max, min, pow, sin, sqrt, tan, tanh, tid  # noqa: E402
+from .kernel import DeviceFunction, KernelFunction, func, kernel  # noqa: E402
+from .runtime.launch import Inspection, inspect, launch  # noqa: E402
+
+__all__ = [
+    "__version__", "kernel", "func", "launch", "inspect", "Inspection", "KernelFunction", "DeviceFunction",
+    "tid", "atomic_add", "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "min", "max", "pow", "floor",
+    "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
+    "BackendUnavailableError", "InternalError", "Loc",
+]

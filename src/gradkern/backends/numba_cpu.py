@@ -1,0 +1,121 @@
+"""CPU backend: typed IR → Python source → `numba.njit`.
+
+The launch domain becomes a loop nest whose outer loop is `prange` when the
+access analysis found no cross-thread write conflict (serial otherwise).
+Generated modules are written to the cache directory under a content hash and
+imported from there, so Numba's own `cache=True` finds them again in the next
+process (the file never changes, so its stamp stays valid).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import math
+import os
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..ir import nodes as ir
+from ..ir.ops import Op
+from ..ir.types import Scalar
+from .printer import Printer, Syntax
+
+_PY_OPS = {
+    Op.ADD: "({0} + {1})", Op.SUB: "({0} - {1})", Op.MUL: "({0} * {1})", Op.DIV: "({0} / {1})",
+    Op.FLOORDIV: "({0} // {1})", Op.MOD: "({0} % {1})", Op.POW: "({0} ** {1})", Op.NEG: "(-{0})",
+    Op.EQ: "({0} == {1})", Op.NE: "({0} != {1})", Op.LT: "({0} < {1})", Op.LE: "({0} <= {1})",
+    Op.GT: "({0} > {1})", Op.GE: "({0} >= {1})",
+    Op.AND: "({0} and {1})", Op.OR: "({0} or {1})", Op.NOT: "(not {0})",
+    Op.SIN: "math.sin({0})", Op.COS: "math.cos({0})", Op.TAN: "math.tan({0})",
+    Op.EXP: "math.exp({0})", Op.LOG: "math.log({0})", Op.SQRT: "math.sqrt({0})",
+    Op.TANH: "math.tanh({0})", Op.ABS: "abs({0})", Op.MIN: "min({0}, {1})", Op.MAX: "max({0}, {1})",
+    # np.floor keeps float32 a float32 (math.floor returns an int in Numba)
+    Op.FLOOR: "np.floor({0})",
+}
+
+
+class NumbaSyntax(Syntax):
+    def __init__(self):
+        super().__init__(ops=_PY_OPS, empty_block="pass")
+
+    def literal(self, value, t: Scalar) -> str:
+        if t.is_bool:
+            return "True" if value else "False"
+        if t.is_int:
+            return repr(int(value)) if t.name == "int64" else f"int32({int(value)})"
+        v = float(value)
+        if math.isfinite(v):
+            text = repr(v)
+        else:
+            text = "math.nan" if math.isnan(v) else ("math.inf" if v > 0 else "-math.inf")
+        return text if t.name == "float64" else f"float32({text})"
+
+    def cast(self, operand: str, src: Scalar, dst: Scalar) -> str:
+        return f"bool({operand})" if dst.is_bool else f"{dst.name}({operand})"
+
+    def index(self, array: str, indices: list[str]) -> str:
+        return f"{array}[{', '.join(indices)}]"
+
+    def for_open(self, var, start, stop, step, step_node) -> list[str]:
+        if isinstance(step_node, ir.Const) and step_node.value == 1:
+            return [f"for {var} in range({start}, {stop}):"]
+        return [f"for {var} in range({start}, {stop}, {step}):"]
+
+
+@dataclass(frozen=True)
+class NumbaOptions:
+    parallel: bool
+    boundscheck: bool = False
+
+
+def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str = "") -> tuple[str, str]:
+    """The Python module source for a typed kernel, and its entry function's name.
+
+    The entry takes the launch extents first, then the kernel's parameters."""
+    if not 1 <= launch_ndim <= 3:
+        raise ValueError("launch_ndim must be 1-3")
+    entry = f"{k.name}_{launch_ndim}d"
+    dims = [f"_gk_n{a}" for a in range(launch_ndim)]
+    params = dims + [p.name for p in k.params]
+    p = Printer(NumbaSyntax())
+    flags = f"parallel={options.parallel}, cache=True, error_model='numpy', boundscheck={options.boundscheck}"
+    p.lines += [f"# {line}" for line in header.splitlines()]
+    p.lines += ["import math", "", "import numpy as np", "from numba import njit, prange",
+                "from numpy import float32, float64, int32, int64", "", "",
+                f"@njit({flags})", f"def {entry}({', '.join(params)}):"]
+    for axis in range(launch_ndim):
+        loop = "prange" if axis == 0 and options.parallel else "range"
+        p.line(1 + axis, f"for _gk_t{axis} in {loop}(_gk_n{axis}):")
+    p.block(k.body, 1 + launch_ndim)
+    return "\n".join(p.lines) + "\n", entry
+
+
+_modules: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def compile_source(source: str, entry: str, directory: Path) -> Callable[..., Any]:
+    """Import the generated module from `directory` (writing it once) and return
+    its njit entry. Numba compiles lazily on the first call, or loads its cache."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:24]
+    name = f"gradkern_gen_{digest}"
+    with _lock:
+        mod = _modules.get(name)
+        if mod is None:
+            directory.mkdir(parents=True, exist_ok=True)
+            path = directory / f"{name}.py"
+            if not path.exists() or path.read_text() != source:
+                tmp = directory / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+                tmp.write_text(source)
+                os.replace(tmp, path)
+            spec = importlib.util.spec_from_file_location(name, path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[name] = mod
+            spec.loader.exec_module(mod)
+            _modules[name] = mod
+    return getattr(mod, entry)

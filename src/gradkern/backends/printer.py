@@ -1,0 +1,117 @@
+"""The one IR walker both backends share. A backend supplies a `Syntax` (tables
+of operator templates, literals, statement forms) and the walker prints typed
+IR with it: backends differ by tables, not by logic (STYLE §5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import InternalError
+from ..ir import nodes as ir
+from ..ir.ops import Op
+from ..ir.types import Scalar
+
+
+@dataclass
+class Syntax:
+    """What a target language looks like. Templates use {0}, {1} for operands."""
+
+    ops: dict[Op, str]
+    indent: str = "    "
+    empty_block: str | None = None  # printed for an empty block ("pass")
+    if_open: str = "if {0}:"
+    else_open: str = "else:"
+    block_close: str | None = None  # printed after a block ("}")
+    while_open: str = "while {0}:"
+    assign: str = "{0} = {1}"
+    store: str = "{0} = {1}"
+    atomic_add: str = "{0} += {1}"
+    select: str = "({1} if {0} else {2})"
+    shape: str = "{0}.shape[{1}]"
+    tid: str = "_gk_t{0}"
+    statement_end: str = ""
+    extra: dict = field(default_factory=dict)
+
+    # per-language hooks, overridden by subclasses
+    def literal(self, value, t: Scalar) -> str:
+        raise NotImplementedError
+
+    def cast(self, operand: str, src: Scalar, dst: Scalar) -> str:
+        raise NotImplementedError
+
+    def index(self, array: str, indices: list[str]) -> str:
+        raise NotImplementedError
+
+    def for_open(self, var: str, start: str, stop: str, step: str, step_node: ir.Expr) -> list[str]:
+        raise NotImplementedError
+
+
+class Printer:
+    """Prints a typed kernel body with a Syntax; collects lines."""
+
+    def __init__(self, syntax: Syntax):
+        self.sx = syntax
+        self.lines: list[str] = []
+
+    def expr(self, e: ir.Expr) -> str:
+        sx = self.sx
+        if isinstance(e, ir.Const):
+            return sx.literal(e.value, e.type)
+        if isinstance(e, ir.Var):
+            return e.name
+        if isinstance(e, ir.Tid):
+            return sx.tid.format(e.axis)
+        if isinstance(e, ir.Shape):
+            return sx.shape.format(e.array, e.axis)
+        if isinstance(e, ir.Load):
+            return sx.index(e.array, [self.expr(i) for i in e.indices])
+        if isinstance(e, ir.Select):
+            return sx.select.format(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
+        if isinstance(e, ir.Apply):
+            args = [self.expr(a) for a in e.args]
+            if e.op is Op.CAST:
+                return sx.cast(args[0], e.args[0].type, e.type)
+            template = sx.ops.get(e.op)
+            if template is None:
+                raise InternalError(f"backend has no template for {e.op.name}", e.loc)
+            return template.format(*args, t=e.type.name)
+        raise InternalError(f"cannot print {type(e).__name__}", getattr(e, "loc", None))
+
+    def line(self, depth: int, text: str):
+        self.lines.append(self.sx.indent * depth + text)
+
+    def block(self, body: tuple[ir.Stmt, ...], depth: int):
+        sx = self.sx
+        if not body and sx.empty_block:
+            self.line(depth, sx.empty_block)
+        end = sx.statement_end
+        for s in body:
+            if isinstance(s, ir.Assign):
+                self.line(depth, sx.assign.format(s.name, self.expr(s.value)) + end)
+            elif isinstance(s, ir.Store):
+                target = sx.index(s.array, [self.expr(i) for i in s.indices])
+                self.line(depth, sx.store.format(target, self.expr(s.value)) + end)
+            elif isinstance(s, ir.AtomicAdd):
+                target = sx.index(s.array, [self.expr(i) for i in s.indices])
+                self.line(depth, sx.atomic_add.format(target, self.expr(s.value)) + end)
+            elif isinstance(s, ir.If):
+                self.line(depth, sx.if_open.format(self.expr(s.cond)))
+                self.block(s.then, depth + 1)
+                if s.orelse:
+                    self.line(depth, sx.else_open)
+                    self.block(s.orelse, depth + 1)
+                if sx.block_close:
+                    self.line(depth, sx.block_close)
+            elif isinstance(s, ir.For):
+                for text in sx.for_open(s.var, self.expr(s.start), self.expr(s.stop), self.expr(s.step), s.step):
+                    self.line(depth, text)
+                self.block(s.body, depth + 1)
+                if sx.block_close:
+                    self.line(depth, sx.block_close)
+            elif isinstance(s, ir.While):
+                self.line(depth, sx.while_open.format(self.expr(s.cond)))
+                self.block(s.body, depth + 1)
+                if sx.block_close:
+                    self.line(depth, sx.block_close)
+            else:
+                raise InternalError(f"cannot print {type(s).__name__}", getattr(s, "loc", None))

@@ -1,0 +1,85 @@
+"""The error hierarchy: every error gradkern raises is a GradkernError.
+
+Errors that concern kernel source carry a `Loc` and print the user's line with
+a caret under the construct, so the message blames the user's code, never a
+gradkern-internal file.
+"""
+
+from __future__ import annotations
+
+import linecache
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A position in the user's source: file, 1-based line, 0-based column."""
+
+    file: str
+    line: int
+    col: int = 0
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col + 1}"
+
+    def excerpt(self) -> str:
+        """The source line with a caret under the column, or '' if unavailable."""
+        text = linecache.getline(self.file, self.line).rstrip("\n")
+        if not text:
+            return ""
+        return f"    {text}\n    {' ' * self.col}^"
+
+
+class GradkernError(Exception):
+    """Base class of all gradkern errors: a message, optional location and hint."""
+
+    def __init__(self, message: str, loc: Loc | None = None, hint: str | None = None):
+        self.message = message
+        self.loc = loc
+        self.hint = hint
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        parts = []
+        if self.loc is not None:
+            where = f"{self.loc}"
+            if self.loc.function:
+                where += f" (in {self.loc.function})"
+            parts.append(f"{where}: {self.message}")
+            excerpt = self.loc.excerpt()
+            if excerpt:
+                parts.append(excerpt)
+        else:
+            parts.append(self.message)
+        if self.hint:
+            parts.append(f"hint: {self.hint}")
+        return "\n".join(parts)
+
+
+class KernelSyntaxError(GradkernError):
+    """The kernel uses a construct outside the kernel language (DESIGN §3)."""
+
+
+class KernelTypeError(GradkernError):
+    """The kernel does not type-check for the given arguments."""
+
+
+class LaunchError(GradkernError):
+    """A launch was called with bad arguments (count, kind, dim, array types)."""
+
+
+class AliasingError(LaunchError):
+    """Array arguments overlap in memory in a way the kernel cannot support."""
+
+
+class RaceError(GradkernError):
+    """One thread writes an element that another thread reads or writes."""
+
+
+class BackendUnavailableError(GradkernError):
+    """The backend the arguments ask for is not installed or not available."""
+
+
+class InternalError(GradkernError):
+    """A gradkern bug: an invariant of the IR was broken by a pass."""

@@ -1,0 +1,631 @@
+"""Python AST → untyped IR: one visit_* per supported construct, the rest raise
+`KernelSyntaxError` naming the construct and the user's line.
+
+Device functions (`@gk.func`) are inlined here, with their locals renamed, so
+every later stage sees one flat kernel body. Early `return`s become if/else
+(the statements after `if c: return` move into the else branch), so the IR has
+structured control flow only.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .. import intrinsics
+from ..errors import KernelSyntaxError, Loc
+from ..ir import nodes as ir
+from ..ir.ops import Op
+from ..ir.types import F32, F64, I32, I64
+from .parse import ParsedFunction
+
+RESERVED_PREFIX = "_gk"
+RESULT = "_gk_ret"
+
+_BINOPS = {ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.Div: Op.DIV,
+           ast.FloorDiv: Op.FLOORDIV, ast.Mod: Op.MOD, ast.Pow: Op.POW}
+_CMPOPS = {ast.Eq: Op.EQ, ast.NotEq: Op.NE, ast.Lt: Op.LT, ast.LtE: Op.LE,
+           ast.Gt: Op.GT, ast.GtE: Op.GE}
+
+# Python objects a kernel may call, by identity, whatever name they are imported under.
+_FUNCTIONS: dict[int, Op] = {}
+for _op, _fns in {
+    Op.SIN: (math.sin, np.sin), Op.COS: (math.cos, np.cos), Op.TAN: (math.tan, np.tan),
+    Op.EXP: (math.exp, np.exp), Op.LOG: (math.log, np.log), Op.SQRT: (math.sqrt, np.sqrt),
+    Op.TANH: (math.tanh, np.tanh), Op.ABS: (builtins.abs, math.fabs, np.abs, np.fabs),
+    Op.FLOOR: (math.floor, np.floor, intrinsics.floor), Op.MIN: (builtins.min, np.minimum),
+    Op.MAX: (builtins.max, np.maximum), Op.POW: (builtins.pow, math.pow, np.power),
+}.items():
+    for _fn in _fns:
+        _FUNCTIONS[id(_fn)] = _op
+_CASTS = {id(builtins.int): I64, id(np.int64): I64, id(np.int32): I32,
+          id(np.float64): F64, id(np.float32): F32, id(builtins.float): None}
+
+_CONSTRUCT_NAMES = {
+    "Break": "'break'", "Continue": "'continue'", "With": "'with'", "Try": "'try'",
+    "Raise": "'raise'", "Assert": "'assert'", "Import": "'import'", "ImportFrom": "'import'",
+    "FunctionDef": "nested function definitions", "ClassDef": "class definitions",
+    "Lambda": "lambda", "List": "lists", "Tuple": "tuples", "Dict": "dicts", "Set": "sets",
+    "ListComp": "list comprehensions", "GeneratorExp": "generator expressions",
+    "JoinedStr": "f-strings", "Global": "'global'", "Nonlocal": "'nonlocal'", "Delete": "'del'",
+    "Match": "'match'", "Yield": "'yield'", "Await": "'await'", "Starred": "starred expressions",
+    "NamedExpr": "':=' (walrus)", "AsyncFunctionDef": "async functions", "Slice": "slices",
+}
+
+
+@dataclass(frozen=True)
+class _Return(ir.Stmt):
+    """A `return` before structuring; removed by `_structure_returns`."""
+
+    value: ir.Expr | None
+    loc: Loc | None = None
+
+
+@dataclass
+class Lowered:
+    """A lowered function: parameter names, body, the names it uses as arrays,
+    whether it returns a value, and the tid arity it unpacks (0 if none)."""
+
+    name: str
+    params: tuple[str, ...]
+    body: tuple[ir.Stmt, ...]
+    array_names: set[str]
+    returns_value: bool
+    tid_arity: int
+    loc: Loc
+
+
+class Unresolved(KernelSyntaxError):
+    """A free name that is not defined (yet): lowering may be retried at launch."""
+
+
+class _Lowerer:
+    def __init__(self, parsed: ParsedFunction, is_kernel: bool, stack: tuple[str, ...] = ()):
+        self.p = parsed
+        self.is_kernel = is_kernel
+        self.stack = stack + (parsed.name,)
+        self.ns = parsed.namespace()
+        self.block: list[ir.Stmt] | None = None
+        self.lazy = 0  # > 0 inside an operand that may not be evaluated
+        self.tid_arity = 0
+        self.inline_count = 0
+        args = parsed.tree.args
+        for bad, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
+            if bad is not None:
+                self.fail(bad, f"{what} parameters are not supported")
+        if args.kwonlyargs or args.posonlyargs or args.defaults or args.kw_defaults:
+            self.fail(parsed.tree, "kernel parameters must be plain positional names without defaults")
+        self.params = tuple(a.arg for a in args.args)
+        self.locals = set(self.params) | _assigned_names(parsed.tree)
+        for name in self.locals:
+            if name.startswith(RESERVED_PREFIX):
+                self.fail(parsed.tree, f"names starting with '{RESERVED_PREFIX}' are reserved for gradkern")
+
+    # -- errors ---------------------------------------------------------------
+    def fail(self, node: ast.AST, message: str, hint: str | None = None, cls=KernelSyntaxError):
+        raise cls(message, self.p.loc(node), hint)
+
+    def unsupported(self, node: ast.AST, what: str | None = None):
+        what = what or _CONSTRUCT_NAMES.get(type(node).__name__, f"'{type(node).__name__}'")
+        self.fail(node, f"{what} {'are' if what.endswith('s') else 'is'} not supported in gradkern kernels",
+                  hint="see DESIGN §3 for the kernel language")
+
+    # -- blocks -----------------------------------------------------------------
+    def lower(self) -> Lowered:
+        body = self.lower_block(self.p.tree.body, top=True)
+        body, returns_value = _structure_returns(body, self)
+        arrays = _array_names(body)
+        return Lowered(self.p.name, self.params, body, arrays, returns_value,
+                       self.tid_arity, self.p.loc(self.p.tree))
+
+    def lower_block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[ir.Stmt, ...]:
+        saved, self.block = self.block, []
+        for k, s in enumerate(stmts):
+            if top and k == 0 and isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) \
+                    and isinstance(s.value.value, str):
+                continue  # docstring
+            method = getattr(self, f"stmt_{type(s).__name__}", None)
+            if method is None:
+                self.unsupported(s)
+            method(s)
+        out, self.block = tuple(self.block), saved
+        return out
+
+    def emit(self, s: ir.Stmt):
+        self.block.append(s)
+
+    # -- statements -------------------------------------------------------------
+    def stmt_Pass(self, s: ast.Pass):
+        pass
+
+    def stmt_Expr(self, s: ast.Expr):
+        v = s.value
+        if isinstance(v, ast.Call) and self.resolve_callee(v.func) is intrinsics.atomic_add:
+            if len(v.args) != 3 or v.keywords:
+                self.fail(v, "gk.atomic_add takes three arguments: (array, index, value)")
+            arr = self.array_name(v.args[0])
+            idx = self.indices(v.args[1])
+            self.emit(ir.AtomicAdd(arr, idx, self.expr(v.args[2]), loc=self.p.loc(s)))
+            return
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            return  # a string used as a comment
+        self.fail(s, "this expression statement has no effect in a kernel",
+                  hint="assign its value to a local or store it into an array")
+
+    def stmt_Assign(self, s: ast.Assign):
+        if len(s.targets) != 1:
+            self.fail(s, "chained assignment (a = b = ...) is not supported")
+        self.assign(s.targets[0], s.value, s)
+
+    def stmt_AnnAssign(self, s: ast.AnnAssign):
+        if s.value is None:
+            self.fail(s, "a declaration without a value is not supported")
+        self.assign(s.target, s.value, s)
+
+    def assign(self, target: ast.expr, value: ast.expr, s: ast.stmt):
+        loc = self.p.loc(s)
+        if isinstance(target, ast.Name):
+            self.emit(ir.Assign(target.id, self.expr(value), loc=loc))
+        elif isinstance(target, ast.Subscript):
+            arr, idx = self.subscript(target)
+            self.emit(ir.Store(arr, idx, self.expr(value), loc=loc))
+        elif isinstance(target, ast.Tuple):
+            names = []
+            for t in target.elts:
+                if not isinstance(t, ast.Name):
+                    self.fail(t, "only names can be unpacked into")
+                names.append(t.id)
+            if isinstance(value, ast.Call) and self.resolve_callee(value.func) is intrinsics.tid:
+                self.note_tid(value, len(names))
+                for axis, n in enumerate(names):
+                    self.emit(ir.Assign(n, ir.Tid(axis, loc=loc), loc=loc))
+            elif isinstance(value, ast.Tuple) and len(value.elts) == len(names):
+                # a, b = b, a: every right-hand side is evaluated before any name is bound
+                temps = []
+                for v in value.elts:
+                    t = self.fresh("tup")
+                    self.emit(ir.Assign(t, self.expr(v), loc=loc))
+                    temps.append(t)
+                for n, t in zip(names, temps):
+                    self.emit(ir.Assign(n, ir.Var(t, loc=loc), loc=loc))
+            else:
+                self.fail(value, "tuple assignment needs gk.tid() or a tuple of the same length on the right")
+        else:
+            self.unsupported(target, f"assignment to {type(target).__name__}")
+
+    def stmt_AugAssign(self, s: ast.AugAssign):
+        op = _BINOPS.get(type(s.op))
+        if op is None:
+            self.unsupported(s.op, f"the operator {type(s.op).__name__}")
+        loc = self.p.loc(s)
+        rhs = self.expr(s.value)
+        if isinstance(s.target, ast.Name):
+            self.emit(ir.Assign(s.target.id, ir.Apply(op, (self.name_expr(s.target), rhs), loc=loc), loc=loc))
+        elif isinstance(s.target, ast.Subscript):
+            arr, idx = self.subscript(s.target)
+            old = ir.Load(arr, idx, loc=loc)
+            self.emit(ir.Store(arr, idx, ir.Apply(op, (old, rhs), loc=loc), loc=loc))
+        else:
+            self.unsupported(s.target, f"augmented assignment to {type(s.target).__name__}")
+
+    def stmt_If(self, s: ast.If):
+        cond = self.expr(s.test)
+        self.emit(ir.If(cond, self.lower_block(s.body), self.lower_block(s.orelse), loc=self.p.loc(s)))
+
+    def stmt_For(self, s: ast.For):
+        if s.orelse:
+            self.fail(s, "'for ... else' is not supported")
+        if not isinstance(s.target, ast.Name):
+            self.fail(s.target, "the loop variable must be a single name")
+        it = s.iter
+        if not (isinstance(it, ast.Call) and self.resolve_callee(it.func) is builtins.range):
+            self.fail(it, "kernels can only loop over range(...)",
+                      hint="write 'for k in range(start, stop, step)'")
+        if not 1 <= len(it.args) <= 3 or it.keywords:
+            self.fail(it, "range() takes one to three arguments")
+        args = [self.expr(a) for a in it.args]
+        loc = self.p.loc(s)
+        if len(args) == 1:
+            args = [ir.Const(0, weak=True, loc=loc), args[0]]
+        if len(args) == 2:
+            args.append(ir.Const(1, weak=True, loc=loc))
+        if isinstance(args[2], ir.Const) and args[2].value == 0:
+            self.fail(it.args[2], "range() step must not be zero")
+        var = s.target.id
+        body = self.lower_block(s.body)
+        if any(isinstance(n, ir.Assign) and n.name == var for n in ir.walk_stmts(body)):
+            self.fail(s.target, f"the loop variable '{var}' is assigned inside its loop",
+                      hint="use another local for the value you compute")
+        self.emit(ir.For(var, args[0], args[1], args[2], body, loc=loc))
+
+    def stmt_While(self, s: ast.While):
+        if s.orelse:
+            self.fail(s, "'while ... else' is not supported")
+        self.lazy += 1  # the condition is re-evaluated: no statements may be hoisted out of it
+        cond = self.expr(s.test)
+        self.lazy -= 1
+        self.emit(ir.While(cond, self.lower_block(s.body), loc=self.p.loc(s)))
+
+    def stmt_Return(self, s: ast.Return):
+        if s.value is not None and self.is_kernel:
+            self.fail(s, "a kernel cannot return a value", hint="store results into an array argument")
+        self.emit(_Return(self.expr(s.value) if s.value is not None else None, loc=self.p.loc(s)))
+
+    # -- expressions ------------------------------------------------------------
+    def expr(self, e: ast.expr) -> ir.Expr:
+        method = getattr(self, f"expr_{type(e).__name__}", None)
+        if method is None:
+            self.unsupported(e)
+        return method(e)
+
+    def expr_Constant(self, e: ast.Constant) -> ir.Expr:
+        v = e.value
+        if isinstance(v, (bool, int, float)):
+            return ir.Const(v, weak=True, loc=self.p.loc(e))
+        self.unsupported(e, f"constants of type {type(v).__name__}")
+
+    def expr_Name(self, e: ast.Name) -> ir.Expr:
+        return self.name_expr(e)
+
+    def name_expr(self, e: ast.Name) -> ir.Expr:
+        if e.id in self.locals:
+            return ir.Var(e.id, loc=self.p.loc(e))
+        value = self.lookup(e)
+        return self.constant_value(e, value, e.id)
+
+    def constant_value(self, node: ast.AST, value: Any, name: str) -> ir.Expr:
+        if isinstance(value, (bool, int, float, np.integer, np.floating)) and not isinstance(value, np.bool_):
+            if isinstance(value, (np.integer, np.floating)):
+                return ir.Const(value.item(), type=_numpy_scalar_type(value), loc=self.p.loc(node))
+            return ir.Const(value, weak=True, loc=self.p.loc(node))
+        self.fail(node, f"'{name}' refers to a {type(value).__name__}, which a kernel cannot use as a value",
+                  hint="kernels can use local names, their parameters and global numeric constants")
+
+    def lookup(self, e: ast.Name) -> Any:
+        if e.id in self.ns:
+            return self.ns[e.id]
+        if hasattr(builtins, e.id):
+            return getattr(builtins, e.id)
+        self.fail(e, f"name '{e.id}' is not defined", cls=Unresolved)
+
+    def resolve(self, e: ast.expr) -> Any:
+        """The Python object a global name or dotted attribute chain refers to."""
+        if isinstance(e, ast.Name):
+            if e.id in self.locals:
+                self.fail(e, f"'{e.id}' is a local value, not a function or module")
+            return self.lookup(e)
+        if isinstance(e, ast.Attribute):
+            base = self.resolve(e.value)
+            if not hasattr(base, e.attr):
+                self.fail(e, f"'{ast.unparse(e.value)}' has no attribute '{e.attr}'", cls=Unresolved)
+            return getattr(base, e.attr)
+        self.unsupported(e)
+
+    def resolve_callee(self, f: ast.expr) -> Any:
+        if isinstance(f, ast.Name) and f.id in self.locals:
+            return None
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in self.locals:
+            return None
+        return self.resolve(f)
+
+    def expr_Attribute(self, e: ast.Attribute) -> ir.Expr:
+        if isinstance(e.value, ast.Name) and e.value.id in self.locals:
+            self.fail(e, f"'.{e.attr}' is not supported here", hint="use x.shape[k] for an array's size")
+        return self.constant_value(e, self.resolve(e), ast.unparse(e))
+
+    def expr_BinOp(self, e: ast.BinOp) -> ir.Expr:
+        op = _BINOPS.get(type(e.op))
+        if op is None:
+            self.unsupported(e, f"the operator '{type(e.op).__name__}'")
+        return ir.Apply(op, (self.expr(e.left), self.expr(e.right)), loc=self.p.loc(e))
+
+    def expr_UnaryOp(self, e: ast.UnaryOp) -> ir.Expr:
+        x = self.expr(e.operand)
+        if isinstance(e.op, ast.UAdd):
+            return x
+        if isinstance(e.op, ast.USub):
+            if isinstance(x, ir.Const) and not isinstance(x.value, bool):
+                return replace(x, value=-x.value)
+            return ir.Apply(Op.NEG, (x,), loc=self.p.loc(e))
+        if isinstance(e.op, ast.Not):
+            return ir.Apply(Op.NOT, (x,), loc=self.p.loc(e))
+        self.unsupported(e, "the operator '~'")
+
+    def expr_Compare(self, e: ast.Compare) -> ir.Expr:
+        terms = []
+        left = self.expr(e.left)
+        for k, (op, right_node) in enumerate(zip(e.ops, e.comparators)):
+            o = _CMPOPS.get(type(op))
+            if o is None:
+                self.unsupported(e, f"the comparison '{type(op).__name__}'")
+            if k > 0:
+                self.lazy += 1
+            right = self.expr(right_node)
+            if k > 0:
+                self.lazy -= 1
+            terms.append(ir.Apply(o, (left, right), loc=self.p.loc(e)))
+            left = right
+        out = terms[0]
+        for t in terms[1:]:
+            out = ir.Apply(Op.AND, (out, t), loc=self.p.loc(e))
+        return out
+
+    def expr_BoolOp(self, e: ast.BoolOp) -> ir.Expr:
+        op = Op.AND if isinstance(e.op, ast.And) else Op.OR
+        out = self.expr(e.values[0])
+        self.lazy += 1  # later operands are evaluated only if needed
+        for v in e.values[1:]:
+            out = ir.Apply(op, (out, self.expr(v)), loc=self.p.loc(e))
+        self.lazy -= 1
+        return out
+
+    def expr_IfExp(self, e: ast.IfExp) -> ir.Expr:
+        cond = self.expr(e.test)
+        self.lazy += 1
+        a, b = self.expr(e.body), self.expr(e.orelse)
+        self.lazy -= 1
+        return ir.Select(cond, a, b, loc=self.p.loc(e))
+
+    def expr_Subscript(self, e: ast.Subscript) -> ir.Expr:
+        v = e.value
+        if isinstance(v, ast.Attribute) and v.attr == "shape":
+            arr = self.array_name(v.value)
+            k = e.slice
+            if not (isinstance(k, ast.Constant) and isinstance(k.value, int) and not isinstance(k.value, bool)):
+                self.fail(k, "x.shape must be indexed by a constant integer")
+            return ir.Shape(arr, k.value, loc=self.p.loc(e))
+        arr, idx = self.subscript(e)
+        return ir.Load(arr, idx, loc=self.p.loc(e))
+
+    def subscript(self, e: ast.Subscript) -> tuple[str, tuple[ir.Expr, ...]]:
+        return self.array_name(e.value), self.indices(e.slice)
+
+    def indices(self, s: ast.expr) -> tuple[ir.Expr, ...]:
+        elts = s.elts if isinstance(s, ast.Tuple) else [s]
+        out = []
+        for x in elts:
+            if isinstance(x, ast.Slice):
+                self.unsupported(x, "slices")
+            out.append(self.expr(x))
+        if not 1 <= len(out) <= 3:
+            self.fail(s, "arrays have one to three dimensions")
+        return tuple(out)
+
+    def array_name(self, e: ast.expr) -> str:
+        if isinstance(e, ast.Name) and e.id in self.params:
+            return e.id
+        if isinstance(e, ast.Name) and e.id in self.locals:
+            self.fail(e, f"'{e.id}' is a local scalar and cannot be indexed",
+                      hint="only array parameters can be indexed")
+        self.fail(e, f"only array parameters can be indexed, not '{ast.unparse(e)}'")
+
+    def expr_Call(self, e: ast.Call) -> ir.Expr:
+        loc = self.p.loc(e)
+        if e.keywords:
+            self.fail(e, "keyword arguments are not supported in kernel calls")
+        fn = self.resolve_callee(e.func)
+        if fn is None:
+            self.fail(e, f"'{ast.unparse(e.func)}' is not a function")
+        if fn is intrinsics.tid:
+            if e.args:
+                self.fail(e, "gk.tid() takes no arguments")
+            self.note_tid(e, 1)
+            return ir.Tid(0, loc=loc)
+        if fn is intrinsics.atomic_add:
+            self.fail(e, "gk.atomic_add() is a statement and has no value")
+        if fn is builtins.len:
+            if len(e.args) != 1:
+                self.fail(e, "len() takes one argument")
+            return ir.Shape(self.array_name(e.args[0]), 0, loc=loc)
+        from ..kernel import DeviceFunction, KernelFunction  # the decorator objects
+        if isinstance(fn, DeviceFunction):
+            return self.inline(e, fn)
+        if isinstance(fn, KernelFunction):
+            self.fail(e, f"'{fn.name}' is a @gk.kernel; kernels cannot call kernels",
+                      hint="decorate the helper with @gk.func instead")
+        args = [self.expr(a) for a in e.args]
+        if id(fn) in _CASTS:
+            if len(args) != 1:
+                self.fail(e, f"{ast.unparse(e.func)}() takes one argument")
+            return ir.Apply(Op.CAST, (args[0],), type=_CASTS[id(fn)], loc=loc)
+        op = _FUNCTIONS.get(id(fn))
+        if op is None:
+            self.fail(e, f"call to '{ast.unparse(e.func)}' is not supported",
+                      hint="kernels can call math functions, gk intrinsics and @gk.func device functions")
+        if op in (Op.MIN, Op.MAX) and len(args) >= 2:
+            out = args[0]
+            for a in args[1:]:
+                out = ir.Apply(op, (out, a), loc=loc)
+            return out
+        if len(args) != op.arity:
+            self.fail(e, f"{ast.unparse(e.func)}() takes {op.arity} argument{'s' * (op.arity > 1)}")
+        return ir.Apply(op, tuple(args), loc=loc)
+
+    def note_tid(self, node: ast.AST, arity: int):
+        if self.tid_arity and self.tid_arity != arity:
+            self.fail(node, f"gk.tid() is unpacked into {arity} indices here but {self.tid_arity} elsewhere")
+        self.tid_arity = arity
+
+    # -- device functions -------------------------------------------------------
+    def fresh(self, what: str) -> str:
+        self.inline_count += 1
+        return f"{RESERVED_PREFIX}{self.inline_count}_{what}"
+
+    def inline(self, call: ast.Call, fn) -> ir.Expr:
+        loc = self.p.loc(call)
+        if self.lazy:
+            self.fail(call, f"call to device function '{fn.name}' inside a condition, 'and'/'or' "
+                            "or a conditional expression", hint="assign its result to a local first")
+        if fn.name in self.stack:
+            self.fail(call, f"recursive call to '{fn.name}' is not supported")
+        callee = fn.lowered(self.stack)
+        if len(call.args) != len(callee.params):
+            self.fail(call, f"'{fn.name}' takes {len(callee.params)} arguments, got {len(call.args)}")
+        if not callee.returns_value:
+            self.fail(call, f"device function '{fn.name}' returns no value",
+                      hint="device functions return a scalar; write arrays from the kernel")
+        if callee.tid_arity:
+            self.note_tid(call, callee.tid_arity)
+        prefix = self.fresh(fn.name) + "_"
+        arrays, scalars = {}, {}
+        for name, a in zip(callee.params, call.args):
+            if name in callee.array_names:
+                arrays[name] = self.array_name(a)
+            else:
+                scalars[name] = prefix + name
+                self.emit(ir.Assign(prefix + name, self.expr(a), loc=loc))
+        body = _rename(callee.body, prefix, arrays)
+        self.block.extend(body)
+        return ir.Var(prefix + RESULT, loc=loc)
+
+
+def _numpy_scalar_type(v):
+    from ..ir.types import SCALARS
+    return SCALARS.get(np.asarray(v).dtype.name)
+
+
+def _assigned_names(fn: ast.FunctionDef) -> set[str]:
+    out = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+    return out
+
+
+def _array_names(body: tuple[ir.Stmt, ...]) -> set[str]:
+    out = set()
+    for s in ir.walk_stmts(body):
+        if isinstance(s, (ir.Store, ir.AtomicAdd)):
+            out.add(s.array)
+    for e in ir.all_exprs(body):
+        if isinstance(e, (ir.Load, ir.Shape)):
+            out.add(e.array)
+    return out
+
+
+def _contains_return(body) -> bool:
+    return any(isinstance(s, _Return) for s in ir.walk_stmts(body))
+
+
+def _structure_returns(body: tuple[ir.Stmt, ...], lw: _Lowerer) -> tuple[tuple[ir.Stmt, ...], bool]:
+    """Remove `_Return`s: `if c: return` + rest becomes `if c: ... else: rest`.
+    A returned value becomes an assignment to RESULT."""
+    returns_value = any(isinstance(s, _Return) and s.value is not None for s in ir.walk_stmts(body))
+    if returns_value and any(isinstance(s, _Return) and s.value is None for s in ir.walk_stmts(body)):
+        lw.fail(lw.p.tree, f"'{lw.p.name}' returns a value on some paths and nothing on others")
+
+    def structure(stmts: tuple[ir.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]:
+        out: list[ir.Stmt] = []
+        for k, s in enumerate(stmts):
+            if isinstance(s, _Return):
+                if s.value is not None:
+                    out.append(ir.Assign(RESULT, s.value, loc=s.loc))
+                return tuple(out), True
+            if isinstance(s, (ir.For, ir.While)) and _contains_return(s.body):
+                raise KernelSyntaxError("'return' inside a loop is not supported", s.loc,
+                                        hint="compute a flag in the loop and branch on it after the loop")
+            if isinstance(s, ir.If) and _contains_return(s.then + s.orelse):
+                rest = stmts[k + 1:]
+                then, t_ret = structure(s.then + rest)
+                orelse, e_ret = structure(s.orelse + rest)
+                out.append(replace(s, then=then, orelse=orelse))
+                return tuple(out), t_ret and e_ret
+            out.append(s)
+        return tuple(out), False
+
+    out, always = structure(body)
+    if returns_value and not always:
+        lw.fail(lw.p.tree, f"'{lw.p.name}' does not return a value on every path")
+    return out, returns_value
+
+
+def _rename(body: tuple[ir.Stmt, ...], prefix: str, arrays: dict[str, str]) -> tuple[ir.Stmt, ...]:
+    """Prefix every local of an inlined body; map its array parameters to the caller's."""
+
+    def e(x: ir.Expr) -> ir.Expr:
+        if isinstance(x, ir.Var):
+            return replace(x, name=prefix + x.name)
+        if isinstance(x, ir.Apply):
+            return replace(x, args=tuple(map(e, x.args)))
+        if isinstance(x, ir.Select):
+            return replace(x, cond=e(x.cond), a=e(x.a), b=e(x.b))
+        if isinstance(x, ir.Load):
+            return replace(x, array=arrays[x.array], indices=tuple(map(e, x.indices)))
+        if isinstance(x, ir.Shape):
+            return replace(x, array=arrays[x.array])
+        return x
+
+    def s(x: ir.Stmt) -> ir.Stmt:
+        if isinstance(x, ir.Assign):
+            return replace(x, name=prefix + x.name, value=e(x.value))
+        if isinstance(x, (ir.Store, ir.AtomicAdd)):
+            return replace(x, array=arrays[x.array], indices=tuple(map(e, x.indices)), value=e(x.value))
+        if isinstance(x, ir.If):
+            return replace(x, cond=e(x.cond), then=b(x.then), orelse=b(x.orelse))
+        if isinstance(x, ir.For):
+            return replace(x, var=prefix + x.var, start=e(x.start), stop=e(x.stop), step=e(x.step), body=b(x.body))
+        if isinstance(x, ir.While):
+            return replace(x, cond=e(x.cond), body=b(x.body))
+        raise TypeError(type(x))
+
+    def b(xs):
+        return tuple(map(s, xs))
+
+    return b(body)
+
+
+def check_definite_assignment(body: tuple[ir.Stmt, ...], scalars: set[str]):
+    """Every local is assigned on every path before it is read (as in C#/Java):
+    both backends then agree, and no kernel reads an uninitialised register."""
+
+    def check_expr(x: ir.Expr, defined: set[str]):
+        for n in ir.walk_expr(x):
+            if isinstance(n, ir.Var) and n.name not in defined:
+                shown = n.name.split("_", 2)[-1] if n.name.startswith(RESERVED_PREFIX) else n.name
+                raise KernelSyntaxError(f"local '{shown}' may be used before it is assigned", n.loc,
+                                        hint="assign it on every path before this line "
+                                             "(a loop's body may run zero times)")
+
+    def walk(stmts, defined: set[str]) -> set[str]:
+        for s in stmts:
+            for x in ir.stmt_exprs(s):
+                check_expr(x, defined)
+            if isinstance(s, ir.Assign):
+                defined = defined | {s.name}
+            elif isinstance(s, ir.If):
+                defined = walk(s.then, defined) & walk(s.orelse, defined)
+            elif isinstance(s, ir.For):
+                walk(s.body, defined | {s.var})
+            elif isinstance(s, ir.While):
+                walk(s.body, defined)
+        return defined
+
+    walk(body, set(scalars))
+
+
+def lower_function(parsed: ParsedFunction, is_kernel: bool, stack: tuple[str, ...] = ()) -> Lowered:
+    return _Lowerer(parsed, is_kernel, stack).lower()
+
+
+def lower_kernel(parsed: ParsedFunction) -> ir.Kernel:
+    """Lower a @gk.kernel to an untyped IR kernel (device functions inlined)."""
+    low = lower_function(parsed, is_kernel=True)
+    unknown = low.array_names - set(low.params)
+    if unknown:
+        raise KernelSyntaxError(f"unknown arrays {sorted(unknown)}", low.loc)
+    used_as_scalar = {e.name for e in ir.all_exprs(low.body) if isinstance(e, ir.Var)}
+    assigned = {s.name for s in ir.walk_stmts(low.body) if isinstance(s, ir.Assign)}
+    for name in low.array_names & (used_as_scalar | assigned):
+        node = next((e for e in ir.all_exprs(low.body) if isinstance(e, ir.Var) and e.name == name), None)
+        raise KernelSyntaxError(f"array parameter '{name}' is used as a scalar value", node.loc if node else low.loc,
+                                hint="arrays can only be indexed, passed to device functions or asked for .shape")
+    scalars = {p for p in low.params if p not in low.array_names}
+    check_definite_assignment(low.body, scalars)
+    written = {s.array for s in ir.walk_stmts(low.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
+    params = tuple(ir.Param(p, is_array=p in low.array_names, written=p in written) for p in low.params)
+    return ir.Kernel(low.name, params, low.body, low.tid_arity, loc=low.loc)

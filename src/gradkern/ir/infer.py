@@ -1,0 +1,230 @@
+"""Type inference: untyped kernel + argument types → typed kernel.
+
+Every conversion becomes an explicit `Apply(CAST)` (or a retyped constant), so
+in the typed IR both operands of a binary op have one type and backends never
+promote. Python literals are *weak*: `x * 2.0` keeps x's float32, and a bare
+float literal takes the kernel's default float (the widest float among the
+arguments, float64 if none), so float32 kernels stay float32.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import InternalError, KernelTypeError
+from . import nodes as ir
+from .ops import ARITHMETIC, COMPARISONS, FLOAT_FUNCTIONS, Op
+from .types import BOOL, F64, I32, I64, Array, Scalar, Type, arithmetic, join
+
+
+def default_float(arg_types: dict[str, Type]) -> Scalar:
+    floats = [t.dtype if isinstance(t, Array) else t for t in arg_types.values()]
+    floats = [t for t in floats if t.is_float]
+    return max(floats, key=lambda t: t.itemsize) if floats else F64
+
+
+class _Inference:
+    def __init__(self, kernel: ir.Kernel, arg_types: dict[str, Type]):
+        self.k = kernel
+        self.args = arg_types
+        self.fdefault = default_float(arg_types)
+        self.locals: dict[str, Scalar] = {}
+
+    # -- helpers ----------------------------------------------------------------
+    def var_type(self, name: str, loc) -> Scalar:
+        t = self.locals.get(name)
+        if t is None:
+            t = self.args.get(name)
+        if not isinstance(t, Scalar):
+            raise InternalError(f"no scalar type for '{name}'", loc)
+        return t
+
+    def array(self, name: str, nidx: int | None, loc) -> Array:
+        t = self.args.get(name)
+        if not isinstance(t, Array):
+            raise InternalError(f"'{name}' is not an array", loc)
+        if nidx is not None and nidx != t.ndim:
+            raise KernelTypeError(
+                f"'{name}' is indexed with {nidx} ind{'ex' if nidx == 1 else 'ices'} but the argument "
+                f"passed for it has {t.ndim} dimension{'s' * (t.ndim > 1)}", loc,
+                hint=f"pass a {nidx}-D array, or index it as {name}[{', '.join('ijk'[:t.ndim])}]")
+        return t
+
+    def cast(self, e: ir.Expr, t: Scalar) -> ir.Expr:
+        if e.type == t:
+            return e
+        if isinstance(e, ir.Const):
+            v = e.value
+            if t.is_float:
+                v = float(v)
+            elif t.is_int:
+                v = int(v)
+            else:
+                v = bool(v)
+            return replace(e, value=v, type=t)
+        return ir.Apply(Op.CAST, (e,), type=t, loc=e.loc)
+
+    def truth(self, e: ir.Expr) -> ir.Expr:
+        if e.type == BOOL:
+            return e
+        return ir.Apply(Op.NE, (e, ir.Const(0, type=e.type, loc=e.loc)), type=BOOL, loc=e.loc)
+
+    @staticmethod
+    def weak(e: ir.Expr) -> bool:
+        if isinstance(e, ir.Const):
+            return e.weak
+        if isinstance(e, ir.Apply) and e.op is not Op.CAST:
+            return all(_Inference.weak(a) for a in e.args)
+        return False
+
+    def adopt(self, weak: ir.Expr, strong: Scalar) -> Scalar:
+        """The type a weak operand takes beside a strongly typed one."""
+        w = weak.type
+        if strong.is_float:
+            return strong
+        if w.is_float:
+            return self.fdefault
+        if isinstance(weak, ir.Const) and strong == I32 and -2**31 <= weak.value < 2**31:
+            return I32
+        return join(w, strong)
+
+    def common(self, a: ir.Expr, b: ir.Expr) -> Scalar:
+        wa, wb = self.weak(a), self.weak(b)
+        if wa and not wb:
+            return self.adopt(a, b.type)
+        if wb and not wa:
+            return self.adopt(b, a.type)
+        return join(a.type, b.type)
+
+    # -- expressions --------------------------------------------------------------
+    def expr(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Const):
+            if e.type is not None:
+                return e
+            v = e.value
+            t = BOOL if isinstance(v, bool) else I64 if isinstance(v, int) else self.fdefault
+            return replace(e, type=t)
+        if isinstance(e, ir.Var):
+            return replace(e, type=self.var_type(e.name, e.loc))
+        if isinstance(e, (ir.Tid,)):
+            if e.axis >= max(self.k.tid_ndim, 1):
+                raise InternalError("tid axis beyond the kernel's tid arity", e.loc)
+            return replace(e, type=I64)
+        if isinstance(e, ir.Shape):
+            t = self.array(e.array, None, e.loc)
+            if e.axis >= t.ndim:
+                raise KernelTypeError(f"'{e.array}.shape[{e.axis}]' but '{e.array}' has {t.ndim} dimension(s)", e.loc)
+            return replace(e, type=I64)
+        if isinstance(e, ir.Load):
+            t = self.array(e.array, len(e.indices), e.loc)
+            return replace(e, indices=self.indices(e.indices), type=t.dtype)
+        if isinstance(e, ir.Select):
+            cond = self.truth(self.expr(e.cond))
+            a, b = self.expr(e.a), self.expr(e.b)
+            t = self.common(a, b)
+            return replace(e, cond=cond, a=self.cast(a, t), b=self.cast(b, t), type=t)
+        if isinstance(e, ir.Apply):
+            return self.apply(e)
+        raise InternalError(f"unknown expression {type(e).__name__}", getattr(e, "loc", None))
+
+    def indices(self, idx: tuple[ir.Expr, ...]) -> tuple[ir.Expr, ...]:
+        out = []
+        for x in idx:
+            t = self.expr(x)
+            if not t.type.is_int:
+                raise KernelTypeError(f"array index '{x}' has type {t.type.name}; indices must be integers",
+                                      x.loc, hint="convert with int(...)")
+            out.append(t)
+        return tuple(out)
+
+    def apply(self, e: ir.Apply) -> ir.Expr:
+        op = e.op
+        args = tuple(self.expr(a) for a in e.args)
+        if op is Op.CAST:
+            return replace(e, args=args, type=e.type or self.fdefault)
+        if op is Op.NOT:
+            return replace(e, args=(self.truth(args[0]),), type=BOOL)
+        if op in (Op.AND, Op.OR):
+            return replace(e, args=tuple(self.truth(a) for a in args), type=BOOL)
+        if op is Op.NEG:
+            x = args[0]
+            x = self.cast(x, I64) if x.type == BOOL else x
+            return replace(e, args=(x,), type=x.type)
+        if op in FLOAT_FUNCTIONS:
+            x = args[0]
+            x = x if x.type.is_float else self.cast(x, self.fdefault)
+            return replace(e, args=(x,), type=x.type)
+        if op is Op.ABS:
+            x = args[0]
+            x = self.cast(x, I64) if x.type == BOOL else x
+            return replace(e, args=(x,), type=x.type)
+        if op is Op.FLOOR:
+            x = args[0]
+            return x if not x.type.is_float else replace(e, args=(x,), type=x.type)
+        a, b = args
+        if op is Op.POW and a.type.is_float and b.type.is_int:
+            # x ** n keeps an integer exponent (exact, and d/dx = n x^(n-1) stays simple)
+            return replace(e, args=(a, self.cast(b, I64)), type=a.type)
+        t = self.common(a, b)
+        if op in COMPARISONS:
+            return replace(e, args=(self.cast(a, t), self.cast(b, t)), type=BOOL)
+        if op in ARITHMETIC or op in (Op.MIN, Op.MAX):
+            t = arithmetic(t, t) if op in ARITHMETIC else (I64 if t == BOOL else t)
+            if op is Op.DIV and not t.is_float:
+                t = self.fdefault
+            return replace(e, args=(self.cast(a, t), self.cast(b, t)), type=t)
+        raise InternalError(f"no typing rule for {op.name}", e.loc)
+
+    # -- statements ---------------------------------------------------------------
+    def bind(self, name: str, t: Scalar, loc):
+        if name in self.args:
+            p = self.args[name]
+            if isinstance(p, Scalar) and join(p, t) != p:
+                raise KernelTypeError(f"parameter '{name}' is {p.name} but is assigned a {t.name} value", loc,
+                                      hint="assign the result to a new local instead")
+            return
+        old = self.locals.get(name)
+        self.locals[name] = t if old is None else join(old, t)
+
+    def block(self, body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        return tuple(self.stmt(s) for s in body)
+
+    def stmt(self, s: ir.Stmt) -> ir.Stmt:
+        if isinstance(s, ir.Assign):
+            v = self.expr(s.value)
+            self.bind(s.name, v.type, s.loc)
+            return replace(s, value=self.cast(v, self.var_type(s.name, s.loc)))
+        if isinstance(s, (ir.Store, ir.AtomicAdd)):
+            t = self.array(s.array, len(s.indices), s.loc)
+            return replace(s, indices=self.indices(s.indices), value=self.cast(self.expr(s.value), t.dtype))
+        if isinstance(s, ir.If):
+            return replace(s, cond=self.truth(self.expr(s.cond)), then=self.block(s.then),
+                           orelse=self.block(s.orelse))
+        if isinstance(s, ir.While):
+            return replace(s, cond=self.truth(self.expr(s.cond)), body=self.block(s.body))
+        if isinstance(s, ir.For):
+            bounds = []
+            for what, x in (("start", s.start), ("stop", s.stop), ("step", s.step)):
+                t = self.expr(x)
+                if not (t.type.is_int or t.type == BOOL):
+                    raise KernelTypeError(f"range() {what} '{x}' has type {t.type.name}; it must be an integer",
+                                          x.loc, hint="convert with int(...)")
+                bounds.append(self.cast(t, I64))
+            self.bind(s.var, I64, s.loc)
+            return replace(s, start=bounds[0], stop=bounds[1], step=bounds[2], body=self.block(s.body))
+        raise InternalError(f"unknown statement {type(s).__name__}", getattr(s, "loc", None))
+
+    def run(self) -> ir.Kernel:
+        # Locals widen monotonically on a finite lattice: iterate to the fixpoint.
+        for _ in range(16):
+            before = dict(self.locals)
+            body = self.block(self.k.body)
+            if self.locals == before:
+                break
+        params = tuple(replace(p, type=self.args[p.name]) for p in self.k.params)
+        return replace(self.k, params=params, body=body, locals=tuple(sorted(self.locals.items())))
+
+
+def infer_types(kernel: ir.Kernel, arg_types: dict[str, Type]) -> ir.Kernel:
+    """Type `kernel` for arguments of `arg_types` (param name → type)."""
+    return _Inference(kernel, arg_types).run()

@@ -1,0 +1,299 @@
+"""IR node types: frozen dataclasses, each with a source `loc`.
+
+Expressions are pure trees; statements form structured control flow (no
+goto, no return: the frontend turns early returns into if/else). A node's
+`type` is None before type inference and a `Scalar` after it; `str(node)`
+prints the code it means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields, replace
+
+from ..errors import Loc
+from .ops import INFIX, Op
+from .types import Array, Scalar, Type
+
+_loc = dict(default=None, compare=False, repr=False, kw_only=True)
+
+
+@dataclass(frozen=True)
+class Expr:
+    pass
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    value: bool | int | float
+    type: Scalar | None = None
+    weak: bool = False  # a Python literal: takes its type from the other operand
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return repr(self.value)
+
+
+@dataclass(frozen=True)
+class Var(Expr):
+    name: str
+    type: Scalar | None = None
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Tid(Expr):
+    """Component `axis` of this thread's index in the launch domain."""
+
+    axis: int
+    type: Scalar | None = None
+    loc: Loc | None = field(**_loc)
+
+    def __post_init__(self):
+        if not 0 <= self.axis < 3:
+            raise ValueError(f"tid axis {self.axis} out of range")
+
+    def __str__(self) -> str:
+        return f"tid[{self.axis}]"
+
+
+@dataclass(frozen=True)
+class Apply(Expr):
+    op: Op
+    args: tuple[Expr, ...]
+    type: Scalar | None = None
+    loc: Loc | None = field(**_loc)
+
+    def __post_init__(self):
+        if len(self.args) != self.op.arity:
+            raise ValueError(f"{self.op.name} takes {self.op.arity} operands, got {len(self.args)}")
+
+    def __str__(self) -> str:
+        a = self.args
+        if self.op in INFIX:
+            return f"({a[0]} {self.op.value} {a[1]})"
+        if self.op is Op.NEG:
+            return f"(-{a[0]})"
+        if self.op is Op.NOT:
+            return f"(not {a[0]})"
+        if self.op is Op.CAST:
+            return f"{self.type.name if self.type else '?'}({a[0]})"
+        return f"{self.op.value}({', '.join(map(str, a))})"
+
+
+@dataclass(frozen=True)
+class Select(Expr):
+    """`a if cond else b`; only the chosen operand is evaluated."""
+
+    cond: Expr
+    a: Expr
+    b: Expr
+    type: Scalar | None = None
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return f"({self.a} if {self.cond} else {self.b})"
+
+
+@dataclass(frozen=True)
+class Load(Expr):
+    array: str
+    indices: tuple[Expr, ...]
+    type: Scalar | None = None
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return f"{self.array}[{', '.join(map(str, self.indices))}]"
+
+
+@dataclass(frozen=True)
+class Shape(Expr):
+    array: str
+    axis: int
+    type: Scalar | None = None
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return f"{self.array}.shape[{self.axis}]"
+
+
+@dataclass(frozen=True)
+class Stmt:
+    pass
+
+
+@dataclass(frozen=True)
+class Assign(Stmt):
+    name: str
+    value: Expr
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return f"{self.name} = {self.value}"
+
+
+@dataclass(frozen=True)
+class Store(Stmt):
+    array: str
+    indices: tuple[Expr, ...]
+    value: Expr
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return f"{self.array}[{', '.join(map(str, self.indices))}] = {self.value}"
+
+
+@dataclass(frozen=True)
+class AtomicAdd(Stmt):
+    """`array[indices] += value` performed atomically: the one sanctioned shared write."""
+
+    array: str
+    indices: tuple[Expr, ...]
+    value: Expr
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return f"atomic_add({self.array}[{', '.join(map(str, self.indices))}], {self.value})"
+
+
+@dataclass(frozen=True)
+class If(Stmt):
+    cond: Expr
+    then: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...] = ()
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return f"if {self.cond}: ..."
+
+
+@dataclass(frozen=True)
+class For(Stmt):
+    """`for var in range(start, stop, step)`; `var` is int64 and local to the body."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr
+    body: tuple[Stmt, ...]
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return f"for {self.var} in range({self.start}, {self.stop}, {self.step}): ..."
+
+
+@dataclass(frozen=True)
+class While(Stmt):
+    cond: Expr
+    body: tuple[Stmt, ...]
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return f"while {self.cond}: ..."
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: Type | None = None
+    is_array: bool = False  # decided by use in the body (indexed, .shape, atomic_add)
+    written: bool = False  # the kernel stores into it (arrays only)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.type}" if self.type is not None else self.name
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel: parameters, a structured body, and the launch dimensionality it
+    uses (`tid_ndim`, 0 if it never calls gk.tid()). `locals` maps each local to
+    its type once types are inferred."""
+
+    name: str
+    params: tuple[Param, ...]
+    body: tuple[Stmt, ...]
+    tid_ndim: int
+    locals: tuple[tuple[str, Scalar], ...] = ()
+    loc: Loc | None = field(**_loc)
+
+    def param(self, name: str) -> Param:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+    @property
+    def local_types(self) -> dict[str, Scalar]:
+        return dict(self.locals)
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    """The sub-expressions of an expression, in evaluation order."""
+    if isinstance(e, Apply):
+        return e.args
+    if isinstance(e, Select):
+        return (e.cond, e.a, e.b)
+    if isinstance(e, Load):
+        return e.indices
+    return ()
+
+
+def walk_expr(e: Expr) -> Iterator[Expr]:
+    """Pre-order walk of an expression tree."""
+    yield e
+    for c in children(e):
+        yield from walk_expr(c)
+
+
+def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
+    """The expressions a statement evaluates itself (not those of nested blocks)."""
+    if isinstance(s, Assign):
+        return (s.value,)
+    if isinstance(s, (Store, AtomicAdd)):
+        return (*s.indices, s.value)
+    if isinstance(s, If):
+        return (s.cond,)
+    if isinstance(s, For):
+        return (s.start, s.stop, s.step)
+    if isinstance(s, While):
+        return (s.cond,)
+    raise TypeError(type(s))
+
+
+def blocks(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:
+    """The nested statement blocks of a statement."""
+    if isinstance(s, If):
+        return (s.then, s.orelse)
+    if isinstance(s, (For, While)):
+        return (s.body,)
+    return ()
+
+
+def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Pre-order walk over every statement of a block, nested ones included."""
+    for s in body:
+        yield s
+        for b in blocks(s):
+            yield from walk_stmts(b)
+
+
+def all_exprs(body: tuple[Stmt, ...]) -> Iterator[Expr]:
+    """Every expression node in a block (pre-order within each statement)."""
+    for s in walk_stmts(body):
+        for e in stmt_exprs(s):
+            yield from walk_expr(e)
+
+
+def field_names(node) -> list[str]:
+    return [f.name for f in fields(node)]
+
+
+__all__ = [
+    "Expr", "Const", "Var", "Tid", "Apply", "Select", "Load", "Shape",
+    "Stmt", "Assign", "Store", "AtomicAdd", "If", "For", "While",
+    "Param", "Kernel", "Array", "Scalar", "children", "walk_expr", "stmt_exprs",
+    "blocks", "walk_stmts", "all_exprs", "replace",
+]

@@ -1,0 +1,85 @@
+"""The decorator objects: `@gk.kernel` → KernelFunction, `@gk.func` → DeviceFunction.
+
+A kernel is parsed and lowered at decoration (so syntax errors show at once);
+a name it uses that is not defined yet (a helper defined further down the
+module) is looked up again at first launch. Specialisations are cached per
+argument signature in memory; compiled code is cached on disk by the backend.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .errors import GradkernError
+from .frontend.lower import Lowered, Unresolved, lower_function, lower_kernel
+from .frontend.parse import ParsedFunction, parse_function
+from .ir import nodes as ir
+
+
+class KernelFunction:
+    """A compute kernel: launched over a 1-3-D domain with `gk.launch`."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = fn.__name__
+        self._parsed: ParsedFunction = parse_function(fn)
+        self._ir: ir.Kernel | None = None
+        self._specs: dict[tuple, Any] = {}
+        self._lock = threading.Lock()
+        try:
+            self._ir = lower_kernel(self._parsed)
+        except Unresolved:
+            pass  # retried at first use, when later definitions exist
+
+    @property
+    def ir(self) -> ir.Kernel:
+        """The untyped IR (device functions inlined)."""
+        if self._ir is None:
+            self._ir = lower_kernel(self._parsed)
+        return self._ir
+
+    def __call__(self, *args, **kwargs):
+        raise GradkernError(f"kernel '{self.name}' cannot be called directly",
+                            hint=f"launch it: gk.launch({self.name}, dim, *args)")
+
+    def __repr__(self) -> str:
+        return f"<gradkern kernel {self.name}>"
+
+
+class DeviceFunction:
+    """A scalar device function, inlined into the kernels that call it. Called
+    from Python, it runs as the plain Python function it is."""
+
+    def __init__(self, fn: Callable[..., Any]):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.name = fn.__name__
+        self._parsed = parse_function(fn)
+        try:
+            lower_function(self._parsed, is_kernel=False)  # report syntax errors at decoration
+        except Unresolved:
+            pass
+
+    def lowered(self, stack: tuple[str, ...] = ()) -> Lowered:
+        """Lowered afresh for each call site, so `stack` catches recursion through any path."""
+        return lower_function(self._parsed, is_kernel=False, stack=stack)
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __repr__(self) -> str:
+        return f"<gradkern device function {self.name}>"
+
+
+def kernel(fn: Callable[..., Any]) -> KernelFunction:
+    """Decorate a compute kernel written in the kernel language (DESIGN §3)."""
+    return KernelFunction(fn)
+
+
+def func(fn: Callable[..., Any]) -> DeviceFunction:
+    """Decorate a device function that kernels (and other device functions) call."""
+    return DeviceFunction(fn)

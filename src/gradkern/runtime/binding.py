@@ -1,0 +1,155 @@
+"""Argument binding and validation for a launch (DESIGN §9).
+
+Everything here only looks at the arguments: no buffer is touched, so a failed
+check leaves every array exactly as it was. The result, `Binding`, carries the
+type signature (the specialisation key) and the converted scalar values.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import AliasingError, BackendUnavailableError, LaunchError
+from ..ir import nodes as ir
+from ..ir.infer import default_float
+from ..ir.types import ARRAY_DTYPES, BOOL, I32, I64, SCALARS, Array, Scalar, Type
+
+BACKENDS = ("cpu", "interp")
+
+
+def is_cupy_array(x: Any) -> bool:
+    return type(x).__module__.split(".")[0] == "cupy" and hasattr(x, "__cuda_array_interface__")
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A validated launch: launch extents, per-parameter types and values."""
+
+    dim: tuple[int, ...]
+    types: tuple[Type, ...]
+    values: tuple[Any, ...]
+    backend: str
+
+    @property
+    def key(self) -> tuple:
+        return (self.backend, len(self.dim), self.types)
+
+    def type_map(self, k: ir.Kernel) -> dict[str, Type]:
+        return {p.name: t for p, t in zip(k.params, self.types)}
+
+
+def normalize_dim(dim: Any, kernel: ir.Kernel) -> tuple[int, ...]:
+    items = dim if isinstance(dim, (tuple, list)) else (dim,)
+    ok = 1 <= len(items) <= 3 and all(
+        isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) and n >= 0 for n in items)
+    if not ok:
+        raise LaunchError(f"dim must be a non-negative int or a tuple of 1 to 3 non-negative ints, got {dim!r}",
+                          hint="e.g. gk.launch(kernel, n, ...) or gk.launch(kernel, (nx, ny), ...)")
+    out = tuple(int(n) for n in items)
+    if kernel.tid_ndim and len(out) != kernel.tid_ndim:
+        n = kernel.tid_ndim
+        raise LaunchError(
+            f"kernel '{kernel.name}' unpacks gk.tid() into {n} ind{'ex' if n == 1 else 'ices'}, "
+            f"so dim needs {n} entr{'y' if n == 1 else 'ies'}; got dim={dim!r}")
+    return out
+
+
+def _scalar_type(x: Any) -> Scalar | None:
+    """The strong type of a NumPy scalar, or None for a Python scalar (typed later)."""
+    if isinstance(x, (np.generic,)):
+        return SCALARS.get(x.dtype.name)
+    return None
+
+
+def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None) -> Binding:
+    """Validate `args` against `kernel`'s parameters; raise LaunchError (or a
+    subclass) naming the argument on the first problem."""
+    params = kernel.params
+    names = ", ".join(p.name for p in params)
+    if len(args) != len(params):
+        missing = [p.name for p in params[len(args):]]
+        detail = f"missing {', '.join(repr(m) for m in missing)}" if missing else f"{len(args) - len(params)} too many"
+        raise LaunchError(f"kernel '{kernel.name}' takes {len(params)} argument{'s' * (len(params) != 1)} "
+                          f"({names}), got {len(args)}: {detail}")
+    launch_dim = normalize_dim(dim, kernel)
+    used = {e.name for e in ir.all_exprs(kernel.body) if isinstance(e, ir.Var)}
+
+    gpu = [p.name for p, a in zip(params, args) if is_cupy_array(a)]
+    cpu = [p.name for p, a in zip(params, args) if isinstance(a, np.ndarray)]
+    if gpu and cpu:
+        raise LaunchError(f"arguments mix CuPy arrays ({', '.join(gpu)}) and NumPy arrays ({', '.join(cpu)})",
+                          hint="move them all to one device (cupy.asarray or .get())")
+    if gpu:
+        raise BackendUnavailableError(
+            f"CuPy arrays were passed ({', '.join(gpu)}) but this version of gradkern has no CUDA backend yet",
+            hint="pass NumPy arrays to run on the CPU")
+    backend = backend or "cpu"
+    if backend not in BACKENDS:
+        raise LaunchError(f"backend must be one of {BACKENDS}, got {backend!r}")
+
+    types: list[Type | None] = []
+    for p, a in zip(params, args):
+        if isinstance(a, np.ndarray):
+            if not p.is_array and p.name in used:
+                raise LaunchError(f"argument '{p.name}' is used as a scalar in kernel '{kernel.name}', "
+                                  f"but an array of shape {a.shape} was passed",
+                                  hint="pass a number, or index the array in the kernel")
+            t = ARRAY_DTYPES.get(a.dtype)
+            if t is None:
+                raise LaunchError(f"argument '{p.name}' has dtype {a.dtype}; kernels take arrays of "
+                                  "float32, float64, int32 or int64", hint=f"convert with {p.name}.astype(np.float64)")
+            if not 1 <= a.ndim <= 3:
+                raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to 3-D arrays")
+            if p.written and not a.flags.writeable:
+                raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' "
+                                  "but the array is read-only")
+            types.append(Array(t, a.ndim))
+        elif p.is_array:
+            raise LaunchError(f"argument '{p.name}' is indexed in kernel '{kernel.name}', so it must be a NumPy "
+                              f"array; got {type(a).__name__}", hint=f"pass np.asarray({p.name})")
+        elif isinstance(a, (bool, np.bool_)):
+            types.append(BOOL)
+        elif isinstance(a, np.generic) and _scalar_type(a) is not None:
+            types.append(_scalar_type(a))
+        elif isinstance(a, numbers.Integral):
+            if not -2**63 <= int(a) < 2**63:
+                raise LaunchError(f"argument '{p.name}' = {a} does not fit in int64")
+            types.append(I64)
+        elif isinstance(a, numbers.Real):
+            types.append(None)  # a Python float: the kernel's default float, known below
+        else:
+            raise LaunchError(f"argument '{p.name}' must be a number (int, float, bool or NumPy scalar); "
+                              f"got {type(a).__name__}")
+    fdefault = default_float({p.name: t for p, t in zip(params, types) if t is not None})
+    types = [fdefault if t is None else t for t in types]
+
+    values = []
+    for a, t in zip(args, types):
+        values.append(a if isinstance(t, Array) else t.numpy(a))
+    _check_overlap(kernel, args)
+    return Binding(launch_dim, tuple(types), tuple(values), backend)
+
+
+def _check_overlap(kernel: ir.Kernel, args: tuple):
+    """Refuse overlapping arrays when one of them is written. (Exact aliasing
+    with merged parameters, DESIGN §8, is a later step; refusing is never wrong.)"""
+    arrays = [(p, a) for p, a in zip(kernel.params, args) if isinstance(a, np.ndarray)]
+    for n, (p, a) in enumerate(arrays):
+        for q, b in arrays[n + 1:]:
+            if not (p.written or q.written) or not np.may_share_memory(a, b):
+                continue
+            try:
+                overlap = np.shares_memory(a, b, max_work=10**6)
+            except np.exceptions.TooHardError:
+                overlap = True
+            if overlap:
+                raise AliasingError(
+                    f"arguments '{p.name}' and '{q.name}' share memory and kernel '{kernel.name}' writes "
+                    f"'{p.name if p.written else q.name}'", hint="pass separate arrays (e.g. a .copy())")
+
+
+__all__ = ["Binding", "bind", "normalize_dim", "is_cupy_array", "BACKENDS", "I32"]

@@ -1,0 +1,18 @@
+"""Where compiled code is cached on disk: $GRADKERN_CACHE_DIR, else the user
+cache directory, one subfolder per gradkern version."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .. import __version__
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("GRADKERN_CACHE_DIR")
+    if root:
+        base = Path(root)
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gradkern"
+    return base / f"v{__version__}"

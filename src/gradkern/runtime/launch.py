@@ -1,0 +1,93 @@
+"""`gk.launch` and `gk.inspect`: bind and validate arguments, fetch or build the
+specialisation for their signature, and run it. The runtime never looks inside
+kernel bodies: it asks the pipeline for a specialisation and calls it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import GradkernError, LaunchError
+from ..ir.interp import interpret
+from ..ir.printer import format_kernel
+from ..kernel import KernelFunction
+from ..pipeline import Specialization, specialize
+from .binding import Binding, bind
+from .cache import cache_dir
+
+
+@dataclass
+class Compiled:
+    spec: Specialization
+    entry: Any  # the backend's callable, or None for the interpreter
+
+    def run(self, b: Binding):
+        if b.backend == "interp":
+            interpret(self.spec.typed, b.dim, list(b.values))
+        elif 0 not in b.dim:
+            self.entry(*b.dim, *b.values)
+
+
+def _check_kernel(kernel: Any) -> KernelFunction:
+    if not isinstance(kernel, KernelFunction):
+        raise LaunchError(f"the first argument must be a @gk.kernel, got {type(kernel).__name__}",
+                          hint="decorate the function with @gk.kernel")
+    return kernel
+
+
+def compiled_for(kernel: KernelFunction, b: Binding) -> Compiled:
+    """The specialisation of `kernel` for binding `b`, built once per signature."""
+    c = kernel._specs.get(b.key)
+    if c is None:
+        with kernel._lock:
+            c = kernel._specs.get(b.key)
+            if c is None:
+                spec = specialize(kernel.ir, b.type_map(kernel.ir), len(b.dim), b.backend)
+                entry = None
+                if b.backend == "cpu":
+                    from ..backends.numba_cpu import compile_source
+                    entry = compile_source(spec.source, spec.entry, cache_dir() / "numba")
+                c = kernel._specs[b.key] = Compiled(spec, entry)
+    return c
+
+
+def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = None) -> None:
+    """Run `kernel` over the launch domain `dim` (int or tuple of 1-3 ints).
+    Arrays are updated in place; every argument is validated first."""
+    k = _check_kernel(kernel)
+    b = bind(k.ir, dim, args, backend)
+    compiled_for(k, b).run(b)
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """What gradkern generates for one signature: readable IR, backend source,
+    the parallel-launch decision and the tape size (0 for a primal launch)."""
+
+    ir: str
+    source: str
+    parallel: bool
+    serial_reason: str
+    tape_bytes_per_thread: int
+
+    def __str__(self) -> str:
+        return self.ir + "\n" + self.source
+
+
+def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = None,
+            backend: str = "cpu") -> Inspection:
+    """Generate (but do not compile or run) `kernel` for `args`, as `launch`
+    would; `dim` defaults to the shape of the first array argument."""
+    k = _check_kernel(kernel)
+    if mode is not None:
+        raise GradkernError(f"mode={mode!r}: derivative modes are not available in this version of gradkern")
+    if backend not in ("cpu", "interp"):
+        raise LaunchError(f"backend={backend!r}: this version of gradkern generates code for 'cpu' only")
+    if dim is None:
+        shapes = [a.shape for a in args if hasattr(a, "shape") and getattr(a, "ndim", 0) > 0]
+        if not shapes:
+            raise LaunchError("dim is needed: no array argument to take it from")
+        dim = shapes[0]
+    b = bind(k.ir, dim, args, backend)
+    spec = specialize(k.ir, b.type_map(k.ir), len(b.dim), backend)
+    return Inspection(format_kernel(spec.typed), spec.source or "", spec.facts.parallel, spec.facts.reason, 0)
