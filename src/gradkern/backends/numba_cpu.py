@@ -47,10 +47,12 @@ class NumbaSyntax(Syntax):
         if t.is_bool:
             return "True" if value else "False"
         if t.is_int:
-            return repr(int(value)) if t.name == "int64" else f"int32({int(value)})"
+            v = int(value)
+            # parenthesised when negative: -2 ** 2 would parse as -(2 ** 2)
+            return (repr(v) if v >= 0 else f"({v})") if t.name == "int64" else f"int32({v})"
         v = float(value)
         if math.isfinite(v):
-            text = repr(v)
+            text = repr(v) if v >= 0 else f"({v!r})"
         else:
             text = "math.nan" if math.isnan(v) else ("math.inf" if v > 0 else "-math.inf")
         return text if t.name == "float64" else f"float32({text})"

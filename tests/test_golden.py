@@ -1,0 +1,31 @@
+"""Generated IR and Numba source of representative kernels, compared verbatim
+with tests/golden/ so every codegen change is seen in review. Refresh with
+`python -m pytest tests/test_golden.py --update-golden`."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gradkern as gk
+from gradkern.kernels import allen_cahn_step, heat_step_2d, matvec
+
+GOLDEN = Path(__file__).parent / "golden"
+
+CASES = {
+    "allen_cahn_step_f32": (allen_cahn_step, lambda: (np.ones(8, np.float32), np.ones(8, np.float32), 0.1, 0.1), None),
+    "heat_step_2d_f64": (heat_step_2d, lambda: (np.ones((4, 5)), np.ones((4, 5)), 0.1), None),
+    "matvec_f64": (matvec, lambda: (np.ones((4, 3)), np.ones(3), np.ones(4)), 4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_generated_code_matches_golden(name, update_golden):
+    kernel, args, dim = CASES[name]
+    r = gk.inspect(kernel, *args(), dim=dim)
+    for suffix, text in ((".ir.txt", r.ir), (".numba.py", r.source)):
+        path = GOLDEN / (name + suffix)
+        if update_golden:
+            path.write_text(text)
+        assert path.exists(), f"{path} missing: run pytest with --update-golden"
+        assert text == path.read_text(), f"generated code for {name} changed: review, then --update-golden"
