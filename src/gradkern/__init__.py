@@ -10,6 +10,7 @@
 
 __version__ = "0.1.0"
 
+from .annotations import Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed, Forward, Reverse  # noqa: E402
 from .errors import (  # noqa: E402
     AliasingError,
     BackendUnavailableError,
@@ -30,4 +31,5 @@ __all__ = [
     "tid", "atomic_add", "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "min", "max", "pow", "floor",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
     "BackendUnavailableError", "InternalError", "Loc",
+    "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",
 ]

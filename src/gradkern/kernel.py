@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .errors import GradkernError
+from .errors import LaunchError
 from .frontend.lower import Lowered, Unresolved, lower_function, lower_kernel
 from .frontend.parse import ParsedFunction, parse_function
 from .ir import nodes as ir
@@ -43,7 +43,7 @@ class KernelFunction:
         return self._ir
 
     def __call__(self, *args, **kwargs):
-        raise GradkernError(f"kernel '{self.name}' cannot be called directly",
+        raise LaunchError(f"kernel '{self.name}' cannot be called directly",
                             hint=f"launch it: gk.launch({self.name}, dim, *args)")
 
     def __repr__(self) -> str:

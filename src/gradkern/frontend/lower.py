@@ -22,10 +22,9 @@ from ..errors import KernelSyntaxError, Loc
 from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.types import F32, F64, I32, I64
+from .inline import rename
 from .parse import ParsedFunction
-
-RESERVED_PREFIX = "_gk"
-RESULT = "_gk_ret"
+from .structure import RESERVED_PREFIX, RESULT, Return, check_definite_assignment, structure_returns
 
 _BINOPS = {ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.Div: Op.DIV,
            ast.FloorDiv: Op.FLOORDIV, ast.Mod: Op.MOD, ast.Pow: Op.POW}
@@ -56,14 +55,6 @@ _CONSTRUCT_NAMES = {
     "Match": "'match'", "Yield": "'yield'", "Await": "'await'", "Starred": "starred expressions",
     "NamedExpr": "':=' (walrus)", "AsyncFunctionDef": "async functions", "Slice": "slices",
 }
-
-
-@dataclass(frozen=True)
-class _Return(ir.Stmt):
-    """A `return` before structuring; removed by `_structure_returns`."""
-
-    value: ir.Expr | None
-    loc: Loc | None = None
 
 
 @dataclass
@@ -110,6 +101,9 @@ class _Lowerer:
     def fail(self, node: ast.AST, message: str, hint: str | None = None, cls=KernelSyntaxError):
         raise cls(message, self.p.loc(node), hint)
 
+    def fail_at_def(self, message: str):
+        self.fail(self.p.tree, message)
+
     def unsupported(self, node: ast.AST, what: str | None = None):
         what = what or _CONSTRUCT_NAMES.get(type(node).__name__, f"'{type(node).__name__}'")
         self.fail(node, f"{what} {'are' if what.endswith('s') else 'is'} not supported in gradkern kernels",
@@ -118,7 +112,7 @@ class _Lowerer:
     # -- blocks -----------------------------------------------------------------
     def lower(self) -> Lowered:
         body = self.lower_block(self.p.tree.body, top=True)
-        body, returns_value = _structure_returns(body, self)
+        body, returns_value = structure_returns(body, self.fail_at_def, self.p.name)
         arrays = _array_names(body)
         return Lowered(self.p.name, self.params, body, arrays, returns_value,
                        self.tid_arity, self.p.loc(self.p.tree))
@@ -254,7 +248,7 @@ class _Lowerer:
     def stmt_Return(self, s: ast.Return):
         if s.value is not None and self.is_kernel:
             self.fail(s, "a kernel cannot return a value", hint="store results into an array argument")
-        self.emit(_Return(self.expr(s.value) if s.value is not None else None, loc=self.p.loc(s)))
+        self.emit(Return(self.expr(s.value) if s.value is not None else None, loc=self.p.loc(s)))
 
     # -- expressions ------------------------------------------------------------
     def expr(self, e: ast.expr) -> ir.Expr:
@@ -479,7 +473,7 @@ class _Lowerer:
             else:
                 scalars[name] = prefix + name
                 self.emit(ir.Assign(prefix + name, self.expr(a), loc=loc))
-        body = _rename(callee.body, prefix, arrays)
+        body = rename(callee.body, prefix, arrays)
         self.block.extend(body)
         return ir.Var(prefix + RESULT, loc=loc)
 
@@ -508,106 +502,6 @@ def _array_names(body: tuple[ir.Stmt, ...]) -> set[str]:
     return out
 
 
-def _contains_return(body) -> bool:
-    return any(isinstance(s, _Return) for s in ir.walk_stmts(body))
-
-
-def _structure_returns(body: tuple[ir.Stmt, ...], lw: _Lowerer) -> tuple[tuple[ir.Stmt, ...], bool]:
-    """Remove `_Return`s: `if c: return` + rest becomes `if c: ... else: rest`.
-    A returned value becomes an assignment to RESULT."""
-    returns_value = any(isinstance(s, _Return) and s.value is not None for s in ir.walk_stmts(body))
-    if returns_value and any(isinstance(s, _Return) and s.value is None for s in ir.walk_stmts(body)):
-        lw.fail(lw.p.tree, f"'{lw.p.name}' returns a value on some paths and nothing on others")
-
-    def structure(stmts: tuple[ir.Stmt, ...]) -> tuple[tuple[ir.Stmt, ...], bool]:
-        out: list[ir.Stmt] = []
-        for k, s in enumerate(stmts):
-            if isinstance(s, _Return):
-                if s.value is not None:
-                    out.append(ir.Assign(RESULT, s.value, loc=s.loc))
-                return tuple(out), True
-            if isinstance(s, (ir.For, ir.While)) and _contains_return(s.body):
-                raise KernelSyntaxError("'return' inside a loop is not supported", s.loc,
-                                        hint="compute a flag in the loop and branch on it after the loop")
-            if isinstance(s, ir.If) and _contains_return(s.then + s.orelse):
-                rest = stmts[k + 1:]
-                then, t_ret = structure(s.then + rest)
-                orelse, e_ret = structure(s.orelse + rest)
-                out.append(replace(s, then=then, orelse=orelse))
-                return tuple(out), t_ret and e_ret
-            out.append(s)
-        return tuple(out), False
-
-    out, always = structure(body)
-    if returns_value and not always:
-        lw.fail(lw.p.tree, f"'{lw.p.name}' does not return a value on every path")
-    return out, returns_value
-
-
-def _rename(body: tuple[ir.Stmt, ...], prefix: str, arrays: dict[str, str]) -> tuple[ir.Stmt, ...]:
-    """Prefix every local of an inlined body; map its array parameters to the caller's."""
-
-    def e(x: ir.Expr) -> ir.Expr:
-        if isinstance(x, ir.Var):
-            return replace(x, name=prefix + x.name)
-        if isinstance(x, ir.Apply):
-            return replace(x, args=tuple(map(e, x.args)))
-        if isinstance(x, ir.Select):
-            return replace(x, cond=e(x.cond), a=e(x.a), b=e(x.b))
-        if isinstance(x, ir.Load):
-            return replace(x, array=arrays[x.array], indices=tuple(map(e, x.indices)))
-        if isinstance(x, ir.Shape):
-            return replace(x, array=arrays[x.array])
-        return x
-
-    def s(x: ir.Stmt) -> ir.Stmt:
-        if isinstance(x, ir.Assign):
-            return replace(x, name=prefix + x.name, value=e(x.value))
-        if isinstance(x, (ir.Store, ir.AtomicAdd)):
-            return replace(x, array=arrays[x.array], indices=tuple(map(e, x.indices)), value=e(x.value))
-        if isinstance(x, ir.If):
-            return replace(x, cond=e(x.cond), then=b(x.then), orelse=b(x.orelse))
-        if isinstance(x, ir.For):
-            return replace(x, var=prefix + x.var, start=e(x.start), stop=e(x.stop), step=e(x.step), body=b(x.body))
-        if isinstance(x, ir.While):
-            return replace(x, cond=e(x.cond), body=b(x.body))
-        raise TypeError(type(x))
-
-    def b(xs):
-        return tuple(map(s, xs))
-
-    return b(body)
-
-
-def check_definite_assignment(body: tuple[ir.Stmt, ...], scalars: set[str]):
-    """Every local is assigned on every path before it is read (as in C#/Java):
-    both backends then agree, and no kernel reads an uninitialised register."""
-
-    def check_expr(x: ir.Expr, defined: set[str]):
-        for n in ir.walk_expr(x):
-            if isinstance(n, ir.Var) and n.name not in defined:
-                shown = n.name.split("_", 2)[-1] if n.name.startswith(RESERVED_PREFIX) else n.name
-                raise KernelSyntaxError(f"local '{shown}' may be used before it is assigned", n.loc,
-                                        hint="assign it on every path before this line "
-                                             "(a loop's body may run zero times)")
-
-    def walk(stmts, defined: set[str]) -> set[str]:
-        for s in stmts:
-            for x in ir.stmt_exprs(s):
-                check_expr(x, defined)
-            if isinstance(s, ir.Assign):
-                defined = defined | {s.name}
-            elif isinstance(s, ir.If):
-                defined = walk(s.then, defined) & walk(s.orelse, defined)
-            elif isinstance(s, ir.For):
-                walk(s.body, defined | {s.var})
-            elif isinstance(s, ir.While):
-                walk(s.body, defined)
-        return defined
-
-    walk(body, set(scalars))
-
-
 def lower_function(parsed: ParsedFunction, is_kernel: bool, stack: tuple[str, ...] = ()) -> Lowered:
     return _Lowerer(parsed, is_kernel, stack).lower()
 
@@ -627,5 +521,6 @@ def lower_kernel(parsed: ParsedFunction) -> ir.Kernel:
     scalars = {p for p in low.params if p not in low.array_names}
     check_definite_assignment(low.body, scalars)
     written = {s.array for s in ir.walk_stmts(low.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
-    params = tuple(ir.Param(p, is_array=p in low.array_names, written=p in written) for p in low.params)
+    params = tuple(ir.Param(p, is_array=p in low.array_names, written=p in written,
+                            used=p in low.array_names or p in used_as_scalar) for p in low.params)
     return ir.Kernel(low.name, params, low.body, low.tid_arity, loc=low.loc)

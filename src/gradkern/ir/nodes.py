@@ -201,6 +201,7 @@ class Param:
     type: Type | None = None
     is_array: bool = False  # decided by use in the body (indexed, .shape, atomic_add)
     written: bool = False  # the kernel stores into it (arrays only)
+    used: bool = True  # the body reads it (as an array or a scalar)
 
     def __str__(self) -> str:
         return f"{self.name}: {self.type}" if self.type is not None else self.name

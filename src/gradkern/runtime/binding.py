@@ -76,7 +76,6 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None) -
         raise LaunchError(f"kernel '{kernel.name}' takes {len(params)} argument{'s' * (len(params) != 1)} "
                           f"({names}), got {len(args)}: {detail}")
     launch_dim = normalize_dim(dim, kernel)
-    used = {e.name for e in ir.all_exprs(kernel.body) if isinstance(e, ir.Var)}
 
     gpu = [p.name for p, a in zip(params, args) if is_cupy_array(a)]
     cpu = [p.name for p, a in zip(params, args) if isinstance(a, np.ndarray)]
@@ -94,7 +93,7 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None) -
     types: list[Type | None] = []
     for p, a in zip(params, args):
         if isinstance(a, np.ndarray):
-            if not p.is_array and p.name in used:
+            if not p.is_array and p.used:
                 raise LaunchError(f"argument '{p.name}' is used as a scalar in kernel '{kernel.name}', "
                                   f"but an array of shape {a.shape} was passed",
                                   hint="pass a number, or index the array in the kernel")

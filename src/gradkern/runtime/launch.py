@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..annotations import primal
 from ..errors import GradkernError, LaunchError
 from ..ir.interp import interpret
 from ..ir.printer import format_kernel
@@ -77,8 +78,10 @@ class Inspection:
 def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = None,
             backend: str = "cpu") -> Inspection:
     """Generate (but do not compile or run) `kernel` for `args`, as `launch`
-    would; `dim` defaults to the shape of the first array argument."""
+    would; `args` may be annotated as for autodiff (their primals are used).
+    `dim` defaults to the shape of the first array argument."""
     k = _check_kernel(kernel)
+    args = tuple(primal(a) for a in args)
     if mode is not None:
         raise GradkernError(f"mode={mode!r}: derivative modes are not available in this version of gradkern")
     if backend not in ("cpu", "interp"):

@@ -1,0 +1,64 @@
+"""Activity annotations (Enzyme's vocabulary, DESIGN §1) and mode markers.
+
+An annotation wraps a primal argument and says how its derivative is carried:
+`Const(x)` (none), `Active(s)` (a scalar whose derivative is returned),
+`Duplicated(x, dx)` (a shadow buffer updated in place), `DuplicatedNoNeed`
+(the same, but the primal result need not be computed) and
+`BatchDuplicated(x, (dx1, ..., dxk))` (k shadows at once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class Mode:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"gk.{self.name}"
+
+
+Reverse = Mode("Reverse")
+Forward = Mode("Forward")
+
+
+@dataclass(frozen=True)
+class Annotation:
+    val: Any
+
+
+@dataclass(frozen=True)
+class Const(Annotation):
+    """No derivative flows through this argument."""
+
+
+@dataclass(frozen=True)
+class Active(Annotation):
+    """A scalar whose derivative `autodiff` returns."""
+
+
+@dataclass(frozen=True)
+class Duplicated(Annotation):
+    """A primal with its shadow: the derivative lives in `dval`, updated in place."""
+
+    dval: Any
+
+
+@dataclass(frozen=True)
+class DuplicatedNoNeed(Duplicated):
+    """As Duplicated, but the primal's new value need not be computed."""
+
+
+@dataclass(frozen=True)
+class BatchDuplicated(Annotation):
+    """A primal with k shadows, differentiated together (vector mode)."""
+
+    dvals: tuple
+
+
+def primal(arg: Any) -> Any:
+    """The primal value of a possibly annotated argument."""
+    return arg.val if isinstance(arg, Annotation) else arg
