@@ -93,9 +93,11 @@ class _Lowerer:
             self.fail(parsed.tree, "kernel parameters must be plain positional names without defaults")
         self.params = tuple(a.arg for a in args.args)
         self.locals = set(self.params) | _assigned_names(parsed.tree)
-        for name in self.locals:
-            if name.startswith(RESERVED_PREFIX):
-                self.fail(parsed.tree, f"names starting with '{RESERVED_PREFIX}' are reserved for gradkern")
+        for node in [*args.args, *ast.walk(parsed.tree)]:
+            name = node.arg if isinstance(node, ast.arg) else getattr(node, "id", None)
+            if isinstance(name, str) and name.startswith(RESERVED_PREFIX) and name in self.locals:
+                self.fail(node, f"the name '{name}' starts with '{RESERVED_PREFIX}', which is reserved for gradkern",
+                          hint="rename it")
 
     # -- errors ---------------------------------------------------------------
     def fail(self, node: ast.AST, message: str, hint: str | None = None, cls=KernelSyntaxError):
@@ -148,6 +150,7 @@ class _Lowerer:
             return
         if isinstance(v, ast.Constant) and isinstance(v.value, str):
             return  # a string used as a comment
+        self.expr(v)  # an unsupported call or construct is reported as such first
         self.fail(s, "this expression statement has no effect in a kernel",
                   hint="assign its value to a local or store it into an array")
 
@@ -232,9 +235,10 @@ class _Lowerer:
             self.fail(it.args[2], "range() step must not be zero")
         var = s.target.id
         body = self.lower_block(s.body)
-        if any(isinstance(n, ir.Assign) and n.name == var for n in ir.walk_stmts(body)):
-            self.fail(s.target, f"the loop variable '{var}' is assigned inside its loop",
-                      hint="use another local for the value you compute")
+        for n in ir.walk_stmts(body):
+            if isinstance(n, ir.Assign) and n.name == var:
+                raise KernelSyntaxError(f"the loop variable '{var}' is assigned inside its loop", n.loc,
+                                        hint="use another local for the value you compute")
         self.emit(ir.For(var, args[0], args[1], args[2], body, loc=loc))
 
     def stmt_While(self, s: ast.While):
@@ -514,6 +518,10 @@ def lower_kernel(parsed: ParsedFunction) -> ir.Kernel:
         raise KernelSyntaxError(f"unknown arrays {sorted(unknown)}", low.loc)
     used_as_scalar = {e.name for e in ir.all_exprs(low.body) if isinstance(e, ir.Var)}
     assigned = {s.name for s in ir.walk_stmts(low.body) if isinstance(s, ir.Assign)}
+    for s in ir.walk_stmts(low.body):
+        if isinstance(s, ir.Assign) and s.name in low.array_names:
+            raise KernelSyntaxError(f"array parameter '{s.name}' is assigned a value", s.loc,
+                                    hint="store into its elements (a[i] = ...) or use a new local")
     for name in low.array_names & (used_as_scalar | assigned):
         node = next((e for e in ir.all_exprs(low.body) if isinstance(e, ir.Var) and e.name == name), None)
         raise KernelSyntaxError(f"array parameter '{name}' is used as a scalar value", node.loc if node else low.loc,

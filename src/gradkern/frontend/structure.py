@@ -39,7 +39,8 @@ def structure_returns(body: tuple[ir.Stmt, ...], fail, name: str) -> tuple[tuple
                     out.append(ir.Assign(RESULT, s.value, loc=s.loc))
                 return tuple(out), True
             if isinstance(s, (ir.For, ir.While)) and contains_return(s.body):
-                raise KernelSyntaxError("'return' inside a loop is not supported", s.loc,
+                inner = next(r for r in ir.walk_stmts(s.body) if isinstance(r, Return))
+                raise KernelSyntaxError("'return' inside a loop is not supported", inner.loc,
                                         hint="compute a flag in the loop and branch on it after the loop")
             if isinstance(s, ir.If) and contains_return(s.then + s.orelse):
                 rest = stmts[k + 1:]
