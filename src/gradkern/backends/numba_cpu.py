@@ -31,17 +31,25 @@ _PY_OPS = {
     Op.EQ: "({0} == {1})", Op.NE: "({0} != {1})", Op.LT: "({0} < {1})", Op.LE: "({0} <= {1})",
     Op.GT: "({0} > {1})", Op.GE: "({0} >= {1})",
     Op.AND: "({0} and {1})", Op.OR: "({0} or {1})", Op.NOT: "(not {0})",
-    Op.SIN: "math.sin({0})", Op.COS: "math.cos({0})", Op.TAN: "math.tan({0})",
-    Op.EXP: "math.exp({0})", Op.LOG: "math.log({0})", Op.SQRT: "math.sqrt({0})",
-    Op.TANH: "math.tanh({0})", Op.ABS: "abs({0})", Op.MIN: "min({0}, {1})", Op.MAX: "max({0}, {1})",
+    Op.SIN: "_gk_math.sin({0})", Op.COS: "_gk_math.cos({0})", Op.TAN: "_gk_math.tan({0})",
+    Op.EXP: "_gk_math.exp({0})", Op.LOG: "_gk_math.log({0})", Op.SQRT: "_gk_math.sqrt({0})",
+    Op.TANH: "_gk_math.tanh({0})", Op.ABS: "abs({0})", Op.MIN: "min({0}, {1})", Op.MAX: "max({0}, {1})",
     # np.floor keeps float32 a float32 (math.floor returns an int in Numba)
-    Op.FLOOR: "np.floor({0})",
+    Op.FLOOR: "_gk_np.floor({0})",
 }
+# The generated module's own names are all reserved (_gk...), so a kernel's
+# parameters and locals (np, math, float32, ...) cannot shadow them.
+_IMPORTS = ["import math as _gk_math", "", "import numpy as _gk_np",
+            "from numba import njit as _gk_njit", "from numba import prange as _gk_prange",
+            "from numpy import float32 as _gk_float32", "from numpy import float64 as _gk_float64",
+            "from numpy import int32 as _gk_int32", "from numpy import int64 as _gk_int64"]
 
 
 class NumbaSyntax(Syntax):
     def __init__(self):
-        super().__init__(ops=_PY_OPS, empty_block="pass")
+        # int64(t), not t: Numba's parfor pass refuses any later write to a
+        # plain alias of the prange index (m = i; m += 1)
+        super().__init__(ops=_PY_OPS, empty_block="pass", tid="_gk_int64(_gk_t{0})")
 
     def literal(self, value, t: Scalar) -> str:
         if t.is_bool:
@@ -49,16 +57,16 @@ class NumbaSyntax(Syntax):
         if t.is_int:
             v = int(value)
             # parenthesised when negative: -2 ** 2 would parse as -(2 ** 2)
-            return (repr(v) if v >= 0 else f"({v})") if t.name == "int64" else f"int32({v})"
+            return (repr(v) if v >= 0 else f"({v})") if t.name == "int64" else f"_gk_int32({v})"
         v = float(value)
         if math.isfinite(v):
             text = repr(v) if v >= 0 else f"({v!r})"
         else:
-            text = "math.nan" if math.isnan(v) else ("math.inf" if v > 0 else "-math.inf")
-        return text if t.name == "float64" else f"float32({text})"
+            text = "_gk_math.nan" if math.isnan(v) else ("_gk_math.inf" if v > 0 else "(-_gk_math.inf)")
+        return text if t.name == "float64" else f"_gk_float32({text})"
 
     def cast(self, operand: str, src: Scalar, dst: Scalar) -> str:
-        return f"bool({operand})" if dst.is_bool else f"{dst.name}({operand})"
+        return f"bool({operand})" if dst.is_bool else f"_gk_{dst.name}({operand})"
 
     def index(self, array: str, indices: list[str]) -> str:
         return f"{array}[{', '.join(indices)}]"
@@ -87,11 +95,9 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     p = Printer(NumbaSyntax())
     flags = f"parallel={options.parallel}, cache=True, error_model='numpy', boundscheck={options.boundscheck}"
     p.lines += [f"# {line}" for line in header.splitlines()]
-    p.lines += ["import math", "", "import numpy as np", "from numba import njit, prange",
-                "from numpy import float32, float64, int32, int64", "", "",
-                f"@njit({flags})", f"def {entry}({', '.join(params)}):"]
+    p.lines += [*_IMPORTS, "", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
     for axis in range(launch_ndim):
-        loop = "prange" if axis == 0 and options.parallel else "range"
+        loop = "_gk_prange" if axis == 0 and options.parallel else "range"
         p.line(1 + axis, f"for _gk_t{axis} in {loop}(_gk_n{axis}):")
     p.block(k.body, 1 + launch_ndim)
     return "\n".join(p.lines) + "\n", entry

@@ -22,7 +22,7 @@ from ..errors import KernelSyntaxError, Loc
 from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.types import F32, F64, I32, I64
-from .inline import rename
+from .inline import rename, rename_locals
 from .parse import ParsedFunction
 from .structure import RESERVED_PREFIX, RESULT, Return, check_definite_assignment, structure_returns
 
@@ -528,7 +528,19 @@ def lower_kernel(parsed: ParsedFunction) -> ir.Kernel:
                                 hint="arrays can only be indexed, passed to device functions or asked for .shape")
     scalars = {p for p in low.params if p not in low.array_names}
     check_definite_assignment(low.body, scalars)
+    body = _privatize_reassigned(low.body, scalars & assigned)
     written = {s.array for s in ir.walk_stmts(low.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
     params = tuple(ir.Param(p, is_array=p in low.array_names, written=p in written,
                             used=p in low.array_names or p in used_as_scalar) for p in low.params)
-    return ir.Kernel(low.name, params, low.body, low.tid_arity, loc=low.loc)
+    return ir.Kernel(low.name, params, body, low.tid_arity, loc=low.loc)
+
+
+def _privatize_reassigned(body: tuple[ir.Stmt, ...], names: set[str]) -> tuple[ir.Stmt, ...]:
+    """Scalar parameters the kernel reassigns become per-thread locals: every
+    thread starts from the launch value (`_gk_a = a` first, then `_gk_a` everywhere)."""
+    if not names:
+        return body
+    mapping = {n: f"{RESERVED_PREFIX}_{n}" for n in sorted(names)}
+    renamed = rename_locals(body, mapping)
+    return tuple(ir.Assign(local, ir.Var(n, loc=body[0].loc if body else None), loc=body[0].loc if body else None)
+                 for n, local in mapping.items()) + renamed

@@ -165,6 +165,10 @@ class _Inference:
         if op is Op.POW and a.type.is_float and b.type.is_int:
             # x ** n keeps an integer exponent (exact, and d/dx = n x^(n-1) stays simple)
             return replace(e, args=(a, self.cast(b, I64)), type=a.type)
+        if op is Op.POW and not a.type.is_float and not b.type.is_float and not (
+                isinstance(b, ir.Const) and b.value >= 0):
+            # int ** int is an int only for a known non-negative exponent (Python gives a float otherwise)
+            return replace(e, args=(self.cast(a, self.fdefault), self.cast(b, I64)), type=self.fdefault)
         t = self.common(a, b)
         if op in COMPARISONS:
             return replace(e, args=(self.cast(a, t), self.cast(b, t)), type=BOOL)

@@ -59,6 +59,8 @@ class _Frame:
                 if e.type.is_int and isinstance(x, np.floating):
                     x = math.trunc(float(x)) if math.isfinite(x) else 0
                 return t(x)
+            if e.op is Op.POW and e.args[1].type.is_int:
+                args[1] = int(args[1])  # a Python int exponent keeps NumPy in the base's precision
             f = _BIN.get(e.op) if len(args) == 2 else _UN.get(e.op)
             if f is None:
                 raise InternalError(f"interpreter has no rule for {e.op.name}", e.loc)
