@@ -30,9 +30,15 @@ class Annotation:
     val: Any
 
 
-@dataclass(frozen=True)
 class Const(Annotation):
     """No derivative flows through this argument."""
+
+    def __init__(self, val: Any, *shadow: Any):
+        if shadow:
+            from .errors import AnnotationError
+            raise AnnotationError("gk.Const takes the primal only, but a shadow was given",
+                                  hint="use gk.Duplicated(x, dx) to get a derivative for x")
+        object.__setattr__(self, "val", val)
 
 
 @dataclass(frozen=True)

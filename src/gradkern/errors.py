@@ -69,6 +69,11 @@ class LaunchError(GradkernError):
     """A launch was called with bad arguments (count, kind, dim, array types)."""
 
 
+class AnnotationError(LaunchError):
+    """An activity annotation does not fit its argument (Active on an array,
+    a shadow of the wrong shape or dtype, ...)."""
+
+
 class AliasingError(LaunchError):
     """Array arguments overlap in memory in a way the kernel cannot support."""
 
@@ -79,6 +84,10 @@ class RaceError(GradkernError):
 
 class BackendUnavailableError(GradkernError):
     """The backend the arguments ask for is not installed or not available."""
+
+
+class NotDifferentiableError(GradkernError):
+    """The kernel uses a construct that the requested mode cannot differentiate."""
 
 
 class InternalError(GradkernError):

@@ -24,15 +24,16 @@ class LaunchFacts:
 
 
 def _tid_aliases(k: ir.Kernel) -> dict[str, int]:
-    """Locals that hold a tid component everywhere they are visible: assigned
-    exactly once, from `Tid(axis)`."""
+    """Locals that hold a tid component everywhere they are visible: every
+    assignment to them is the same `Tid(axis)` (a reverse sweep replays it)."""
     assigns: dict[str, list[ir.Expr]] = {}
     for s in ir.walk_stmts(k.body):
         if isinstance(s, ir.Assign):
             assigns.setdefault(s.name, []).append(s.value)
         elif isinstance(s, ir.For):
             assigns.setdefault(s.var, []).append(None)  # a loop variable is never a tid alias
-    return {n: v[0].axis for n, v in assigns.items() if len(v) == 1 and isinstance(v[0], ir.Tid)}
+    return {n: v[0].axis for n, v in assigns.items()
+            if isinstance(v[0], ir.Tid) and all(isinstance(x, ir.Tid) and x.axis == v[0].axis for x in v)}
 
 
 def _slab(indices: tuple[ir.Expr, ...], alias: dict[str, int]) -> tuple[tuple[int, int], ...]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..annotations import primal
+from ..annotations import Reverse, primal
 from ..errors import GradkernError, LaunchError
 from ..ir.interp import interpret
 from ..ir.printer import format_kernel
@@ -78,19 +78,29 @@ class Inspection:
 def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = None,
             backend: str = "cpu") -> Inspection:
     """Generate (but do not compile or run) `kernel` for `args`, as `launch`
-    would; `args` may be annotated as for autodiff (their primals are used).
-    `dim` defaults to the shape of the first array argument."""
+    would, or its fused gradient kernel with mode=gk.Reverse (args annotated as
+    for autodiff). `dim` defaults to the shape of the first array argument.
+    `tape_bytes_per_thread` is what the split forward tapes per thread; when a
+    loop tapes, the reference interpreter runs the count pass to find it."""
     k = _check_kernel(kernel)
-    args = tuple(primal(a) for a in args)
-    if mode is not None:
-        raise GradkernError(f"mode={mode!r}: derivative modes are not available in this version of gradkern")
     if backend not in ("cpu", "interp"):
         raise LaunchError(f"backend={backend!r}: this version of gradkern generates code for 'cpu' only")
+    if mode is not None and mode is not Reverse:
+        raise GradkernError(f"mode={mode!r} is not available in this version of gradkern")
+    primals = tuple(primal(a) for a in args)
     if dim is None:
-        shapes = [a.shape for a in args if hasattr(a, "shape") and getattr(a, "ndim", 0) > 0]
+        shapes = [a.shape for a in primals if hasattr(a, "shape") and getattr(a, "ndim", 0) > 0]
         if not shapes:
             raise LaunchError("dim is needed: no array argument to take it from")
         dim = shapes[0]
-    b = bind(k.ir, dim, args, backend)
+    if mode is Reverse:
+        from .autodiff import annotate, reverse_specialization, tape_slots
+        ann = annotate(k, args)
+        b = bind(k.ir, dim, ann.primals, backend)
+        rs = reverse_specialization(k, b, ann)
+        slots = tape_slots(rs, b, allow_compile=False)
+        return Inspection(format_kernel(rs.fused.typed), rs.fused.source or "", rs.fused.facts.parallel,
+                          rs.fused.facts.reason, 8 * slots)
+    b = bind(k.ir, dim, primals, backend)
     spec = specialize(k.ir, b.type_map(k.ir), len(b.dim), backend)
     return Inspection(format_kernel(spec.typed), spec.source or "", spec.facts.parallel, spec.facts.reason, 0)

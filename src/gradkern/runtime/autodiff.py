@@ -1,0 +1,161 @@
+"""`gk.autodiff` for kernels in reverse mode: validate the annotations, build
+(or fetch) the reverse specialisation, size and allocate the tape, run the
+fused kernel, and return the derivatives of Active scalars.
+
+Shadows are updated in place with DESIGN §2's semantics; the primals end with
+their post-kernel values, as after `gk.launch`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, Forward, Reverse
+from ..errors import AliasingError, AnnotationError, GradkernError, LaunchError
+from ..ir.interp import interpret
+from ..kernel import KernelFunction
+from ..pipeline import ReverseSpecialization, specialize_reverse
+from .binding import Binding, bind, is_cupy_array
+from .cache import cache_dir
+
+
+@dataclass(frozen=True)
+class Annotated:
+    """Validated annotations: primals, shadows by parameter, Active scalars."""
+
+    primals: tuple
+    shadows: dict[str, np.ndarray]
+    active: tuple[str, ...]
+
+
+def _describe(x: Any) -> str:
+    if isinstance(x, np.ndarray):
+        return f"a {x.dtype} array of shape {x.shape}"
+    return type(x).__name__
+
+
+def annotate(kernel: KernelFunction, args: tuple) -> Annotated:
+    """Check each annotation against its argument; nothing is touched."""
+    params = kernel.ir.params
+    if len(args) != len(params):
+        bind(kernel.ir, 1, tuple(a.val if isinstance(a, Annotation) else a for a in args))  # names what is missing
+    primals, shadows, active = [], {}, []
+    for p, a in zip(params, args):
+        if isinstance(a, BatchDuplicated):
+            raise AnnotationError(f"argument '{p.name}': gk.BatchDuplicated is not available in this version")
+        if isinstance(a, Duplicated):
+            x, dx = a.val, a.dval
+            if not isinstance(x, np.ndarray) and not is_cupy_array(x):
+                raise AnnotationError(f"argument '{p.name}' is Duplicated but its primal is {_describe(x)}",
+                                      hint="in reverse mode a scalar's derivative is returned: use gk.Active(s)")
+            if not isinstance(dx, np.ndarray) or dx.shape != x.shape or dx.dtype != x.dtype:
+                raise AnnotationError(f"shadow of '{p.name}' must be an array of shape {x.shape} and dtype "
+                                      f"{x.dtype} like its primal; got {_describe(dx)}",
+                                      hint=f"e.g. gk.Duplicated({p.name}, np.zeros_like({p.name}))")
+            if not dx.flags.writeable:
+                raise AnnotationError(f"shadow of '{p.name}' is read-only; shadows are updated in place")
+            shadows[p.name] = dx
+            primals.append(x)
+        elif isinstance(a, Active):
+            if isinstance(a.val, np.ndarray) or is_cupy_array(a.val):
+                raise AnnotationError(f"argument '{p.name}' is Active but is an array; Active is for scalars",
+                                      hint=f"use gk.Duplicated({p.name}, d{p.name}) for arrays")
+            if not isinstance(a.val, (int, float, np.integer, np.floating)) or isinstance(a.val, bool):
+                raise AnnotationError(f"argument '{p.name}' is Active but is {_describe(a.val)}; expected a real "
+                                      "number")
+            if not np.isfinite(a.val):
+                raise AnnotationError(f"argument '{p.name}' is Active with the non-finite value {a.val}")
+            if p.is_array:
+                raise AnnotationError(f"argument '{p.name}' is Active but the kernel indexes it as an array")
+            active.append(p.name)
+            primals.append(a.val)
+        elif isinstance(a, Const):
+            primals.append(a.val)
+        elif isinstance(a, Annotation):
+            raise AnnotationError(f"argument '{p.name}': unknown annotation {type(a).__name__}")
+        else:
+            primals.append(a)
+    _check_shadow_overlap(params, primals, shadows)
+    return Annotated(tuple(primals), shadows, tuple(active))
+
+
+def _check_shadow_overlap(params, primals, shadows):
+    buffers = [(f"'{p.name}'", x) for p, x in zip(params, primals) if isinstance(x, np.ndarray)]
+    buffers += [(f"the shadow of '{n}'", dx) for n, dx in shadows.items()]
+    for i, (na, a) in enumerate(buffers):
+        for nb, b in buffers[i + 1:]:
+            if not (na.startswith("the shadow") or nb.startswith("the shadow")):
+                continue  # primal/primal overlap is the binding's business
+            if np.may_share_memory(a, b):
+                raise AliasingError(f"{nb} shares memory with {na}; every shadow needs its own buffer")
+
+
+def reverse_specialization(kernel: KernelFunction, b: Binding, ann: Annotated) -> ReverseSpecialization:
+    key = ("reverse", b.key, tuple(sorted(ann.shadows)), ann.active)
+    spec = kernel._specs.get(key)
+    if spec is None:
+        with kernel._lock:
+            spec = kernel._specs.get(key)
+            if spec is None:
+                spec = specialize_reverse(kernel.ir, b.type_map(kernel.ir), len(b.dim), b.backend,
+                                          set(ann.shadows), set(ann.active))
+                kernel._specs[key] = spec
+    return spec
+
+
+def _entry(spec) -> Any:
+    from ..backends.numba_cpu import compile_source
+    return compile_source(spec.source, spec.entry, cache_dir() / "numba")
+
+
+def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True) -> int:
+    """Tape slots per thread: static, or the maximum the count kernel finds
+    (run by the interpreter when compiling is not allowed)."""
+    if rs.kernels.static_slots is not None:
+        return rs.kernels.static_slots
+    counts = np.zeros(b.dim, np.int64)
+    if b.backend == "interp" or not allow_compile:
+        interpret(rs.count.typed, b.dim, [*b.values, counts])
+    elif 0 not in b.dim:
+        _entry(rs.count)(*b.dim, *b.values, counts)
+    return int(counts.max()) if counts.size else 0
+
+
+def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: str | None = None) -> tuple:
+    """Differentiate kernel `f` at the annotated arguments (DESIGN §1-§2).
+
+    Shadows of Duplicated arrays are updated in place; returns one entry per
+    argument: the derivative for Active scalars (summed over threads), None
+    for the others."""
+    if mode is Forward:
+        raise GradkernError("mode=gk.Forward is not available in this version of gradkern")
+    if mode is not Reverse:
+        raise LaunchError(f"mode must be gk.Reverse or gk.Forward, got {mode!r}")
+    if not isinstance(f, KernelFunction):
+        raise LaunchError(f"autodiff takes a @gk.kernel; got {type(f).__name__} "
+                          "(differentiating programs of several launches is not available in this version)")
+    ann = annotate(f, args)
+    if dim is None:
+        arrays = [x for x in ann.primals if isinstance(x, np.ndarray)]
+        if not arrays:
+            raise LaunchError("dim is needed: no array argument to take it from")
+        dim = arrays[0].shape
+    b = bind(f.ir, dim, ann.primals, backend)
+    for name in ann.shadows:
+        if not f.ir.param(name).is_array:
+            raise AnnotationError(f"argument '{name}' is Duplicated but the kernel uses it as a scalar",
+                                  hint="use gk.Active for scalars")
+    rs = reverse_specialization(f, b, ann)
+    slots = tape_slots(rs, b)
+    tape = np.zeros((*b.dim, slots), np.float64)
+    accs = {n: np.zeros(b.dim, rs.primal.typed.param(n).type.numpy) for n in ann.active}
+    shadows = [ann.shadows[p.name] for p in f.ir.params if p.name in ann.shadows]
+    values = [*b.values, *shadows, *(accs[n] for n in sorted(accs, key=[p.name for p in f.ir.params].index)), tape]
+    if b.backend == "interp":
+        interpret(rs.fused.typed, b.dim, values)
+    elif 0 not in b.dim:
+        _entry(rs.fused)(*b.dim, *values)
+    return tuple(float(accs[p.name].sum()) if p.name in accs else None for p in f.ir.params)

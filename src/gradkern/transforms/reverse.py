@@ -1,0 +1,457 @@
+"""Reverse mode: typed kernel → augmented forward, reverse sweep, and their fusion.
+
+Per thread, the forward runs the primal and pushes onto a per-thread tape every
+value a derivative formula needs that the reverse cannot recompute; the reverse
+sweep walks the statements backwards, popping those values, and accumulates
+adjoints (`d_x += ∂·g`, STYLE §4) into shadows and adjoint locals.
+
+What the reverse can recompute ("available") rather than tape: constants,
+tid, shapes, unassigned scalar parameters, loop variables (rebuilt by the
+reverse loop), loads of arrays the kernel never writes, and *stable* locals:
+assigned once, outside no loop of their own, from available values; the
+reverse replays their definitions at the start of their block. Everything else
+a partial needs is taped at the statement that needs it, so `y[i] = y[i]**2`
+tapes y[i] once and `acc += A[i, j] * x[j]` tapes nothing. Branch conditions
+and loop bounds that are not available are taped after their statement
+(stack order: the reverse pops them before it needs them).
+
+Shadow semantics (DESIGN §2): a store `y[idx] = e` reads g = dy[idx], sets
+dy[idx] = 0 (the overwritten value no longer reaches the loss) and sends g
+into e; a load `x[idx]` adds its adjoint into dx[idx].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from ..analysis.activity import Activity
+from ..errors import InternalError, NotDifferentiableError
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.ops import Op
+from ..ir.types import F64, I64, Array, Scalar
+from .derivatives import rule
+
+P = "_gk_"
+TAPE, TP, COUNT = P + "tape", P + "tp", P + "count"
+
+
+def shadow_name(array: str) -> str:
+    return f"{P}d_{array}"
+
+
+def accumulator_name(scalar: str) -> str:
+    return f"{P}dacc_{scalar}"
+
+
+@dataclass
+class ReverseKernels:
+    """The generated kernels of one reverse-mode specialisation.
+
+    fused: forward + reverse in one thread body (used by autodiff);
+    forward/reverse: the split pair (autodiff_thunk), sharing the tape;
+    count: a skeleton that counts each thread's pushes when that depends on
+    run-time values (None when `static_slots` bounds it)."""
+
+    fused: ir.Kernel
+    forward: ir.Kernel
+    reverse: ir.Kernel
+    count: ir.Kernel | None
+    static_slots: int | None
+    shadows: dict[str, str]
+    accumulators: dict[str, str]
+    tape_ndim: int
+
+
+@dataclass
+class _Builder:
+    k: ir.Kernel
+    act: Activity
+    launch_ndim: int
+    locals: dict[str, Scalar] = field(default_factory=dict)
+    counter: int = 0
+    replay: bool = True  # whether the block being reversed must replay its stable definitions
+
+    def __post_init__(self):
+        self.locals = dict(self.k.locals)
+        self.written = {s.array for s in ir.walk_stmts(self.k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
+        counts: dict[str, int] = {}
+        for s in ir.walk_stmts(self.k.body):
+            if isinstance(s, ir.Assign):
+                counts[s.name] = counts.get(s.name, 0) + 1
+            elif isinstance(s, ir.For):
+                counts[s.var] = counts.get(s.var, 0) + 2  # never stable
+        self.assign_counts = counts
+        self.loop_vars = {s.var for s in ir.walk_stmts(self.k.body) if isinstance(s, ir.For)}
+        self.stable: set[str] = set()
+        self._find_stable(self.k.body, in_loop=False)
+
+    # -- analysis ---------------------------------------------------------------
+    def _find_stable(self, body, in_loop: bool):
+        for s in body:
+            if isinstance(s, ir.Assign) and self.assign_counts.get(s.name) == 1 and self.available(s.value):
+                self.stable.add(s.name)
+            for blk in ir.blocks(s):
+                self._find_stable(blk, in_loop or isinstance(s, (ir.For, ir.While)))
+
+    def available(self, e: ir.Expr) -> bool:
+        """Whether the reverse can re-evaluate `e` and get the forward's value."""
+        if isinstance(e, (ir.Const, ir.Tid, ir.Shape)):
+            return True
+        if isinstance(e, ir.Var):
+            if e.name in self.locals:
+                return e.name in self.stable or e.name in self.loop_vars
+            return e.name not in self.assign_counts  # a parameter nobody reassigns
+        if isinstance(e, ir.Load):
+            return e.array not in self.written and all(self.available(i) for i in e.indices)
+        return all(self.available(c) for c in ir.children(e))
+
+    def has_reverse(self, body) -> bool:
+        """Whether a block does anything in the reverse sweep."""
+        for s in ir.walk_stmts(body):
+            if isinstance(s, ir.Assign) and s.name in self.act.locals:
+                return True
+            if isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in self.act.arrays:
+                return True
+        return False
+
+    def needed(self, e: ir.Expr, out: list[ir.Expr]):
+        """Sub-expressions of `e` whose values the reverse of `e` reads."""
+        if not self.act.expr(e):
+            return
+        if isinstance(e, ir.Load):
+            out.extend(e.indices)
+        elif isinstance(e, ir.Select):
+            out.append(e.cond)
+            self.needed(e.a, out)
+            self.needed(e.b, out)
+        elif isinstance(e, ir.Apply):
+            r = rule(e.op, e.loc)
+            for a, reads in zip(e.args, r.reads):
+                if self.act.expr(a):  # only active operands' partials are evaluated
+                    out.extend(e if x == "y" else e.args[x] for x in reads)
+            for a in e.args:
+                self.needed(a, out)
+
+    def to_tape(self, exprs: list[ir.Expr]) -> list[ir.Expr]:
+        """The needed values that must be taped: not available, deduplicated."""
+        seen: list[ir.Expr] = []
+        for x in exprs:
+            if not self.available(x) and x not in seen and not isinstance(x, ir.Const):
+                seen.append(x)
+        return seen
+
+    # -- names ----------------------------------------------------------------
+    def fresh(self, what: str, t: Scalar) -> str:
+        self.counter += 1
+        name = f"{P}{what}{self.counter}"
+        self.locals[name] = t
+        return name
+
+    def adjoint(self, name: str) -> str:
+        n = f"{P}d_{name}"
+        self.locals.setdefault(n, self.locals.get(name) or self.k.local_types.get(name))
+        return n
+
+    def tids(self) -> tuple[ir.Expr, ...]:
+        return tuple(ir.Tid(a, type=I64) for a in range(self.launch_ndim))
+
+    # -- tape -----------------------------------------------------------------
+    def push(self, x: ir.Expr) -> list[ir.Stmt]:
+        tp = b.var(TP, I64)
+        return [ir.Store(TAPE, (*self.tids(), tp), b.cast(x, F64)),
+                ir.Assign(TP, b.add(tp, b.const(1, I64)))]
+
+    def pop(self, t: Scalar) -> tuple[list[ir.Stmt], ir.Var]:
+        tp = b.var(TP, I64)
+        tmp = self.fresh("v", t)
+        return ([ir.Assign(TP, b.sub(tp, b.const(1, I64))),
+                 ir.Assign(tmp, b.cast(ir.Load(TAPE, (*self.tids(), tp), type=F64), t))], b.var(tmp, t))
+
+    # -- augmented forward ----------------------------------------------------
+    def forward_block(self, body) -> list[ir.Stmt]:
+        out: list[ir.Stmt] = []
+        for s in body:
+            out.extend(self.forward_stmt(s))
+        return out
+
+    def stmt_needs(self, s: ir.Stmt) -> list[ir.Expr]:
+        need: list[ir.Expr] = []
+        if isinstance(s, ir.Assign) and s.name in self.act.locals:
+            self.needed(s.value, need)
+        elif isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in self.act.arrays:
+            need.extend(s.indices)
+            self.needed(s.value, need)
+        return self.to_tape(need)
+
+    def forward_stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(s, (ir.Assign, ir.Store, ir.AtomicAdd)):
+            out = []
+            for x in self.stmt_needs(s):
+                out += self.push(x)
+            return out + [s]
+        if isinstance(s, ir.If):
+            new = replace(s, then=tuple(self.forward_block(s.then)), orelse=tuple(self.forward_block(s.orelse)))
+            if not self.has_reverse(s.then + s.orelse) or self.available(s.cond):
+                return [new]
+            c = self.fresh("c", s.cond.type)
+            return [ir.Assign(c, s.cond), replace(new, cond=b.var(c, s.cond.type)), *self.push(b.var(c, s.cond.type))]
+        if isinstance(s, ir.For):
+            body = tuple(self.forward_block(s.body))
+            if not self.has_reverse(s.body):
+                return [replace(s, body=body)]
+            pre, post, bounds = [], [], []
+            for x in (s.start, s.stop, s.step):
+                if self.available(x):
+                    bounds.append(x)
+                else:
+                    t = self.fresh("lb", I64)
+                    pre.append(ir.Assign(t, x))
+                    post += self.push(b.var(t, I64))
+                    bounds.append(b.var(t, I64))
+            return [*pre, replace(s, start=bounds[0], stop=bounds[1], step=bounds[2], body=body), *post]
+        if isinstance(s, ir.While):
+            if self.has_reverse(s.body):
+                raise NotDifferentiableError("a 'while' loop that computes active values cannot be differentiated in "
+                                        "reverse mode", s.loc, hint="use 'for k in range(...)' with a bound")
+            return [s]
+        raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
+
+    # -- reverse sweep --------------------------------------------------------
+    def reverse_block(self, body, replay: bool) -> list[ir.Stmt]:
+        """The reverse sweep of a block. With `replay`, the block's stable
+        definitions are re-executed first: their forward values are gone (in a
+        later iteration of a loop, or in a separate reverse launch)."""
+        out: list[ir.Stmt] = [s for s in body if isinstance(s, ir.Assign) and s.name in self.stable] \
+            if replay else []
+        for s in reversed(body):
+            out.extend(self.reverse_stmt(s))
+        return out
+
+    def pops(self, exprs: list[ir.Expr]) -> tuple[list[ir.Stmt], dict[ir.Expr, ir.Expr]]:
+        out: list[ir.Stmt] = []
+        env: dict[ir.Expr, ir.Expr] = {}
+        for x in reversed(exprs):
+            stmts, v = self.pop(x.type)
+            out += stmts
+            env[x] = v
+        return out, env
+
+    def reverse_stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(s, ir.Assign):
+            if s.name not in self.act.locals:
+                return []
+            out, env = self.pops(self.stmt_needs(s))
+            d = self.adjoint(s.name)
+            t = self.locals[d]
+            g = self.fresh("g", t)
+            out += [ir.Assign(g, b.var(d, t)), ir.Assign(d, b.const(0, t))]
+            return out + self.propagate(s.value, b.var(g, t), env)
+        if isinstance(s, (ir.Store, ir.AtomicAdd)):
+            if s.array not in self.act.arrays:
+                return []
+            out, env = self.pops(self.stmt_needs(s))
+            idx = tuple(self.subst(i, env) for i in s.indices)
+            t = s.value.type
+            g = self.fresh("g", t)
+            shadow = shadow_name(s.array)
+            out.append(ir.Assign(g, ir.Load(shadow, idx, type=t)))
+            if isinstance(s, ir.Store):  # the overwritten value no longer reaches the loss
+                out.append(ir.Store(shadow, idx, b.const(0, t)))
+            return out + self.propagate(s.value, b.var(g, t), env)
+        if isinstance(s, ir.If):
+            if not self.has_reverse(s.then + s.orelse):
+                return []
+            if self.available(s.cond):
+                pre, cond = [], s.cond
+            else:
+                pre, cond = self.pop(s.cond.type)
+            return [*pre, ir.If(cond, tuple(self.reverse_block(s.then, self.replay)),
+                                tuple(self.reverse_block(s.orelse, self.replay)), loc=s.loc)]
+        if isinstance(s, ir.For):
+            if not self.has_reverse(s.body):
+                return []
+            pre: list[ir.Stmt] = []
+            bounds: dict[int, ir.Expr] = {}
+            for pos in (2, 1, 0):  # popped in reverse order of the pushes
+                x = (s.start, s.stop, s.step)[pos]
+                if self.available(x):
+                    bounds[pos] = x
+                else:
+                    stmts, v = self.pop(I64)
+                    pre += stmts
+                    bounds[pos] = v
+            start, stop, step = bounds[0], bounds[1], bounds[2]
+            n = self.fresh("n", I64)
+            r = self.fresh("r", I64)
+            zero, one = b.const(0, I64), b.const(1, I64)
+            # trip count of range(start, stop, step) = ceil((stop - start) / step), at least 0
+            up = b.apply(Op.FLOORDIV, b.sub(b.add(b.sub(stop, start), step), one), step)
+            down = b.apply(Op.FLOORDIV, b.sub(b.sub(b.sub(start, stop), step), one), b.neg(step))
+            count = b.select(b.cmp(Op.GT, step, zero), up, down) \
+                if not (isinstance(step, ir.Const) and step.value > 0) else up
+            outer, self.replay = self.replay, True  # each iteration overwrote the previous one's values
+            body = [ir.Assign(s.var, b.add(start, b.mul(b.var(r, I64), step))), *self.reverse_block(s.body, True)]
+            self.replay = outer
+            loop = ir.For(r, b.sub(b.var(n, I64), one), b.const(-1, I64), b.const(-1, I64), tuple(body), loc=s.loc)
+            return [*pre, ir.Assign(n, b.apply(Op.MAX, count, zero)), loop]
+        if isinstance(s, ir.While):
+            return []
+        raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
+
+    def subst(self, e: ir.Expr, env: dict[ir.Expr, ir.Expr]) -> ir.Expr:
+        """`e` with taped sub-expressions replaced by their popped values."""
+        if e in env:
+            return env[e]
+        if isinstance(e, ir.Apply):
+            return replace(e, args=tuple(self.subst(a, env) for a in e.args))
+        if isinstance(e, ir.Select):
+            return replace(e, cond=self.subst(e.cond, env), a=self.subst(e.a, env), b=self.subst(e.b, env))
+        if isinstance(e, ir.Load):
+            return replace(e, indices=tuple(self.subst(i, env) for i in e.indices))
+        return e
+
+    def propagate(self, e: ir.Expr, g: ir.Expr, env) -> list[ir.Stmt]:
+        """Statements adding g·∂e/∂(each active leaf of e) into that leaf's adjoint."""
+        if not self.act.expr(e):
+            return []
+        if isinstance(e, ir.Var):
+            if e.name in self.act.scalars:
+                acc = accumulator_name(e.name)
+                cur = ir.Load(acc, self.tids(), type=e.type)
+                return [ir.Store(acc, self.tids(), b.add(cur, g))]
+            d = self.adjoint(e.name)
+            return [ir.Assign(d, b.add(b.var(d, e.type), g))]
+        if isinstance(e, ir.Load):
+            shadow = shadow_name(e.array)
+            idx = tuple(self.subst(i, env) for i in e.indices)
+            return [ir.Store(shadow, idx, b.add(ir.Load(shadow, idx, type=e.type), g))]
+        if isinstance(e, ir.Select):
+            return [ir.If(self.subst(e.cond, env), tuple(self.propagate(e.a, g, env)),
+                          tuple(self.propagate(e.b, g, env)))]
+        if isinstance(e, ir.Apply):
+            r = rule(e.op, e.loc)
+            args = tuple(self.subst(a, env) for a in e.args)
+            partials = r.partials(args, self.subst(e, env))
+            out: list[ir.Stmt] = []
+            for a, p in zip(e.args, partials):
+                if p is None or not self.act.expr(a):
+                    continue
+                contrib = b.mul(g, b.cast(p, g.type)) if p.type != g.type else b.mul(g, p)
+                if isinstance(contrib, (ir.Var, ir.Const)):
+                    gi = contrib
+                else:
+                    name = self.fresh("g", g.type)
+                    out.append(ir.Assign(name, contrib))
+                    gi = b.var(name, g.type)
+                out += self.propagate(a, b.cast(gi, a.type), env)
+            return out
+        return []
+
+    # -- assembly -------------------------------------------------------------
+    def adjoint_inits(self) -> list[ir.Stmt]:
+        return [ir.Assign(self.adjoint(n), b.const(0, self.locals[n])) for n in sorted(self.act.locals)]
+
+    def static_slots(self, body) -> int | None:
+        """Pushes per thread along the longest path, or None if a loop pushes."""
+        total = 0
+        for s in body:
+            if isinstance(s, ir.Store) and s.array == TAPE:
+                total += 1
+            elif isinstance(s, ir.If):
+                t, e = self.static_slots(s.then), self.static_slots(s.orelse)
+                if t is None or e is None:
+                    return None
+                total += max(t, e)
+            elif isinstance(s, (ir.For, ir.While)):
+                if any(isinstance(x, ir.Store) and x.array == TAPE for x in ir.walk_stmts(s.body)):
+                    return None
+        return total
+
+
+def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt, ...]:
+    """The forward reduced to what decides the number of pushes: control flow,
+    the locals it depends on, and the tape pointer. Stores are dropped, so this
+    control flow must not read arrays the kernel writes (it would see stale values)."""
+
+    def control_vars(body) -> set[str]:
+        names = {TP}
+        for st in ir.walk_stmts(body):
+            if isinstance(st, (ir.If, ir.While, ir.For)):
+                for e in ir.stmt_exprs(st):
+                    names |= {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
+        return names
+
+    def block(body, live: set[str]):
+        out = []
+        for st in body:
+            if isinstance(st, (ir.Store, ir.AtomicAdd)):
+                continue
+            if isinstance(st, ir.Assign):
+                if st.name in live:
+                    out.append(st)
+            elif isinstance(st, ir.If):
+                out.append(replace(st, then=block(st.then, live), orelse=block(st.orelse, live)))
+            else:
+                out.append(replace(st, body=block(st.body, live)))
+        return tuple(out)
+
+    live = control_vars(forward)
+    while True:  # close `live` under the assignments that feed it
+        grown = set(live)
+        for st in ir.walk_stmts(tuple(forward)):
+            if isinstance(st, ir.Assign) and st.name in grown:
+                grown |= {x.name for x in ir.walk_expr(st.value) if isinstance(x, ir.Var)}
+        if grown == live:
+            break
+        live = grown
+    skeleton = block(tuple(forward), live)
+    for st in ir.walk_stmts(skeleton):
+        for e in ir.stmt_exprs(st):
+            for x in ir.walk_expr(e):
+                if isinstance(x, ir.Load) and x.array in written:
+                    raise NotDifferentiableError(
+                        f"the tape size depends on '{x.array}', which the kernel overwrites", x.loc,
+                        hint="make loop bounds and branch conditions around taped loops independent of it")
+    return skeleton
+
+
+def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKernels:
+    """Build the fused, forward, reverse and count kernels for typed kernel `k`."""
+    bld = _Builder(k, act, launch_ndim)
+    tids = bld.tids()
+    forward = bld.forward_block(k.body)
+    bld.replay = False  # fused: the forward's values outside loops are still in registers
+    fused_reverse = bld.reverse_block(k.body, False)
+    bld.replay = True
+    reverse = bld.reverse_block(k.body, True)
+    inits = bld.adjoint_inits()
+    tp0 = ir.Assign(TP, b.const(0, I64))
+    bld.locals[TP] = I64
+    static = bld.static_slots(forward)
+    count_store = ir.Store(COUNT, tids, b.var(TP, I64))
+
+    tape_ndim = launch_ndim + 1
+    shadows = {p.name: shadow_name(p.name) for p in k.params if p.name in act.arrays}
+    accs = {p.name: accumulator_name(p.name) for p in k.params if p.name in act.scalars}
+    tape_p = ir.Param(TAPE, Array(F64, tape_ndim), is_array=True, written=True)
+    count_p = ir.Param(COUNT, Array(I64, launch_ndim), is_array=True, written=True)
+    shadow_ps = tuple(ir.Param(shadows[p.name], p.type, is_array=True, written=True)
+                      for p in k.params if p.name in shadows)
+    acc_ps = tuple(ir.Param(accs[p.name], Array(p.type, launch_ndim), is_array=True, written=True)
+                   for p in k.params if p.name in accs)
+    local_items = tuple(sorted((n, t) for n, t in bld.locals.items() if n not in {p.name for p in k.params}))
+
+    def kernel(name, params, body):
+        return replace(k, name=f"{k.name}_{name}", params=params, body=tuple(body), tid_ndim=launch_ndim,
+                       locals=local_items)
+
+    fused = kernel("grad", k.params + shadow_ps + acc_ps + (tape_p,), [tp0, *forward, *inits, *fused_reverse])
+    fwd = kernel("augfwd", k.params + (tape_p, count_p), [tp0, *forward, count_store])
+    rev = kernel("rev", k.params + shadow_ps + acc_ps + (tape_p, count_p),
+                 [ir.Assign(TP, ir.Load(COUNT, tids, type=I64)), *inits, *reverse])
+    count = None
+    if static is None:
+        written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
+        count = kernel("count", k.params + (count_p,), [tp0, *_count_skeleton(forward, written), count_store])
+    return ReverseKernels(fused, fwd, rev, count, static, shadows, accs, tape_ndim)

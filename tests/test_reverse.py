@@ -1,0 +1,301 @@
+"""Reverse mode (transforms/reverse.py + runtime/autodiff.py): derivatives
+against finite differences and the dot-product test, the exact shadow
+semantics of DESIGN §2, minimal tape sizes, and bad annotations."""
+
+import math
+
+import numpy as np
+import pytest
+
+import gradkern as gk
+from gradkern.kernels import allen_cahn_step, heat_step_2d, matvec, saxpy
+from gradkern.testing import check_grad
+
+
+@gk.kernel
+def square(y):
+    i = gk.tid()
+    y[i] = y[i] * y[i]
+
+
+@gk.kernel
+def loop_sin(x, out, n):
+    i = gk.tid()
+    s = x[i]
+    for k in range(n):
+        s = math.sin(s) * 1.5
+    out[i] = s
+
+
+@gk.kernel
+def gemm_flat(c, A, B, n, alpha, beta):
+    i = gk.tid()
+    for j in range(n):
+        c[i * n + j] *= beta
+        for k in range(n):
+            c[i * n + j] += alpha * A[i * n + k] * B[k * n + j]
+
+
+@gk.kernel
+def branchy(x, y):
+    i = gk.tid()
+    v = x[i]
+    if v > 0.0:
+        y[i] = math.exp(v) / (1.0 + v * v)
+    elif v > -0.5:
+        y[i] = math.tanh(v) ** 3
+    else:
+        y[i] = math.sqrt(-v) + abs(v) * max(v, -1.0)
+
+
+@gk.kernel
+def read_after_write(x, y):
+    i = gk.tid()
+    y[i] = x[i] * 2.0
+    y[i] = y[i] * y[i] + math.cos(y[i])
+
+
+@gk.kernel
+def triangular(a, out, m):
+    i = gk.tid()
+    s = 0.0
+    for j in range(i + 1, m):
+        s += a[j] * a[i] + s * 0.25
+    out[i] = s
+
+
+@gk.kernel
+def prefix_row(A, w):
+    i = gk.tid()
+    for j in range(1, A.shape[1]):
+        A[i, j] = A[i, j] - w * A[i, j - 1] * A[i, j - 1]
+
+
+@gk.func
+def softplus(v):
+    if v > 20.0:
+        return v
+    return math.log(1.0 + math.exp(v))
+
+
+@gk.kernel
+def with_device_function(x, y, c):
+    i = gk.tid()
+    y[i] = softplus(c * x[i]) + x[i] ** 0.5
+
+
+@gk.kernel
+def scatter_hist(idx, w, h):
+    i = gk.tid()
+    gk.atomic_add(h, idx[i], w[i] * w[i])
+
+
+@gk.kernel
+def gather(x, idx, y):
+    i = gk.tid()
+    y[i] = x[idx[i]] * x[idx[i]] + x[i]
+
+
+@gk.kernel
+def volume_3d(u, out):
+    i, j, k = gk.tid()
+    out[i, j, k] = u[i, j, k] * (i + 1) + math.sin(u[i, j, k]) * (j - k)
+
+
+@gk.kernel
+def unused_active(x, y, c):
+    i = gk.tid()
+    y[i] = x[i]
+
+
+@gk.kernel
+def downward(x, out, n):
+    i = gk.tid()
+    s = x[i]
+    for k in range(n, 0, -2):
+        s = s * s * 0.5 + k * 0.01
+    out[i] = s
+
+
+def rand(rng, *shape, lo=0.2, hi=1.0, dtype=np.float64):
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def dup(x, rng):
+    return gk.Duplicated(x, rand(rng, *x.shape, dtype=x.dtype))
+
+
+CASES = {
+    "saxpy": lambda r: (saxpy, (gk.Active(2.0), dup(rand(r, 7), r), dup(rand(r, 7), r)), None),
+    "square": lambda r: (square, (dup(rand(r, 7), r),), None),
+    "allen_cahn": lambda r: (allen_cahn_step, (dup(rand(r, 9), r), dup(rand(r, 9), r), gk.Active(0.2),
+                                               gk.Const(0.01)), None),
+    "heat_2d": lambda r: (heat_step_2d, (dup(rand(r, 5, 4), r), dup(rand(r, 5, 4), r), gk.Active(0.1)), None),
+    "matvec": lambda r: (matvec, (dup(rand(r, 4, 3), r), dup(rand(r, 3), r), dup(rand(r, 4), r)), 4),
+    "loop_sin": lambda r: (loop_sin, (dup(rand(r, 6), r), dup(rand(r, 6), r), 5), None),
+    "gemm_flat": lambda r: (gemm_flat, (dup(rand(r, 9), r), dup(rand(r, 9), r), dup(rand(r, 9), r), 3,
+                                        gk.Active(1.3), gk.Active(0.7)), 3),
+    "branchy": lambda r: (branchy, (dup(rand(r, 40, lo=-2, hi=2), r), dup(rand(r, 40), r)), None),
+    "read_after_write": lambda r: (read_after_write, (dup(rand(r, 6), r), dup(rand(r, 6), r)), None),
+    "triangular": lambda r: (triangular, (dup(rand(r, 7), r), dup(rand(r, 7), r), 7), None),
+    "prefix_row": lambda r: (prefix_row, (dup(rand(r, 3, 5), r), gk.Active(0.3)), 3),
+    "device_function": lambda r: (with_device_function, (dup(rand(r, 8), r), dup(rand(r, 8), r),
+                                                         gk.Active(1.7)), None),
+    "scatter_hist": lambda r: (scatter_hist, (gk.Const(np.array([0, 2, 2, 1, 0, 2])), dup(rand(r, 6), r),
+                                              dup(rand(r, 3), r)), 6),
+    "gather_repeated": lambda r: (gather, (dup(rand(r, 6), r), gk.Const(np.array([1, 1, 5, 0, 5, 5])),
+                                           dup(rand(r, 6), r)), None),
+    "volume_3d": lambda r: (volume_3d, (dup(rand(r, 3, 2, 4), r), dup(rand(r, 3, 2, 4), r)), None),
+    "downward_loop": lambda r: (downward, (dup(rand(r, 5), r), dup(rand(r, 5), r), 7), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reverse_matches_finite_differences(name):
+    kernel, args, dim = CASES[name](np.random.default_rng(7))
+    report = check_grad(kernel, *args, dim=dim)
+    assert report.ok and report.checked > 1
+
+
+@pytest.mark.parametrize("name", ["saxpy", "allen_cahn", "heat_2d", "loop_sin", "branchy"])
+def test_reverse_float32(name):
+    kernel, args, dim = CASES[name](np.random.default_rng(3))
+    args32 = tuple(gk.Duplicated(a.val.astype(np.float32), a.dval.astype(np.float32))
+                   if isinstance(a, gk.Duplicated) else a for a in args)
+    assert check_grad(kernel, *args32, dim=dim).ok
+
+
+def test_shadow_semantics_read_only_write_only_and_in_place(rng):
+    """DESIGN §2: read-only shadows accumulate, write-only shadows end 0 on
+    written elements, in-place shadows are transformed from d/d(after) to d/d(before)."""
+    x, y = rand(rng, 6), rand(rng, 6)
+    dx0, dy0 = rand(rng, 6), rand(rng, 6)
+    dx, dy = dx0.copy(), dy0.copy()
+    x_before, y_before = x.copy(), y.copy()
+    grads = gk.autodiff(saxpy, gk.Active(2.5), gk.Duplicated(x, dx), gk.Duplicated(y, dy))
+    np.testing.assert_allclose(dx, dx0 + 2.5 * dy0, rtol=1e-15)  # read-only: accumulated
+    np.testing.assert_allclose(dy, dy0, rtol=1e-15)  # in place, d(y_after)/d(y_before) = 1
+    np.testing.assert_allclose(grads[0], np.dot(x_before, dy0), rtol=1e-14)
+    assert grads[1:] == (None, None)
+    np.testing.assert_allclose(y, 2.5 * x_before + y_before, rtol=1e-15)  # primal updated as by launch
+    np.testing.assert_array_equal(x, x_before)
+
+    u, un = rand(rng, 8), rand(rng, 8)
+    du, dun = np.zeros(8), rand(rng, 8)
+    gk.autodiff(allen_cahn_step, gk.Duplicated(u, du), gk.Duplicated(un, dun), 0.1, 0.01)
+    np.testing.assert_array_equal(dun, 0.0)  # write-only output: every element written
+
+    y = rand(rng, 5)
+    y0, dy = y.copy(), rand(rng, 5)
+    dyc = dy.copy()
+    gk.autodiff(square, gk.Duplicated(y, dy))
+    np.testing.assert_allclose(dy, 2 * y0 * dyc, rtol=1e-15)
+    np.testing.assert_allclose(y, y0 * y0, rtol=1e-15)
+
+
+def test_untouched_elements_of_a_written_array_keep_their_shadow(rng):
+    @gk.kernel
+    def write_some(x, y):
+        i = gk.tid()
+        if i % 2 == 0:
+            y[i] = x[i] * 3.0
+
+    x, y = rand(rng, 6), rand(rng, 6)
+    dx, dy0 = np.zeros(6), rand(rng, 6)
+    dy = dy0.copy()
+    gk.autodiff(write_some, gk.Duplicated(x, dx), gk.Duplicated(y, dy))
+    np.testing.assert_array_equal(dy[0::2], 0.0)
+    np.testing.assert_array_equal(dy[1::2], dy0[1::2])
+    np.testing.assert_allclose(dx[0::2], 3.0 * dy0[0::2])
+    np.testing.assert_array_equal(dx[1::2], 0.0)
+
+
+def test_unused_active_scalar_gets_zero_and_const_gets_none(rng):
+    x, y = rand(rng, 4), rand(rng, 4)
+    assert gk.autodiff(unused_active, gk.Duplicated(x, np.zeros(4)), gk.Duplicated(y, np.zeros(4)),
+                       gk.Active(3.0)) == (None, None, 0.0)
+
+
+@pytest.mark.parametrize("kernel, make, dim, expected", [
+    (saxpy, lambda x: (gk.Active(2.0), gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy())), None, 0),
+    (square, lambda x: (gk.Duplicated(x, x.copy()),), None, 8),
+    (loop_sin, lambda x: (gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()), 7), None, 7 * 8),
+    (matvec, lambda x: (gk.Duplicated(np.ones((6, 3)), np.ones((6, 3))), gk.Duplicated(np.ones(3), np.ones(3)),
+                        gk.Duplicated(x, x.copy())), 6, 0),
+    (gemm_flat, lambda x: (gk.Duplicated(np.ones(9), np.ones(9)), gk.Duplicated(np.ones(9), np.ones(9)),
+                           gk.Duplicated(np.ones(9), np.ones(9)), 3, 1.0, 0.5), 3, 0),
+    (allen_cahn_step, lambda x: (gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()), 0.1, 0.1), None, 0),
+])
+def test_tape_bytes_per_thread(kernel, make, dim, expected):
+    r = gk.inspect(kernel, *make(np.ones(6)), dim=dim, mode=gk.Reverse)
+    assert r.tape_bytes_per_thread == expected
+
+
+def test_tape_of_a_run_time_loop_grows_with_its_bound():
+    x = np.ones(4)
+    sizes = [gk.inspect(loop_sin, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()), n,
+                        mode=gk.Reverse).tape_bytes_per_thread for n in (1, 10, 33)]
+    assert sizes == [8, 80, 264]
+
+
+def test_interpreter_and_numba_reverse_agree(rng):
+    x = rand(rng, 6)
+    results = []
+    for backend in ("cpu", "interp"):
+        dx, dout = np.zeros(6), np.linspace(0.5, 1.5, 6)
+        gk.autodiff(loop_sin, gk.Duplicated(x.copy(), dx), gk.Duplicated(np.zeros(6), dout), 4, backend=backend)
+        results.append(dx)
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-14)
+
+
+def snapshot(*arrays):
+    return [a.copy() for a in arrays]
+
+
+@pytest.mark.parametrize("make, error, words", [
+    (lambda x, y, dx, dy: (gk.Active(x), gk.Duplicated(x, dx), gk.Duplicated(y, dy)), gk.AnnotationError,
+     ["'a'", "Active", "array"]),
+    (lambda x, y, dx, dy: (2.0, gk.Duplicated(x, dx[:3]), gk.Duplicated(y, dy)), gk.AnnotationError,
+     ["shadow of 'x'", "shape (6,)"]),
+    (lambda x, y, dx, dy: (2.0, gk.Duplicated(x, dx.astype(np.float32)), gk.Duplicated(y, dy)), gk.AnnotationError,
+     ["shadow of 'x'", "float64"]),
+    (lambda x, y, dx, dy: (gk.Duplicated(2.0, 1.0), gk.Duplicated(x, dx), gk.Duplicated(y, dy)), gk.AnnotationError,
+     ["'a'", "Duplicated", "gk.Active"]),
+    (lambda x, y, dx, dy: (gk.Active(float("nan")), gk.Duplicated(x, dx), gk.Duplicated(y, dy)), gk.AnnotationError,
+     ["'a'", "non-finite"]),
+    (lambda x, y, dx, dy: (2.0, gk.Duplicated(x, dx), gk.Duplicated(y, dx)), gk.AliasingError,
+     ["shadow of 'y'", "shadow of 'x'"]),
+    (lambda x, y, dx, dy: (2.0, gk.Duplicated(x, x), gk.Duplicated(y, dy)), gk.AliasingError, ["shadow of 'x'"]),
+    (lambda x, y, dx, dy: (2.0, gk.Duplicated(x, dx)), gk.LaunchError, ["missing 'y'"]),
+    (lambda x, y, dx, dy: (2.0, gk.Duplicated(x, dx), gk.Duplicated(y.astype(np.complex128), dy)), gk.LaunchError,
+     ["'y'", "complex128"]),
+])
+def test_bad_annotations_raise_and_change_nothing(rng, make, error, words):
+    x, y, dx, dy = rand(rng, 6), rand(rng, 6), rand(rng, 6), rand(rng, 6)
+    before = snapshot(x, y, dx, dy)
+    with pytest.raises(error) as info:
+        gk.autodiff(saxpy, *make(x, y, dx, dy))
+    assert isinstance(info.value, gk.GradkernError)
+    for w in words:
+        assert w in str(info.value)
+    for a, b in zip((x, y, dx, dy), before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_const_with_a_shadow_is_refused():
+    with pytest.raises(gk.AnnotationError, match="shadow"):
+        gk.Const(np.ones(3), np.ones(3))
+
+
+def test_while_loop_with_active_values_is_not_differentiable(rng):
+    @gk.kernel
+    def halve(x):
+        i = gk.tid()
+        while x[i] > 1.0:
+            x[i] = x[i] * 0.5
+
+    x = rand(rng, 4, lo=2, hi=5)
+    before = x.copy()
+    with pytest.raises(gk.NotDifferentiableError, match="while"):
+        gk.autodiff(halve, gk.Duplicated(x, np.ones(4)))
+    np.testing.assert_array_equal(x, before)
