@@ -68,10 +68,16 @@ def test_conflicting_or_unproven_writes_run_serially():
     assert facts(scatter, np.ones(3), np.zeros(8, np.int64), dim=8) == (False, "gk.atomic_add")
 
 
-def test_serial_launch_gives_the_sequential_result():
-    u = np.arange(6, dtype=np.float64)
-    gk.launch(inplace_stencil, 6, u)
-    expected = np.arange(6, dtype=np.float64)
-    for i in range(1, 5):  # the serial loop's order: thread 0, 1, 2, ...
-        expected[i] = expected[i - 1] + expected[i + 1]
-    np.testing.assert_array_equal(u, expected)
+def test_unproven_kernels_get_a_run_time_race_check_and_proven_ones_do_not():
+    from gradkern.pipeline import specialize
+    from gradkern.runtime.binding import bind
+
+    def spec(kernel, *args, dim):
+        b = bind(kernel.ir, dim, args)
+        return specialize(kernel.ir, b.type_map(kernel.ir), len(b.dim), "cpu")
+
+    x = np.ones(8)
+    assert spec(saxpy, 2.0, x, x.copy(), dim=8).race_check is None
+    rc = spec(inplace_stencil, x, dim=8).race_check
+    assert rc is not None and rc.tracked == ("u",) and not rc.copies
+    assert {s.kind for s in rc.sites} == {"read", "write"}

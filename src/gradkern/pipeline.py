@@ -9,12 +9,13 @@ runs after every stage that produces IR.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import __version__
 from .analysis.access import LaunchFacts, launch_facts
 from .analysis.activity import analyze_activity
+from .analysis.races import RaceCheck, race_check_kernel, statically_race_free
 from .ir import nodes as ir
 from .ir.infer import infer_types
 from .ir.printer import format_kernel
@@ -33,6 +34,9 @@ class Specialization:
     launch_ndim: int
     source: str | None = None
     entry: str | None = None
+    # the exact run-time race check, when the access analysis cannot prove the launch race-free
+    race_check: RaceCheck | None = None
+    race_check_source: Specialization | None = None
 
 
 def _dump(k: ir.Kernel, stage: str, text: str):
@@ -67,7 +71,14 @@ def _backend(k: ir.Kernel, origin: ir.Kernel, launch_ndim: int, backend: str) ->
 
 def specialize(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend: str) -> Specialization:
     """Run the primal pipeline for one signature: no compilation, no device needed."""
-    return _backend(_typed(kernel, types), kernel, launch_ndim, backend)
+    typed = _typed(kernel, types)
+    spec = _backend(typed, kernel, launch_ndim, backend)
+    if statically_race_free(typed):
+        return spec
+    rc = race_check_kernel(typed, launch_ndim)
+    verify(rc.kernel, "race check instrumentation")
+    _dump(rc.kernel, "2-racecheck", format_kernel(rc.kernel))
+    return replace(spec, race_check=rc, race_check_source=_backend(rc.kernel, kernel, launch_ndim, backend))
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,11 @@ def rename_locals(body: tuple[ir.Stmt, ...], mapping: dict[str, str]) -> tuple[i
     return _rename(body, lambda n: mapping.get(n, n), {})
 
 
+def rename_arrays(body: tuple[ir.Stmt, ...], mapping: dict[str, str]) -> tuple[ir.Stmt, ...]:
+    """Rename the arrays in `mapping`, leaving every other name as it is."""
+    return _rename(body, lambda n: n, mapping)
+
+
 def _rename(body, name, arrays):
     def e(x: ir.Expr) -> ir.Expr:
         if isinstance(x, ir.Var):

@@ -18,8 +18,10 @@ from ..errors import AliasingError, AnnotationError, GradkernError, LaunchError
 from ..ir.interp import interpret
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization, specialize_reverse
-from .binding import Binding, bind, is_cupy_array
+from ..transforms.aliasing import merge_aliases
+from .binding import Binding, bind, exactly_aliased, is_cupy_array
 from .cache import cache_dir
+from .race_check import check_races
 
 
 @dataclass(frozen=True)
@@ -78,12 +80,22 @@ def annotate(kernel: KernelFunction, args: tuple) -> Annotated:
             raise AnnotationError(f"argument '{p.name}': unknown annotation {type(a).__name__}")
         else:
             primals.append(a)
-    _check_shadow_overlap(params, primals, shadows)
     return Annotated(tuple(primals), shadows, tuple(active))
 
 
-def _check_shadow_overlap(params, primals, shadows):
-    buffers = [(f"'{p.name}'", x) for p, x in zip(params, primals) if isinstance(x, np.ndarray)]
+def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, np.ndarray]:
+    """Shadows of exactly aliased primals must alias the same way (DESIGN §8);
+    returns the shadows by parameter of the merged kernel. Any other overlap of
+    a shadow with a primal or another shadow is refused."""
+    for m, rep in aliases.items():
+        if (m in ann.shadows) != (rep in ann.shadows):
+            raise AliasingError(f"'{m}' and '{rep}' are the same array, so both need a shadow or neither has one")
+        if m in ann.shadows and not exactly_aliased(ann.shadows[m], ann.shadows[rep]):
+            raise AliasingError(f"'{m}' and '{rep}' are the same array but their shadows are different buffers",
+                                hint="pass the same shadow for both")
+    shadows = {n: dx for n, dx in ann.shadows.items() if n not in aliases}
+    buffers = [(f"'{p.name}'", x) for p, x in zip(params, ann.primals)
+               if isinstance(x, np.ndarray) and p.name not in aliases]
     buffers += [(f"the shadow of '{n}'", dx) for n, dx in shadows.items()]
     for i, (na, a) in enumerate(buffers):
         for nb, b in buffers[i + 1:]:
@@ -91,17 +103,19 @@ def _check_shadow_overlap(params, primals, shadows):
                 continue  # primal/primal overlap is the binding's business
             if np.may_share_memory(a, b):
                 raise AliasingError(f"{nb} shares memory with {na}; every shadow needs its own buffer")
+    return shadows
 
 
-def reverse_specialization(kernel: KernelFunction, b: Binding, ann: Annotated) -> ReverseSpecialization:
-    key = ("reverse", b.key, tuple(sorted(ann.shadows)), ann.active)
+def reverse_specialization(kernel: KernelFunction, b: Binding, shadows: dict, active: tuple
+                           ) -> ReverseSpecialization:
+    key = ("reverse", b.key, tuple(sorted(shadows)), active)
     spec = kernel._specs.get(key)
     if spec is None:
         with kernel._lock:
             spec = kernel._specs.get(key)
             if spec is None:
-                spec = specialize_reverse(kernel.ir, b.type_map(kernel.ir), len(b.dim), b.backend,
-                                          set(ann.shadows), set(ann.active))
+                spec = specialize_reverse(merge_aliases(kernel.ir, dict(b.aliases)), b.type_map(kernel.ir),
+                                          len(b.dim), b.backend, set(shadows), set(active))
                 kernel._specs[key] = spec
     return spec
 
@@ -118,9 +132,9 @@ def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True
         return rs.kernels.static_slots
     counts = np.zeros(b.dim, np.int64)
     if b.backend == "interp" or not allow_compile:
-        interpret(rs.count.typed, b.dim, [*b.values, counts])
+        interpret(rs.count.typed, b.dim, [*b.kernel_values, counts])
     elif 0 not in b.dim:
-        _entry(rs.count)(*b.dim, *b.values, counts)
+        _entry(rs.count)(*b.dim, *b.kernel_values, counts)
     return int(counts.max()) if counts.size else 0
 
 
@@ -148,12 +162,15 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
         if not f.ir.param(name).is_array:
             raise AnnotationError(f"argument '{name}' is Duplicated but the kernel uses it as a scalar",
                                   hint="use gk.Active for scalars")
-    rs = reverse_specialization(f, b, ann)
+    shadow_map = merge_shadows(f.ir.params, ann, dict(b.aliases))
+    rs = reverse_specialization(f, b, shadow_map, ann.active)
+    check_races(rs.primal, b, f.name)
     slots = tape_slots(rs, b)
     tape = np.zeros((*b.dim, slots), np.float64)
     accs = {n: np.zeros(b.dim, rs.primal.typed.param(n).type.numpy) for n in ann.active}
-    shadows = [ann.shadows[p.name] for p in f.ir.params if p.name in ann.shadows]
-    values = [*b.values, *shadows, *(accs[n] for n in sorted(accs, key=[p.name for p in f.ir.params].index)), tape]
+    order = [p.name for p in rs.primal.typed.params]
+    shadows = [shadow_map[n] for n in order if n in shadow_map]
+    values = [*b.kernel_values, *shadows, *(accs[n] for n in sorted(accs, key=order.index)), tape]
     if b.backend == "interp":
         interpret(rs.fused.typed, b.dim, values)
     elif 0 not in b.dim:

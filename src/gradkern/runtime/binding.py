@@ -33,13 +33,21 @@ class Binding:
     types: tuple[Type, ...]
     values: tuple[Any, ...]
     backend: str
+    names: tuple[str, ...] = ()
+    aliases: tuple[tuple[str, str], ...] = ()  # (parameter, the earlier parameter it aliases exactly)
 
     @property
     def key(self) -> tuple:
-        return (self.backend, len(self.dim), self.types)
+        return (self.backend, len(self.dim), self.types, self.aliases)
 
     def type_map(self, k: ir.Kernel) -> dict[str, Type]:
         return {p.name: t for p, t in zip(k.params, self.types)}
+
+    @property
+    def kernel_values(self) -> tuple[Any, ...]:
+        """The values of the specialised kernel's parameters (merged aliases dropped)."""
+        merged = {m for m, _ in self.aliases}
+        return tuple(v for n, v in zip(self.names, self.values) if n not in merged)
 
 
 def normalize_dim(dim: Any, kernel: ir.Kernel) -> tuple[int, ...]:
@@ -129,17 +137,29 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None) -
     values = []
     for a, t in zip(args, types):
         values.append(a if isinstance(t, Array) else t.numpy(a))
-    _check_overlap(kernel, args)
-    return Binding(launch_dim, tuple(types), tuple(values), backend)
+    aliases = _aliases(kernel, args)
+    return Binding(launch_dim, tuple(types), tuple(values), backend, tuple(p.name for p in params), aliases)
 
 
-def _check_overlap(kernel: ir.Kernel, args: tuple):
-    """Refuse overlapping arrays when one of them is written. (Exact aliasing
-    with merged parameters, DESIGN §8, is a later step; refusing is never wrong.)"""
+def exactly_aliased(a: np.ndarray, b: np.ndarray) -> bool:
+    """Same memory, shape, strides and dtype: one array passed twice."""
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.shape == b.shape
+            and a.strides == b.strides and a.dtype == b.dtype)
+
+
+def _aliases(kernel: ir.Kernel, args: tuple) -> tuple[tuple[str, str], ...]:
+    """Exactly aliased arrays are merged (DESIGN §8); any other overlap with a
+    written array is refused."""
     arrays = [(p, a) for p, a in zip(kernel.params, args) if isinstance(a, np.ndarray)]
+    out: dict[str, str] = {}
     for n, (p, a) in enumerate(arrays):
         for q, b in arrays[n + 1:]:
-            if not (p.written or q.written) or not np.may_share_memory(a, b):
+            if q.name in out or not np.may_share_memory(a, b):
+                continue
+            if exactly_aliased(a, b):
+                out[q.name] = out.get(p.name, p.name)
+                continue
+            if not (p.written or q.written):
                 continue
             try:
                 overlap = np.shares_memory(a, b, max_work=10**6)
@@ -147,8 +167,10 @@ def _check_overlap(kernel: ir.Kernel, args: tuple):
                 overlap = True
             if overlap:
                 raise AliasingError(
-                    f"arguments '{p.name}' and '{q.name}' share memory and kernel '{kernel.name}' writes "
-                    f"'{p.name if p.written else q.name}'", hint="pass separate arrays (e.g. a .copy())")
+                    f"arguments '{p.name}' and '{q.name}' overlap in memory without being the same array, and "
+                    f"kernel '{kernel.name}' writes '{p.name if p.written else q.name}'",
+                    hint="pass separate arrays (e.g. a .copy()), or the very same array for both")
+    return tuple(out.items())
 
 
 __all__ = ["Binding", "bind", "normalize_dim", "is_cupy_array", "BACKENDS", "I32"]

@@ -13,8 +13,10 @@ from ..ir.interp import interpret
 from ..ir.printer import format_kernel
 from ..kernel import KernelFunction
 from ..pipeline import Specialization, specialize
+from ..transforms.aliasing import merge_aliases
 from .binding import Binding, bind
 from .cache import cache_dir
+from .race_check import check_races
 
 
 @dataclass
@@ -24,9 +26,9 @@ class Compiled:
 
     def run(self, b: Binding):
         if b.backend == "interp":
-            interpret(self.spec.typed, b.dim, list(b.values))
+            interpret(self.spec.typed, b.dim, list(b.kernel_values))
         elif 0 not in b.dim:
-            self.entry(*b.dim, *b.values)
+            self.entry(*b.dim, *b.kernel_values)
 
 
 def _check_kernel(kernel: Any) -> KernelFunction:
@@ -43,7 +45,8 @@ def compiled_for(kernel: KernelFunction, b: Binding) -> Compiled:
         with kernel._lock:
             c = kernel._specs.get(b.key)
             if c is None:
-                spec = specialize(kernel.ir, b.type_map(kernel.ir), len(b.dim), b.backend)
+                spec = specialize(merge_aliases(kernel.ir, dict(b.aliases)), b.type_map(kernel.ir), len(b.dim),
+                                  b.backend)
                 entry = None
                 if b.backend == "cpu":
                     from ..backends.numba_cpu import compile_source
@@ -57,7 +60,13 @@ def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = N
     Arrays are updated in place; every argument is validated first."""
     k = _check_kernel(kernel)
     b = bind(k.ir, dim, args, backend)
-    compiled_for(k, b).run(b)
+    c = compiled_for(k, b)
+    check_races(c.spec, b, k.name)
+    c.run(b)
+
+
+def compiled_for_inspection(k: KernelFunction, b: Binding) -> Specialization:
+    return specialize(merge_aliases(k.ir, dict(b.aliases)), b.type_map(k.ir), len(b.dim), b.backend)
 
 
 @dataclass(frozen=True)
@@ -94,13 +103,13 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
             raise LaunchError("dim is needed: no array argument to take it from")
         dim = shapes[0]
     if mode is Reverse:
-        from .autodiff import annotate, reverse_specialization, tape_slots
+        from .autodiff import annotate, merge_shadows, reverse_specialization, tape_slots
         ann = annotate(k, args)
         b = bind(k.ir, dim, ann.primals, backend)
-        rs = reverse_specialization(k, b, ann)
+        rs = reverse_specialization(k, b, merge_shadows(k.ir.params, ann, dict(b.aliases)), ann.active)
         slots = tape_slots(rs, b, allow_compile=False)
         return Inspection(format_kernel(rs.fused.typed), rs.fused.source or "", rs.fused.facts.parallel,
                           rs.fused.facts.reason, 8 * slots)
     b = bind(k.ir, dim, primals, backend)
-    spec = specialize(k.ir, b.type_map(k.ir), len(b.dim), backend)
+    spec = compiled_for_inspection(k, b)
     return Inspection(format_kernel(spec.typed), spec.source or "", spec.facts.parallel, spec.facts.reason, 0)

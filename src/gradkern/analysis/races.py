@@ -1,0 +1,279 @@
+"""Race detection: prove statically that no thread touches an element another
+thread writes, or build the exact run-time check (DESIGN §5).
+
+The check is an instrumented copy of the kernel that runs before any user
+buffer is written. For every array the kernel writes it keeps, per element,
+the (thread, access site) of the plain writer, of the first reader, of a second
+reader from another thread, and of the first and a second atomic adder; an
+access that meets another thread's conflicting access records the race and the
+launch is refused with both sites named. It computes only what indices and
+branches depend on, unless those read an array the kernel writes: then it runs
+the whole kernel on scratch copies of the written arrays, so it sees the same
+values the launch would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.ops import Op
+from ..ir.types import BOOL, I64, Array
+from .access import launch_facts
+
+P = "_gk_rc_"
+RACE = P + "race"  # int64[5]: found, site, other site, thread, other thread
+EXTENT = P + "n"
+# per tracked array: plain writer, first reader, second reader, first atomic, second atomic
+TRACKS = ("w", "r", "m", "a", "am")
+
+
+@dataclass(frozen=True)
+class Site:
+    kind: str  # "read", "write" or "atomic_add"
+    text: str  # the access as code, e.g. "u[(i + 1)]"
+    loc: object
+
+
+@dataclass(frozen=True)
+class RaceCheck:
+    """The instrumented kernel and what the runtime needs to run and report it."""
+
+    kernel: ir.Kernel
+    tracked: tuple[str, ...]  # written arrays whose elements are tracked
+    sites: tuple[Site, ...]
+    copies: tuple[str, ...]  # arrays the check must run on scratch copies of
+
+
+def statically_race_free(k: ir.Kernel) -> bool:
+    """True when the access analysis proves no element is shared with a writer:
+    plain writes stay in each thread's own slab, atomic targets are only ever
+    touched by atomic adds."""
+    atomic = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd)}
+    plain = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.Store)}
+    loads = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
+    if atomic & (plain | loads):
+        return False
+    if not plain:
+        return True
+    no_atomics = _without_atomics(k)
+    return launch_facts(no_atomics).parallel
+
+
+def _without_atomics(k: ir.Kernel) -> ir.Kernel:
+    def block(body):
+        out = []
+        for s in body:
+            if isinstance(s, ir.AtomicAdd):
+                continue
+            if isinstance(s, ir.If):
+                s = replace(s, then=block(s.then), orelse=block(s.orelse))
+            elif isinstance(s, (ir.For, ir.While)):
+                s = replace(s, body=block(s.body))
+            out.append(s)
+        return tuple(out)
+    return replace(k, body=block(k.body))
+
+
+class _Instrument:
+    def __init__(self, k: ir.Kernel, launch_ndim: int):
+        self.k = k
+        self.ndim = launch_ndim
+        self.tracked = sorted({s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))})
+        self.sites: list[Site] = []
+        self.locals = dict(k.locals)
+        self.counter = 0
+
+    def fresh(self) -> str:
+        self.counter += 1
+        name = f"{P}v{self.counter}"
+        self.locals[name] = I64
+        return name
+
+    def thread(self) -> ir.Expr:
+        """This thread's flat index in the launch domain."""
+        t = ir.Tid(0, type=I64)
+        for a in range(1, self.ndim):
+            t = b.add(b.mul(t, b.var(f"{EXTENT}{a}", I64)), ir.Tid(a, type=I64))
+        return t
+
+    def site(self, kind: str, text: str, loc) -> int:
+        self.sites.append(Site(kind, text, loc))
+        return len(self.sites) - 1
+
+    def record(self, kind: str, array: str, idx: tuple[ir.Expr, ...], text: str, loc) -> list[ir.Stmt]:
+        """Check one access against the element's history, then note it."""
+        s = b.const(self.site(kind, text, loc), I64)
+        nsites = b.var(P + "nsites", I64)
+        me = b.var(P + "me", I64)
+        stamp = b.add(b.mul(me, nsites), s)
+        neg = b.const(-1, I64)
+        t = {name: f"{P}{name}_{array}" for name in TRACKS}
+        cur = {name: self.fresh() for name in TRACKS}
+        out: list[ir.Stmt] = [ir.Assign(cur[n], ir.Load(t[n], idx, type=I64)) for n in TRACKS]
+
+        def both(x, y) -> ir.Expr:
+            return ir.Apply(Op.AND, (x, y), type=BOOL)
+
+        def other(name) -> ir.Expr:  # the stamp in track `name` is another thread's
+            v = b.var(cur[name], I64)
+            return both(b.cmp(Op.NE, v, neg), b.cmp(Op.NE, b.apply(Op.FLOORDIV, v, nsites), me))
+
+        def conflict(name) -> ir.Stmt:  # record the first race found
+            v = b.var(cur[name], I64)
+            return ir.If(both(b.cmp(Op.EQ, ir.Load(RACE, (b.const(0, I64),), type=I64), b.const(0, I64)), other(name)),
+                         tuple(ir.Store(RACE, (b.const(k, I64),), x) for k, x in enumerate(
+                             (b.const(1, I64), s, b.apply(Op.MOD, v, nsites), me,
+                              b.apply(Op.FLOORDIV, v, nsites)))))
+
+        def note(name) -> ir.Stmt:
+            return ir.Store(t[name], idx, stamp)
+
+        def if_(cond, *then) -> ir.Stmt:
+            return ir.If(cond, tuple(then))
+
+        def is_none(name):
+            return b.cmp(Op.EQ, b.var(cur[name], I64), neg)
+
+        if kind == "read":
+            out += [conflict("w"), conflict("a"), conflict("am"),
+                    ir.If(is_none("r"), (note("r"),), (if_(both(other("r"), is_none("m")), note("m")),))]
+        elif kind == "write":
+            out += [conflict("w"), conflict("r"), conflict("m"), conflict("a"), conflict("am"), note("w")]
+        else:  # atomic add: conflicts only with plain accesses of other threads
+            out += [conflict("w"), conflict("r"), conflict("m"),
+                    ir.If(is_none("a"), (note("a"),), (if_(both(other("a"), is_none("am")), note("am")),))]
+        return out
+
+    def loads(self, e: ir.Expr) -> list[ir.Stmt]:
+        """Records for the tracked loads `e` evaluates, under the same laziness."""
+        if isinstance(e, ir.Load):
+            out = [x for i in e.indices for x in self.loads(i)]
+            if e.array in self.tracked:
+                out += self.record("read", e.array, e.indices, str(e), e.loc)
+            return out
+        if isinstance(e, ir.Select):
+            return self.loads(e.cond) + [ir.If(e.cond, tuple(self.loads(e.a)), tuple(self.loads(e.b)))] \
+                if self.loads(e.a) or self.loads(e.b) else self.loads(e.cond)
+        if isinstance(e, ir.Apply) and e.op in (Op.AND, Op.OR):
+            first, second = self.loads(e.args[0]), self.loads(e.args[1])
+            if not second:
+                return first
+            cond = e.args[0] if e.op is Op.AND else ir.Apply(Op.NOT, (e.args[0],), type=e.args[0].type)
+            return first + [ir.If(cond, tuple(second))]
+        return [x for c in ir.children(e) for x in self.loads(c)]
+
+    def block(self, body) -> tuple[ir.Stmt, ...]:
+        out: list[ir.Stmt] = []
+        for s in body:
+            for e in ir.stmt_exprs(s):
+                out += self.loads(e)
+            if isinstance(s, ir.Store) and s.array in self.tracked:
+                out += self.record("write", s.array, s.indices, str(s).split(" = ")[0], s.loc)
+            elif isinstance(s, ir.AtomicAdd):
+                out += self.record("atomic_add", s.array, s.indices, str(s), s.loc)
+            if isinstance(s, ir.If):
+                s = replace(s, then=self.block(s.then), orelse=self.block(s.orelse))
+            elif isinstance(s, (ir.For, ir.While)):
+                s = replace(s, body=self.block(s.body))
+            out.append(s)
+        return tuple(out)
+
+
+def _live(body: tuple[ir.Stmt, ...]) -> set[str]:
+    """Locals that control flow, indices or the laziness of loads depend on."""
+    def uses(e: ir.Expr) -> set[str]:
+        return {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
+
+    live: set[str] = set()
+    for s in ir.walk_stmts(body):
+        if isinstance(s, (ir.If, ir.While, ir.For)):
+            for e in ir.stmt_exprs(s):
+                live |= uses(e)
+        if isinstance(s, (ir.Store, ir.AtomicAdd)):
+            for i in s.indices:
+                live |= uses(i)
+    for e in ir.all_exprs(body):
+        if isinstance(e, ir.Load):
+            for i in e.indices:
+                live |= uses(i)
+        elif isinstance(e, ir.Select):
+            live |= uses(e.cond)
+        elif isinstance(e, ir.Apply) and e.op in (Op.AND, Op.OR):
+            live |= uses(e.args[0])
+    while True:
+        grown = set(live)
+        for s in ir.walk_stmts(body):
+            if isinstance(s, ir.Assign) and s.name in grown:
+                grown |= uses(s.value)
+        if grown == live:
+            return live
+        live = grown
+
+
+def _prune(body: tuple[ir.Stmt, ...], live: set[str], tracked: set[str]) -> tuple[ir.Stmt, ...]:
+    """Drop the user's writes to tracked arrays and assignments nothing live needs;
+    the instrumentation's own statements stay."""
+    out = []
+    for s in body:
+        if isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in tracked:
+            continue
+        if isinstance(s, ir.Assign) and not s.name.startswith(P) and s.name not in live:
+            continue
+        if isinstance(s, ir.If):
+            s = replace(s, then=_prune(s.then, live, tracked), orelse=_prune(s.orelse, live, tracked))
+        elif isinstance(s, (ir.For, ir.While)):
+            s = replace(s, body=_prune(s.body, live, tracked))
+        out.append(s)
+    return tuple(out)
+
+
+def _reads_tracked_for_control(body, live: set[str], tracked: set[str]) -> bool:
+    """Whether a value the skeleton keeps is loaded from an array the kernel writes."""
+    for s in ir.walk_stmts(body):
+        if isinstance(s, ir.Assign) and s.name in live:
+            exprs = (s.value,)
+        elif isinstance(s, (ir.If, ir.While, ir.For)):
+            exprs = ir.stmt_exprs(s)
+        elif isinstance(s, (ir.Store, ir.AtomicAdd)):
+            exprs = s.indices
+        else:
+            exprs = ()
+        for e in exprs:
+            if any(isinstance(x, ir.Load) and x.array in tracked for x in ir.walk_expr(e)):
+                return True
+    for e in ir.all_exprs(body):
+        parts = e.indices if isinstance(e, ir.Load) else (e.cond,) if isinstance(e, ir.Select) else ()
+        for p in parts:
+            if any(isinstance(x, ir.Load) and x.array in tracked for x in ir.walk_expr(p)):
+                return True
+    return False
+
+
+def race_check_kernel(k: ir.Kernel, launch_ndim: int) -> RaceCheck:
+    """The instrumented kernel that finds, exactly, whether a launch races."""
+    inst = _Instrument(k, launch_ndim)
+    tracked = set(inst.tracked)
+    live = _live(k.body)
+    body = inst.block(k.body)
+    if _reads_tracked_for_control(k.body, live, tracked):
+        copies = tuple(inst.tracked)  # the whole kernel, run on scratch copies of the written arrays
+    else:
+        body = _prune(body, live, tracked)
+        copies = ()
+    nsites = len(inst.sites)
+    prologue = (ir.Assign(P + "me", inst.thread()), ir.Assign(P + "nsites", b.const(max(nsites, 1), I64)))
+    inst.locals[P + "me"] = I64
+    inst.locals[P + "nsites"] = I64
+    params = list(k.params)
+    for a in inst.tracked:
+        t = k.param(a).type
+        params += [ir.Param(f"{P}{n}_{a}", Array(I64, t.ndim), is_array=True, written=True) for n in TRACKS]
+    params.append(ir.Param(RACE, Array(I64, 1), is_array=True, written=True))
+    params += [ir.Param(f"{EXTENT}{a}", I64) for a in range(1, launch_ndim)]
+    names = {p.name for p in params}
+    local_items = tuple(sorted((n, t) for n, t in inst.locals.items() if n not in names))
+    kernel = replace(k, name=f"{k.name}_racecheck", params=tuple(params), body=prologue + body,
+                     tid_ndim=launch_ndim, locals=local_items)
+    return RaceCheck(kernel, tuple(inst.tracked), tuple(inst.sites), copies)

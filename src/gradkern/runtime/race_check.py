@@ -1,0 +1,51 @@
+"""Run the exact race check of a specialisation before a launch writes anything,
+and refuse a racy launch with `gk.RaceError` naming both accesses."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..analysis.races import TRACKS
+from ..errors import RaceError
+from ..ir.interp import interpret
+from ..pipeline import Specialization
+from .binding import Binding
+from .cache import cache_dir
+
+
+def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
+    """Raise RaceError if, at these arguments, a thread touches an element that
+    another thread writes. Reads the arguments only (or scratch copies)."""
+    rc = spec.race_check
+    if rc is None or 0 in b.dim:
+        return
+    k = rc.kernel
+    names = [p.name for p in spec.typed.params]
+    values = list(b.kernel_values)
+    for name in rc.copies:
+        values[names.index(name)] = values[names.index(name)].copy()
+    for name in rc.tracked:
+        shape = values[names.index(name)].shape
+        values += [np.full(shape, -1, np.int64) for _ in TRACKS]
+    race = np.zeros(5, np.int64)
+    values.append(race)
+    values += list(b.dim[1:])
+    if b.backend == "interp":
+        interpret(k, b.dim, values)
+    else:
+        from ..backends.numba_cpu import compile_source
+        src = spec.race_check_source
+        compile_source(src.source, src.entry, cache_dir() / "numba")(*b.dim, *values)
+    if race[0]:
+        _, site, other_site, thread, other_thread = (int(v) for v in race)
+        a, o = rc.sites[site], rc.sites[other_site]
+        t1 = tuple(int(x) for x in np.unravel_index(thread, b.dim))
+        t2 = tuple(int(x) for x in np.unravel_index(other_thread, b.dim))
+        raise RaceError(
+            f"kernel '{kernel_name}' races: thread {t1} {_verb(a.kind)} {a.text} ({a.loc}) and thread {t2} "
+            f"{_verb(o.kind)} {o.text} ({o.loc}), the same element; no buffer was changed",
+            hint="write the result to a separate array (double buffering), or accumulate with gk.atomic_add")
+
+
+def _verb(kind: str) -> str:
+    return {"read": "reads", "write": "writes", "atomic_add": "atomically adds to"}[kind]

@@ -1,0 +1,217 @@
+"""Race detection (analysis/races.py, runtime/race_check.py): racy launches
+are refused with both accesses named and every buffer unchanged; race-free
+kernels that write some elements and read others are accepted."""
+
+import numpy as np
+import pytest
+
+import gradkern as gk
+
+
+@gk.kernel
+def inplace_stencil(u):
+    i = gk.tid()
+    if 0 < i < u.shape[0] - 1:
+        u[i] = 0.5 * (u[i - 1] + u[i + 1])
+
+
+@gk.kernel
+def stencil(u, un):
+    i = gk.tid()
+    if 0 < i < u.shape[0] - 1:
+        un[i] = 0.5 * (u[i - 1] + u[i + 1])
+    else:
+        un[i] = u[i]
+
+
+@gk.kernel
+def lu_update(A, k):
+    i, j = gk.tid()
+    if i > k and j > k:
+        A[i, j] -= A[i, k] * A[k, j] / A[k, k]
+
+
+@gk.kernel
+def correlation_mirror(s, data, m, n):
+    j1 = gk.tid()
+    if j1 < m:
+        s[j1 * m + j1] = 1.0
+        for j2 in range(j1 + 1, m):
+            acc = 0.0
+            for r in range(n):
+                acc += data[r * m + j1] * data[r * m + j2]
+            s[j1 * m + j2] = acc
+            s[j2 * m + j1] = s[j1 * m + j2]
+
+
+@gk.kernel
+def adi_rows(x, a, b):
+    i = gk.tid()
+    for j in range(1, x.shape[1]):
+        x[i, j] = x[i, j] - a[i, j] * x[i, j - 1] / b[i, j - 1]
+
+
+@gk.kernel
+def scatter(x, idx, y):
+    i = gk.tid()
+    y[idx[i]] = x[i]
+
+
+@gk.kernel
+def atomic_then_read(h, idx, out):
+    i = gk.tid()
+    gk.atomic_add(h, idx[i], 1.0)
+    out[i] = h[i]
+
+
+@gk.kernel
+def histogram(h, idx, w):
+    i = gk.tid()
+    gk.atomic_add(h, idx[i], w[i])
+
+
+@gk.kernel
+def row_broadcast(a, v):
+    i, j = gk.tid()
+    a[i] = v[j]
+
+
+@gk.kernel
+def first_thread_writes(x, out):
+    i = gk.tid()
+    if i == 0:
+        out[0] = x[0] + x[1]
+
+
+@gk.kernel
+def data_dependent_target(x, idx, y):
+    i = gk.tid()
+    x[i] = x[i] * 2.0
+    if x[i] > 1.0:
+        y[idx[i]] = x[i]
+
+
+def rand(rng, *shape):
+    return rng.uniform(0.5, 1.5, shape)
+
+
+def assert_refused(kernel, dim, *args, words=()):
+    before = [a.copy() for a in args if isinstance(a, np.ndarray)]
+    with pytest.raises(gk.RaceError) as info:
+        gk.launch(kernel, dim, *args)
+    after = [a for a in args if isinstance(a, np.ndarray)]
+    for a, b in zip(after, before):
+        np.testing.assert_array_equal(a, b)
+    msg = str(info.value)
+    assert "test_races.py:" in msg and msg.count("thread (") == 2
+    for w in words:
+        assert w in msg
+    return msg
+
+
+def test_in_place_stencil_is_refused(rng):
+    msg = assert_refused(inplace_stencil, 8, rand(rng, 8), words=("reads u[(i - 1)]", "writes u[i]"))
+    assert "no buffer was changed" in msg
+
+
+def test_stencil_launched_with_its_input_as_its_output_is_refused(rng):
+    u = rand(rng, 8)
+    assert_refused(stencil, 8, u, u)
+
+
+def test_separate_output_stencil_is_accepted(rng):
+    u, un = rand(rng, 8), np.zeros(8)
+    gk.launch(stencil, 8, u, un)
+    np.testing.assert_allclose(un[1:-1], 0.5 * (u[:-2] + u[2:]))
+
+
+def test_lu_guarded_update_is_accepted_and_correct(rng):
+    A = rand(rng, 5, 5) + 5 * np.eye(5)
+    ref = A.copy()
+    k = 1
+    for i in range(k + 1, 5):
+        for j in range(k + 1, 5):
+            ref[i, j] -= A[i, k] * A[k, j] / A[k, k]
+    gk.launch(lu_update, (5, 5), A, k)
+    np.testing.assert_allclose(A, ref, rtol=1e-14)
+
+
+def test_correlation_mirrored_write_is_accepted_and_correct(rng):
+    m, n = 5, 4
+    data = rand(rng, n * m)
+    s = np.zeros(m * m)
+    gk.launch(correlation_mirror, m + 2, s, data, m, n)
+    D = data.reshape(n, m)
+    ref = D.T @ D
+    np.fill_diagonal(ref, 1.0)
+    np.testing.assert_allclose(s.reshape(m, m), ref, rtol=1e-14)
+
+
+def test_adi_row_recurrence_is_proven_statically(rng):
+    x, a, b = rand(rng, 4, 6), rand(rng, 4, 6), rand(rng, 4, 6)
+    assert gk.inspect(adi_rows, x, a, b, dim=4).parallel
+    ref = x.copy()
+    for j in range(1, 6):
+        ref[:, j] = ref[:, j] - a[:, j] * ref[:, j - 1] / b[:, j - 1]
+    gk.launch(adi_rows, 4, x, a, b)
+    np.testing.assert_allclose(x, ref, rtol=1e-14)
+
+
+def test_indirect_scatter_is_checked_at_run_time(rng):
+    x, y = rand(rng, 4), np.zeros(4)
+    gk.launch(scatter, 4, x, np.array([3, 1, 0, 2]), y)
+    np.testing.assert_array_equal(y[[3, 1, 0, 2]], x)
+    assert_refused(scatter, 4, x, np.array([3, 1, 1, 2]), np.zeros(4), words=("writes y[idx[i]]",))
+
+
+def test_atomics_may_share_but_not_with_plain_accesses(rng):
+    h, w = np.zeros(3), rand(rng, 6)
+    gk.launch(histogram, 6, h, np.array([0, 2, 2, 1, 0, 2]), w)
+    np.testing.assert_allclose(h, [w[0] + w[4], w[3], w[1] + w[2] + w[5]])
+    assert_refused(atomic_then_read, 4, np.zeros(4), np.array([1, 1, 2, 3]), np.zeros(4),
+                   words=("atomically adds to",))
+
+
+def test_threads_of_a_2d_launch_writing_one_row_element_race(rng):
+    assert_refused(row_broadcast, (3, 2), np.zeros(3), rand(rng, 2))
+
+
+def test_a_single_writer_among_readers_of_other_elements_is_accepted(rng):
+    x, out = rand(rng, 4), np.zeros(1)
+    gk.launch(first_thread_writes, 4, x, out)
+    assert out[0] == x[0] + x[1]
+
+
+def test_check_follows_values_the_kernel_writes(rng):
+    """The target index depends on a value the kernel itself writes: the check
+    runs the kernel on scratch copies and sees the same branches."""
+    x = np.array([0.3, 0.8, 0.9, 0.2])  # doubled: 0.6, 1.6, 1.8, 0.4 -> threads 1 and 2 write
+    x0 = x.copy()
+    y = np.zeros(4)
+    gk.launch(data_dependent_target, 4, x, np.array([0, 3, 2, 3]), y)
+    np.testing.assert_allclose(x, 2 * x0)
+    np.testing.assert_allclose(y, [0, 0, 1.8, 1.6])
+    x = x0.copy()
+    assert_refused(data_dependent_target, 4, x, np.array([0, 3, 3, 1]), np.zeros(4))
+
+
+def test_racy_kernel_is_refused_by_autodiff_too(rng):
+    u, du = rand(rng, 8), rand(rng, 8)
+    before = (u.copy(), du.copy())
+    with pytest.raises(gk.RaceError):
+        gk.autodiff(stencil, gk.Duplicated(u, du), gk.Duplicated(u, du))
+    np.testing.assert_array_equal(u, before[0])
+    np.testing.assert_array_equal(du, before[1])
+
+
+def test_exactly_aliased_arguments_are_merged(rng):
+    from gradkern.kernels import saxpy
+    y = rand(rng, 5)
+    y0, dy = y.copy(), rand(rng, 5)
+    dy0 = dy.copy()
+    g = gk.autodiff(saxpy, gk.Active(3.0), gk.Duplicated(y, dy), gk.Duplicated(y, dy))
+    np.testing.assert_allclose(y, 4 * y0, rtol=1e-15)  # y <- (a + 1) y
+    np.testing.assert_allclose(dy, 4 * dy0, rtol=1e-15)
+    np.testing.assert_allclose(g[0], np.dot(y0, dy0), rtol=1e-14)
+    with pytest.raises(gk.AliasingError, match="shadows are different buffers"):
+        gk.autodiff(saxpy, gk.Active(3.0), gk.Duplicated(y, dy), gk.Duplicated(y, dy.copy()))
