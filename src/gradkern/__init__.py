@@ -10,7 +10,16 @@
 
 __version__ = "0.1.0"
 
-from .annotations import Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed, Forward, Reverse  # noqa: E402
+from .annotations import (  # noqa: E402
+    Active,
+    Annotation,
+    BatchDuplicated,
+    Const,
+    Duplicated,
+    DuplicatedNoNeed,
+    Forward,
+    Reverse,
+)
 from .errors import (  # noqa: E402
     AliasingError,
     AnnotationError,
@@ -26,14 +35,14 @@ from .errors import (  # noqa: E402
 )
 from .intrinsics import abs, atomic_add, cos, exp, floor, log, max, min, pow, sin, sqrt, tan, tanh, tid  # noqa: E402
 from .kernel import DeviceFunction, KernelFunction, func, kernel  # noqa: E402
-from .runtime.autodiff import autodiff  # noqa: E402
+from .runtime.autodiff import Tape, autodiff, autodiff_thunk  # noqa: E402
 from .runtime.launch import Inspection, inspect, launch  # noqa: E402
 
 __all__ = [
     "__version__", "kernel", "func", "launch", "inspect", "Inspection", "KernelFunction", "DeviceFunction",
     "tid", "atomic_add", "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "min", "max", "pow", "floor",
-    "autodiff", "AnnotationError", "NotDifferentiableError",
+    "autodiff", "autodiff_thunk", "Tape", "AnnotationError", "NotDifferentiableError",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
     "BackendUnavailableError", "InternalError", "Loc",
-    "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",
+    "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",
 ]

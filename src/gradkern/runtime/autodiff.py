@@ -138,16 +138,40 @@ def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True
     return int(counts.max()) if counts.size else 0
 
 
-def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: str | None = None) -> tuple:
-    """Differentiate kernel `f` at the annotated arguments (DESIGN §1-§2).
+@dataclass(frozen=True)
+class _Prepared:
+    """A validated reverse-mode call: binding, shadows, specialisation."""
 
-    Shadows of Duplicated arrays are updated in place; returns one entry per
-    argument: the derivative for Active scalars (summed over threads), None
-    for the others."""
-    if mode is Forward:
-        raise GradkernError("mode=gk.Forward is not available in this version of gradkern")
-    if mode is not Reverse:
-        raise LaunchError(f"mode must be gk.Reverse or gk.Forward, got {mode!r}")
+    b: Binding
+    ann: Annotated
+    shadows: dict[str, np.ndarray]
+    rs: ReverseSpecialization
+
+    @property
+    def rs_key(self) -> tuple:
+        return (self.b.key, tuple(sorted(self.shadows)), self.ann.active)
+
+    def run(self, spec, values: list):
+        if self.b.backend == "interp":
+            interpret(spec.typed, self.b.dim, values)
+        elif 0 not in self.b.dim:
+            _entry(spec)(*self.b.dim, *values)
+
+    def accumulators(self) -> dict[str, np.ndarray]:
+        return {n: np.zeros(self.b.dim, self.rs.primal.typed.param(n).type.numpy) for n in self.ann.active}
+
+    def adjoint_values(self, accs: dict[str, np.ndarray]) -> list:
+        """Shadow and accumulator arguments, in the generated kernels' order."""
+        order = [p.name for p in self.rs.primal.typed.params]
+        return [*(self.shadows[n] for n in order if n in self.shadows),
+                *(accs[n] for n in sorted(accs, key=order.index))]
+
+    def results(self, f: KernelFunction, accs: dict[str, np.ndarray]) -> tuple:
+        return tuple(float(accs[p.name].sum()) if p.name in accs else None for p in f.ir.params)
+
+
+def _prepare(f: Any, args: tuple, dim: Any, backend: str | None) -> _Prepared:
+    """Validate everything and check for races; touches no buffer."""
     if not isinstance(f, KernelFunction):
         raise LaunchError(f"autodiff takes a @gk.kernel; got {type(f).__name__} "
                           "(differentiating programs of several launches is not available in this version)")
@@ -162,17 +186,86 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
         if not f.ir.param(name).is_array:
             raise AnnotationError(f"argument '{name}' is Duplicated but the kernel uses it as a scalar",
                                   hint="use gk.Active for scalars")
-    shadow_map = merge_shadows(f.ir.params, ann, dict(b.aliases))
-    rs = reverse_specialization(f, b, shadow_map, ann.active)
+    shadows = merge_shadows(f.ir.params, ann, dict(b.aliases))
+    rs = reverse_specialization(f, b, shadows, ann.active)
     check_races(rs.primal, b, f.name)
-    slots = tape_slots(rs, b)
-    tape = np.zeros((*b.dim, slots), np.float64)
-    accs = {n: np.zeros(b.dim, rs.primal.typed.param(n).type.numpy) for n in ann.active}
-    order = [p.name for p in rs.primal.typed.params]
-    shadows = [shadow_map[n] for n in order if n in shadow_map]
-    values = [*b.kernel_values, *shadows, *(accs[n] for n in sorted(accs, key=order.index)), tape]
-    if b.backend == "interp":
-        interpret(rs.fused.typed, b.dim, values)
-    elif 0 not in b.dim:
-        _entry(rs.fused)(*b.dim, *values)
-    return tuple(float(accs[p.name].sum()) if p.name in accs else None for p in f.ir.params)
+    return _Prepared(b, ann, shadows, rs)
+
+
+def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: str | None = None) -> tuple:
+    """Differentiate kernel `f` at the annotated arguments (DESIGN §1-§2).
+
+    Shadows of Duplicated arrays are updated in place; returns one entry per
+    argument: the derivative for Active scalars (summed over threads), None
+    for the others."""
+    if mode is Forward:
+        raise GradkernError("mode=gk.Forward is not available in this version of gradkern")
+    if mode is not Reverse:
+        raise LaunchError(f"mode must be gk.Reverse or gk.Forward, got {mode!r}")
+    p = _prepare(f, args, dim, backend)
+    tape = np.zeros((*p.b.dim, tape_slots(p.rs, p.b)), np.float64)
+    accs = p.accumulators()
+    p.run(p.rs.fused, [*p.b.kernel_values, *p.adjoint_values(accs), tape])
+    return p.results(f, accs)
+
+
+@dataclass(frozen=True)
+class Tape:
+    """What a split forward leaves for its reverse: the per-thread tape, how
+    much of it each thread used, and the signature it belongs to."""
+
+    kernel: str
+    key: tuple
+    dim: tuple[int, ...]
+    values: np.ndarray
+    counts: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.values.nbytes + self.counts.nbytes
+
+
+def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | None = None):
+    """Split reverse mode (Enzyme's autodiff_thunk): returns (forward, reverse).
+
+    `activities` gives each argument's annotation class (gk.Duplicated,
+    gk.Active, gk.Const, ...) or an annotated example. `forward(*args)` runs
+    the augmented primal (primals updated as by launch) and returns a Tape;
+    `reverse(*args, tape)` runs the reverse on the arrays in their post-forward
+    state and returns what autodiff would."""
+    if not isinstance(f, KernelFunction):
+        raise LaunchError(f"autodiff_thunk takes a @gk.kernel; got {type(f).__name__}")
+    pattern = tuple(a if isinstance(a, type) else type(a) for a in activities)
+    if len(pattern) != len(f.ir.params):
+        raise AnnotationError(f"kernel '{f.name}' takes {len(f.ir.params)} arguments; "
+                              f"{len(pattern)} activities were given")
+
+    def check(args: tuple):
+        got = tuple(type(a) if isinstance(a, Annotation) else Const for a in args)
+        for p, want, have in zip(f.ir.params, pattern, got):
+            if not issubclass(have, want if want is not Annotation else Const):
+                raise AnnotationError(f"argument '{p.name}' was declared {want.__name__} in autodiff_thunk "
+                                      f"but is {have.__name__} here")
+
+    def forward(*args: Any) -> Tape:
+        check(args)
+        p = _prepare(f, args, dim, backend)
+        tape = np.zeros((*p.b.dim, tape_slots(p.rs, p.b)), np.float64)
+        counts = np.zeros(p.b.dim, np.int64)
+        p.run(p.rs.forward, [*p.b.kernel_values, tape, counts])
+        return Tape(f.name, p.rs_key, p.b.dim, tape, counts)
+
+    def reverse(*args: Any) -> tuple:
+        if not args or not isinstance(args[-1], Tape):
+            raise AnnotationError("reverse(*args, tape): the last argument must be the Tape from forward")
+        *args, tape = args
+        check(tuple(args))
+        p = _prepare(f, tuple(args), dim, backend)
+        if tape.kernel != f.name or tape.key != p.rs_key or tape.dim != p.b.dim:
+            raise AnnotationError(f"this tape was made by forward for kernel '{tape.kernel}' with another "
+                                  "signature or launch shape")
+        accs = p.accumulators()
+        p.run(p.rs.reverse, [*p.b.kernel_values, *p.adjoint_values(accs), tape.values, tape.counts])
+        return p.results(f, accs)
+
+    return forward, reverse
