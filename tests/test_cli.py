@@ -22,8 +22,11 @@ def test_info_reports_versions_and_backends():
     assert "cpu (numba)" in r.stdout and "nvcc" in r.stdout
 
 
-def test_demo_runs_and_matches_numpy():
-    r = run("demo", "--n", "2000", "--steps", "40")
+def test_demo_runs_matches_numpy_and_checks_its_gradient():
+    r = run("demo", "--n", "2000", "--steps", "40", "--grad-n", "300", "--grad-steps", "30")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "matches the NumPy reference" in r.stdout
     assert "energy" in r.stdout
+    assert "the gradient matches finite differences" in r.stdout
+    rows = [line.split() for line in r.stdout.splitlines() if line.strip()[:1].isdigit() and "e-" in line]
+    assert len(rows) == 5 and all(float(row[3]) < 1e-5 for row in rows)
