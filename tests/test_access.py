@@ -44,28 +44,57 @@ def scatter(h, idx):
     gk.atomic_add(h, idx[i], 1.0)
 
 
-def facts(kernel, *args, dim=None):
+def proven(kernel, *args, dim=None):
+    """Race-freedom proven statically (no run-time check before the launch)."""
     r = gk.inspect(kernel, *args, dim=dim)
-    return r.parallel, r.serial_reason
+    assert r.parallel
+    return not r.race_check
 
 
-def test_thread_own_writes_run_in_parallel():
+def own(kernel, *args, dim=None):
+    from gradkern.analysis.access import own_arrays
+    from gradkern.ir.infer import infer_types
+    from gradkern.runtime.binding import bind
+    b = bind(kernel.ir, dim if dim is not None else next(a.shape for a in args if hasattr(a, "shape")), args)
+    return own_arrays(infer_types(kernel.ir, b.type_map(kernel.ir)))
+
+
+def test_thread_own_writes_are_proven_race_free():
     x = np.ones(8)
-    assert facts(saxpy, 2.0, x, x.copy())[0]
-    assert facts(allen_cahn_step, x, x.copy(), 0.1, 0.1)[0]
-    assert facts(heat_step_2d, np.ones((4, 4)), np.ones((4, 4)), 0.1)[0]
-    assert facts(matvec, np.ones((4, 3)), np.ones(3), np.ones(4), dim=4)[0]
-    assert facts(row_write, np.ones((4, 3)), np.ones(3), dim=4)[0]  # thread i owns row i
-    assert facts(swapped_axes, np.ones((3, 4)), np.ones((4, 3)))[0]
+    assert proven(saxpy, 2.0, x, x.copy())
+    assert proven(allen_cahn_step, x, x.copy(), 0.1, 0.1)
+    assert proven(heat_step_2d, np.ones((4, 4)), np.ones((4, 4)), 0.1)
+    assert proven(matvec, np.ones((4, 3)), np.ones(3), np.ones(4), dim=4)
+    assert proven(row_write, np.ones((4, 3)), np.ones(3), dim=4)  # thread i owns row i
+    assert proven(swapped_axes, np.ones((3, 4)), np.ones((4, 3)))
 
 
-def test_conflicting_or_unproven_writes_run_serially():
+def test_own_arrays():
     x = np.ones(8)
-    par, why = facts(inplace_stencil, x)
-    assert not par and "'u'" in why
-    assert not facts(shifted_write, x, np.ones(9), dim=8)[0]
-    assert not facts(partial_slab_2d, np.ones(4), dim=(4, 3))[0]  # threads (i, 0), (i, 1) write a[i]
-    assert facts(scatter, np.ones(3), np.zeros(8, np.int64), dim=8) == (False, "gk.atomic_add")
+    assert own(saxpy, 2.0, x, x.copy()) == {"x", "y"}
+    assert own(allen_cahn_step, x, x.copy(), 0.1, 0.1) == {"un"}  # u is read at neighbours
+    assert own(matvec, np.ones((4, 3)), np.ones(3), np.ones(4), dim=4) == {"A", "y"}  # x[j] is shared
+    assert own(row_write, np.ones((4, 3)), np.ones(3), dim=4) == {"A"}
+
+
+def test_conflicting_or_unproven_writes_get_the_run_time_check():
+    x = np.ones(8)
+    assert not proven(inplace_stencil, x)
+    assert not proven(shifted_write, x, np.ones(9), dim=8)
+    assert not proven(partial_slab_2d, np.ones(4), dim=(4, 3))  # threads (i, 0), (i, 1) write a[i]
+
+
+def test_atomic_targets_are_reported_and_proven_when_only_atomically_touched():
+    r = gk.inspect(scatter, np.ones(3), np.zeros(8, np.int64), dim=8)
+    assert r.atomic_targets == ("h",) and r.parallel and not r.race_check
+    assert "_gk_priv_h" in r.source  # private copies per chunk on the CPU
+
+
+def test_parallel_histogram_equals_bincount(rng):
+    idx = rng.integers(0, 7, 5000)
+    h = np.zeros(7)
+    gk.launch(scatter, idx.size, h, idx)
+    np.testing.assert_allclose(h, np.bincount(idx, minlength=7), rtol=1e-15)
 
 
 def test_unproven_kernels_get_a_run_time_race_check_and_proven_ones_do_not():

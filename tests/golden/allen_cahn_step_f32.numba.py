@@ -13,7 +13,7 @@ from numpy import int64 as _gk_int64
 @_gk_njit(parallel=True, cache=True, error_model='numpy', boundscheck=False)
 def allen_cahn_step_1d(_gk_n0, u, un, c, dt):
     for _gk_t0 in _gk_prange(_gk_n0):
-        i = _gk_int64(_gk_t0)
+        i = _gk_t0
         if ((i == 0) or (i == (u.shape[0] - 1))):
             un[i] = u[i]
         else:

@@ -14,8 +14,8 @@ from numpy import int64 as _gk_int64
 def heat_step_2d_2d(_gk_n0, _gk_n1, u, un, c):
     for _gk_t0 in _gk_prange(_gk_n0):
         for _gk_t1 in range(_gk_n1):
-            i = _gk_int64(_gk_t0)
-            j = _gk_int64(_gk_t1)
+            i = _gk_t0
+            j = _gk_t1
             if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
                 un[i, j] = u[i, j]
             else:

@@ -1,13 +1,19 @@
 """Access analysis: which elements of each array a thread touches.
 
-This first version proves the one fact the primal launch needs: every array
-the kernel writes is touched by each thread only inside its own *slab* (the
-array's positions indexed by the thread's own tid components, all of them, the
-same positions at every access). Then no two threads touch a common element
-and the launch loop may run in parallel. Anything it cannot prove (atomics,
-neighbour reads of a written array, flattened indices) is reported as not
-proven, and the launch runs serially. The exact analysis of DESIGN §5
-(affine stencils under guards, run-time index checks) grows from here.
+For each array it decides whether every access stays in the thread's own
+*slab* (the positions indexed by the thread's own tid components, all of them,
+the same positions at every access): then no two threads share an element of
+it. These facts drive the rest:
+
+* races (analysis/races.py): a kernel whose written arrays are all own, and
+  whose atomic targets are touched only by atomic adds, is proven race-free;
+  any other kernel gets the exact run-time check before it runs;
+* launches: a launch known to be race-free runs in parallel, its atomic adds
+  privatised per chunk on the CPU;
+* adjoints (transforms/reverse.py): accumulation into the shadow of an own
+  array, or of any array the kernel writes (race-freedom makes its touched
+  elements thread-exclusive), is a plain add; into the shadow of a shared
+  read-only array it is an atomic add.
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from ..ir import nodes as ir
 
 @dataclass(frozen=True)
 class LaunchFacts:
-    parallel: bool
-    reason: str  # why the launch is serial, or "" if parallel
+    own: frozenset[str]  # arrays every thread touches only in its own slab
+    atomic_targets: frozenset[str]  # arrays updated with atomic adds (privatised on the CPU)
+    written: frozenset[str]
+
 
 
 def _tid_aliases(k: ir.Kernel) -> dict[str, int]:
@@ -47,28 +55,32 @@ def _slab(indices: tuple[ir.Expr, ...], alias: dict[str, int]) -> tuple[tuple[in
     return tuple(out)
 
 
-def launch_facts(k: ir.Kernel) -> LaunchFacts:
-    """Decide whether the launch loop can run in parallel (see module doc)."""
-    if any(isinstance(s, ir.AtomicAdd) for s in ir.walk_stmts(k.body)):
-        return LaunchFacts(False, "gk.atomic_add")
-    written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.Store)}
-    if not written:
-        return LaunchFacts(True, "")
+def own_arrays(k: ir.Kernel) -> frozenset[str]:
+    """Arrays all of whose accesses lie in the accessing thread's own slab."""
     if k.tid_ndim == 0:
-        return LaunchFacts(False, "writes without gk.tid(): every thread writes the same elements")
+        return frozenset()
     alias = _tid_aliases(k)
-    accesses: dict[str, set] = {a: set() for a in written}
+    slabs: dict[str, set] = {}
     for s in ir.walk_stmts(k.body):
-        if isinstance(s, ir.Store):
-            accesses[s.array].add(_slab(s.indices, alias))
+        if isinstance(s, (ir.Store, ir.AtomicAdd)):
+            slabs.setdefault(s.array, set()).add(_slab(s.indices, alias))
     for e in ir.all_exprs(k.body):
-        if isinstance(e, ir.Load) and e.array in written:
-            accesses[e.array].add(_slab(e.indices, alias))
-    for a, slabs in accesses.items():
-        if len(slabs) != 1:
-            return LaunchFacts(False, f"'{a}' is accessed at indices that are not all the thread's own")
-        slab = next(iter(slabs))
-        axes = [axis for _, axis in slab]
-        if sorted(axes) != list(range(k.tid_ndim)):
-            return LaunchFacts(False, f"'{a}' is written at elements other threads may touch")
-    return LaunchFacts(True, "")
+        if isinstance(e, ir.Load):
+            slabs.setdefault(e.array, set()).add(_slab(e.indices, alias))
+    out = set()
+    for a, found in slabs.items():
+        if len(found) == 1 and sorted(axis for _, axis in next(iter(found))) == list(range(k.tid_ndim)):
+            out.add(a)
+    return frozenset(out)
+
+
+def launch_facts(k: ir.Kernel) -> LaunchFacts:
+    """The access facts of one typed kernel (see module doc)."""
+    written = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd)))
+    atomic = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd))
+    return LaunchFacts(own_arrays(k), atomic, written)
+
+
+def adjoint_is_exclusive(facts: LaunchFacts, array: str) -> bool:
+    """Whether accumulating into `array`'s shadow needs no atomic (module doc)."""
+    return array in facts.own or array in facts.written

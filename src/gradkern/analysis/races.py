@@ -48,32 +48,13 @@ class RaceCheck:
 
 def statically_race_free(k: ir.Kernel) -> bool:
     """True when the access analysis proves no element is shared with a writer:
-    plain writes stay in each thread's own slab, atomic targets are only ever
-    touched by atomic adds."""
+    plainly written arrays are own, atomic targets are only touched by atomic adds."""
     atomic = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd)}
     plain = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.Store)}
     loads = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
     if atomic & (plain | loads):
         return False
-    if not plain:
-        return True
-    no_atomics = _without_atomics(k)
-    return launch_facts(no_atomics).parallel
-
-
-def _without_atomics(k: ir.Kernel) -> ir.Kernel:
-    def block(body):
-        out = []
-        for s in body:
-            if isinstance(s, ir.AtomicAdd):
-                continue
-            if isinstance(s, ir.If):
-                s = replace(s, then=block(s.then), orelse=block(s.orelse))
-            elif isinstance(s, (ir.For, ir.While)):
-                s = replace(s, body=block(s.body))
-            out.append(s)
-        return tuple(out)
-    return replace(k, body=block(k.body))
+    return plain <= launch_facts(k).own
 
 
 class _Instrument:

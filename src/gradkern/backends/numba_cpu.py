@@ -1,7 +1,11 @@
 """CPU backend: typed IR → Python source → `numba.njit`.
 
-The launch domain becomes a loop nest whose outer loop is `prange` when the
-access analysis found no cross-thread write conflict (serial otherwise).
+The launch domain becomes a loop nest whose outer loop is `prange` for a
+launch known to be race-free (serial otherwise). CPUs have no atomic float
+add, so in a parallel launch each atomic target gets per-chunk private copies
+(chunk c accumulates into `_gk_priv_X[c]`), summed into X after the loop; the
+runtime passes `_gk_chunks` = 0 to take the serial path instead when the
+copies would exceed the memory limit (`private_chunks`).
 Generated modules are written to the cache directory under a content hash and
 imported from there, so Numba's own `cache=True` finds them again in the next
 process (the file never changes, so its stamp stays valid).
@@ -47,9 +51,13 @@ _IMPORTS = ["import math as _gk_math", "", "import numpy as _gk_np",
 
 class NumbaSyntax(Syntax):
     def __init__(self):
-        # int64(t), not t: Numba's parfor pass refuses any later write to a
-        # plain alias of the prange index (m = i; m += 1)
-        super().__init__(ops=_PY_OPS, empty_block="pass", tid="_gk_int64(_gk_t{0})")
+        super().__init__(ops=_PY_OPS, empty_block="pass", tid="_gk_t{0}")
+
+    def copy(self, name: str, value: str, is_int: bool) -> str:
+        # m = int64(i), not m = i: Numba's parfor pass refuses a later write to a
+        # plain alias of the prange index (m = i; m += 2). The index itself stays
+        # a plain alias, which keeps indexing free of negative-index checks.
+        return f"{name} = _gk_int64({value})" if is_int else f"{name} = {value}"
 
     def literal(self, value, t: Scalar) -> str:
         if t.is_bool:
@@ -77,10 +85,31 @@ class NumbaSyntax(Syntax):
         return [f"for {var} in range({start}, {stop}, {step}):"]
 
 
+class PrivatizedSyntax(NumbaSyntax):
+    """Atomic adds go to the running chunk's private copy of their target."""
+
+    def atomic_index(self, array: str, indices: list[str]) -> str:
+        return f"_gk_priv_{array}[{', '.join(['_gk_c', *indices])}]"
+
+
 @dataclass(frozen=True)
 class NumbaOptions:
     parallel: bool
     boundscheck: bool = False
+    privatized: tuple[str, ...] = ()  # atomic targets, in a parallel launch
+
+
+PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
+
+
+def private_chunks(copy_bytes: int, n0: int) -> int:
+    """How many private copies a parallel launch with atomics uses: one per
+    Numba thread (at most one per outer index), or 0 (the serial path) when
+    they would take more than GRADKERN_PRIVATE_BYTES (default 1 GiB)."""
+    import numba
+
+    chunks = max(1, min(numba.get_num_threads(), n0))
+    return chunks if chunks * copy_bytes <= PRIVATE_LIMIT else 0
 
 
 def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str = "") -> tuple[str, str]:
@@ -91,16 +120,34 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         raise ValueError("launch_ndim must be 1-3")
     entry = f"{k.name}_{launch_ndim}d"
     dims = [f"_gk_n{a}" for a in range(launch_ndim)]
-    params = dims + [p.name for p in k.params]
-    p = Printer(NumbaSyntax())
+    private = options.privatized if options.parallel else ()
+    params = dims + [p.name for p in k.params] + (["_gk_chunks"] if private else [])
     flags = f"parallel={options.parallel}, cache=True, error_model='numpy', boundscheck={options.boundscheck}"
-    p.lines += [f"# {line}" for line in header.splitlines()]
-    p.lines += [*_IMPORTS, "", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
-    for axis in range(launch_ndim):
-        loop = "_gk_prange" if axis == 0 and options.parallel else "range"
-        p.line(1 + axis, f"for _gk_t{axis} in {loop}(_gk_n{axis}):")
-    p.block(k.body, 1 + launch_ndim)
-    return "\n".join(p.lines) + "\n", entry
+    lines = [f"# {line}" for line in header.splitlines()]
+    lines += [*_IMPORTS, "", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
+
+    def loop_nest(syntax, depth: int, outer: str) -> list[str]:
+        p = Printer(syntax)
+        p.line(depth, f"for _gk_t0 in {outer}:")
+        for axis in range(1, launch_ndim):
+            p.line(depth + axis, f"for _gk_t{axis} in range(_gk_n{axis}):")
+        p.block(k.body, depth + launch_ndim)
+        return p.lines
+
+    if not private:
+        lines += loop_nest(NumbaSyntax(), 1, "_gk_prange(_gk_n0)" if options.parallel else "range(_gk_n0)")
+    else:
+        lines.append("    if _gk_chunks > 0:")
+        for a in private:
+            lines.append(f"        _gk_priv_{a} = _gk_np.zeros((_gk_chunks,) + {a}.shape, {a}.dtype)")
+        lines.append("        for _gk_c in _gk_prange(_gk_chunks):")
+        lines += loop_nest(PrivatizedSyntax(), 3,
+                           "range(_gk_c * _gk_n0 // _gk_chunks, (_gk_c + 1) * _gk_n0 // _gk_chunks)")
+        lines.append("        for _gk_c in range(_gk_chunks):")
+        lines += [f"            {a} += _gk_priv_{a}[_gk_c]" for a in private]
+        lines.append("    else:")
+        lines += loop_nest(NumbaSyntax(), 2, "range(_gk_n0)")
+    return "\n".join(lines) + "\n", entry
 
 
 _modules: dict[str, Any] = {}

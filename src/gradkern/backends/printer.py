@@ -42,6 +42,14 @@ class Syntax:
     def index(self, array: str, indices: list[str]) -> str:
         raise NotImplementedError
 
+    def copy(self, name: str, value: str, is_int: bool) -> str:
+        """`name = value` where value is another local."""
+        return self.assign.format(name, value)
+
+    def atomic_index(self, array: str, indices: list[str]) -> str:
+        """The element an atomic add updates (a backend may redirect it)."""
+        return self.index(array, indices)
+
     def for_open(self, var: str, start: str, stop: str, step: str, step_node: ir.Expr) -> list[str]:
         raise NotImplementedError
 
@@ -86,13 +94,15 @@ class Printer:
             self.line(depth, sx.empty_block)
         end = sx.statement_end
         for s in body:
-            if isinstance(s, ir.Assign):
+            if isinstance(s, ir.Assign) and isinstance(s.value, ir.Var):
+                self.line(depth, sx.copy(s.name, s.value.name, s.value.type.is_int) + end)
+            elif isinstance(s, ir.Assign):
                 self.line(depth, sx.assign.format(s.name, self.expr(s.value)) + end)
             elif isinstance(s, ir.Store):
                 target = sx.index(s.array, [self.expr(i) for i in s.indices])
                 self.line(depth, sx.store.format(target, self.expr(s.value)) + end)
             elif isinstance(s, ir.AtomicAdd):
-                target = sx.index(s.array, [self.expr(i) for i in s.indices])
+                target = sx.atomic_index(s.array, [self.expr(i) for i in s.indices])
                 self.line(depth, sx.atomic_add.format(target, self.expr(s.value)) + end)
             elif isinstance(s, ir.If):
                 self.line(depth, sx.if_open.format(self.expr(s.cond)))

@@ -20,7 +20,7 @@ from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization, specialize_reverse
 from ..transforms.aliasing import merge_aliases
 from .binding import Binding, bind, exactly_aliased, is_cupy_array
-from .cache import cache_dir
+from .launch import entry_of, run_spec
 from .race_check import check_races
 
 
@@ -121,8 +121,7 @@ def reverse_specialization(kernel: KernelFunction, b: Binding, shadows: dict, ac
 
 
 def _entry(spec) -> Any:
-    from ..backends.numba_cpu import compile_source
-    return compile_source(spec.source, spec.entry, cache_dir() / "numba")
+    return entry_of(spec)
 
 
 def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True) -> int:
@@ -152,10 +151,7 @@ class _Prepared:
         return (self.b.key, tuple(sorted(self.shadows)), self.ann.active)
 
     def run(self, spec, values: list):
-        if self.b.backend == "interp":
-            interpret(spec.typed, self.b.dim, values)
-        elif 0 not in self.b.dim:
-            _entry(spec)(*self.b.dim, *values)
+        run_spec(spec, _entry(spec) if self.b.backend == "cpu" else None, self.b.dim, values)
 
     def accumulators(self) -> dict[str, np.ndarray]:
         return {n: np.zeros(self.b.dim, self.rs.primal.typed.param(n).type.numpy) for n in self.ann.active}

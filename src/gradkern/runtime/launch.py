@@ -19,16 +19,34 @@ from .cache import cache_dir
 from .race_check import check_races
 
 
+def run_spec(spec: Specialization, entry: Any, dim: tuple[int, ...], values: list) -> None:
+    """Run one specialisation over `dim` with the values of its parameters."""
+    if spec.backend == "interp":
+        interpret(spec.typed, dim, values)
+        return
+    if 0 in dim:
+        return
+    extra = []
+    if spec.privatized:
+        from ..backends.numba_cpu import private_chunks
+        names = [p.name for p in spec.typed.params]
+        copy_bytes = sum(values[names.index(a)].nbytes for a in spec.privatized)
+        extra.append(private_chunks(copy_bytes, dim[0]))
+    entry(*dim, *values, *extra)
+
+
+def entry_of(spec: Specialization) -> Any:
+    from ..backends.numba_cpu import compile_source
+    return compile_source(spec.source, spec.entry, cache_dir() / "numba")
+
+
 @dataclass
 class Compiled:
     spec: Specialization
     entry: Any  # the backend's callable, or None for the interpreter
 
     def run(self, b: Binding):
-        if b.backend == "interp":
-            interpret(self.spec.typed, b.dim, list(b.kernel_values))
-        elif 0 not in b.dim:
-            self.entry(*b.dim, *b.kernel_values)
+        run_spec(self.spec, self.entry, b.dim, list(b.kernel_values))
 
 
 def _check_kernel(kernel: Any) -> KernelFunction:
@@ -47,11 +65,7 @@ def compiled_for(kernel: KernelFunction, b: Binding) -> Compiled:
             if c is None:
                 spec = specialize(merge_aliases(kernel.ir, dict(b.aliases)), b.type_map(kernel.ir), len(b.dim),
                                   b.backend)
-                entry = None
-                if b.backend == "cpu":
-                    from ..backends.numba_cpu import compile_source
-                    entry = compile_source(spec.source, spec.entry, cache_dir() / "numba")
-                c = kernel._specs[b.key] = Compiled(spec, entry)
+                c = kernel._specs[b.key] = Compiled(spec, entry_of(spec) if b.backend == "cpu" else None)
     return c
 
 
@@ -71,14 +85,19 @@ def compiled_for_inspection(k: KernelFunction, b: Binding) -> Specialization:
 
 @dataclass(frozen=True)
 class Inspection:
-    """What gradkern generates for one signature: readable IR, backend source,
-    the parallel-launch decision and the tape size (0 for a primal launch)."""
+    """What gradkern generates for one signature: readable IR and backend
+    source; whether the launch runs in parallel, after an exact run-time race
+    check or not; the arrays updated by atomic adds (privatised per chunk on
+    the CPU); for reverse mode, each shadow's accumulation form and the tape
+    bytes per thread (0 for a primal launch)."""
 
     ir: str
     source: str
     parallel: bool
-    serial_reason: str
+    race_check: bool
+    atomic_targets: tuple[str, ...]
     tape_bytes_per_thread: int
+    adjoint_forms: dict
 
     def __str__(self) -> str:
         return self.ir + "\n" + self.source
@@ -108,8 +127,11 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         b = bind(k.ir, dim, ann.primals, backend)
         rs = reverse_specialization(k, b, merge_shadows(k.ir.params, ann, dict(b.aliases)), ann.active)
         slots = tape_slots(rs, b, allow_compile=False)
-        return Inspection(format_kernel(rs.fused.typed), rs.fused.source or "", rs.fused.facts.parallel,
-                          rs.fused.facts.reason, 8 * slots)
+        fused = rs.fused
+        return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
+                          rs.primal.race_check is not None, tuple(sorted(fused.facts.atomic_targets)), 8 * slots,
+                          dict(rs.kernels.adjoint_forms))
     b = bind(k.ir, dim, primals, backend)
     spec = compiled_for_inspection(k, b)
-    return Inspection(format_kernel(spec.typed), spec.source or "", spec.facts.parallel, spec.facts.reason, 0)
+    return Inspection(format_kernel(spec.typed), spec.source or "", spec.parallel, spec.race_check is not None,
+                      tuple(sorted(spec.facts.atomic_targets)), 0, {})

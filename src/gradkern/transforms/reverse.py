@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..analysis.access import adjoint_is_exclusive, launch_facts
 from ..analysis.activity import Activity
 from ..errors import InternalError, NotDifferentiableError
 from ..ir import build as b
@@ -61,6 +62,7 @@ class ReverseKernels:
     shadows: dict[str, str]
     accumulators: dict[str, str]
     tape_ndim: int
+    adjoint_forms: tuple[tuple[str, str], ...]  # (array, "plain add" | "atomic add") per shadow
 
 
 @dataclass
@@ -74,6 +76,8 @@ class _Builder:
 
     def __post_init__(self):
         self.locals = dict(self.k.locals)
+        facts = launch_facts(self.k)
+        self.exclusive = {a for a in self.act.arrays if adjoint_is_exclusive(facts, a)}
         self.written = {s.array for s in ir.walk_stmts(self.k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
         counts: dict[str, int] = {}
         for s in ir.walk_stmts(self.k.body):
@@ -325,6 +329,8 @@ class _Builder:
         if isinstance(e, ir.Load):
             shadow = shadow_name(e.array)
             idx = tuple(self.subst(i, env) for i in e.indices)
+            if e.array not in self.exclusive:  # other threads read this element too
+                return [ir.AtomicAdd(shadow, idx, g)]
             return [ir.Store(shadow, idx, b.add(ir.Load(shadow, idx, type=e.type), g))]
         if isinstance(e, ir.Select):
             return [ir.If(self.subst(e.cond, env), tuple(self.propagate(e.a, g, env)),
@@ -454,4 +460,5 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     if static is None:
         written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
         count = kernel("count", k.params + (count_p,), [tp0, *_count_skeleton(forward, written), count_store])
-    return ReverseKernels(fused, fwd, rev, count, static, shadows, accs, tape_ndim)
+    forms = tuple((a, "plain add" if a in bld.exclusive else "atomic add") for a in sorted(act.arrays))
+    return ReverseKernels(fused, fwd, rev, count, static, shadows, accs, tape_ndim, forms)
