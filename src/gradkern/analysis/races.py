@@ -256,5 +256,5 @@ def race_check_kernel(k: ir.Kernel, launch_ndim: int) -> RaceCheck:
     names = {p.name for p in params}
     local_items = tuple(sorted((n, t) for n, t in inst.locals.items() if n not in names))
     kernel = replace(k, name=f"{k.name}_racecheck", params=tuple(params), body=prologue + body,
-                     tid_ndim=launch_ndim, locals=local_items)
+                     tid_ndim=launch_ndim, locals=local_items, interior=None)
     return RaceCheck(kernel, tuple(inst.tracked), tuple(inst.sites), copies)

@@ -126,27 +126,45 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     lines = [f"# {line}" for line in header.splitlines()]
     lines += [*_IMPORTS, "", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
 
-    def loop_nest(syntax, depth: int, outer: str) -> list[str]:
+    def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True) -> list[str]:
+        """The launch loops around the body; with an interior (transforms/split.py)
+        the innermost loop is printed three times: edge, interior, edge."""
         p = Printer(syntax)
-        p.line(depth, f"for _gk_t0 in {outer}:")
-        for axis in range(1, launch_ndim):
-            p.line(depth + axis, f"for _gk_t{axis} in range(_gk_n{axis}):")
-        p.block(k.body, depth + launch_ndim)
+        last = launch_ndim - 1
+        inner = k.interior if split and k.interior is not None and k.interior.axis == last else None
+        for axis in range(launch_ndim):
+            d = depth + axis
+            if axis == last and inner is not None:
+                n = f"_gk_n{axis}"
+                hi = n if inner.hi is None else f"min(max({p.expr(inner.hi)}, _gk_lo), {n})"
+                p.line(d, f"_gk_lo = min(max({p.expr(inner.lo)}, 0), {n})")
+                p.line(d, f"_gk_hi = {hi}")
+                for lo_, hi_, body in (("0", "_gk_lo", k.body), ("_gk_lo", "_gk_hi", inner.body),
+                                       ("_gk_hi", n, k.body)):
+                    p.line(d, f"for _gk_t{axis} in {loop if axis == 0 else 'range'}({lo_}, {hi_}):")
+                    p.block(body, d + 1)
+                break
+            p.line(d, f"for _gk_t{axis} in {outer if axis == 0 else f'range(_gk_n{axis})'}:")
+        else:
+            p.block(k.body, depth + launch_ndim)
         return p.lines
 
     if not private:
-        lines += loop_nest(NumbaSyntax(), 1, "_gk_prange(_gk_n0)" if options.parallel else "range(_gk_n0)")
+        loop = "_gk_prange" if options.parallel else "range"
+        lines += loop_nest(NumbaSyntax(), 1, f"{loop}(_gk_n0)", loop)
     else:
         lines.append("    if _gk_chunks > 0:")
         for a in private:
             lines.append(f"        _gk_priv_{a} = _gk_np.zeros((_gk_chunks,) + {a}.shape, {a}.dtype)")
         lines.append("        for _gk_c in _gk_prange(_gk_chunks):")
+        # chunks split axis 0; only an inner axis may be split further
         lines += loop_nest(PrivatizedSyntax(), 3,
-                           "range(_gk_c * _gk_n0 // _gk_chunks, (_gk_c + 1) * _gk_n0 // _gk_chunks)")
+                           "range(_gk_c * _gk_n0 // _gk_chunks, (_gk_c + 1) * _gk_n0 // _gk_chunks)",
+                           split=launch_ndim > 1)
         lines.append("        for _gk_c in range(_gk_chunks):")
         lines += [f"            {a} += _gk_priv_{a}[_gk_c]" for a in private]
         lines.append("    else:")
-        lines += loop_nest(NumbaSyntax(), 2, "range(_gk_n0)")
+        lines += loop_nest(NumbaSyntax(), 2, "range(_gk_n0)", split=launch_ndim > 1)
     return "\n".join(lines) + "\n", entry
 
 

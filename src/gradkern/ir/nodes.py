@@ -208,16 +208,29 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Interior:
+    """The body specialised for threads with lo <= tid[axis] < hi, where the
+    boundary tests on tid[axis] have known values (transforms/split.py)."""
+
+    axis: int
+    lo: Expr
+    hi: Expr | None  # None: up to the launch extent
+    body: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
 class Kernel:
     """A kernel: parameters, a structured body, and the launch dimensionality it
     uses (`tid_ndim`, 0 if it never calls gk.tid()). `locals` maps each local to
-    its type once types are inferred."""
+    its type once types are inferred. `interior`, when set, is an equivalent
+    body for the interior of the innermost launch axis."""
 
     name: str
     params: tuple[Param, ...]
     body: tuple[Stmt, ...]
     tid_ndim: int
     locals: tuple[tuple[str, Scalar], ...] = ()
+    interior: Interior | None = None
     loc: Loc | None = field(**_loc)
 
     def param(self, name: str) -> Param:

@@ -450,7 +450,7 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
 
     def kernel(name, params, body):
         return replace(k, name=f"{k.name}_{name}", params=params, body=tuple(body), tid_ndim=launch_ndim,
-                       locals=local_items)
+                       locals=local_items, interior=None)
 
     fused = kernel("grad", k.params + shadow_ps + acc_ps + (tape_p,), [tp0, *forward, *inits, *fused_reverse])
     fwd = kernel("augfwd", k.params + (tape_p, count_p), [tp0, *forward, count_store])

@@ -1,0 +1,70 @@
+"""Simplification: fold boolean constants through and/or/not, selects and
+ifs, so a body specialised with known test values loses its dead branches."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir import nodes as ir
+from ..ir.ops import Op
+
+_INT_FOLD = {Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MAX: max, Op.MIN: min}
+
+
+def _bool(e: ir.Expr) -> bool | None:
+    return e.value if isinstance(e, ir.Const) and isinstance(e.value, bool) else None
+
+
+def simplify_expr(e: ir.Expr) -> ir.Expr:
+    if isinstance(e, ir.Apply):
+        args = tuple(simplify_expr(a) for a in e.args)
+        e = replace(e, args=args)
+        if e.op in (Op.AND, Op.OR):
+            a, b = (_bool(x) for x in args)
+            absorbing = e.op is Op.OR  # True absorbs an or, False an and (operands are pure)
+            if absorbing in (a, b):
+                return ir.Const(absorbing, type=e.type)
+            if a is not None:  # a is the neutral constant: the result is the other operand
+                return args[1]
+            if b is not None:
+                return args[0]
+        if e.op is Op.NOT and _bool(args[0]) is not None:
+            return ir.Const(not _bool(args[0]), type=e.type)
+        if e.op in _INT_FOLD and e.type.is_int and all(isinstance(a, ir.Const) for a in args):
+            return ir.Const(_INT_FOLD[e.op](*(a.value for a in args)), type=e.type)
+        return e
+    if isinstance(e, ir.Select):
+        cond = simplify_expr(e.cond)
+        known = _bool(cond)
+        if known is not None:
+            return simplify_expr(e.a if known else e.b)
+        return replace(e, cond=cond, a=simplify_expr(e.a), b=simplify_expr(e.b))
+    if isinstance(e, ir.Load):
+        return replace(e, indices=tuple(simplify_expr(i) for i in e.indices))
+    return e
+
+
+def simplify_block(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+    out: list[ir.Stmt] = []
+    for s in body:
+        if isinstance(s, ir.If):
+            cond = simplify_expr(s.cond)
+            known = _bool(cond)
+            if known is not None:
+                out.extend(simplify_block(s.then if known else s.orelse))
+                continue
+            out.append(replace(s, cond=cond, then=simplify_block(s.then), orelse=simplify_block(s.orelse)))
+        elif isinstance(s, ir.Assign):
+            out.append(replace(s, value=simplify_expr(s.value)))
+        elif isinstance(s, (ir.Store, ir.AtomicAdd)):
+            out.append(replace(s, indices=tuple(simplify_expr(i) for i in s.indices), value=simplify_expr(s.value)))
+        elif isinstance(s, ir.For):
+            out.append(replace(s, body=simplify_block(s.body)))
+        elif isinstance(s, ir.While):
+            cond = simplify_expr(s.cond)
+            if _bool(cond) is False:
+                continue
+            out.append(replace(s, cond=cond, body=simplify_block(s.body)))
+        else:
+            out.append(s)
+    return tuple(out)

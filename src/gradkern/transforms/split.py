@@ -1,0 +1,136 @@
+"""Index-set splitting of the innermost launch axis.
+
+Stencil kernels test the thread index against the boundaries (`j == 0`,
+`j == n - 1`, `0 < j < n - 1`); in the inner launch loop such a branch stops
+vectorisation. This pass finds comparisons of the innermost tid (or a local
+that holds it, plus or minus a constant) with values that do not vary along
+that axis, chooses an interior range lo <= j < hi in which each comparison has
+a known value, and attaches to the kernel a copy of its body with those values
+folded in (`Kernel.interior`). Backends print three loops: the general body
+below lo, the interior body, the general body from hi on. Which side of a test
+is "interior" is a heuristic (a constant bound is a lower boundary, any other
+an upper one); every choice is correct, only the interior's size depends on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.ops import COMPARISONS, Op
+from ..ir.types import I64
+from .simplify import simplify_block, simplify_expr
+
+_FLIP = {Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE, Op.EQ: Op.EQ, Op.NE: Op.NE}
+
+
+class _Splitter:
+    def __init__(self, k: ir.Kernel):
+        self.k = k
+        self.axis = k.tid_ndim - 1
+        assigns: dict[str, list] = {}
+        for s in ir.walk_stmts(k.body):
+            if isinstance(s, ir.Assign):
+                assigns.setdefault(s.name, []).append(s.value)
+            elif isinstance(s, ir.For):
+                assigns.setdefault(s.var, []).append(None)
+        self.aliases = {n for n, vs in assigns.items()
+                        if all(isinstance(v, ir.Tid) and v.axis == self.axis for v in vs)}
+        self.assigned = set(assigns)
+        self.lower: list[ir.Expr] = []
+        self.upper: list[ir.Expr] = []
+
+    def offset(self, e: ir.Expr) -> int | None:
+        """c when e is tid[axis] + c (c an integer constant), else None."""
+        if isinstance(e, ir.Tid) and e.axis == self.axis or isinstance(e, ir.Var) and e.name in self.aliases:
+            return 0
+        if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and isinstance(e.args[1], ir.Const):
+            inner = self.offset(e.args[0])
+            if inner is not None and isinstance(e.args[1].value, int):
+                return inner + e.args[1].value if e.op is Op.ADD else inner - e.args[1].value
+        return None
+
+    def invariant(self, e: ir.Expr) -> bool:
+        """Constant along the innermost axis: built from constants, parameters
+        nobody assigns, shapes and the other tid components."""
+        for x in ir.walk_expr(e):
+            if isinstance(x, ir.Tid) and x.axis == self.axis:
+                return False
+            if isinstance(x, ir.Var) and (x.name in self.assigned or x.name in self.aliases):
+                return False
+            if isinstance(x, (ir.Load, ir.Select)):
+                return False
+        return True
+
+    def test(self, e: ir.Apply) -> bool | None:
+        """The value of comparison `e` in the interior, recording the bound it needs."""
+        op, (x, y) = e.op, e.args
+        c = self.offset(x)
+        if c is None:
+            c, op, (x, y) = self.offset(y), _FLIP[op], (y, x)
+        if c is None or not self.invariant(y) or not y.type.is_int:
+            return None
+        bound = b.cast(b.sub(y, b.const(c, y.type)), I64) if c else b.cast(y, I64)  # j op bound
+        one = b.const(1, I64)
+        low = isinstance(bound, ir.Const)
+        if op in (Op.EQ, Op.NE):
+            (self.lower.append(b.add(bound, one)) if low else self.upper.append(bound))
+            return op is Op.NE
+        if op in (Op.LT, Op.LE):  # j < bound holds below it
+            edge = bound if op is Op.LT else b.add(bound, one)
+            (self.lower.append(edge) if low else self.upper.append(edge))
+            return not low
+        edge = b.add(bound, one) if op is Op.GT else bound  # j > bound holds from edge on
+        (self.lower.append(edge) if low else self.upper.append(edge))
+        return low
+
+    def fold(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e, ir.Apply):
+            if e.op in COMPARISONS:
+                known = self.test(e)
+                if known is not None:
+                    return ir.Const(known, type=e.type)
+            return replace(e, args=tuple(self.fold(a) for a in e.args))
+        if isinstance(e, ir.Select):
+            return replace(e, cond=self.fold(e.cond), a=self.fold(e.a), b=self.fold(e.b))
+        if isinstance(e, ir.Load):
+            return replace(e, indices=tuple(self.fold(i) for i in e.indices))
+        return e
+
+    def block(self, body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        return tuple(self.stmt(s) for s in body)
+
+    def stmt(self, s: ir.Stmt) -> ir.Stmt:
+        if isinstance(s, ir.Assign):
+            return replace(s, value=self.fold(s.value))
+        if isinstance(s, (ir.Store, ir.AtomicAdd)):
+            return replace(s, indices=tuple(self.fold(i) for i in s.indices), value=self.fold(s.value))
+        if isinstance(s, ir.If):
+            return replace(s, cond=self.fold(s.cond), then=self.block(s.then), orelse=self.block(s.orelse))
+        if isinstance(s, ir.For):
+            return replace(s, body=self.block(s.body))
+        if isinstance(s, ir.While):
+            return replace(s, cond=self.fold(s.cond), body=self.block(s.body))
+        return s
+
+
+def _fold_chain(xs: list[ir.Expr], op: Op) -> ir.Expr:
+    out = xs[0]
+    for x in xs[1:]:
+        out = b.apply(op, out, x)
+    return simplify_expr(out)
+
+
+def split_interior(k: ir.Kernel) -> ir.Kernel:
+    """`k` with an interior body for its innermost launch axis, when it has
+    boundary tests there; otherwise `k` unchanged."""
+    if k.tid_ndim == 0 or k.interior is not None:
+        return k
+    sp = _Splitter(k)
+    interior = simplify_block(sp.block(k.body))
+    if not (sp.lower or sp.upper) or interior == simplify_block(k.body):
+        return k
+    lo = _fold_chain([b.const(0, I64), *sp.lower], Op.MAX)
+    hi = _fold_chain(sp.upper, Op.MIN) if sp.upper else None
+    return replace(k, interior=ir.Interior(sp.axis, lo, hi, interior))
