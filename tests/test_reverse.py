@@ -117,6 +117,34 @@ def downward(x, out, n):
     out[i] = s
 
 
+@gk.kernel
+def lu_update(A, k):
+    i, j = gk.tid()
+    if i > k and j > k:
+        A[i, j] -= A[i, k] * A[k, j] / A[k, k]
+
+
+@gk.kernel
+def correlation(s, data, m, n):
+    j1 = gk.tid()
+    if j1 < m:
+        s[j1 * m + j1] = 1.0
+        for j2 in range(j1 + 1, m):
+            acc = 0.0
+            for r in range(n):
+                acc += data[r * m + j1] * data[r * m + j2]
+            s[j1 * m + j2] = acc
+            s[j2 * m + j1] = s[j1 * m + j2]
+
+
+@gk.kernel
+def flat_guarded(a, out, rows, cols, w):
+    t = gk.tid()
+    if t < rows:
+        for c in range(cols):
+            out[t * cols + c] = a[t * cols + c] * w + math.exp(-a[t * cols + (cols - 1 - c)])
+
+
 def rand(rng, *shape, lo=0.2, hi=1.0, dtype=np.float64):
     return rng.uniform(lo, hi, shape).astype(dtype)
 
@@ -147,6 +175,9 @@ CASES = {
                                            dup(rand(r, 6), r)), None),
     "volume_3d": lambda r: (volume_3d, (dup(rand(r, 3, 2, 4), r), dup(rand(r, 3, 2, 4), r)), None),
     "downward_loop": lambda r: (downward, (dup(rand(r, 5), r), dup(rand(r, 5), r), 7), None),
+    "lu_update": lambda r: (lu_update, (dup(rand(r, 6, 6) + 4 * np.eye(6), r), 1), (6, 6)),
+    "correlation": lambda r: (correlation, (dup(rand(r, 16), r), dup(rand(r, 12), r), 4, 3), 6),
+    "flat_guarded": lambda r: (flat_guarded, (dup(rand(r, 12), r), dup(rand(r, 12), r), 3, 4, gk.Active(0.7)), 5),
 }
 
 
@@ -376,3 +407,13 @@ def test_privatised_reverse_equals_serial_reverse(rng, monkeypatch):
         gk.autodiff(allen_cahn_step, gk.Duplicated(u.copy(), du), gk.Duplicated(un.copy(), dun), 0.1, 0.01)
         results.append(du)
     np.testing.assert_allclose(results[0], results[1], rtol=1e-14, atol=1e-16)
+
+
+def test_written_array_with_shared_reads_accumulates_atomically_and_serially(rng):
+    """LU writes A[i, j] but every thread reads the pivot row and column: their
+    shadow is shared although A is written, so its adds are atomic, and on the
+    CPU (where private copies would hide a thread's own adds) the launch is serial."""
+    A = rand(rng, 12, 12) + 6 * np.eye(12)
+    r = gk.inspect(lu_update, gk.Duplicated(A, np.zeros_like(A)), 2, mode=gk.Reverse)
+    assert r.adjoint_forms == {"A": "atomic add"} and not r.parallel
+    assert check_grad(lu_update, gk.Duplicated(A, np.zeros_like(A)), 2, max_coords=200).ok

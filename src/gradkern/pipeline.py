@@ -65,6 +65,8 @@ def _backend(k: ir.Kernel, origin: ir.Kernel, launch_ndim: int, backend: str, pa
     Every launch runs in parallel: race-freedom is proven, or checked exactly
     before the launch; only the race check itself runs serially."""
     facts = launch_facts(k)
+    if backend == "cpu" and facts.mixed_atomics:
+        parallel = False  # private copies would hide a thread's own atomic adds from its plain reads
     printed = split_interior(k) if parallel else k  # only the printed loops are split; `k` stays the definition
     if printed.interior is not None:
         verify(replace(k, body=printed.interior.body), "interior splitting")

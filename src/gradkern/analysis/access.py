@@ -9,11 +9,13 @@ it. These facts drive the rest:
   whose atomic targets are touched only by atomic adds, is proven race-free;
   any other kernel gets the exact run-time check before it runs;
 * launches: a launch known to be race-free runs in parallel, its atomic adds
-  privatised per chunk on the CPU;
+  privatised per chunk on the CPU; but a CPU launch whose atomic targets are
+  also read or written plainly runs serially, since a private copy would hide
+  a thread's own accumulations from its later plain accesses;
 * adjoints (transforms/reverse.py): accumulation into the shadow of an own
-  array, or of any array the kernel writes (race-freedom makes its touched
-  elements thread-exclusive), is a plain add; into the shadow of a shared
-  read-only array it is an atomic add.
+  array is a plain add, into any other shadow an atomic add. (Race-freedom
+  makes the elements a kernel *writes* thread-exclusive, but elements it only
+  reads, like LU's pivot row, are shared even within a written array.)
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class LaunchFacts:
     own: frozenset[str]  # arrays every thread touches only in its own slab
     atomic_targets: frozenset[str]  # arrays updated with atomic adds (privatised on the CPU)
     written: frozenset[str]
+    mixed_atomics: frozenset[str]  # atomic targets also read or written plainly
 
 
 
@@ -78,9 +81,11 @@ def launch_facts(k: ir.Kernel) -> LaunchFacts:
     """The access facts of one typed kernel (see module doc)."""
     written = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd)))
     atomic = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd))
-    return LaunchFacts(own_arrays(k), atomic, written)
+    plain = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.Store)}
+    plain |= {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
+    return LaunchFacts(own_arrays(k), atomic, written, atomic & frozenset(plain))
 
 
 def adjoint_is_exclusive(facts: LaunchFacts, array: str) -> bool:
     """Whether accumulating into `array`'s shadow needs no atomic (module doc)."""
-    return array in facts.own or array in facts.written
+    return array in facts.own
