@@ -247,6 +247,18 @@ def test_unused_active_scalar_gets_zero_and_const_gets_none(rng):
                        gk.Active(3.0)) == (None, None, 0.0)
 
 
+def test_unused_duplicated_array_keeps_its_shadow(rng):
+    @gk.kernel
+    def ignores_z(x, z, y):
+        i = gk.tid()
+        y[i] = x[i] * 2.0
+
+    x, y, z, dz = rand(rng, 4), rand(rng, 4), rand(rng, 4), rand(rng, 4)
+    dz0 = dz.copy()
+    gk.autodiff(ignores_z, gk.Duplicated(x, np.zeros(4)), gk.Duplicated(z, dz), gk.Duplicated(y, np.ones(4)))
+    np.testing.assert_array_equal(dz, dz0)
+
+
 @pytest.mark.parametrize("kernel, make, dim, expected", [
     (saxpy, lambda x: (gk.Active(2.0), gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy())), None, 0),
     (square, lambda x: (gk.Duplicated(x, x.copy()),), None, 8),
@@ -359,9 +371,33 @@ def test_split_forward_tapes_what_inspect_reports(rng):
     x = rand(rng, 6)
     forward, _ = gk.autodiff_thunk(loop_sin, gk.Duplicated, gk.Duplicated, gk.Const)
     tape = forward(gk.Duplicated(x, np.zeros(6)), gk.Duplicated(np.zeros(6), np.ones(6)), 9)
-    assert tape.values.shape == (6, 9) and (tape.counts == 9).all()
+    assert tape.values.shape == (6, 9) and (tape.counts[:, 0] == 9).all()
+    assert tape.ints.shape == (6, 0) and (tape.counts[:, 1] == 0).all()  # the bound n is recomputed, not taped
     assert gk.inspect(loop_sin, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()), 9,
                       mode=gk.Reverse).tape_bytes_per_thread == tape.values[0].nbytes
+
+
+def test_float32_kernels_tape_float32_and_taped_integers_go_to_the_int_tape(rng):
+    x = rand(rng, 6, dtype=np.float32)
+    assert gk.inspect(square, gk.Duplicated(x, x.copy()), mode=gk.Reverse).tape_bytes_per_thread == 4
+    assert gk.inspect(loop_sin, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()), 7,
+                      mode=gk.Reverse).tape_bytes_per_thread == 7 * 4
+
+    @gk.kernel
+    def data_bound(x, out):
+        i = gk.tid()
+        m = 2
+        if x[i] > 0.5:
+            m = 5  # a reassigned local: the reverse cannot recompute the bound, so it is taped
+        s = x[i]
+        for k in range(m):
+            s = math.sin(s)
+        out[i] = s
+
+    xs = np.array([0.1, 0.9, 0.2, 0.7, 0.3, 0.4])
+    r = gk.inspect(data_bound, gk.Duplicated(xs, xs.copy()), gk.Duplicated(xs.copy(), xs.copy()), mode=gk.Reverse)
+    assert r.tape_bytes_per_thread == 5 * 8 + 8  # the longest loop's 5 values, and its bound
+    assert check_grad(data_bound, gk.Duplicated(xs, np.zeros(6)), gk.Duplicated(xs.copy(), np.zeros(6))).ok
 
 
 def test_split_reverse_checks_its_arguments(rng):

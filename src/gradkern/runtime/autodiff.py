@@ -124,17 +124,31 @@ def _entry(spec) -> Any:
     return entry_of(spec)
 
 
-def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True) -> int:
-    """Tape slots per thread: static, or the maximum the count kernel finds
-    (run by the interpreter when compiling is not allowed)."""
+def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True) -> tuple[int, int]:
+    """(float, int) tape slots per thread: static, or the maximum the count
+    kernel finds (run by the interpreter when compiling is not allowed)."""
     if rs.kernels.static_slots is not None:
         return rs.kernels.static_slots
-    counts = np.zeros(b.dim, np.int64)
+    counts = np.zeros((*b.dim, 2), np.int64)
     if b.backend == "interp" or not allow_compile:
         interpret(rs.count.typed, b.dim, [*b.kernel_values, counts])
     elif 0 not in b.dim:
         _entry(rs.count)(*b.dim, *b.kernel_values, counts)
-    return int(counts.max()) if counts.size else 0
+    if not counts.size:
+        return 0, 0
+    top = counts.reshape(-1, 2).max(axis=0)
+    return int(top[0]), int(top[1])
+
+
+def allocate_tape(rs: ReverseSpecialization, b: Binding) -> tuple[np.ndarray, np.ndarray]:
+    """The float and int tapes of a reverse-mode launch, sized by tape_slots."""
+    nf, ni = tape_slots(rs, b)
+    return (np.zeros((*b.dim, nf), rs.kernels.tape_float.numpy), np.zeros((*b.dim, ni), np.int64))
+
+
+def tape_bytes_per_thread(rs: ReverseSpecialization, b: Binding) -> int:
+    nf, ni = tape_slots(rs, b, allow_compile=False)
+    return nf * rs.kernels.tape_float.itemsize + ni * 8
 
 
 @dataclass(frozen=True)
@@ -179,7 +193,8 @@ def _prepare(f: Any, args: tuple, dim: Any, backend: str | None) -> _Prepared:
         dim = arrays[0].shape
     b = bind(f.ir, dim, ann.primals, backend)
     for name in ann.shadows:
-        if not f.ir.param(name).is_array:
+        param = f.ir.param(name)
+        if param.used and not param.is_array:
             raise AnnotationError(f"argument '{name}' is Duplicated but the kernel uses it as a scalar",
                                   hint="use gk.Active for scalars")
     shadows = merge_shadows(f.ir.params, ann, dict(b.aliases))
@@ -199,9 +214,8 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
     if mode is not Reverse:
         raise LaunchError(f"mode must be gk.Reverse or gk.Forward, got {mode!r}")
     p = _prepare(f, args, dim, backend)
-    tape = np.zeros((*p.b.dim, tape_slots(p.rs, p.b)), np.float64)
     accs = p.accumulators()
-    p.run(p.rs.fused, [*p.b.kernel_values, *p.adjoint_values(accs), tape])
+    p.run(p.rs.fused, [*p.b.kernel_values, *p.adjoint_values(accs), *allocate_tape(p.rs, p.b)])
     return p.results(f, accs)
 
 
@@ -213,12 +227,13 @@ class Tape:
     kernel: str
     key: tuple
     dim: tuple[int, ...]
-    values: np.ndarray
-    counts: np.ndarray
+    values: np.ndarray  # float values, shape (*dim, slots)
+    ints: np.ndarray  # integer values (loop bounds, branch conditions), shape (*dim, slots)
+    counts: np.ndarray  # shape (*dim, 2): how many float and int values each thread pushed
 
     @property
     def nbytes(self) -> int:
-        return self.values.nbytes + self.counts.nbytes
+        return self.values.nbytes + self.ints.nbytes + self.counts.nbytes
 
 
 def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | None = None):
@@ -246,10 +261,10 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
     def forward(*args: Any) -> Tape:
         check(args)
         p = _prepare(f, args, dim, backend)
-        tape = np.zeros((*p.b.dim, tape_slots(p.rs, p.b)), np.float64)
-        counts = np.zeros(p.b.dim, np.int64)
-        p.run(p.rs.forward, [*p.b.kernel_values, tape, counts])
-        return Tape(f.name, p.rs_key, p.b.dim, tape, counts)
+        values, ints = allocate_tape(p.rs, p.b)
+        counts = np.zeros((*p.b.dim, 2), np.int64)
+        p.run(p.rs.forward, [*p.b.kernel_values, values, ints, counts])
+        return Tape(f.name, p.rs_key, p.b.dim, values, ints, counts)
 
     def reverse(*args: Any) -> tuple:
         if not args or not isinstance(args[-1], Tape):
@@ -261,7 +276,7 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
             raise AnnotationError(f"this tape was made by forward for kernel '{tape.kernel}' with another "
                                   "signature or launch shape")
         accs = p.accumulators()
-        p.run(p.rs.reverse, [*p.b.kernel_values, *p.adjoint_values(accs), tape.values, tape.counts])
+        p.run(p.rs.reverse, [*p.b.kernel_values, *p.adjoint_values(accs), tape.values, tape.ints, tape.counts])
         return p.results(f, accs)
 
     return forward, reverse

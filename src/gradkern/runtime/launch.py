@@ -122,14 +122,14 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
             raise LaunchError("dim is needed: no array argument to take it from")
         dim = shapes[0]
     if mode is Reverse:
-        from .autodiff import annotate, merge_shadows, reverse_specialization, tape_slots
+        from .autodiff import annotate, merge_shadows, reverse_specialization, tape_bytes_per_thread
         ann = annotate(k, args)
         b = bind(k.ir, dim, ann.primals, backend)
         rs = reverse_specialization(k, b, merge_shadows(k.ir.params, ann, dict(b.aliases)), ann.active)
-        slots = tape_slots(rs, b, allow_compile=False)
+        tape_bytes = tape_bytes_per_thread(rs, b)
         fused = rs.fused
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
-                          rs.primal.race_check is not None, tuple(sorted(fused.facts.atomic_targets)), 8 * slots,
+                          rs.primal.race_check is not None, tuple(sorted(fused.facts.atomic_targets)), tape_bytes,
                           dict(rs.kernels.adjoint_forms))
     b = bind(k.ir, dim, primals, backend)
     spec = compiled_for_inspection(k, b)

@@ -30,11 +30,14 @@ from ..errors import InternalError, NotDifferentiableError
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.ops import Op
-from ..ir.types import F64, I64, Array, Scalar
+from ..ir.types import F32, F64, I64, Array, Scalar
 from .derivatives import rule
 
 P = "_gk_"
-TAPE, TP, COUNT = P + "tape", P + "tp", P + "count"
+# Two tapes per thread: floats (in the kernel's widest float type) and integers
+# (loop bounds, branch conditions, indices); `COUNT[tid, lane]` is each one's fill.
+TAPE, TP, ITAPE, ITP, COUNT = P + "tape", P + "tp", P + "itape", P + "itp", P + "count"
+LANES = ((TAPE, TP), (ITAPE, ITP))
 
 
 def shadow_name(array: str) -> str:
@@ -58,7 +61,8 @@ class ReverseKernels:
     forward: ir.Kernel
     reverse: ir.Kernel
     count: ir.Kernel | None
-    static_slots: int | None
+    static_slots: tuple[int, int] | None  # (float slots, int slots) per thread
+    tape_float: Scalar
     shadows: dict[str, str]
     accumulators: dict[str, str]
     tape_ndim: int
@@ -76,6 +80,10 @@ class _Builder:
 
     def __post_init__(self):
         self.locals = dict(self.k.locals)
+        types = [t for _, t in self.k.locals] + [p.type.dtype if isinstance(p.type, Array) else p.type
+                                                for p in self.k.params]
+        # float32 kernels tape float32; any float64 value makes the float tape float64
+        self.tape_float = F64 if F64 in types or not any(t == F32 for t in types) else F32
         facts = launch_facts(self.k)
         self.exclusive = {a for a in self.act.arrays if adjoint_is_exclusive(facts, a)}
         self.written = {s.array for s in ir.walk_stmts(self.k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
@@ -161,16 +169,20 @@ class _Builder:
         return tuple(ir.Tid(a, type=I64) for a in range(self.launch_ndim))
 
     # -- tape -----------------------------------------------------------------
+    def lane(self, t: Scalar) -> tuple[str, str, Scalar]:
+        return (TAPE, TP, self.tape_float) if t.is_float else (ITAPE, ITP, I64)
+
     def push(self, x: ir.Expr) -> list[ir.Stmt]:
-        tp = b.var(TP, I64)
-        return [ir.Store(TAPE, (*self.tids(), tp), b.cast(x, F64)),
-                ir.Assign(TP, b.add(tp, b.const(1, I64)))]
+        tape, ptr, lt = self.lane(x.type)
+        tp = b.var(ptr, I64)
+        return [ir.Store(tape, (*self.tids(), tp), b.cast(x, lt)), ir.Assign(ptr, b.add(tp, b.const(1, I64)))]
 
     def pop(self, t: Scalar) -> tuple[list[ir.Stmt], ir.Var]:
-        tp = b.var(TP, I64)
+        tape, ptr, lt = self.lane(t)
+        tp = b.var(ptr, I64)
         tmp = self.fresh("v", t)
-        return ([ir.Assign(TP, b.sub(tp, b.const(1, I64))),
-                 ir.Assign(tmp, b.cast(ir.Load(TAPE, (*self.tids(), tp), type=F64), t))], b.var(tmp, t))
+        return ([ir.Assign(ptr, b.sub(tp, b.const(1, I64))),
+                 ir.Assign(tmp, b.cast(ir.Load(tape, (*self.tids(), tp), type=lt), t))], b.var(tmp, t))
 
     # -- augmented forward ----------------------------------------------------
     def forward_block(self, body) -> list[ir.Stmt]:
@@ -358,21 +370,22 @@ class _Builder:
     def adjoint_inits(self) -> list[ir.Stmt]:
         return [ir.Assign(self.adjoint(n), b.const(0, self.locals[n])) for n in sorted(self.act.locals)]
 
-    def static_slots(self, body) -> int | None:
-        """Pushes per thread along the longest path, or None if a loop pushes."""
-        total = 0
+    def static_slots(self, body) -> tuple[int, int] | None:
+        """(float, int) pushes per thread along the longest path, or None if a loop pushes."""
+        tapes = (TAPE, ITAPE)
+        total = [0, 0]
         for s in body:
-            if isinstance(s, ir.Store) and s.array == TAPE:
-                total += 1
+            if isinstance(s, ir.Store) and s.array in tapes:
+                total[tapes.index(s.array)] += 1
             elif isinstance(s, ir.If):
                 t, e = self.static_slots(s.then), self.static_slots(s.orelse)
                 if t is None or e is None:
                     return None
-                total += max(t, e)
+                total = [x + max(y, z) for x, y, z in zip(total, t, e)]
             elif isinstance(s, (ir.For, ir.While)):
-                if any(isinstance(x, ir.Store) and x.array == TAPE for x in ir.walk_stmts(s.body)):
+                if any(isinstance(x, ir.Store) and x.array in tapes for x in ir.walk_stmts(s.body)):
                     return None
-        return total
+        return total[0], total[1]
 
 
 def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt, ...]:
@@ -381,7 +394,7 @@ def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt,
     control flow must not read arrays the kernel writes (it would see stale values)."""
 
     def control_vars(body) -> set[str]:
-        names = {TP}
+        names = {TP, ITP}
         for st in ir.walk_stmts(body):
             if isinstance(st, (ir.If, ir.While, ir.For)):
                 for e in ir.stmt_exprs(st):
@@ -432,16 +445,20 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     bld.replay = True
     reverse = bld.reverse_block(k.body, True)
     inits = bld.adjoint_inits()
-    tp0 = ir.Assign(TP, b.const(0, I64))
-    bld.locals[TP] = I64
+    tp0 = [ir.Assign(ptr, b.const(0, I64)) for _, ptr in LANES]
+    for _, ptr in LANES:
+        bld.locals[ptr] = I64
     static = bld.static_slots(forward)
-    count_store = ir.Store(COUNT, tids, b.var(TP, I64))
+    count_store = [ir.Store(COUNT, (*tids, b.const(n, I64)), b.var(ptr, I64)) for n, (_, ptr) in enumerate(LANES)]
+    count_load = [ir.Assign(ptr, ir.Load(COUNT, (*tids, b.const(n, I64)), type=I64))
+                  for n, (_, ptr) in enumerate(LANES)]
 
     tape_ndim = launch_ndim + 1
     shadows = {p.name: shadow_name(p.name) for p in k.params if p.name in act.arrays}
     accs = {p.name: accumulator_name(p.name) for p in k.params if p.name in act.scalars}
-    tape_p = ir.Param(TAPE, Array(F64, tape_ndim), is_array=True, written=True)
-    count_p = ir.Param(COUNT, Array(I64, launch_ndim), is_array=True, written=True)
+    tape_p = (ir.Param(TAPE, Array(bld.tape_float, tape_ndim), is_array=True, written=True),
+              ir.Param(ITAPE, Array(I64, tape_ndim), is_array=True, written=True))
+    count_p = ir.Param(COUNT, Array(I64, launch_ndim + 1), is_array=True, written=True)
     shadow_ps = tuple(ir.Param(shadows[p.name], p.type, is_array=True, written=True)
                       for p in k.params if p.name in shadows)
     acc_ps = tuple(ir.Param(accs[p.name], Array(p.type, launch_ndim), is_array=True, written=True)
@@ -452,13 +469,12 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
         return replace(k, name=f"{k.name}_{name}", params=params, body=tuple(body), tid_ndim=launch_ndim,
                        locals=local_items, interior=None)
 
-    fused = kernel("grad", k.params + shadow_ps + acc_ps + (tape_p,), [tp0, *forward, *inits, *fused_reverse])
-    fwd = kernel("augfwd", k.params + (tape_p, count_p), [tp0, *forward, count_store])
-    rev = kernel("rev", k.params + shadow_ps + acc_ps + (tape_p, count_p),
-                 [ir.Assign(TP, ir.Load(COUNT, tids, type=I64)), *inits, *reverse])
+    fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p, [*tp0, *forward, *inits, *fused_reverse])
+    fwd = kernel("augfwd", k.params + tape_p + (count_p,), [*tp0, *forward, *count_store])
+    rev = kernel("rev", k.params + shadow_ps + acc_ps + tape_p + (count_p,), [*count_load, *inits, *reverse])
     count = None
     if static is None:
         written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
-        count = kernel("count", k.params + (count_p,), [tp0, *_count_skeleton(forward, written), count_store])
+        count = kernel("count", k.params + (count_p,), [*tp0, *_count_skeleton(forward, written), *count_store])
     forms = tuple((a, "plain add" if a in bld.exclusive else "atomic add") for a in sorted(act.arrays))
-    return ReverseKernels(fused, fwd, rev, count, static, shadows, accs, tape_ndim, forms)
+    return ReverseKernels(fused, fwd, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms)
