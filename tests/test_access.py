@@ -1,6 +1,7 @@
 """Access analysis (analysis/access.py): when the launch loop may run in parallel."""
 
 import numpy as np
+import pytest
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, heat_step_2d, matvec, saxpy
@@ -110,3 +111,58 @@ def test_unproven_kernels_get_a_run_time_race_check_and_proven_ones_do_not():
     rc = spec(inplace_stencil, x, dim=8).race_check
     assert rc is not None and rc.tracked == ("u",) and not rc.copies
     assert {s.kind for s in rc.sites} == {"read", "write"}
+
+
+@gk.kernel
+def gemm_flat(c, A, B, n, alpha, beta):
+    i = gk.tid()
+    for j in range(n):
+        c[i * n + j] *= beta
+        for k in range(n):
+            c[i * n + j] += alpha * A[i * n + k] * B[k * n + j]
+
+
+@gk.kernel
+def flat_off_by_one(c, n):
+    i = gk.tid()
+    for j in range(n + 1):
+        c[i * n + j] = 1.0
+
+
+@gk.kernel
+def flat_two_strides(c, n, m):
+    i = gk.tid()
+    for j in range(n):
+        c[i * n + j] = c[i * m + j] + 1.0
+
+
+def test_flattened_own_rows_are_proven():
+    x = np.ones(9)
+    assert proven(gemm_flat, x, x.copy(), x.copy(), 3, 1.0, 0.5, dim=3)
+    assert own(gemm_flat, x, x.copy(), x.copy(), 3, 1.0, 0.5, dim=3) == {"c", "A"}  # B[k*n + j] is shared
+    r = gk.inspect(gemm_flat, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()),
+                   gk.Duplicated(x.copy(), x.copy()), 3, 1.0, 0.5, dim=3, mode=gk.Reverse)
+    assert r.adjoint_forms == {"A": "plain add", "B": "atomic add", "c": "plain add"} and r.parallel
+
+
+def test_flattened_rows_that_may_overlap_are_not_proven(rng):
+    assert not proven(flat_off_by_one, np.ones(12), 3, dim=3)  # j reaches n: row i's last is row i+1's first
+    assert not proven(flat_two_strides, np.ones(20), 3, 4, dim=3)
+    c = rng.uniform(0.5, 1.5, 12)
+    before = c.copy()
+    with pytest.raises(gk.RaceError):
+        gk.launch(flat_off_by_one, 3, c, 3)
+    np.testing.assert_array_equal(c, before)
+
+
+def test_race_check_verdict_is_cached_when_it_reads_no_array_contents():
+    from gradkern.pipeline import specialize
+    from gradkern.runtime.binding import bind
+    from gradkern.runtime.race_check import check_races
+
+    x = np.ones(10)
+    b = bind(shifted_write.ir, 8, (x, np.ones(9)))
+    spec = specialize(shifted_write.ir, b.type_map(shifted_write.ir), 1, "cpu")
+    assert spec.race_check.data_independent and not spec.race_check.race_free
+    check_races(spec, b, "shifted_write")
+    assert len(spec.race_check.race_free) == 1

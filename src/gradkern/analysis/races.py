@@ -14,7 +14,7 @@ values the launch would.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from ..ir import build as b
 from ..ir import nodes as ir
@@ -44,6 +44,10 @@ class RaceCheck:
     tracked: tuple[str, ...]  # written arrays whose elements are tracked
     sites: tuple[Site, ...]
     copies: tuple[str, ...]  # arrays the check must run on scratch copies of
+    # True when the check reads no array contents: its verdict then depends only
+    # on the launch shape, the array shapes and the scalar arguments
+    data_independent: bool = False
+    race_free: set = field(default_factory=set, compare=False)  # keys of launches found race-free
 
 
 def statically_race_free(k: ir.Kernel) -> bool:
@@ -257,4 +261,6 @@ def race_check_kernel(k: ir.Kernel, launch_ndim: int) -> RaceCheck:
     local_items = tuple(sorted((n, t) for n, t in inst.locals.items() if n not in names))
     kernel = replace(k, name=f"{k.name}_racecheck", params=tuple(params), body=prologue + body,
                      tid_ndim=launch_ndim, locals=local_items, interior=None)
-    return RaceCheck(kernel, tuple(inst.tracked), tuple(inst.sites), copies)
+    user_arrays = {p.name for p in k.params}
+    reads = any(isinstance(e, ir.Load) and e.array in user_arrays for e in ir.all_exprs(body))
+    return RaceCheck(kernel, tuple(inst.tracked), tuple(inst.sites), copies, data_independent=not reads)
