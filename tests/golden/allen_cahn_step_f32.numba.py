@@ -12,7 +12,7 @@ from numpy import int64 as _gk_int64
 
 @_gk_njit(parallel=True, cache=True, error_model='numpy', boundscheck=False)
 def allen_cahn_step_1d(_gk_n0, u, un, c, dt):
-    _gk_lo = min(max(1, 0), _gk_n0)
+    _gk_lo = min(1, _gk_n0)
     _gk_hi = min(max((u.shape[0] - 1), _gk_lo), _gk_n0)
     for _gk_t0 in _gk_prange(0, _gk_lo):
         i = _gk_t0
@@ -21,7 +21,7 @@ def allen_cahn_step_1d(_gk_n0, u, un, c, dt):
         else:
             ui = u[i]
             un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
-    for _gk_t0 in _gk_prange(_gk_lo, _gk_hi):
+    for _gk_t0 in _gk_prange(1, _gk_hi):
         i = _gk_t0
         ui = u[i]
         un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))

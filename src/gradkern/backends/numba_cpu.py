@@ -137,9 +137,14 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
             if axis == last and inner is not None:
                 n = f"_gk_n{axis}"
                 hi = n if inner.hi is None else f"min(max({p.expr(inner.hi)}, _gk_lo), {n})"
-                p.line(d, f"_gk_lo = min(max({p.expr(inner.lo)}, 0), {n})")
+                # a constant interior start is printed literally: LLVM then knows j >= start,
+                # drops Numba's negative-index checks on j - 1 and vectorises (empty when n < start)
+                const_lo = isinstance(inner.lo, ir.Const)
+                start = str(max(int(inner.lo.value), 0)) if const_lo else "_gk_lo"
+                lo = start if const_lo else f"max({p.expr(inner.lo)}, 0)"
+                p.line(d, f"_gk_lo = min({lo}, {n})")
                 p.line(d, f"_gk_hi = {hi}")
-                for lo_, hi_, body in (("0", "_gk_lo", k.body), ("_gk_lo", "_gk_hi", inner.body),
+                for lo_, hi_, body in (("0", "_gk_lo", k.body), (start, "_gk_hi", inner.body),
                                        ("_gk_hi", n, k.body)):
                     p.line(d, f"for _gk_t{axis} in {loop if axis == 0 else 'range'}({lo_}, {hi_}):")
                     p.block(body, d + 1)

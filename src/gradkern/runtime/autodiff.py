@@ -168,7 +168,8 @@ class _Prepared:
         run_spec(spec, _entry(spec) if self.b.backend == "cpu" else None, self.b.dim, values)
 
     def accumulators(self) -> dict[str, np.ndarray]:
-        return {n: np.zeros(self.b.dim, self.rs.primal.typed.param(n).type.numpy) for n in self.ann.active}
+        """One element per Active scalar: its derivative summed over all threads."""
+        return {n: np.zeros(1, self.rs.primal.typed.param(n).type.numpy) for n in self.ann.active}
 
     def adjoint_values(self, accs: dict[str, np.ndarray]) -> list:
         """Shadow and accumulator arguments, in the generated kernels' order."""
@@ -177,7 +178,7 @@ class _Prepared:
                 *(accs[n] for n in sorted(accs, key=order.index))]
 
     def results(self, f: KernelFunction, accs: dict[str, np.ndarray]) -> tuple:
-        return tuple(float(accs[p.name].sum()) if p.name in accs else None for p in f.ir.params)
+        return tuple(float(accs[p.name][0]) if p.name in accs else None for p in f.ir.params)
 
 
 def _prepare(f: Any, args: tuple, dim: Any, backend: str | None) -> _Prepared:

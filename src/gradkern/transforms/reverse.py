@@ -307,9 +307,14 @@ class _Builder:
             count = b.select(b.cmp(Op.GT, step, zero), up, down) \
                 if not (isinstance(step, ir.Const) and step.value > 0) else up
             outer, self.replay = self.replay, True  # each iteration overwrote the previous one's values
-            body = [ir.Assign(s.var, b.add(start, b.mul(b.var(r, I64), step))), *self.reverse_block(s.body, True)]
+            body = peephole([ir.Assign(s.var, b.add(start, b.mul(b.var(r, I64), step))),
+                             *self.reverse_block(s.body, True)])
             self.replay = outer
-            loop = ir.For(r, b.sub(b.var(n, I64), one), b.const(-1, I64), b.const(-1, I64), tuple(body), loc=s.loc)
+            if _iterations_commute(body):  # forward order vectorises; the sums are the same up to rounding
+                loop = ir.For(r, zero, b.var(n, I64), one, tuple(body), loc=s.loc)
+            else:
+                loop = ir.For(r, b.sub(b.var(n, I64), one), b.const(-1, I64), b.const(-1, I64), tuple(body),
+                              loc=s.loc)
             return [*pre, ir.Assign(n, b.apply(Op.MAX, count, zero)), loop]
         if isinstance(s, ir.While):
             return []
@@ -332,10 +337,8 @@ class _Builder:
         if not self.act.expr(e):
             return []
         if isinstance(e, ir.Var):
-            if e.name in self.act.scalars:
-                acc = accumulator_name(e.name)
-                cur = ir.Load(acc, self.tids(), type=e.type)
-                return [ir.Store(acc, self.tids(), b.add(cur, g))]
+            if e.name in self.act.scalars:  # summed over all threads into one element
+                return [ir.AtomicAdd(accumulator_name(e.name), (b.const(0, I64),), g)]
             d = self.adjoint(e.name)
             return [ir.Assign(d, b.add(b.var(d, e.type), g))]
         if isinstance(e, ir.Load):
@@ -386,6 +389,99 @@ class _Builder:
                 if any(isinstance(x, ir.Store) and x.array in tapes for x in ir.walk_stmts(s.body)):
                     return None
         return total[0], total[1]
+
+
+def _same_target(a: ir.Stmt, b_: ir.Stmt) -> bool:
+    if isinstance(a, ir.Store) and isinstance(b_, ir.Store):
+        return a.array == b_.array and a.indices == b_.indices
+    return isinstance(a, ir.Assign) and isinstance(b_, ir.Assign) and a.name == b_.name
+
+
+def _target_value(s: ir.Stmt) -> ir.Expr:
+    return ir.Load(s.array, s.indices, type=s.value.type) if isinstance(s, ir.Store) else b.var(s.name, s.value.type)
+
+
+def _iterations_commute(body: list[ir.Stmt]) -> bool:
+    """Whether the iterations of a reverse loop body may run in any order: it
+    pops nothing, carries no value from one iteration to the next (every local
+    it assigns is assigned at its top level before any read), and writes
+    memory only by accumulation (`X[I] = X[I] + e` or atomic adds)."""
+    assigned = {x.name for x in ir.walk_stmts(tuple(body)) if isinstance(x, ir.Assign)}
+    if assigned & {TP, ITP}:
+        return False
+    for x in ir.walk_stmts(tuple(body)):
+        if isinstance(x, ir.Store) and not (isinstance(x.value, ir.Apply) and x.value.op is Op.ADD
+                                            and x.value.args[0] == ir.Load(x.array, x.indices, type=x.value.type)):
+            return False
+    defined: set[str] = set()
+    for x in body:
+        used = {n.name for y in ir.walk_stmts((x,)) for e in ir.stmt_exprs(y) for n in ir.walk_expr(e)
+                if isinstance(n, ir.Var)}
+        if (used & assigned) - defined:
+            return False
+        if isinstance(x, ir.Assign):
+            defined.add(x.name)
+    return True
+
+
+def _touches(s: ir.Stmt, target: ir.Stmt) -> bool:
+    """Whether statement `s` reads or writes `target`'s variable or array."""
+    if isinstance(target, ir.Store):
+        name = target.array
+        if isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array == name:
+            return True
+        exprs = [e for x in ir.walk_stmts((s,)) for e in ir.stmt_exprs(x)]
+        return any(isinstance(n, ir.Load) and n.array == name for e in exprs for n in ir.walk_expr(e))
+    name = target.name
+    for x in ir.walk_stmts((s,)):
+        if isinstance(x, ir.Assign) and x.name == name:
+            return True
+        if any(isinstance(n, ir.Var) and n.name == name for e in ir.stmt_exprs(x) for n in ir.walk_expr(e)):
+            return True
+    return False
+
+
+def peephole(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+    """Remove the identity round trip an adjoint often makes through its target:
+    `d = 0; ...; d = d + e` becomes `...; d = e` when nothing between touches d,
+    and `g = d; ...; d = g` (nothing writing d or g between) loses its last
+    statement."""
+    out: list[ir.Stmt] = []
+    for s in stmts:
+        for blk in ("then", "orelse", "body"):
+            if isinstance(getattr(s, blk, None), tuple):
+                s = replace(s, **{blk: tuple(peephole(list(getattr(s, blk))))})
+        if isinstance(s, (ir.Assign, ir.Store)) and isinstance(s.value, ir.Apply) and s.value.op is Op.ADD \
+                and s.value.args[0] == _target_value(s):
+            for k in range(len(out) - 1, -1, -1):
+                prev = out[k]
+                if isinstance(prev, (ir.Assign, ir.Store)) and _same_target(prev, s):
+                    if isinstance(prev.value, ir.Const) and prev.value.value == 0:
+                        del out[k]
+                        s = replace(s, value=s.value.args[1])
+                    break
+                if _touches(prev, s):
+                    break
+        if isinstance(s, (ir.Assign, ir.Store)) and isinstance(s.value, ir.Var) and _restores(out, s):
+            continue
+        out.append(s)
+    return out
+
+
+def _restores(before: list[ir.Stmt], s: ir.Stmt) -> bool:
+    """Whether `s` (target = g) writes back the value g was read from, unchanged."""
+    g = s.value.name
+    target = _target_value(s)
+    for prev in reversed(before):
+        if isinstance(prev, ir.Assign) and prev.name == g:
+            return prev.value == target
+        if isinstance(prev, ir.Assign) and isinstance(s, ir.Assign) and prev.name == s.name:
+            return False
+        if isinstance(prev, (ir.Store, ir.AtomicAdd)) and isinstance(s, ir.Store) and prev.array == s.array:
+            return False
+        if not isinstance(prev, (ir.Assign, ir.Store, ir.AtomicAdd)):
+            return False
+    return False
 
 
 def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt, ...]:
@@ -461,7 +557,7 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     count_p = ir.Param(COUNT, Array(I64, launch_ndim + 1), is_array=True, written=True)
     shadow_ps = tuple(ir.Param(shadows[p.name], p.type, is_array=True, written=True)
                       for p in k.params if p.name in shadows)
-    acc_ps = tuple(ir.Param(accs[p.name], Array(p.type, launch_ndim), is_array=True, written=True)
+    acc_ps = tuple(ir.Param(accs[p.name], Array(p.type, 1), is_array=True, written=True)
                    for p in k.params if p.name in accs)
     local_items = tuple(sorted((n, t) for n, t in bld.locals.items() if n not in {p.name for p in k.params}))
 
@@ -469,6 +565,7 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
         return replace(k, name=f"{k.name}_{name}", params=params, body=tuple(body), tid_ndim=launch_ndim,
                        locals=local_items, interior=None)
 
+    fused_reverse, reverse = peephole(fused_reverse), peephole(reverse)
     fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p, [*tp0, *forward, *inits, *fused_reverse])
     fwd = kernel("augfwd", k.params + tape_p + (count_p,), [*tp0, *forward, *count_store])
     rev = kernel("rev", k.params + shadow_ps + acc_ps + tape_p + (count_p,), [*count_load, *inits, *reverse])
