@@ -21,6 +21,7 @@ from .ir.infer import infer_types
 from .ir.printer import format_kernel
 from .ir.types import Type
 from .ir.verify import verify
+from .transforms.gather import gather_kernel, gatherable, without_atomics_on
 from .transforms.reverse import ReverseKernels, reverse_kernels
 from .transforms.split import split_interior
 
@@ -107,6 +108,8 @@ class ReverseSpecialization:
     forward: Specialization
     reverse: Specialization
     count: Specialization | None
+    gather: Specialization | None = None  # computes the gathered shadows, before fused/reverse
+    adjoint_forms: tuple[tuple[str, str], ...] = ()
 
 
 def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend: str,
@@ -115,12 +118,19 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
     primal = specialize(kernel, types, launch_ndim, backend)
     act = analyze_activity(primal.typed, active_arrays, active_scalars)
     rk = reverse_kernels(primal.typed, act, launch_ndim)
+    fused, reverse, gather = rk.fused, rk.reverse, None
+    forms = dict(rk.adjoint_forms)
+    plan = gatherable(rk.reverse, set(rk.shadows.values()))
+    if plan:  # affine-stencil adjoints: gathered by their owners instead of scattered atomically
+        gather = gather_kernel(rk.reverse, plan).kernel
+        fused, reverse = without_atomics_on(fused, set(plan)), without_atomics_on(reverse, set(plan))
+        forms.update({primal_name: "gather" for primal_name, sh in rk.shadows.items() if sh in plan})
     specs = []
-    for k in (rk.fused, rk.forward, rk.reverse, rk.count):
+    for k in (fused, rk.forward, reverse, rk.count, gather):
         if k is None:
             specs.append(None)
             continue
         verify(k, f"reverse transform ({k.name})")
         _dump(k, "4-reverse", format_kernel(k))
         specs.append(_backend(k, kernel, launch_ndim, backend))
-    return ReverseSpecialization(primal, rk, *specs)
+    return ReverseSpecialization(primal, rk, *specs, adjoint_forms=tuple(sorted(forms.items())))

@@ -167,6 +167,10 @@ class _Prepared:
     def run(self, spec, values: list):
         run_spec(spec, _entry(spec) if self.b.backend == "cpu" else None, self.b.dim, values)
 
+    def gather(self, accs: dict, tapes: tuple, counts: np.ndarray):
+        """Run the gather kernel: it must see the incoming shadows, before the reverse zeroes any."""
+        self.run(self.rs.gather, [*self.b.kernel_values, *self.adjoint_values(accs), *tapes, counts, *self.b.dim])
+
     def accumulators(self) -> dict[str, np.ndarray]:
         """One element per Active scalar: its derivative summed over all threads."""
         return {n: np.zeros(1, self.rs.primal.typed.param(n).type.numpy) for n in self.ann.active}
@@ -216,7 +220,18 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
         raise LaunchError(f"mode must be gk.Reverse or gk.Forward, got {mode!r}")
     p = _prepare(f, args, dim, backend)
     accs = p.accumulators()
-    p.run(p.rs.fused, [*p.b.kernel_values, *p.adjoint_values(accs), *allocate_tape(p.rs, p.b)])
+    tapes = allocate_tape(p.rs, p.b)
+    if p.rs.gather is None:
+        p.run(p.rs.fused, [*p.b.kernel_values, *p.adjoint_values(accs), *tapes])
+    elif p.rs.kernels.static_slots == (0, 0):
+        # nothing taped: the gather needs only intact inputs and the incoming shadows
+        p.gather(accs, tapes, np.zeros((*p.b.dim, 2), np.int64))
+        p.run(p.rs.fused, [*p.b.kernel_values, *p.adjoint_values(accs), *tapes])
+    else:  # the gather replays each neighbour from its tape: forward, gather, then reverse
+        counts = np.zeros((*p.b.dim, 2), np.int64)
+        p.run(p.rs.forward, [*p.b.kernel_values, *tapes, counts])
+        p.gather(accs, tapes, counts)
+        p.run(p.rs.reverse, [*p.b.kernel_values, *p.adjoint_values(accs), *tapes, counts])
     return p.results(f, accs)
 
 
@@ -277,6 +292,8 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
             raise AnnotationError(f"this tape was made by forward for kernel '{tape.kernel}' with another "
                                   "signature or launch shape")
         accs = p.accumulators()
+        if p.rs.gather is not None:
+            p.gather(accs, (tape.values, tape.ints), tape.counts)
         p.run(p.rs.reverse, [*p.b.kernel_values, *p.adjoint_values(accs), tape.values, tape.ints, tape.counts])
         return p.results(f, accs)
 

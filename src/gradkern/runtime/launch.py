@@ -130,7 +130,7 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         fused = rs.fused
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
                           rs.primal.race_check is not None, tuple(sorted(fused.facts.atomic_targets)), tape_bytes,
-                          dict(rs.kernels.adjoint_forms))
+                          dict(rs.adjoint_forms))
     b = bind(k.ir, dim, primals, backend)
     spec = compiled_for_inspection(k, b)
     return Inspection(format_kernel(spec.typed), spec.source or "", spec.parallel, spec.race_check is not None,

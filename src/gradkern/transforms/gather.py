@@ -1,0 +1,173 @@
+"""Scatter → gather rewrite of affine-stencil adjoints (DESIGN §5).
+
+A read `u[i + o]` (o a constant offset per axis) has the adjoint scatter
+`du[i + o] += g_o(i)`: threads collide, so it would need atomics. Instead a
+*gather kernel* lets thread j compute, for each offset o of the stencil, the
+contributions thread i = j - o would have scattered to element j, by running
+thread i's reverse sweep (replaying its values from intact memory and its
+tape) with every other write dropped, and adds their sum into du[j] itself:
+no atomics, no private copies, fully parallel.
+
+The gather kernel runs after the forward (it may read the tape) and before
+the reverse that zeroes write-only shadows (it reads them), and that reverse
+no longer updates the gathered shadows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..ir import build as b
+from ..ir import nodes as ir
+from ..ir.ops import Op
+from ..ir.types import BOOL, I64
+
+EXTENT = "_gk_gn"
+
+
+@dataclass(frozen=True)
+class Gather:
+    kernel: ir.Kernel  # the gather kernel: params of the source, then the launch extents
+    arrays: tuple[str, ...]  # the shadows it computes
+    offsets: tuple[tuple[int, ...], ...]
+
+
+def _aliases(k: ir.Kernel) -> dict[str, int]:
+    assigns: dict[str, list] = {}
+    for s in ir.walk_stmts(k.body):
+        if isinstance(s, ir.Assign):
+            assigns.setdefault(s.name, []).append(s.value)
+        elif isinstance(s, ir.For):
+            assigns.setdefault(s.var, []).append(None)
+    return {n: v[0].axis for n, v in assigns.items()
+            if isinstance(v[0], ir.Tid) and all(isinstance(x, ir.Tid) and x.axis == v[0].axis for x in v)}
+
+
+def _offset(e: ir.Expr, alias: dict[str, int]) -> tuple[int, int] | None:
+    """(axis, c) when e is tid[axis] + c for an integer constant c."""
+    if isinstance(e, ir.Tid):
+        return e.axis, 0
+    if isinstance(e, ir.Var) and e.name in alias:
+        return alias[e.name], 0
+    if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and isinstance(e.args[1], ir.Const):
+        inner = _offset(e.args[0], alias)
+        c = e.args[1].value
+        if inner is not None and isinstance(c, int) and not isinstance(c, bool):
+            return inner[0], inner[1] + (c if e.op is Op.ADD else -c)
+    return None
+
+
+def _stencil_offset(idx: tuple[ir.Expr, ...], alias: dict[str, int], ndim: int) -> tuple[int, ...] | None:
+    """The offset vector of an access whose position p is tid[p] + o_p, for all p."""
+    if len(idx) != ndim:
+        return None
+    out = []
+    for pos, e in enumerate(idx):
+        parsed = _offset(e, alias)
+        if parsed is None or parsed[0] != pos:
+            return None
+        out.append(parsed[1])
+    return tuple(out)
+
+
+def _shift(e: ir.Expr, o: tuple[int, ...]) -> ir.Expr:
+    """`e` as thread (tid - o) evaluates it."""
+    if isinstance(e, ir.Tid):
+        return b.sub(e, b.const(o[e.axis], I64)) if o[e.axis] else e
+    if isinstance(e, ir.Apply):
+        return replace(e, args=tuple(_shift(a, o) for a in e.args))
+    if isinstance(e, ir.Select):
+        return replace(e, cond=_shift(e.cond, o), a=_shift(e.a, o), b=_shift(e.b, o))
+    if isinstance(e, ir.Load):
+        return replace(e, indices=tuple(_shift(i, o) for i in e.indices))
+    return e
+
+
+def _neighbour(body, o: tuple[int, ...], plan: dict, acc: dict[str, str], alias, ndim) -> tuple[ir.Stmt, ...]:
+    """Thread (tid - o)'s statements, keeping of all its writes only the
+    contributions to the gathered shadows at offset o (into the accumulators)."""
+    out: list[ir.Stmt] = []
+    for s in body:
+        if isinstance(s, ir.AtomicAdd) and s.array in plan:
+            if _stencil_offset(s.indices, alias, ndim) == o:
+                a = acc[s.array]
+                out.append(ir.Assign(a, b.add(b.var(a, s.value.type), _shift(s.value, o))))
+        elif isinstance(s, (ir.Store, ir.AtomicAdd)):
+            continue
+        elif isinstance(s, ir.Assign):
+            out.append(replace(s, value=_shift(s.value, o)))
+        elif isinstance(s, ir.If):
+            out.append(replace(s, cond=_shift(s.cond, o), then=_neighbour(s.then, o, plan, acc, alias, ndim),
+                               orelse=_neighbour(s.orelse, o, plan, acc, alias, ndim)))
+        elif isinstance(s, ir.For):
+            out.append(replace(s, start=_shift(s.start, o), stop=_shift(s.stop, o), step=_shift(s.step, o),
+                               body=_neighbour(s.body, o, plan, acc, alias, ndim)))
+        elif isinstance(s, ir.While):
+            out.append(replace(s, cond=_shift(s.cond, o), body=_neighbour(s.body, o, plan, acc, alias, ndim)))
+    return tuple(out)
+
+
+def gatherable(k: ir.Kernel, shadows: set[str]) -> dict[str, set[tuple[int, ...]]]:
+    """Shadows that `k` only updates by atomic adds at affine-stencil offsets,
+    with those offsets."""
+    alias = _aliases(k)
+    ndim = k.tid_ndim
+    found: dict[str, set] = {}
+    bad: set[str] = set()
+    for s in ir.walk_stmts(k.body):
+        if isinstance(s, ir.AtomicAdd) and s.array in shadows:
+            o = _stencil_offset(s.indices, alias, ndim)
+            if o is None:
+                bad.add(s.array)
+            else:
+                found.setdefault(s.array, set()).add(o)
+        elif isinstance(s, ir.Store) and s.array in shadows:
+            bad.add(s.array)
+    for e in ir.all_exprs(k.body):
+        if isinstance(e, ir.Load) and e.array in shadows:
+            bad.add(e.array)
+    return {a: o for a, o in found.items() if a not in bad}
+
+
+def without_atomics_on(k: ir.Kernel, arrays: set[str]) -> ir.Kernel:
+    """`k` with its atomic adds into `arrays` removed (a gather computes them)."""
+    def block(body):
+        out = []
+        for s in body:
+            if isinstance(s, ir.AtomicAdd) and s.array in arrays:
+                continue
+            if isinstance(s, ir.If):
+                s = replace(s, then=block(s.then), orelse=block(s.orelse))
+            elif isinstance(s, (ir.For, ir.While)):
+                s = replace(s, body=block(s.body))
+            out.append(s)
+        return tuple(out)
+    return replace(k, body=block(k.body))
+
+
+def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]]) -> Gather:
+    """The gather kernel for `plan` (shadow → offsets), built from `source`, a
+    reverse kernel that replays every value it needs (the split reverse)."""
+    ndim = source.tid_ndim
+    alias = _aliases(source)
+    offsets = sorted(set().union(*plan.values()))
+    types = {p.name: p.type.dtype for p in source.params if p.name in plan}
+    acc = {a: f"_gk_gacc_{a}" for a in plan}
+    local = dict(source.locals) | {acc[a]: types[a] for a in plan}
+    body: list[ir.Stmt] = [ir.Assign(acc[a], b.const(0, types[a])) for a in sorted(plan)]
+    for o in offsets:
+        guard = None
+        for axis in range(ndim):
+            t = b.sub(ir.Tid(axis, type=I64), b.const(o[axis], I64)) if o[axis] else ir.Tid(axis, type=I64)
+            inside = ir.Apply(Op.AND, (b.cmp(Op.GE, t, b.const(0, I64)),
+                                       b.cmp(Op.LT, t, b.var(f"{EXTENT}{axis}", I64))), type=BOOL)
+            guard = inside if guard is None else ir.Apply(Op.AND, (guard, inside), type=BOOL)
+        body.append(ir.If(guard, _neighbour(source.body, o, plan, acc, alias, ndim)))
+    tids = tuple(ir.Tid(a, type=I64) for a in range(ndim))
+    for a in sorted(plan):
+        body.append(ir.Store(a, tids, b.add(ir.Load(a, tids, type=types[a]), b.var(acc[a], types[a]))))
+    params = source.params + tuple(ir.Param(f"{EXTENT}{a}", I64) for a in range(ndim))
+    names = {p.name for p in params}
+    kernel = replace(source, name=source.name.replace("_rev", "_gather"), params=params, body=tuple(body),
+                     locals=tuple(sorted((n, t) for n, t in local.items() if n not in names)), interior=None)
+    return Gather(kernel, tuple(sorted(plan)), tuple(offsets))
