@@ -125,6 +125,15 @@ def test_separate_output_stencil_is_accepted(rng):
     np.testing.assert_allclose(un[1:-1], 0.5 * (u[:-2] + u[2:]))
 
 
+def test_guarded_and_mirrored_writes_are_proven_statically():
+    """The affine analysis under guards proves LU's update (column j > k never
+    meets the read of column k) and the correlation kernel's mirrored write."""
+    assert not gk.inspect(lu_update, np.ones((5, 5)), 1, dim=(5, 5)).race_check
+    assert not gk.inspect(correlation_mirror, np.ones(16), np.ones(12), 4, 3, dim=4).race_check
+    assert not gk.inspect(first_thread_writes, np.ones(4), np.ones(1), dim=4).race_check
+    assert gk.inspect(inplace_stencil, np.ones(8), dim=8).race_check
+
+
 def test_lu_guarded_update_is_accepted_and_correct(rng):
     A = rand(rng, 5, 5) + 5 * np.eye(5)
     ref = A.copy()

@@ -15,6 +15,7 @@ def allen_cahn_step_1d(_gk_n0, u, un, c, dt):
     _gk_lo = min(1, _gk_n0)
     _gk_hi = min(max((u.shape[0] - 1), _gk_lo), _gk_n0)
     for _gk_t0 in _gk_prange(0, _gk_lo):
+        ui = _gk_float32(0.0)
         i = _gk_t0
         if ((i == 0) or (i == (u.shape[0] - 1))):
             un[i] = u[i]
@@ -22,10 +23,12 @@ def allen_cahn_step_1d(_gk_n0, u, un, c, dt):
             ui = u[i]
             un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
     for _gk_t0 in _gk_prange(1, _gk_hi):
+        ui = _gk_float32(0.0)
         i = _gk_t0
         ui = u[i]
         un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
     for _gk_t0 in _gk_prange(_gk_hi, _gk_n0):
+        ui = _gk_float32(0.0)
         i = _gk_t0
         if ((i == 0) or (i == (u.shape[0] - 1))):
             un[i] = u[i]

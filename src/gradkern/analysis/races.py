@@ -21,6 +21,7 @@ from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.types import BOOL, I64, Array
 from .access import launch_facts
+from .affine import proves_race_free
 
 P = "_gk_rc_"
 RACE = P + "race"  # int64[5]: found, site, other site, thread, other thread
@@ -52,13 +53,15 @@ class RaceCheck:
 
 def statically_race_free(k: ir.Kernel) -> bool:
     """True when the access analysis proves no element is shared with a writer:
-    plainly written arrays are own, atomic targets are only touched by atomic adds."""
+    plainly written arrays are own or proven by the affine analysis under the
+    guards (analysis/affine.py), atomic targets are only touched by atomic adds."""
     atomic = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd)}
     plain = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.Store)}
     loads = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
     if atomic & (plain | loads):
         return False
-    return plain <= launch_facts(k).own
+    rest = plain - launch_facts(k).own
+    return not rest or proves_race_free(k, rest)
 
 
 class _Instrument:

@@ -102,6 +102,15 @@ class NumbaOptions:
 PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
 
 
+def _tid_aliases(k: ir.Kernel) -> set[str]:
+    """Locals every assignment of which is a tid component."""
+    values: dict[str, list] = {}
+    for s in ir.walk_stmts(k.body + (k.interior.body if k.interior else ())):
+        if isinstance(s, ir.Assign):
+            values.setdefault(s.name, []).append(s.value)
+    return {n for n, vs in values.items() if all(isinstance(v, ir.Tid) for v in vs)}
+
+
 def private_chunks(copy_bytes: int, n0: int) -> int:
     """How many private copies a parallel launch with atomics uses: one per
     Numba thread (at most one per outer index), or 0 (the serial path) when
@@ -126,6 +135,14 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     lines = [f"# {line}" for line in header.splitlines()]
     lines += [*_IMPORTS, "", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
 
+    # Every local is defined at the top of each thread's body. Numba privatises a
+    # prange variable only if each iteration defines it before any use it can see;
+    # a local set in one branch and read in a later branch on the same condition
+    # (a fused reverse reading a forward value) would otherwise be shared between
+    # workers. Thread-index aliases are left out: Numba refuses writes to them.
+    tid_aliases = _tid_aliases(k)
+    prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals if n not in tid_aliases)
+
     def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True) -> list[str]:
         """The launch loops around the body; with an interior (transforms/split.py)
         the innermost loop is printed three times: edge, interior, edge."""
@@ -147,11 +164,11 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
                 for lo_, hi_, body in (("0", "_gk_lo", k.body), (start, "_gk_hi", inner.body),
                                        ("_gk_hi", n, k.body)):
                     p.line(d, f"for _gk_t{axis} in {loop if axis == 0 else 'range'}({lo_}, {hi_}):")
-                    p.block(body, d + 1)
+                    p.block(prologue + body, d + 1)
                 break
             p.line(d, f"for _gk_t{axis} in {outer if axis == 0 else f'range(_gk_n{axis})'}:")
         else:
-            p.block(k.body, depth + launch_ndim)
+            p.block(prologue + k.body, depth + launch_ndim)
         return p.lines
 
     if not private:
