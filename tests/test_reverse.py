@@ -432,6 +432,9 @@ def test_adjoint_forms_follow_the_access_analysis():
     r = forms(matvec, gk.Duplicated(np.ones((6, 3)), np.ones((6, 3))), gk.Duplicated(np.ones(3), np.ones(3)),
               gk.Duplicated(x, x.copy()), dim=6)
     assert r.adjoint_forms == {"A": "plain add", "x": "atomic add", "y": "plain add"}
+    import numba
+    assert r.private_bytes == min(numba.get_num_threads(), 6) * 3 * 8  # one copy of dx per chunk
+    assert forms(saxpy, 2.0, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy())).private_bytes == 0
 
 
 def test_privatised_reverse_equals_serial_reverse(rng, monkeypatch):

@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from ..annotations import Reverse, primal
 from ..errors import GradkernError, LaunchError
 from ..ir.interp import interpret
@@ -79,6 +81,16 @@ def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = N
     c.run(b)
 
 
+def private_bytes(spec: Specialization, sizes: dict[str, int], dim: tuple[int, ...]) -> int:
+    """Bytes of per-chunk private copies a CPU launch of `spec` allocates
+    (`sizes`: bytes of each array it may privatise, shadows included)."""
+    if not spec.privatized or 0 in dim:
+        return 0
+    from ..backends.numba_cpu import private_chunks
+    copy = sum(sizes[a] for a in spec.privatized)
+    return private_chunks(copy, dim[0]) * copy
+
+
 def compiled_for_inspection(k: KernelFunction, b: Binding) -> Specialization:
     return specialize(merge_aliases(k.ir, dict(b.aliases)), b.type_map(k.ir), len(b.dim), b.backend)
 
@@ -88,8 +100,9 @@ class Inspection:
     """What gradkern generates for one signature: readable IR and backend
     source; whether the launch runs in parallel, after an exact run-time race
     check or not; the arrays updated by atomic adds (privatised per chunk on
-    the CPU); for reverse mode, each shadow's accumulation form and the tape
-    bytes per thread (0 for a primal launch)."""
+    the CPU) and the memory those private copies take; for reverse mode, each
+    shadow's accumulation form and the tape bytes per thread (0 for a primal
+    launch)."""
 
     ir: str
     source: str
@@ -98,6 +111,7 @@ class Inspection:
     atomic_targets: tuple[str, ...]
     tape_bytes_per_thread: int
     adjoint_forms: dict
+    private_bytes: int = 0
 
     def __str__(self) -> str:
         return self.ir + "\n" + self.source
@@ -128,10 +142,15 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         rs = reverse_specialization(k, b, merge_shadows(k.ir.params, ann, dict(b.aliases)), ann.active)
         tape_bytes = tape_bytes_per_thread(rs, b)
         fused = rs.fused
+        sizes = {p.name: v.nbytes for p, v in zip(rs.primal.typed.params, b.kernel_values)
+                 if isinstance(v, np.ndarray)}
+        sizes |= {rs.kernels.shadows[n]: size for n, size in sizes.items() if n in rs.kernels.shadows}
+        sizes |= {acc: rs.primal.typed.param(n).type.itemsize for n, acc in rs.kernels.accumulators.items()}
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
                           rs.primal.race_check is not None, tuple(sorted(fused.facts.atomic_targets)), tape_bytes,
-                          dict(rs.adjoint_forms))
+                          dict(rs.adjoint_forms), private_bytes(fused, sizes, b.dim))
     b = bind(k.ir, dim, primals, backend)
     spec = compiled_for_inspection(k, b)
+    sizes = {p.name: v.nbytes for p, v in zip(spec.typed.params, b.kernel_values) if isinstance(v, np.ndarray)}
     return Inspection(format_kernel(spec.typed), spec.source or "", spec.parallel, spec.race_check is not None,
-                      tuple(sorted(spec.facts.atomic_targets)), 0, {})
+                      tuple(sorted(spec.facts.atomic_targets)), 0, {}, private_bytes(spec, sizes, b.dim))
