@@ -122,7 +122,7 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
     forms = dict(rk.adjoint_forms)
     plan = gatherable(rk.reverse, set(rk.shadows.values()))
     if plan:  # affine-stencil adjoints: gathered by their owners instead of scattered atomically
-        gather = gather_kernel(rk.reverse, plan).kernel
+        gather = gather_kernel(rk.reverse, plan, taped=rk.static_slots != (0, 0)).kernel
         fused, reverse = without_atomics_on(fused, set(plan)), without_atomics_on(reverse, set(plan))
         forms.update({primal_name: "gather" for primal_name, sh in rk.shadows.items() if sh in plan})
     specs = []

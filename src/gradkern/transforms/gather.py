@@ -17,10 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..frontend.inline import rename_locals
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.types import BOOL, I64
+from .reverse import COUNT
 
 EXTENT = "_gk_gn"
 
@@ -145,24 +147,34 @@ def without_atomics_on(k: ir.Kernel, arrays: set[str]) -> ir.Kernel:
     return replace(k, body=block(k.body))
 
 
-def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]]) -> Gather:
+def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], taped: bool = True) -> Gather:
     """The gather kernel for `plan` (shadow → offsets), built from `source`, a
-    reverse kernel that replays every value it needs (the split reverse)."""
+    reverse kernel that replays every value it needs (the split reverse).
+    Without a tape, the tape pointers it would read from the count array are dropped."""
     ndim = source.tid_ndim
+    if not taped:
+        source = replace(source, body=tuple(
+            s for s in source.body
+            if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Load) and s.value.array == COUNT)))
     alias = _aliases(source)
     offsets = sorted(set().union(*plan.values()))
     types = {p.name: p.type.dtype for p in source.params if p.name in plan}
     acc = {a: f"_gk_gacc_{a}" for a in plan}
     local = dict(source.locals) | {acc[a]: types[a] for a in plan}
     body: list[ir.Stmt] = [ir.Assign(acc[a], b.const(0, types[a])) for a in sorted(plan)]
-    for o in offsets:
+    for n, o in enumerate(offsets):
         guard = None
         for axis in range(ndim):
             t = b.sub(ir.Tid(axis, type=I64), b.const(o[axis], I64)) if o[axis] else ir.Tid(axis, type=I64)
             inside = ir.Apply(Op.AND, (b.cmp(Op.GE, t, b.const(0, I64)),
                                        b.cmp(Op.LT, t, b.var(f"{EXTENT}{axis}", I64))), type=BOOL)
             guard = inside if guard is None else ir.Apply(Op.AND, (guard, inside), type=BOOL)
-        body.append(ir.If(guard, _neighbour(source.body, o, plan, acc, alias, ndim)))
+        # each neighbour gets its own names: its index locals are then assigned once
+        # (tid - o), which lets interior splitting fold the neighbour's boundary tests
+        names = {x: f"{x}_n{n}" for x, _ in source.locals if x not in acc.values()}
+        local |= {names[x]: t for x, t in source.locals if x in names}
+        copy = rename_locals(_neighbour(source.body, o, plan, acc, alias, ndim), names)
+        body.append(ir.If(guard, copy))
     tids = tuple(ir.Tid(a, type=I64) for a in range(ndim))
     for a in sorted(plan):
         body.append(ir.Store(a, tids, b.add(ir.Load(a, tids, type=types[a]), b.var(acc[a], types[a]))))

@@ -35,20 +35,38 @@ class _Splitter:
                 assigns.setdefault(s.name, []).append(s.value)
             elif isinstance(s, ir.For):
                 assigns.setdefault(s.var, []).append(None)
-        self.aliases = {n for n, vs in assigns.items()
-                        if all(isinstance(v, ir.Tid) and v.axis == self.axis for v in vs)}
         self.assigned = set(assigns)
+        # locals that hold tid[axis] + c wherever they are set (c an integer constant)
+        self.aliases: dict[str, int] = {}
+        for n, vs in assigns.items():
+            offsets = {self._tid_offset(v) for v in vs}
+            if len(offsets) == 1 and None not in offsets:
+                self.aliases[n] = offsets.pop()
         self.lower: list[ir.Expr] = []
         self.upper: list[ir.Expr] = []
 
-    def offset(self, e: ir.Expr) -> int | None:
-        """c when e is tid[axis] + c (c an integer constant), else None."""
-        if isinstance(e, ir.Tid) and e.axis == self.axis or isinstance(e, ir.Var) and e.name in self.aliases:
+    def _tid_offset(self, e: ir.Expr | None) -> int | None:
+        """c when e is literally tid[axis] + c."""
+        if isinstance(e, ir.Tid) and e.axis == self.axis:
             return 0
         if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and isinstance(e.args[1], ir.Const):
+            inner = self._tid_offset(e.args[0])
+            c = e.args[1].value
+            if inner is not None and isinstance(c, int) and not isinstance(c, bool):
+                return inner + c if e.op is Op.ADD else inner - c
+        return None
+
+    def offset(self, e: ir.Expr) -> int | None:
+        """c when e is tid[axis] + c (c an integer constant), through aliases, else None."""
+        if isinstance(e, ir.Tid) and e.axis == self.axis:
+            return 0
+        if isinstance(e, ir.Var) and e.name in self.aliases:
+            return self.aliases[e.name]
+        if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and isinstance(e.args[1], ir.Const):
             inner = self.offset(e.args[0])
-            if inner is not None and isinstance(e.args[1].value, int):
-                return inner + e.args[1].value if e.op is Op.ADD else inner - e.args[1].value
+            c = e.args[1].value
+            if inner is not None and isinstance(c, int) and not isinstance(c, bool):
+                return inner + c if e.op is Op.ADD else inner - c
         return None
 
     def invariant(self, e: ir.Expr) -> bool:
@@ -71,7 +89,7 @@ class _Splitter:
             c, op, (x, y) = self.offset(y), _FLIP[op], (y, x)
         if c is None or not self.invariant(y) or not y.type.is_int:
             return None
-        bound = b.cast(b.sub(y, b.const(c, y.type)), I64) if c else b.cast(y, I64)  # j op bound
+        bound = simplify_expr(b.cast(b.sub(y, b.const(c, y.type)), I64) if c else b.cast(y, I64))  # j op bound
         one = b.const(1, I64)
         low = isinstance(bound, ir.Const)
         if op in (Op.EQ, Op.NE):
