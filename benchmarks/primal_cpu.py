@@ -37,23 +37,21 @@ import os
 import platform
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numba
 import numpy as np
 from numba import prange
+from report import RESULTS, cpu_model, git_revision, write_section
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, laplace_2d, saxpy
 
 GOAL = 1.2
 SECTION = "## primal_cpu.py"
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 
 
 # ---------------------------------------------------------------- hand-written
@@ -197,30 +195,6 @@ def run_case(case: Case, runs: int) -> Row:
 # ---------------------------------------------------------------- report
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def gradkern_revision() -> str:
-    """The checkout's commit, and whether src/ or kernels/ differ from it (read-only git calls)."""
-    root = Path(__file__).resolve().parent.parent
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, env=env,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        changed = subprocess.run(["git", "status", "--porcelain", "--", "src", "kernels"], cwd=root, env=env,
-                                 capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return f"{head} + uncommitted changes in src/ or kernels/" if changed else head
-
-
 def table(rows: list[Row]) -> str:
     head = ["kernel", "elements", "dtype", "hand-written ms", "gradkern ms", "ratio gk/hand",
             "hand GB/s", "gradkern GB/s", f"goal <= {GOAL}x"]
@@ -249,31 +223,11 @@ def section(rows: list[Row], args: argparse.Namespace, command: str, load: float
         f"* machine: {cpu_model()}, {os.cpu_count()} cores, Numba threads: {numba.get_num_threads()} "
         f"({numba.threading_layer()} layer); 1-minute load average at start: {load:.2f}",
         f"* versions: Python {platform.python_version()}, NumPy {np.__version__}, Numba {numba.__version__}, "
-        f"gradkern {gk.__version__} (commit {gradkern_revision()})",
+        f"gradkern {gk.__version__} (commit {git_revision()})",
         "",
         table(rows),
         "",
     ])
-
-
-def write_results(text: str, path: Path = RESULTS) -> None:
-    """Replace this script's section of RESULTS.md (or add it), keeping the others."""
-    old = path.read_text() if path.exists() else ""
-    lines = old.splitlines()
-    start = next((n for n, line in enumerate(lines) if line.strip() == SECTION), None)
-    if start is None:
-        kept_before, kept_after = lines, []
-    else:
-        end = next((n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines))
-        kept_before, kept_after = lines[:start], lines[end:]
-    if not any(line.startswith("# ") for line in kept_before):
-        kept_before = ["# Benchmark results", ""] + kept_before
-    before = "\n".join(kept_before).rstrip("\n")
-    after = "\n".join(kept_after).strip("\n")
-    out = before + "\n\n" + text.rstrip("\n") + "\n"
-    if after:
-        out += "\n" + after + "\n"
-    path.write_text(out)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -307,7 +261,7 @@ def main(argv: list[str] | None = None) -> None:
         print("(--quick: arrays this small time gk.launch's per-call overhead, not the kernels)")
     if args.write:
         command = shlex.join(["python", os.path.relpath(sys.argv[0]), *(argv if argv is not None else sys.argv[1:])])
-        write_results(section(rows, args, command, load))
+        write_section(section(rows, args, command, load), SECTION, RESULTS)
         print(f"wrote {RESULTS}")
 
 

@@ -61,6 +61,7 @@ from pathlib import Path
 import numba
 import numpy as np
 from numba import prange
+from report import RESULTS, cpu_model, git_revision, write_section
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, heat_step_2d, matvec, saxpy
@@ -70,7 +71,6 @@ GOAL_HAND = 1.3  # gk.autodiff / hand-written primal + adjoint
 GOAL_COLD = 1.5  # gradkern cold compile / hand-written cold compile
 GOAL_WARM = 0.5  # seconds, gradkern warm first call
 SECTION = "## reverse_cpu.py"
-RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 ROOT = Path(__file__).resolve().parent.parent
 C_AC, DT_AC = 0.2, 0.01  # Allen-Cahn c = dt/h^2 and dt
 C_HEAT = 0.2
@@ -528,33 +528,6 @@ def latency_table(lat: dict[str, Latency]) -> str:
 # ---------------------------------------------------------------- report
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_revision() -> str:
-    """The checkout's commit and whether src/ (and kernels/) have uncommitted changes (read-only git calls)."""
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
-
-    def git(*a: str) -> str:
-        return subprocess.run(["git", *a], cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
-
-    try:
-        head = git("rev-parse", "--short", "HEAD").strip()
-        src = bool(git("status", "--porcelain", "--", "src").strip())
-        kernels = bool(git("status", "--porcelain", "--", "kernels").strip())
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return (f"{head}; uncommitted changes under src/: {'yes' if src else 'no'}, "
-            f"under kernels/: {'yes' if kernels else 'no'}")
-
-
 def wait_for_quiet(threshold: float, poll: float = 10.0, limit: float = 900.0) -> float:
     """Wait until the 1-minute load average is below `threshold` (at most `limit` s); return it."""
     t0 = time.monotonic()
@@ -615,26 +588,6 @@ def section(rows: list[Row], lat: dict[str, Latency] | None, args: argparse.Name
     return "\n".join(text)
 
 
-def write_results(text: str, path: Path = RESULTS) -> None:
-    """Replace this script's section of RESULTS.md (or add it), keeping the others."""
-    old = path.read_text() if path.exists() else ""
-    lines = old.splitlines()
-    start = next((n for n, line in enumerate(lines) if line.strip() == SECTION), None)
-    if start is None:
-        kept_before, kept_after = lines, []
-    else:
-        end = next((n for n in range(start + 1, len(lines)) if lines[n].startswith("## ")), len(lines))
-        kept_before, kept_after = lines[:start], lines[end:]
-    if not any(line.startswith("# ") for line in kept_before):
-        kept_before = ["# Benchmark results", ""] + kept_before
-    before = "\n".join(kept_before).rstrip("\n")
-    after = "\n".join(kept_after).strip("\n")
-    out = before + "\n\n" + text.rstrip("\n") + "\n"
-    if after:
-        out += "\n" + after + "\n"
-    path.write_text(out)
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="tiny sizes, 2 runs, 1 compile process each (smoke test)")
@@ -681,7 +634,7 @@ def main(argv: list[str] | None = None) -> None:
         print("(--quick: arrays this small time per-call overhead, not the kernels)")
     if args.write:
         command = shlex.join(["python", os.path.relpath(sys.argv[0]), *(argv if argv is not None else sys.argv[1:])])
-        write_results(section(rows, lat, args, command, load_start, load_end, revision))
+        write_section(section(rows, lat, args, command, load_start, load_end, revision), SECTION, RESULTS)
         print(f"wrote {RESULTS}")
 
 

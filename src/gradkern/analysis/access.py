@@ -38,7 +38,7 @@ class LaunchFacts:
 
 
 
-def _tid_aliases(k: ir.Kernel) -> dict[str, int]:
+def tid_aliases(k: ir.Kernel) -> dict[str, int]:
     """Locals that hold a tid component everywhere they are visible: every
     assignment to them is the same `Tid(axis)` (a reverse sweep replays it)."""
     assigns: dict[str, list[ir.Expr]] = {}
@@ -55,7 +55,7 @@ class _Context:
     """What the slab test needs to know about a kernel's names."""
 
     def __init__(self, k: ir.Kernel):
-        self.alias = _tid_aliases(k)
+        self.alias = tid_aliases(k)
         self.assigned = {s.name for s in ir.walk_stmts(k.body) if isinstance(s, ir.Assign)}
         self.loops: dict[str, list[ir.For]] = {}
         for s in ir.walk_stmts(k.body):

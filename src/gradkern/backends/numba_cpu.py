@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.access import tid_aliases
 from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.types import Scalar
@@ -102,15 +103,6 @@ class NumbaOptions:
 PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
 
 
-def _tid_aliases(k: ir.Kernel) -> set[str]:
-    """Locals every assignment of which is a tid component."""
-    values: dict[str, list] = {}
-    for s in ir.walk_stmts(k.body + (k.interior.body if k.interior else ())):
-        if isinstance(s, ir.Assign):
-            values.setdefault(s.name, []).append(s.value)
-    return {n for n, vs in values.items() if all(isinstance(v, ir.Tid) for v in vs)}
-
-
 def private_chunks(copy_bytes: int, n0: int) -> int:
     """How many private copies a parallel launch with atomics uses: one per
     Numba thread (at most one per outer index), or 0 (the serial path) when
@@ -140,8 +132,8 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     # a local set in one branch and read in a later branch on the same condition
     # (a fused reverse reading a forward value) would otherwise be shared between
     # workers. Thread-index aliases are left out: Numba refuses writes to them.
-    tid_aliases = _tid_aliases(k)
-    prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals if n not in tid_aliases)
+    aliases = tid_aliases(k)
+    prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals if n not in aliases)
 
     def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True) -> list[str]:
         """The launch loops around the body; with an interior (transforms/split.py)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ..analysis.access import tid_aliases
 from ..frontend.inline import rename_locals
 from ..ir import build as b
 from ..ir import nodes as ir
@@ -32,17 +33,6 @@ class Gather:
     kernel: ir.Kernel  # the gather kernel: params of the source, then the launch extents
     arrays: tuple[str, ...]  # the shadows it computes
     offsets: tuple[tuple[int, ...], ...]
-
-
-def _aliases(k: ir.Kernel) -> dict[str, int]:
-    assigns: dict[str, list] = {}
-    for s in ir.walk_stmts(k.body):
-        if isinstance(s, ir.Assign):
-            assigns.setdefault(s.name, []).append(s.value)
-        elif isinstance(s, ir.For):
-            assigns.setdefault(s.var, []).append(None)
-    return {n: v[0].axis for n, v in assigns.items()
-            if isinstance(v[0], ir.Tid) and all(isinstance(x, ir.Tid) and x.axis == v[0].axis for x in v)}
 
 
 def _offset(e: ir.Expr, alias: dict[str, int]) -> tuple[int, int] | None:
@@ -112,7 +102,7 @@ def _neighbour(body, o: tuple[int, ...], plan: dict, acc: dict[str, str], alias,
 def gatherable(k: ir.Kernel, shadows: set[str]) -> dict[str, set[tuple[int, ...]]]:
     """Shadows that `k` only updates by atomic adds at affine-stencil offsets,
     with those offsets."""
-    alias = _aliases(k)
+    alias = tid_aliases(k)
     ndim = k.tid_ndim
     found: dict[str, set] = {}
     bad: set[str] = set()
@@ -156,7 +146,7 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], tape
         source = replace(source, body=tuple(
             s for s in source.body
             if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Load) and s.value.array == COUNT)))
-    alias = _aliases(source)
+    alias = tid_aliases(source)
     offsets = sorted(set().union(*plan.values()))
     types = {p.name: p.type.dtype for p in source.params if p.name in plan}
     acc = {a: f"_gk_gacc_{a}" for a in plan}

@@ -46,24 +46,18 @@ class _Splitter:
         self.upper: list[ir.Expr] = []
 
     def _tid_offset(self, e: ir.Expr | None) -> int | None:
-        """c when e is literally tid[axis] + c."""
-        if isinstance(e, ir.Tid) and e.axis == self.axis:
-            return 0
-        if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and isinstance(e.args[1], ir.Const):
-            inner = self._tid_offset(e.args[0])
-            c = e.args[1].value
-            if inner is not None and isinstance(c, int) and not isinstance(c, bool):
-                return inner + c if e.op is Op.ADD else inner - c
-        return None
+        """c when e is literally tid[axis] + c (no aliases)."""
+        return self.offset(e, {}) if e is not None else None
 
-    def offset(self, e: ir.Expr) -> int | None:
+    def offset(self, e: ir.Expr, aliases: dict[str, int] | None = None) -> int | None:
         """c when e is tid[axis] + c (c an integer constant), through aliases, else None."""
+        aliases = self.aliases if aliases is None else aliases
         if isinstance(e, ir.Tid) and e.axis == self.axis:
             return 0
-        if isinstance(e, ir.Var) and e.name in self.aliases:
-            return self.aliases[e.name]
+        if isinstance(e, ir.Var) and e.name in aliases:
+            return aliases[e.name]
         if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and isinstance(e.args[1], ir.Const):
-            inner = self.offset(e.args[0])
+            inner = self.offset(e.args[0], aliases)
             c = e.args[1].value
             if inner is not None and isinstance(c, int) and not isinstance(c, bool):
                 return inner + c if e.op is Op.ADD else inner - c
