@@ -95,7 +95,7 @@ def test_conflicting_or_unproven_writes_get_the_run_time_check():
 def test_atomic_targets_are_reported_and_proven_when_only_atomically_touched():
     r = gk.inspect(scatter, np.ones(3), np.zeros(8, np.int64), dim=8)
     assert r.atomic_targets == ("h",) and r.parallel and not r.race_check
-    assert "_gk_priv_h" in r.source  # private copies per chunk on the CPU
+    assert "_gkb_priv_h" in r.source  # private copies per chunk on the CPU
 
 
 def test_parallel_histogram_equals_bincount(rng):

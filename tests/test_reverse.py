@@ -145,6 +145,15 @@ def flat_guarded(a, out, rows, cols, w):
             out[t * cols + c] = a[t * cols + c] * w + math.exp(-a[t * cols + (cols - 1 - c)])
 
 
+@gk.kernel
+def syrk(C, A, alpha, beta, m):
+    i, j = gk.tid()
+    if j <= i:
+        C[i, j] *= beta
+        for k in range(m):
+            C[i, j] += alpha * A[i, k] * A[j, k]
+
+
 def rand(rng, *shape, lo=0.2, hi=1.0, dtype=np.float64):
     return rng.uniform(lo, hi, shape).astype(dtype)
 
@@ -177,6 +186,9 @@ CASES = {
     "downward_loop": lambda r: (downward, (dup(rand(r, 5), r), dup(rand(r, 5), r), 7), None),
     "lu_update": lambda r: (lu_update, (dup(rand(r, 6, 6) + 4 * np.eye(6), r), 1), (6, 6)),
     "correlation": lambda r: (correlation, (dup(rand(r, 16), r), dup(rand(r, 12), r), 4, 3), 6),
+    # a 2-D launch whose reverse has a loop: its trip-count local once clobbered a launch extent
+    "syrk": lambda r: (syrk, (dup(rand(r, 5, 5), r), dup(rand(r, 5, 3), r), gk.Active(1.5), gk.Active(1.2), 3),
+                       (5, 5)),
     "flat_guarded": lambda r: (flat_guarded, (dup(rand(r, 12), r), dup(rand(r, 12), r), 3, 4, gk.Active(0.7)), 5),
 }
 
@@ -425,7 +437,7 @@ def test_adjoint_forms_follow_the_access_analysis():
     assert r.adjoint_forms == {"x": "plain add", "y": "plain add"} and r.atomic_targets == ()
     r = forms(allen_cahn_step, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()), 0.1, 0.1)
     assert r.adjoint_forms == {"u": "gather", "un": "plain add"}
-    assert r.atomic_targets == () and r.parallel and "_gk_priv" not in r.source
+    assert r.atomic_targets == () and r.parallel and "_gkb_priv" not in r.source
     r = forms(heat_step_2d, gk.Duplicated(np.ones((4, 5)), np.ones((4, 5))), gk.Duplicated(np.ones((4, 5)),
               np.ones((4, 5))), 0.1)
     assert r.adjoint_forms == {"un": "plain add", "u": "gather"}

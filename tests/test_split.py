@@ -58,14 +58,14 @@ def test_guards_mid_domain_constants_and_launches_larger_than_arrays(launch, m, 
     out = np.zeros((3, 9))
     got, want = run(guards, launch, u, out, m, backend="cpu"), run(guards, launch, u, out, m, backend="interp")
     np.testing.assert_array_equal(got[1], want[1])
-    assert "_gk_lo" in gk.inspect(guards, u, out, m, dim=launch).source
+    assert "_gkb_lo" in gk.inspect(guards, u, out, m, dim=launch).source
 
 
 def test_interior_of_a_gradient_kernel_keeps_its_reverse_sweep(rng):
     x = np.ones((6, 5))
     src = gk.inspect(heat_step_2d, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()),
                      gk.Active(0.1), mode=gk.Reverse).source
-    interior = src.split("range(1, _gk_hi):")[1].split("for _gk_t1 in range(_gk_hi")[0]  # literal start
+    interior = src.split("range(1, _gkb_hi):")[1].split("for _gkb_t1 in range(_gkb_hi")[0]  # literal start
     assert "_gk_d_un[i, j] = 0.0" in interior and "j == 0" not in interior
     u = rng.uniform(0.5, 1.5, (6, 5))
     assert check_grad(heat_step_2d, gk.Duplicated(u, np.zeros_like(u)), gk.Duplicated(u.copy(), np.zeros_like(u)),
@@ -74,4 +74,4 @@ def test_interior_of_a_gradient_kernel_keeps_its_reverse_sweep(rng):
 
 def test_no_split_without_boundary_tests():
     from gradkern.kernels import saxpy
-    assert "_gk_lo" not in gk.inspect(saxpy, 2.0, np.ones(4), np.ones(4)).source
+    assert "_gkb_lo" not in gk.inspect(saxpy, 2.0, np.ones(4), np.ones(4)).source

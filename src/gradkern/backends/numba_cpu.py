@@ -3,8 +3,8 @@
 The launch domain becomes a loop nest whose outer loop is `prange` for a
 launch known to be race-free (serial otherwise). CPUs have no atomic float
 add, so in a parallel launch each atomic target gets per-chunk private copies
-(chunk c accumulates into `_gk_priv_X[c]`), summed into X after the loop; the
-runtime passes `_gk_chunks` = 0 to take the serial path instead when the
+(chunk c accumulates into `_gkb_priv_X[c]`), summed into X after the loop; the
+runtime passes `_gkb_chunks` = 0 to take the serial path instead when the
 copies would exceed the memory limit (`private_chunks`).
 Generated modules are written to the cache directory under a content hash and
 imported from there, so Numba's own `cache=True` finds them again in the next
@@ -43,7 +43,10 @@ _PY_OPS = {
     Op.FLOOR: "_gk_np.floor({0})",
 }
 # The generated module's own names are all reserved (_gk...), so a kernel's
-# parameters and locals (np, math, float32, ...) cannot shadow them.
+# parameters and locals (np, math, float32, ...) cannot shadow them. Names the
+# printer itself introduces (launch extents, thread indices, chunks, interior
+# bounds, private copies) start with _gkb_, a prefix no IR pass generates:
+# a pass's fresh local _gk_n1 must never clobber the launch extent.
 _IMPORTS = ["import math as _gk_math", "", "import numpy as _gk_np",
             "from numba import njit as _gk_njit", "from numba import prange as _gk_prange",
             "from numpy import float32 as _gk_float32", "from numpy import float64 as _gk_float64",
@@ -52,7 +55,7 @@ _IMPORTS = ["import math as _gk_math", "", "import numpy as _gk_np",
 
 class NumbaSyntax(Syntax):
     def __init__(self):
-        super().__init__(ops=_PY_OPS, empty_block="pass", tid="_gk_t{0}")
+        super().__init__(ops=_PY_OPS, empty_block="pass", tid="_gkb_t{0}")
 
     def copy(self, name: str, value: str, is_int: bool) -> str:
         # m = int64(i), not m = i: Numba's parfor pass refuses a later write to a
@@ -90,7 +93,7 @@ class PrivatizedSyntax(NumbaSyntax):
     """Atomic adds go to the running chunk's private copy of their target."""
 
     def atomic_index(self, array: str, indices: list[str]) -> str:
-        return f"_gk_priv_{array}[{', '.join(['_gk_c', *indices])}]"
+        return f"_gkb_priv_{array}[{', '.join(['_gkb_c', *indices])}]"
 
 
 @dataclass(frozen=True)
@@ -120,9 +123,9 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     if not 1 <= launch_ndim <= 3:
         raise ValueError("launch_ndim must be 1-3")
     entry = f"{k.name}_{launch_ndim}d"
-    dims = [f"_gk_n{a}" for a in range(launch_ndim)]
+    dims = [f"_gkb_n{a}" for a in range(launch_ndim)]
     private = options.privatized if options.parallel else ()
-    params = dims + [p.name for p in k.params] + (["_gk_chunks"] if private else [])
+    params = dims + [p.name for p in k.params] + (["_gkb_chunks"] if private else [])
     flags = f"parallel={options.parallel}, cache=True, error_model='numpy', boundscheck={options.boundscheck}"
     lines = [f"# {line}" for line in header.splitlines()]
     lines += [*_IMPORTS, "", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
@@ -144,41 +147,41 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         for axis in range(launch_ndim):
             d = depth + axis
             if axis == last and inner is not None:
-                n = f"_gk_n{axis}"
-                hi = n if inner.hi is None else f"min(max({p.expr(inner.hi)}, _gk_lo), {n})"
+                n = f"_gkb_n{axis}"
+                hi = n if inner.hi is None else f"min(max({p.expr(inner.hi)}, _gkb_lo), {n})"
                 # a constant interior start is printed literally: LLVM then knows j >= start,
                 # drops Numba's negative-index checks on j - 1 and vectorises (empty when n < start)
                 const_lo = isinstance(inner.lo, ir.Const)
-                start = str(max(int(inner.lo.value), 0)) if const_lo else "_gk_lo"
+                start = str(max(int(inner.lo.value), 0)) if const_lo else "_gkb_lo"
                 lo = start if const_lo else f"max({p.expr(inner.lo)}, 0)"
-                p.line(d, f"_gk_lo = min({lo}, {n})")
-                p.line(d, f"_gk_hi = {hi}")
-                for lo_, hi_, body in (("0", "_gk_lo", k.body), (start, "_gk_hi", inner.body),
-                                       ("_gk_hi", n, k.body)):
-                    p.line(d, f"for _gk_t{axis} in {loop if axis == 0 else 'range'}({lo_}, {hi_}):")
+                p.line(d, f"_gkb_lo = min({lo}, {n})")
+                p.line(d, f"_gkb_hi = {hi}")
+                for lo_, hi_, body in (("0", "_gkb_lo", k.body), (start, "_gkb_hi", inner.body),
+                                       ("_gkb_hi", n, k.body)):
+                    p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({lo_}, {hi_}):")
                     p.block(prologue + body, d + 1)
                 break
-            p.line(d, f"for _gk_t{axis} in {outer if axis == 0 else f'range(_gk_n{axis})'}:")
+            p.line(d, f"for _gkb_t{axis} in {outer if axis == 0 else f'range(_gkb_n{axis})'}:")
         else:
             p.block(prologue + k.body, depth + launch_ndim)
         return p.lines
 
     if not private:
         loop = "_gk_prange" if options.parallel else "range"
-        lines += loop_nest(NumbaSyntax(), 1, f"{loop}(_gk_n0)", loop)
+        lines += loop_nest(NumbaSyntax(), 1, f"{loop}(_gkb_n0)", loop)
     else:
-        lines.append("    if _gk_chunks > 0:")
+        lines.append("    if _gkb_chunks > 0:")
         for a in private:
-            lines.append(f"        _gk_priv_{a} = _gk_np.zeros((_gk_chunks,) + {a}.shape, {a}.dtype)")
-        lines.append("        for _gk_c in _gk_prange(_gk_chunks):")
+            lines.append(f"        _gkb_priv_{a} = _gk_np.zeros((_gkb_chunks,) + {a}.shape, {a}.dtype)")
+        lines.append("        for _gkb_c in _gk_prange(_gkb_chunks):")
         # chunks split axis 0; only an inner axis may be split further
         lines += loop_nest(PrivatizedSyntax(), 3,
-                           "range(_gk_c * _gk_n0 // _gk_chunks, (_gk_c + 1) * _gk_n0 // _gk_chunks)",
+                           "range(_gkb_c * _gkb_n0 // _gkb_chunks, (_gkb_c + 1) * _gkb_n0 // _gkb_chunks)",
                            split=launch_ndim > 1)
-        lines.append("        for _gk_c in range(_gk_chunks):")
-        lines += [f"            {a} += _gk_priv_{a}[_gk_c]" for a in private]
+        lines.append("        for _gkb_c in range(_gkb_chunks):")
+        lines += [f"            {a} += _gkb_priv_{a}[_gkb_c]" for a in private]
         lines.append("    else:")
-        lines += loop_nest(NumbaSyntax(), 2, "range(_gk_n0)", split=launch_ndim > 1)
+        lines += loop_nest(NumbaSyntax(), 2, "range(_gkb_n0)", split=launch_ndim > 1)
     return "\n".join(lines) + "\n", entry
 
 

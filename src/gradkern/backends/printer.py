@@ -28,7 +28,7 @@ class Syntax:
     atomic_add: str = "{0} += {1}"
     select: str = "({1} if {0} else {2})"
     shape: str = "{0}.shape[{1}]"
-    tid: str = "_gk_t{0}"
+    tid: str = "_gkb_t{0}"
     statement_end: str = ""
     extra: dict = field(default_factory=dict)
 
