@@ -930,3 +930,44 @@ CORPUS: tuple[Case, ...] = (
     Case("shadowing_names", shadowing_names, _make_shadowing_names, _first_size, _ref_shadowing_names, (1,),
          exact=True),
 )
+
+
+# Kernels shared by several test modules (race analysis, reverse mode, the HPC sweep).
+
+
+@gk.kernel
+def lu_update(A, k):
+    i, j = gk.tid()
+    if i > k and j > k:
+        A[i, j] -= A[i, k] * A[k, j] / A[k, k]
+
+
+@gk.kernel
+def correlation_mirror(s, data, m, n):
+    j1 = gk.tid()
+    if j1 < m:
+        s[j1 * m + j1] = 1.0
+        for j2 in range(j1 + 1, m):
+            acc = 0.0
+            for r in range(n):
+                acc += data[r * m + j1] * data[r * m + j2]
+            s[j1 * m + j2] = acc
+            s[j2 * m + j1] = s[j1 * m + j2]
+
+
+@gk.kernel
+def gemm_flat(c, A, B, n, alpha, beta):
+    i = gk.tid()
+    for j in range(n):
+        c[i * n + j] *= beta
+        for k in range(n):
+            c[i * n + j] += alpha * A[i * n + k] * B[k * n + j]
+
+
+@gk.kernel
+def syrk(C, A, alpha, beta, m):
+    i, j = gk.tid()
+    if j <= i:
+        C[i, j] *= beta
+        for k in range(m):
+            C[i, j] += alpha * A[i, k] * A[j, k]

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from corpus import gemm_flat
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, heat_step_2d, matvec, saxpy
@@ -118,15 +119,6 @@ def test_unproven_kernels_get_a_run_time_race_check_and_proven_ones_do_not():
     rc = spec(inplace_stencil, x, dim=8).race_check
     assert rc is not None and rc.tracked == ("u",) and not rc.copies
     assert {s.kind for s in rc.sites} == {"read", "write"}
-
-
-@gk.kernel
-def gemm_flat(c, A, B, n, alpha, beta):
-    i = gk.tid()
-    for j in range(n):
-        c[i * n + j] *= beta
-        for k in range(n):
-            c[i * n + j] += alpha * A[i * n + k] * B[k * n + j]
 
 
 @gk.kernel

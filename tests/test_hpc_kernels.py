@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from corpus import syrk
 
 import gradkern as gk
 from gradkern.testing import check_grad
@@ -37,14 +38,6 @@ def gesummv(A, B, x, y, alpha, beta, n):
         t += A[i, j] * x[j]
         s += B[i, j] * x[j]
     y[i] = alpha * t + beta * s
-
-@gk.kernel
-def syrk(C, A, alpha, beta, m):
-    i, j = gk.tid()
-    if j <= i:
-        C[i, j] *= beta
-        for k in range(m):
-            C[i, j] += alpha * A[i, k] * A[j, k]
 
 @gk.kernel
 def jacobi2d(A, B):

@@ -4,6 +4,7 @@ kernels that write some elements and read others are accepted."""
 
 import numpy as np
 import pytest
+from corpus import correlation_mirror, lu_update
 
 import gradkern as gk
 
@@ -22,26 +23,6 @@ def stencil(u, un):
         un[i] = 0.5 * (u[i - 1] + u[i + 1])
     else:
         un[i] = u[i]
-
-
-@gk.kernel
-def lu_update(A, k):
-    i, j = gk.tid()
-    if i > k and j > k:
-        A[i, j] -= A[i, k] * A[k, j] / A[k, k]
-
-
-@gk.kernel
-def correlation_mirror(s, data, m, n):
-    j1 = gk.tid()
-    if j1 < m:
-        s[j1 * m + j1] = 1.0
-        for j2 in range(j1 + 1, m):
-            acc = 0.0
-            for r in range(n):
-                acc += data[r * m + j1] * data[r * m + j2]
-            s[j1 * m + j2] = acc
-            s[j2 * m + j1] = s[j1 * m + j2]
 
 
 @gk.kernel
