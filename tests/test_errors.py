@@ -204,10 +204,10 @@ def _cases() -> dict[str, Callable[[np.random.Generator], Case]]:
     # devices
     c["cupy-mixed-with-numpy"] = lambda r: Case(
         saxpy, N, (2.0, FakeCupyArray(rand(r, N)), rand(r, N)), gk.LaunchError,
-        ("CuPy arrays (x)", "NumPy arrays (y)"))
+        ("GPU arrays (x)", "NumPy arrays (y)"))
     c["cupy-only"] = lambda r: Case(
         saxpy, N, (2.0, FakeCupyArray(rand(r, N)), FakeCupyArray(rand(r, N))), gk.BackendUnavailableError,
-        ("CuPy", "x, y"))
+        ("CuPy", "x, y", "gradkern[cuda12]"))
     return c
 
 

@@ -3,6 +3,7 @@ against finite differences and the dot-product test, the exact shadow
 semantics of DESIGN §2, minimal tape sizes, and bad annotations."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -481,3 +482,28 @@ def test_written_array_with_shared_reads_accumulates_atomically_and_serially(rng
     r = gk.inspect(lu_update, gk.Duplicated(A, np.zeros_like(A)), 2, mode=gk.Reverse)
     assert r.adjoint_forms == {"A": "atomic add"} and not r.parallel
     assert check_grad(lu_update, gk.Duplicated(A, np.zeros_like(A)), 2, max_coords=200).ok
+
+
+def test_duplicated_no_need_skips_the_primal_store_of_a_write_only_output(rng):
+    """DESIGN §5.1: DuplicatedNoNeed(un, dun) skips storing un; the shadows are
+    exactly those of Duplicated. An array the kernel also reads is still computed."""
+    u, un = rand(rng, 9), rand(rng, 9)
+    dun = rng.uniform(-1, 1, 9)
+    du1, du2, dun1, dun2 = np.zeros(9), np.zeros(9), dun.copy(), dun.copy()
+    un1, un2 = un.copy(), un.copy()
+    gk.autodiff(allen_cahn_step, gk.Duplicated(u, du1), gk.Duplicated(un1, dun1), 0.2, 0.01)
+    gk.autodiff(allen_cahn_step, gk.Duplicated(u, du2), gk.DuplicatedNoNeed(un2, dun2), 0.2, 0.01)
+    np.testing.assert_array_equal(du1, du2)
+    np.testing.assert_array_equal(dun1, dun2)
+    np.testing.assert_array_equal(un2, un)  # not stored
+    assert not np.array_equal(un1, un)
+    ins = gk.inspect(allen_cahn_step, gk.Duplicated(u, du2), gk.DuplicatedNoNeed(un2, dun2), 0.2, 0.01,
+                     mode=gk.Reverse)
+    assert re.search(r"(?<!_d_)un\[[^\]]*\] =", ins.source) is None  # no store into un itself
+
+    y = rand(rng, 5)
+    y0, dy = y.copy(), rand(rng, 5)
+    dyc = dy.copy()
+    gk.autodiff(square, gk.DuplicatedNoNeed(y, dy))  # y is read too: its new value is computed as usual
+    np.testing.assert_allclose(y, y0 * y0, rtol=1e-15)
+    np.testing.assert_allclose(dy, 2 * y0 * dyc, rtol=1e-15)

@@ -50,6 +50,21 @@ class Syntax:
         """The element an atomic add updates (a backend may redirect it)."""
         return self.index(array, indices)
 
+    def atomic(self, array: str, indices: list[str], value: str) -> str:
+        """The statement `array[indices] += value`, performed atomically."""
+        return self.atomic_add.format(self.atomic_index(array, indices), value)
+
+    def shape_of(self, array: str, axis: int) -> str:
+        return self.shape.format(array, axis)
+
+    def name(self, name: str) -> str:
+        """A kernel identifier as the target language spells it."""
+        return name
+
+    def apply(self, e: ir.Apply, args: list[str]) -> str | None:
+        """A language-specific form of an operation (None: use the `ops` template)."""
+        return None
+
     def for_open(self, var: str, start: str, stop: str, step: str, step_node: ir.Expr) -> list[str]:
         raise NotImplementedError
 
@@ -66,11 +81,11 @@ class Printer:
         if isinstance(e, ir.Const):
             return sx.literal(e.value, e.type)
         if isinstance(e, ir.Var):
-            return e.name
+            return sx.name(e.name)
         if isinstance(e, ir.Tid):
             return sx.tid.format(e.axis)
         if isinstance(e, ir.Shape):
-            return sx.shape.format(e.array, e.axis)
+            return sx.shape_of(e.array, e.axis)
         if isinstance(e, ir.Load):
             return sx.index(e.array, [self.expr(i) for i in e.indices])
         if isinstance(e, ir.Select):
@@ -79,6 +94,9 @@ class Printer:
             args = [self.expr(a) for a in e.args]
             if e.op is Op.CAST:
                 return sx.cast(args[0], e.args[0].type, e.type)
+            custom = sx.apply(e, args)
+            if custom is not None:
+                return custom
             template = sx.ops.get(e.op)
             if template is None:
                 raise InternalError(f"backend has no template for {e.op.name}", e.loc)
@@ -95,15 +113,14 @@ class Printer:
         end = sx.statement_end
         for s in body:
             if isinstance(s, ir.Assign) and isinstance(s.value, ir.Var):
-                self.line(depth, sx.copy(s.name, s.value.name, s.value.type.is_int) + end)
+                self.line(depth, sx.copy(sx.name(s.name), sx.name(s.value.name), s.value.type.is_int) + end)
             elif isinstance(s, ir.Assign):
-                self.line(depth, sx.assign.format(s.name, self.expr(s.value)) + end)
+                self.line(depth, sx.assign.format(sx.name(s.name), self.expr(s.value)) + end)
             elif isinstance(s, ir.Store):
                 target = sx.index(s.array, [self.expr(i) for i in s.indices])
                 self.line(depth, sx.store.format(target, self.expr(s.value)) + end)
             elif isinstance(s, ir.AtomicAdd):
-                target = sx.atomic_index(s.array, [self.expr(i) for i in s.indices])
-                self.line(depth, sx.atomic_add.format(target, self.expr(s.value)) + end)
+                self.line(depth, sx.atomic(s.array, [self.expr(i) for i in s.indices], self.expr(s.value)) + end)
             elif isinstance(s, ir.If):
                 self.line(depth, sx.if_open.format(self.expr(s.cond)))
                 self.block(s.then, depth + 1)
@@ -113,7 +130,8 @@ class Printer:
                 if sx.block_close:
                     self.line(depth, sx.block_close)
             elif isinstance(s, ir.For):
-                for text in sx.for_open(s.var, self.expr(s.start), self.expr(s.stop), self.expr(s.step), s.step):
+                bounds = (self.expr(s.start), self.expr(s.stop), self.expr(s.step))
+                for text in sx.for_open(sx.name(s.var), *bounds, s.step):
                     self.line(depth, text)
                 self.block(s.body, depth + 1)
                 if sx.block_close:

@@ -10,6 +10,7 @@ int op float -> that float; float32 op float64 -> float64; int op int -> int64
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -18,23 +19,24 @@ import numpy as np
 class Scalar:
     name: str  # "float32", "float64", "int32", "int64", "bool"
 
-    @property
+    # cached: the runtime asks these on every launch
+    @cached_property
     def is_float(self) -> bool:
         return self.name.startswith("float")
 
-    @property
+    @cached_property
     def is_int(self) -> bool:
         return self.name.startswith("int")
 
-    @property
+    @cached_property
     def is_bool(self) -> bool:
         return self.name == "bool"
 
-    @property
+    @cached_property
     def itemsize(self) -> int:
         return np.dtype(self.numpy).itemsize
 
-    @property
+    @cached_property
     def numpy(self) -> type:
         return np.bool_ if self.is_bool else getattr(np, self.name)
 

@@ -13,14 +13,24 @@ from typing import Any
 
 import numpy as np
 
-from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, Forward, Reverse
+from ..annotations import (
+    Active,
+    Annotation,
+    BatchDuplicated,
+    Const,
+    Duplicated,
+    DuplicatedNoNeed,
+    Forward,
+    Reverse,
+)
 from ..errors import AliasingError, AnnotationError, GradkernError, LaunchError
 from ..ir.interp import interpret
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization, specialize_reverse
 from ..transforms.aliasing import merge_aliases
-from .binding import Binding, bind, exactly_aliased, is_cupy_array
-from .launch import entry_of, run_spec
+from .arrays import array_module, describe, geometry, is_array, is_cupy_array, may_overlap, untouched
+from .binding import Binding, bind, exactly_aliased
+from .execute import entry_of, run_spec
 from .race_check import check_races
 
 
@@ -31,12 +41,7 @@ class Annotated:
     primals: tuple
     shadows: dict[str, np.ndarray]
     active: tuple[str, ...]
-
-
-def _describe(x: Any) -> str:
-    if isinstance(x, np.ndarray):
-        return f"a {x.dtype} array of shape {x.shape}"
-    return type(x).__name__
+    no_need: tuple[str, ...] = ()  # DuplicatedNoNeed: the new primal values are not wanted
 
 
 def annotate(kernel: KernelFunction, args: tuple) -> Annotated:
@@ -44,29 +49,32 @@ def annotate(kernel: KernelFunction, args: tuple) -> Annotated:
     params = kernel.ir.params
     if len(args) != len(params):
         bind(kernel.ir, 1, tuple(a.val if isinstance(a, Annotation) else a for a in args))  # names what is missing
-    primals, shadows, active = [], {}, []
+    primals, shadows, active, no_need = [], {}, [], []
     for p, a in zip(params, args):
         if isinstance(a, BatchDuplicated):
             raise AnnotationError(f"argument '{p.name}': gk.BatchDuplicated is not available in this version")
         if isinstance(a, Duplicated):
             x, dx = a.val, a.dval
-            if not isinstance(x, np.ndarray) and not is_cupy_array(x):
-                raise AnnotationError(f"argument '{p.name}' is Duplicated but its primal is {_describe(x)}",
+            if not is_array(x):
+                raise AnnotationError(f"argument '{p.name}' is Duplicated but its primal is {describe(x)}",
                                       hint="in reverse mode a scalar's derivative is returned: use gk.Active(s)")
-            if not isinstance(dx, np.ndarray) or dx.shape != x.shape or dx.dtype != x.dtype:
-                raise AnnotationError(f"shadow of '{p.name}' must be an array of shape {x.shape} and dtype "
-                                      f"{x.dtype} like its primal; got {_describe(dx)}",
-                                      hint=f"e.g. gk.Duplicated({p.name}, np.zeros_like({p.name}))")
-            if not dx.flags.writeable:
+            if (not is_array(dx) or is_cupy_array(dx) != is_cupy_array(x) or dx.shape != x.shape
+                    or dx.dtype != x.dtype):
+                raise AnnotationError(f"shadow of '{p.name}' must be {describe(x)} like its primal; "
+                                      f"got {describe(dx)}",
+                                      hint=f"e.g. gk.Duplicated({p.name}, zeros_like({p.name})) on the same device")
+            if isinstance(dx, np.ndarray) and not dx.flags.writeable:
                 raise AnnotationError(f"shadow of '{p.name}' is read-only; shadows are updated in place")
             shadows[p.name] = dx
             primals.append(x)
+            if isinstance(a, DuplicatedNoNeed):
+                no_need.append(p.name)
         elif isinstance(a, Active):
-            if isinstance(a.val, np.ndarray) or is_cupy_array(a.val):
+            if is_array(a.val):
                 raise AnnotationError(f"argument '{p.name}' is Active but is an array; Active is for scalars",
                                       hint=f"use gk.Duplicated({p.name}, d{p.name}) for arrays")
             if not isinstance(a.val, (int, float, np.integer, np.floating)) or isinstance(a.val, bool):
-                raise AnnotationError(f"argument '{p.name}' is Active but is {_describe(a.val)}; expected a real "
+                raise AnnotationError(f"argument '{p.name}' is Active but is {describe(a.val)}; expected a real "
                                       "number")
             if not np.isfinite(a.val):
                 raise AnnotationError(f"argument '{p.name}' is Active with the non-finite value {a.val}")
@@ -80,7 +88,7 @@ def annotate(kernel: KernelFunction, args: tuple) -> Annotated:
             raise AnnotationError(f"argument '{p.name}': unknown annotation {type(a).__name__}")
         else:
             primals.append(a)
-    return Annotated(tuple(primals), shadows, tuple(active))
+    return Annotated(tuple(primals), shadows, tuple(active), tuple(no_need))
 
 
 def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, np.ndarray]:
@@ -94,28 +102,30 @@ def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, 
             raise AliasingError(f"'{m}' and '{rep}' are the same array but their shadows are different buffers",
                                 hint="pass the same shadow for both")
     shadows = {n: dx for n, dx in ann.shadows.items() if n not in aliases}
-    buffers = [(f"'{p.name}'", x) for p, x in zip(params, ann.primals)
-               if isinstance(x, np.ndarray) and p.name not in aliases]
+    buffers = [(f"'{p.name}'", x) for p, x in zip(params, ann.primals) if is_array(x) and p.name not in aliases]
     buffers += [(f"the shadow of '{n}'", dx) for n, dx in shadows.items()]
     for i, (na, a) in enumerate(buffers):
         for nb, b in buffers[i + 1:]:
             if not (na.startswith("the shadow") or nb.startswith("the shadow")):
                 continue  # primal/primal overlap is the binding's business
-            if np.may_share_memory(a, b):
+            if may_overlap(a, b) and np.may_share_memory(geometry(a), geometry(b)):
                 raise AliasingError(f"{nb} shares memory with {na}; every shadow needs its own buffer")
     return shadows
 
 
-def reverse_specialization(kernel: KernelFunction, b: Binding, shadows: dict, active: tuple
-                           ) -> ReverseSpecialization:
-    key = ("reverse", b.key, tuple(sorted(shadows)), active)
+def reverse_specialization(kernel: KernelFunction, b: Binding, shadows: dict, active: tuple,
+                           no_need: tuple = ()) -> ReverseSpecialization:
+    strided = frozenset(n for n, dx in shadows.items() if b.backend == "cuda" and not dx.flags.c_contiguous)
+    no_need = frozenset(n for n in no_need if n in shadows)
+    key = ("reverse", b.key, tuple(sorted(shadows)), active, tuple(sorted(strided)), tuple(sorted(no_need)))
     spec = kernel._specs.get(key)
     if spec is None:
         with kernel._lock:
             spec = kernel._specs.get(key)
             if spec is None:
                 spec = specialize_reverse(merge_aliases(kernel.ir, dict(b.aliases)), b.type_map(kernel.ir),
-                                          len(b.dim), b.backend, set(shadows), set(active))
+                                          len(b.dim), b.backend, set(shadows), set(active), frozenset(b.strided),
+                                          strided, no_need)
                 kernel._specs[key] = spec
     return spec
 
@@ -129,21 +139,28 @@ def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True
     kernel finds (run by the interpreter when compiling is not allowed)."""
     if rs.kernels.static_slots is not None:
         return rs.kernels.static_slots
-    counts = np.zeros((*b.dim, 2), np.int64)
     if b.backend == "interp" or not allow_compile:
-        interpret(rs.count.typed, b.dim, [*b.kernel_values, counts])
-    elif 0 not in b.dim:
-        _entry(rs.count)(*b.dim, *b.kernel_values, counts)
+        counts = np.zeros((*b.dim, 2), np.int64)
+        values = [v.get() if is_cupy_array(v) else v for v in b.kernel_values]  # inspect: arrays could be CuPy
+        interpret(rs.count.typed, b.dim, [*values, counts])
+    else:
+        counts = array_module(b.backend).zeros((*b.dim, 2), np.int64)
+        run_spec(rs.count, _entry(rs.count), b.dim, [*b.kernel_values, counts])
     if not counts.size:
         return 0, 0
-    top = counts.reshape(-1, 2).max(axis=0)
+    top = counts.reshape(-1, 2).max(axis=0).tolist()  # on the GPU, the one read-back a taped loop needs
     return int(top[0]), int(top[1])
 
 
-def allocate_tape(rs: ReverseSpecialization, b: Binding) -> tuple[np.ndarray, np.ndarray]:
-    """The float and int tapes of a reverse-mode launch, sized by tape_slots."""
+def allocate_tape(rs: ReverseSpecialization, b: Binding) -> tuple:
+    """The float and int tapes of a reverse-mode launch, sized by tape_slots,
+    on the launch's device."""
     nf, ni = tape_slots(rs, b)
-    return (np.zeros((*b.dim, nf), rs.kernels.tape_float.numpy), np.zeros((*b.dim, ni), np.int64))
+    xp = array_module(b.backend)
+    floats, ints = (*b.dim, nf), (*b.dim, ni)
+    return (xp.zeros(floats, rs.kernels.tape_float.numpy) if nf else untouched(b.backend, floats,
+                                                                                 rs.kernels.tape_float.numpy),
+            xp.zeros(ints, np.int64) if ni else untouched(b.backend, ints, np.int64))
 
 
 def tape_bytes_per_thread(rs: ReverseSpecialization, b: Binding) -> int:
@@ -165,7 +182,14 @@ class _Prepared:
         return (self.b.key, tuple(sorted(self.shadows)), self.ann.active)
 
     def run(self, spec, values: list):
-        run_spec(spec, _entry(spec) if self.b.backend == "cpu" else None, self.b.dim, values)
+        run_spec(spec, _entry(spec) if self.b.backend != "interp" else None, self.b.dim, values)
+
+    def counts(self, used: bool = True):
+        """Per-thread push counters of a split forward, on the launch's device
+        (a one-element stand-in where no kernel reads them)."""
+        if not used:
+            return untouched(self.b.backend, (*(1 for _ in self.b.dim), 2), np.int64)
+        return array_module(self.b.backend).zeros((*self.b.dim, 2), np.int64)
 
     def gather(self, accs: dict, tapes: tuple, counts: np.ndarray):
         """Run the gather kernel: it must see the incoming shadows, before the reverse zeroes any."""
@@ -173,7 +197,8 @@ class _Prepared:
 
     def accumulators(self) -> dict[str, np.ndarray]:
         """One element per Active scalar: its derivative summed over all threads."""
-        return {n: np.zeros(1, self.rs.primal.typed.param(n).type.numpy) for n in self.ann.active}
+        xp = array_module(self.b.backend)
+        return {n: xp.zeros(1, self.rs.primal.typed.param(n).type.numpy) for n in self.ann.active}
 
     def adjoint_values(self, accs: dict[str, np.ndarray]) -> list:
         """Shadow and accumulator arguments, in the generated kernels' order."""
@@ -192,7 +217,7 @@ def _prepare(f: Any, args: tuple, dim: Any, backend: str | None) -> _Prepared:
                           "(differentiating programs of several launches is not available in this version)")
     ann = annotate(f, args)
     if dim is None:
-        arrays = [x for x in ann.primals if isinstance(x, np.ndarray)]
+        arrays = [x for x in ann.primals if is_array(x)]
         if not arrays:
             raise LaunchError("dim is needed: no array argument to take it from")
         dim = arrays[0].shape
@@ -203,7 +228,7 @@ def _prepare(f: Any, args: tuple, dim: Any, backend: str | None) -> _Prepared:
             raise AnnotationError(f"argument '{name}' is Duplicated but the kernel uses it as a scalar",
                                   hint="use gk.Active for scalars")
     shadows = merge_shadows(f.ir.params, ann, dict(b.aliases))
-    rs = reverse_specialization(f, b, shadows, ann.active)
+    rs = reverse_specialization(f, b, shadows, ann.active, ann.no_need)
     check_races(rs.primal, b, f.name)
     return _Prepared(b, ann, shadows, rs)
 
@@ -225,10 +250,10 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
         p.run(p.rs.fused, [*p.b.kernel_values, *p.adjoint_values(accs), *tapes])
     elif p.rs.kernels.static_slots == (0, 0):
         # nothing taped: the gather needs only intact inputs and the incoming shadows
-        p.gather(accs, tapes, np.zeros((*p.b.dim, 2), np.int64))
+        p.gather(accs, tapes, p.counts(used=False))
         p.run(p.rs.fused, [*p.b.kernel_values, *p.adjoint_values(accs), *tapes])
     else:  # the gather replays each neighbour from its tape: forward, gather, then reverse
-        counts = np.zeros((*p.b.dim, 2), np.int64)
+        counts = p.counts()
         p.run(p.rs.forward, [*p.b.kernel_values, *tapes, counts])
         p.gather(accs, tapes, counts)
         p.run(p.rs.reverse, [*p.b.kernel_values, *p.adjoint_values(accs), *tapes, counts])
@@ -278,7 +303,7 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
         check(args)
         p = _prepare(f, args, dim, backend)
         values, ints = allocate_tape(p.rs, p.b)
-        counts = np.zeros((*p.b.dim, 2), np.int64)
+        counts = p.counts()
         p.run(p.rs.forward, [*p.b.kernel_values, values, ints, counts])
         return Tape(f.name, p.rs_key, p.b.dim, values, ints, counts)
 

@@ -13,16 +13,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import AliasingError, BackendUnavailableError, LaunchError
+from ..errors import AliasingError, LaunchError
 from ..ir import nodes as ir
 from ..ir.infer import default_float
 from ..ir.types import ARRAY_DTYPES, BOOL, I32, I64, SCALARS, Array, Scalar, Type
+from .arrays import INSTALL_HINT, cupy_module, geometry, is_array, is_cupy_array, is_device_array, may_overlap
 
-BACKENDS = ("cpu", "interp")
-
-
-def is_cupy_array(x: Any) -> bool:
-    return type(x).__module__.split(".")[0] == "cupy" and hasattr(x, "__cuda_array_interface__")
+BACKENDS = ("cpu", "interp", "cuda")
 
 
 @dataclass(frozen=True)
@@ -35,10 +32,11 @@ class Binding:
     backend: str
     names: tuple[str, ...] = ()
     aliases: tuple[tuple[str, str], ...] = ()  # (parameter, the earlier parameter it aliases exactly)
+    strided: tuple[str, ...] = ()  # CUDA: array parameters that are not C-contiguous
 
     @property
     def key(self) -> tuple:
-        return (self.backend, len(self.dim), self.types, self.aliases)
+        return (self.backend, len(self.dim), self.types, self.aliases, self.strided)
 
     def type_map(self, k: ir.Kernel) -> dict[str, Type]:
         return {p.name: t for p, t in zip(k.params, self.types)}
@@ -66,14 +64,47 @@ def normalize_dim(dim: Any, kernel: ir.Kernel) -> tuple[int, ...]:
     return out
 
 
+_BY_DTYPE = {np.dtype(name): t for name, t in SCALARS.items()}
+
+
 def _scalar_type(x: Any) -> Scalar | None:
     """The strong type of a NumPy scalar, or None for a Python scalar (typed later)."""
-    if isinstance(x, (np.generic,)):
-        return SCALARS.get(x.dtype.name)
+    if isinstance(x, np.generic):
+        return _BY_DTYPE.get(x.dtype)
     return None
 
 
-def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None) -> Binding:
+def select_backend(names: list[str], args: tuple, backend: str | None, inspect_only: bool = False) -> str:
+    """The backend the arrays' device implies (CuPy → 'cuda', NumPy → 'cpu'),
+    checked against an explicit `backend`. Generating CUDA C (inspect) needs no GPU."""
+    gpu = [n for n, a in zip(names, args) if is_device_array(a)]
+    cpu = [n for n, a in zip(names, args) if isinstance(a, np.ndarray)]
+    if gpu and cpu:
+        raise LaunchError(f"arguments mix GPU arrays ({', '.join(gpu)}) and NumPy arrays ({', '.join(cpu)})",
+                          hint="move them all to one device (cupy.asarray or .get())")
+    if backend is not None and backend not in BACKENDS:
+        raise LaunchError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    if gpu:
+        other = [n for n, a in zip(names, args) if is_device_array(a) and not is_cupy_array(a)]
+        if other:
+            cupy_module(f"argument '{other[0]}' is a GPU array")
+            raise LaunchError(f"argument '{other[0]}' is a GPU array but not a CuPy array",
+                              hint=f"wrap it without copying: cupy.asarray({other[0]})")
+        if backend not in (None, "cuda"):
+            raise LaunchError(f"backend={backend!r} runs on the CPU but CuPy arrays were passed ({', '.join(gpu)})",
+                              hint="pass NumPy arrays, or leave backend unset")
+        cupy_module(f"CuPy arrays were passed ({', '.join(gpu)})")
+        return "cuda"
+    if backend == "cuda" and not inspect_only:
+        cupy_module("backend='cuda' was asked for")
+        if cpu:
+            raise LaunchError(f"backend='cuda' needs CuPy arrays; NumPy arrays were passed ({', '.join(cpu)})",
+                              hint="move them to the GPU with cupy.asarray")
+    return backend or "cpu"
+
+
+def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, inspect_only: bool = False
+         ) -> Binding:
     """Validate `args` against `kernel`'s parameters; raise LaunchError (or a
     subclass) naming the argument on the first problem."""
     params = kernel.params
@@ -85,22 +116,16 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None) -
                           f"({names}), got {len(args)}: {detail}")
     launch_dim = normalize_dim(dim, kernel)
 
-    gpu = [p.name for p, a in zip(params, args) if is_cupy_array(a)]
-    cpu = [p.name for p, a in zip(params, args) if isinstance(a, np.ndarray)]
-    if gpu and cpu:
-        raise LaunchError(f"arguments mix CuPy arrays ({', '.join(gpu)}) and NumPy arrays ({', '.join(cpu)})",
-                          hint="move them all to one device (cupy.asarray or .get())")
-    if gpu:
-        raise BackendUnavailableError(
-            f"CuPy arrays were passed ({', '.join(gpu)}) but this version of gradkern has no CUDA backend yet",
-            hint="pass NumPy arrays to run on the CPU")
-    backend = backend or "cpu"
-    if backend not in BACKENDS:
-        raise LaunchError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    backend = select_backend([p.name for p in params], args, backend, inspect_only)
+    if backend == "cuda" and not inspect_only:
+        _check_device(params, args)
 
     types: list[Type | None] = []
+    strided = []
     for p, a in zip(params, args):
-        if isinstance(a, np.ndarray):
+        if (type(a) is float or type(a) is int) and not p.is_array:  # the common case first
+            types.append(None if type(a) is float else _python_int(p, a))
+        elif is_array(a):
             if not p.is_array and p.used:
                 raise LaunchError(f"argument '{p.name}' is used as a scalar in kernel '{kernel.name}', "
                                   f"but an array of shape {a.shape} was passed",
@@ -111,21 +136,28 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None) -
                                   "float32, float64, int32 or int64", hint=f"convert with {p.name}.astype(np.float64)")
             if not 1 <= a.ndim <= 3:
                 raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to 3-D arrays")
-            if p.written and not a.flags.writeable:
+            if p.written and isinstance(a, np.ndarray) and not a.flags.writeable:
                 raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' "
                                   "but the array is read-only")
+            if p.written and any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
+                raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' but is a broadcast "
+                                  "view (a zero stride): its elements overlap", hint=f"pass {p.name}.copy()")
+            if backend == "cuda":
+                if any(s % a.itemsize for s in a.strides):
+                    raise LaunchError(f"argument '{p.name}' has strides {a.strides} that are not multiples of its "
+                                      f"item size {a.itemsize}", hint=f"pass {p.name}.copy()")
+                if not a.flags.c_contiguous:
+                    strided.append(p.name)
             types.append(Array(t, a.ndim))
         elif p.is_array:
-            raise LaunchError(f"argument '{p.name}' is indexed in kernel '{kernel.name}', so it must be a NumPy "
-                              f"array; got {type(a).__name__}", hint=f"pass np.asarray({p.name})")
+            raise LaunchError(f"argument '{p.name}' is indexed in kernel '{kernel.name}', so it must be a NumPy array "
+                              f"(or a CuPy array); got {type(a).__name__}", hint=f"pass np.asarray({p.name})")
         elif isinstance(a, (bool, np.bool_)):
             types.append(BOOL)
         elif isinstance(a, np.generic) and _scalar_type(a) is not None:
             types.append(_scalar_type(a))
         elif isinstance(a, numbers.Integral):
-            if not -2**63 <= int(a) < 2**63:
-                raise LaunchError(f"argument '{p.name}' = {a} does not fit in int64")
-            types.append(I64)
+            types.append(_python_int(p, a))
         elif isinstance(a, numbers.Real):
             types.append(None)  # a Python float: the kernel's default float, known below
         else:
@@ -138,11 +170,29 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None) -
     for a, t in zip(args, types):
         values.append(a if isinstance(t, Array) else t.numpy(a))
     aliases = _aliases(kernel, args)
-    return Binding(launch_dim, tuple(types), tuple(values), backend, tuple(p.name for p in params), aliases)
+    return Binding(launch_dim, tuple(types), tuple(values), backend, tuple(p.name for p in params), aliases,
+                   tuple(strided))
 
 
-def exactly_aliased(a: np.ndarray, b: np.ndarray) -> bool:
+def _python_int(p: ir.Param, a: Any) -> Scalar:
+    if not -2**63 <= int(a) < 2**63:
+        raise LaunchError(f"argument '{p.name}' = {a} does not fit in int64")
+    return I64
+
+
+def _check_device(params, args) -> None:
+    """The one GPU all CuPy arguments live on, which must be the current device."""
+    cupy = cupy_module("CuPy arrays were passed")
+    current = cupy.cuda.runtime.getDevice()
+    for p, a in zip(params, args):
+        if is_cupy_array(a) and a.device.id != current:
+            raise LaunchError(f"argument '{p.name}' lives on GPU {a.device.id} but the current device is GPU "
+                              f"{current}", hint=f"launch inside `with cupy.cuda.Device({a.device.id}):`")
+
+
+def exactly_aliased(a: Any, b: Any) -> bool:
     """Same memory, shape, strides and dtype: one array passed twice."""
+    a, b = geometry(a), geometry(b)
     return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.shape == b.shape
             and a.strides == b.strides and a.dtype == b.dtype)
 
@@ -150,12 +200,13 @@ def exactly_aliased(a: np.ndarray, b: np.ndarray) -> bool:
 def _aliases(kernel: ir.Kernel, args: tuple) -> tuple[tuple[str, str], ...]:
     """Exactly aliased arrays are merged (DESIGN §8); any other overlap with a
     written array is refused."""
-    arrays = [(p, a) for p, a in zip(kernel.params, args) if isinstance(a, np.ndarray)]
+    arrays = [(p, a) for p, a in zip(kernel.params, args) if is_array(a)]
     out: dict[str, str] = {}
     for n, (p, a) in enumerate(arrays):
         for q, b in arrays[n + 1:]:
-            if q.name in out or not np.may_share_memory(a, b):
+            if q.name in out or not may_overlap(a, b):
                 continue
+            a, b = geometry(a), geometry(b)
             if exactly_aliased(a, b):
                 out[q.name] = out.get(p.name, p.name)
                 continue
@@ -173,4 +224,4 @@ def _aliases(kernel: ir.Kernel, args: tuple) -> tuple[tuple[str, str], ...]:
     return tuple(out.items())
 
 
-__all__ = ["Binding", "bind", "normalize_dim", "is_cupy_array", "BACKENDS", "I32"]
+__all__ = ["Binding", "bind", "normalize_dim", "is_cupy_array", "BACKENDS", "I32", "INSTALL_HINT"]

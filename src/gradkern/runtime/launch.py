@@ -4,42 +4,19 @@ kernel bodies: it asks the pipeline for a specialisation and calls it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-import numpy as np
 
 from ..annotations import Reverse, primal
 from ..errors import GradkernError, LaunchError
-from ..ir.interp import interpret
 from ..ir.printer import format_kernel
 from ..kernel import KernelFunction
 from ..pipeline import Specialization, specialize
 from ..transforms.aliasing import merge_aliases
-from .binding import Binding, bind
-from .cache import cache_dir
+from .arrays import is_array
+from .binding import BACKENDS, Binding, bind
+from .execute import entry_of, run_spec
 from .race_check import check_races
-
-
-def run_spec(spec: Specialization, entry: Any, dim: tuple[int, ...], values: list) -> None:
-    """Run one specialisation over `dim` with the values of its parameters."""
-    if spec.backend == "interp":
-        interpret(spec.typed, dim, values)
-        return
-    if 0 in dim:
-        return
-    extra = []
-    if spec.privatized:
-        from ..backends.numba_cpu import private_chunks
-        names = [p.name for p in spec.typed.params]
-        copy_bytes = sum(values[names.index(a)].nbytes for a in spec.privatized)
-        extra.append(private_chunks(copy_bytes, dim[0]))
-    entry(*dim, *values, *extra)
-
-
-def entry_of(spec: Specialization) -> Any:
-    from ..backends.numba_cpu import compile_source
-    return compile_source(spec.source, spec.entry, cache_dir() / "numba")
 
 
 @dataclass
@@ -66,8 +43,8 @@ def compiled_for(kernel: KernelFunction, b: Binding) -> Compiled:
             c = kernel._specs.get(b.key)
             if c is None:
                 spec = specialize(merge_aliases(kernel.ir, dict(b.aliases)), b.type_map(kernel.ir), len(b.dim),
-                                  b.backend)
-                c = kernel._specs[b.key] = Compiled(spec, entry_of(spec) if b.backend == "cpu" else None)
+                                  b.backend, frozenset(b.strided))
+                c = kernel._specs[b.key] = Compiled(spec, entry_of(spec) if b.backend != "interp" else None)
     return c
 
 
@@ -92,7 +69,8 @@ def private_bytes(spec: Specialization, sizes: dict[str, int], dim: tuple[int, .
 
 
 def compiled_for_inspection(k: KernelFunction, b: Binding) -> Specialization:
-    return specialize(merge_aliases(k.ir, dict(b.aliases)), b.type_map(k.ir), len(b.dim), b.backend)
+    return specialize(merge_aliases(k.ir, dict(b.aliases)), b.type_map(k.ir), len(b.dim), b.backend,
+                      frozenset(b.strided))
 
 
 @dataclass(frozen=True)
@@ -102,7 +80,8 @@ class Inspection:
     check or not; the arrays updated by atomic adds (privatised per chunk on
     the CPU) and the memory those private copies take; for reverse mode, each
     shadow's accumulation form and the tape bytes per thread (0 for a primal
-    launch)."""
+    launch). `sources` holds every kernel the call may run, by role (primal,
+    race_check; fused, forward, reverse, count, gather in reverse mode)."""
 
     ir: str
     source: str
@@ -112,9 +91,18 @@ class Inspection:
     tape_bytes_per_thread: int
     adjoint_forms: dict
     private_bytes: int = 0
+    sources: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.ir + "\n" + self.source
+
+
+def _sources(**specs) -> dict[str, str]:
+    return {role: s.source for role, s in specs.items() if s is not None and s.source is not None}
+
+
+def _byte_sizes(params, values) -> dict[str, int]:
+    return {p.name: v.nbytes for p, v in zip(params, values) if is_array(v)}
 
 
 def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = None,
@@ -122,35 +110,39 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
     """Generate (but do not compile or run) `kernel` for `args`, as `launch`
     would, or its fused gradient kernel with mode=gk.Reverse (args annotated as
     for autodiff). `dim` defaults to the shape of the first array argument.
+    backend="cuda" prints CUDA C for NumPy or CuPy arguments, without a GPU.
     `tape_bytes_per_thread` is what the split forward tapes per thread; when a
     loop tapes, the reference interpreter runs the count pass to find it."""
     k = _check_kernel(kernel)
-    if backend not in ("cpu", "interp"):
-        raise LaunchError(f"backend={backend!r}: this version of gradkern generates code for 'cpu' only")
+    if backend not in BACKENDS:
+        raise LaunchError(f"backend must be one of {BACKENDS}, got {backend!r}")
     if mode is not None and mode is not Reverse:
         raise GradkernError(f"mode={mode!r} is not available in this version of gradkern")
     primals = tuple(primal(a) for a in args)
     if dim is None:
-        shapes = [a.shape for a in primals if hasattr(a, "shape") and getattr(a, "ndim", 0) > 0]
+        shapes = [a.shape for a in primals if is_array(a) and a.ndim > 0]
         if not shapes:
             raise LaunchError("dim is needed: no array argument to take it from")
         dim = shapes[0]
     if mode is Reverse:
         from .autodiff import annotate, merge_shadows, reverse_specialization, tape_bytes_per_thread
         ann = annotate(k, args)
-        b = bind(k.ir, dim, ann.primals, backend)
-        rs = reverse_specialization(k, b, merge_shadows(k.ir.params, ann, dict(b.aliases)), ann.active)
+        b = bind(k.ir, dim, ann.primals, backend, inspect_only=True)
+        shadows = merge_shadows(k.ir.params, ann, dict(b.aliases))
+        rs = reverse_specialization(k, b, shadows, ann.active, ann.no_need)
         tape_bytes = tape_bytes_per_thread(rs, b)
         fused = rs.fused
-        sizes = {p.name: v.nbytes for p, v in zip(rs.primal.typed.params, b.kernel_values)
-                 if isinstance(v, np.ndarray)}
+        sizes = _byte_sizes(rs.primal.typed.params, b.kernel_values)
         sizes |= {rs.kernels.shadows[n]: size for n, size in sizes.items() if n in rs.kernels.shadows}
         sizes |= {acc: rs.primal.typed.param(n).type.itemsize for n, acc in rs.kernels.accumulators.items()}
+        sources = _sources(race_check=rs.primal.race_check_source, fused=fused, forward=rs.forward,
+                           reverse=rs.reverse, count=rs.count, gather=rs.gather)
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
                           rs.primal.race_check is not None, tuple(sorted(fused.facts.atomic_targets)), tape_bytes,
-                          dict(rs.adjoint_forms), private_bytes(fused, sizes, b.dim))
-    b = bind(k.ir, dim, primals, backend)
+                          dict(rs.adjoint_forms), private_bytes(fused, sizes, b.dim), sources)
+    b = bind(k.ir, dim, primals, backend, inspect_only=True)
     spec = compiled_for_inspection(k, b)
-    sizes = {p.name: v.nbytes for p, v in zip(spec.typed.params, b.kernel_values) if isinstance(v, np.ndarray)}
+    sizes = _byte_sizes(spec.typed.params, b.kernel_values)
     return Inspection(format_kernel(spec.typed), spec.source or "", spec.parallel, spec.race_check is not None,
-                      tuple(sorted(spec.facts.atomic_targets)), 0, {}, private_bytes(spec, sizes, b.dim))
+                      tuple(sorted(spec.facts.atomic_targets)), 0, {}, private_bytes(spec, sizes, b.dim),
+                      _sources(primal=spec, race_check=spec.race_check_source))

@@ -9,8 +9,9 @@ from ..analysis.races import TRACKS
 from ..errors import RaceError
 from ..ir.interp import interpret
 from ..pipeline import Specialization
+from .arrays import array_module, is_array
 from .binding import Binding
-from .cache import cache_dir
+from .execute import entry_of, run_spec
 
 
 def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
@@ -24,23 +25,24 @@ def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
     values = list(b.kernel_values)
     key = None
     if rc.data_independent:  # the verdict is a function of shapes and scalars: check each combination once
-        key = (b.dim, tuple(v.shape if isinstance(v, np.ndarray) else v.item() for v in values))
+        key = (b.dim, tuple(v.shape if is_array(v) else v.item() for v in values))
         if key in rc.race_free:
             return
     for name in rc.copies:
         values[names.index(name)] = values[names.index(name)].copy()
+    xp = array_module(b.backend)
     for name in rc.tracked:
         shape = values[names.index(name)].shape
-        values += [np.full(shape, -1, np.int64) for _ in TRACKS]
-    race = np.zeros(5, np.int64)
+        values += [xp.full(shape, -1, np.int64) for _ in TRACKS]
+    race = xp.zeros(5, np.int64)
     values.append(race)
     values += list(b.dim[1:])
     if b.backend == "interp":
         interpret(k, b.dim, values)
     else:
-        from ..backends.numba_cpu import compile_source
         src = spec.race_check_source
-        compile_source(src.source, src.entry, cache_dir() / "numba")(*b.dim, *values)
+        run_spec(src, entry_of(src), b.dim, values)
+    race = race.tolist()  # on the GPU: the launch's one status read-back
     if not race[0]:
         if key is not None:
             rc.race_free.add(key)

@@ -24,6 +24,7 @@ from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.types import BOOL, I64
 from .reverse import COUNT
+from .simplify import without
 
 EXTENT = "_gk_gn"
 
@@ -123,18 +124,7 @@ def gatherable(k: ir.Kernel, shadows: set[str]) -> dict[str, set[tuple[int, ...]
 
 def without_atomics_on(k: ir.Kernel, arrays: set[str]) -> ir.Kernel:
     """`k` with its atomic adds into `arrays` removed (a gather computes them)."""
-    def block(body):
-        out = []
-        for s in body:
-            if isinstance(s, ir.AtomicAdd) and s.array in arrays:
-                continue
-            if isinstance(s, ir.If):
-                s = replace(s, then=block(s.then), orelse=block(s.orelse))
-            elif isinstance(s, (ir.For, ir.While)):
-                s = replace(s, body=block(s.body))
-            out.append(s)
-        return tuple(out)
-    return replace(k, body=block(k.body))
+    return without(k, lambda s: isinstance(s, ir.AtomicAdd) and s.array in arrays)
 
 
 def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], taped: bool = True) -> Gather:

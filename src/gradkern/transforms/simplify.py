@@ -68,3 +68,25 @@ def simplify_block(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
         else:
             out.append(s)
     return tuple(out)
+
+
+def without(k: ir.Kernel, drop) -> ir.Kernel:
+    """`k` with every statement for which `drop(stmt)` holds removed, at any depth."""
+    def block(body):
+        out = []
+        for s in body:
+            if drop(s):
+                continue
+            if isinstance(s, ir.If):
+                s = replace(s, then=block(s.then), orelse=block(s.orelse))
+            elif isinstance(s, (ir.For, ir.While)):
+                s = replace(s, body=block(s.body))
+            out.append(s)
+        return tuple(out)
+    return replace(k, body=block(k.body))
+
+
+def without_stores_to(k: ir.Kernel, arrays: set[str]) -> ir.Kernel:
+    """`k` without its plain stores into `arrays`: DuplicatedNoNeed outputs the
+    kernel never reads, whose new primal values nobody asked for."""
+    return without(k, lambda s: isinstance(s, ir.Store) and s.array in arrays)

@@ -1,0 +1,297 @@
+"""GPU backend: typed IR → one CUDA C translation unit (compiled by NVRTC
+through `cupy.RawModule`, or by nvcc in the tests).
+
+Each kernel is `extern "C" __global__` and walks the launch domain with a
+grid-stride loop (axis 0 slowest, so the last axis is the coalesced one); a
+serial launch (the race check's exact fallback) runs the whole domain in one
+thread. Arrays arrive as a pointer, their extents and, unless the runtime
+passed a C-contiguous array, their element strides. Every pointer is
+`__restrict__`: the runtime merges exactly aliased arguments and refuses any
+other overlap with a written buffer before a launch (runtime/binding.py).
+Python's semantics are kept where C differs: floor division and modulo round
+toward -inf, `range` bounds are evaluated once, `min`/`max` return the first
+argument on ties. Code generation needs neither CuPy nor a GPU.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from ..ir import nodes as ir
+from ..ir.ops import FLOAT_FUNCTIONS, Op
+from ..ir.types import Array, Scalar
+from .printer import Printer, Syntax
+
+C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long", "bool": "bool"}
+BLOCK = 256  # threads per block of every parallel launch
+
+_OPS = {
+    Op.ADD: "({0} + {1})", Op.SUB: "({0} - {1})", Op.MUL: "({0} * {1})", Op.DIV: "({0} / {1})",
+    Op.FLOORDIV: "_gkb_floordiv({0}, {1})", Op.MOD: "_gkb_mod({0}, {1})", Op.NEG: "(-{0})",
+    Op.EQ: "({0} == {1})", Op.NE: "({0} != {1})", Op.LT: "({0} < {1})", Op.LE: "({0} <= {1})",
+    Op.GT: "({0} > {1})", Op.GE: "({0} >= {1})",
+    Op.AND: "({0} && {1})", Op.OR: "({0} || {1})", Op.NOT: "(!{0})",
+    Op.ABS: "_gkb_abs({0})", Op.MIN: "_gkb_min({0}, {1})", Op.MAX: "_gkb_max({0}, {1})",
+    Op.FLOOR: "_gkb_floor({0})",
+    **{op: f"_gkb_{op.value}({{0}})" for op in FLOAT_FUNCTIONS},
+}
+
+_MATH = "".join(
+    f"__host__ __device__ __forceinline__ float _gkb_{f}(float x) {{ return {f}f(x); }}\n"
+    f"__host__ __device__ __forceinline__ double _gkb_{f}(double x) {{ return {f}(x); }}\n"
+    for f in ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor"))
+
+# Python's float % and //: the result takes the divisor's sign; // is CPython's
+# float_divmod (the exact quotient of a - a % b, rounded)
+_FLOAT_DIV = "".join(f"""
+__host__ __device__ __forceinline__ {t} _gkb_mod({t} a, {t} b) {{
+    {t} r = fmod{f}(a, b);
+    if (r != 0) {{ if ((r < 0) != (b < 0)) r += b; }} else {{ r = copysign{f}(({t})0, b); }}
+    return r;
+}}
+__host__ __device__ __forceinline__ {t} _gkb_floordiv({t} a, {t} b) {{
+    {t} m = fmod{f}(a, b);
+    {t} d = (a - m) / b;
+    if (m != 0 && ((b < 0) != (m < 0))) d -= 1;
+    if (d == 0) return copysign{f}(({t})0, a / b);
+    {t} q = floor{f}(d);
+    return (d - q > ({t})0.5) ? q + 1 : q;
+}}""" for t, f in (("float", "f"), ("double", "")))
+
+PRELUDE = r"""// gradkern runtime helpers: Python semantics where C's differ
+template <class T> __host__ __device__ __forceinline__ T _gkb_floordiv(T a, T b) {
+    T q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+template <class T> __host__ __device__ __forceinline__ T _gkb_mod(T a, T b) {
+    T r = a % b;
+    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+template <class T> __host__ __device__ __forceinline__ T _gkb_powi(T x, long long n) {
+    if (n < 0) return T(pow(double(x), double(n)));
+    T r = T(1);
+    while (n) { if (n & 1) r *= x; x *= x; n >>= 1; }
+    return r;
+}
+__host__ __device__ __forceinline__ float _gkb_powi(float x, long long n) {
+    return n < 0 ? powf(x, float(n)) : _gkb_powi<float>(x, n);
+}
+__host__ __device__ __forceinline__ float _gkb_pow(float a, float b) { return powf(a, b); }
+__host__ __device__ __forceinline__ double _gkb_pow(double a, double b) { return pow(a, b); }
+template <class T> __host__ __device__ __forceinline__ T _gkb_min(T a, T b) { return b < a ? b : a; }
+template <class T> __host__ __device__ __forceinline__ T _gkb_max(T a, T b) { return b > a ? b : a; }
+__host__ __device__ __forceinline__ float _gkb_abs(float x) { return fabsf(x); }
+__host__ __device__ __forceinline__ double _gkb_abs(double x) { return fabs(x); }
+__host__ __device__ __forceinline__ int _gkb_abs(int x) { return x < 0 ? -x : x; }
+__host__ __device__ __forceinline__ long long _gkb_abs(long long x) { return x < 0 ? -x : x; }
+__device__ __forceinline__ void _gkb_atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void _gkb_atomic_add(double* p, double v) { atomicAdd(p, v); }
+__device__ __forceinline__ void _gkb_atomic_add(int* p, int v) { atomicAdd(p, v); }
+__device__ __forceinline__ void _gkb_atomic_add(long long* p, long long v) {
+    atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
+}
+""" + _MATH + _FLOAT_DIV
+
+# C, C++ and CUDA words a kernel's Python names could collide with
+_RESERVED = set("""
+alignas alignof asm auto bool break case catch char char16_t char32_t class const constexpr const_cast continue
+decltype default delete do double dynamic_cast else enum explicit export extern false float for friend goto if
+inline int long mutable namespace new noexcept nullptr operator private protected public register
+reinterpret_cast restrict return short signed sizeof static static_assert static_cast struct switch template this
+thread_local throw true try typedef typeid typename union unsigned using virtual void volatile wchar_t while
+threadIdx blockIdx blockDim gridDim warpSize atomicAdd main""".split())
+
+
+def c_name(name: str) -> str:
+    """A Python identifier as a C identifier that cannot collide with C or CUDA."""
+    if name in _RESERVED or not name.isascii() or name.startswith("__"):
+        return "_gku_" + "".join(c if c.isascii() and c.isalnum() else f"x{ord(c):x}" for c in name)
+    return name
+
+
+def extent(array: str, axis: int) -> str:
+    return f"_gkb_{c_name(array)}_n{axis}"
+
+
+def stride(array: str, axis: int) -> str:
+    return f"_gkb_{c_name(array)}_s{axis}"
+
+
+def c_type(t: Scalar) -> str:
+    return C_TYPES[t.name]
+
+
+class CudaSyntax(Syntax):
+    def __init__(self, arrays: dict[str, Array], strided: frozenset[str]):
+        super().__init__(ops=_OPS, if_open="if ({0}) {{", else_open="} else {", block_close="}",
+                         while_open="while ({0}) {{", tid="_gkb_t{0}", statement_end=";",
+                         select="({0} ? {1} : {2})")
+        self.arrays = arrays
+        self.strided = strided
+        self.loops = 0
+
+    def name(self, name: str) -> str:
+        return c_name(name)
+
+    def shape_of(self, array: str, axis: int) -> str:
+        return extent(array, axis)
+
+    def literal(self, value, t: Scalar) -> str:
+        if t.is_bool:
+            return "true" if value else "false"
+        if t.is_int:
+            v = int(value)
+            if t.name == "int32":
+                return str(v) if v >= 0 else f"({v})"
+            if v == -2**63:
+                return "(-9223372036854775807LL - 1LL)"
+            return f"{v}LL" if v >= 0 else f"({v}LL)"
+        v = float(value)
+        suffix = "f" if t.name == "float32" else ""
+        if math.isnan(v):
+            return "__int_as_float(0x7fc00000)" if suffix else "__longlong_as_double(0x7ff8000000000000LL)"
+        if math.isinf(v):
+            inf = "__int_as_float(0x7f800000)" if suffix else "__longlong_as_double(0x7ff0000000000000LL)"
+            return inf if v > 0 else f"(-{inf})"
+        text = repr(v)
+        if "e" not in text and "." not in text:
+            text += ".0"
+        return f"{text}{suffix}" if v >= 0 else f"({text}{suffix})"
+
+    def cast(self, operand: str, src: Scalar, dst: Scalar) -> str:
+        if dst.is_bool:
+            return f"({operand} != 0)"
+        return f"(({c_type(dst)})({operand}))"
+
+    def index(self, array: str, indices: list[str]) -> str:
+        name = c_name(array)
+        if array in self.strided:
+            flat = " + ".join(f"({i}) * {stride(array, a)}" for a, i in enumerate(indices))
+        else:  # C-contiguous: row-major offsets from the extents
+            flat = f"({indices[0]})"
+            for a, i in enumerate(indices[1:], start=1):
+                flat = f"({flat} * {extent(array, a)} + ({i}))"
+        return f"{name}[{flat}]"
+
+    def atomic(self, array: str, indices: list[str], value: str) -> str:
+        return f"_gkb_atomic_add(&{self.index(array, indices)}, {value})"
+
+    def apply(self, e: ir.Apply, args: list[str]) -> str | None:
+        if e.op is Op.POW:
+            if e.args[1].type.is_int:
+                return f"_gkb_powi({args[0]}, (long long)({args[1]}))"
+            return f"_gkb_pow({args[0]}, {args[1]})"
+        return None
+
+    def for_open(self, var, start, stop, step, step_node) -> list[str]:
+        # Python evaluates range()'s bounds once, and the loop variable takes
+        # each value in turn (a hidden counter keeps the body from skewing it)
+        self.loops += 1
+        k, lo, hi, st = (f"_gkb_{x}{self.loops}" for x in ("k", "lo", "hi", "st"))
+        lines = [f"const long long {lo} = {start}, {hi} = {stop}, {st} = {step};"]
+        if isinstance(step_node, ir.Const):
+            test = f"{k} < {hi}" if step_node.value > 0 else f"{k} > {hi}"
+        else:
+            test = f"({st} > 0 ? {k} < {hi} : {k} > {hi})"
+        lines.append(f"for (long long {k} = {lo}; {test}; {k} += {st}) {{")
+        lines.append(f"{self.indent}{var} = {k};")
+        return lines
+
+
+@dataclass(frozen=True)
+class CudaOptions:
+    parallel: bool = True
+    strided: frozenset[str] = frozenset()  # array parameters passed with strides (not C-contiguous)
+
+
+def signature(k: ir.Kernel, launch_ndim: int, strided: frozenset[str]) -> list[str]:
+    """Kernel parameters in launch order: extents, then each parameter (an
+    array as pointer, extents and, when strided, element strides)."""
+    written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
+    out = [f"const long long _gkb_n{a}" for a in range(launch_ndim)]
+    for p in k.params:
+        if isinstance(p.type, Array):
+            const = "" if p.name in written else "const "
+            out.append(f"{const}{c_type(p.type.dtype)}* __restrict__ {c_name(p.name)}")
+            out += [f"const long long {extent(p.name, a)}" for a in range(p.type.ndim)]
+            if p.name in strided:
+                out += [f"const long long {stride(p.name, a)}" for a in range(p.type.ndim)]
+        else:
+            out.append(f"const {c_type(p.type)} {c_name(p.name)}")
+    return out
+
+
+def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str = "") -> tuple[str, str]:
+    """The CUDA C translation unit for a typed kernel, and its entry's name."""
+    if not 1 <= launch_ndim <= 3:
+        raise ValueError("launch_ndim must be 1-3")
+    entry = f"{k.name}_{launch_ndim}d"
+    arrays = {p.name: p.type for p in k.params if isinstance(p.type, Array)}
+    sx = CudaSyntax(arrays, options.strided)
+    p = Printer(sx)
+    used = {e.name for e in ir.all_exprs(k.body) if isinstance(e, ir.Var)}
+    used |= {s.name if isinstance(s, ir.Assign) else s.var for s in ir.walk_stmts(k.body)
+             if isinstance(s, (ir.Assign, ir.For))}
+    params = {p.name for p in k.params}
+    local_decls = [f"{c_type(t)} {c_name(n)} = {sx.literal(0, t)};" for n, t in k.locals
+                   if n in used and n not in params]
+    tids = [f"_gkb_t{a}" for a in range(launch_ndim)]
+    lines = [f"// {line}" for line in header.splitlines()] + [PRELUDE]
+    bounds = f"__launch_bounds__({BLOCK}) " if options.parallel else ""
+    lines.append(f'extern "C" __global__ void {bounds}{entry}(')
+    lines.append("    " + ",\n    ".join(signature(k, launch_ndim, options.strided)) + ") {")
+    if options.parallel:
+        total = " * ".join(f"_gkb_n{a}" for a in range(launch_ndim))
+        p.line(1, f"const long long _gkb_total = {total};")
+        p.line(1, "for (long long _gkb_g = (long long)blockIdx.x * blockDim.x + threadIdx.x; _gkb_g < _gkb_total;")
+        p.line(1, "     _gkb_g += (long long)blockDim.x * gridDim.x) {")
+        rest = "_gkb_g"
+        for a in reversed(range(launch_ndim)):
+            if a == 0:
+                p.line(2, f"const long long _gkb_t0 = {rest};")
+            else:
+                p.line(2, f"const long long {tids[a]} = {rest} % _gkb_n{a};")
+                p.line(2, f"const long long _gkb_r{a} = {rest} / _gkb_n{a};")
+                rest = f"_gkb_r{a}"
+        depth = 2
+    else:  # one thread walks the whole domain in order
+        p.line(1, "if (blockIdx.x != 0 || threadIdx.x != 0) return;")
+        for a in range(launch_ndim):
+            p.line(1 + a, f"for (long long {tids[a]} = 0; {tids[a]} < _gkb_n{a}; ++{tids[a]}) {{")
+        depth = 1 + launch_ndim
+    for d in local_decls:
+        p.line(depth, d)
+    p.block(k.body, depth)
+    for d in reversed(range(1, depth)):
+        p.line(d, "}")
+    lines += p.lines
+    lines.append("}")
+    return "\n".join(lines) + "\n", entry
+
+
+def grid_for(total: int, multiprocessors: int) -> int:
+    """Blocks of a grid-stride launch: enough to fill the device, no more than the work."""
+    return max(1, min(-(-total // BLOCK), multiprocessors * 32))
+
+
+_kernels: dict[tuple[str, str], Any] = {}
+_lock = threading.Lock()
+NVRTC_OPTIONS = ("-std=c++17",)
+
+
+def compile_kernel(source: str, entry: str) -> Any:
+    """The `cupy.RawKernel` for `entry` of `source`: compiled by NVRTC once per
+    process (kept here) and once per machine (CuPy's on-disk kernel cache)."""
+    key = (source, entry)
+    fn = _kernels.get(key)
+    if fn is None:
+        import cupy
+        with _lock:
+            fn = _kernels.get(key)
+            if fn is None:
+                module = cupy.RawModule(code=source, options=NVRTC_OPTIONS)
+                fn = _kernels[key] = module.get_function(entry)
+    return fn

@@ -1,0 +1,79 @@
+"""Every kernel signature the test suite launches or differentiates, in one
+list, so that backends can be checked against all of them: the corpus (each
+dtype, primal), the reverse-mode cases and the HPC-style kernels (primal and
+reverse), and the race-check kernels."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import test_hpc_kernels
+import test_races
+import test_reverse
+from corpus import CORPUS
+
+import gradkern as gk
+
+
+@dataclass(frozen=True)
+class Signature:
+    label: str
+    kernel: gk.KernelFunction
+    args: tuple  # plain arguments for a primal launch, annotated ones for reverse mode
+    dim: Any
+    mode: Any = None  # None (launch) or gk.Reverse
+
+
+def corpus_args(case, dtype) -> tuple:
+    seed = zlib.crc32(f"{case.name}/{np.dtype(dtype).name}".encode())
+    return case.make(np.random.default_rng(seed), np.dtype(dtype))
+
+
+def _primal(args: tuple) -> tuple:
+    return tuple(a.val if isinstance(a, gk.Annotation) else a for a in args)
+
+
+def _to32(args: tuple) -> tuple:
+    return tuple(gk.Duplicated(a.val.astype(np.float32), a.dval.astype(np.float32)) if isinstance(a, gk.Duplicated)
+                 else a for a in args)
+
+
+def reverse_cases(seed: int = 7) -> list[tuple[str, gk.KernelFunction, tuple, Any]]:
+    """(label, kernel, annotated args, dim) of every reverse-mode case."""
+    out = []
+    for name, make in sorted(test_reverse.CASES.items()):
+        kernel, args, dim = make(np.random.default_rng(seed))
+        out.append((f"reverse/{name}", kernel, args, dim))
+    for name in ("saxpy", "allen_cahn", "heat_2d", "loop_sin", "branchy"):
+        kernel, args, dim = test_reverse.CASES[name](np.random.default_rng(seed))
+        out.append((f"reverse/{name}-float32", kernel, _to32(args), dim))
+    for name, kernel, args, dim in test_hpc_kernels._cases(np.random.default_rng(seed)):
+        out.append((f"hpc/{name}", kernel, args, dim))
+    return out
+
+
+RACY = [  # (label, kernel, dim, args maker): launches the race check must refuse
+    ("inplace_stencil", test_races.inplace_stencil, 8, lambda r: (test_races.rand(r, 8),)),
+    ("scatter", test_races.scatter, 6, lambda r: (test_races.rand(r, 6), np.array([0, 1, 1, 2, 3, 4]),
+                                                  test_races.rand(r, 6))),
+    ("atomic_then_read", test_races.atomic_then_read, 4, lambda r: (test_races.rand(r, 4), np.array([1, 0, 3, 2]),
+                                                                    test_races.rand(r, 4))),
+    ("row_broadcast", test_races.row_broadcast, (3, 4), lambda r: (test_races.rand(r, 3), test_races.rand(r, 4))),
+]
+
+
+def all_signatures() -> list[Signature]:
+    out = []
+    for case in CORPUS:
+        for dt in case.dtypes:
+            args = corpus_args(case, dt)
+            out.append(Signature(f"corpus/{case.name}-{np.dtype(dt).name}", case.kernel, args, case.dim(args)))
+    for label, kernel, args, dim in reverse_cases():
+        out.append(Signature(label + "/primal", kernel, _primal(args), dim))
+        out.append(Signature(label, kernel, args, dim, gk.Reverse))
+    for label, kernel, dim, make in RACY:
+        out.append(Signature(f"racy/{label}", kernel, make(np.random.default_rng(0)), dim))
+    return out

@@ -1,0 +1,198 @@
+"""The CUDA backend on a GPU (CuPy arrays): the whole primal and reverse-mode
+test matrix equals the CPU backend (float64 to 1e-12 relative, float32 to
+1e-5), racy launches are refused with every buffer unchanged, split reverse
+mode and strided views work. Skipped where there is no GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from corpus import CORPUS
+from signatures import RACY, corpus_args, reverse_cases
+
+import gradkern as gk
+
+cupy = pytest.importorskip("cupy")
+try:
+    _HAS_GPU = cupy.cuda.runtime.getDeviceCount() > 0
+except Exception:  # no driver
+    _HAS_GPU = False
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _HAS_GPU, reason="no CUDA GPU")]
+
+RTOL = {"float32": 1e-5, "float64": 1e-12}
+CASES = {c.name: c for c in CORPUS}
+
+
+def to_device(a):
+    """A CuPy array with the same layout as NumPy array `a` (views keep their strides)."""
+    if not isinstance(a, np.ndarray):
+        return a
+    if a.flags.c_contiguous:
+        return cupy.asarray(a)
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    root_d = cupy.asarray(np.ascontiguousarray(root))
+    offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    d = cupy.ndarray(a.shape, a.dtype, root_d.data + offset, strides=a.strides)
+    assert np.array_equal(d.get(), a)
+    return d
+
+
+def host(a):
+    return a.get() if isinstance(a, cupy.ndarray) else a
+
+
+def assert_close(got, want, what: str, atol_scale: bool = False):
+    got, want = np.asarray(host(got)), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, what
+    if got.dtype.kind in "ib":
+        np.testing.assert_array_equal(got, want, err_msg=what)
+        return
+    rtol = RTOL[got.dtype.name]
+    # sums in another order: errors scale with the largest term, not with the result
+    atol = rtol * float(np.max(np.abs(want))) if atol_scale and want.size else 0.0
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=what)
+
+
+@pytest.mark.parametrize("name, dtype", [(c.name, np.dtype(dt).name) for c in CORPUS for dt in c.dtypes])
+def test_corpus_primal_on_gpu_equals_cpu(name, dtype):
+    case = CASES[name]
+    cpu = corpus_args(case, dtype)
+    gpu = tuple(to_device(a) for a in corpus_args(case, dtype))
+    gk.launch(case.kernel, case.dim(cpu), *cpu)
+    gk.launch(case.kernel, case.dim(cpu), *gpu)
+    for n, (g, c) in enumerate(zip(gpu, cpu)):
+        if isinstance(c, np.ndarray):
+            assert_close(g, c, f"{name}[{dtype}] argument {n}", atol_scale=case.reduction or case.transcendental)
+
+
+def _device_args(args: tuple) -> tuple:
+    out = []
+    for a in args:
+        if isinstance(a, gk.Duplicated):
+            out.append(type(a)(to_device(a.val), to_device(a.dval)))
+        elif isinstance(a, gk.Const):
+            out.append(gk.Const(to_device(a.val)))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def _copy(args: tuple) -> tuple:
+    out = []
+    for a in args:
+        if isinstance(a, gk.Duplicated):
+            out.append(type(a)(a.val.copy(), a.dval.copy()))
+        elif isinstance(a, gk.Const) and isinstance(a.val, np.ndarray):
+            out.append(gk.Const(a.val.copy()))
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+REVERSE = {label: (kernel, args, dim) for label, kernel, args, dim in reverse_cases()}
+
+
+def _seeded(args: tuple, rng) -> tuple:
+    """Shadows seeded with random values (never zeros): every accumulation shows."""
+    return tuple(type(a)(a.val, rng.uniform(-1, 1, a.val.shape).astype(a.val.dtype))
+                 if isinstance(a, gk.Duplicated) else a for a in args)
+
+
+@pytest.mark.parametrize("label", sorted(REVERSE))
+def test_reverse_on_gpu_equals_cpu(label):
+    kernel, args, dim = REVERSE[label]
+    args = _seeded(args, np.random.default_rng(11))
+    cpu = _copy(args)
+    gpu = _device_args(_copy(args))
+    want = gk.autodiff(kernel, *cpu, dim=dim)
+    got = gk.autodiff(kernel, *gpu, dim=dim)
+    for n, (g, c) in enumerate(zip(gpu, cpu)):
+        what = f"{label} argument {n}"
+        if isinstance(c, gk.Duplicated):
+            assert_close(g.val, c.val, what + " (primal)", atol_scale=True)
+            assert_close(g.dval, c.dval, what + " (shadow)", atol_scale=True)
+        elif isinstance(c, gk.Const) and isinstance(c.val, np.ndarray):
+            assert_close(g.val, c.val, what)
+    for n, (g, c) in enumerate(zip(got, want)):
+        if c is None:
+            assert g is None
+        else:
+            tol = RTOL["float32" if any(getattr(getattr(a, "val", None), "dtype", None) == np.float32
+                                        for a in args) else "float64"]
+            assert g == pytest.approx(c, rel=tol * 10, abs=tol * 10), f"{label}: Active argument {n}"
+
+
+@pytest.mark.parametrize("label", [r[0] for r in RACY])
+def test_racy_launches_are_refused_on_gpu_with_buffers_unchanged(label):
+    _, kernel, dim, make = next(r for r in RACY if r[0] == label)
+    args = tuple(to_device(a) for a in make(np.random.default_rng(3)))
+    before = [host(a).copy() for a in args if isinstance(a, cupy.ndarray)]
+    with pytest.raises(gk.RaceError) as info:
+        gk.launch(kernel, dim, *args)
+    assert str(info.value).count("thread (") == 2 and "test_races.py:" in str(info.value)
+    for a, b in zip([a for a in args if isinstance(a, cupy.ndarray)], before):
+        np.testing.assert_array_equal(host(a), b)
+
+
+def test_racy_reverse_is_refused_on_gpu():
+    import test_races
+    u = cupy.asarray(np.random.default_rng(0).uniform(0.5, 1.5, 8))
+    du = cupy.asarray(np.random.default_rng(1).uniform(0.5, 1.5, 8))
+    u0, du0 = u.get(), du.get()
+    with pytest.raises(gk.RaceError):
+        gk.autodiff(test_races.inplace_stencil, gk.Duplicated(u, du))
+    np.testing.assert_array_equal(u.get(), u0)
+    np.testing.assert_array_equal(du.get(), du0)
+
+
+def test_split_reverse_on_gpu_equals_fused():
+    from gradkern.kernels.stencils import allen_cahn_step
+    rng = np.random.default_rng(4)
+    u, un, dun = (cupy.asarray(rng.uniform(0.2, 1.0, 1000)) for _ in range(3))
+    du1, du2 = cupy.zeros(1000), cupy.zeros(1000)
+    dun1, dun2 = dun.copy(), dun.copy()
+    g1 = gk.autodiff(allen_cahn_step, gk.Duplicated(u, du1), gk.Duplicated(un.copy(), dun1), gk.Active(0.2), 0.01)
+    fwd, rev = gk.autodiff_thunk(allen_cahn_step, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
+    args = (gk.Duplicated(u, du2), gk.Duplicated(un.copy(), dun2), gk.Active(0.2), gk.Const(0.01))
+    tape = fwd(*args)
+    assert isinstance(tape.values, cupy.ndarray)
+    g2 = rev(*args, tape)
+    cupy.testing.assert_allclose(du1, du2, rtol=1e-12)
+    assert g1[2] == pytest.approx(g2[2], rel=1e-12)
+
+
+def test_large_launch_uses_the_grid_stride_loop():
+    """More threads than one grid holds: every element is still written once."""
+    from gradkern.kernels.blas import saxpy
+    n = 3_000_000
+    x = cupy.arange(n, dtype=cupy.float64)
+    y = cupy.ones(n)
+    gk.launch(saxpy, n, 2.0, x, y)
+    cupy.testing.assert_array_equal(y, 2.0 * cupy.arange(n) + 1.0)
+
+
+def test_mixing_numpy_and_cupy_is_refused():
+    from gradkern.kernels.blas import saxpy
+    y = np.ones(4)
+    with pytest.raises(gk.LaunchError, match="mix"):
+        gk.launch(saxpy, 4, 2.0, cupy.ones(4), y)
+    with pytest.raises(gk.AnnotationError):
+        gk.autodiff(saxpy, gk.Active(2.0), gk.Duplicated(cupy.ones(4), np.ones(4)),
+                    gk.Duplicated(cupy.ones(4), cupy.ones(4)))
+
+
+def test_partial_overlap_of_device_views_is_refused():
+    @gk.kernel
+    def shift(x, y):
+        i = gk.tid()
+        y[i] = x[i] * 2.0
+
+    base = cupy.arange(10, dtype=cupy.float64)
+    before = base.get()
+    with pytest.raises(gk.AliasingError):
+        gk.launch(shift, 5, base[0:5], base[2:7])
+    np.testing.assert_array_equal(base.get(), before)
+    gk.launch(shift, 5, base[0:10:2], base[1:10:2])  # interleaved views share no element
+    np.testing.assert_array_equal(base.get()[1::2], 2 * before[0::2])
