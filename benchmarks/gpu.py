@@ -124,6 +124,23 @@ def profile_host(n: int) -> None:
         pr.disable()
         cupy.cuda.Device().synchronize()
         pstats.Stats(pr).sort_stats("tottime").print_stats(18)
+    # kernel by kernel at 2**24 points (graph replay of 20 launches): where the reverse's GPU time goes
+    n = 2**24
+    u, un, du, dun = (cupy.asarray(np.random.default_rng(k).uniform(0.2, 1, n).astype(np.float32)) for k in range(4))
+    h_step, h_adj = (cupy.RawModule(code=HAND).get_function(f) for f in ("ac_step", "ac_adjoint"))
+    sm = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    grid, block = (min(-(-n // 256), sm * 32),), (256,)
+    parts = {
+        "hand step": lambda: h_step(grid, block, (u, un, c, dt, np.int64(n))),
+        "hand adjoint (gather only)": lambda: h_adj(grid, block, (u, du, dun, c, dt, np.int64(n))),
+        "fill(0)": lambda: dun.fill(0),
+        "gk.launch step": lambda: gk.launch(allen_cahn_step, n, u, un, c, dt),
+        "gk.autodiff (gather + zeroing kernel)": lambda: gk.autodiff(
+            allen_cahn_step, gk.Duplicated(u, du), gk.DuplicatedNoNeed(un, dun), gk.Const(c), gk.Const(dt)),
+    }
+    for name, fn in parts.items():
+        ms = graph_ms(cupy, lambda fn=fn: [fn() for _ in range(20)], 5)
+        print(f"{name}: {ms / 20 * 1e3:.1f} µs per call (graph replay)")
 
 
 def compile_times(n: int) -> dict:

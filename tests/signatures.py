@@ -62,6 +62,9 @@ RACY = [  # (label, kernel, dim, args maker): launches the race check must refus
     ("atomic_then_read", test_races.atomic_then_read, 4, lambda r: (test_races.rand(r, 4), np.array([1, 0, 3, 2]),
                                                                     test_races.rand(r, 4))),
     ("row_broadcast", test_races.row_broadcast, (3, 4), lambda r: (test_races.rand(r, 3), test_races.rand(r, 4))),
+    # the check's branch reads an array the kernel writes: run serially on scratch copies
+    ("data_dependent_target", test_races.data_dependent_target, 6,
+     lambda r: (test_races.rand(r, 6), np.array([0, 1, 1, 2, 3, 4]), test_races.rand(r, 6))),
 ]
 
 

@@ -136,6 +136,23 @@ def test_racy_launches_are_refused_on_gpu_with_buffers_unchanged(label):
         np.testing.assert_array_equal(host(a), b)
 
 
+def test_run_time_checked_launches_that_do_not_race_run_on_gpu():
+    """Race-free launches the static analysis cannot prove: the device check passes them."""
+    import test_races
+    rng = np.random.default_rng(8)
+    n = 100_000
+    x, y = rng.uniform(0.5, 1.5, n), np.zeros(n)
+    idx = rng.permutation(n)
+    xd, yd = cupy.asarray(x), cupy.asarray(y)
+    gk.launch(test_races.scatter, n, xd, cupy.asarray(idx), yd)
+    y[idx] = x
+    np.testing.assert_array_equal(yd.get(), y)
+    xs = rng.uniform(0.1, 0.4, 64)  # x * 2 <= 1: no thread reaches the scatter
+    xsd, ysd = cupy.asarray(xs), cupy.zeros(64)
+    gk.launch(test_races.data_dependent_target, 64, xsd, cupy.zeros(64, np.int64), ysd)
+    np.testing.assert_array_equal(xsd.get(), 2 * xs)
+
+
 def test_racy_reverse_is_refused_on_gpu():
     import test_races
     u = cupy.asarray(np.random.default_rng(0).uniform(0.5, 1.5, 8))

@@ -205,3 +205,46 @@ def test_exactly_aliased_arguments_are_merged(rng):
     np.testing.assert_allclose(g[0], np.dot(y0, dy0), rtol=1e-14)
     with pytest.raises(gk.AliasingError, match="shadows are different buffers"):
         gk.autodiff(saxpy, gk.Active(3.0), gk.Duplicated(y, dy), gk.Duplicated(y, dy.copy()))
+
+
+def _verdicts(kernel, dim, *args):
+    """(serial, parallel) race verdicts of the interpreter's run-time check:
+    None or the (site, other site) pair found."""
+    from gradkern.pipeline import specialize
+    from gradkern.runtime.binding import bind
+    from gradkern.runtime.race_check import _parallel_check
+    from gradkern.transforms.aliasing import merge_aliases
+
+    b = bind(kernel.ir, dim, args, "interp")
+    spec = specialize(merge_aliases(kernel.ir, dict(b.aliases)), b.type_map(kernel.ir), len(b.dim), "interp")
+    assert spec.race_check is not None and spec.race_parallel is not None
+    try:
+        gk.launch(kernel, dim, *[a.copy() if isinstance(a, np.ndarray) else a for a in args], backend="interp")
+        serial = None
+    except gk.RaceError as e:
+        serial = str(e)
+    found = _parallel_check(spec, b, list(b.kernel_values), np)
+    return serial, found
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_parallel_two_launch_check_agrees_with_the_serial_one(seed):
+    """The GPU's check (note stamps, then look for another thread's) finds a race
+    exactly when the serial check does, on random index patterns."""
+    r = np.random.default_rng(seed)
+    n = 7
+    perm = r.permutation(n)
+    dup = r.integers(0, n, n)
+    cases = [
+        (scatter, n, rand(r, n), perm, rand(r, n)),
+        (scatter, n, rand(r, n), dup, rand(r, n)),
+        (atomic_then_read, n, rand(r, n), dup, rand(r, n)),
+        (row_broadcast, (3, 1 + seed % 3), rand(r, 3), rand(r, 1 + seed % 3)),
+        (inplace_stencil, n, rand(r, n)),
+    ]
+    for kernel, dim, *args in cases:
+        serial, found = _verdicts(kernel, dim, *args)
+        assert (serial is None) == (found is None), (kernel.name, serial, found)
+        if found is not None:
+            site, other_site, thread, other_thread = found
+            assert thread != other_thread

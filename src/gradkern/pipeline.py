@@ -42,6 +42,8 @@ class Specialization:
     race_check: RaceCheck | None = None
     race_check_source: Specialization | None = None
     strided: frozenset[str] = frozenset()  # CUDA: array parameters passed with strides
+    # CUDA: the race check as two parallel launches (note, check), when it needs no scratch copies
+    race_parallel: tuple[Specialization, Specialization] | None = None
 
     @property
     def privatized(self) -> tuple[str, ...]:
@@ -105,9 +107,15 @@ def specialize(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, back
     rc = race_check_kernel(typed, launch_ndim)
     verify(rc.kernel, "race check instrumentation")
     _dump(rc.kernel, "2-racecheck", format_kernel(rc.kernel))
+    parallel = None
+    if backend in ("cuda", "interp") and rc.parallel is not None:  # the interpreter's: for tests
+        for k in rc.parallel:
+            verify(k, "race check instrumentation")
+        parallel = tuple(_backend(k, kernel, launch_ndim, backend, strided=strided) for k in rc.parallel)
     return replace(spec, race_check=rc,
                    race_check_source=_backend(rc.kernel, kernel, launch_ndim, backend, parallel=False,
-                                              strided=strided))
+                                              strided=strided),
+                   race_parallel=parallel)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..errors import InternalError
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.ops import Op
@@ -28,6 +29,11 @@ RACE = P + "race"  # int64[5]: found, site, other site, thread, other thread
 EXTENT = P + "n"
 # per tracked array: plain writer, first reader, second reader, first atomic, second atomic
 TRACKS = ("w", "r", "m", "a", "am")
+# the parallel check: per tracked array, the stamp of some plain writer, reader and atomic adder;
+# per thread, its first conflicting site and the other access's stamp (-1: none)
+PARALLEL_TRACKS = ("w", "r", "a")
+HIT_SITE = P + "hit_site"
+HIT_OTHER = P + "hit_other"
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,9 @@ class RaceCheck:
     # on the launch shape, the array shapes and the scalar arguments
     data_independent: bool = False
     race_free: set = field(default_factory=set, compare=False)  # keys of launches found race-free
+    # the same check as two parallel launches (note, then check), when it computes
+    # only indices and branches from arrays the kernel does not write
+    parallel: tuple[ir.Kernel, ir.Kernel] | None = None
 
 
 def statically_race_free(k: ir.Kernel) -> bool:
@@ -65,9 +74,10 @@ def statically_race_free(k: ir.Kernel) -> bool:
 
 
 class _Instrument:
-    def __init__(self, k: ir.Kernel, launch_ndim: int):
+    def __init__(self, k: ir.Kernel, launch_ndim: int, mode: str = "serial"):
         self.k = k
         self.ndim = launch_ndim
+        self.mode = mode  # "serial" (one thread, exact), or the parallel pair "note" then "check"
         self.tracked = sorted({s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))})
         self.sites: list[Site] = []
         self.locals = dict(k.locals)
@@ -92,6 +102,8 @@ class _Instrument:
 
     def record(self, kind: str, array: str, idx: tuple[ir.Expr, ...], text: str, loc) -> list[ir.Stmt]:
         """Check one access against the element's history, then note it."""
+        if self.mode != "serial":
+            return self.record_parallel(kind, array, idx, text, loc)
         s = b.const(self.site(kind, text, loc), I64)
         nsites = b.var(P + "nsites", I64)
         me = b.var(P + "me", I64)
@@ -132,6 +144,33 @@ class _Instrument:
         else:  # atomic add: conflicts only with plain accesses of other threads
             out += [conflict("w"), conflict("r"), conflict("m"),
                     ir.If(is_none("a"), (note("a"),), (if_(both(other("a"), is_none("am")), note("am")),))]
+        return out
+
+    def record_parallel(self, kind: str, array: str, idx: tuple[ir.Expr, ...], text: str, loc) -> list[ir.Stmt]:
+        """The parallel check (two launches). "note": every access stores its stamp
+        into its kind's track (plain stores: some thread's stamp wins). "check": an
+        access conflicts when a track it must not share holds another thread's
+        stamp. If any writer w and another thread x touch an element, the winning
+        writer w* differs from x or from w, and that one sees it; likewise for an
+        atomic adder and a reader. A conflict is noted in the thread's own slot."""
+        s = b.const(self.site(kind, text, loc), I64)
+        nsites = b.var(P + "nsites", I64)
+        me = b.var(P + "me", I64)
+        track = {name: f"{P}{name}_{array}" for name in PARALLEL_TRACKS}
+        if self.mode == "note":
+            name = {"read": "r", "write": "w", "atomic_add": "a"}[kind]
+            return [ir.Store(track[name], idx, b.add(b.mul(me, nsites), s))]
+        against = {"read": ("w", "a"), "write": ("w", "r", "a"), "atomic_add": ("w", "r")}[kind]
+        out: list[ir.Stmt] = []
+        for name in against:
+            v = self.fresh()
+            out.append(ir.Assign(v, ir.Load(track[name], idx, type=I64)))
+            other = b.cmp(Op.NE, b.apply(Op.FLOORDIV, b.var(v, I64), nsites), me)
+            if not (kind == "write" and name == "w"):  # a write always finds some writer's stamp
+                other = ir.Apply(Op.AND, (b.cmp(Op.NE, b.var(v, I64), b.const(-1, I64)), other), type=BOOL)
+            first = b.cmp(Op.EQ, ir.Load(HIT_SITE, (me,), type=I64), b.const(-1, I64))
+            out.append(ir.If(ir.Apply(Op.AND, (first, other), type=BOOL),
+                             (ir.Store(HIT_SITE, (me,), s), ir.Store(HIT_OTHER, (me,), b.var(v, I64)))))
         return out
 
     def loads(self, e: ir.Expr) -> list[ir.Stmt]:
@@ -239,31 +278,49 @@ def _reads_tracked_for_control(body, live: set[str], tracked: set[str]) -> bool:
     return False
 
 
-def race_check_kernel(k: ir.Kernel, launch_ndim: int) -> RaceCheck:
-    """The instrumented kernel that finds, exactly, whether a launch races."""
-    inst = _Instrument(k, launch_ndim)
+def _instrumented(k: ir.Kernel, launch_ndim: int, mode: str):
+    """The instrumented kernel of one mode, its sites, and whether it needs scratch copies."""
+    inst = _Instrument(k, launch_ndim, mode)
     tracked = set(inst.tracked)
     live = _live(k.body)
     body = inst.block(k.body)
-    if _reads_tracked_for_control(k.body, live, tracked):
-        copies = tuple(inst.tracked)  # the whole kernel, run on scratch copies of the written arrays
-    else:
+    copies = _reads_tracked_for_control(k.body, live, tracked)
+    if not copies:
         body = _prune(body, live, tracked)
-        copies = ()
     nsites = len(inst.sites)
     prologue = (ir.Assign(P + "me", inst.thread()), ir.Assign(P + "nsites", b.const(max(nsites, 1), I64)))
     inst.locals[P + "me"] = I64
     inst.locals[P + "nsites"] = I64
     params = list(k.params)
+    tracks = TRACKS if mode == "serial" else PARALLEL_TRACKS
     for a in inst.tracked:
         t = k.param(a).type
-        params += [ir.Param(f"{P}{n}_{a}", Array(I64, t.ndim), is_array=True, written=True) for n in TRACKS]
-    params.append(ir.Param(RACE, Array(I64, 1), is_array=True, written=True))
+        params += [ir.Param(f"{P}{n}_{a}", Array(I64, t.ndim), is_array=True, written=True) for n in tracks]
+    if mode == "serial":
+        params.append(ir.Param(RACE, Array(I64, 1), is_array=True, written=True))
+    elif mode == "check":
+        params += [ir.Param(n, Array(I64, 1), is_array=True, written=True) for n in (HIT_SITE, HIT_OTHER)]
     params += [ir.Param(f"{EXTENT}{a}", I64) for a in range(1, launch_ndim)]
     names = {p.name for p in params}
     local_items = tuple(sorted((n, t) for n, t in inst.locals.items() if n not in names))
-    kernel = replace(k, name=f"{k.name}_racecheck", params=tuple(params), body=prologue + body,
+    suffix = {"serial": "racecheck", "note": "racenote", "check": "racecheck_par"}[mode]
+    kernel = replace(k, name=f"{k.name}_{suffix}", params=tuple(params), body=prologue + body,
                      tid_ndim=launch_ndim, locals=local_items, interior=None)
+    return kernel, inst, copies
+
+
+def race_check_kernel(k: ir.Kernel, launch_ndim: int) -> RaceCheck:
+    """The instrumented kernel that finds, exactly, whether a launch races
+    (run serially), and its parallel form when it needs no scratch copies."""
+    kernel, inst, copies = _instrumented(k, launch_ndim, "serial")
     user_arrays = {p.name for p in k.params}
-    reads = any(isinstance(e, ir.Load) and e.array in user_arrays for e in ir.all_exprs(body))
-    return RaceCheck(kernel, tuple(inst.tracked), tuple(inst.sites), copies, data_independent=not reads)
+    reads = any(isinstance(e, ir.Load) and e.array in user_arrays for e in ir.all_exprs(kernel.body))
+    parallel = None
+    if not copies:
+        note, _, _ = _instrumented(k, launch_ndim, "note")
+        check, inst_check, _ = _instrumented(k, launch_ndim, "check")
+        if inst_check.sites != inst.sites:
+            raise InternalError("the parallel race check numbered its access sites differently", k.loc)
+        parallel = (note, check)
+    return RaceCheck(kernel, tuple(inst.tracked), tuple(inst.sites), tuple(inst.tracked) if copies else (),
+                     data_independent=not reads, parallel=parallel)

@@ -246,6 +246,10 @@ def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str =
     if options.parallel:
         total = " * ".join(f"_gkb_n{a}" for a in range(launch_ndim))
         p.line(1, f"const long long _gkb_total = {total};")
+        if not any(isinstance(st, (ir.For, ir.While)) for st in ir.walk_stmts(k.body)):
+            # a loop-free body is memory-bound: four elements in flight per thread hide the
+            # latency of its dependent loads (measured: a 1-D gather adjoint, 119 -> 115 µs on an H100)
+            p.line(1, "#pragma unroll 4")
         p.line(1, "for (long long _gkb_g = (long long)blockIdx.x * blockDim.x + threadIdx.x; _gkb_g < _gkb_total;")
         p.line(1, "     _gkb_g += (long long)blockDim.x * gridDim.x) {")
         rest = "_gkb_g"

@@ -14,7 +14,7 @@ from ..errors import BackendUnavailableError
 INSTALL_HINT = 'install CuPy for your CUDA version: pip install "gradkern[cuda12]" or "gradkern[cuda13]"'
 
 
-_HOST = (np.ndarray, float, int, bool)
+_HOST = (np.ndarray, float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_)
 
 
 def is_cupy_array(x: Any) -> bool:
@@ -39,7 +39,7 @@ def is_device_array(x: Any) -> bool:
 
 def _address(x: Any) -> int:
     if isinstance(x, np.ndarray):
-        return x.__array_interface__["data"][0]
+        return x.ctypes.data
     data = getattr(x, "data", None)
     ptr = getattr(data, "ptr", None)  # CuPy: no export, no synchronisation
     return ptr if isinstance(ptr, int) else x.__cuda_array_interface__["data"][0]
@@ -97,6 +97,8 @@ def geometry(x: Any) -> np.ndarray:
 def byte_bounds(x: Any) -> tuple[int, int]:
     """[first, last) byte addresses an array's elements can occupy."""
     ptr = _address(x)
+    if x.flags.c_contiguous:
+        return ptr, ptr + x.nbytes
     lo = hi = ptr
     for n, s in zip(x.shape, x.strides):
         if n == 0:
@@ -106,13 +108,6 @@ def byte_bounds(x: Any) -> tuple[int, int]:
         else:
             hi += s * (n - 1)
     return lo, hi + x.itemsize
-
-
-def may_overlap(a: Any, b: Any) -> bool:
-    """Whether two arrays' memory ranges intersect (cheap; exact tests follow)."""
-    alo, ahi = byte_bounds(a)
-    blo, bhi = byte_bounds(b)
-    return alo < bhi and blo < ahi and alo < ahi and blo < bhi
 
 
 def describe(x: Any) -> str:

@@ -28,7 +28,7 @@ from ..ir.interp import interpret
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization, specialize_reverse
 from ..transforms.aliasing import merge_aliases
-from .arrays import array_module, describe, geometry, is_array, is_cupy_array, may_overlap, untouched
+from .arrays import array_module, byte_bounds, describe, geometry, is_array, is_cupy_array, untouched
 from .binding import Binding, bind, exactly_aliased
 from .execute import entry_of, run_spec
 from .race_check import check_races
@@ -102,14 +102,19 @@ def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, 
             raise AliasingError(f"'{m}' and '{rep}' are the same array but their shadows are different buffers",
                                 hint="pass the same shadow for both")
     shadows = {n: dx for n, dx in ann.shadows.items() if n not in aliases}
-    buffers = [(f"'{p.name}'", x) for p, x in zip(params, ann.primals) if is_array(x) and p.name not in aliases]
-    buffers += [(f"the shadow of '{n}'", dx) for n, dx in shadows.items()]
-    for i, (na, a) in enumerate(buffers):
-        for nb, b in buffers[i + 1:]:
-            if not (na.startswith("the shadow") or nb.startswith("the shadow")):
+    buffers = [(p.name, False, x) for p, x in zip(params, ann.primals) if is_array(x) and p.name not in aliases]
+    buffers += [(n, True, dx) for n, dx in shadows.items()]
+    bounds = [byte_bounds(x) for _, _, x in buffers]
+    for i, (na, sa, a) in enumerate(buffers):
+        for j in range(i + 1, len(buffers)):
+            nb, sb, b = buffers[j]
+            if not (sa or sb):
                 continue  # primal/primal overlap is the binding's business
-            if may_overlap(a, b) and np.may_share_memory(geometry(a), geometry(b)):
-                raise AliasingError(f"{nb} shares memory with {na}; every shadow needs its own buffer")
+            (alo, ahi), (blo, bhi) = bounds[i], bounds[j]
+            if alo < bhi and blo < ahi and np.may_share_memory(geometry(a), geometry(b)):
+                what = lambda n, shadow: f"the shadow of '{n}'" if shadow else f"'{n}'"  # noqa: E731
+                raise AliasingError(f"{what(nb, sb)} shares memory with {what(na, sa)}; every shadow needs its "
+                                    "own buffer")
     return shadows
 
 

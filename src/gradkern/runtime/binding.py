@@ -17,7 +17,7 @@ from ..errors import AliasingError, LaunchError
 from ..ir import nodes as ir
 from ..ir.infer import default_float
 from ..ir.types import ARRAY_DTYPES, BOOL, I32, I64, SCALARS, Array, Scalar, Type
-from .arrays import INSTALL_HINT, cupy_module, geometry, is_array, is_cupy_array, is_device_array, may_overlap
+from .arrays import INSTALL_HINT, byte_bounds, cupy_module, geometry, is_array, is_cupy_array, is_device_array
 
 BACKENDS = ("cpu", "interp", "cuda")
 
@@ -44,11 +44,15 @@ class Binding:
     @property
     def kernel_values(self) -> tuple[Any, ...]:
         """The values of the specialised kernel's parameters (merged aliases dropped)."""
+        if not self.aliases:
+            return self.values
         merged = {m for m, _ in self.aliases}
         return tuple(v for n, v in zip(self.names, self.values) if n not in merged)
 
 
 def normalize_dim(dim: Any, kernel: ir.Kernel) -> tuple[int, ...]:
+    if type(dim) is int and dim >= 0 and kernel.tid_ndim in (0, 1):  # the common case, on every launch
+        return (dim,)
     items = dim if isinstance(dim, (tuple, list)) else (dim,)
     ok = 1 <= len(items) <= 3 and all(
         isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_)) and n >= 0 for n in items)
@@ -108,8 +112,8 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
     """Validate `args` against `kernel`'s parameters; raise LaunchError (or a
     subclass) naming the argument on the first problem."""
     params = kernel.params
-    names = ", ".join(p.name for p in params)
     if len(args) != len(params):
+        names = ", ".join(p.name for p in params)
         missing = [p.name for p in params[len(args):]]
         detail = f"missing {', '.join(repr(m) for m in missing)}" if missing else f"{len(args) - len(params)} too many"
         raise LaunchError(f"kernel '{kernel.name}' takes {len(params)} argument{'s' * (len(params) != 1)} "
@@ -136,19 +140,21 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
                                   "float32, float64, int32 or int64", hint=f"convert with {p.name}.astype(np.float64)")
             if not 1 <= a.ndim <= 3:
                 raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to 3-D arrays")
-            if p.written and isinstance(a, np.ndarray) and not a.flags.writeable:
+            flags = a.flags
+            if p.written and isinstance(a, np.ndarray) and not flags.writeable:
                 raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' "
                                   "but the array is read-only")
-            if p.written and any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
-                raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' but is a broadcast "
-                                  "view (a zero stride): its elements overlap", hint=f"pass {p.name}.copy()")
-            if backend == "cuda":
-                if any(s % a.itemsize for s in a.strides):
-                    raise LaunchError(f"argument '{p.name}' has strides {a.strides} that are not multiples of its "
-                                      f"item size {a.itemsize}", hint=f"pass {p.name}.copy()")
-                if not a.flags.c_contiguous:
+            if not flags.c_contiguous:  # a contiguous array has neither zero nor odd strides
+                if p.written and any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
+                    raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' but is a "
+                                      "broadcast view (a zero stride): its elements overlap",
+                                      hint=f"pass {p.name}.copy()")
+                if backend == "cuda":
+                    if any(s % a.itemsize for s in a.strides):
+                        raise LaunchError(f"argument '{p.name}' has strides {a.strides} that are not multiples of "
+                                          f"its item size {a.itemsize}", hint=f"pass {p.name}.copy()")
                     strided.append(p.name)
-            types.append(Array(t, a.ndim))
+            types.append(_array_type(t, a.ndim))
         elif p.is_array:
             raise LaunchError(f"argument '{p.name}' is indexed in kernel '{kernel.name}', so it must be a NumPy array "
                               f"(or a CuPy array); got {type(a).__name__}", hint=f"pass np.asarray({p.name})")
@@ -163,8 +169,9 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
         else:
             raise LaunchError(f"argument '{p.name}' must be a number (int, float, bool or NumPy scalar); "
                               f"got {type(a).__name__}")
-    fdefault = default_float({p.name: t for p, t in zip(params, types) if t is not None})
-    types = [fdefault if t is None else t for t in types]
+    if None in types:  # Python floats take the kernel's default float
+        fdefault = default_float({p.name: t for p, t in zip(params, types) if t is not None})
+        types = [fdefault if t is None else t for t in types]
 
     values = []
     for a, t in zip(args, types):
@@ -172,6 +179,18 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
     aliases = _aliases(kernel, args)
     return Binding(launch_dim, tuple(types), tuple(values), backend, tuple(p.name for p in params), aliases,
                    tuple(strided))
+
+
+_ARRAY_TYPES: dict[tuple, Array] = {}
+
+
+def _array_type(t: Scalar, ndim: int) -> Array:
+    """Interned: equal signatures are then the same objects, cheap to hash and compare."""
+    key = (t.name, ndim)
+    at = _ARRAY_TYPES.get(key)
+    if at is None:
+        at = _ARRAY_TYPES[key] = Array(t, ndim)
+    return at
 
 
 def _python_int(p: ir.Param, a: Any) -> Scalar:
@@ -200,11 +219,11 @@ def exactly_aliased(a: Any, b: Any) -> bool:
 def _aliases(kernel: ir.Kernel, args: tuple) -> tuple[tuple[str, str], ...]:
     """Exactly aliased arrays are merged (DESIGN §8); any other overlap with a
     written array is refused."""
-    arrays = [(p, a) for p, a in zip(kernel.params, args) if is_array(a)]
+    arrays = [(p, a, byte_bounds(a)) for p, a in zip(kernel.params, args) if is_array(a)]
     out: dict[str, str] = {}
-    for n, (p, a) in enumerate(arrays):
-        for q, b in arrays[n + 1:]:
-            if q.name in out or not may_overlap(a, b):
+    for n, (p, a, (alo, ahi)) in enumerate(arrays):
+        for q, b, (blo, bhi) in arrays[n + 1:]:
+            if q.name in out or not (alo < bhi and blo < ahi):
                 continue
             a, b = geometry(a), geometry(b)
             if exactly_aliased(a, b):

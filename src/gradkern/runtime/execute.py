@@ -81,6 +81,9 @@ _SM: dict[int, int] = {}
 
 
 def entry_of(spec: Specialization) -> Any:
+    """The compiled callable of a specialisation (None for the interpreter)."""
+    if spec.backend == "interp":
+        return None
     if spec.backend == "cuda":
         from ..backends.cuda import compile_kernel
         return compile_kernel(spec.source, spec.entry)

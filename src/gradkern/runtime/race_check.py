@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis.races import TRACKS
+from ..analysis.races import PARALLEL_TRACKS, TRACKS
 from ..errors import RaceError
 from ..ir.interp import interpret
 from ..pipeline import Specialization
@@ -28,9 +28,16 @@ def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
         key = (b.dim, tuple(v.shape if is_array(v) else v.item() for v in values))
         if key in rc.race_free:
             return
+    xp = array_module(b.backend)
+    if spec.race_parallel is not None and b.backend == "cuda":
+        race = _parallel_check(spec, b, values, xp)
+        if race is None:
+            if key is not None:
+                rc.race_free.add(key)
+            return
+        _refuse(kernel_name, rc, b, *race)
     for name in rc.copies:
         values[names.index(name)] = values[names.index(name)].copy()
-    xp = array_module(b.backend)
     for name in rc.tracked:
         shape = values[names.index(name)].shape
         values += [xp.full(shape, -1, np.int64) for _ in TRACKS]
@@ -47,15 +54,43 @@ def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
         if key is not None:
             rc.race_free.add(key)
         return
-    if race[0]:
-        _, site, other_site, thread, other_thread = (int(v) for v in race)
-        a, o = rc.sites[site], rc.sites[other_site]
-        t1 = tuple(int(x) for x in np.unravel_index(thread, b.dim))
-        t2 = tuple(int(x) for x in np.unravel_index(other_thread, b.dim))
-        raise RaceError(
-            f"kernel '{kernel_name}' races: thread {t1} {_verb(a.kind)} {a.text} ({a.loc}) and thread {t2} "
-            f"{_verb(o.kind)} {o.text} ({o.loc}), the same element; no buffer was changed",
-            hint="write the result to a separate array (double buffering), or accumulate with gk.atomic_add")
+    _refuse(kernel_name, rc, b, *(int(v) for v in race[1:]))
+
+
+def _parallel_check(spec: Specialization, b: Binding, values: list, xp) -> tuple[int, int, int, int] | None:
+    """The two-launch device check: note every access's stamp, then let each access
+    look for another thread's stamp it must not share. Returns (site, other site,
+    thread, other thread) of one race, or None; reads back one number when race-free."""
+    rc = spec.race_check
+    names = [p.name for p in spec.typed.params]
+    tracks = []
+    for name in rc.tracked:
+        shape = values[names.index(name)].shape
+        tracks += [xp.full(shape, -1, np.int64) for _ in PARALLEL_TRACKS]
+    extents = list(b.dim[1:])
+    note, check = spec.race_parallel
+    run_spec(note, entry_of(note), b.dim, [*values, *tracks, *extents])
+    total = 1
+    for n in b.dim:
+        total *= n
+    site, other = xp.full(total, -1, np.int64), xp.full(total, -1, np.int64)
+    run_spec(check, entry_of(check), b.dim, [*values, *tracks, site, other, *extents])
+    if int(site.max()) < 0:
+        return None
+    thread = int(site.argmax())
+    stamp = int(other[thread])
+    nsites = max(len(rc.sites), 1)
+    return int(site[thread]), stamp % nsites, thread, stamp // nsites
+
+
+def _refuse(kernel_name: str, rc, b: Binding, site: int, other_site: int, thread: int, other_thread: int):
+    a, o = rc.sites[site], rc.sites[other_site]
+    t1 = tuple(int(x) for x in np.unravel_index(thread, b.dim))
+    t2 = tuple(int(x) for x in np.unravel_index(other_thread, b.dim))
+    raise RaceError(
+        f"kernel '{kernel_name}' races: thread {t1} {_verb(a.kind)} {a.text} ({a.loc}) and thread {t2} "
+        f"{_verb(o.kind)} {o.text} ({o.loc}), the same element; no buffer was changed",
+        hint="write the result to a separate array (double buffering), or accumulate with gk.atomic_add")
 
 
 def _verb(kind: str) -> str:
