@@ -207,25 +207,51 @@ class CudaOptions:
     strided: frozenset[str] = frozenset()  # array parameters passed with strides (not C-contiguous)
 
 
-def signature(k: ir.Kernel, launch_ndim: int, strided: frozenset[str]) -> list[str]:
-    """Kernel parameters in launch order: extents, then each parameter (an
-    array as pointer, extents and, when strided, element strides)."""
+def abi(k: ir.Kernel, launch_ndim: int, strided: frozenset[str]) -> tuple[tuple, ...]:
+    """What the kernel takes, in order, as the runtime must pass it:
+    ("dim", axis) launch extents, ("value", i) the i-th parameter, ("extent", i,
+    axis) and ("stride", i, axis) of an array parameter. Only the extents and
+    strides the code reads are passed: every argument costs host time per launch."""
+    accessed = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
+    accessed |= {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
+    shapes = {(e.array, e.axis) for e in ir.all_exprs(k.body) if isinstance(e, ir.Shape)}
+    out: list[tuple] = [("dim", a) for a in range(launch_ndim)]
+    for i, p in enumerate(k.params):
+        out.append(("value", i))
+        if not isinstance(p.type, Array):
+            continue
+        for a in range(p.type.ndim):
+            row_major = p.name in accessed and p.name not in strided and a > 0  # index arithmetic
+            if (p.name, a) in shapes or row_major:
+                out.append(("extent", i, a))
+        if p.name in strided and p.name in accessed:
+            out += [("stride", i, a) for a in range(p.type.ndim)]
+    return tuple(out)
+
+
+def signature(k: ir.Kernel, layout: tuple[tuple, ...]) -> list[str]:
+    """The C parameter list of `layout` (see `abi`)."""
     written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
-    out = [f"const long long _gkb_n{a}" for a in range(launch_ndim)]
-    for p in k.params:
-        if isinstance(p.type, Array):
+    out = []
+    for item in layout:
+        if item[0] == "dim":
+            out.append(f"const long long _gkb_n{item[1]}")
+            continue
+        p = k.params[item[1]]
+        if item[0] == "extent":
+            out.append(f"const long long {extent(p.name, item[2])}")
+        elif item[0] == "stride":
+            out.append(f"const long long {stride(p.name, item[2])}")
+        elif isinstance(p.type, Array):
             const = "" if p.name in written else "const "
             out.append(f"{const}{c_type(p.type.dtype)}* __restrict__ {c_name(p.name)}")
-            out += [f"const long long {extent(p.name, a)}" for a in range(p.type.ndim)]
-            if p.name in strided:
-                out += [f"const long long {stride(p.name, a)}" for a in range(p.type.ndim)]
         else:
             out.append(f"const {c_type(p.type)} {c_name(p.name)}")
     return out
 
 
-def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str = "") -> tuple[str, str]:
-    """The CUDA C translation unit for a typed kernel, and its entry's name."""
+def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str = "") -> tuple[str, str, tuple]:
+    """The CUDA C translation unit for a typed kernel, its entry's name and its `abi`."""
     if not 1 <= launch_ndim <= 3:
         raise ValueError("launch_ndim must be 1-3")
     entry = f"{k.name}_{launch_ndim}d"
@@ -242,7 +268,8 @@ def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str =
     lines = [f"// {line}" for line in header.splitlines()] + [PRELUDE]
     bounds = f"__launch_bounds__({BLOCK}) " if options.parallel else ""
     lines.append(f'extern "C" __global__ void {bounds}{entry}(')
-    lines.append("    " + ",\n    ".join(signature(k, launch_ndim, options.strided)) + ") {")
+    layout = abi(k, launch_ndim, options.strided)
+    lines.append("    " + ",\n    ".join(signature(k, layout)) + ") {")
     if options.parallel:
         total = " * ".join(f"_gkb_n{a}" for a in range(launch_ndim))
         p.line(1, f"const long long _gkb_total = {total};")
@@ -273,7 +300,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str =
         p.line(d, "}")
     lines += p.lines
     lines.append("}")
-    return "\n".join(lines) + "\n", entry
+    return "\n".join(lines) + "\n", entry, layout
 
 
 def grid_for(total: int, multiprocessors: int) -> int:

@@ -17,15 +17,22 @@ INSTALL_HINT = 'install CuPy for your CUDA version: pip install "gradkern[cuda12
 _HOST = (np.ndarray, float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_)
 
 
+_CUPY_NDARRAY: Any = None  # cupy.ndarray, once CuPy has been imported
+
+
 def is_cupy_array(x: Any) -> bool:
     # A CuPy array is recognised by its class, never by reading
     # __cuda_array_interface__: CuPy synchronises the stream to export it.
-    # Checked on every launch, so the common cases come first.
+    # Checked many times per launch, so the common cases come first.
+    global _CUPY_NDARRAY
     t = type(x)
+    if t is _CUPY_NDARRAY:
+        return True
     if t in _HOST:
         return False
-    cp = sys.modules.get("cupy")
-    if cp is not None and isinstance(x, cp.ndarray):
+    if _CUPY_NDARRAY is None and "cupy" in sys.modules:
+        _CUPY_NDARRAY = getattr(sys.modules["cupy"], "ndarray", None)
+    if _CUPY_NDARRAY is not None and isinstance(x, _CUPY_NDARRAY):
         return True
     return t.__module__.split(".")[0] == "cupy" and hasattr(x, "__cuda_array_interface__")
 
@@ -46,7 +53,8 @@ def _address(x: Any) -> int:
 
 
 def is_array(x: Any) -> bool:
-    return type(x) is np.ndarray or isinstance(x, np.ndarray) or is_cupy_array(x)
+    t = type(x)
+    return t is np.ndarray or t is _CUPY_NDARRAY or isinstance(x, np.ndarray) or is_cupy_array(x)
 
 
 def cupy_module(why: str):

@@ -34,18 +34,19 @@ def run_spec(spec: Specialization, entry: Any, dim: tuple[int, ...], values: lis
 
 
 def _run_cuda(spec: Specialization, kernel: Any, dim: tuple[int, ...], values: list) -> None:
-    """Launch on CuPy's current stream: extents first, then each parameter (an
-    array with its extents and, when the kernel takes them, element strides)."""
+    """Launch on CuPy's current stream, passing what the kernel's `abi` lists."""
     from ..backends.cuda import BLOCK, grid_for
-    args = [np.int64(n) for n in dim]
-    for (kind, convert), v in zip(_marshalling(spec), values):
-        if kind == _SCALAR:
-            args.append(convert(v))
-            continue
-        args.append(v)
-        args += [np.int64(n) for n in v.shape]
-        if kind == _STRIDED:
-            args += [np.int64(s // v.itemsize) for s in v.strides]
+    args = []
+    for kind, i, a, convert in _marshalling(spec):
+        if kind == 0:
+            args.append(np.int64(dim[i]))
+        elif kind == 1:
+            args.append(convert(values[i]) if convert is not None else values[i])
+        elif kind == 2:
+            args.append(np.int64(values[i].shape[a]))
+        else:
+            v = values[i]
+            args.append(np.int64(v.strides[a] // v.itemsize))
     total = 1
     for n in dim:
         total *= n
@@ -53,18 +54,22 @@ def _run_cuda(spec: Specialization, kernel: Any, dim: tuple[int, ...], values: l
     kernel((grid,), (BLOCK if spec.parallel else 1,), tuple(args))
 
 
-_SCALAR, _CONTIGUOUS, _STRIDED = 0, 1, 2
 _PLANS: dict[int, tuple] = {}
 
 
 def _marshalling(spec: Specialization) -> tuple:
-    """How each parameter travels (scalar, contiguous or strided array), once per specialisation.
-    A contiguous array cannot reach a strided parameter's place: C-contiguity is part of the key."""
+    """The abi as (kind, index, axis, scalar conversion) tuples, once per specialisation."""
     plan = _PLANS.get(id(spec))
     if plan is None or plan[0] is not spec:
-        kinds = tuple((_STRIDED if p.name in spec.strided else _CONTIGUOUS, None) if isinstance(p.type, Array)
-                      else (_SCALAR, p.type.numpy) for p in spec.typed.params)
-        plan = _PLANS[id(spec)] = (spec, kinds)
+        kinds = {"dim": 0, "value": 1, "extent": 2, "stride": 3}
+        items = []
+        for item in spec.abi:
+            kind = kinds[item[0]]
+            i = item[1]
+            p = spec.typed.params[i] if kind else None
+            convert = p.type.numpy if kind == 1 and not isinstance(p.type, Array) else None
+            items.append((kind, i, item[2] if len(item) > 2 else 0, convert))
+        plan = _PLANS[id(spec)] = (spec, tuple(items))
     return plan[1]
 
 
