@@ -137,12 +137,12 @@ class ReverseSpecialization:
 
 def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend: str,
                        active_arrays: set[str], active_scalars: set[str], strided: frozenset[str] = frozenset(),
-                       strided_shadows: frozenset[str] = frozenset(), no_need: frozenset[str] = frozenset()
-                       ) -> ReverseSpecialization:
+                       strided_shadows: frozenset[tuple[str, int]] = frozenset(),
+                       no_need: frozenset[str] = frozenset(), lanes: int = 1) -> ReverseSpecialization:
     """Type, analyse activity, transform to reverse mode, verify each result, print.
-    `strided_shadows`: (CUDA) primals whose shadows are not C-contiguous;
+    `strided_shadows`: (CUDA) (primal, lane) pairs whose shadows are not C-contiguous;
     `no_need`: DuplicatedNoNeed arrays, whose stores the fused kernel drops
-    when the kernel never reads them (DESIGN §5.1)."""
+    when the kernel never reads them (DESIGN §5.1); `lanes`: k of vector mode."""
     primal = specialize(kernel, types, launch_ndim, backend, strided)
     act = analyze_activity(primal.typed, active_arrays, active_scalars)
     rk = reverse_kernels(primal.typed, act, launch_ndim)
@@ -156,7 +156,13 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
     read = {e.array for e in ir.all_exprs(primal.typed.body) if isinstance(e, ir.Load)}
     if no_need - read:
         fused = without_stores_to(fused, set(no_need - read))
-    strided = strided | {rk.shadows[n] for n in strided_shadows if n in rk.shadows}
+    strided = strided | {tangent_param(rk.shadows[n], lane, lanes) for n, lane in strided_shadows
+                         if n in rk.shadows}
+    if lanes > 1:  # vector mode: the adjoint work once per lane, the primal work shared
+        from .transforms.lanes import replicate_lanes
+        seeds = set(rk.shadows.values()) | set(rk.accumulators.values())
+        fused, reverse = replicate_lanes(fused, seeds, lanes), replicate_lanes(reverse, seeds, lanes)
+        gather = replicate_lanes(gather, seeds, lanes) if gather is not None else None
     specs = []
     for k in (fused, rk.forward, reverse, rk.count, gather):
         if k is None:
@@ -166,3 +172,40 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
         _dump(k, "4-reverse", format_kernel(k))
         specs.append(_backend(k, kernel, launch_ndim, backend, strided=strided))
     return ReverseSpecialization(primal, rk, *specs, adjoint_forms=tuple(sorted(forms.items())))
+
+
+@dataclass(frozen=True)
+class ForwardSpecialization:
+    """The tangent kernel of one signature and activity pattern."""
+
+    primal: Specialization
+    tangent: Specialization
+    tangents: dict  # primal parameter -> tangent parameter (lane 0 of vector mode)
+    lanes: int = 1
+
+
+def tangent_param(name: str, lane: int, lanes: int) -> str:
+    """The kernel parameter of lane `lane` of a derivative parameter (vector mode renames them)."""
+    from .transforms.lanes import lane_name
+    return lane_name(name, lane) if lanes > 1 else name
+
+
+def specialize_forward(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend: str,
+                       active_arrays: set[str], active_scalars: set[str], strided: frozenset[str] = frozenset(),
+                       strided_tangents: frozenset[tuple[str, int]] = frozenset(), lanes: int = 1
+                       ) -> ForwardSpecialization:
+    """Type, analyse activity, transform to forward mode (k tangent lanes), verify, print.
+    `strided_tangents`: (CUDA) (primal, lane) pairs whose tangent arrays are not C-contiguous."""
+    from .transforms.forward import forward_kernel
+    from .transforms.lanes import replicate_lanes
+    primal = specialize(kernel, types, launch_ndim, backend, strided)
+    act = analyze_activity(primal.typed, active_arrays, active_scalars)
+    fk = forward_kernel(primal.typed, act)
+    k = verify(fk.kernel, "forward transform")
+    tangents = dict(fk.tangents)
+    if lanes > 1:
+        k = verify(replicate_lanes(k, set(tangents.values()), lanes), "vector mode")
+    _dump(k, "4-forward", format_kernel(k))
+    tangent_strided = {tangent_param(tangents[n], lane, lanes) for n, lane in strided_tangents if n in tangents}
+    spec = _backend(k, kernel, launch_ndim, backend, strided=strided | tangent_strided)
+    return ForwardSpecialization(primal, spec, tangents, lanes)

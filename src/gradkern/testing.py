@@ -7,7 +7,13 @@ compared against a float64 run of the same kernel):
    random sample of at most `max_coords`), the reverse-mode derivative of
    L = Σ ⟨w_a, a_after⟩ against the central difference (L(x+h) - L(x-h)) / 2h;
 2. the dot-product test: ⟨w, J v⟩ (central difference in a random direction v)
-   against ⟨Jᵀ w, v⟩ (reverse mode), for random w and v.
+   against ⟨Jᵀ w, v⟩ (reverse mode), for random w and v;
+3. forward mode: the tangents J v of every Duplicated array (a sample of at
+   most `max_coords` elements) against the central difference along v, and
+   ⟨w, J v⟩ from forward mode against ⟨Jᵀ w, v⟩ from reverse mode.
+
+mode=gk.Forward runs only the forward-mode checks (3) and the finite-difference
+dot product; the default runs all three.
 
 A check passes when |analytic - numeric| <= atol + rtol * max(|analytic|, |numeric|).
 The default tolerances are those of central differences with h ~ 1e-6 in
@@ -21,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .annotations import Active, Annotation, Const, Duplicated, Reverse
+from .annotations import Active, Annotation, Const, Duplicated, Forward, Reverse
 from .errors import AnnotationError
 from .kernel import KernelFunction
 from .runtime.autodiff import autodiff
@@ -39,6 +45,7 @@ class GradCheckReport:
     max_rel_error: float = 0.0
     dot_analytic: float = 0.0
     dot_numeric: float = 0.0
+    dot_forward: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -47,7 +54,8 @@ class GradCheckReport:
     def __str__(self) -> str:
         head = (f"check_grad({self.kernel}): {self.checked} derivatives and the dot-product test; "
                 f"max abs error {self.max_abs_error:.3e}, max rel error {self.max_rel_error:.3e}; "
-                f"<w, Jv> = {self.dot_numeric:.12g} (finite differences), <J^T w, v> = {self.dot_analytic:.12g}")
+                f"<w, Jv> = {self.dot_numeric:.12g} (finite differences), {self.dot_forward:.12g} (forward mode); "
+                f"<J^T w, v> = {self.dot_analytic:.12g}")
         return head + ("" if self.ok else "\n  " + "\n  ".join(self.failures[:20]))
 
 
@@ -62,11 +70,12 @@ def _float64(x):
 def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Reverse, seed: int = 0,
                rtol: float | None = None, atol: float | None = None, eps: float = 1e-6, max_coords: int = 64,
                raise_on_failure: bool = True) -> GradCheckReport:
-    """Check the reverse-mode derivatives of `kernel` at `args` (annotated as
-    for autodiff; shadow contents are ignored and the arguments are not modified).
-    Raises AssertionError with the report on failure unless raise_on_failure is False."""
-    if mode is not Reverse:
-        raise AnnotationError(f"check_grad supports mode=gk.Reverse in this version, got {mode!r}")
+    """Check the reverse- and forward-mode derivatives of `kernel` at `args`
+    (annotated as for reverse-mode autodiff; shadow contents are ignored and the
+    arguments are not modified). Raises AssertionError with the report on
+    failure unless raise_on_failure is False."""
+    if mode is not Reverse and mode is not Forward:
+        raise AnnotationError(f"check_grad: mode must be gk.Reverse or gk.Forward, got {mode!r}")
     rng = np.random.default_rng(seed)
     params = [p.name for p in kernel.ir.params]
     primals = [a.val if isinstance(a, Annotation) else a for a in args]
@@ -87,6 +96,50 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
         launch(kernel, dim if dim is not None else _dim(run), *run)
         return float(sum(np.sum(weights[n] * run[index[n]]) for n in dup))
 
+    report = GradCheckReport(kernel.name)
+    base = [_float64(p) for p in primals]
+    v = {n: rng.standard_normal(np.shape(primals[index[n]])) for n in dup + act}
+    plus = [b.copy() if isinstance(b, np.ndarray) else b for b in base]
+    minus = [b.copy() if isinstance(b, np.ndarray) else b for b in base]
+    for n in dup + act:
+        plus[index[n]] = base[index[n]] + eps * v[n]
+        minus[index[n]] = base[index[n]] - eps * v[n]
+
+    def outputs(values: list) -> list:
+        run = [_float64(x) for x in values]
+        launch(kernel, dim if dim is not None else _dim(run), *run)
+        return run
+
+    out_plus, out_minus = outputs(plus), outputs(minus)
+    report.dot_numeric = float(sum(np.sum(weights[n] * (out_plus[index[n]] - out_minus[index[n]]))
+                                   for n in dup)) / (2 * eps)
+
+    # forward mode at the user's dtypes: tangents v
+    call = []
+    for n, p in zip(params, primals):
+        pc = p.copy() if isinstance(p, np.ndarray) else p
+        if n in dup:
+            call.append(Duplicated(pc, v[n].astype(primals[index[n]].dtype)))
+        elif n in act:
+            call.append(Duplicated(p, float(v[n])))
+        else:
+            call.append(Const(pc))
+    autodiff(kernel, *call, dim=dim, mode=Forward)
+    tangents = {n: call[index[n]].dval.astype(np.float64) for n in dup}
+    report.dot_forward = float(sum(np.sum(weights[n] * tangents[n]) for n in dup))
+    elements = [(n, c) for n in dup for c in np.ndindex(tangents[n].shape)]
+    if len(elements) > max_coords:
+        elements = [elements[k] for k in rng.choice(len(elements), max_coords, replace=False)]
+    for n, c in elements:
+        numeric = (out_plus[index[n]][c] - out_minus[index[n]][c]) / (2 * eps)
+        _compare(report, f"tangent of {n}{list(c)} along v", float(tangents[n][c]), float(numeric), rtol, atol)
+    _compare(report, "dot-product test <w, Jv>: forward mode vs finite differences", report.dot_forward,
+             report.dot_numeric, rtol, atol)
+    if mode is Forward:
+        if raise_on_failure and not report.ok:
+            raise AssertionError(str(report))
+        return report
+
     # reverse mode at the user's dtypes: shadows seeded with w
     shadows = {n: weights[n].astype(primals[index[n]].dtype) for n in dup}
     call = []
@@ -97,11 +150,9 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     analytic = {n: shadows[n].astype(np.float64) for n in dup}
     analytic.update({n: np.array(grads[index[n]], np.float64) for n in act})
 
-    report = GradCheckReport(kernel.name)
     coords = [(n, c) for n in dup + act for c in np.ndindex(np.shape(primals[index[n]]))]
     if len(coords) > max_coords:
         coords = [coords[k] for k in rng.choice(len(coords), max_coords, replace=False)]
-    base = [_float64(p) for p in primals]
     for n, c in coords:
         x = base[index[n]]
         scale = max(1.0, abs(float(x[c] if isinstance(x, np.ndarray) else x)))
@@ -110,16 +161,11 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
         got = float(analytic[n][c])
         _compare(report, f"d loss / d {n}{list(c) if c else ''}", got, numeric, rtol, atol)
 
-    # dot-product test: <w, J v> by central differences, <J^T w, v> from reverse mode
-    v = {n: rng.standard_normal(np.shape(primals[index[n]])) for n in dup + act}
-    plus = [b.copy() if isinstance(b, np.ndarray) else b for b in base]
-    minus = [b.copy() if isinstance(b, np.ndarray) else b for b in base]
-    for n in dup + act:
-        plus[index[n]] = base[index[n]] + eps * v[n]
-        minus[index[n]] = base[index[n]] - eps * v[n]
-    report.dot_numeric = (loss(plus) - loss(minus)) / (2 * eps)
+    # dot-product tests: <w, J v> by central differences and by forward mode, <J^T w, v> from reverse mode
     report.dot_analytic = float(sum(np.sum(analytic[n] * v[n]) for n in dup + act))
     _compare(report, "dot-product test <w, Jv> vs <J^T w, v>", report.dot_analytic, report.dot_numeric, rtol, atol)
+    _compare(report, "forward vs reverse: <w, Jv> vs <J^T w, v>", report.dot_forward, report.dot_analytic,
+             rtol, atol)
     if raise_on_failure and not report.ok:
         raise AssertionError(str(report))
     return report

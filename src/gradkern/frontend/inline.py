@@ -14,9 +14,11 @@ def rename(body: tuple[ir.Stmt, ...], prefix: str, arrays: dict[str, str]) -> tu
     return _rename(body, lambda n: prefix + n, arrays)
 
 
-def rename_locals(body: tuple[ir.Stmt, ...], mapping: dict[str, str]) -> tuple[ir.Stmt, ...]:
-    """Rename the scalars in `mapping`, leaving every other name as it is."""
-    return _rename(body, lambda n: mapping.get(n, n), {})
+def rename_locals(body: tuple[ir.Stmt, ...], mapping: dict[str, str], arrays: bool = False
+                  ) -> tuple[ir.Stmt, ...]:
+    """Rename the scalars in `mapping` (and the arrays too, with arrays=True),
+    leaving every other name as it is."""
+    return _rename(body, lambda n: mapping.get(n, n), mapping if arrays else {})
 
 
 def rename_arrays(body: tuple[ir.Stmt, ...], mapping: dict[str, str]) -> tuple[ir.Stmt, ...]:

@@ -23,7 +23,7 @@ from ..annotations import (
     Forward,
     Reverse,
 )
-from ..errors import AliasingError, AnnotationError, GradkernError, LaunchError
+from ..errors import AliasingError, AnnotationError, LaunchError
 from ..ir.interp import interpret
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization, specialize_reverse
@@ -36,44 +36,70 @@ from .race_check import check_races
 
 @dataclass(frozen=True)
 class Annotated:
-    """Validated annotations: primals, shadows by parameter, Active scalars."""
+    """Validated annotations: primals, shadows (one per lane) by parameter, Active scalars."""
 
     primals: tuple
-    shadows: dict[str, np.ndarray]
+    shadows: dict[str, tuple]  # parameter -> its shadows (tangents), one per lane
     active: tuple[str, ...]
     no_need: tuple[str, ...] = ()  # DuplicatedNoNeed: the new primal values are not wanted
+    lanes: int = 1  # k of BatchDuplicated (vector mode)
 
 
-def annotate(kernel: KernelFunction, args: tuple) -> Annotated:
+def _is_real(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _check_shadow(name: str, x: Any, dx: Any, what: str) -> None:
+    if (not is_array(dx) or is_cupy_array(dx) != is_cupy_array(x) or dx.shape != x.shape
+            or dx.dtype != x.dtype):
+        raise AnnotationError(f"{what} of '{name}' must be {describe(x)} like its primal; got {describe(dx)}",
+                              hint=f"e.g. gk.Duplicated({name}, zeros_like({name})) on the same device")
+    if isinstance(dx, np.ndarray) and not dx.flags.writeable:
+        raise AnnotationError(f"{what} of '{name}' is read-only; shadows are updated in place")
+
+
+def annotate(kernel: KernelFunction, args: tuple, forward: bool = False) -> Annotated:
     """Check each annotation against its argument; nothing is touched."""
     params = kernel.ir.params
     if len(args) != len(params):
         bind(kernel.ir, 1, tuple(a.val if isinstance(a, Annotation) else a for a in args))  # names what is missing
     primals, shadows, active, no_need = [], {}, [], []
+    widths: dict[str, int] = {}
     for p, a in zip(params, args):
-        if isinstance(a, BatchDuplicated):
-            raise AnnotationError(f"argument '{p.name}': gk.BatchDuplicated is not available in this version")
-        if isinstance(a, Duplicated):
-            x, dx = a.val, a.dval
-            if not is_array(x):
+        if isinstance(a, (Duplicated, BatchDuplicated)):
+            x = a.val
+            if isinstance(a, BatchDuplicated):
+                dxs = tuple(a.dvals) if isinstance(a.dvals, (tuple, list)) else None
+                if not dxs:
+                    raise AnnotationError(f"argument '{p.name}': gk.BatchDuplicated takes a tuple of k >= 1 "
+                                          f"shadows; got {describe(a.dvals)}")
+            else:
+                dxs = (a.dval,)
+            widths[p.name] = len(dxs) if isinstance(a, BatchDuplicated) else 0
+            what = "tangent" if forward else "shadow"
+            if is_array(x):
+                for dx in dxs:
+                    _check_shadow(p.name, x, dx, what)
+            elif not forward:
                 raise AnnotationError(f"argument '{p.name}' is Duplicated but its primal is {describe(x)}",
                                       hint="in reverse mode a scalar's derivative is returned: use gk.Active(s)")
-            if (not is_array(dx) or is_cupy_array(dx) != is_cupy_array(x) or dx.shape != x.shape
-                    or dx.dtype != x.dtype):
-                raise AnnotationError(f"shadow of '{p.name}' must be {describe(x)} like its primal; "
-                                      f"got {describe(dx)}",
-                                      hint=f"e.g. gk.Duplicated({p.name}, zeros_like({p.name})) on the same device")
-            if isinstance(dx, np.ndarray) and not dx.flags.writeable:
-                raise AnnotationError(f"shadow of '{p.name}' is read-only; shadows are updated in place")
-            shadows[p.name] = dx
+            elif not _is_real(x) or not all(_is_real(dx) for dx in dxs):
+                raise AnnotationError(f"argument '{p.name}' is Duplicated: a scalar's value and tangent must be "
+                                      f"real numbers; got {describe(x)} and {', '.join(describe(d) for d in dxs)}")
+            elif p.is_array:
+                raise AnnotationError(f"argument '{p.name}' is a scalar but the kernel indexes it as an array")
+            shadows[p.name] = dxs
             primals.append(x)
             if isinstance(a, DuplicatedNoNeed):
                 no_need.append(p.name)
         elif isinstance(a, Active):
+            if forward:
+                raise AnnotationError(f"argument '{p.name}' is Active, a reverse-mode annotation; in forward mode a "
+                                      "scalar takes a tangent", hint=f"gk.Duplicated({p.name}, 1.0)")
             if is_array(a.val):
                 raise AnnotationError(f"argument '{p.name}' is Active but is an array; Active is for scalars",
                                       hint=f"use gk.Duplicated({p.name}, d{p.name}) for arrays")
-            if not isinstance(a.val, (int, float, np.integer, np.floating)) or isinstance(a.val, bool):
+            if not _is_real(a.val):
                 raise AnnotationError(f"argument '{p.name}' is Active but is {describe(a.val)}; expected a real "
                                       "number")
             if not np.isfinite(a.val):
@@ -88,41 +114,58 @@ def annotate(kernel: KernelFunction, args: tuple) -> Annotated:
             raise AnnotationError(f"argument '{p.name}': unknown annotation {type(a).__name__}")
         else:
             primals.append(a)
-    return Annotated(tuple(primals), shadows, tuple(active), tuple(no_need))
+    batch = {n: w for n, w in widths.items() if w}
+    if batch and (len(set(batch.values())) > 1 or len(batch) != len(widths)):
+        desc = ", ".join(f"'{n}': {w or 'Duplicated'}" for n, w in widths.items())
+        raise AnnotationError(f"a vector-mode call needs every differentiated argument to be BatchDuplicated with the "
+                              f"same number of shadows; got {desc}")
+    lanes = next(iter(batch.values())) if batch else 1
+    return Annotated(tuple(primals), shadows, tuple(active), tuple(no_need), lanes)
 
 
-def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, np.ndarray]:
+def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, tuple]:
     """Shadows of exactly aliased primals must alias the same way (DESIGN §8);
-    returns the shadows by parameter of the merged kernel. Any other overlap of
-    a shadow with a primal or another shadow is refused."""
+    returns the shadows (one per lane) by parameter of the merged kernel. Any
+    other overlap of a shadow with a primal or another shadow is refused."""
     for m, rep in aliases.items():
         if (m in ann.shadows) != (rep in ann.shadows):
             raise AliasingError(f"'{m}' and '{rep}' are the same array, so both need a shadow or neither has one")
-        if m in ann.shadows and not exactly_aliased(ann.shadows[m], ann.shadows[rep]):
+        if m in ann.shadows and not all(exactly_aliased(a, b) for a, b in zip(ann.shadows[m], ann.shadows[rep])):
             raise AliasingError(f"'{m}' and '{rep}' are the same array but their shadows are different buffers",
                                 hint="pass the same shadow for both")
     shadows = {n: dx for n, dx in ann.shadows.items() if n not in aliases}
-    buffers = [(p.name, False, x) for p, x in zip(params, ann.primals) if is_array(x) and p.name not in aliases]
-    buffers += [(n, True, dx) for n, dx in shadows.items()]
+    buffers = [(p.name, -1, x) for p, x in zip(params, ann.primals) if is_array(x) and p.name not in aliases]
+    buffers += [(n, lane, dx) for n, dxs in shadows.items() for lane, dx in enumerate(dxs) if is_array(dx)]
     bounds = [byte_bounds(x) for _, _, x in buffers]
-    for i, (na, sa, a) in enumerate(buffers):
+    for i, (na, la, a) in enumerate(buffers):
         for j in range(i + 1, len(buffers)):
-            nb, sb, b = buffers[j]
-            if not (sa or sb):
+            nb, lb, b = buffers[j]
+            if la < 0 and lb < 0:
                 continue  # primal/primal overlap is the binding's business
             (alo, ahi), (blo, bhi) = bounds[i], bounds[j]
             if alo < bhi and blo < ahi and np.may_share_memory(geometry(a), geometry(b)):
-                what = lambda n, shadow: f"the shadow of '{n}'" if shadow else f"'{n}'"  # noqa: E731
-                raise AliasingError(f"{what(nb, sb)} shares memory with {what(na, sa)}; every shadow needs its "
+                def what(n, lane):
+                    if lane < 0:
+                        return f"'{n}'"
+                    return f"the shadow of '{n}'" if ann.lanes == 1 else f"shadow {lane} of '{n}'"
+                raise AliasingError(f"{what(nb, lb)} shares memory with {what(na, la)}; every shadow needs its "
                                     "own buffer")
     return shadows
 
 
+def strided_lanes(b: Binding, shadows: dict[str, tuple]) -> frozenset[tuple[str, int]]:
+    """(CUDA) the (parameter, lane) shadows that are not C-contiguous: part of the specialisation."""
+    if b.backend != "cuda":
+        return frozenset()
+    return frozenset((n, lane) for n, dxs in shadows.items() for lane, dx in enumerate(dxs)
+                     if is_array(dx) and not dx.flags.c_contiguous)
+
+
 def reverse_specialization(kernel: KernelFunction, b: Binding, shadows: dict, active: tuple,
-                           no_need: tuple = ()) -> ReverseSpecialization:
-    strided = frozenset(n for n, dx in shadows.items() if b.backend == "cuda" and not dx.flags.c_contiguous)
+                           no_need: tuple = (), lanes: int = 1) -> ReverseSpecialization:
+    strided = strided_lanes(b, shadows)
     no_need = frozenset(n for n in no_need if n in shadows)
-    key = ("reverse", b.key, tuple(sorted(shadows)), active, tuple(sorted(strided)), tuple(sorted(no_need)))
+    key = ("reverse", b.key, tuple(sorted(shadows)), active, tuple(sorted(strided)), tuple(sorted(no_need)), lanes)
     spec = kernel._specs.get(key)
     if spec is None:
         with kernel._lock:
@@ -130,7 +173,7 @@ def reverse_specialization(kernel: KernelFunction, b: Binding, shadows: dict, ac
             if spec is None:
                 spec = specialize_reverse(merge_aliases(kernel.ir, dict(b.aliases)), b.type_map(kernel.ir),
                                           len(b.dim), b.backend, set(shadows), set(active), frozenset(b.strided),
-                                          strided, no_need)
+                                          strided, no_need, lanes)
                 kernel._specs[key] = spec
     return spec
 
@@ -179,12 +222,12 @@ class _Prepared:
 
     b: Binding
     ann: Annotated
-    shadows: dict[str, np.ndarray]
+    shadows: dict[str, tuple]  # one shadow per lane
     rs: ReverseSpecialization
 
     @property
     def rs_key(self) -> tuple:
-        return (self.b.key, tuple(sorted(self.shadows)), self.ann.active)
+        return (self.b.key, tuple(sorted(self.shadows)), self.ann.active, self.ann.lanes)
 
     def run(self, spec, values: list):
         run_spec(spec, _entry(spec) if self.b.backend != "interp" else None, self.b.dim, values)
@@ -200,19 +243,24 @@ class _Prepared:
         """Run the gather kernel: it must see the incoming shadows, before the reverse zeroes any."""
         self.run(self.rs.gather, [*self.b.kernel_values, *self.adjoint_values(accs), *tapes, counts, *self.b.dim])
 
-    def accumulators(self) -> dict[str, np.ndarray]:
-        """One element per Active scalar: its derivative summed over all threads."""
+    def accumulators(self) -> dict[str, tuple]:
+        """One element per Active scalar and lane: its derivative summed over all threads."""
         xp = array_module(self.b.backend)
-        return {n: xp.zeros(1, self.rs.primal.typed.param(n).type.numpy) for n in self.ann.active}
+        return {n: tuple(xp.zeros(1, self.rs.primal.typed.param(n).type.numpy) for _ in range(self.ann.lanes))
+                for n in self.ann.active}
 
-    def adjoint_values(self, accs: dict[str, np.ndarray]) -> list:
-        """Shadow and accumulator arguments, in the generated kernels' order."""
+    def adjoint_values(self, accs: dict[str, tuple]) -> list:
+        """Shadow and accumulator arguments (lane by lane), in the generated kernels' order."""
         order = [p.name for p in self.rs.primal.typed.params]
-        return [*(self.shadows[n] for n in order if n in self.shadows),
-                *(accs[n] for n in sorted(accs, key=order.index))]
+        return [*(dx for n in order if n in self.shadows for dx in self.shadows[n]),
+                *(acc for n in sorted(accs, key=order.index) for acc in accs[n])]
 
-    def results(self, f: KernelFunction, accs: dict[str, np.ndarray]) -> tuple:
-        return tuple(float(accs[p.name][0]) if p.name in accs else None for p in f.ir.params)
+    def results(self, f: KernelFunction, accs: dict[str, tuple]) -> tuple:
+        """Active scalars' derivatives (a tuple of one per lane in vector mode), None for the rest."""
+        def value(lanes):
+            got = tuple(float(a[0]) for a in lanes)
+            return got[0] if self.ann.lanes == 1 else got
+        return tuple(value(accs[p.name]) if p.name in accs else None for p in f.ir.params)
 
 
 def _prepare(f: Any, args: tuple, dim: Any, backend: str | None) -> _Prepared:
@@ -233,7 +281,7 @@ def _prepare(f: Any, args: tuple, dim: Any, backend: str | None) -> _Prepared:
             raise AnnotationError(f"argument '{name}' is Duplicated but the kernel uses it as a scalar",
                                   hint="use gk.Active for scalars")
     shadows = merge_shadows(f.ir.params, ann, dict(b.aliases))
-    rs = reverse_specialization(f, b, shadows, ann.active, ann.no_need)
+    rs = reverse_specialization(f, b, shadows, ann.active, ann.no_need, ann.lanes)
     check_races(rs.primal, b, f.name)
     return _Prepared(b, ann, shadows, rs)
 
@@ -245,7 +293,8 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
     argument: the derivative for Active scalars (summed over threads), None
     for the others."""
     if mode is Forward:
-        raise GradkernError("mode=gk.Forward is not available in this version of gradkern")
+        from .forward import forward
+        return forward(f, args, dim, backend)
     if mode is not Reverse:
         raise LaunchError(f"mode must be gk.Reverse or gk.Forward, got {mode!r}")
     p = _prepare(f, args, dim, backend)

@@ -129,7 +129,7 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         ann = annotate(k, args)
         b = bind(k.ir, dim, ann.primals, backend, inspect_only=True)
         shadows = merge_shadows(k.ir.params, ann, dict(b.aliases))
-        rs = reverse_specialization(k, b, shadows, ann.active, ann.no_need)
+        rs = reverse_specialization(k, b, shadows, ann.active, ann.no_need, ann.lanes)
         tape_bytes = tape_bytes_per_thread(rs, b)
         fused = rs.fused
         sizes = _byte_sizes(rs.primal.typed.params, b.kernel_values)

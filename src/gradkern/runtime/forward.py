@@ -1,0 +1,69 @@
+"""`gk.autodiff(..., mode=gk.Forward)`: validate the annotations, build (or
+fetch) the tangent kernel, check races, run it. Tangents live in the shadows
+(DESIGN §2): for an array the kernel changes, its shadow becomes the tangent of
+the new value; shadows of arrays it only reads are left as they are. Scalars
+take tangents as `Duplicated(2.0, 1.0)`. Returns None: kernels return nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import InternalError, LaunchError
+from ..kernel import KernelFunction
+from ..pipeline import ForwardSpecialization, specialize_forward, tangent_param
+from ..transforms.aliasing import merge_aliases
+from .arrays import is_array
+from .autodiff import annotate, merge_shadows, strided_lanes
+from .binding import Binding, bind
+from .execute import entry_of, run_spec
+from .race_check import check_races
+
+
+def forward_specialization(kernel: KernelFunction, b: Binding, tangents: dict, lanes: int) -> ForwardSpecialization:
+    strided = strided_lanes(b, tangents)
+    key = ("forward", b.key, tuple(sorted(tangents)), tuple(sorted(strided)), lanes)
+    spec = kernel._specs.get(key)
+    if spec is None:
+        with kernel._lock:
+            spec = kernel._specs.get(key)
+            if spec is None:
+                arrays = {n for n in tangents if is_array(tangents[n][0])}
+                spec = specialize_forward(merge_aliases(kernel.ir, dict(b.aliases)), b.type_map(kernel.ir),
+                                          len(b.dim), b.backend, arrays, set(tangents) - arrays,
+                                          frozenset(b.strided), strided, lanes)
+                kernel._specs[key] = spec
+    return spec
+
+
+def prepare_forward(f: Any, args: tuple, dim: Any, backend: str | None):
+    """Validate everything and check for races; touches no buffer."""
+    if not isinstance(f, KernelFunction):
+        raise LaunchError(f"autodiff takes a @gk.kernel; got {type(f).__name__}")
+    ann = annotate(f, args, forward=True)
+    if dim is None:
+        arrays = [x for x in ann.primals if is_array(x)]
+        if not arrays:
+            raise LaunchError("dim is needed: no array argument to take it from")
+        dim = arrays[0].shape
+    b = bind(f.ir, dim, ann.primals, backend)
+    tangents = merge_shadows(f.ir.params, ann, dict(b.aliases))
+    fs = forward_specialization(f, b, tangents, ann.lanes)
+    check_races(fs.primal, b, f.name)
+    values = list(b.kernel_values)
+    for p in fs.primal.typed.params:
+        if p.name in tangents:
+            for t in tangents[p.name]:
+                values.append(t if is_array(t) else p.type.numpy(t))
+    params = [q.name for q in fs.tangent.typed.params]
+    expected = len(b.kernel_values) + sum(len(tangents[n]) for n in fs.tangents)
+    if len(params) != expected or any(tangent_param(fs.tangents[n], 0, ann.lanes) not in params for n in fs.tangents):
+        raise InternalError("the tangent kernel's parameters do not match the annotations")
+    return b, fs, values
+
+
+def forward(f: Any, args: tuple, dim: Any, backend: str | None) -> None:
+    """Forward mode: every tangent is written into its shadow in place."""
+    b, fs, values = prepare_forward(f, args, dim, backend)
+    run_spec(fs.tangent, entry_of(fs.tangent), b.dim, values)
+    return None
