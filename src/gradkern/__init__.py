@@ -36,12 +36,13 @@ from .errors import (  # noqa: E402
 from .intrinsics import abs, atomic_add, cos, exp, floor, log, max, min, pow, sin, sqrt, tan, tanh, tid  # noqa: E402
 from .kernel import DeviceFunction, KernelFunction, func, kernel  # noqa: E402
 from .runtime.autodiff import Tape, autodiff, autodiff_thunk  # noqa: E402
+from .runtime.jacobian import jacobian  # noqa: E402
 from .runtime.launch import Inspection, inspect, launch  # noqa: E402
 
 __all__ = [
     "__version__", "kernel", "func", "launch", "inspect", "Inspection", "KernelFunction", "DeviceFunction",
     "tid", "atomic_add", "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "min", "max", "pow", "floor",
-    "autodiff", "autodiff_thunk", "Tape", "AnnotationError", "NotDifferentiableError",
+    "autodiff", "autodiff_thunk", "Tape", "jacobian", "AnnotationError", "NotDifferentiableError",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
     "BackendUnavailableError", "InternalError", "Loc",
     "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..annotations import Reverse, primal
+from ..annotations import Forward, Reverse, primal
 from ..errors import GradkernError, LaunchError
 from ..ir.printer import format_kernel
 from ..kernel import KernelFunction
@@ -81,7 +81,8 @@ class Inspection:
     the CPU) and the memory those private copies take; for reverse mode, each
     shadow's accumulation form and the tape bytes per thread (0 for a primal
     launch). `sources` holds every kernel the call may run, by role (primal,
-    race_check; fused, forward, reverse, count, gather in reverse mode)."""
+    race_check; fused, forward, reverse, count, gather in reverse mode;
+    forward_mode, the tangent kernel, in forward mode)."""
 
     ir: str
     source: str
@@ -108,22 +109,34 @@ def _byte_sizes(params, values) -> dict[str, int]:
 def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = None,
             backend: str = "cpu") -> Inspection:
     """Generate (but do not compile or run) `kernel` for `args`, as `launch`
-    would, or its fused gradient kernel with mode=gk.Reverse (args annotated as
-    for autodiff). `dim` defaults to the shape of the first array argument.
+    would, or its fused gradient kernel with mode=gk.Reverse, or its tangent
+    kernel with mode=gk.Forward (args annotated as for autodiff). `dim`
+    defaults to the shape of the first array argument.
     backend="cuda" prints CUDA C for NumPy or CuPy arguments, without a GPU.
     `tape_bytes_per_thread` is what the split forward tapes per thread; when a
     loop tapes, the reference interpreter runs the count pass to find it."""
     k = _check_kernel(kernel)
     if backend not in BACKENDS:
         raise LaunchError(f"backend must be one of {BACKENDS}, got {backend!r}")
-    if mode is not None and mode is not Reverse:
-        raise GradkernError(f"mode={mode!r} is not available in this version of gradkern")
+    if mode is not None and mode is not Reverse and mode is not Forward:
+        raise GradkernError(f"mode must be None, gk.Reverse or gk.Forward, got {mode!r}")
     primals = tuple(primal(a) for a in args)
     if dim is None:
         shapes = [a.shape for a in primals if is_array(a) and a.ndim > 0]
         if not shapes:
             raise LaunchError("dim is needed: no array argument to take it from")
         dim = shapes[0]
+    if mode is Forward:
+        from .autodiff import annotate, merge_shadows
+        from .forward import forward_specialization
+        ann = annotate(k, args, forward=True)
+        b = bind(k.ir, dim, ann.primals, backend, inspect_only=True)
+        fs = forward_specialization(k, b, merge_shadows(k.ir.params, ann, dict(b.aliases)), ann.lanes)
+        t = fs.tangent
+        sizes = _byte_sizes(t.typed.params[:len(b.kernel_values)], b.kernel_values)
+        return Inspection(format_kernel(t.typed), t.source or "", t.parallel, fs.primal.race_check is not None,
+                          tuple(sorted(t.facts.atomic_targets)), 0, {}, private_bytes(t, sizes, b.dim),
+                          _sources(race_check=fs.primal.race_check_source, forward_mode=t))
     if mode is Reverse:
         from .autodiff import annotate, merge_shadows, reverse_specialization, tape_bytes_per_thread
         ann = annotate(k, args)

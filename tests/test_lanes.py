@@ -1,0 +1,155 @@
+"""Vector mode (transforms/lanes.py): BatchDuplicated with k shadows equals k
+separate calls to 1e-12, in forward and reverse mode, for every reverse-mode
+and HPC-style case; the primal work is shared; gk.jacobian against finite
+differences."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from signatures import reverse_cases
+
+import gradkern as gk
+from gradkern.kernels.blas import matvec
+from gradkern.kernels.stencils import allen_cahn_step, heat_step_2d
+from gradkern.transforms.lanes import derivative_entities
+
+K = 3
+CASES = {label: (kernel, args, dim) for label, kernel, args, dim in reverse_cases(seed=9)}
+
+
+def _copy(x):
+    return x.copy() if isinstance(x, np.ndarray) else x
+
+
+def batch_vs_separate(kernel, args, dim, mode, rng, backend="cpu"):
+    seeds = []
+    for a in args:
+        if isinstance(a, gk.Duplicated):
+            seeds.append([rng.uniform(-1, 1, a.val.shape).astype(a.val.dtype) for _ in range(K)])
+        elif isinstance(a, gk.Active) and mode is gk.Forward:
+            seeds.append([float(rng.uniform(-1, 1)) for _ in range(K)])
+        else:
+            seeds.append(None)
+
+    def plain(a):
+        return gk.Const(_copy(a.val)) if isinstance(a, gk.Const) else a
+
+    separate = []
+    for lane in range(K):
+        call = [plain(a) if s is None else gk.Duplicated(_copy(a.val), _copy(s[lane])) for a, s in zip(args, seeds)]
+        res = gk.autodiff(kernel, *call, dim=dim, mode=mode, backend=backend)
+        separate.append((call, res))
+    call = [plain(a) if s is None else gk.BatchDuplicated(_copy(a.val), tuple(_copy(x) for x in s))
+            for a, s in zip(args, seeds)]
+    res = gk.autodiff(kernel, *call, dim=dim, mode=mode, backend=backend)
+    changed = 0
+    for n, (c, s) in enumerate(zip(call, seeds)):
+        if not isinstance(c, gk.BatchDuplicated):
+            continue
+        np.testing.assert_allclose(_copy(c.val), separate[0][0][n].val, rtol=1e-12, atol=1e-14)
+        for lane in range(K):
+            want = separate[lane][0][n].dval
+            if isinstance(want, np.ndarray):
+                np.testing.assert_allclose(c.dvals[lane], want, rtol=1e-12, atol=1e-13,
+                                           err_msg=f"{kernel.name} lane {lane} argument {n}")
+                changed += not np.array_equal(c.dvals[lane], s[lane])
+    if mode is gk.Reverse:
+        for n, r in enumerate(res):
+            if r is None:
+                assert all(sep[1][n] is None for sep in separate)
+            else:
+                assert len(r) == K
+                for lane in range(K):
+                    assert r[lane] == pytest.approx(separate[lane][1][n], rel=1e-12, abs=1e-13)
+    else:
+        assert res is None
+    return changed
+
+
+@pytest.mark.parametrize("mode", [gk.Reverse, gk.Forward], ids=["reverse", "forward"])
+@pytest.mark.parametrize("label", sorted(CASES))
+def test_batch_equals_separate_calls(label, mode):
+    """Every case on the reference interpreter: the lane transform is backend-independent."""
+    kernel, args, dim = CASES[label]
+    changed = batch_vs_separate(kernel, args, dim, mode, np.random.default_rng(4), backend="interp")
+    assert changed > 0 or mode is gk.Forward  # reverse mode always updates some shadow
+
+
+NUMBA = ["reverse/allen_cahn", "reverse/heat_2d-float32", "reverse/matvec", "reverse/loop_sin", "hpc/lud_col",
+         "reverse/scatter_hist", "reverse/saxpy"]
+
+
+@pytest.mark.parametrize("mode", [gk.Reverse, gk.Forward], ids=["reverse", "forward"])
+@pytest.mark.parametrize("label", NUMBA)
+def test_batch_equals_separate_calls_compiled(label, mode):
+    """Gathers, taped loops, privatised atomics and Active scalars, through Numba."""
+    kernel, args, dim = CASES[label]
+    batch_vs_separate(kernel, args, dim, mode, np.random.default_rng(6))
+
+
+def test_primal_work_is_shared_between_lanes():
+    u = np.ones(16)
+    one = gk.inspect(allen_cahn_step, gk.Duplicated(u, u.copy()), gk.Duplicated(u.copy(), u.copy()), 0.2, 0.01,
+                     mode=gk.Forward)
+    four = gk.inspect(allen_cahn_step, gk.BatchDuplicated(u, (u,) * 0 + tuple(u.copy() for _ in range(4))),
+                      gk.BatchDuplicated(u.copy(), tuple(u.copy() for _ in range(4))), 0.2, 0.01, mode=gk.Forward)
+    assert one.source.count("_gkb_powi") == four.source.count("_gkb_powi") or \
+        one.source.count("** 3") == four.source.count("** 3")
+    primal_store = re.compile(r"(?<![\w])un\[")
+    assert len(primal_store.findall(four.ir)) == len(primal_store.findall(one.ir)) == 2  # shared by the lanes
+    assert "_gk_t_un_l3[" in four.source
+
+
+def test_derivative_entities_follow_the_data_flow():
+    u = np.ones(8)
+    ins = gk.inspect(heat_step_2d, gk.Duplicated(np.ones((4, 4)), np.ones((4, 4))),
+                     gk.Duplicated(np.ones((4, 4)), np.ones((4, 4))), 0.1, mode=gk.Forward)
+    assert ins.source
+    from gradkern.ir.types import F64, Array
+    from gradkern.pipeline import specialize_forward
+    spec = specialize_forward(allen_cahn_step.ir, {"u": Array(F64, 1), "un": Array(F64, 1), "c": F64, "dt": F64}, 1,
+                              "interp", {"u", "un"}, set())
+    lane = derivative_entities(spec.tangent.typed, set(spec.tangents.values()))
+    assert {"_gk_t_u", "_gk_t_un", "_gk_t_ui"} <= lane and "ui" not in lane and "u" not in lane
+    del u
+
+
+def test_batch_annotations_are_checked(rng):
+    u, un = rng.uniform(0.2, 1, 7), np.zeros(7)
+    with pytest.raises(gk.AnnotationError, match="same number of shadows"):
+        gk.autodiff(allen_cahn_step, gk.BatchDuplicated(u, (u.copy(), u.copy())),
+                    gk.BatchDuplicated(un, (un.copy(),)), 0.2, 0.01)
+    with pytest.raises(gk.AnnotationError, match="same number of shadows"):
+        gk.autodiff(allen_cahn_step, gk.BatchDuplicated(u, (u.copy(), u.copy())), gk.Duplicated(un, un.copy()),
+                    0.2, 0.01)
+    with pytest.raises(gk.AnnotationError, match="tuple of k >= 1"):
+        gk.autodiff(allen_cahn_step, gk.BatchDuplicated(u, ()), un, 0.2, 0.01)
+    with pytest.raises(gk.AliasingError, match="shadow 1 of 'un' shares memory with shadow 0 of 'u'"):
+        d = np.zeros(7)
+        gk.autodiff(allen_cahn_step, gk.BatchDuplicated(u, (d, np.zeros(7))), gk.BatchDuplicated(un, (np.zeros(7), d)),
+                    0.2, 0.01)
+
+
+def test_jacobian_matches_finite_differences(rng):
+    A, x, y = rng.uniform(0.5, 1.5, (5, 3)), rng.uniform(0.5, 1.5, 3), np.zeros(5)
+    J = gk.jacobian(matvec, A, x, y, wrt="x", dim=5)
+    np.testing.assert_allclose(J["y"], A, rtol=1e-14)
+    np.testing.assert_array_equal(y, 0.0)  # the user's arrays are not touched
+    u, un = rng.uniform(0.2, 1, 11), np.zeros(11)
+    J = gk.jacobian(allen_cahn_step, u, un, 0.2, 0.01, wrt="u", chunk=4)["un"]
+    fd = np.zeros((11, 11))
+    for j in range(11):
+        e = np.zeros(11)
+        e[j] = 1e-6
+        up, um = np.zeros(11), np.zeros(11)
+        gk.launch(allen_cahn_step, 11, u + e, up, 0.2, 0.01)
+        gk.launch(allen_cahn_step, 11, u - e, um, 0.2, 0.01)
+        fd[:, j] = (up - um) / 2e-6
+    np.testing.assert_allclose(J, fd, rtol=1e-7, atol=1e-9)
+    Jc = gk.jacobian(allen_cahn_step, u, un, 0.2, 0.01, wrt="c")["un"]
+    np.testing.assert_allclose(Jc[1:-1], u[:-2] - 2 * u[1:-1] + u[2:], rtol=1e-12)
+    with pytest.raises(gk.AnnotationError, match="not a parameter"):
+        gk.jacobian(allen_cahn_step, u, un, 0.2, 0.01, wrt="v")
