@@ -80,10 +80,12 @@ def _device_args(args: tuple) -> tuple:
 
 
 def _copy(args: tuple) -> tuple:
+    def c(x):
+        return x.copy() if isinstance(x, np.ndarray) else x
     out = []
     for a in args:
         if isinstance(a, gk.Duplicated):
-            out.append(type(a)(a.val.copy(), a.dval.copy()))
+            out.append(type(a)(c(a.val), c(a.dval)))
         elif isinstance(a, gk.Const) and isinstance(a.val, np.ndarray):
             out.append(gk.Const(a.val.copy()))
         else:
@@ -213,3 +215,71 @@ def test_partial_overlap_of_device_views_is_refused():
     np.testing.assert_array_equal(base.get(), before)
     gk.launch(shift, 5, base[0:10:2], base[1:10:2])  # interleaved views share no element
     np.testing.assert_array_equal(base.get()[1::2], 2 * before[0::2])
+
+
+@pytest.mark.parametrize("label", sorted(REVERSE))
+def test_forward_mode_on_gpu_equals_cpu(label):
+    kernel, args, dim = REVERSE[label]
+    rng = np.random.default_rng(12)
+    fwd = []
+    for a in args:
+        if isinstance(a, gk.Duplicated):
+            fwd.append(gk.Duplicated(a.val, rng.uniform(-1, 1, a.val.shape).astype(a.val.dtype)))
+        elif isinstance(a, gk.Active):
+            fwd.append(gk.Duplicated(a.val, float(rng.uniform(-1, 1))))
+        else:
+            fwd.append(a)
+    cpu = _copy(tuple(fwd))
+    gpu = _device_args(_copy(tuple(fwd)))
+    assert gk.autodiff(kernel, *cpu, dim=dim, mode=gk.Forward) is None
+    assert gk.autodiff(kernel, *gpu, dim=dim, mode=gk.Forward) is None
+    for n, (g, c) in enumerate(zip(gpu, cpu)):
+        if isinstance(c, gk.Duplicated) and isinstance(c.val, np.ndarray):
+            assert_close(g.val, c.val, f"{label} argument {n} (primal)", atol_scale=True)
+            assert_close(g.dval, c.dval, f"{label} argument {n} (tangent)", atol_scale=True)
+
+
+@pytest.mark.parametrize("mode", [gk.Reverse, gk.Forward], ids=["reverse", "forward"])
+@pytest.mark.parametrize("label", ["reverse/allen_cahn", "reverse/heat_2d", "reverse/matvec", "reverse/loop_sin",
+                                   "reverse/scatter_hist", "hpc/lud_col", "reverse/saxpy"])
+def test_batch_on_gpu_equals_separate_calls(label, mode):
+    kernel, args, dim = REVERSE[label]
+    rng = np.random.default_rng(13)
+    k = 3
+    seeds = [None if not isinstance(a, (gk.Duplicated, gk.Active)) or (isinstance(a, gk.Active) and mode is gk.Reverse)
+             else [rng.uniform(-1, 1, a.val.shape).astype(a.val.dtype) if isinstance(a, gk.Duplicated)
+                   else float(rng.uniform(-1, 1)) for _ in range(k)] for a in args]
+
+    def dev(x):
+        return to_device(x) if isinstance(x, np.ndarray) else x
+
+    def plain(a):
+        return gk.Const(to_device(a.val)) if isinstance(a, gk.Const) else a
+
+    separate = []
+    for lane in range(k):
+        call = [plain(a) if s is None else gk.Duplicated(dev(a.val.copy() if isinstance(a.val, np.ndarray) else a.val),
+                                                         dev(s[lane])) for a, s in zip(args, seeds)]
+        separate.append((call, gk.autodiff(kernel, *call, dim=dim, mode=mode)))
+    call = [plain(a) if s is None else gk.BatchDuplicated(
+        dev(a.val.copy() if isinstance(a.val, np.ndarray) else a.val), tuple(dev(x) for x in s))
+        for a, s in zip(args, seeds)]
+    res = gk.autodiff(kernel, *call, dim=dim, mode=mode)
+    for n, c in enumerate(call):
+        if isinstance(c, gk.BatchDuplicated) and isinstance(c.val, cupy.ndarray):
+            for lane in range(k):
+                cupy.testing.assert_allclose(c.dvals[lane], separate[lane][0][n].dval, rtol=1e-12, atol=1e-13)
+    if mode is gk.Reverse:
+        for n, r in enumerate(res):
+            if r is not None:
+                assert r == pytest.approx(tuple(s[1][n] for s in separate), rel=1e-12, abs=1e-13)
+
+
+def test_jacobian_on_gpu():
+    from gradkern.kernels.stencils import allen_cahn_step
+    rng = np.random.default_rng(5)
+    u = rng.uniform(0.2, 1, 9)
+    J_cpu = gk.jacobian(allen_cahn_step, u, np.zeros(9), 0.2, 0.01, wrt="u")["un"]
+    J_gpu = gk.jacobian(allen_cahn_step, cupy.asarray(u), cupy.zeros(9), 0.2, 0.01, wrt="u")["un"]
+    assert isinstance(J_gpu, cupy.ndarray)
+    cupy.testing.assert_allclose(J_gpu, J_cpu, rtol=1e-12)
