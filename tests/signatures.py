@@ -36,6 +36,17 @@ def _primal(args: tuple) -> tuple:
     return tuple(a.val if isinstance(a, gk.Annotation) else a for a in args)
 
 
+def _forward(args: tuple) -> tuple:
+    """The same call in forward mode: Active scalars take a tangent."""
+    return tuple(gk.Duplicated(a.val, 1.0) if isinstance(a, gk.Active) else a for a in args)
+
+
+def _batch(args: tuple, k: int) -> tuple:
+    def lanes(a):
+        return tuple(a.dval.copy() if hasattr(a.dval, "copy") else a.dval for _ in range(k))
+    return tuple(gk.BatchDuplicated(a.val, lanes(a)) if isinstance(a, gk.Duplicated) else a for a in args)
+
+
 def _to32(args: tuple) -> tuple:
     return tuple(gk.Duplicated(a.val.astype(np.float32), a.dval.astype(np.float32)) if isinstance(a, gk.Duplicated)
                  else a for a in args)
@@ -74,9 +85,13 @@ def all_signatures() -> list[Signature]:
         for dt in case.dtypes:
             args = corpus_args(case, dt)
             out.append(Signature(f"corpus/{case.name}-{np.dtype(dt).name}", case.kernel, args, case.dim(args)))
-    for label, kernel, args, dim in reverse_cases():
+    for n, (label, kernel, args, dim) in enumerate(reverse_cases()):
         out.append(Signature(label + "/primal", kernel, _primal(args), dim))
         out.append(Signature(label, kernel, args, dim, gk.Reverse))
+        out.append(Signature(label + "/tangent", kernel, _forward(args), dim, gk.Forward))
+        if n % 4 == 0:  # vector mode, both modes, on a sample
+            out.append(Signature(label + "/batch", kernel, _batch(args, 2), dim, gk.Reverse))
+            out.append(Signature(label + "/batch-tangent", kernel, _batch(_forward(args), 2), dim, gk.Forward))
     for label, kernel, dim, make in RACY:
         out.append(Signature(f"racy/{label}", kernel, make(np.random.default_rng(0)), dim))
     return out
