@@ -29,6 +29,7 @@ def info() -> int:
         except Exception as e:  # an absent or broken install is what this command reports
             print(f"{name:<10} not available ({type(e).__name__}: {e})".rstrip())
     gpu = "none"
+    names = []
     try:
         import cupy
 
@@ -46,6 +47,8 @@ def info() -> int:
         backends.insert(0, "cpu (numba)")
     except ImportError:
         pass
+    backends.append("cuda (CUDA C through CuPy/NVRTC)" if names else
+                    "cuda: code generation only (gk.inspect(..., backend='cuda')); running needs CuPy and a GPU")
     print(f"backends   {', '.join(backends)}")
     print(f"cache      {cache_dir()}")
     return 0
