@@ -76,7 +76,7 @@ def bench(xp, n: int, reps: int, sync) -> dict:
 
 
 def main() -> None:
-    from report import cpu_model, git_revision, write_section
+    from report import cpu_model, git_revision, publish
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -121,10 +121,7 @@ def main() -> None:
             ratio = sep / bat
             lines.append(f"| {where}: {what} | {n}×{n} | {mode} | {sep * 1e3:.2f} | {bat * 1e3:.2f} | {ratio:.2f}× | "
                          f"≥ {goal}× {'met' if ratio >= goal else 'MISSED'} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not a.quick and not a.no_write:
-        write_section(text, "## batch.py")
+    publish("\n".join(lines) + "\n", "## batch.py", write=not a.quick and not a.no_write)
 
 
 if __name__ == "__main__":

@@ -347,7 +347,7 @@ def torch_grad(u0, w, T, reps) -> dict:
 
 def report(a, n, T, rows, extra, copy_bw, primal_err, grad_err, ct, compile_n) -> None:
     import cupy
-    from report import git_revision, write_section
+    from report import git_revision, publish
 
     dev = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"].decode()
     step_bytes_primal = 8 * n  # read u, write un
@@ -413,10 +413,7 @@ def report(a, n, T, rows, extra, copy_bw, primal_err, grad_err, ct, compile_n) -
         comp = d["first"] - d["second"]
         goal = f"≤ 0.1 {'met' if comp <= 0.1 else 'MISSED'}" if label == "warm" else ""
         lines.append(f"| {label} | {d['first']:.3f} | {d['second']:.4f} | {comp:.3f} | {goal} |")
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if not a.no_write and not a.quick:
-        write_section(text, "## GPU (benchmarks/gpu.py)")
+    publish("\n".join(lines) + "\n", "## GPU (benchmarks/gpu.py)", write=not a.no_write and not a.quick)
 
 
 if __name__ == "__main__":

@@ -58,3 +58,10 @@ def write_section(text: str, section: str, path: Path = RESULTS) -> None:
     if after:
         out += "\n" + after + "\n"
     path.write_text(out)
+
+
+def publish(text: str, section: str, write: bool) -> None:
+    """Print a script's table and, for a full run, replace its section of RESULTS.md."""
+    print(text)
+    if write:
+        write_section(text, section)

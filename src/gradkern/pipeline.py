@@ -21,7 +21,9 @@ from .ir.infer import infer_types
 from .ir.printer import format_kernel
 from .ir.types import Type
 from .ir.verify import verify
+from .transforms.forward import forward_kernel
 from .transforms.gather import gather_kernel, gatherable, without_atomics_on
+from .transforms.lanes import lane_name, replicate_lanes
 from .transforms.reverse import ReverseKernels, reverse_kernels
 from .transforms.simplify import without_stores_to
 from .transforms.split import split_interior
@@ -159,7 +161,6 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
     strided = strided | {tangent_param(rk.shadows[n], lane, lanes) for n, lane in strided_shadows
                          if n in rk.shadows}
     if lanes > 1:  # vector mode: the adjoint work once per lane, the primal work shared
-        from .transforms.lanes import replicate_lanes
         seeds = set(rk.shadows.values()) | set(rk.accumulators.values())
         fused, reverse = replicate_lanes(fused, seeds, lanes), replicate_lanes(reverse, seeds, lanes)
         gather = replicate_lanes(gather, seeds, lanes) if gather is not None else None
@@ -186,7 +187,6 @@ class ForwardSpecialization:
 
 def tangent_param(name: str, lane: int, lanes: int) -> str:
     """The kernel parameter of lane `lane` of a derivative parameter (vector mode renames them)."""
-    from .transforms.lanes import lane_name
     return lane_name(name, lane) if lanes > 1 else name
 
 
@@ -196,8 +196,6 @@ def specialize_forward(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
                        ) -> ForwardSpecialization:
     """Type, analyse activity, transform to forward mode (k tangent lanes), verify, print.
     `strided_tangents`: (CUDA) (primal, lane) pairs whose tangent arrays are not C-contiguous."""
-    from .transforms.forward import forward_kernel
-    from .transforms.lanes import replicate_lanes
     primal = specialize(kernel, types, launch_ndim, backend, strided)
     act = analyze_activity(primal.typed, active_arrays, active_scalars)
     fk = forward_kernel(primal.typed, act)

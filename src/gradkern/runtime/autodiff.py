@@ -178,10 +178,6 @@ def reverse_specialization(kernel: KernelFunction, b: Binding, shadows: dict, ac
     return spec
 
 
-def _entry(spec) -> Any:
-    return entry_of(spec)
-
-
 def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True) -> tuple[int, int]:
     """(float, int) tape slots per thread: static, or the maximum the count
     kernel finds (run by the interpreter when compiling is not allowed)."""
@@ -193,7 +189,7 @@ def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True
         interpret(rs.count.typed, b.dim, [*values, counts])
     else:
         counts = array_module(b.backend).zeros((*b.dim, 2), np.int64)
-        run_spec(rs.count, _entry(rs.count), b.dim, [*b.kernel_values, counts])
+        run_spec(rs.count, entry_of(rs.count), b.dim, [*b.kernel_values, counts])
     if not counts.size:
         return 0, 0
     top = counts.reshape(-1, 2).max(axis=0).tolist()  # on the GPU, the one read-back a taped loop needs
@@ -230,7 +226,7 @@ class _Prepared:
         return (self.b.key, tuple(sorted(self.shadows)), self.ann.active, self.ann.lanes)
 
     def run(self, spec, values: list):
-        run_spec(spec, _entry(spec) if self.b.backend != "interp" else None, self.b.dim, values)
+        run_spec(spec, entry_of(spec), self.b.dim, values)
 
     def counts(self, used: bool = True):
         """Per-thread push counters of a split forward, on the launch's device
@@ -263,24 +259,32 @@ class _Prepared:
         return tuple(value(accs[p.name]) if p.name in accs else None for p in f.ir.params)
 
 
-def _prepare(f: Any, args: tuple, dim: Any, backend: str | None) -> _Prepared:
-    """Validate everything and check for races; touches no buffer."""
+def annotated_binding(f: Any, args: tuple, dim: Any, backend: str | None, forward: bool = False
+                      ) -> tuple[Annotated, Binding, dict[str, tuple]]:
+    """Validate a call of either mode: annotations, arguments, aliasing of the
+    shadows. Returns them with the binding and the merged shadows; touches no buffer."""
     if not isinstance(f, KernelFunction):
         raise LaunchError(f"autodiff takes a @gk.kernel; got {type(f).__name__} "
                           "(differentiating programs of several launches is not available in this version)")
-    ann = annotate(f, args)
+    ann = annotate(f, args, forward)
     if dim is None:
         arrays = [x for x in ann.primals if is_array(x)]
         if not arrays:
             raise LaunchError("dim is needed: no array argument to take it from")
         dim = arrays[0].shape
     b = bind(f.ir, dim, ann.primals, backend)
-    for name in ann.shadows:
-        param = f.ir.param(name)
-        if param.used and not param.is_array:
-            raise AnnotationError(f"argument '{name}' is Duplicated but the kernel uses it as a scalar",
-                                  hint="use gk.Active for scalars")
-    shadows = merge_shadows(f.ir.params, ann, dict(b.aliases))
+    if not forward:
+        for name in ann.shadows:
+            param = f.ir.param(name)
+            if param.used and not param.is_array:
+                raise AnnotationError(f"argument '{name}' is Duplicated but the kernel uses it as a scalar",
+                                      hint="use gk.Active for scalars")
+    return ann, b, merge_shadows(f.ir.params, ann, dict(b.aliases))
+
+
+def _prepare(f: Any, args: tuple, dim: Any, backend: str | None) -> _Prepared:
+    """Validate everything and check for races; touches no buffer."""
+    ann, b, shadows = annotated_binding(f, args, dim, backend)
     rs = reverse_specialization(f, b, shadows, ann.active, ann.no_need, ann.lanes)
     check_races(rs.primal, b, f.name)
     return _Prepared(b, ann, shadows, rs)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InternalError, LaunchError
+from ..errors import InternalError
 from ..kernel import KernelFunction
 from ..pipeline import ForwardSpecialization, specialize_forward, tangent_param
 from ..transforms.aliasing import merge_aliases
 from .arrays import is_array
-from .autodiff import annotate, merge_shadows, strided_lanes
-from .binding import Binding, bind
+from .autodiff import annotated_binding, strided_lanes
+from .binding import Binding
 from .execute import entry_of, run_spec
 from .race_check import check_races
 
@@ -38,16 +38,7 @@ def forward_specialization(kernel: KernelFunction, b: Binding, tangents: dict, l
 
 def prepare_forward(f: Any, args: tuple, dim: Any, backend: str | None):
     """Validate everything and check for races; touches no buffer."""
-    if not isinstance(f, KernelFunction):
-        raise LaunchError(f"autodiff takes a @gk.kernel; got {type(f).__name__}")
-    ann = annotate(f, args, forward=True)
-    if dim is None:
-        arrays = [x for x in ann.primals if is_array(x)]
-        if not arrays:
-            raise LaunchError("dim is needed: no array argument to take it from")
-        dim = arrays[0].shape
-    b = bind(f.ir, dim, ann.primals, backend)
-    tangents = merge_shadows(f.ir.params, ann, dict(b.aliases))
+    ann, b, tangents = annotated_binding(f, args, dim, backend, forward=True)
     fs = forward_specialization(f, b, tangents, ann.lanes)
     check_races(fs.primal, b, f.name)
     values = list(b.kernel_values)

@@ -44,7 +44,7 @@ def compiled_for(kernel: KernelFunction, b: Binding) -> Compiled:
             if c is None:
                 spec = specialize(merge_aliases(kernel.ir, dict(b.aliases)), b.type_map(kernel.ir), len(b.dim),
                                   b.backend, frozenset(b.strided))
-                c = kernel._specs[b.key] = Compiled(spec, entry_of(spec) if b.backend != "interp" else None)
+                c = kernel._specs[b.key] = Compiled(spec, entry_of(spec))
     return c
 
 

@@ -7,7 +7,6 @@ import numpy as np
 
 from ..analysis.races import PARALLEL_TRACKS, TRACKS
 from ..errors import RaceError
-from ..ir.interp import interpret
 from ..pipeline import Specialization
 from .arrays import array_module, is_array
 from .binding import Binding
@@ -20,7 +19,6 @@ def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
     rc = spec.race_check
     if rc is None or 0 in b.dim:
         return
-    k = rc.kernel
     names = [p.name for p in spec.typed.params]
     values = list(b.kernel_values)
     key = None
@@ -44,11 +42,8 @@ def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
     race = xp.zeros(5, np.int64)
     values.append(race)
     values += list(b.dim[1:])
-    if b.backend == "interp":
-        interpret(k, b.dim, values)
-    else:
-        src = spec.race_check_source
-        run_spec(src, entry_of(src), b.dim, values)
+    src = spec.race_check_source
+    run_spec(src, entry_of(src), b.dim, values)
     race = race.tolist()  # on the GPU: the launch's one status read-back
     if not race[0]:
         if key is not None:

@@ -45,6 +45,9 @@ class _Builder:
     locals: dict[str, Scalar] = field(default_factory=dict)
     counter: int = 0
 
+    def __post_init__(self):
+        self.local_types = dict(self.k.locals)
+
     def fresh(self, what: str, t: Scalar) -> str:
         self.counter += 1
         name = f"{P}{what}{self.counter}"
@@ -134,7 +137,7 @@ class _Builder:
 
     def stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(s, ir.Assign):
-            t = dict(self.k.locals).get(s.name)
+            t = self.local_types.get(s.name)
             if t is None or not t.is_float or s.name not in self.act.locals:
                 return [s]
             stmts, pe, te = self.expr(s.value)
