@@ -125,11 +125,10 @@ def c_type(t: Scalar) -> str:
 
 
 class CudaSyntax(Syntax):
-    def __init__(self, arrays: dict[str, Array], strided: frozenset[str]):
+    def __init__(self, strided: frozenset[str]):
         super().__init__(ops=_OPS, if_open="if ({0}) {{", else_open="} else {", block_close="}",
                          while_open="while ({0}) {{", tid="_gkb_t{0}", statement_end=";",
                          select="({0} ? {1} : {2})")
-        self.arrays = arrays
         self.strided = strided
         self.loops = 0
 
@@ -255,8 +254,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str =
     if not 1 <= launch_ndim <= 3:
         raise ValueError("launch_ndim must be 1-3")
     entry = f"{k.name}_{launch_ndim}d"
-    arrays = {p.name: p.type for p in k.params if isinstance(p.type, Array)}
-    sx = CudaSyntax(arrays, options.strided)
+    sx = CudaSyntax(options.strided)
     p = Printer(sx)
     used = {e.name for e in ir.all_exprs(k.body) if isinstance(e, ir.Var)}
     used |= {s.name if isinstance(s, ir.Assign) else s.var for s in ir.walk_stmts(k.body)
