@@ -33,6 +33,7 @@ import numpy as np
 
 import gradkern as gk
 from gradkern.runtime.cache import cache_dir
+from gradkern.runtime.execute import entry_of
 
 import cachemod
 
@@ -41,8 +42,8 @@ x = np.arange(1.0, 17.0)
 y = np.full(16, -7.0)
 gk.launch(cachemod.axpb, x.size, a, x, y, b)
 hits, misses = [], []
-for compiled in cachemod.axpb._specs.values():
-    stats = compiled.entry.stats
+for spec in cachemod.axpb._specs.values():
+    stats = entry_of(spec).stats
     hits += [str(sig) for sig, n in stats.cache_hits.items() if n]
     misses += [str(sig) for sig, n in stats.cache_misses.items() if n]
 print(json.dumps({

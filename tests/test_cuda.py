@@ -55,7 +55,7 @@ def nvcc(tmp_path, source: str, *flags: str) -> subprocess.CompletedProcess:
 def test_every_signature_and_mode_generates_cuda():
     src = generated()
     roles = {label.rsplit("/", 1)[1] for label in src}
-    assert {"primal", "race_check", "fused", "forward", "reverse", "count", "gather", "forward_mode"} <= roles
+    assert {"primal", "race_check", "fused", "augmented_primal", "reverse", "count", "gather", "forward_mode"} <= roles
     assert any("_x2_" in text for text in src.values())  # vector-mode kernels are among them
     assert len(src) > 250
     for label, text in src.items():

@@ -8,8 +8,7 @@
     gk.launch(saxpy, n, 2.0, x, y)
 """
 
-__version__ = "0.1.0"
-
+from ._version import __version__  # noqa: E402
 from .annotations import (  # noqa: E402
     Active,
     Annotation,
@@ -20,6 +19,7 @@ from .annotations import (  # noqa: E402
     Forward,
     Reverse,
 )
+from .api import Inspection, Tape, autodiff, autodiff_thunk, inspect, jacobian, launch  # noqa: E402
 from .errors import (  # noqa: E402
     AliasingError,
     AnnotationError,
@@ -35,9 +35,6 @@ from .errors import (  # noqa: E402
 )
 from .intrinsics import abs, atomic_add, cos, exp, floor, log, max, min, pow, sin, sqrt, tan, tanh, tid  # noqa: E402
 from .kernel import DeviceFunction, KernelFunction, func, kernel  # noqa: E402
-from .runtime.autodiff import Tape, autodiff, autodiff_thunk  # noqa: E402
-from .runtime.jacobian import jacobian  # noqa: E402
-from .runtime.launch import Inspection, inspect, launch  # noqa: E402
 
 __all__ = [
     "__version__", "kernel", "func", "launch", "inspect", "Inspection", "KernelFunction", "DeviceFunction",

@@ -1,26 +1,36 @@
-"""The compile pipeline, as a list of named stages (DESIGN §4):
+"""The compile pipeline, as lists of named stages (DESIGN §4; Numba's pass
+manager): each stage has a name, a one-line purpose and a function that takes
+the work so far and returns what it produced. After every stage the verifier
+checks each kernel the stage made, and with GRADKERN_DUMP=dir each is written
+there as `<kernel>.<signature>.<nn>-<stage>.<role>.txt`.
 
-    frontend (at decoration) → infer types → verify → access analysis → print backend
+    primal:  merge_aliases → infer_types → race_check → generate
+    reverse: primal stages → activity → reverse → gather → no_need → lanes → generate
+    forward: primal stages → activity → tangent → lanes → generate
 
-Each stage's output can be dumped as text with GRADKERN_DUMP=dir; the verifier
-runs after every stage that produces IR.
+Nothing here compiles or runs: the backend object's `generate` prints source;
+the runtime compiles and runs it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import __version__
-from .analysis.access import LaunchFacts, launch_facts
-from .analysis.activity import analyze_activity
+from ._version import __version__
+from .analysis.access import LaunchFacts, launch_facts, tid_aliases
+from .analysis.activity import Activity, analyze_activity
 from .analysis.races import RaceCheck, race_check_kernel, statically_race_free
+from .backends import Backend, Generated, backend
 from .ir import nodes as ir
 from .ir.infer import infer_types
 from .ir.printer import format_kernel
 from .ir.types import Type
 from .ir.verify import verify
+from .transforms.aliasing import merge_aliases
 from .transforms.forward import forward_kernel
 from .transforms.gather import gather_kernel, gatherable, without_atomics_on
 from .transforms.lanes import lane_name, replicate_lanes
@@ -30,149 +40,280 @@ from .transforms.split import split_interior
 
 
 @dataclass(frozen=True)
+class Request:
+    """What to build: one kernel for one signature, mode and activity pattern."""
+
+    kernel: ir.Kernel  # untyped, from the frontend
+    types: dict[str, Type]
+    launch_ndim: int
+    backend: str
+    aliases: tuple[tuple[str, str], ...] = ()  # (parameter, the earlier one it is exactly)
+    strided: frozenset[str] = frozenset()  # array parameters passed with strides (where the backend cares)
+    active_arrays: frozenset[str] = frozenset()
+    active_scalars: frozenset[str] = frozenset()
+    strided_shadows: frozenset[tuple[str, int]] = frozenset()  # (primal, lane) of non-contiguous shadows
+    no_need: frozenset[str] = frozenset()  # DuplicatedNoNeed arrays
+    lanes: int = 1  # k of vector mode
+
+
+@dataclass
+class Work:
+    """The pipeline's state: the kernels made so far by role, and the facts found."""
+
+    request: Request
+    kernels: dict[str, ir.Kernel] = field(default_factory=dict)
+    race_check: RaceCheck | None = None
+    activity: Activity | None = None
+    reverse: ReverseKernels | None = None
+    tangents: dict[str, str] = field(default_factory=dict)  # primal parameter -> its tangent parameter
+    adjoint_forms: dict[str, str] = field(default_factory=dict)
+    notes: str = ""  # a stage's facts as text, for the dump
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    purpose: str
+    run: Callable[[Work], None]
+    typed: bool = True  # whether its output is typed IR, which the verifier checks
+
+
+# ---- primal stages -----------------------------------------------------------------------------------------------
+
+def _merge_aliases(w: Work) -> None:
+    w.kernels["primal"] = merge_aliases(w.request.kernel, dict(w.request.aliases))
+
+
+def _infer_types(w: Work) -> None:
+    w.kernels["primal"] = infer_types(w.kernels["primal"], w.request.types)
+
+
+def _race_check(w: Work) -> None:
+    typed = w.kernels["primal"]
+    if statically_race_free(typed):
+        w.notes = "race-free: proved statically"
+        return
+    rc = race_check_kernel(typed, w.request.launch_ndim)
+    w.race_check = rc
+    w.kernels["race_check"] = rc.kernel
+    if rc.parallel is not None and "parallel" in backend(w.request.backend).race_check_forms:
+        w.kernels["race_note"], w.kernels["race_look"] = rc.parallel
+
+
+PRIMAL_STAGES = (
+    Stage("merge_aliases", "exactly aliased array parameters become one (DESIGN §8)", _merge_aliases, typed=False),
+    Stage("infer_types", "types from the launch signature; every cast explicit", _infer_types),
+    Stage("race_check", "the exact run-time race check, unless the access analysis proves the launch race-free",
+          _race_check),
+)
+
+
+# ---- derivative stages -------------------------------------------------------------------------------------------
+
+def _activity(w: Work) -> None:
+    r = w.request
+    w.activity = analyze_activity(w.kernels["primal"], set(r.active_arrays), set(r.active_scalars))
+    w.notes = str(w.activity)
+
+
+def _reverse(w: Work) -> None:
+    rk = reverse_kernels(w.kernels["primal"], w.activity, w.request.launch_ndim)
+    w.reverse = rk
+    w.adjoint_forms = dict(rk.adjoint_forms)
+    w.kernels.update(fused=rk.fused, augmented_primal=rk.augmented_primal, reverse=rk.reverse)
+    if rk.count is not None:
+        w.kernels["count"] = rk.count
+
+
+def _gather(w: Work) -> None:
+    rk = w.reverse
+    plan = gatherable(w.kernels["reverse"], set(rk.shadows.values()))
+    if not plan:
+        return
+    w.kernels["gather"] = gather_kernel(w.kernels["reverse"], plan, taped=rk.static_slots != (0, 0)).kernel
+    for role in ("fused", "reverse"):
+        w.kernels[role] = without_atomics_on(w.kernels[role], set(plan))
+    w.adjoint_forms.update({primal: "gather" for primal, sh in rk.shadows.items() if sh in plan})
+
+
+def _no_need(w: Work) -> None:
+    read = {e.array for e in ir.all_exprs(w.kernels["primal"].body) if isinstance(e, ir.Load)}
+    unread = set(w.request.no_need) - read
+    if unread:
+        w.kernels["fused"] = without_stores_to(w.kernels["fused"], unread)
+
+
+def _lanes_reverse(w: Work) -> None:
+    if w.request.lanes == 1:
+        return
+    seeds = set(w.reverse.shadows.values()) | set(w.reverse.accumulators.values())
+    for role in ("fused", "reverse", "gather"):
+        if role in w.kernels:
+            w.kernels[role] = replicate_lanes(w.kernels[role], seeds, w.request.lanes)
+
+
+def _tangent(w: Work) -> None:
+    fk = forward_kernel(w.kernels["primal"], w.activity)
+    w.kernels["tangent"] = fk.kernel
+    w.tangents = dict(fk.tangents)
+
+
+def _lanes_forward(w: Work) -> None:
+    if w.request.lanes > 1:
+        w.kernels["tangent"] = replicate_lanes(w.kernels["tangent"], set(w.tangents.values()), w.request.lanes)
+
+
+_ACTIVITY = Stage("activity", "which values carry derivatives, from the annotations", _activity)
+REVERSE_STAGES = PRIMAL_STAGES + (
+    _ACTIVITY,
+    Stage("reverse", "augmented primal, reverse, their fusion, and the tape-count skeleton", _reverse),
+    Stage("gather", "affine-stencil adjoints gathered by their owners instead of scattered by atomics", _gather),
+    Stage("no_need", "the fused kernel drops stores to DuplicatedNoNeed arrays it never reads", _no_need),
+    Stage("lanes", "vector mode: the adjoint work once per lane, the primal work shared", _lanes_reverse),
+)
+FORWARD_STAGES = PRIMAL_STAGES + (
+    _ACTIVITY,
+    Stage("tangent", "the tangent kernel (forward mode)", _tangent),
+    Stage("lanes", "vector mode: the tangent work once per lane, the primal work shared", _lanes_forward),
+)
+
+
+def run_stages(stages: tuple[Stage, ...], request: Request) -> Work:
+    """Run `stages` in order; verify and dump what each one made."""
+    w = Work(request)
+    tag = _signature_tag(request)
+    for n, stage in enumerate(stages):
+        before = dict(w.kernels)
+        w.notes = ""
+        stage.run(w)
+        for role, k in w.kernels.items():
+            if before.get(role) is not k:
+                if stage.typed:
+                    verify(k, f"{stage.name} ({role})")
+                _dump(request.kernel.name, tag, f"{n:02d}-{stage.name}.{role}", format_kernel(k))
+        if w.notes:
+            _dump(request.kernel.name, tag, f"{n:02d}-{stage.name}", w.notes + "\n")
+    return w
+
+
+# ---- the generate stage: a backend prints each kernel ------------------------------------------------------------
+
+@dataclass(frozen=True)
 class Specialization:
-    """A kernel typed for one signature, with the facts and source derived from it."""
+    """A typed kernel with its access facts and its backend's generated code."""
 
     typed: ir.Kernel
     facts: LaunchFacts
     backend: str
     launch_ndim: int
-    source: str | None = None
-    entry: str | None = None
+    code: Generated = Generated()
     parallel: bool = True
     # the exact run-time race check, when the access analysis cannot prove the launch race-free
     race_check: RaceCheck | None = None
     race_check_source: Specialization | None = None
-    strided: frozenset[str] = frozenset()  # CUDA: array parameters passed with strides
-    # CUDA: the race check as two parallel launches (note, check), when it needs no scratch copies
+    # the race check as two parallel launches (note, look), where the backend runs that form
     race_parallel: tuple[Specialization, Specialization] | None = None
-    abi: tuple = ()  # CUDA: the kernel's arguments in order (backends/cuda.py `abi`)
 
     @property
-    def privatized(self) -> tuple[str, ...]:
-        """Atomic targets that a parallel CPU launch accumulates in private copies."""
-        return tuple(sorted(self.facts.atomic_targets)) if self.parallel and self.backend == "cpu" else ()
+    def source(self) -> str | None:
+        return self.code.source
 
-def _dump(k: ir.Kernel, stage: str, text: str):
-    root = os.environ.get("GRADKERN_DUMP")
-    if root:
-        Path(root).mkdir(parents=True, exist_ok=True)
-        (Path(root) / f"{k.name}.{stage}.txt").write_text(text)
+    @property
+    def entry(self) -> str | None:
+        return self.code.entry
 
 
-def _typed(kernel: ir.Kernel, types: dict[str, Type]) -> ir.Kernel:
-    _dump(kernel, "0-frontend", format_kernel(kernel))
-    typed = verify(infer_types(kernel, types), "type inference")
-    _dump(typed, "1-typed", format_kernel(typed))
-    return typed
-
-
-def _backend(k: ir.Kernel, origin: ir.Kernel, launch_ndim: int, backend: str, parallel: bool = True,
-             strided: frozenset[str] = frozenset()) -> Specialization:
-    """Access facts and backend source for one (possibly generated) typed kernel.
-    Every launch runs in parallel: race-freedom is proven, or checked exactly
-    before the launch; only the race check itself runs serially."""
+def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
+              strided: frozenset[str] = frozenset()) -> Specialization:
+    """Access facts and backend source for one typed kernel. Every launch runs
+    in parallel (race freedom proved, or checked exactly first); only the race
+    check itself runs serially."""
+    be: Backend = backend(request.backend)
     facts = launch_facts(k)
-    if backend == "cpu" and facts.mixed_atomics:
+    if be.serial_when_atomics_mixed and facts.mixed_atomics:
         parallel = False  # private copies would hide a thread's own atomic adds from its plain reads
-    # only the printed CPU loops are split (a GPU thread's edge test costs next to nothing); `k` stays the definition
-    printed = split_interior(k) if parallel and backend == "cpu" else k
-    if printed.interior is not None:
-        verify(replace(k, body=printed.interior.body), "interior splitting")
-        _dump(k, "3-interior", format_kernel(replace(k, body=printed.interior.body)))
-    _dump(k, "2-access", f"own: {sorted(facts.own)}\natomic targets: {sorted(facts.atomic_targets)}\n")
-    source = entry = None
-    layout: tuple = ()
+    printed = replace(k, thread_indices=frozenset(tid_aliases(k)))
+    tag = _signature_tag(request)
+    if parallel and be.splits_interior:
+        printed = split_interior(printed)
+        if printed.interior is not None:
+            verify(replace(k, body=printed.interior.body), "interior splitting")
+            _dump(request.kernel.name, tag, f"generate.{role}.interior",
+                  format_kernel(replace(k, body=printed.interior.body)))
+    origin = request.kernel
     loc = f"{Path(origin.loc.file).name}:{origin.loc.line}" if origin.loc else "?"
     header = f"Generated by gradkern {__version__} from kernel '{origin.name}' ({loc}). Do not edit."
     strided = frozenset(p.name for p in k.params if p.name in strided)
-    if backend == "cuda":
-        from .backends.cuda import CudaOptions
-        from .backends.cuda import generate as generate_cuda
-        source, entry, layout = generate_cuda(k, launch_ndim, CudaOptions(parallel, strided), header)
-        _dump(k, "3-cuda.cu", source)
-    elif backend == "cpu":
-        from .backends.numba_cpu import NumbaOptions, generate
-        options = NumbaOptions(parallel=parallel, privatized=tuple(sorted(facts.atomic_targets)),
-                               boundscheck=os.environ.get("GRADKERN_BOUNDSCHECK", "") not in ("", "0"))
-        source, entry = generate(printed, launch_ndim, options, header)
-        _dump(k, "3-numba.py", source)
-    return Specialization(k, facts, backend, launch_ndim, source, entry, parallel=parallel, strided=strided,
-                          abi=layout)
+    code = be.generate(printed, request.launch_ndim, parallel=parallel, strided=strided, header=header)
+    if code.source is not None:
+        _dump(request.kernel.name, tag, f"generate.{role}.{be.name}", code.source)
+    return Specialization(k, facts, be.name, request.launch_ndim, code, parallel=parallel)
 
 
-def specialize(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend: str,
-               strided: frozenset[str] = frozenset()) -> Specialization:
-    """Run the primal pipeline for one signature: no compilation, no device needed.
-    `strided`: CUDA array parameters that are not C-contiguous."""
-    typed = _typed(kernel, types)
-    spec = _backend(typed, kernel, launch_ndim, backend, strided=strided)
-    if statically_race_free(typed):
+def _primal_specialization(w: Work) -> Specialization:
+    r = w.request
+    spec = _generate(r, w.kernels["primal"], "primal", strided=r.strided)
+    rc = w.race_check
+    if rc is None:
         return spec
-    rc = race_check_kernel(typed, launch_ndim)
-    verify(rc.kernel, "race check instrumentation")
-    _dump(rc.kernel, "2-racecheck", format_kernel(rc.kernel))
     parallel = None
-    if backend in ("cuda", "interp") and rc.parallel is not None:  # the interpreter's: for tests
-        for k in rc.parallel:
-            verify(k, "race check instrumentation")
-        parallel = tuple(_backend(k, kernel, launch_ndim, backend, strided=strided) for k in rc.parallel)
-    return replace(spec, race_check=rc,
-                   race_check_source=_backend(rc.kernel, kernel, launch_ndim, backend, parallel=False,
-                                              strided=strided),
-                   race_parallel=parallel)
+    if "race_note" in w.kernels:
+        parallel = tuple(_generate(r, w.kernels[role], role, strided=r.strided) for role in ("race_note", "race_look"))
+    return replace(spec, race_check=rc, race_parallel=parallel,
+                   race_check_source=_generate(r, rc.kernel, "race_check", parallel=False, strided=r.strided))
+
+
+def specialize(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend_name: str,
+               strided: frozenset[str] = frozenset(), aliases: tuple = ()) -> Specialization:
+    """The primal pipeline for one signature: no compilation, no device needed.
+    `strided`: array parameters that are not C-contiguous (where the backend cares)."""
+    request = Request(kernel, types, launch_ndim, backend_name, tuple(aliases), frozenset(strided))
+    return _primal_specialization(run_stages(PRIMAL_STAGES, request))
 
 
 @dataclass(frozen=True)
 class ReverseSpecialization:
-    """The reverse-mode kernels of one signature and activity pattern."""
+    """The reverse-mode kernels of one signature and activity pattern: fused
+    (autodiff), the split pair augmented_primal/reverse (autodiff_thunk and
+    programs), the tape-count skeleton and the gather, where there are."""
 
     primal: Specialization
     kernels: ReverseKernels
     fused: Specialization
-    forward: Specialization
+    augmented_primal: Specialization
     reverse: Specialization
     count: Specialization | None
     gather: Specialization | None = None  # computes the gathered shadows, before fused/reverse
     adjoint_forms: tuple[tuple[str, str], ...] = ()
 
 
-def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend: str,
+def tangent_param(name: str, lane: int, lanes: int) -> str:
+    """The kernel parameter of lane `lane` of a derivative parameter (vector mode renames them)."""
+    return lane_name(name, lane) if lanes > 1 else name
+
+
+def _derivative_strided(r: Request, derivatives: dict[str, str]) -> frozenset[str]:
+    return r.strided | {tangent_param(derivatives[n], lane, r.lanes) for n, lane in r.strided_shadows
+                        if n in derivatives}
+
+
+def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend_name: str,
                        active_arrays: set[str], active_scalars: set[str], strided: frozenset[str] = frozenset(),
                        strided_shadows: frozenset[tuple[str, int]] = frozenset(),
-                       no_need: frozenset[str] = frozenset(), lanes: int = 1) -> ReverseSpecialization:
-    """Type, analyse activity, transform to reverse mode, verify each result, print.
-    `strided_shadows`: (CUDA) (primal, lane) pairs whose shadows are not C-contiguous;
+                       no_need: frozenset[str] = frozenset(), lanes: int = 1,
+                       aliases: tuple = ()) -> ReverseSpecialization:
+    """The reverse pipeline: type, analyse activity, transform, verify, print.
     `no_need`: DuplicatedNoNeed arrays, whose stores the fused kernel drops
     when the kernel never reads them (DESIGN §5.1); `lanes`: k of vector mode."""
-    primal = specialize(kernel, types, launch_ndim, backend, strided)
-    act = analyze_activity(primal.typed, active_arrays, active_scalars)
-    rk = reverse_kernels(primal.typed, act, launch_ndim)
-    fused, reverse, gather = rk.fused, rk.reverse, None
-    forms = dict(rk.adjoint_forms)
-    plan = gatherable(rk.reverse, set(rk.shadows.values()))
-    if plan:  # affine-stencil adjoints: gathered by their owners instead of scattered atomically
-        gather = gather_kernel(rk.reverse, plan, taped=rk.static_slots != (0, 0)).kernel
-        fused, reverse = without_atomics_on(fused, set(plan)), without_atomics_on(reverse, set(plan))
-        forms.update({primal_name: "gather" for primal_name, sh in rk.shadows.items() if sh in plan})
-    read = {e.array for e in ir.all_exprs(primal.typed.body) if isinstance(e, ir.Load)}
-    if no_need - read:
-        fused = without_stores_to(fused, set(no_need - read))
-    strided = strided | {tangent_param(rk.shadows[n], lane, lanes) for n, lane in strided_shadows
-                         if n in rk.shadows}
-    if lanes > 1:  # vector mode: the adjoint work once per lane, the primal work shared
-        seeds = set(rk.shadows.values()) | set(rk.accumulators.values())
-        fused, reverse = replicate_lanes(fused, seeds, lanes), replicate_lanes(reverse, seeds, lanes)
-        gather = replicate_lanes(gather, seeds, lanes) if gather is not None else None
-    specs = []
-    for k in (fused, rk.forward, reverse, rk.count, gather):
-        if k is None:
-            specs.append(None)
-            continue
-        verify(k, f"reverse transform ({k.name})")
-        _dump(k, "4-reverse", format_kernel(k))
-        specs.append(_backend(k, kernel, launch_ndim, backend, strided=strided))
-    return ReverseSpecialization(primal, rk, *specs, adjoint_forms=tuple(sorted(forms.items())))
+    r = Request(kernel, types, launch_ndim, backend_name, tuple(aliases), frozenset(strided),
+                frozenset(active_arrays), frozenset(active_scalars), frozenset(strided_shadows),
+                frozenset(no_need), lanes)
+    w = run_stages(REVERSE_STAGES, r)
+    strided_all = _derivative_strided(r, w.reverse.shadows)
+    specs = {role: _generate(r, w.kernels[role], role, strided=strided_all) if role in w.kernels else None
+             for role in ("fused", "augmented_primal", "reverse", "count", "gather")}
+    return ReverseSpecialization(_primal_specialization(w), w.reverse, **specs,
+                                 adjoint_forms=tuple(sorted(w.adjoint_forms.items())))
 
 
 @dataclass(frozen=True)
@@ -185,25 +326,31 @@ class ForwardSpecialization:
     lanes: int = 1
 
 
-def tangent_param(name: str, lane: int, lanes: int) -> str:
-    """The kernel parameter of lane `lane` of a derivative parameter (vector mode renames them)."""
-    return lane_name(name, lane) if lanes > 1 else name
-
-
-def specialize_forward(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend: str,
+def specialize_forward(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend_name: str,
                        active_arrays: set[str], active_scalars: set[str], strided: frozenset[str] = frozenset(),
-                       strided_tangents: frozenset[tuple[str, int]] = frozenset(), lanes: int = 1
-                       ) -> ForwardSpecialization:
-    """Type, analyse activity, transform to forward mode (k tangent lanes), verify, print.
-    `strided_tangents`: (CUDA) (primal, lane) pairs whose tangent arrays are not C-contiguous."""
-    primal = specialize(kernel, types, launch_ndim, backend, strided)
-    act = analyze_activity(primal.typed, active_arrays, active_scalars)
-    fk = forward_kernel(primal.typed, act)
-    k = verify(fk.kernel, "forward transform")
-    tangents = dict(fk.tangents)
-    if lanes > 1:
-        k = verify(replicate_lanes(k, set(tangents.values()), lanes), "vector mode")
-    _dump(k, "4-forward", format_kernel(k))
-    tangent_strided = {tangent_param(tangents[n], lane, lanes) for n, lane in strided_tangents if n in tangents}
-    spec = _backend(k, kernel, launch_ndim, backend, strided=strided | tangent_strided)
-    return ForwardSpecialization(primal, spec, tangents, lanes)
+                       strided_tangents: frozenset[tuple[str, int]] = frozenset(), lanes: int = 1,
+                       aliases: tuple = ()) -> ForwardSpecialization:
+    """The forward pipeline: type, analyse activity, transform to forward mode (k lanes), verify, print."""
+    r = Request(kernel, types, launch_ndim, backend_name, tuple(aliases), frozenset(strided),
+                frozenset(active_arrays), frozenset(active_scalars), frozenset(strided_tangents), lanes=lanes)
+    w = run_stages(FORWARD_STAGES, r)
+    spec = _generate(r, w.kernels["tangent"], "tangent", strided=_derivative_strided(r, w.tangents))
+    return ForwardSpecialization(_primal_specialization(w), spec, w.tangents, lanes)
+
+
+# ---- dumps -------------------------------------------------------------------------------------------------------
+
+def _signature_tag(r: Request) -> str:
+    """A short tag naming the specialisation, so dumps of different signatures do not collide."""
+    if not os.environ.get("GRADKERN_DUMP"):
+        return ""
+    key = repr((r.types, r.launch_ndim, r.backend, r.aliases, sorted(r.strided), sorted(r.active_arrays),
+                sorted(r.active_scalars), sorted(r.strided_shadows), sorted(r.no_need), r.lanes))
+    return hashlib.sha256(key.encode()).hexdigest()[:8]
+
+
+def _dump(kernel_name: str, tag: str, what: str, text: str) -> None:
+    root = os.environ.get("GRADKERN_DUMP")
+    if root:
+        Path(root).mkdir(parents=True, exist_ok=True)
+        (Path(root) / f"{kernel_name}.{tag}.{what}.txt").write_text(text)

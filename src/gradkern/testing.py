@@ -28,10 +28,9 @@ from typing import Any
 import numpy as np
 
 from .annotations import Active, Annotation, Const, Duplicated, Forward, Reverse
+from .api import autodiff, launch
 from .errors import AnnotationError
 from .kernel import KernelFunction
-from .runtime.autodiff import autodiff
-from .runtime.launch import launch
 
 
 @dataclass

@@ -18,11 +18,15 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.ops import FLOAT_FUNCTIONS, Op
 from ..ir.types import Array, Scalar
+from . import Backend, Generated, check_launch_ndim
 from .printer import Printer, Syntax
 
 C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long", "bool": "bool"}
@@ -251,8 +255,7 @@ def signature(k: ir.Kernel, layout: tuple[tuple, ...]) -> list[str]:
 
 def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str = "") -> tuple[str, str, tuple]:
     """The CUDA C translation unit for a typed kernel, its entry's name and its `abi`."""
-    if not 1 <= launch_ndim <= 3:
-        raise ValueError("launch_ndim must be 1-3")
+    check_launch_ndim(launch_ndim)
     entry = f"{k.name}_{launch_ndim}d"
     sx = CudaSyntax(options.strided)
     p = Printer(sx)
@@ -324,3 +327,72 @@ def compile_kernel(source: str, entry: str) -> Any:
                 module = cupy.RawModule(code=source, options=NVRTC_OPTIONS)
                 fn = _kernels[key] = module.get_function(entry)
     return fn
+
+
+class CudaBackend(Backend):
+    """The GPU: grid-stride kernels on CuPy's current stream, real atomics."""
+
+    name = "cuda"
+    strides_in_key = True
+    race_check_forms = ("parallel", "serial")
+
+    def __init__(self):
+        self._plans: dict[int, tuple] = {}
+        self._sm: dict[int, int] = {}
+
+    def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
+                 header: str) -> Generated:
+        source, entry, layout = generate(k, launch_ndim, CudaOptions(parallel, strided), header)
+        return Generated(source, entry, layout)
+
+    def compile(self, code: Generated, cache: Path) -> Any:
+        return compile_kernel(code.source, code.entry)  # CuPy keeps its own disk cache
+
+    def run(self, typed: ir.Kernel, code: Generated, entry: Any, parallel: bool, dim: tuple[int, ...],
+            values: list) -> None:
+        """Launch on CuPy's current stream, passing what the kernel's `abi` lists."""
+        if 0 in dim:
+            return
+        args = []
+        for kind, i, a, convert in self._marshalling(typed, code):
+            if kind == 0:
+                args.append(np.int64(dim[i]))
+            elif kind == 1:
+                args.append(convert(values[i]) if convert is not None else values[i])
+            elif kind == 2:
+                args.append(np.int64(values[i].shape[a]))
+            else:
+                v = values[i]
+                args.append(np.int64(v.strides[a] // v.itemsize))
+        total = 1
+        for n in dim:
+            total *= n
+        grid = grid_for(total, self._multiprocessors()) if parallel else 1
+        entry((grid,), (BLOCK if parallel else 1,), tuple(args))
+
+    def _marshalling(self, typed: ir.Kernel, code: Generated) -> tuple:
+        """The abi as (kind, index, axis, scalar conversion) tuples, once per generated kernel."""
+        plan = self._plans.get(id(code))
+        if plan is None or plan[0] is not code:
+            kinds = {"dim": 0, "value": 1, "extent": 2, "stride": 3}
+            items = []
+            for item in code.launch:
+                kind = kinds[item[0]]
+                i = item[1]
+                p = typed.params[i] if kind else None
+                convert = p.type.numpy if kind == 1 and not isinstance(p.type, Array) else None
+                items.append((kind, i, item[2] if len(item) > 2 else 0, convert))
+            plan = self._plans[id(code)] = (code, tuple(items))
+        return plan[1]
+
+    def _multiprocessors(self) -> int:
+        import cupy
+        dev = cupy.cuda.runtime.getDevice()
+        sm = self._sm.get(dev)
+        if sm is None:
+            sm = self._sm[dev] = cupy.cuda.Device(dev).attributes["MultiProcessorCount"]
+        return sm
+
+    def array_module(self) -> Any:
+        import cupy
+        return cupy

@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..analysis.access import tid_aliases
+from ..errors import InternalError
 from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.types import Scalar
+from . import Backend, Generated, check_launch_ndim
 from .printer import Printer, Syntax
 
 _PY_OPS = {
@@ -120,8 +121,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     """The Python module source for a typed kernel, and its entry function's name.
 
     The entry takes the launch extents first, then the kernel's parameters."""
-    if not 1 <= launch_ndim <= 3:
-        raise ValueError("launch_ndim must be 1-3")
+    check_launch_ndim(launch_ndim)
     entry = f"{k.name}_{launch_ndim}d"
     dims = [f"_gkb_n{a}" for a in range(launch_ndim)]
     private = options.privatized if options.parallel else ()
@@ -135,8 +135,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     # a local set in one branch and read in a later branch on the same condition
     # (a fused reverse reading a forward value) would otherwise be shared between
     # workers. Thread-index aliases are left out: Numba refuses writes to them.
-    aliases = tid_aliases(k)
-    prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals if n not in aliases)
+    prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals if n not in k.thread_indices)
 
     def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True) -> list[str]:
         """The launch loops around the body; with an interior (transforms/split.py)
@@ -209,3 +208,45 @@ def compile_source(source: str, entry: str, directory: Path) -> Callable[..., An
             spec.loader.exec_module(mod)
             _modules[name] = mod
     return getattr(mod, entry)
+
+
+class NumbaBackend(Backend):
+    """The CPU: every race-free launch a `prange` loop nest, atomics privatised per chunk."""
+
+    name = "cpu"
+    splits_interior = True
+    serial_when_atomics_mixed = True
+
+    def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
+                 header: str) -> Generated:
+        atomic = tuple(sorted({s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd)}))
+        options = NumbaOptions(parallel=parallel, privatized=atomic,
+                               boundscheck=os.environ.get("GRADKERN_BOUNDSCHECK", "") not in ("", "0"))
+        source, entry = generate(k, launch_ndim, options, header)
+        return Generated(source, entry, atomic if parallel else ())
+
+    def compile(self, code: Generated, cache: Path) -> Any:
+        return compile_source(code.source, code.entry, cache / "numba")
+
+    def run(self, typed: ir.Kernel, code: Generated, entry: Any, parallel: bool, dim: tuple[int, ...],
+            values: list) -> None:
+        if 0 in dim:
+            return
+        if entry is None:
+            raise InternalError(f"kernel '{typed.name}' was run before it was compiled")
+        if code.launch:  # privatised atomic targets: how many private copies fit the memory limit
+            names = [p.name for p in typed.params]
+            copy_bytes = sum(values[names.index(a)].nbytes for a in code.launch)
+            entry(*dim, *values, private_chunks(copy_bytes, dim[0]))
+        else:
+            entry(*dim, *values)
+
+    def array_module(self) -> Any:
+        import numpy
+        return numpy
+
+    def private_bytes(self, code: Generated, sizes: dict[str, int], dim: tuple[int, ...]) -> int:
+        if not code.launch or 0 in dim:
+            return 0
+        copy = sum(sizes[a] for a in code.launch)
+        return private_chunks(copy, dim[0]) * copy

@@ -231,6 +231,7 @@ class Kernel:
     tid_ndim: int
     locals: tuple[tuple[str, Scalar], ...] = ()
     interior: Interior | None = None
+    thread_indices: frozenset[str] = frozenset()
     loc: Loc | None = field(**_loc)
 
     def param(self, name: str) -> Param:

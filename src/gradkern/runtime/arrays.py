@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import backend
 from ..errors import BackendUnavailableError
 
 INSTALL_HINT = 'install CuPy for your CUDA version: pip install "gradkern[cuda12]" or "gradkern[cuda13]"'
@@ -67,23 +68,24 @@ def cupy_module(why: str):
     return cupy
 
 
-def array_module(backend: str):
+def array_module(backend_name: str):
     """Where a backend's buffers (tapes, counters, accumulators) are allocated."""
-    return cupy_module("backend='cuda' was asked for") if backend == "cuda" else np
+    return backend(backend_name).array_module()
 
 
 _UNTOUCHED: dict[tuple, Any] = {}
 
 
-def untouched(backend: str, shape: tuple, dtype) -> Any:
+def untouched(backend_name: str, shape: tuple, dtype) -> Any:
     """A zero array that no kernel reads or writes (an empty tape, an unused
     counter), made once per device, shape and dtype: allocating and clearing
     it on every call would cost a GPU launch more than the kernels need."""
-    device = sys.modules["cupy"].cuda.runtime.getDevice() if backend == "cuda" else None
-    key = (backend, device, shape, np.dtype(dtype))
+    xp = array_module(backend_name)
+    device = xp.cuda.runtime.getDevice() if xp is not np else None
+    key = (backend_name, device, shape, np.dtype(dtype))
     a = _UNTOUCHED.get(key)
     if a is None:
-        a = _UNTOUCHED[key] = array_module(backend).zeros(shape, dtype)
+        a = _UNTOUCHED[key] = xp.zeros(shape, dtype)
     return a
 
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 
+from ..backends import NAMES as BACKENDS
+from ..backends import backend as backend_object
 from ..errors import AliasingError, LaunchError
 from ..ir import nodes as ir
 from ..ir.infer import default_float
 from ..ir.types import ARRAY_DTYPES, BOOL, I32, I64, SCALARS, Array, Scalar, Type
 from .arrays import INSTALL_HINT, byte_bounds, cupy_module, geometry, is_array, is_cupy_array, is_device_array
-
-BACKENDS = ("cpu", "interp", "cuda")
 
 
 @dataclass(frozen=True)
@@ -126,6 +126,7 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
 
     types: list[Type | None] = []
     strided = []
+    strides_in_key = backend_object(backend).strides_in_key
     for p, a in zip(params, args):
         if (type(a) is float or type(a) is int) and not p.is_array:  # the common case first
             types.append(None if type(a) is float else _python_int(p, a))
@@ -149,7 +150,7 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
                     raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' but is a "
                                       "broadcast view (a zero stride): its elements overlap",
                                       hint=f"pass {p.name}.copy()")
-                if backend == "cuda":
+                if strides_in_key:
                     if any(s % a.itemsize for s in a.strides):
                         raise LaunchError(f"argument '{p.name}' has strides {a.strides} that are not multiples of "
                                           f"its item size {a.itemsize}", hint=f"pass {p.name}.copy()")

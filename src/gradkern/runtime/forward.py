@@ -1,8 +1,8 @@
-"""`gk.autodiff(..., mode=gk.Forward)`: validate the annotations, build (or
-fetch) the tangent kernel, check races, run it. Tangents live in the shadows
-(DESIGN §2): for an array the kernel changes, its shadow becomes the tangent of
-the new value; shadows of arrays it only reads are left as they are. Scalars
-take tangents as `Duplicated(2.0, 1.0)`. Returns None: kernels return nothing.
+"""Forward mode for one kernel (`gk.autodiff(..., mode=gk.Forward)`): validate
+the annotations, build (or fetch) the tangent kernel, check races, run it.
+Tangents live in the shadows (DESIGN §2): for an array the kernel changes, its
+shadow becomes the tangent of the new value; shadows of arrays it only reads
+are left as they are. Scalars take tangents as `Duplicated(2.0, 1.0)`.
 """
 
 from __future__ import annotations
@@ -11,32 +11,15 @@ from typing import Any
 
 from ..errors import InternalError
 from ..kernel import KernelFunction
-from ..pipeline import ForwardSpecialization, specialize_forward, tangent_param
-from ..transforms.aliasing import merge_aliases
+from ..pipeline import tangent_param
+from .annotate import annotated_binding
 from .arrays import is_array
-from .autodiff import annotated_binding, strided_lanes
-from .binding import Binding
-from .execute import entry_of, run_spec
+from .execute import run_spec
 from .race_check import check_races
+from .specialize import forward_specialization
 
 
-def forward_specialization(kernel: KernelFunction, b: Binding, tangents: dict, lanes: int) -> ForwardSpecialization:
-    strided = strided_lanes(b, tangents)
-    key = ("forward", b.key, tuple(sorted(tangents)), tuple(sorted(strided)), lanes)
-    spec = kernel._specs.get(key)
-    if spec is None:
-        with kernel._lock:
-            spec = kernel._specs.get(key)
-            if spec is None:
-                arrays = {n for n in tangents if is_array(tangents[n][0])}
-                spec = specialize_forward(merge_aliases(kernel.ir, dict(b.aliases)), b.type_map(kernel.ir),
-                                          len(b.dim), b.backend, arrays, set(tangents) - arrays,
-                                          frozenset(b.strided), strided, lanes)
-                kernel._specs[key] = spec
-    return spec
-
-
-def prepare_forward(f: Any, args: tuple, dim: Any, backend: str | None):
+def prepare_forward(f: KernelFunction, args: tuple, dim: Any, backend: str | None):
     """Validate everything and check for races; touches no buffer."""
     ann, b, tangents = annotated_binding(f, args, dim, backend, forward=True)
     fs = forward_specialization(f, b, tangents, ann.lanes)
@@ -53,8 +36,7 @@ def prepare_forward(f: Any, args: tuple, dim: Any, backend: str | None):
     return b, fs, values
 
 
-def forward(f: Any, args: tuple, dim: Any, backend: str | None) -> None:
-    """Forward mode: every tangent is written into its shadow in place."""
+def forward(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> None:
+    """Forward mode: every tangent is written into its shadow in place; returns None."""
     b, fs, values = prepare_forward(f, args, dim, backend)
-    run_spec(fs.tangent, entry_of(fs.tangent), b.dim, values)
-    return None
+    run_spec(fs.tangent, b.dim, values)

@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from ..annotations import Annotation, BatchDuplicated, Const, Forward
+from ..annotations import Annotation, BatchDuplicated, Const
 from ..errors import AnnotationError, LaunchError
 from ..kernel import KernelFunction
 from .arrays import array_module, is_array, is_cupy_array
-from .autodiff import autodiff
+from .forward import forward
 
 
 def _copy(x: Any) -> Any:
@@ -74,7 +74,7 @@ def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None
                 call.append(BatchDuplicated(_copy(v), tangents[n]))
             else:
                 call.append(Const(_copy(v)))
-        autodiff(kernel, *call, dim=dim, mode=Forward, backend=backend)
+        forward(kernel, tuple(call), dim, backend)
         for n in outs:
             flat = jac[names[n]].reshape(values[n].shape + (size,))
             for j, d in enumerate(directions):

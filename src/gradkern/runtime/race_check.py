@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..analysis.races import PARALLEL_TRACKS, TRACKS
+from ..backends import backend
 from ..errors import RaceError
 from ..pipeline import Specialization
 from .arrays import array_module, is_array
 from .binding import Binding
-from .execute import entry_of, run_spec
+from .execute import run_spec
 
 
 def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
@@ -27,7 +28,7 @@ def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
         if key in rc.race_free:
             return
     xp = array_module(b.backend)
-    if spec.race_parallel is not None and b.backend == "cuda":
+    if spec.race_parallel is not None and backend(b.backend).race_check_forms[0] == "parallel":
         race = _parallel_check(spec, b, values, xp)
         if race is None:
             if key is not None:
@@ -42,8 +43,7 @@ def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
     race = xp.zeros(5, np.int64)
     values.append(race)
     values += list(b.dim[1:])
-    src = spec.race_check_source
-    run_spec(src, entry_of(src), b.dim, values)
+    run_spec(spec.race_check_source, b.dim, values)
     race = race.tolist()  # on the GPU: the launch's one status read-back
     if not race[0]:
         if key is not None:
@@ -64,12 +64,12 @@ def _parallel_check(spec: Specialization, b: Binding, values: list, xp) -> tuple
         tracks += [xp.full(shape, -1, np.int64) for _ in PARALLEL_TRACKS]
     extents = list(b.dim[1:])
     note, check = spec.race_parallel
-    run_spec(note, entry_of(note), b.dim, [*values, *tracks, *extents])
+    run_spec(note, b.dim, [*values, *tracks, *extents])
     total = 1
     for n in b.dim:
         total *= n
     site, other = xp.full(total, -1, np.int64), xp.full(total, -1, np.int64)
-    run_spec(check, entry_of(check), b.dim, [*values, *tracks, site, other, *extents])
+    run_spec(check, b.dim, [*values, *tracks, site, other, *extents])
     if int(site.max()) < 0:
         return None
     thread = int(site.argmax())

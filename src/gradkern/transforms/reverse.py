@@ -53,12 +53,12 @@ class ReverseKernels:
     """The generated kernels of one reverse-mode specialisation.
 
     fused: forward + reverse in one thread body (used by autodiff);
-    forward/reverse: the split pair (autodiff_thunk), sharing the tape;
+    augmented_primal/reverse: the split pair (autodiff_thunk), sharing the tape;
     count: a skeleton that counts each thread's pushes when that depends on
     run-time values (None when `static_slots` bounds it)."""
 
     fused: ir.Kernel
-    forward: ir.Kernel
+    augmented_primal: ir.Kernel
     reverse: ir.Kernel
     count: ir.Kernel | None
     static_slots: tuple[int, int] | None  # (float slots, int slots) per thread

@@ -1,0 +1,55 @@
+"""The user's verbs (DESIGN §1). `autodiff` and `autodiff_thunk` dispatch on
+what `f` is: a kernel today; a function with a custom rule (§7) and a program
+(§6) are further branches here, not rewrites."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .annotations import Forward, Reverse
+from .errors import LaunchError
+from .kernel import KernelFunction
+from .runtime.forward import forward as forward_kernel
+from .runtime.inspect import Inspection, inspect
+from .runtime.jacobian import jacobian
+from .runtime.launch import launch
+from .runtime.reverse import Tape
+from .runtime.reverse import reverse as reverse_kernel
+from .runtime.reverse import split as split_kernel
+
+
+def _not_differentiable(f: Any, verb: str) -> LaunchError:
+    return LaunchError(f"{verb} takes a @gk.kernel; got {type(f).__name__} "
+                       "(differentiating programs of several launches is not available in this version)")
+
+
+def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: str | None = None) -> Any:
+    """Differentiate `f` at the annotated arguments (DESIGN §1-§2).
+
+    Reverse mode (default): shadows of Duplicated arrays are accumulated in
+    place; returns one entry per argument, the derivative for Active scalars
+    (summed over threads), None for the others. Forward mode: each shadow of
+    an array `f` changes becomes the tangent of its new value; returns None."""
+    if mode is not Reverse and mode is not Forward:
+        raise LaunchError(f"mode must be gk.Reverse or gk.Forward, got {mode!r}")
+    if isinstance(f, KernelFunction):
+        if mode is Forward:
+            return forward_kernel(f, args, dim, backend)
+        return reverse_kernel(f, args, dim, backend)
+    raise _not_differentiable(f, "autodiff")
+
+
+def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | None = None):
+    """Split reverse mode (Enzyme's autodiff_thunk): returns (forward, reverse).
+
+    `activities` gives each argument's annotation class (gk.Duplicated,
+    gk.Active, gk.Const, ...) or an annotated example. `forward(*args)` runs
+    the augmented primal (primals updated as by launch) and returns a Tape;
+    `reverse(*args, tape)` runs the reverse on the arrays in their post-forward
+    state and returns what autodiff would."""
+    if isinstance(f, KernelFunction):
+        return split_kernel(f, activities, dim, backend)
+    raise _not_differentiable(f, "autodiff_thunk")
+
+
+__all__ = ["autodiff", "autodiff_thunk", "launch", "inspect", "Inspection", "jacobian", "Tape"]

@@ -1,0 +1,35 @@
+"""The reference interpreter as a backend (`backend="interp"`): nothing is
+generated or compiled; the typed IR itself runs, one thread after another.
+It is the test oracle (ir/interp.py), and raises IndexError out of bounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..ir import nodes as ir
+from ..ir.interp import interpret
+from . import Backend, Generated, check_launch_ndim
+
+
+class InterpBackend(Backend):
+    name = "interp"
+    # it runs the serial check, and builds the GPU's two-launch form too, so tests compare them
+    race_check_forms = ("serial", "parallel")
+
+    def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
+                 header: str) -> Generated:
+        check_launch_ndim(launch_ndim)
+        return Generated()
+
+    def compile(self, code: Generated, cache: Path) -> Any:
+        return None
+
+    def run(self, typed: ir.Kernel, code: Generated, entry: Any, parallel: bool, dim: tuple[int, ...],
+            values: list) -> None:
+        interpret(typed, dim, values)
+
+    def array_module(self) -> Any:
+        return np

@@ -1,0 +1,156 @@
+"""The annotations of a derivative call (DESIGN §1, §8, §9), checked for every
+mode: each annotation against its argument, vector-mode widths, and the
+aliasing of shadows with each other and with the primals. Nothing is touched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
+from ..errors import AliasingError, AnnotationError, LaunchError
+from ..kernel import KernelFunction
+from .arrays import byte_bounds, describe, geometry, is_array, is_cupy_array
+from .binding import Binding, bind, exactly_aliased
+
+
+@dataclass(frozen=True)
+class Annotated:
+    """Validated annotations: primals, shadows (one per lane) by parameter, Active scalars."""
+
+    primals: tuple
+    shadows: dict[str, tuple]  # parameter -> its shadows (tangents), one per lane
+    active: tuple[str, ...]
+    no_need: tuple[str, ...] = ()  # DuplicatedNoNeed: the new primal values are not wanted
+    lanes: int = 1  # k of BatchDuplicated (vector mode)
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def _check_shadow(name: str, x: Any, dx: Any, what: str) -> None:
+    if (not is_array(dx) or is_cupy_array(dx) != is_cupy_array(x) or dx.shape != x.shape
+            or dx.dtype != x.dtype):
+        raise AnnotationError(f"{what} of '{name}' must be {describe(x)} like its primal; got {describe(dx)}",
+                              hint=f"e.g. gk.Duplicated({name}, zeros_like({name})) on the same device")
+    if isinstance(dx, np.ndarray) and not dx.flags.writeable:
+        raise AnnotationError(f"{what} of '{name}' is read-only; shadows are updated in place")
+
+
+def annotate(kernel: KernelFunction, args: tuple, forward: bool = False) -> Annotated:
+    """Check each annotation against its argument; nothing is touched."""
+    params = kernel.ir.params
+    if len(args) != len(params):
+        bind(kernel.ir, 1, tuple(a.val if isinstance(a, Annotation) else a for a in args))  # names what is missing
+    primals, shadows, active, no_need = [], {}, [], []
+    widths: dict[str, int] = {}
+    for p, a in zip(params, args):
+        if isinstance(a, (Duplicated, BatchDuplicated)):
+            x = a.val
+            if isinstance(a, BatchDuplicated):
+                dxs = tuple(a.dvals) if isinstance(a.dvals, (tuple, list)) else None
+                if not dxs:
+                    raise AnnotationError(f"argument '{p.name}': gk.BatchDuplicated takes a tuple of k >= 1 "
+                                          f"shadows; got {describe(a.dvals)}")
+            else:
+                dxs = (a.dval,)
+            widths[p.name] = len(dxs) if isinstance(a, BatchDuplicated) else 0
+            what = "tangent" if forward else "shadow"
+            if is_array(x):
+                for dx in dxs:
+                    _check_shadow(p.name, x, dx, what)
+            elif not forward:
+                raise AnnotationError(f"argument '{p.name}' is Duplicated but its primal is {describe(x)}",
+                                      hint="in reverse mode a scalar's derivative is returned: use gk.Active(s)")
+            elif not _is_real(x) or not all(_is_real(dx) for dx in dxs):
+                raise AnnotationError(f"argument '{p.name}' is Duplicated: a scalar's value and tangent must be "
+                                      f"real numbers; got {describe(x)} and {', '.join(describe(d) for d in dxs)}")
+            elif p.is_array:
+                raise AnnotationError(f"argument '{p.name}' is a scalar but the kernel indexes it as an array")
+            shadows[p.name] = dxs
+            primals.append(x)
+            if isinstance(a, DuplicatedNoNeed):
+                no_need.append(p.name)
+        elif isinstance(a, Active):
+            if forward:
+                raise AnnotationError(f"argument '{p.name}' is Active, a reverse-mode annotation; in forward mode a "
+                                      "scalar takes a tangent", hint=f"gk.Duplicated({p.name}, 1.0)")
+            if is_array(a.val):
+                raise AnnotationError(f"argument '{p.name}' is Active but is an array; Active is for scalars",
+                                      hint=f"use gk.Duplicated({p.name}, d{p.name}) for arrays")
+            if not _is_real(a.val):
+                raise AnnotationError(f"argument '{p.name}' is Active but is {describe(a.val)}; expected a real "
+                                      "number")
+            if not np.isfinite(a.val):
+                raise AnnotationError(f"argument '{p.name}' is Active with the non-finite value {a.val}")
+            if p.is_array:
+                raise AnnotationError(f"argument '{p.name}' is Active but the kernel indexes it as an array")
+            active.append(p.name)
+            primals.append(a.val)
+        elif isinstance(a, Const):
+            primals.append(a.val)
+        elif isinstance(a, Annotation):
+            raise AnnotationError(f"argument '{p.name}': unknown annotation {type(a).__name__}")
+        else:
+            primals.append(a)
+    batch = {n: w for n, w in widths.items() if w}
+    if batch and (len(set(batch.values())) > 1 or len(batch) != len(widths)):
+        desc = ", ".join(f"'{n}': {w or 'Duplicated'}" for n, w in widths.items())
+        raise AnnotationError(f"a vector-mode call needs every differentiated argument to be BatchDuplicated with the "
+                              f"same number of shadows; got {desc}")
+    lanes = next(iter(batch.values())) if batch else 1
+    return Annotated(tuple(primals), shadows, tuple(active), tuple(no_need), lanes)
+
+
+def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, tuple]:
+    """Shadows of exactly aliased primals must alias the same way (DESIGN §8);
+    returns the shadows (one per lane) by parameter of the merged kernel. Any
+    other overlap of a shadow with a primal or another shadow is refused."""
+    for m, rep in aliases.items():
+        if (m in ann.shadows) != (rep in ann.shadows):
+            raise AliasingError(f"'{m}' and '{rep}' are the same array, so both need a shadow or neither has one")
+        if m in ann.shadows and not all(exactly_aliased(a, b) for a, b in zip(ann.shadows[m], ann.shadows[rep])):
+            raise AliasingError(f"'{m}' and '{rep}' are the same array but their shadows are different buffers",
+                                hint="pass the same shadow for both")
+    shadows = {n: dx for n, dx in ann.shadows.items() if n not in aliases}
+    buffers = [(p.name, -1, x) for p, x in zip(params, ann.primals) if is_array(x) and p.name not in aliases]
+    buffers += [(n, lane, dx) for n, dxs in shadows.items() for lane, dx in enumerate(dxs) if is_array(dx)]
+    bounds = [byte_bounds(x) for _, _, x in buffers]
+    for i, (na, la, a) in enumerate(buffers):
+        for j in range(i + 1, len(buffers)):
+            nb, lb, b = buffers[j]
+            if la < 0 and lb < 0:
+                continue  # primal/primal overlap is the binding's business
+            (alo, ahi), (blo, bhi) = bounds[i], bounds[j]
+            if alo < bhi and blo < ahi and np.may_share_memory(geometry(a), geometry(b)):
+                def what(n, lane):
+                    if lane < 0:
+                        return f"'{n}'"
+                    return f"the shadow of '{n}'" if ann.lanes == 1 else f"shadow {lane} of '{n}'"
+                raise AliasingError(f"{what(nb, lb)} shares memory with {what(na, la)}; every shadow needs its "
+                                    "own buffer")
+    return shadows
+
+
+def annotated_binding(f: KernelFunction, args: tuple, dim: Any, backend: str | None, forward: bool = False
+                      ) -> tuple[Annotated, Binding, dict[str, tuple]]:
+    """Validate a call of either mode: annotations, arguments, aliasing of the
+    shadows. Returns them with the binding and the merged shadows; touches no buffer."""
+    ann = annotate(f, args, forward)
+    if dim is None:
+        arrays = [x for x in ann.primals if is_array(x)]
+        if not arrays:
+            raise LaunchError("dim is needed: no array argument to take it from")
+        dim = arrays[0].shape
+    b = bind(f.ir, dim, ann.primals, backend)
+    if not forward:
+        for name in ann.shadows:
+            param = f.ir.param(name)
+            if param.used and not param.is_array:
+                raise AnnotationError(f"argument '{name}' is Duplicated but the kernel uses it as a scalar",
+                                      hint="use gk.Active for scalars")
+    return ann, b, merge_shadows(f.ir.params, ann, dict(b.aliases))

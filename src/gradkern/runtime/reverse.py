@@ -1,0 +1,210 @@
+"""Reverse mode for one kernel: `gk.autodiff` fused in one launch, and split
+(Enzyme's `autodiff_thunk`) into an augmented primal that returns a `Tape` and
+a reverse that takes it. Both run a `PreparedReverse`: a validated,
+specialised, race-checked call, built once and run as often as needed (a
+program's tape holds a list of them).
+
+Shadows are updated in place with DESIGN §2's semantics; the primals end with
+their post-kernel values, as after `gk.launch`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..annotations import Annotation, Const
+from ..errors import AnnotationError
+from ..ir.interp import interpret
+from ..kernel import KernelFunction
+from ..pipeline import ReverseSpecialization
+from .annotate import Annotated, annotated_binding
+from .arrays import array_module, is_cupy_array, untouched
+from .binding import Binding
+from .execute import run_spec
+from .race_check import check_races
+from .specialize import reverse_specialization
+
+
+def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True) -> tuple[int, int]:
+    """(float, int) tape slots per thread: static, or the maximum the count
+    kernel finds (run by the interpreter when compiling is not allowed)."""
+    if rs.kernels.static_slots is not None:
+        return rs.kernels.static_slots
+    if not allow_compile:
+        counts = np.zeros((*b.dim, 2), np.int64)
+        values = [v.get() if is_cupy_array(v) else v for v in b.kernel_values]  # inspect: arrays could be CuPy
+        interpret(rs.count.typed, b.dim, [*values, counts])
+    else:
+        counts = array_module(b.backend).zeros((*b.dim, 2), np.int64)
+        run_spec(rs.count, b.dim, [*b.kernel_values, counts])
+    if not counts.size:
+        return 0, 0
+    top = counts.reshape(-1, 2).max(axis=0).tolist()  # on the GPU, the one read-back a taped loop needs
+    return int(top[0]), int(top[1])
+
+
+def tape_bytes_per_thread(rs: ReverseSpecialization, b: Binding) -> int:
+    nf, ni = tape_slots(rs, b, allow_compile=False)
+    return nf * rs.kernels.tape_float.itemsize + ni * 8
+
+
+@dataclass(frozen=True)
+class Tape:
+    """What an augmented primal leaves for its reverse: the per-thread tape, how
+    much of it each thread used, and the signature it belongs to."""
+
+    kernel: str
+    key: tuple
+    dim: tuple[int, ...]
+    values: np.ndarray  # float values, shape (*dim, slots)
+    ints: np.ndarray  # integer values (loop bounds, branch conditions), shape (*dim, slots)
+    counts: np.ndarray  # shape (*dim, 2): how many float and int values each thread pushed
+
+    @property
+    def nbytes(self) -> int:
+        return self.values.nbytes + self.ints.nbytes + self.counts.nbytes
+
+
+@dataclass(frozen=True)
+class PreparedReverse:
+    """A validated reverse-mode call: binding, annotations, shadows, specialisation."""
+
+    kernel: KernelFunction
+    b: Binding
+    ann: Annotated
+    shadows: dict[str, tuple]  # one shadow per lane
+    rs: ReverseSpecialization
+
+    @property
+    def key(self) -> tuple:
+        return (self.b.key, tuple(sorted(self.shadows)), self.ann.active, self.ann.lanes)
+
+    def fused(self) -> tuple:
+        """Primal and reverse in one call (autodiff): returns the Active scalars' derivatives."""
+        accs = self._accumulators()
+        tapes = self._allocate_tape()
+        rs = self.rs
+        if rs.gather is None:
+            self._run(rs.fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
+        elif rs.kernels.static_slots == (0, 0):
+            # nothing taped: the gather needs only intact inputs and the incoming shadows
+            self._gather(accs, tapes, self._counts(used=False))
+            self._run(rs.fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
+        else:  # the gather replays each neighbour from its tape: augmented primal, gather, then reverse
+            counts = self._counts()
+            self._run(rs.augmented_primal, [*self.b.kernel_values, *tapes, counts])
+            self._gather(accs, tapes, counts)
+            self._run(rs.reverse, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes, counts])
+        return self._results(accs)
+
+    def augmented_primal(self) -> Tape:
+        """The primal, taping what the reverse will need (primals updated as by launch)."""
+        values, ints = self._allocate_tape()
+        counts = self._counts()
+        self._run(self.rs.augmented_primal, [*self.b.kernel_values, values, ints, counts])
+        return Tape(self.kernel.name, self.key, self.b.dim, values, ints, counts)
+
+    def reverse(self, tape: Tape) -> tuple:
+        """The reverse on the arrays in their post-primal state; returns what autodiff would."""
+        if tape.kernel != self.kernel.name or tape.key != self.key or tape.dim != self.b.dim:
+            raise AnnotationError(f"this tape was made by forward for kernel '{tape.kernel}' with another "
+                                  "signature or launch shape")
+        accs = self._accumulators()
+        if self.rs.gather is not None:
+            self._gather(accs, (tape.values, tape.ints), tape.counts)
+        self._run(self.rs.reverse, [*self.b.kernel_values, *self._adjoint_values(accs), tape.values, tape.ints,
+                                    tape.counts])
+        return self._results(accs)
+
+    # -- pieces ---------------------------------------------------------------------------------------------------
+    def _run(self, spec, values: list):
+        run_spec(spec, self.b.dim, values)
+
+    def _allocate_tape(self) -> tuple:
+        """The float and int tapes, sized by tape_slots, on the launch's device."""
+        nf, ni = tape_slots(self.rs, self.b)
+        be, xp = self.b.backend, array_module(self.b.backend)
+        floats, ints = (*self.b.dim, nf), (*self.b.dim, ni)
+        float_type = self.rs.kernels.tape_float.numpy
+        return (xp.zeros(floats, float_type) if nf else untouched(be, floats, float_type),
+                xp.zeros(ints, np.int64) if ni else untouched(be, ints, np.int64))
+
+    def _counts(self, used: bool = True):
+        """Per-thread push counters of an augmented primal, on the launch's device
+        (a one-element stand-in where no kernel reads them)."""
+        if not used:
+            return untouched(self.b.backend, (*(1 for _ in self.b.dim), 2), np.int64)
+        return array_module(self.b.backend).zeros((*self.b.dim, 2), np.int64)
+
+    def _gather(self, accs: dict, tapes: tuple, counts):
+        """Run the gather kernel: it must see the incoming shadows, before the reverse zeroes any."""
+        self._run(self.rs.gather, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes, counts, *self.b.dim])
+
+    def _accumulators(self) -> dict[str, tuple]:
+        """One element per Active scalar and lane: its derivative summed over all threads."""
+        xp = array_module(self.b.backend)
+        return {n: tuple(xp.zeros(1, self.rs.primal.typed.param(n).type.numpy) for _ in range(self.ann.lanes))
+                for n in self.ann.active}
+
+    def _adjoint_values(self, accs: dict[str, tuple]) -> list:
+        """Shadow and accumulator arguments (lane by lane), in the generated kernels' order."""
+        order = [p.name for p in self.rs.primal.typed.params]
+        return [*(dx for n in order if n in self.shadows for dx in self.shadows[n]),
+                *(acc for n in sorted(accs, key=order.index) for acc in accs[n])]
+
+    def _results(self, accs: dict[str, tuple]) -> tuple:
+        """Active scalars' derivatives (a tuple of one per lane in vector mode), None for the rest."""
+        def value(lanes):
+            got = tuple(float(a[0]) for a in lanes)
+            return got[0] if self.ann.lanes == 1 else got
+        return tuple(value(accs[p.name]) if p.name in accs else None for p in self.kernel.ir.params)
+
+
+def prepare_reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> PreparedReverse:
+    """Validate everything and check for races; touches no buffer."""
+    ann, b, shadows = annotated_binding(f, args, dim, backend)
+    rs = reverse_specialization(f, b, shadows, ann.active, ann.no_need, ann.lanes)
+    check_races(rs.primal, b, f.name)
+    return PreparedReverse(f, b, ann, shadows, rs)
+
+
+def reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> tuple:
+    """Reverse mode in one call: shadows accumulated in place, Active derivatives returned."""
+    return prepare_reverse(f, args, dim, backend).fused()
+
+
+def split(f: KernelFunction, activities: tuple, dim: Any, backend: str | None):
+    """Split reverse mode (Enzyme's autodiff_thunk): returns (augmented_primal, reverse).
+
+    `activities` gives each argument's annotation class (gk.Duplicated,
+    gk.Active, gk.Const, ...) or an annotated example. The first callable runs
+    the augmented primal (primals updated as by launch) and returns a Tape;
+    `reverse(*args, tape)` runs the reverse on the arrays in their post-forward
+    state and returns what autodiff would."""
+    pattern = tuple(a if isinstance(a, type) else type(a) for a in activities)
+    if len(pattern) != len(f.ir.params):
+        raise AnnotationError(f"kernel '{f.name}' takes {len(f.ir.params)} arguments; "
+                              f"{len(pattern)} activities were given")
+
+    def check(args: tuple):
+        got = tuple(type(a) if isinstance(a, Annotation) else Const for a in args)
+        for p, want, have in zip(f.ir.params, pattern, got):
+            if not issubclass(have, want if want is not Annotation else Const):
+                raise AnnotationError(f"argument '{p.name}' was declared {want.__name__} in autodiff_thunk "
+                                      f"but is {have.__name__} here")
+
+    def augmented_primal(*args: Any) -> Tape:
+        check(args)
+        return prepare_reverse(f, args, dim, backend).augmented_primal()
+
+    def reverse_pass(*args: Any) -> tuple:
+        if not args or not isinstance(args[-1], Tape):
+            raise AnnotationError("reverse(*args, tape): the last argument must be the Tape from forward")
+        *args, tape = args
+        check(tuple(args))
+        return prepare_reverse(f, tuple(args), dim, backend).reverse(tape)
+
+    return augmented_primal, reverse_pass
