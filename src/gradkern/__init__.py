@@ -8,8 +8,7 @@
     gk.launch(saxpy, n, 2.0, x, y)
 """
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .annotations import (  # noqa: E402
     Active,
     Annotation,

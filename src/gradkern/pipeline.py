@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from . import __version__
+from ._version import __version__
 from .analysis.access import LaunchFacts, launch_facts
 from .analysis.activity import analyze_activity
 from .analysis.races import RaceCheck, race_check_kernel, statically_race_free

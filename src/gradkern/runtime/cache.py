@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import __version__
+from .._version import __version__
 
 
 def cache_dir() -> Path:
