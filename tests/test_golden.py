@@ -1,5 +1,6 @@
-"""Generated IR and Numba source of representative kernels, compared verbatim
-with tests/golden/ so every codegen change is seen in review. Refresh with
+"""Generated IR, Numba source and CUDA C of representative kernels, compared
+verbatim with tests/golden/ so every codegen change is seen in review. The CUDA C
+is printed without a GPU or CuPy. Refresh with
 `python -m pytest tests/test_golden.py --update-golden`."""
 
 from pathlib import Path
@@ -22,8 +23,9 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_generated_code_matches_golden(name, update_golden):
     kernel, args, dim = CASES[name]
-    r = gk.inspect(kernel, *args(), dim=dim)
-    for suffix, text in ((".ir.txt", r.ir), (".numba.py", r.source)):
+    cpu = gk.inspect(kernel, *args(), dim=dim)
+    cuda = gk.inspect(kernel, *args(), dim=dim, backend="cuda")
+    for suffix, text in ((".ir.txt", cpu.ir), (".numba.py", cpu.source), (".cuda.cu", cuda.source)):
         path = GOLDEN / (name + suffix)
         if update_golden:
             path.write_text(text)

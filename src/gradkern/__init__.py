@@ -8,8 +8,8 @@
     gk.launch(saxpy, n, 2.0, x, y)
 """
 
-from ._version import __version__  # noqa: E402
-from .annotations import (  # noqa: E402
+from ._version import __version__
+from .annotations import (
     Active,
     Annotation,
     BatchDuplicated,
@@ -19,8 +19,8 @@ from .annotations import (  # noqa: E402
     Forward,
     Reverse,
 )
-from .api import Inspection, Tape, autodiff, autodiff_thunk, inspect, jacobian, launch  # noqa: E402
-from .errors import (  # noqa: E402
+from .api import Inspection, Tape, autodiff, autodiff_thunk, inspect, jacobian, launch
+from .errors import (
     AliasingError,
     AnnotationError,
     BackendUnavailableError,
@@ -33,8 +33,8 @@ from .errors import (  # noqa: E402
     NotDifferentiableError,
     RaceError,
 )
-from .intrinsics import abs, atomic_add, cos, exp, floor, log, max, min, pow, sin, sqrt, tan, tanh, tid  # noqa: E402
-from .kernel import DeviceFunction, KernelFunction, func, kernel  # noqa: E402
+from .intrinsics import abs, atomic_add, cos, exp, floor, log, max, min, pow, sin, sqrt, tan, tanh, tid
+from .kernel import DeviceFunction, KernelFunction, func, kernel
 
 __all__ = [
     "__version__", "kernel", "func", "launch", "inspect", "Inspection", "KernelFunction", "DeviceFunction",

@@ -14,11 +14,10 @@ def info() -> int:
     """Versions, backends and devices, like `numba -s`."""
     import numpy as np
 
-    import gradkern
-
+    from ._version import __version__
     from .runtime.cache import cache_dir
 
-    print(f"gradkern   {gradkern.__version__}")
+    print(f"gradkern   {__version__}")
     print(f"python     {platform.python_version()} ({sys.executable})")
     print(f"platform   {platform.platform()}")
     print(f"numpy      {np.__version__}")
