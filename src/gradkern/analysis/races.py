@@ -19,12 +19,13 @@ from dataclasses import dataclass, field, replace
 from ..errors import InternalError
 from ..ir import build as b
 from ..ir import nodes as ir
+from ..ir.names import RACE_CHECK as P
+from ..ir.names import Namer
 from ..ir.ops import Op
 from ..ir.types import BOOL, I64, Array
 from .access import launch_facts
 from .affine import proves_race_free
 
-P = "_gk_rc_"
 RACE = P + "race"  # int64[5]: found, site, other site, thread, other thread
 EXTENT = P + "n"
 # per tracked array: plain writer, first reader, second reader, first atomic, second atomic
@@ -81,11 +82,10 @@ class _Instrument:
         self.tracked = sorted({s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))})
         self.sites: list[Site] = []
         self.locals = dict(k.locals)
-        self.counter = 0
+        self.namer = Namer(P)
 
     def fresh(self) -> str:
-        self.counter += 1
-        name = f"{P}v{self.counter}"
+        name = self.namer.fresh("v")
         self.locals[name] = I64
         return name
 

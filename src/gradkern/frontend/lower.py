@@ -20,11 +20,12 @@ import numpy as np
 from .. import intrinsics
 from ..errors import KernelSyntaxError, Loc
 from ..ir import nodes as ir
+from ..ir.names import RESERVED, RESULT, Namer, is_generated, private
 from ..ir.ops import Op
 from ..ir.types import F32, F64, I32, I64
 from .inline import rename, rename_locals
 from .parse import ParsedFunction
-from .structure import RESERVED_PREFIX, RESULT, Return, check_definite_assignment, structure_returns
+from .structure import Return, check_definite_assignment, structure_returns
 
 _BINOPS = {ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.Div: Op.DIV,
            ast.FloorDiv: Op.FLOORDIV, ast.Mod: Op.MOD, ast.Pow: Op.POW}
@@ -84,7 +85,7 @@ class _Lowerer:
         self.block: list[ir.Stmt] | None = None
         self.lazy = 0  # > 0 inside an operand that may not be evaluated
         self.tid_arity = 0
-        self.inline_count = 0
+        self.namer = Namer(RESERVED)  # temporaries and inlined calls' locals
         args = parsed.tree.args
         for bad, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
             if bad is not None:
@@ -95,8 +96,8 @@ class _Lowerer:
         self.locals = set(self.params) | _assigned_names(parsed.tree)
         for node in [*args.args, *ast.walk(parsed.tree)]:
             name = node.arg if isinstance(node, ast.arg) else getattr(node, "id", None)
-            if isinstance(name, str) and name.startswith(RESERVED_PREFIX) and name in self.locals:
-                self.fail(node, f"the name '{name}' starts with '{RESERVED_PREFIX}', which is reserved for gradkern",
+            if isinstance(name, str) and is_generated(name) and name in self.locals:
+                self.fail(node, f"the name '{name}' starts with '{RESERVED}', which is reserved for gradkern",
                           hint="rename it")
 
     # -- errors ---------------------------------------------------------------
@@ -185,7 +186,7 @@ class _Lowerer:
                 # a, b = b, a: every right-hand side is evaluated before any name is bound
                 temps = []
                 for v in value.elts:
-                    t = self.fresh("tup")
+                    t = self.namer.numbered("tup")
                     self.emit(ir.Assign(t, self.expr(v), loc=loc))
                     temps.append(t)
                 for n, t in zip(names, temps):
@@ -450,10 +451,6 @@ class _Lowerer:
         self.tid_arity = arity
 
     # -- device functions -------------------------------------------------------
-    def fresh(self, what: str) -> str:
-        self.inline_count += 1
-        return f"{RESERVED_PREFIX}{self.inline_count}_{what}"
-
     def inline(self, call: ast.Call, fn) -> ir.Expr:
         loc = self.p.loc(call)
         if self.lazy:
@@ -469,7 +466,7 @@ class _Lowerer:
                       hint="device functions return a scalar; write arrays from the kernel")
         if callee.tid_arity:
             self.note_tid(call, callee.tid_arity)
-        prefix = self.fresh(fn.name) + "_"
+        prefix = self.namer.numbered(fn.name) + "_"
         arrays, scalars = {}, {}
         for name, a in zip(callee.params, call.args):
             if name in callee.array_names:
@@ -535,12 +532,12 @@ def lower_kernel(parsed: ParsedFunction) -> ir.Kernel:
     return ir.Kernel(low.name, params, body, low.tid_arity, loc=low.loc)
 
 
-def _privatize_reassigned(body: tuple[ir.Stmt, ...], names: set[str]) -> tuple[ir.Stmt, ...]:
+def _privatize_reassigned(body: tuple[ir.Stmt, ...], params: set[str]) -> tuple[ir.Stmt, ...]:
     """Scalar parameters the kernel reassigns become per-thread locals: every
     thread starts from the launch value (`_gk_a = a` first, then `_gk_a` everywhere)."""
-    if not names:
+    if not params:
         return body
-    mapping = {n: f"{RESERVED_PREFIX}_{n}" for n in sorted(names)}
+    mapping = {n: private(n) for n in sorted(params)}
     renamed = rename_locals(body, mapping)
     return tuple(ir.Assign(local, ir.Var(n, loc=body[0].loc if body else None), loc=body[0].loc if body else None)
                  for n, local in mapping.items()) + renamed

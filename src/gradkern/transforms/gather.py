@@ -20,13 +20,13 @@ from dataclasses import dataclass, replace
 from ..analysis.access import tid_aliases
 from ..frontend.inline import rename_locals
 from ..ir import build as b
+from ..ir import names
 from ..ir import nodes as ir
+from ..ir.names import GATHER_EXTENT as EXTENT
 from ..ir.ops import Op
 from ..ir.types import BOOL, I64
 from .reverse import COUNT
 from .simplify import without
-
-EXTENT = "_gk_gn"
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], tape
     alias = tid_aliases(source)
     offsets = sorted(set().union(*plan.values()))
     types = {p.name: p.type.dtype for p in source.params if p.name in plan}
-    acc = {a: f"_gk_gacc_{a}" for a in plan}
+    acc = {a: names.gather_accumulator(a) for a in plan}
     local = dict(source.locals) | {acc[a]: types[a] for a in plan}
     body: list[ir.Stmt] = [ir.Assign(acc[a], b.const(0, types[a])) for a in sorted(plan)]
     for n, o in enumerate(offsets):
@@ -151,15 +151,15 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], tape
             guard = inside if guard is None else ir.Apply(Op.AND, (guard, inside), type=BOOL)
         # each neighbour gets its own names: its index locals are then assigned once
         # (tid - o), which lets interior splitting fold the neighbour's boundary tests
-        names = {x: f"{x}_n{n}" for x, _ in source.locals if x not in acc.values()}
-        local |= {names[x]: t for x, t in source.locals if x in names}
-        copy = rename_locals(_neighbour(source.body, o, plan, acc, alias, ndim), names)
+        renamed = {x: names.neighbour(x, n) for x, _ in source.locals if x not in acc.values()}
+        local |= {renamed[x]: t for x, t in source.locals if x in renamed}
+        copy = rename_locals(_neighbour(source.body, o, plan, acc, alias, ndim), renamed)
         body.append(ir.If(guard, copy))
     tids = tuple(ir.Tid(a, type=I64) for a in range(ndim))
     for a in sorted(plan):
         body.append(ir.Store(a, tids, b.add(ir.Load(a, tids, type=types[a]), b.var(acc[a], types[a]))))
     params = source.params + tuple(ir.Param(f"{EXTENT}{a}", I64) for a in range(ndim))
-    names = {p.name for p in params}
+    param_names = {p.name for p in params}
     kernel = replace(source, name=source.name.replace("_rev", "_gather"), params=params, body=tuple(body),
-                     locals=tuple(sorted((n, t) for n, t in local.items() if n not in names)), interior=None)
+                     locals=tuple(sorted((n, t) for n, t in local.items() if n not in param_names)), interior=None)
     return Gather(kernel, tuple(sorted(plan)), tuple(offsets))

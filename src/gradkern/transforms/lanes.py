@@ -15,10 +15,7 @@ from dataclasses import replace
 from ..errors import InternalError
 from ..frontend.inline import rename_locals
 from ..ir import nodes as ir
-
-
-def lane_name(name: str, lane: int) -> str:
-    return f"{name}_l{lane}"
+from ..ir.names import lane as lane_name
 
 
 def _reads(e: ir.Expr) -> set[str]:

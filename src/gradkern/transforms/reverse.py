@@ -28,24 +28,17 @@ from ..analysis.access import adjoint_is_exclusive, launch_facts
 from ..analysis.activity import Activity
 from ..errors import InternalError, NotDifferentiableError
 from ..ir import build as b
+from ..ir import names
 from ..ir import nodes as ir
+from ..ir.names import PASS
 from ..ir.ops import Op
 from ..ir.types import F32, F64, I64, Array, Scalar
 from .derivatives import rule
 
-P = "_gk_"
 # Two tapes per thread: floats (in the kernel's widest float type) and integers
 # (loop bounds, branch conditions, indices); `COUNT[tid, lane]` is each one's fill.
-TAPE, TP, ITAPE, ITP, COUNT = P + "tape", P + "tp", P + "itape", P + "itp", P + "count"
+TAPE, TP, ITAPE, ITP, COUNT = PASS + "tape", PASS + "tp", PASS + "itape", PASS + "itp", PASS + "count"
 LANES = ((TAPE, TP), (ITAPE, ITP))
-
-
-def shadow_name(array: str) -> str:
-    return f"{P}d_{array}"
-
-
-def accumulator_name(scalar: str) -> str:
-    return f"{P}dacc_{scalar}"
 
 
 @dataclass
@@ -75,7 +68,7 @@ class _Builder:
     act: Activity
     launch_ndim: int
     locals: dict[str, Scalar] = field(default_factory=dict)
-    counter: int = 0
+    namer: names.Namer = field(default_factory=names.Namer)
     replay: bool = True  # whether the block being reversed must replay its stable definitions
 
     def __post_init__(self):
@@ -155,13 +148,12 @@ class _Builder:
 
     # -- names ----------------------------------------------------------------
     def fresh(self, what: str, t: Scalar) -> str:
-        self.counter += 1
-        name = f"{P}{what}{self.counter}"
+        name = self.namer.fresh(what)
         self.locals[name] = t
         return name
 
     def adjoint(self, name: str) -> str:
-        n = f"{P}d_{name}"
+        n = names.shadow(name)
         self.locals.setdefault(n, self.locals.get(name) or self.k.local_types.get(name))
         return n
 
@@ -270,7 +262,7 @@ class _Builder:
             idx = tuple(self.subst(i, env) for i in s.indices)
             t = s.value.type
             g = self.fresh("g", t)
-            shadow = shadow_name(s.array)
+            shadow = names.shadow(s.array)
             out.append(ir.Assign(g, ir.Load(shadow, idx, type=t)))
             if isinstance(s, ir.Store):  # the overwritten value no longer reaches the loss
                 out.append(ir.Store(shadow, idx, b.const(0, t)))
@@ -338,11 +330,11 @@ class _Builder:
             return []
         if isinstance(e, ir.Var):
             if e.name in self.act.scalars:  # summed over all threads into one element
-                return [ir.AtomicAdd(accumulator_name(e.name), (b.const(0, I64),), g)]
+                return [ir.AtomicAdd(names.accumulator(e.name), (b.const(0, I64),), g)]
             d = self.adjoint(e.name)
             return [ir.Assign(d, b.add(b.var(d, e.type), g))]
         if isinstance(e, ir.Load):
-            shadow = shadow_name(e.array)
+            shadow = names.shadow(e.array)
             idx = tuple(self.subst(i, env) for i in e.indices)
             if e.array not in self.exclusive:  # other threads read this element too
                 return [ir.AtomicAdd(shadow, idx, g)]
@@ -490,12 +482,12 @@ def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt,
     control flow must not read arrays the kernel writes (it would see stale values)."""
 
     def control_vars(body) -> set[str]:
-        names = {TP, ITP}
+        used = {TP, ITP}
         for st in ir.walk_stmts(body):
             if isinstance(st, (ir.If, ir.While, ir.For)):
                 for e in ir.stmt_exprs(st):
-                    names |= {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
-        return names
+                    used |= {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
+        return used
 
     def block(body, live: set[str]):
         out = []
@@ -550,8 +542,8 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
                   for n, (_, ptr) in enumerate(LANES)]
 
     tape_ndim = launch_ndim + 1
-    shadows = {p.name: shadow_name(p.name) for p in k.params if p.name in act.arrays}
-    accs = {p.name: accumulator_name(p.name) for p in k.params if p.name in act.scalars}
+    shadows = {p.name: names.shadow(p.name) for p in k.params if p.name in act.arrays}
+    accs = {p.name: names.accumulator(p.name) for p in k.params if p.name in act.scalars}
     tape_p = (ir.Param(TAPE, Array(bld.tape_float, tape_ndim), is_array=True, written=True),
               ir.Param(ITAPE, Array(I64, tape_ndim), is_array=True, written=True))
     count_p = ir.Param(COUNT, Array(I64, launch_ndim + 1), is_array=True, written=True)
