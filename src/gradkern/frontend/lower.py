@@ -22,8 +22,8 @@ from ..errors import KernelSyntaxError, Loc
 from ..ir import nodes as ir
 from ..ir.names import RESERVED, RESULT, Namer, is_generated, private
 from ..ir.ops import Op
+from ..ir.rewrite import rename, rename_locals
 from ..ir.types import F32, F64, I32, I64
-from .inline import rename, rename_locals
 from .parse import ParsedFunction
 from .structure import Return, check_definite_assignment, structure_returns
 

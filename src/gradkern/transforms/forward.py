@@ -22,6 +22,7 @@ from ..ir import build as b
 from ..ir import names
 from ..ir import nodes as ir
 from ..ir.ops import Op
+from ..ir.rewrite import with_blocks
 from ..ir.types import Scalar
 from .derivatives import NON_DIFFERENTIABLE, rule
 
@@ -165,12 +166,8 @@ class _Builder:
                 out.append(ir.AtomicAdd(names.tangent(s.array), idx, self.tangent_value(te, s.value.type),
                                         loc=s.loc))
             return out
-        if isinstance(s, ir.If):
-            return [replace(s, then=self.block(s.then), orelse=self.block(s.orelse))]
-        if isinstance(s, ir.For):
-            return [replace(s, body=self.block(s.body))]
-        if isinstance(s, ir.While):
-            return [replace(s, body=self.block(s.body))]
+        if isinstance(s, (ir.If, ir.For, ir.While)):
+            return [with_blocks(s, self.block)]
         raise NotDifferentiableError(f"forward mode cannot differentiate {type(s).__name__}", s.loc)
 
 

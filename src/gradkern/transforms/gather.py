@@ -18,12 +18,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..analysis.access import tid_aliases
-from ..frontend.inline import rename_locals
 from ..ir import build as b
 from ..ir import names
 from ..ir import nodes as ir
 from ..ir.names import GATHER_EXTENT as EXTENT
 from ..ir.ops import Op
+from ..ir.rewrite import map_expr, rename_locals, with_blocks, with_exprs
 from ..ir.types import BOOL, I64
 from .reverse import COUNT
 from .simplify import without
@@ -65,15 +65,7 @@ def _stencil_offset(idx: tuple[ir.Expr, ...], alias: dict[str, int], ndim: int) 
 
 def _shift(e: ir.Expr, o: tuple[int, ...]) -> ir.Expr:
     """`e` as thread (tid - o) evaluates it."""
-    if isinstance(e, ir.Tid):
-        return b.sub(e, b.const(o[e.axis], I64)) if o[e.axis] else e
-    if isinstance(e, ir.Apply):
-        return replace(e, args=tuple(_shift(a, o) for a in e.args))
-    if isinstance(e, ir.Select):
-        return replace(e, cond=_shift(e.cond, o), a=_shift(e.a, o), b=_shift(e.b, o))
-    if isinstance(e, ir.Load):
-        return replace(e, indices=tuple(_shift(i, o) for i in e.indices))
-    return e
+    return map_expr(e, lambda x: b.sub(x, b.const(o[x.axis], I64)) if isinstance(x, ir.Tid) and o[x.axis] else x)
 
 
 def _neighbour(body, o: tuple[int, ...], plan: dict, acc: dict[str, str], alias, ndim) -> tuple[ir.Stmt, ...]:
@@ -85,18 +77,9 @@ def _neighbour(body, o: tuple[int, ...], plan: dict, acc: dict[str, str], alias,
             if _stencil_offset(s.indices, alias, ndim) == o:
                 a = acc[s.array]
                 out.append(ir.Assign(a, b.add(b.var(a, s.value.type), _shift(s.value, o))))
-        elif isinstance(s, (ir.Store, ir.AtomicAdd)):
-            continue
-        elif isinstance(s, ir.Assign):
-            out.append(replace(s, value=_shift(s.value, o)))
-        elif isinstance(s, ir.If):
-            out.append(replace(s, cond=_shift(s.cond, o), then=_neighbour(s.then, o, plan, acc, alias, ndim),
-                               orelse=_neighbour(s.orelse, o, plan, acc, alias, ndim)))
-        elif isinstance(s, ir.For):
-            out.append(replace(s, start=_shift(s.start, o), stop=_shift(s.stop, o), step=_shift(s.step, o),
-                               body=_neighbour(s.body, o, plan, acc, alias, ndim)))
-        elif isinstance(s, ir.While):
-            out.append(replace(s, cond=_shift(s.cond, o), body=_neighbour(s.body, o, plan, acc, alias, ndim)))
+        elif not isinstance(s, (ir.Store, ir.AtomicAdd)):
+            out.append(with_blocks(with_exprs(s, lambda e: _shift(e, o)),
+                                   lambda blk: _neighbour(blk, o, plan, acc, alias, ndim)))
     return tuple(out)
 
 

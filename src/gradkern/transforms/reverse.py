@@ -32,6 +32,7 @@ from ..ir import names
 from ..ir import nodes as ir
 from ..ir.names import PASS
 from ..ir.ops import Op
+from ..ir.rewrite import map_expr, with_blocks
 from ..ir.types import F32, F64, I64, Array, Scalar
 from .derivatives import rule
 
@@ -314,15 +315,7 @@ class _Builder:
 
     def subst(self, e: ir.Expr, env: dict[ir.Expr, ir.Expr]) -> ir.Expr:
         """`e` with taped sub-expressions replaced by their popped values."""
-        if e in env:
-            return env[e]
-        if isinstance(e, ir.Apply):
-            return replace(e, args=tuple(self.subst(a, env) for a in e.args))
-        if isinstance(e, ir.Select):
-            return replace(e, cond=self.subst(e.cond, env), a=self.subst(e.a, env), b=self.subst(e.b, env))
-        if isinstance(e, ir.Load):
-            return replace(e, indices=tuple(self.subst(i, env) for i in e.indices))
-        return e
+        return map_expr(e, pre=env.get)
 
     def propagate(self, e: ir.Expr, g: ir.Expr, env) -> list[ir.Stmt]:
         """Statements adding g·∂e/∂(each active leaf of e) into that leaf's adjoint."""
@@ -440,9 +433,7 @@ def peephole(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
     statement."""
     out: list[ir.Stmt] = []
     for s in stmts:
-        for blk in ("then", "orelse", "body"):
-            if isinstance(getattr(s, blk, None), tuple):
-                s = replace(s, **{blk: tuple(peephole(list(getattr(s, blk))))})
+        s = with_blocks(s, lambda blk: peephole(list(blk)))
         if isinstance(s, (ir.Assign, ir.Store)) and isinstance(s.value, ir.Apply) and s.value.op is Op.ADD \
                 and s.value.args[0] == _target_value(s):
             for k in range(len(out) - 1, -1, -1):
@@ -497,10 +488,8 @@ def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt,
             if isinstance(st, ir.Assign):
                 if st.name in live:
                     out.append(st)
-            elif isinstance(st, ir.If):
-                out.append(replace(st, then=block(st.then, live), orelse=block(st.orelse, live)))
             else:
-                out.append(replace(st, body=block(st.body, live)))
+                out.append(with_blocks(st, lambda blk: block(blk, live)))
         return tuple(out)
 
     live = control_vars(forward)
