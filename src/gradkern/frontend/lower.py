@@ -1,10 +1,12 @@
 """Python AST → untyped IR: one visit_* per supported construct, the rest raise
 `KernelSyntaxError` naming the construct and the user's line.
 
-Device functions (`@gk.func`) are inlined here, with their locals renamed, so
-every later stage sees one flat kernel body. Early `return`s become if/else
-(the statements after `if c: return` move into the else branch), so the IR has
-structured control flow only.
+Device functions (`@gk.func`) are inlined as they are met (frontend/inline.py),
+with their locals renamed, so every later stage sees one flat kernel body.
+Early `return`s become if/else (the statements after `if c: return` move into
+the else branch), so the IR has structured control flow only. The decorator
+objects are recognised by their frontend/callables.py markers: the frontend
+never imports kernel.py.
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import numpy as np
 from .. import intrinsics
 from ..errors import KernelSyntaxError, Loc
 from ..ir import nodes as ir
-from ..ir.names import RESERVED, RESULT, Namer, is_generated, private
+from ..ir.names import RESERVED, Namer, is_generated, private
 from ..ir.ops import Op
-from ..ir.rewrite import rename, rename_locals
+from ..ir.rewrite import rename_locals
 from ..ir.types import F32, F64, I32, I64
+from .callables import DeviceFunctionMarker, KernelMarker
+from .inline import inline_call
 from .parse import ParsedFunction
 from .structure import Return, check_definite_assignment, structure_returns
 
@@ -421,10 +425,9 @@ class _Lowerer:
             if len(e.args) != 1:
                 self.fail(e, "len() takes one argument")
             return ir.Shape(self.array_name(e.args[0]), 0, loc=loc)
-        from ..kernel import DeviceFunction, KernelFunction  # the decorator objects
-        if isinstance(fn, DeviceFunction):
-            return self.inline(e, fn)
-        if isinstance(fn, KernelFunction):
+        if isinstance(fn, DeviceFunctionMarker):
+            return inline_call(self, e, fn)
+        if isinstance(fn, KernelMarker):
             self.fail(e, f"'{fn.name}' is a @gk.kernel; kernels cannot call kernels",
                       hint="decorate the helper with @gk.func instead")
         args = [self.expr(a) for a in e.args]
@@ -449,34 +452,6 @@ class _Lowerer:
         if self.tid_arity and self.tid_arity != arity:
             self.fail(node, f"gk.tid() is unpacked into {arity} indices here but {self.tid_arity} elsewhere")
         self.tid_arity = arity
-
-    # -- device functions -------------------------------------------------------
-    def inline(self, call: ast.Call, fn) -> ir.Expr:
-        loc = self.p.loc(call)
-        if self.lazy:
-            self.fail(call, f"call to device function '{fn.name}' inside a condition, 'and'/'or' "
-                            "or a conditional expression", hint="assign its result to a local first")
-        if fn.name in self.stack:
-            self.fail(call, f"recursive call to '{fn.name}' is not supported")
-        callee = fn.lowered(self.stack)
-        if len(call.args) != len(callee.params):
-            self.fail(call, f"'{fn.name}' takes {len(callee.params)} arguments, got {len(call.args)}")
-        if not callee.returns_value:
-            self.fail(call, f"device function '{fn.name}' returns no value",
-                      hint="device functions return a scalar; write arrays from the kernel")
-        if callee.tid_arity:
-            self.note_tid(call, callee.tid_arity)
-        prefix = self.namer.numbered(fn.name) + "_"
-        arrays, scalars = {}, {}
-        for name, a in zip(callee.params, call.args):
-            if name in callee.array_names:
-                arrays[name] = self.array_name(a)
-            else:
-                scalars[name] = prefix + name
-                self.emit(ir.Assign(prefix + name, self.expr(a), loc=loc))
-        body = rename(callee.body, prefix, arrays)
-        self.block.extend(body)
-        return ir.Var(prefix + RESULT, loc=loc)
 
 
 def _numpy_scalar_type(v):

@@ -1,0 +1,47 @@
+"""Inlining of device functions: a call to a @gk.func becomes the callee's
+body, lowered afresh for the call site, with every local prefixed by a fresh
+`_gk<n>_<name>_` (ir/names.py) and its array parameters replaced by the
+caller's arrays; the call's value is the callee's RESULT local. The renaming
+itself is ir/rewrite.py's."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from ..ir import nodes as ir
+from ..ir.names import RESULT
+from ..ir.rewrite import rename
+from .callables import DeviceFunctionMarker
+
+if TYPE_CHECKING:
+    from .lower import _Lowerer
+
+
+def inline_call(lw: _Lowerer, call: ast.Call, fn: DeviceFunctionMarker) -> ir.Expr:
+    """Emit into `lw`'s current block the statements of the call (each scalar
+    argument bound to the callee's prefixed parameter, in argument order, then
+    the renamed body); return the expression of the call's value."""
+    loc = lw.p.loc(call)
+    if lw.lazy:
+        lw.fail(call, f"call to device function '{fn.name}' inside a condition, 'and'/'or' "
+                      "or a conditional expression", hint="assign its result to a local first")
+    if fn.name in lw.stack:
+        lw.fail(call, f"recursive call to '{fn.name}' is not supported")
+    callee = fn.lowered(lw.stack)
+    if len(call.args) != len(callee.params):
+        lw.fail(call, f"'{fn.name}' takes {len(callee.params)} arguments, got {len(call.args)}")
+    if not callee.returns_value:
+        lw.fail(call, f"device function '{fn.name}' returns no value",
+                hint="device functions return a scalar; write arrays from the kernel")
+    if callee.tid_arity:
+        lw.note_tid(call, callee.tid_arity)
+    prefix = lw.namer.numbered(fn.name) + "_"
+    arrays = {}
+    for name, a in zip(callee.params, call.args):
+        if name in callee.array_names:
+            arrays[name] = lw.array_name(a)
+        else:  # lowered in place: the argument may itself emit statements (a nested call)
+            lw.emit(ir.Assign(prefix + name, lw.expr(a), loc=loc))
+    lw.block.extend(rename(callee.body, prefix, arrays))
+    return ir.Var(prefix + RESULT, loc=loc)
