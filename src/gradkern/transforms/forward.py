@@ -24,7 +24,7 @@ from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.rewrite import with_blocks
 from ..ir.types import Scalar
-from .derivatives import NON_DIFFERENTIABLE, rule
+from .derivatives import NON_DIFFERENTIABLE, partials
 
 
 @dataclass(frozen=True)
@@ -88,9 +88,8 @@ class _Builder:
                 return stmts, y, (b.cast(tans[0], e.type) if tans[0] is not None else None)
             yv = self.fresh("fp", e.type)
             stmts.append(ir.Assign(yv, y, loc=e.loc))
-            partials = rule(e.op, e.loc).partials(tuple(args), b.var(yv, e.type))
             tangent = None
-            for part, ta in zip(partials, tans):
+            for part, ta in zip(partials(e.op, e.loc).at(tuple(args), b.var(yv, e.type)), tans):
                 if ta is None or part is None:
                     continue
                 if part.type != e.type:

@@ -34,7 +34,7 @@ from ..ir.names import PASS
 from ..ir.ops import Op
 from ..ir.rewrite import map_expr, with_blocks
 from ..ir.types import F32, F64, I64, Array, Scalar
-from .derivatives import rule
+from .derivatives import partials
 
 # Two tapes per thread: floats (in the kernel's widest float type) and integers
 # (loop bounds, branch conditions, indices); `COUNT[tid, lane]` is each one's fill.
@@ -132,8 +132,7 @@ class _Builder:
             self.needed(e.a, out)
             self.needed(e.b, out)
         elif isinstance(e, ir.Apply):
-            r = rule(e.op, e.loc)
-            for a, reads in zip(e.args, r.reads):
+            for a, reads in zip(e.args, partials(e.op, e.loc).reads):
                 if self.act.expr(a):  # only active operands' partials are evaluated
                     out.extend(e if x == "y" else e.args[x] for x in reads)
             for a in e.args:
@@ -336,11 +335,10 @@ class _Builder:
             return [ir.If(self.subst(e.cond, env), tuple(self.propagate(e.a, g, env)),
                           tuple(self.propagate(e.b, g, env)))]
         if isinstance(e, ir.Apply):
-            r = rule(e.op, e.loc)
+            entry = partials(e.op, e.loc)
             args = tuple(self.subst(a, env) for a in e.args)
-            partials = r.partials(args, self.subst(e, env))
             out: list[ir.Stmt] = []
-            for a, p in zip(e.args, partials):
+            for a, p in zip(e.args, entry.at(args, self.subst(e, env))):
                 if p is None or not self.act.expr(a):
                     continue
                 contrib = b.mul(g, b.cast(p, g.type)) if p.type != g.type else b.mul(g, p)
