@@ -165,7 +165,7 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
         fused, reverse = replicate_lanes(fused, seeds, lanes), replicate_lanes(reverse, seeds, lanes)
         gather = replicate_lanes(gather, seeds, lanes) if gather is not None else None
     specs = []
-    for k in (fused, rk.forward, reverse, rk.count, gather):
+    for k in (fused, rk.augmented_primal, reverse, rk.count, gather):
         if k is None:
             specs.append(None)
             continue

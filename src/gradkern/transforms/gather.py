@@ -8,9 +8,9 @@ thread i's reverse sweep (replaying its values from intact memory and its
 tape) with every other write dropped, and adds their sum into du[j] itself:
 no atomics, no private copies, fully parallel.
 
-The gather kernel runs after the forward (it may read the tape) and before
-the reverse that zeroes write-only shadows (it reads them), and that reverse
-no longer updates the gathered shadows.
+The gather kernel runs after the augmented primal (it may read the tape) and
+before the reverse that zeroes write-only shadows (it reads them), and that
+reverse no longer updates the gathered shadows.
 """
 
 from __future__ import annotations

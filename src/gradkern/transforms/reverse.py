@@ -1,6 +1,6 @@
-"""Reverse mode: typed kernel → augmented forward, reverse sweep, and their fusion.
+"""Reverse mode: typed kernel → augmented primal, reverse sweep, and their fusion.
 
-Per thread, the forward runs the primal and pushes onto a per-thread tape every
+Per thread, the augmented primal runs the primal and pushes onto a per-thread tape every
 value a derivative formula needs that the reverse cannot recompute; the reverse
 sweep walks the statements backwards, popping those values, and accumulates
 adjoints (`d_x += ∂·g`, STYLE §4) into shadows and adjoint locals.
@@ -46,13 +46,13 @@ LANES = ((TAPE, TP), (ITAPE, ITP))
 class ReverseKernels:
     """The generated kernels of one reverse-mode specialisation.
 
-    fused: forward + reverse in one thread body (used by autodiff);
-    forward/reverse: the split pair (autodiff_thunk), sharing the tape;
+    fused: augmented primal + reverse in one thread body (used by autodiff);
+    augmented_primal/reverse: the split pair (autodiff_thunk), sharing the tape;
     count: a skeleton that counts each thread's pushes when that depends on
     run-time values (None when `static_slots` bounds it)."""
 
     fused: ir.Kernel
-    forward: ir.Kernel
+    augmented_primal: ir.Kernel
     reverse: ir.Kernel
     count: ir.Kernel | None
     static_slots: tuple[int, int] | None  # (float slots, int slots) per thread
@@ -101,7 +101,7 @@ class _Builder:
                 self._find_stable(blk, in_loop or isinstance(s, (ir.For, ir.While)))
 
     def available(self, e: ir.Expr) -> bool:
-        """Whether the reverse can re-evaluate `e` and get the forward's value."""
+        """Whether the reverse can re-evaluate `e` and get the augmented primal's value."""
         if isinstance(e, (ir.Const, ir.Tid, ir.Shape)):
             return True
         if isinstance(e, ir.Var):
@@ -176,11 +176,11 @@ class _Builder:
         return ([ir.Assign(ptr, b.sub(tp, b.const(1, I64))),
                  ir.Assign(tmp, b.cast(ir.Load(tape, (*self.tids(), tp), type=lt), t))], b.var(tmp, t))
 
-    # -- augmented forward ----------------------------------------------------
-    def forward_block(self, body) -> list[ir.Stmt]:
+    # -- augmented primal -----------------------------------------------------
+    def augmented_block(self, body) -> list[ir.Stmt]:
         out: list[ir.Stmt] = []
         for s in body:
-            out.extend(self.forward_stmt(s))
+            out.extend(self.augmented_stmt(s))
         return out
 
     def stmt_needs(self, s: ir.Stmt) -> list[ir.Expr]:
@@ -192,20 +192,20 @@ class _Builder:
             self.needed(s.value, need)
         return self.to_tape(need)
 
-    def forward_stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
+    def augmented_stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(s, (ir.Assign, ir.Store, ir.AtomicAdd)):
             out = []
             for x in self.stmt_needs(s):
                 out += self.push(x)
             return out + [s]
         if isinstance(s, ir.If):
-            new = replace(s, then=tuple(self.forward_block(s.then)), orelse=tuple(self.forward_block(s.orelse)))
+            new = replace(s, then=tuple(self.augmented_block(s.then)), orelse=tuple(self.augmented_block(s.orelse)))
             if not self.has_reverse(s.then + s.orelse) or self.available(s.cond):
                 return [new]
             c = self.fresh("c", s.cond.type)
             return [ir.Assign(c, s.cond), replace(new, cond=b.var(c, s.cond.type)), *self.push(b.var(c, s.cond.type))]
         if isinstance(s, ir.For):
-            body = tuple(self.forward_block(s.body))
+            body = tuple(self.augmented_block(s.body))
             if not self.has_reverse(s.body):
                 return [replace(s, body=body)]
             pre, post, bounds = [], [], []
@@ -228,8 +228,9 @@ class _Builder:
     # -- reverse sweep --------------------------------------------------------
     def reverse_block(self, body, replay: bool) -> list[ir.Stmt]:
         """The reverse sweep of a block. With `replay`, the block's stable
-        definitions are re-executed first: their forward values are gone (in a
-        later iteration of a loop, or in a separate reverse launch)."""
+        definitions are re-executed first: the values the augmented primal gave
+        them are gone (in a later iteration of a loop, or in a separate reverse
+        launch)."""
         out: list[ir.Stmt] = [s for s in body if isinstance(s, ir.Assign) and s.name in self.stable] \
             if replay else []
         for s in reversed(body):
@@ -465,8 +466,8 @@ def _restores(before: list[ir.Stmt], s: ir.Stmt) -> bool:
     return False
 
 
-def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt, ...]:
-    """The forward reduced to what decides the number of pushes: control flow,
+def _count_skeleton(augmented: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt, ...]:
+    """The augmented primal reduced to what decides the number of pushes: control flow,
     the locals it depends on, and the tape pointer. Stores are dropped, so this
     control flow must not read arrays the kernel writes (it would see stale values)."""
 
@@ -490,16 +491,16 @@ def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt,
                 out.append(with_blocks(st, lambda blk: block(blk, live)))
         return tuple(out)
 
-    live = control_vars(forward)
+    live = control_vars(augmented)
     while True:  # close `live` under the assignments that feed it
         grown = set(live)
-        for st in ir.walk_stmts(tuple(forward)):
+        for st in ir.walk_stmts(tuple(augmented)):
             if isinstance(st, ir.Assign) and st.name in grown:
                 grown |= {x.name for x in ir.walk_expr(st.value) if isinstance(x, ir.Var)}
         if grown == live:
             break
         live = grown
-    skeleton = block(tuple(forward), live)
+    skeleton = block(tuple(augmented), live)
     for st in ir.walk_stmts(skeleton):
         for e in ir.stmt_exprs(st):
             for x in ir.walk_expr(e):
@@ -511,11 +512,11 @@ def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt,
 
 
 def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKernels:
-    """Build the fused, forward, reverse and count kernels for typed kernel `k`."""
+    """Build the fused, augmented primal, reverse and count kernels for typed kernel `k`."""
     bld = _Builder(k, act, launch_ndim)
     tids = bld.tids()
-    forward = bld.forward_block(k.body)
-    bld.replay = False  # fused: the forward's values outside loops are still in registers
+    augmented = bld.augmented_block(k.body)
+    bld.replay = False  # fused: the augmented primal's values outside loops are still in registers
     fused_reverse = bld.reverse_block(k.body, False)
     bld.replay = True
     reverse = bld.reverse_block(k.body, True)
@@ -523,7 +524,7 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     tp0 = [ir.Assign(ptr, b.const(0, I64)) for _, ptr in LANES]
     for _, ptr in LANES:
         bld.locals[ptr] = I64
-    static = bld.static_slots(forward)
+    static = bld.static_slots(augmented)
     count_store = [ir.Store(COUNT, (*tids, b.const(n, I64)), b.var(ptr, I64)) for n, (_, ptr) in enumerate(LANES)]
     count_load = [ir.Assign(ptr, ir.Load(COUNT, (*tids, b.const(n, I64)), type=I64))
                   for n, (_, ptr) in enumerate(LANES)]
@@ -545,12 +546,12 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
                        locals=local_items, interior=None)
 
     fused_reverse, reverse = peephole(fused_reverse), peephole(reverse)
-    fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p, [*tp0, *forward, *inits, *fused_reverse])
-    fwd = kernel("augfwd", k.params + tape_p + (count_p,), [*tp0, *forward, *count_store])
+    fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p, [*tp0, *augmented, *inits, *fused_reverse])
+    aug = kernel("augmented_primal", k.params + tape_p + (count_p,), [*tp0, *augmented, *count_store])
     rev = kernel("rev", k.params + shadow_ps + acc_ps + tape_p + (count_p,), [*count_load, *inits, *reverse])
     count = None
     if static is None:
         written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
-        count = kernel("count", k.params + (count_p,), [*tp0, *_count_skeleton(forward, written), *count_store])
+        count = kernel("count", k.params + (count_p,), [*tp0, *_count_skeleton(augmented, written), *count_store])
     forms = tuple((a, "plain add" if a in bld.exclusive else "atomic add") for a in sorted(act.arrays))
-    return ReverseKernels(fused, fwd, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms)
+    return ReverseKernels(fused, aug, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms)
