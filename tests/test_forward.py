@@ -161,3 +161,19 @@ def test_inspect_shows_the_tangent_kernel(rng):
     cuda = gk.inspect(allen_cahn_step, gk.Duplicated(u, u.copy()), gk.Duplicated(u.copy(), u.copy()), 0.2, 0.01,
                       mode=gk.Forward, backend="cuda")
     assert "forward_mode" in cuda.sources and "_gk_t_un[" in cuda.source
+
+
+def test_inspect_forward_mode_of_atomic_adds_into_a_duplicated_array(rng):
+    """Issue 14.9: the tangent of an atomic target is privatised like its primal,
+    and inspect counted only the primals' sizes (KeyError '_gk_t_grid')."""
+    import numba
+    from corpus import histogram
+    n = 48
+    idx, w = rng.integers(0, 6, n).astype(np.int32), rng.uniform(0.5, 1.5, n)
+    hist, counts, grid = rng.uniform(0.5, 1.5, 6), np.zeros(6, np.int64), rng.uniform(0.5, 1.5, (3, 2))
+    ins = gk.inspect(histogram, idx, gk.Duplicated(w, np.ones(n)), gk.Duplicated(hist, np.ones(6)), counts,
+                     gk.Duplicated(grid, np.ones((3, 2))), mode=gk.Forward)
+    assert "_gk_t_grid" in ins.atomic_targets and "_gk_t_hist" in ins.atomic_targets
+    chunks = min(numba.get_num_threads(), n)
+    # private copies per chunk: hist, counts, grid and the tangents of hist and grid
+    assert ins.private_bytes == chunks * (2 * hist.nbytes + counts.nbytes + 2 * grid.nbytes)

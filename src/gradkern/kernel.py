@@ -14,12 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from .errors import LaunchError
+from .frontend.callables import DeviceFunctionMarker, KernelMarker
 from .frontend.lower import Lowered, Unresolved, lower_function, lower_kernel
 from .frontend.parse import ParsedFunction, parse_function
 from .ir import nodes as ir
 
 
-class KernelFunction:
+class KernelFunction(KernelMarker):
     """A compute kernel: launched over a 1-3-D domain with `gk.launch`."""
 
     def __init__(self, fn: Callable[..., Any]):
@@ -50,7 +51,7 @@ class KernelFunction:
         return f"<gradkern kernel {self.name}>"
 
 
-class DeviceFunction:
+class DeviceFunction(DeviceFunctionMarker):
     """A scalar device function, inlined into the kernels that call it. Called
     from Python, it runs as the plain Python function it is."""
 

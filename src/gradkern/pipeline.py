@@ -25,6 +25,7 @@ from .analysis.access import LaunchFacts, launch_facts, tid_aliases
 from .analysis.activity import Activity, analyze_activity
 from .analysis.races import RaceCheck, race_check_kernel, statically_race_free
 from .backends import Backend, Generated, backend
+from .ir import names
 from .ir import nodes as ir
 from .ir.infer import infer_types
 from .ir.printer import format_kernel
@@ -33,7 +34,7 @@ from .ir.verify import verify
 from .transforms.aliasing import merge_aliases
 from .transforms.forward import forward_kernel
 from .transforms.gather import gather_kernel, gatherable, without_atomics_on
-from .transforms.lanes import lane_name, replicate_lanes
+from .transforms.lanes import replicate_lanes
 from .transforms.reverse import ReverseKernels, reverse_kernels
 from .transforms.simplify import without_stores_to
 from .transforms.split import split_interior
@@ -289,7 +290,7 @@ class ReverseSpecialization:
 
 def tangent_param(name: str, lane: int, lanes: int) -> str:
     """The kernel parameter of lane `lane` of a derivative parameter (vector mode renames them)."""
-    return lane_name(name, lane) if lanes > 1 else name
+    return names.lane(name, lane) if lanes > 1 else name
 
 
 def _derivative_strided(r: Request, derivatives: dict[str, str]) -> frozenset[str]:

@@ -19,12 +19,14 @@ from dataclasses import dataclass, field, replace
 from ..errors import InternalError
 from ..ir import build as b
 from ..ir import nodes as ir
+from ..ir.names import RACE_CHECK as P
+from ..ir.names import Namer
 from ..ir.ops import Op
+from ..ir.rewrite import with_blocks
 from ..ir.types import BOOL, I64, Array
 from .access import launch_facts
 from .affine import proves_race_free
 
-P = "_gk_rc_"
 RACE = P + "race"  # int64[5]: found, site, other site, thread, other thread
 EXTENT = P + "n"
 # per tracked array: plain writer, first reader, second reader, first atomic, second atomic
@@ -81,11 +83,10 @@ class _Instrument:
         self.tracked = sorted({s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))})
         self.sites: list[Site] = []
         self.locals = dict(k.locals)
-        self.counter = 0
+        self.namer = Namer(P)
 
     def fresh(self) -> str:
-        self.counter += 1
-        name = f"{P}v{self.counter}"
+        name = self.namer.fresh("v")
         self.locals[name] = I64
         return name
 
@@ -200,11 +201,7 @@ class _Instrument:
                 out += self.record("write", s.array, s.indices, str(s).split(" = ")[0], s.loc)
             elif isinstance(s, ir.AtomicAdd):
                 out += self.record("atomic_add", s.array, s.indices, str(s), s.loc)
-            if isinstance(s, ir.If):
-                s = replace(s, then=self.block(s.then), orelse=self.block(s.orelse))
-            elif isinstance(s, (ir.For, ir.While)):
-                s = replace(s, body=self.block(s.body))
-            out.append(s)
+            out.append(with_blocks(s, self.block))
         return tuple(out)
 
 
@@ -248,11 +245,7 @@ def _prune(body: tuple[ir.Stmt, ...], live: set[str], tracked: set[str]) -> tupl
             continue
         if isinstance(s, ir.Assign) and not s.name.startswith(P) and s.name not in live:
             continue
-        if isinstance(s, ir.If):
-            s = replace(s, then=_prune(s.then, live, tracked), orelse=_prune(s.orelse, live, tracked))
-        elif isinstance(s, (ir.For, ir.While)):
-            s = replace(s, body=_prune(s.body, live, tracked))
-        out.append(s)
+        out.append(with_blocks(s, lambda blk: _prune(blk, live, tracked)))
     return tuple(out)
 
 

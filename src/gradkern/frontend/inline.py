@@ -1,59 +1,47 @@
-"""Renaming of IR names: for inlining (a device function's body is copied into
-its caller with every local prefixed and its array parameters replaced by the
-caller's) and for privatising reassigned scalar parameters."""
+"""Inlining of device functions: a call to a @gk.func becomes the callee's
+body, lowered afresh for the call site, with every local prefixed by a fresh
+`_gk<n>_<name>_` (ir/names.py) and its array parameters replaced by the
+caller's arrays; the call's value is the callee's RESULT local. The renaming
+itself is ir/rewrite.py's."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import ast
+from typing import TYPE_CHECKING
 
 from ..ir import nodes as ir
+from ..ir.names import RESULT
+from ..ir.rewrite import rename
+from .callables import DeviceFunctionMarker
+
+if TYPE_CHECKING:
+    from .lower import _Lowerer
 
 
-def rename(body: tuple[ir.Stmt, ...], prefix: str, arrays: dict[str, str]) -> tuple[ir.Stmt, ...]:
-    """Prefix every local of an inlined body; map its array parameters to the caller's."""
-    return _rename(body, lambda n: prefix + n, arrays)
-
-
-def rename_locals(body: tuple[ir.Stmt, ...], mapping: dict[str, str], arrays: bool = False
-                  ) -> tuple[ir.Stmt, ...]:
-    """Rename the scalars in `mapping` (and the arrays too, with arrays=True),
-    leaving every other name as it is."""
-    return _rename(body, lambda n: mapping.get(n, n), mapping if arrays else {})
-
-
-def rename_arrays(body: tuple[ir.Stmt, ...], mapping: dict[str, str]) -> tuple[ir.Stmt, ...]:
-    """Rename the arrays in `mapping`, leaving every other name as it is."""
-    return _rename(body, lambda n: n, mapping)
-
-
-def _rename(body, name, arrays):
-    def e(x: ir.Expr) -> ir.Expr:
-        if isinstance(x, ir.Var):
-            return replace(x, name=name(x.name))
-        if isinstance(x, ir.Apply):
-            return replace(x, args=tuple(map(e, x.args)))
-        if isinstance(x, ir.Select):
-            return replace(x, cond=e(x.cond), a=e(x.a), b=e(x.b))
-        if isinstance(x, ir.Load):
-            return replace(x, array=arrays.get(x.array, x.array), indices=tuple(map(e, x.indices)))
-        if isinstance(x, ir.Shape):
-            return replace(x, array=arrays.get(x.array, x.array))
-        return x
-
-    def s(x: ir.Stmt) -> ir.Stmt:
-        if isinstance(x, ir.Assign):
-            return replace(x, name=name(x.name), value=e(x.value))
-        if isinstance(x, (ir.Store, ir.AtomicAdd)):
-            return replace(x, array=arrays.get(x.array, x.array), indices=tuple(map(e, x.indices)), value=e(x.value))
-        if isinstance(x, ir.If):
-            return replace(x, cond=e(x.cond), then=b(x.then), orelse=b(x.orelse))
-        if isinstance(x, ir.For):
-            return replace(x, var=name(x.var), start=e(x.start), stop=e(x.stop), step=e(x.step), body=b(x.body))
-        if isinstance(x, ir.While):
-            return replace(x, cond=e(x.cond), body=b(x.body))
-        raise TypeError(type(x))
-
-    def b(xs):
-        return tuple(map(s, xs))
-
-    return b(body)
+def inline_call(lw: _Lowerer, call: ast.Call, fn: DeviceFunctionMarker) -> ir.Expr:
+    """Emit into `lw`'s current block the statements of the call (each scalar
+    argument bound to the callee's prefixed parameter, in argument order, then
+    the renamed body); return the expression of the call's value."""
+    loc = lw.p.loc(call)
+    if lw.lazy:
+        lw.fail(call, f"call to device function '{fn.name}' inside a condition, 'and'/'or' "
+                      "or a conditional expression", hint="assign its result to a local first")
+    if fn.name in lw.stack:
+        lw.fail(call, f"recursive call to '{fn.name}' is not supported")
+    callee = fn.lowered(lw.stack)
+    if len(call.args) != len(callee.params):
+        lw.fail(call, f"'{fn.name}' takes {len(callee.params)} arguments, got {len(call.args)}")
+    if not callee.returns_value:
+        lw.fail(call, f"device function '{fn.name}' returns no value",
+                hint="device functions return a scalar; write arrays from the kernel")
+    if callee.tid_arity:
+        lw.note_tid(call, callee.tid_arity)
+    prefix = lw.namer.numbered(fn.name) + "_"
+    arrays = {}
+    for name, a in zip(callee.params, call.args):
+        if name in callee.array_names:
+            arrays[name] = lw.array_name(a)
+        else:  # lowered in place: the argument may itself emit statements (a nested call)
+            lw.emit(ir.Assign(prefix + name, lw.expr(a), loc=loc))
+    lw.block.extend(rename(callee.body, prefix, arrays))
+    return ir.Var(prefix + RESULT, loc=loc)

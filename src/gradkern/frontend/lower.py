@@ -1,10 +1,12 @@
 """Python AST → untyped IR: one visit_* per supported construct, the rest raise
 `KernelSyntaxError` naming the construct and the user's line.
 
-Device functions (`@gk.func`) are inlined here, with their locals renamed, so
-every later stage sees one flat kernel body. Early `return`s become if/else
-(the statements after `if c: return` move into the else branch), so the IR has
-structured control flow only.
+Device functions (`@gk.func`) are inlined as they are met (frontend/inline.py),
+with their locals renamed, so every later stage sees one flat kernel body.
+Early `return`s become if/else (the statements after `if c: return` move into
+the else branch), so the IR has structured control flow only. The decorator
+objects are recognised by their frontend/callables.py markers: the frontend
+never imports kernel.py.
 """
 
 from __future__ import annotations
@@ -20,11 +22,14 @@ import numpy as np
 from .. import intrinsics
 from ..errors import KernelSyntaxError, Loc
 from ..ir import nodes as ir
+from ..ir.names import RESERVED, Namer, is_generated, private
 from ..ir.ops import Op
+from ..ir.rewrite import rename_locals
 from ..ir.types import F32, F64, I32, I64
-from .inline import rename, rename_locals
+from .callables import DeviceFunctionMarker, KernelMarker
+from .inline import inline_call
 from .parse import ParsedFunction
-from .structure import RESERVED_PREFIX, RESULT, Return, check_definite_assignment, structure_returns
+from .structure import Return, check_definite_assignment, structure_returns
 
 _BINOPS = {ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.Div: Op.DIV,
            ast.FloorDiv: Op.FLOORDIV, ast.Mod: Op.MOD, ast.Pow: Op.POW}
@@ -84,7 +89,7 @@ class _Lowerer:
         self.block: list[ir.Stmt] | None = None
         self.lazy = 0  # > 0 inside an operand that may not be evaluated
         self.tid_arity = 0
-        self.inline_count = 0
+        self.namer = Namer(RESERVED)  # temporaries and inlined calls' locals
         args = parsed.tree.args
         for bad, what in ((args.vararg, "*args"), (args.kwarg, "**kwargs")):
             if bad is not None:
@@ -95,8 +100,8 @@ class _Lowerer:
         self.locals = set(self.params) | _assigned_names(parsed.tree)
         for node in [*args.args, *ast.walk(parsed.tree)]:
             name = node.arg if isinstance(node, ast.arg) else getattr(node, "id", None)
-            if isinstance(name, str) and name.startswith(RESERVED_PREFIX) and name in self.locals:
-                self.fail(node, f"the name '{name}' starts with '{RESERVED_PREFIX}', which is reserved for gradkern",
+            if isinstance(name, str) and is_generated(name) and name in self.locals:
+                self.fail(node, f"the name '{name}' starts with '{RESERVED}', which is reserved for gradkern",
                           hint="rename it")
 
     # -- errors ---------------------------------------------------------------
@@ -185,7 +190,7 @@ class _Lowerer:
                 # a, b = b, a: every right-hand side is evaluated before any name is bound
                 temps = []
                 for v in value.elts:
-                    t = self.fresh("tup")
+                    t = self.namer.numbered("tup")
                     self.emit(ir.Assign(t, self.expr(v), loc=loc))
                     temps.append(t)
                 for n, t in zip(names, temps):
@@ -420,10 +425,9 @@ class _Lowerer:
             if len(e.args) != 1:
                 self.fail(e, "len() takes one argument")
             return ir.Shape(self.array_name(e.args[0]), 0, loc=loc)
-        from ..kernel import DeviceFunction, KernelFunction  # the decorator objects
-        if isinstance(fn, DeviceFunction):
-            return self.inline(e, fn)
-        if isinstance(fn, KernelFunction):
+        if isinstance(fn, DeviceFunctionMarker):
+            return inline_call(self, e, fn)
+        if isinstance(fn, KernelMarker):
             self.fail(e, f"'{fn.name}' is a @gk.kernel; kernels cannot call kernels",
                       hint="decorate the helper with @gk.func instead")
         args = [self.expr(a) for a in e.args]
@@ -448,38 +452,6 @@ class _Lowerer:
         if self.tid_arity and self.tid_arity != arity:
             self.fail(node, f"gk.tid() is unpacked into {arity} indices here but {self.tid_arity} elsewhere")
         self.tid_arity = arity
-
-    # -- device functions -------------------------------------------------------
-    def fresh(self, what: str) -> str:
-        self.inline_count += 1
-        return f"{RESERVED_PREFIX}{self.inline_count}_{what}"
-
-    def inline(self, call: ast.Call, fn) -> ir.Expr:
-        loc = self.p.loc(call)
-        if self.lazy:
-            self.fail(call, f"call to device function '{fn.name}' inside a condition, 'and'/'or' "
-                            "or a conditional expression", hint="assign its result to a local first")
-        if fn.name in self.stack:
-            self.fail(call, f"recursive call to '{fn.name}' is not supported")
-        callee = fn.lowered(self.stack)
-        if len(call.args) != len(callee.params):
-            self.fail(call, f"'{fn.name}' takes {len(callee.params)} arguments, got {len(call.args)}")
-        if not callee.returns_value:
-            self.fail(call, f"device function '{fn.name}' returns no value",
-                      hint="device functions return a scalar; write arrays from the kernel")
-        if callee.tid_arity:
-            self.note_tid(call, callee.tid_arity)
-        prefix = self.fresh(fn.name) + "_"
-        arrays, scalars = {}, {}
-        for name, a in zip(callee.params, call.args):
-            if name in callee.array_names:
-                arrays[name] = self.array_name(a)
-            else:
-                scalars[name] = prefix + name
-                self.emit(ir.Assign(prefix + name, self.expr(a), loc=loc))
-        body = rename(callee.body, prefix, arrays)
-        self.block.extend(body)
-        return ir.Var(prefix + RESULT, loc=loc)
 
 
 def _numpy_scalar_type(v):
@@ -535,12 +507,12 @@ def lower_kernel(parsed: ParsedFunction) -> ir.Kernel:
     return ir.Kernel(low.name, params, body, low.tid_arity, loc=low.loc)
 
 
-def _privatize_reassigned(body: tuple[ir.Stmt, ...], names: set[str]) -> tuple[ir.Stmt, ...]:
+def _privatize_reassigned(body: tuple[ir.Stmt, ...], params: set[str]) -> tuple[ir.Stmt, ...]:
     """Scalar parameters the kernel reassigns become per-thread locals: every
     thread starts from the launch value (`_gk_a = a` first, then `_gk_a` everywhere)."""
-    if not names:
+    if not params:
         return body
-    mapping = {n: f"{RESERVED_PREFIX}_{n}" for n in sorted(names)}
+    mapping = {n: private(n) for n in sorted(params)}
     renamed = rename_locals(body, mapping)
     return tuple(ir.Assign(local, ir.Var(n, loc=body[0].loc if body else None), loc=body[0].loc if body else None)
                  for n, local in mapping.items()) + renamed

@@ -7,9 +7,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import KernelSyntaxError, Loc
 from ..ir import nodes as ir
-
-RESERVED_PREFIX = "_gk"
-RESULT = "_gk_ret"
+from ..ir.names import RESULT, shown
 
 
 @dataclass(frozen=True)
@@ -64,8 +62,7 @@ def check_definite_assignment(body: tuple[ir.Stmt, ...], scalars: set[str]):
     def check_expr(x: ir.Expr, defined: set[str]):
         for n in ir.walk_expr(x):
             if isinstance(n, ir.Var) and n.name not in defined:
-                shown = n.name.split("_", 2)[-1] if n.name.startswith(RESERVED_PREFIX) else n.name
-                raise KernelSyntaxError(f"local '{shown}' may be used before it is assigned", n.loc,
+                raise KernelSyntaxError(f"local '{shown(n.name)}' may be used before it is assigned", n.loc,
                                         hint="assign it on every path before this line "
                                              "(a loop's body may run zero times)")
 

@@ -4,6 +4,12 @@ Expressions are pure trees; statements form structured control flow (no
 goto, no return: the frontend turns early returns into if/else). A node's
 `type` is None before type inference and a `Scalar` after it; `str(node)`
 prints the code it means.
+
+Each node class names the fields that hold its sub-expressions
+(`expr_fields`: an Expr or a tuple of them, in evaluation order) and, for
+statements, its nested blocks (`block_fields`). `children`, `stmt_exprs`,
+`blocks` and the rebuilders of ir/rewrite.py read only these, so a new node
+declares its structure once, here.
 """
 
 from __future__ import annotations
@@ -11,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, replace
 
-from ..errors import Loc
+from ..errors import InternalError, Loc
 from .ops import INFIX, Op
 from .types import Array, Scalar, Type
 
@@ -20,7 +26,7 @@ _loc = dict(default=None, compare=False, repr=False, kw_only=True)
 
 @dataclass(frozen=True)
 class Expr:
-    pass
+    expr_fields = ()  # unannotated: a class attribute, not a dataclass field
 
 
 @dataclass(frozen=True)
@@ -54,7 +60,7 @@ class Tid(Expr):
 
     def __post_init__(self):
         if not 0 <= self.axis < 3:
-            raise ValueError(f"tid axis {self.axis} out of range")
+            raise InternalError(f"tid axis {self.axis} out of range", self.loc)
 
     def __str__(self) -> str:
         return f"tid[{self.axis}]"
@@ -62,6 +68,7 @@ class Tid(Expr):
 
 @dataclass(frozen=True)
 class Apply(Expr):
+    expr_fields = ("args",)
     op: Op
     args: tuple[Expr, ...]
     type: Scalar | None = None
@@ -69,7 +76,7 @@ class Apply(Expr):
 
     def __post_init__(self):
         if len(self.args) != self.op.arity:
-            raise ValueError(f"{self.op.name} takes {self.op.arity} operands, got {len(self.args)}")
+            raise InternalError(f"{self.op.value} takes {self.op.arity} operands, got {len(self.args)}", self.loc)
 
     def __str__(self) -> str:
         a = self.args
@@ -88,6 +95,7 @@ class Apply(Expr):
 class Select(Expr):
     """`a if cond else b`; only the chosen operand is evaluated."""
 
+    expr_fields = ("cond", "a", "b")
     cond: Expr
     a: Expr
     b: Expr
@@ -100,6 +108,7 @@ class Select(Expr):
 
 @dataclass(frozen=True)
 class Load(Expr):
+    expr_fields = ("indices",)
     array: str
     indices: tuple[Expr, ...]
     type: Scalar | None = None
@@ -122,11 +131,13 @@ class Shape(Expr):
 
 @dataclass(frozen=True)
 class Stmt:
-    pass
+    # every statement kind declares `expr_fields` (no default: an unknown kind fails loudly)
+    block_fields = ()
 
 
 @dataclass(frozen=True)
 class Assign(Stmt):
+    expr_fields = ("value",)
     name: str
     value: Expr
     loc: Loc | None = field(**_loc)
@@ -137,6 +148,7 @@ class Assign(Stmt):
 
 @dataclass(frozen=True)
 class Store(Stmt):
+    expr_fields = ("indices", "value")
     array: str
     indices: tuple[Expr, ...]
     value: Expr
@@ -150,6 +162,7 @@ class Store(Stmt):
 class AtomicAdd(Stmt):
     """`array[indices] += value` performed atomically: the one sanctioned shared write."""
 
+    expr_fields = ("indices", "value")
     array: str
     indices: tuple[Expr, ...]
     value: Expr
@@ -161,6 +174,8 @@ class AtomicAdd(Stmt):
 
 @dataclass(frozen=True)
 class If(Stmt):
+    expr_fields = ("cond",)
+    block_fields = ("then", "orelse")
     cond: Expr
     then: tuple[Stmt, ...]
     orelse: tuple[Stmt, ...] = ()
@@ -174,6 +189,8 @@ class If(Stmt):
 class For(Stmt):
     """`for var in range(start, stop, step)`; `var` is int64 and local to the body."""
 
+    expr_fields = ("start", "stop", "step")
+    block_fields = ("body",)
     var: str
     start: Expr
     stop: Expr
@@ -187,6 +204,8 @@ class For(Stmt):
 
 @dataclass(frozen=True)
 class While(Stmt):
+    expr_fields = ("cond",)
+    block_fields = ("body",)
     cond: Expr
     body: tuple[Stmt, ...]
     loc: Loc | None = field(**_loc)
@@ -245,15 +264,24 @@ class Kernel:
         return dict(self.locals)
 
 
+def flat_fields(node, names: tuple[str, ...]) -> tuple:
+    """The values of fields `names` of `node`, tuple-valued fields spliced in."""
+    if len(names) == 1:
+        v = getattr(node, names[0])
+        return v if isinstance(v, tuple) else (v,)
+    out: list = []
+    for n in names:
+        v = getattr(node, n)
+        if isinstance(v, tuple):
+            out.extend(v)
+        else:
+            out.append(v)
+    return tuple(out)
+
+
 def children(e: Expr) -> tuple[Expr, ...]:
     """The sub-expressions of an expression, in evaluation order."""
-    if isinstance(e, Apply):
-        return e.args
-    if isinstance(e, Select):
-        return (e.cond, e.a, e.b)
-    if isinstance(e, Load):
-        return e.indices
-    return ()
+    return flat_fields(e, e.expr_fields) if e.expr_fields else ()
 
 
 def walk_expr(e: Expr) -> Iterator[Expr]:
@@ -265,26 +293,20 @@ def walk_expr(e: Expr) -> Iterator[Expr]:
 
 def stmt_exprs(s: Stmt) -> tuple[Expr, ...]:
     """The expressions a statement evaluates itself (not those of nested blocks)."""
-    if isinstance(s, Assign):
-        return (s.value,)
-    if isinstance(s, (Store, AtomicAdd)):
-        return (*s.indices, s.value)
-    if isinstance(s, If):
-        return (s.cond,)
-    if isinstance(s, For):
-        return (s.start, s.stop, s.step)
-    if isinstance(s, While):
-        return (s.cond,)
-    raise TypeError(type(s))
+    names = getattr(s, "expr_fields", None)
+    if names is None:
+        raise TypeError(type(s))
+    return flat_fields(s, names)
 
 
 def blocks(s: Stmt) -> tuple[tuple[Stmt, ...], ...]:
     """The nested statement blocks of a statement."""
-    if isinstance(s, If):
-        return (s.then, s.orelse)
-    if isinstance(s, (For, While)):
-        return (s.body,)
-    return ()
+    names = s.block_fields
+    if not names:
+        return ()
+    if len(names) == 1:
+        return (getattr(s, names[0]),)
+    return tuple([getattr(s, n) for n in names])
 
 
 def walk_stmts(body: tuple[Stmt, ...]) -> Iterator[Stmt]:

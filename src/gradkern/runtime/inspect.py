@@ -11,7 +11,7 @@ from ..backends import NAMES, backend
 from ..errors import GradkernError, LaunchError
 from ..ir.printer import format_kernel
 from ..kernel import KernelFunction
-from ..pipeline import Specialization
+from ..pipeline import Specialization, tangent_param
 from .annotate import annotate, merge_shadows
 from .arrays import is_array
 from .binding import bind
@@ -82,7 +82,10 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         b = bind(k.ir, dim, ann.primals, backend, inspect_only=True)
         fs = forward_specialization(k, b, merge_shadows(k.ir.params, ann, dict(b.aliases)), ann.lanes)
         t = fs.tangent
-        sizes = _byte_sizes(t.typed.params[:len(b.kernel_values)], b.kernel_values)
+        sizes = _byte_sizes(fs.primal.typed.params, b.kernel_values)
+        # a tangent array is as large as its primal (atomic targets' tangents are privatised too)
+        sizes |= {tangent_param(fs.tangents[n], lane, fs.lanes): size for n, size in list(sizes.items())
+                  if n in fs.tangents for lane in range(fs.lanes)}
         return Inspection(format_kernel(t.typed), t.source or "", t.parallel, fs.primal.race_check is not None,
                           tuple(sorted(t.facts.atomic_targets)), 0, {}, _private_bytes(t, sizes, b.dim),
                           _sources(race_check=fs.primal.race_check_source, forward_mode=t))

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..frontend.inline import rename_arrays
 from ..ir import nodes as ir
+from ..ir.rewrite import rename_arrays
 
 
 def merge_aliases(k: ir.Kernel, aliases: dict[str, str]) -> ir.Kernel:

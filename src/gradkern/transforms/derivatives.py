@@ -18,12 +18,15 @@ from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.ops import Op
 
-Partials = Callable[[tuple[ir.Expr, ...], ir.Expr], tuple[ir.Expr | None, ...]]
+PartialsFn = Callable[[tuple[ir.Expr, ...], ir.Expr], tuple[ir.Expr | None, ...]]
 
 
 @dataclass(frozen=True)
-class Rule:
-    partials: Partials
+class Partials:
+    """One entry of the table: `at(x, y)` builds ∂y/∂xᵢ for each operand xᵢ
+    (None: structurally zero) from the operands x and the result y."""
+
+    at: PartialsFn
     reads: tuple  # per operand: what its partial reads (operand indices and/or "y")
 
 
@@ -42,48 +45,48 @@ def _pow_partials(x, y):
             b.mul(b.apply(Op.LOG, base), y))
 
 
-DERIVATIVES: dict[Op, Rule] = {
-    Op.ADD: Rule(lambda x, y: (_one(y), _one(y)), ((), ())),
-    Op.SUB: Rule(lambda x, y: (_one(y), b.const(-1, y.type)), ((), ())),
-    Op.MUL: Rule(lambda x, y: (x[1], x[0]), ((1,), (0,))),
+DERIVATIVES: dict[Op, Partials] = {
+    Op.ADD: Partials(lambda x, y: (_one(y), _one(y)), ((), ())),
+    Op.SUB: Partials(lambda x, y: (_one(y), b.const(-1, y.type)), ((), ())),
+    Op.MUL: Partials(lambda x, y: (x[1], x[0]), ((1,), (0,))),
     # d(a/b)/da = 1/b; d(a/b)/db = -(a/b)/b
-    Op.DIV: Rule(lambda x, y: (b.div(_one(y), x[1]), b.neg(b.div(y, x[1]))), ((1,), (1, "y"))),
-    Op.POW: Rule(_pow_partials, ((0, 1), (0, "y"))),
-    Op.NEG: Rule(lambda x, y: (b.const(-1, y.type),), ((),)),
-    Op.SIN: Rule(lambda x, y: (b.apply(Op.COS, x[0]),), ((0,),)),
-    Op.COS: Rule(lambda x, y: (b.neg(b.apply(Op.SIN, x[0])),), ((0,),)),
+    Op.DIV: Partials(lambda x, y: (b.div(_one(y), x[1]), b.neg(b.div(y, x[1]))), ((1,), (1, "y"))),
+    Op.POW: Partials(_pow_partials, ((0, 1), (0, "y"))),
+    Op.NEG: Partials(lambda x, y: (b.const(-1, y.type),), ((),)),
+    Op.SIN: Partials(lambda x, y: (b.apply(Op.COS, x[0]),), ((0,),)),
+    Op.COS: Partials(lambda x, y: (b.neg(b.apply(Op.SIN, x[0])),), ((0,),)),
     # d tan(u)/du = 1 + tan(u)^2
-    Op.TAN: Rule(lambda x, y: (b.add(_one(y), b.mul(y, y)),), (("y",),)),
-    Op.EXP: Rule(lambda x, y: (y,), (("y",),)),
-    Op.LOG: Rule(lambda x, y: (b.div(_one(y), x[0]),), ((0,),)),
+    Op.TAN: Partials(lambda x, y: (b.add(_one(y), b.mul(y, y)),), (("y",),)),
+    Op.EXP: Partials(lambda x, y: (y,), (("y",),)),
+    Op.LOG: Partials(lambda x, y: (b.div(_one(y), x[0]),), ((0,),)),
     # d sqrt(u)/du = 1 / (2 sqrt(u))
-    Op.SQRT: Rule(lambda x, y: (b.div(b.const(0.5, y.type), y),), (("y",),)),
-    Op.TANH: Rule(lambda x, y: (b.sub(_one(y), b.mul(y, y)),), (("y",),)),
+    Op.SQRT: Partials(lambda x, y: (b.div(b.const(0.5, y.type), y),), (("y",),)),
+    Op.TANH: Partials(lambda x, y: (b.sub(_one(y), b.mul(y, y)),), (("y",),)),
     # |u|' = sign(u), taken as +1 at 0 (a subgradient)
-    Op.ABS: Rule(lambda x, y: (b.select(b.cmp(Op.GE, x[0], b.const(0, x[0].type)), _one(y),
+    Op.ABS: Partials(lambda x, y: (b.select(b.cmp(Op.GE, x[0], b.const(0, x[0].type)), _one(y),
                                         b.const(-1, y.type)),), ((0,),)),
     # ties go to the first operand, so exactly one partial is 1
-    Op.MIN: Rule(lambda x, y: (b.select(b.cmp(Op.LE, x[0], x[1]), _one(y), b.const(0, y.type)),
+    Op.MIN: Partials(lambda x, y: (b.select(b.cmp(Op.LE, x[0], x[1]), _one(y), b.const(0, y.type)),
                                b.select(b.cmp(Op.LE, x[0], x[1]), b.const(0, y.type), _one(y))),
                  ((0, 1), (0, 1))),
-    Op.MAX: Rule(lambda x, y: (b.select(b.cmp(Op.GE, x[0], x[1]), _one(y), b.const(0, y.type)),
+    Op.MAX: Partials(lambda x, y: (b.select(b.cmp(Op.GE, x[0], x[1]), _one(y), b.const(0, y.type)),
                                b.select(b.cmp(Op.GE, x[0], x[1]), b.const(0, y.type), _one(y))),
                  ((0, 1), (0, 1))),
-    Op.FLOOR: Rule(lambda x, y: (None,), ((),)),
-    Op.FLOORDIV: Rule(lambda x, y: (None, None), ((), ())),
+    Op.FLOOR: Partials(lambda x, y: (None,), ((),)),
+    Op.FLOORDIV: Partials(lambda x, y: (None, None), ((), ())),
     # a % b = a - b floor(a/b): d/da = 1, d/db = -floor(a/b)
-    Op.MOD: Rule(lambda x, y: (_one(y), b.neg(b.apply(Op.FLOOR, b.div(x[0], x[1])))), ((), (0, 1))),
+    Op.MOD: Partials(lambda x, y: (_one(y), b.neg(b.apply(Op.FLOOR, b.div(x[0], x[1])))), ((), (0, 1))),
     # a float-to-float conversion passes the derivative through (converted back by the caller)
-    Op.CAST: Rule(lambda x, y: (_one(y),), ((),)),
+    Op.CAST: Partials(lambda x, y: (_one(y),), ((),)),
 }
 
 # Ops whose result is never differentiable: comparisons, logic, integer-only results.
 NON_DIFFERENTIABLE = {Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.AND, Op.OR, Op.NOT}
 
 
-def rule(op: Op, loc=None) -> Rule:
-    """The derivative rule of `op`; a missing rule fails loudly, naming it."""
-    r = DERIVATIVES.get(op)
-    if r is None:
+def partials(op: Op, loc=None) -> Partials:
+    """The partials of `op`; a missing entry fails loudly, naming it."""
+    p = DERIVATIVES.get(op)
+    if p is None:
         raise InternalError(f"no derivative rule for '{op.value}'", loc)
-    return r
+    return p

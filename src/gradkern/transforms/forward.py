@@ -17,19 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ..analysis.activity import Activity
-from ..errors import NotDifferentiableError
+from ..errors import InternalError
 from ..ir import build as b
+from ..ir import names
 from ..ir import nodes as ir
 from ..ir.ops import Op
+from ..ir.rewrite import with_blocks
 from ..ir.types import Scalar
-from .derivatives import NON_DIFFERENTIABLE, rule
-
-P = "_gk_"
-
-
-def tangent_name(name: str) -> str:
-    """The tangent of an array, a scalar parameter or a local."""
-    return f"{P}t_{name}"
+from .derivatives import NON_DIFFERENTIABLE, partials
 
 
 @dataclass(frozen=True)
@@ -43,19 +38,18 @@ class _Builder:
     k: ir.Kernel
     act: Activity
     locals: dict[str, Scalar] = field(default_factory=dict)
-    counter: int = 0
+    namer: names.Namer = field(default_factory=names.Namer)
 
     def __post_init__(self):
         self.local_types = dict(self.k.locals)
 
     def fresh(self, what: str, t: Scalar) -> str:
-        self.counter += 1
-        name = f"{P}{what}{self.counter}"
+        name = self.namer.fresh(what)
         self.locals[name] = t
         return name
 
     def tangent_of_local(self, name: str, t: Scalar) -> str:
-        tn = tangent_name(name)
+        tn = names.tangent(name)
         self.locals[tn] = t
         return tn
 
@@ -64,9 +58,9 @@ class _Builder:
         if not self.act.expr(e):
             return [], e, None
         if isinstance(e, ir.Var):
-            return [], e, b.var(tangent_name(e.name), e.type)
+            return [], e, b.var(names.tangent(e.name), e.type)
         if isinstance(e, ir.Load):
-            return [], e, ir.Load(tangent_name(e.array), e.indices, type=e.type, loc=e.loc)
+            return [], e, ir.Load(names.tangent(e.array), e.indices, type=e.type, loc=e.loc)
         if isinstance(e, ir.Select):
             p, t = self.fresh("fp", e.type), self.fresh("ft", e.type)
             arms = []
@@ -94,9 +88,8 @@ class _Builder:
                 return stmts, y, (b.cast(tans[0], e.type) if tans[0] is not None else None)
             yv = self.fresh("fp", e.type)
             stmts.append(ir.Assign(yv, y, loc=e.loc))
-            partials = rule(e.op, e.loc).partials(tuple(args), b.var(yv, e.type))
             tangent = None
-            for part, ta in zip(partials, tans):
+            for part, ta in zip(partials(e.op, e.loc).at(tuple(args), b.var(yv, e.type)), tans):
                 if ta is None or part is None:
                     continue
                 if part.type != e.type:
@@ -159,7 +152,7 @@ class _Builder:
             pv = self.fresh("fv", t)
             out += [ir.Assign(tv, self.tangent_value(te, t), loc=s.loc), ir.Assign(pv, pe, loc=s.loc),
                     replace(s, indices=idx, value=b.var(pv, t)),
-                    ir.Store(tangent_name(s.array), idx, b.var(tv, t), loc=s.loc)]
+                    ir.Store(names.tangent(s.array), idx, b.var(tv, t), loc=s.loc)]
             return out
         if isinstance(s, ir.AtomicAdd):
             if s.array not in self.act.arrays:
@@ -169,16 +162,12 @@ class _Builder:
             stmts, pe, te = self.expr(s.value)
             out += [*stmts, replace(s, indices=idx, value=pe)]
             if te is not None:
-                out.append(ir.AtomicAdd(tangent_name(s.array), idx, self.tangent_value(te, s.value.type),
+                out.append(ir.AtomicAdd(names.tangent(s.array), idx, self.tangent_value(te, s.value.type),
                                         loc=s.loc))
             return out
-        if isinstance(s, ir.If):
-            return [replace(s, then=self.block(s.then), orelse=self.block(s.orelse))]
-        if isinstance(s, ir.For):
-            return [replace(s, body=self.block(s.body))]
-        if isinstance(s, ir.While):
-            return [replace(s, body=self.block(s.body))]
-        raise NotDifferentiableError(f"forward mode cannot differentiate {type(s).__name__}", s.loc)
+        if isinstance(s, (ir.If, ir.For, ir.While)):
+            return [with_blocks(s, self.block)]
+        raise InternalError(f"forward mode has no rule for the statement `{s}`", s.loc)
 
 
 def forward_kernel(k: ir.Kernel, act: Activity) -> ForwardKernel:
@@ -191,7 +180,7 @@ def forward_kernel(k: ir.Kernel, act: Activity) -> ForwardKernel:
         if name in act.locals and t.is_float:
             inits.append(ir.Assign(bld.tangent_of_local(name, t), b.const(0, t)))
     body = bld.block(k.body)
-    tangents = {p.name: tangent_name(p.name) for p in k.params if p.name in act.arrays or p.name in act.scalars}
+    tangents = {p.name: names.tangent(p.name) for p in k.params if p.name in act.arrays or p.name in act.scalars}
     tparams = tuple(ir.Param(tangents[p.name], p.type, is_array=p.is_array, written=p.written and p.is_array,
                              used=True)
                     for p in k.params if p.name in tangents)

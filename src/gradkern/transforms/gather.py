@@ -8,9 +8,9 @@ thread i's reverse sweep (replaying its values from intact memory and its
 tape) with every other write dropped, and adds their sum into du[j] itself:
 no atomics, no private copies, fully parallel.
 
-The gather kernel runs after the forward (it may read the tape) and before
-the reverse that zeroes write-only shadows (it reads them), and that reverse
-no longer updates the gathered shadows.
+The gather kernel runs after the augmented primal (it may read the tape) and
+before the reverse that zeroes write-only shadows (it reads them), and that
+reverse no longer updates the gathered shadows.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ..analysis.access import tid_aliases
-from ..frontend.inline import rename_locals
 from ..ir import build as b
+from ..ir import names
 from ..ir import nodes as ir
+from ..ir.names import GATHER_EXTENT as EXTENT
 from ..ir.ops import Op
+from ..ir.rewrite import map_expr, rename_locals, with_blocks, with_exprs
 from ..ir.types import BOOL, I64
 from .reverse import COUNT
 from .simplify import without
-
-EXTENT = "_gk_gn"
 
 
 @dataclass(frozen=True)
@@ -65,15 +65,7 @@ def _stencil_offset(idx: tuple[ir.Expr, ...], alias: dict[str, int], ndim: int) 
 
 def _shift(e: ir.Expr, o: tuple[int, ...]) -> ir.Expr:
     """`e` as thread (tid - o) evaluates it."""
-    if isinstance(e, ir.Tid):
-        return b.sub(e, b.const(o[e.axis], I64)) if o[e.axis] else e
-    if isinstance(e, ir.Apply):
-        return replace(e, args=tuple(_shift(a, o) for a in e.args))
-    if isinstance(e, ir.Select):
-        return replace(e, cond=_shift(e.cond, o), a=_shift(e.a, o), b=_shift(e.b, o))
-    if isinstance(e, ir.Load):
-        return replace(e, indices=tuple(_shift(i, o) for i in e.indices))
-    return e
+    return map_expr(e, lambda x: b.sub(x, b.const(o[x.axis], I64)) if isinstance(x, ir.Tid) and o[x.axis] else x)
 
 
 def _neighbour(body, o: tuple[int, ...], plan: dict, acc: dict[str, str], alias, ndim) -> tuple[ir.Stmt, ...]:
@@ -85,18 +77,9 @@ def _neighbour(body, o: tuple[int, ...], plan: dict, acc: dict[str, str], alias,
             if _stencil_offset(s.indices, alias, ndim) == o:
                 a = acc[s.array]
                 out.append(ir.Assign(a, b.add(b.var(a, s.value.type), _shift(s.value, o))))
-        elif isinstance(s, (ir.Store, ir.AtomicAdd)):
-            continue
-        elif isinstance(s, ir.Assign):
-            out.append(replace(s, value=_shift(s.value, o)))
-        elif isinstance(s, ir.If):
-            out.append(replace(s, cond=_shift(s.cond, o), then=_neighbour(s.then, o, plan, acc, alias, ndim),
-                               orelse=_neighbour(s.orelse, o, plan, acc, alias, ndim)))
-        elif isinstance(s, ir.For):
-            out.append(replace(s, start=_shift(s.start, o), stop=_shift(s.stop, o), step=_shift(s.step, o),
-                               body=_neighbour(s.body, o, plan, acc, alias, ndim)))
-        elif isinstance(s, ir.While):
-            out.append(replace(s, cond=_shift(s.cond, o), body=_neighbour(s.body, o, plan, acc, alias, ndim)))
+        elif not isinstance(s, (ir.Store, ir.AtomicAdd)):
+            out.append(with_blocks(with_exprs(s, lambda e: _shift(e, o)),
+                                   lambda blk: _neighbour(blk, o, plan, acc, alias, ndim)))
     return tuple(out)
 
 
@@ -139,7 +122,7 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], tape
     alias = tid_aliases(source)
     offsets = sorted(set().union(*plan.values()))
     types = {p.name: p.type.dtype for p in source.params if p.name in plan}
-    acc = {a: f"_gk_gacc_{a}" for a in plan}
+    acc = {a: names.gather_accumulator(a) for a in plan}
     local = dict(source.locals) | {acc[a]: types[a] for a in plan}
     body: list[ir.Stmt] = [ir.Assign(acc[a], b.const(0, types[a])) for a in sorted(plan)]
     for n, o in enumerate(offsets):
@@ -151,15 +134,15 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], tape
             guard = inside if guard is None else ir.Apply(Op.AND, (guard, inside), type=BOOL)
         # each neighbour gets its own names: its index locals are then assigned once
         # (tid - o), which lets interior splitting fold the neighbour's boundary tests
-        names = {x: f"{x}_n{n}" for x, _ in source.locals if x not in acc.values()}
-        local |= {names[x]: t for x, t in source.locals if x in names}
-        copy = rename_locals(_neighbour(source.body, o, plan, acc, alias, ndim), names)
+        renamed = {x: names.neighbour(x, n) for x, _ in source.locals if x not in acc.values()}
+        local |= {renamed[x]: t for x, t in source.locals if x in renamed}
+        copy = rename_locals(_neighbour(source.body, o, plan, acc, alias, ndim), renamed)
         body.append(ir.If(guard, copy))
     tids = tuple(ir.Tid(a, type=I64) for a in range(ndim))
     for a in sorted(plan):
         body.append(ir.Store(a, tids, b.add(ir.Load(a, tids, type=types[a]), b.var(acc[a], types[a]))))
     params = source.params + tuple(ir.Param(f"{EXTENT}{a}", I64) for a in range(ndim))
-    names = {p.name for p in params}
+    param_names = {p.name for p in params}
     kernel = replace(source, name=source.name.replace("_rev", "_gather"), params=params, body=tuple(body),
-                     locals=tuple(sorted((n, t) for n, t in local.items() if n not in names)), interior=None)
+                     locals=tuple(sorted((n, t) for n, t in local.items() if n not in param_names)), interior=None)
     return Gather(kernel, tuple(sorted(plan)), tuple(offsets))

@@ -13,12 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import InternalError
-from ..frontend.inline import rename_locals
 from ..ir import nodes as ir
-
-
-def lane_name(name: str, lane: int) -> str:
-    return f"{name}_l{lane}"
+from ..ir.names import lane as lane_name
+from ..ir.rewrite import rename_locals, with_blocks
 
 
 def _reads(e: ir.Expr) -> set[str]:
@@ -59,10 +56,7 @@ def replicate_lanes(k: ir.Kernel, seeds: set[str], lanes: int) -> ir.Kernel:
             if isinstance(s, (ir.If, ir.For, ir.While)):
                 if any(_reads(e) & lane for e in ir.stmt_exprs(s)):
                     raise InternalError("control flow depends on a derivative value", s.loc)
-                if isinstance(s, ir.If):
-                    out.append(replace(s, then=block(s.then), orelse=block(s.orelse)))
-                else:
-                    out.append(replace(s, body=block(s.body)))
+                out.append(with_blocks(s, block))
             elif writes(s) in lane:
                 out += [copy(s, n) for n in range(lanes)]
             else:

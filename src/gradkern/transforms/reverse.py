@@ -1,6 +1,6 @@
-"""Reverse mode: typed kernel → augmented forward, reverse sweep, and their fusion.
+"""Reverse mode: typed kernel → augmented primal, reverse sweep, and their fusion.
 
-Per thread, the forward runs the primal and pushes onto a per-thread tape every
+Per thread, the augmented primal runs the primal and pushes onto a per-thread tape every
 value a derivative formula needs that the reverse cannot recompute; the reverse
 sweep walks the statements backwards, popping those values, and accumulates
 adjoints (`d_x += ∂·g`, STYLE §4) into shadows and adjoint locals.
@@ -28,31 +28,25 @@ from ..analysis.access import adjoint_is_exclusive, launch_facts
 from ..analysis.activity import Activity
 from ..errors import InternalError, NotDifferentiableError
 from ..ir import build as b
+from ..ir import names
 from ..ir import nodes as ir
+from ..ir.names import PASS
 from ..ir.ops import Op
+from ..ir.rewrite import map_expr, with_blocks
 from ..ir.types import F32, F64, I64, Array, Scalar
-from .derivatives import rule
+from .derivatives import partials
 
-P = "_gk_"
 # Two tapes per thread: floats (in the kernel's widest float type) and integers
 # (loop bounds, branch conditions, indices); `COUNT[tid, lane]` is each one's fill.
-TAPE, TP, ITAPE, ITP, COUNT = P + "tape", P + "tp", P + "itape", P + "itp", P + "count"
+TAPE, TP, ITAPE, ITP, COUNT = PASS + "tape", PASS + "tp", PASS + "itape", PASS + "itp", PASS + "count"
 LANES = ((TAPE, TP), (ITAPE, ITP))
-
-
-def shadow_name(array: str) -> str:
-    return f"{P}d_{array}"
-
-
-def accumulator_name(scalar: str) -> str:
-    return f"{P}dacc_{scalar}"
 
 
 @dataclass
 class ReverseKernels:
     """The generated kernels of one reverse-mode specialisation.
 
-    fused: forward + reverse in one thread body (used by autodiff);
+    fused: augmented primal + reverse in one thread body (used by autodiff);
     augmented_primal/reverse: the split pair (autodiff_thunk), sharing the tape;
     count: a skeleton that counts each thread's pushes when that depends on
     run-time values (None when `static_slots` bounds it)."""
@@ -75,7 +69,7 @@ class _Builder:
     act: Activity
     launch_ndim: int
     locals: dict[str, Scalar] = field(default_factory=dict)
-    counter: int = 0
+    namer: names.Namer = field(default_factory=names.Namer)
     replay: bool = True  # whether the block being reversed must replay its stable definitions
 
     def __post_init__(self):
@@ -107,7 +101,7 @@ class _Builder:
                 self._find_stable(blk, in_loop or isinstance(s, (ir.For, ir.While)))
 
     def available(self, e: ir.Expr) -> bool:
-        """Whether the reverse can re-evaluate `e` and get the forward's value."""
+        """Whether the reverse can re-evaluate `e` and get the augmented primal's value."""
         if isinstance(e, (ir.Const, ir.Tid, ir.Shape)):
             return True
         if isinstance(e, ir.Var):
@@ -138,8 +132,7 @@ class _Builder:
             self.needed(e.a, out)
             self.needed(e.b, out)
         elif isinstance(e, ir.Apply):
-            r = rule(e.op, e.loc)
-            for a, reads in zip(e.args, r.reads):
+            for a, reads in zip(e.args, partials(e.op, e.loc).reads):
                 if self.act.expr(a):  # only active operands' partials are evaluated
                     out.extend(e if x == "y" else e.args[x] for x in reads)
             for a in e.args:
@@ -155,13 +148,12 @@ class _Builder:
 
     # -- names ----------------------------------------------------------------
     def fresh(self, what: str, t: Scalar) -> str:
-        self.counter += 1
-        name = f"{P}{what}{self.counter}"
+        name = self.namer.fresh(what)
         self.locals[name] = t
         return name
 
     def adjoint(self, name: str) -> str:
-        n = f"{P}d_{name}"
+        n = names.shadow(name)
         self.locals.setdefault(n, self.locals.get(name) or self.k.local_types.get(name))
         return n
 
@@ -184,11 +176,11 @@ class _Builder:
         return ([ir.Assign(ptr, b.sub(tp, b.const(1, I64))),
                  ir.Assign(tmp, b.cast(ir.Load(tape, (*self.tids(), tp), type=lt), t))], b.var(tmp, t))
 
-    # -- augmented forward ----------------------------------------------------
-    def forward_block(self, body) -> list[ir.Stmt]:
+    # -- augmented primal -----------------------------------------------------
+    def augmented_block(self, body) -> list[ir.Stmt]:
         out: list[ir.Stmt] = []
         for s in body:
-            out.extend(self.forward_stmt(s))
+            out.extend(self.augmented_stmt(s))
         return out
 
     def stmt_needs(self, s: ir.Stmt) -> list[ir.Expr]:
@@ -200,20 +192,20 @@ class _Builder:
             self.needed(s.value, need)
         return self.to_tape(need)
 
-    def forward_stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
+    def augmented_stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(s, (ir.Assign, ir.Store, ir.AtomicAdd)):
             out = []
             for x in self.stmt_needs(s):
                 out += self.push(x)
             return out + [s]
         if isinstance(s, ir.If):
-            new = replace(s, then=tuple(self.forward_block(s.then)), orelse=tuple(self.forward_block(s.orelse)))
+            new = replace(s, then=tuple(self.augmented_block(s.then)), orelse=tuple(self.augmented_block(s.orelse)))
             if not self.has_reverse(s.then + s.orelse) or self.available(s.cond):
                 return [new]
             c = self.fresh("c", s.cond.type)
             return [ir.Assign(c, s.cond), replace(new, cond=b.var(c, s.cond.type)), *self.push(b.var(c, s.cond.type))]
         if isinstance(s, ir.For):
-            body = tuple(self.forward_block(s.body))
+            body = tuple(self.augmented_block(s.body))
             if not self.has_reverse(s.body):
                 return [replace(s, body=body)]
             pre, post, bounds = [], [], []
@@ -236,8 +228,9 @@ class _Builder:
     # -- reverse sweep --------------------------------------------------------
     def reverse_block(self, body, replay: bool) -> list[ir.Stmt]:
         """The reverse sweep of a block. With `replay`, the block's stable
-        definitions are re-executed first: their forward values are gone (in a
-        later iteration of a loop, or in a separate reverse launch)."""
+        definitions are re-executed first: the values the augmented primal gave
+        them are gone (in a later iteration of a loop, or in a separate reverse
+        launch)."""
         out: list[ir.Stmt] = [s for s in body if isinstance(s, ir.Assign) and s.name in self.stable] \
             if replay else []
         for s in reversed(body):
@@ -270,7 +263,7 @@ class _Builder:
             idx = tuple(self.subst(i, env) for i in s.indices)
             t = s.value.type
             g = self.fresh("g", t)
-            shadow = shadow_name(s.array)
+            shadow = names.shadow(s.array)
             out.append(ir.Assign(g, ir.Load(shadow, idx, type=t)))
             if isinstance(s, ir.Store):  # the overwritten value no longer reaches the loss
                 out.append(ir.Store(shadow, idx, b.const(0, t)))
@@ -322,15 +315,7 @@ class _Builder:
 
     def subst(self, e: ir.Expr, env: dict[ir.Expr, ir.Expr]) -> ir.Expr:
         """`e` with taped sub-expressions replaced by their popped values."""
-        if e in env:
-            return env[e]
-        if isinstance(e, ir.Apply):
-            return replace(e, args=tuple(self.subst(a, env) for a in e.args))
-        if isinstance(e, ir.Select):
-            return replace(e, cond=self.subst(e.cond, env), a=self.subst(e.a, env), b=self.subst(e.b, env))
-        if isinstance(e, ir.Load):
-            return replace(e, indices=tuple(self.subst(i, env) for i in e.indices))
-        return e
+        return map_expr(e, pre=env.get)
 
     def propagate(self, e: ir.Expr, g: ir.Expr, env) -> list[ir.Stmt]:
         """Statements adding g·∂e/∂(each active leaf of e) into that leaf's adjoint."""
@@ -338,11 +323,11 @@ class _Builder:
             return []
         if isinstance(e, ir.Var):
             if e.name in self.act.scalars:  # summed over all threads into one element
-                return [ir.AtomicAdd(accumulator_name(e.name), (b.const(0, I64),), g)]
+                return [ir.AtomicAdd(names.accumulator(e.name), (b.const(0, I64),), g)]
             d = self.adjoint(e.name)
             return [ir.Assign(d, b.add(b.var(d, e.type), g))]
         if isinstance(e, ir.Load):
-            shadow = shadow_name(e.array)
+            shadow = names.shadow(e.array)
             idx = tuple(self.subst(i, env) for i in e.indices)
             if e.array not in self.exclusive:  # other threads read this element too
                 return [ir.AtomicAdd(shadow, idx, g)]
@@ -351,11 +336,10 @@ class _Builder:
             return [ir.If(self.subst(e.cond, env), tuple(self.propagate(e.a, g, env)),
                           tuple(self.propagate(e.b, g, env)))]
         if isinstance(e, ir.Apply):
-            r = rule(e.op, e.loc)
+            entry = partials(e.op, e.loc)
             args = tuple(self.subst(a, env) for a in e.args)
-            partials = r.partials(args, self.subst(e, env))
             out: list[ir.Stmt] = []
-            for a, p in zip(e.args, partials):
+            for a, p in zip(e.args, entry.at(args, self.subst(e, env))):
                 if p is None or not self.act.expr(a):
                     continue
                 contrib = b.mul(g, b.cast(p, g.type)) if p.type != g.type else b.mul(g, p)
@@ -448,9 +432,7 @@ def peephole(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
     statement."""
     out: list[ir.Stmt] = []
     for s in stmts:
-        for blk in ("then", "orelse", "body"):
-            if isinstance(getattr(s, blk, None), tuple):
-                s = replace(s, **{blk: tuple(peephole(list(getattr(s, blk))))})
+        s = with_blocks(s, lambda blk: peephole(list(blk)))
         if isinstance(s, (ir.Assign, ir.Store)) and isinstance(s.value, ir.Apply) and s.value.op is Op.ADD \
                 and s.value.args[0] == _target_value(s):
             for k in range(len(out) - 1, -1, -1):
@@ -484,18 +466,18 @@ def _restores(before: list[ir.Stmt], s: ir.Stmt) -> bool:
     return False
 
 
-def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt, ...]:
-    """The forward reduced to what decides the number of pushes: control flow,
+def _count_skeleton(augmented: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt, ...]:
+    """The augmented primal reduced to what decides the number of pushes: control flow,
     the locals it depends on, and the tape pointer. Stores are dropped, so this
     control flow must not read arrays the kernel writes (it would see stale values)."""
 
     def control_vars(body) -> set[str]:
-        names = {TP, ITP}
+        used = {TP, ITP}
         for st in ir.walk_stmts(body):
             if isinstance(st, (ir.If, ir.While, ir.For)):
                 for e in ir.stmt_exprs(st):
-                    names |= {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
-        return names
+                    used |= {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
+        return used
 
     def block(body, live: set[str]):
         out = []
@@ -505,22 +487,20 @@ def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt,
             if isinstance(st, ir.Assign):
                 if st.name in live:
                     out.append(st)
-            elif isinstance(st, ir.If):
-                out.append(replace(st, then=block(st.then, live), orelse=block(st.orelse, live)))
             else:
-                out.append(replace(st, body=block(st.body, live)))
+                out.append(with_blocks(st, lambda blk: block(blk, live)))
         return tuple(out)
 
-    live = control_vars(forward)
+    live = control_vars(augmented)
     while True:  # close `live` under the assignments that feed it
         grown = set(live)
-        for st in ir.walk_stmts(tuple(forward)):
+        for st in ir.walk_stmts(tuple(augmented)):
             if isinstance(st, ir.Assign) and st.name in grown:
                 grown |= {x.name for x in ir.walk_expr(st.value) if isinstance(x, ir.Var)}
         if grown == live:
             break
         live = grown
-    skeleton = block(tuple(forward), live)
+    skeleton = block(tuple(augmented), live)
     for st in ir.walk_stmts(skeleton):
         for e in ir.stmt_exprs(st):
             for x in ir.walk_expr(e):
@@ -532,11 +512,11 @@ def _count_skeleton(forward: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt,
 
 
 def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKernels:
-    """Build the fused, forward, reverse and count kernels for typed kernel `k`."""
+    """Build the fused, augmented primal, reverse and count kernels for typed kernel `k`."""
     bld = _Builder(k, act, launch_ndim)
     tids = bld.tids()
-    forward = bld.forward_block(k.body)
-    bld.replay = False  # fused: the forward's values outside loops are still in registers
+    augmented = bld.augmented_block(k.body)
+    bld.replay = False  # fused: the augmented primal's values outside loops are still in registers
     fused_reverse = bld.reverse_block(k.body, False)
     bld.replay = True
     reverse = bld.reverse_block(k.body, True)
@@ -544,14 +524,14 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     tp0 = [ir.Assign(ptr, b.const(0, I64)) for _, ptr in LANES]
     for _, ptr in LANES:
         bld.locals[ptr] = I64
-    static = bld.static_slots(forward)
+    static = bld.static_slots(augmented)
     count_store = [ir.Store(COUNT, (*tids, b.const(n, I64)), b.var(ptr, I64)) for n, (_, ptr) in enumerate(LANES)]
     count_load = [ir.Assign(ptr, ir.Load(COUNT, (*tids, b.const(n, I64)), type=I64))
                   for n, (_, ptr) in enumerate(LANES)]
 
     tape_ndim = launch_ndim + 1
-    shadows = {p.name: shadow_name(p.name) for p in k.params if p.name in act.arrays}
-    accs = {p.name: accumulator_name(p.name) for p in k.params if p.name in act.scalars}
+    shadows = {p.name: names.shadow(p.name) for p in k.params if p.name in act.arrays}
+    accs = {p.name: names.accumulator(p.name) for p in k.params if p.name in act.scalars}
     tape_p = (ir.Param(TAPE, Array(bld.tape_float, tape_ndim), is_array=True, written=True),
               ir.Param(ITAPE, Array(I64, tape_ndim), is_array=True, written=True))
     count_p = ir.Param(COUNT, Array(I64, launch_ndim + 1), is_array=True, written=True)
@@ -566,12 +546,12 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
                        locals=local_items, interior=None)
 
     fused_reverse, reverse = peephole(fused_reverse), peephole(reverse)
-    fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p, [*tp0, *forward, *inits, *fused_reverse])
-    fwd = kernel("augfwd", k.params + tape_p + (count_p,), [*tp0, *forward, *count_store])
+    fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p, [*tp0, *augmented, *inits, *fused_reverse])
+    aug = kernel("augmented_primal", k.params + tape_p + (count_p,), [*tp0, *augmented, *count_store])
     rev = kernel("rev", k.params + shadow_ps + acc_ps + tape_p + (count_p,), [*count_load, *inits, *reverse])
     count = None
     if static is None:
         written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
-        count = kernel("count", k.params + (count_p,), [*tp0, *_count_skeleton(forward, written), *count_store])
+        count = kernel("count", k.params + (count_p,), [*tp0, *_count_skeleton(augmented, written), *count_store])
     forms = tuple((a, "plain add" if a in bld.exclusive else "atomic add") for a in sorted(act.arrays))
-    return ReverseKernels(fused, fwd, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms)
+    return ReverseKernels(fused, aug, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms)

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from ..ir import nodes as ir
 from ..ir.ops import Op
+from ..ir.rewrite import map_expr, with_blocks, with_exprs
 
 _INT_FOLD = {Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MAX: max, Op.MIN: min}
 
@@ -16,9 +17,14 @@ def _bool(e: ir.Expr) -> bool | None:
 
 
 def simplify_expr(e: ir.Expr) -> ir.Expr:
+    """`e` with constants folded, bottom-up."""
+    return map_expr(e, _fold)
+
+
+def _fold(e: ir.Expr) -> ir.Expr:
+    """One node, its operands already folded."""
     if isinstance(e, ir.Apply):
-        args = tuple(simplify_expr(a) for a in e.args)
-        e = replace(e, args=args)
+        args = e.args
         if e.op in (Op.AND, Op.OR):
             a, b = (_bool(x) for x in args)
             absorbing = e.op is Op.OR  # True absorbs an or, False an and (operands are pure)
@@ -34,13 +40,9 @@ def simplify_expr(e: ir.Expr) -> ir.Expr:
             return ir.Const(_INT_FOLD[e.op](*(a.value for a in args)), type=e.type)
         return e
     if isinstance(e, ir.Select):
-        cond = simplify_expr(e.cond)
-        known = _bool(cond)
+        known = _bool(e.cond)
         if known is not None:
-            return simplify_expr(e.a if known else e.b)
-        return replace(e, cond=cond, a=simplify_expr(e.a), b=simplify_expr(e.b))
-    if isinstance(e, ir.Load):
-        return replace(e, indices=tuple(simplify_expr(i) for i in e.indices))
+            return e.a if known else e.b
     return e
 
 
@@ -54,35 +56,22 @@ def simplify_block(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
                 out.extend(simplify_block(s.then if known else s.orelse))
                 continue
             out.append(replace(s, cond=cond, then=simplify_block(s.then), orelse=simplify_block(s.orelse)))
-        elif isinstance(s, ir.Assign):
-            out.append(replace(s, value=simplify_expr(s.value)))
-        elif isinstance(s, (ir.Store, ir.AtomicAdd)):
-            out.append(replace(s, indices=tuple(simplify_expr(i) for i in s.indices), value=simplify_expr(s.value)))
-        elif isinstance(s, ir.For):
-            out.append(replace(s, body=simplify_block(s.body)))
+        elif isinstance(s, ir.For):  # its bounds are left as written
+            out.append(with_blocks(s, simplify_block))
         elif isinstance(s, ir.While):
             cond = simplify_expr(s.cond)
             if _bool(cond) is False:
                 continue
             out.append(replace(s, cond=cond, body=simplify_block(s.body)))
         else:
-            out.append(s)
+            out.append(with_exprs(s, simplify_expr))
     return tuple(out)
 
 
 def without(k: ir.Kernel, drop) -> ir.Kernel:
     """`k` with every statement for which `drop(stmt)` holds removed, at any depth."""
     def block(body):
-        out = []
-        for s in body:
-            if drop(s):
-                continue
-            if isinstance(s, ir.If):
-                s = replace(s, then=block(s.then), orelse=block(s.orelse))
-            elif isinstance(s, (ir.For, ir.While)):
-                s = replace(s, body=block(s.body))
-            out.append(s)
-        return tuple(out)
+        return tuple(with_blocks(s, block) for s in body if not drop(s))
     return replace(k, body=block(k.body))
 
 

@@ -19,6 +19,7 @@ from dataclasses import replace
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.ops import COMPARISONS, Op
+from ..ir.rewrite import map_expr, with_blocks, with_exprs
 from ..ir.types import I64
 from .simplify import simplify_block, simplify_expr
 
@@ -98,33 +99,23 @@ class _Splitter:
         return low
 
     def fold(self, e: ir.Expr) -> ir.Expr:
-        if isinstance(e, ir.Apply):
-            if e.op in COMPARISONS:
-                known = self.test(e)
-                if known is not None:
-                    return ir.Const(known, type=e.type)
-            return replace(e, args=tuple(self.fold(a) for a in e.args))
-        if isinstance(e, ir.Select):
-            return replace(e, cond=self.fold(e.cond), a=self.fold(e.a), b=self.fold(e.b))
-        if isinstance(e, ir.Load):
-            return replace(e, indices=tuple(self.fold(i) for i in e.indices))
-        return e
+        """`e` with each boundary test replaced by its interior value (pre-order,
+        left to right: the bounds are recorded in that order)."""
+        def known(x: ir.Expr) -> ir.Expr | None:
+            if isinstance(x, ir.Apply) and x.op in COMPARISONS:
+                value = self.test(x)
+                if value is not None:
+                    return ir.Const(value, type=x.type)
+            return None
+        return map_expr(e, pre=known)
 
     def block(self, body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
         return tuple(self.stmt(s) for s in body)
 
     def stmt(self, s: ir.Stmt) -> ir.Stmt:
-        if isinstance(s, ir.Assign):
-            return replace(s, value=self.fold(s.value))
-        if isinstance(s, (ir.Store, ir.AtomicAdd)):
-            return replace(s, indices=tuple(self.fold(i) for i in s.indices), value=self.fold(s.value))
-        if isinstance(s, ir.If):
-            return replace(s, cond=self.fold(s.cond), then=self.block(s.then), orelse=self.block(s.orelse))
-        if isinstance(s, ir.For):
-            return replace(s, body=self.block(s.body))
-        if isinstance(s, ir.While):
-            return replace(s, cond=self.fold(s.cond), body=self.block(s.body))
-        return s
+        if not isinstance(s, ir.For):  # a loop's bounds are left as written
+            s = with_exprs(s, self.fold)
+        return with_blocks(s, self.block)
 
 
 def _fold_chain(xs: list[ir.Expr], op: Op) -> ir.Expr:
