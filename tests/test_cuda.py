@@ -187,3 +187,39 @@ def test_mixed_host_and_device_arrays_are_refused_before_anything_runs():
     with pytest.raises(gk.LaunchError, match=r"mix GPU arrays \(x\) and NumPy arrays \(y\)"):
         gk.launch(saxpy, 4, 2.0, FakeDeviceArray(), y)
     np.testing.assert_array_equal(y, 1.0)
+
+
+def test_cuda_launch_passes_what_the_abi_lists(monkeypatch):
+    """The CUDA backend's run marshals exactly the kernel's `abi` (launch extents,
+    values, the extents and strides it reads), checked without a GPU by a
+    stand-in for the compiled kernel."""
+    from gradkern.backends import backend
+    from gradkern.backends.cuda import BLOCK
+    from gradkern.ir.types import F32, F64, Array
+    from gradkern.kernels.stencils import heat_step_2d
+    from gradkern.pipeline import specialize
+
+    cuda = backend("cuda")
+    monkeypatch.setattr(cuda, "_multiprocessors", lambda: 2)
+    types = {"u": Array(F64, 2), "un": Array(F64, 2), "c": F32}
+    u = np.arange(35.0).reshape(5, 7)
+    un = np.zeros((10, 7))[::2]  # strided: passed with its strides
+    for strided in (frozenset(), frozenset({"un"})):
+        spec = specialize(heat_step_2d.ir, types, 2, "cuda", strided)
+        calls = []
+        cuda.run(spec.typed, spec.code, lambda grid, block, args: calls.append((grid, block, args)), True, (5, 7),
+                 [u, un, np.float32(0.1)])
+        (grid,), (block,), args = calls[0]
+        assert block == BLOCK and grid == 1  # 35 threads: one block
+        expected = []
+        for item in spec.code.launch:
+            kind, i = item[0], item[1]
+            value = [u, un, np.float32(0.1)][i]
+            expected.append({"dim": lambda: (5, 7)[i], "value": lambda: value,
+                             "extent": lambda: value.shape[item[2]],
+                             "stride": lambda: value.strides[item[2]] // value.itemsize}[kind]())
+        assert len(args) == len(expected)
+        for got, want in zip(args, expected):
+            assert got is want if isinstance(want, np.ndarray) else got == want
+        assert any(item[0] == "stride" for item in spec.code.launch) == bool(strided)
+        assert type(args[spec.code.launch.index(("value", 2))]) is np.float32  # the scalar in the kernel's type
