@@ -207,17 +207,25 @@ def test_cuda_launch_passes_what_the_abi_lists(monkeypatch):
     for strided in (frozenset(), frozenset({"un"})):
         spec = specialize(heat_step_2d.ir, types, 2, "cuda", strided)
         calls = []
-        cuda.run(spec.typed, spec.code, lambda grid, block, args: calls.append((grid, block, args)), True, (5, 7),
-                 [u, un, np.float32(0.1)])
+
+        def entry(grid, block, args, calls=calls):
+            calls.append((grid, block, args))
+
+        values = [u, un, np.float32(0.1)]
+        cuda.run(spec.typed, spec.code, entry, True, (5, 7), values)
         (grid,), (block,), args = calls[0]
         assert block == BLOCK and grid == 1  # 35 threads: one block
         expected = []
         for item in spec.code.launch:
             kind, i = item[0], item[1]
-            value = [u, un, np.float32(0.1)][i]
-            expected.append({"dim": lambda: (5, 7)[i], "value": lambda: value,
-                             "extent": lambda: value.shape[item[2]],
-                             "stride": lambda: value.strides[item[2]] // value.itemsize}[kind]())
+            if kind == "dim":
+                expected.append((5, 7)[i])
+            elif kind == "value":
+                expected.append(values[i])
+            elif kind == "extent":
+                expected.append(values[i].shape[item[2]])
+            else:
+                expected.append(values[i].strides[item[2]] // values[i].itemsize)
         assert len(args) == len(expected)
         for got, want in zip(args, expected):
             assert got is want if isinstance(want, np.ndarray) else got == want

@@ -13,7 +13,6 @@ from numpy import int64 as _gk_int64
 @_gk_njit(parallel=True, cache=True, error_model='numpy', boundscheck=False)
 def matvec_1d(_gkb_n0, A, x, y):
     for _gkb_t0 in _gk_prange(_gkb_n0):
-        acc = 0.0
         j = 0
         i = _gkb_t0
         acc = 0.0

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 
 from ..ir import nodes as ir
+from ..ir.names import OOB
 from ..ir.ops import FLOAT_FUNCTIONS, Op
 from ..ir.types import Array, Scalar
-from . import Backend, Generated, check_launch_ndim
+from .base import Backend, Generated, check_launch_ndim
 from .printer import Printer, Syntax
 
 C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long", "bool": "bool"}
@@ -98,6 +99,16 @@ __device__ __forceinline__ void _gkb_atomic_add(long long* p, long long v) {
     atomicAdd(reinterpret_cast<unsigned long long*>(p), static_cast<unsigned long long>(v));
 }
 """ + _MATH + _FLOAT_DIV
+
+# ir.InBounds: an index outside [0, n) records the access and the thread (the first one wins) and becomes 0
+_CHECK = r"""__device__ __forceinline__ long long _gkb_check(long long i, long long n, long long site, long long nsites,
+                                                 long long* oob, long long thread) {
+    if (i >= 0 && i < n) return i;
+    atomicCAS(reinterpret_cast<unsigned long long*>(oob), 0ULL,
+              static_cast<unsigned long long>(thread * nsites + site + 1));
+    return 0;
+}
+"""
 
 # C, C++ and CUDA words a kernel's Python names could collide with
 _RESERVED = set("""
@@ -217,7 +228,7 @@ def abi(k: ir.Kernel, launch_ndim: int, strided: frozenset[str]) -> tuple[tuple,
     strides the code reads are passed: every argument costs host time per launch."""
     accessed = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
     accessed |= {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
-    shapes = {(e.array, e.axis) for e in ir.all_exprs(k.body) if isinstance(e, ir.Shape)}
+    shapes = {(e.array, e.axis) for e in ir.all_exprs(k.body) if isinstance(e, (ir.Shape, ir.InBounds))}
     out: list[tuple] = [("dim", a) for a in range(launch_ndim)]
     for i, p in enumerate(k.params):
         out.append(("value", i))
@@ -235,6 +246,7 @@ def abi(k: ir.Kernel, launch_ndim: int, strided: frozenset[str]) -> tuple[tuple,
 def signature(k: ir.Kernel, layout: tuple[tuple, ...]) -> list[str]:
     """The C parameter list of `layout` (see `abi`)."""
     written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
+    written.add(OOB)  # the bounds checks' flag, written through _gkb_check
     out = []
     for item in layout:
         if item[0] == "dim":
@@ -258,6 +270,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str =
     check_launch_ndim(launch_ndim)
     entry = f"{k.name}_{launch_ndim}d"
     sx = CudaSyntax(options.strided)
+    sx.launch_ndim = launch_ndim
     p = Printer(sx)
     used = {e.name for e in ir.all_exprs(k.body) if isinstance(e, ir.Var)}
     used |= {s.name if isinstance(s, ir.Assign) else s.var for s in ir.walk_stmts(k.body)
@@ -267,6 +280,8 @@ def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str =
                    if n in used and n not in params]
     tids = [f"_gkb_t{a}" for a in range(launch_ndim)]
     lines = [f"// {line}" for line in header.splitlines()] + [PRELUDE]
+    if any(isinstance(e, ir.InBounds) for e in ir.all_exprs(k.body)):
+        lines.append(_CHECK)
     bounds = f"__launch_bounds__({BLOCK}) " if options.parallel else ""
     lines.append(f'extern "C" __global__ void {bounds}{entry}(')
     layout = abi(k, launch_ndim, options.strided)
@@ -379,8 +394,8 @@ class CudaBackend(Backend):
             for item in code.launch:
                 kind = kinds[item[0]]
                 i = item[1]
-                p = typed.params[i] if kind else None
-                convert = p.type.numpy if kind == 1 and not isinstance(p.type, Array) else None
+                p = typed.params[i] if kind and i < len(typed.params) else None
+                convert = p.type.numpy if kind == 1 and p is not None and not isinstance(p.type, Array) else None
                 items.append((kind, i, item[2] if len(item) > 2 else 0, convert))
             plan = self._plans[id(code)] = (code, tuple(items))
         return plan[1]

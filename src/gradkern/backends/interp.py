@@ -11,7 +11,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.interp import interpret
-from . import Backend, Generated, check_launch_ndim
+from .base import Backend, Generated, check_launch_ndim
 
 
 class InterpBackend(Backend):
@@ -22,14 +22,14 @@ class InterpBackend(Backend):
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:
         check_launch_ndim(launch_ndim)
-        return Generated()
+        return Generated(launch=(k,))  # the kernel as printed (bounds checks included) is what runs
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return None
 
     def run(self, typed: ir.Kernel, code: Generated, entry: Any, parallel: bool, dim: tuple[int, ...],
             values: list) -> None:
-        interpret(typed, dim, values)
+        interpret(code.launch[0] if code.launch else typed, dim, values)
 
     def array_module(self) -> Any:
         return np

@@ -28,7 +28,7 @@ from ..errors import InternalError
 from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.types import Scalar
-from . import Backend, Generated, check_launch_ndim
+from .base import Backend, Generated, check_launch_ndim
 from .printer import Printer, Syntax
 
 _PY_OPS = {
@@ -54,9 +54,21 @@ _IMPORTS = ["import math as _gk_math", "", "import numpy as _gk_np",
             "from numpy import int32 as _gk_int32", "from numpy import int64 as _gk_int64"]
 
 
+# ir.InBounds: an index outside [0, n) records the access and the thread (the first one wins; one
+# int64 store, so a racing store from another thread cannot mix its fields in) and becomes 0
+_CHECK = ["@_gk_njit(cache=True, error_model='numpy')",
+          "def _gkb_check(i, n, site, nsites, oob, thread):",
+          "    if i >= 0 and i < n:",
+          "        return _gk_int64(i)",
+          "    if oob[0] == 0:",
+          "        oob[0] = thread * nsites + site + 1",
+          "    return _gk_int64(0)"]
+
+
 class NumbaSyntax(Syntax):
-    def __init__(self):
+    def __init__(self, launch_ndim: int = 1):
         super().__init__(ops=_PY_OPS, empty_block="pass", tid="_gkb_t{0}")
+        self.launch_ndim = launch_ndim
 
     def copy(self, name: str, value: str, is_int: bool) -> str:
         # m = int64(i), not m = i: Numba's parfor pass refuses a later write to a
@@ -128,14 +140,24 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     params = dims + [p.name for p in k.params] + (["_gkb_chunks"] if private else [])
     flags = f"parallel={options.parallel}, cache=True, error_model='numpy', boundscheck={options.boundscheck}"
     lines = [f"# {line}" for line in header.splitlines()]
-    lines += [*_IMPORTS, "", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
+    lines += _IMPORTS
+    if any(isinstance(e, ir.InBounds) for e in ir.all_exprs(k.body)):
+        lines += ["", "", *_CHECK]
+    lines += ["", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
 
     # Every local is defined at the top of each thread's body. Numba privatises a
     # prange variable only if each iteration defines it before any use it can see;
     # a local set in one branch and read in a later branch on the same condition
     # (a fused reverse reading a forward value) would otherwise be shared between
     # workers. Thread-index aliases are left out: Numba refuses writes to them.
-    prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals if n not in k.thread_indices)
+    # Locals whose first mention is a top-level assignment are defined before any use on every path and
+    # need no prologue: leaving them out keeps them single-definition, and Numba's SSA reconstruction
+    # costs time quadratic in the multiply-defined names of a long body.
+    defined_first = _defined_before_use(k.body)
+    if k.interior is not None:
+        defined_first &= _defined_before_use(k.interior.body)
+    prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals
+                     if n not in k.thread_indices and n not in defined_first)
 
     def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True) -> list[str]:
         """The launch loops around the body; with an interior (transforms/split.py)
@@ -167,21 +189,44 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
 
     if not private:
         loop = "_gk_prange" if options.parallel else "range"
-        lines += loop_nest(NumbaSyntax(), 1, f"{loop}(_gkb_n0)", loop)
+        lines += loop_nest(NumbaSyntax(launch_ndim), 1, f"{loop}(_gkb_n0)", loop)
     else:
         lines.append("    if _gkb_chunks > 0:")
         for a in private:
             lines.append(f"        _gkb_priv_{a} = _gk_np.zeros((_gkb_chunks,) + {a}.shape, {a}.dtype)")
         lines.append("        for _gkb_c in _gk_prange(_gkb_chunks):")
         # chunks split axis 0; only an inner axis may be split further
-        lines += loop_nest(PrivatizedSyntax(), 3,
+        lines += loop_nest(PrivatizedSyntax(launch_ndim), 3,
                            "range(_gkb_c * _gkb_n0 // _gkb_chunks, (_gkb_c + 1) * _gkb_n0 // _gkb_chunks)",
                            split=launch_ndim > 1)
         lines.append("        for _gkb_c in range(_gkb_chunks):")
         lines += [f"            {a} += _gkb_priv_{a}[_gkb_c]" for a in private]
         lines.append("    else:")
-        lines += loop_nest(NumbaSyntax(), 2, "range(_gkb_n0)", split=launch_ndim > 1)
+        lines += loop_nest(NumbaSyntax(launch_ndim), 2, "range(_gkb_n0)", split=launch_ndim > 1)
     return "\n".join(lines) + "\n", entry
+
+
+def _defined_before_use(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
+    """Locals whose first mention, in program order, is an assignment at the top
+    level of the thread body (so it runs on every path before any read)."""
+    seen: set[str] = set()
+    first: set[str] = set()
+    for s in body:
+        if isinstance(s, ir.Assign):
+            reads = {e.name for e in ir.walk_expr(s.value) if isinstance(e, ir.Var)}
+            seen |= reads
+            if s.name not in seen:
+                first.add(s.name)
+            seen.add(s.name)
+            continue
+        for e in ir.all_exprs((s,)):
+            seen |= {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
+        for inner in ir.walk_stmts((s,)):
+            if isinstance(inner, ir.Assign):
+                seen.add(inner.name)
+            elif isinstance(inner, ir.For):
+                seen.add(inner.var)
+    return frozenset(first)
 
 
 _modules: dict[str, Any] = {}
@@ -220,8 +265,7 @@ class NumbaBackend(Backend):
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:
         atomic = tuple(sorted({s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd)}))
-        options = NumbaOptions(parallel=parallel, privatized=atomic,
-                               boundscheck=os.environ.get("GRADKERN_BOUNDSCHECK", "") not in ("", "0"))
+        options = NumbaOptions(parallel=parallel, privatized=atomic)
         source, entry = generate(k, launch_ndim, options, header)
         return Generated(source, entry, atomic if parallel else ())
 

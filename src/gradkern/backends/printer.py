@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InternalError
 from ..ir import nodes as ir
+from ..ir.names import OOB
 from ..ir.ops import Op
 from ..ir.types import Scalar
 
@@ -68,6 +69,20 @@ class Syntax:
     def for_open(self, var: str, start: str, stop: str, step: str, step_node: ir.Expr) -> list[str]:
         raise NotImplementedError
 
+    launch_ndim: int = 1
+
+    def flat_thread(self) -> str:
+        """This thread's row-major index in the launch domain."""
+        flat = self.tid.format(0)
+        for a in range(1, self.launch_ndim):
+            flat = f"({flat} * _gkb_n{a} + {self.tid.format(a)})"
+        return flat
+
+    def in_bounds(self, index: str, array: str, axis: int, site: int, nsites: int) -> str:
+        """A checked index (ir.InBounds): the helper `_gkb_check` each backend defines."""
+        return (f"_gkb_check({index}, {self.shape_of(array, axis)}, {site}, {nsites}, {self.name(OOB)}, "
+                f"{self.flat_thread()})")
+
 
 class Printer:
     """Prints a typed kernel body with a Syntax; collects lines."""
@@ -90,6 +105,8 @@ class Printer:
             return sx.index(e.array, [self.expr(i) for i in e.indices])
         if isinstance(e, ir.Select):
             return sx.select.format(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
+        if isinstance(e, ir.InBounds):
+            return sx.in_bounds(self.expr(e.index), e.array, e.axis, e.site, e.nsites)
         if isinstance(e, ir.Apply):
             args = [self.expr(a) for a in e.args]
             if e.op is Op.CAST:

@@ -7,10 +7,24 @@ without importing kernel.py, which imports the frontend.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-if TYPE_CHECKING:
-    from .lower import Lowered
+from ..errors import Loc
+from ..ir import nodes as ir
+
+
+@dataclass
+class Lowered:
+    """A lowered function: parameter names, body, the names it uses as arrays,
+    whether it returns a value, and the tid arity it unpacks (0 if none)."""
+
+    name: str
+    params: tuple[str, ...]
+    body: tuple[ir.Stmt, ...]
+    array_names: set[str]
+    returns_value: bool
+    tid_arity: int
+    loc: Loc
 
 
 class KernelMarker:

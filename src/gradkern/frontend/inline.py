@@ -7,18 +7,15 @@ itself is ir/rewrite.py's."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..ir import nodes as ir
 from ..ir.names import RESULT
 from ..ir.rewrite import rename
 from .callables import DeviceFunctionMarker
 
-if TYPE_CHECKING:
-    from .lower import _Lowerer
 
-
-def inline_call(lw: _Lowerer, call: ast.Call, fn: DeviceFunctionMarker) -> ir.Expr:
+def inline_call(lw: Any, call: ast.Call, fn: DeviceFunctionMarker) -> ir.Expr:
     """Emit into `lw`'s current block the statements of the call (each scalar
     argument bound to the callee's prefixed parameter, in argument order, then
     the renamed body); return the expression of the call's value."""

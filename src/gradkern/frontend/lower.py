@@ -14,19 +14,19 @@ from __future__ import annotations
 import ast
 import builtins
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .. import intrinsics
-from ..errors import KernelSyntaxError, Loc
+from ..errors import KernelSyntaxError
 from ..ir import nodes as ir
 from ..ir.names import RESERVED, Namer, is_generated, private
 from ..ir.ops import Op
 from ..ir.rewrite import rename_locals
 from ..ir.types import F32, F64, I32, I64
-from .callables import DeviceFunctionMarker, KernelMarker
+from .callables import DeviceFunctionMarker, KernelMarker, Lowered
 from .inline import inline_call
 from .parse import ParsedFunction
 from .structure import Return, check_definite_assignment, structure_returns
@@ -62,18 +62,6 @@ _CONSTRUCT_NAMES = {
 }
 
 
-@dataclass
-class Lowered:
-    """A lowered function: parameter names, body, the names it uses as arrays,
-    whether it returns a value, and the tid arity it unpacks (0 if none)."""
-
-    name: str
-    params: tuple[str, ...]
-    body: tuple[ir.Stmt, ...]
-    array_names: set[str]
-    returns_value: bool
-    tid_arity: int
-    loc: Loc
 
 
 class Unresolved(KernelSyntaxError):

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..errors import InternalError
 from . import nodes as ir
+from .names import OOB
 from .ops import Op
 
 _BIN = {
@@ -31,8 +32,8 @@ _UN = {
 
 
 class _Frame:
-    def __init__(self, k: ir.Kernel, arrays: dict, scalars: dict, tid: tuple[int, ...]):
-        self.k, self.arrays, self.env, self.tid = k, arrays, dict(scalars), tid
+    def __init__(self, k: ir.Kernel, arrays: dict, scalars: dict, tid: tuple[int, ...], dim: tuple[int, ...]):
+        self.k, self.arrays, self.env, self.tid, self.dim = k, arrays, dict(scalars), tid, dim
 
     def val(self, e: ir.Expr):
         t = e.type.numpy
@@ -48,6 +49,14 @@ class _Frame:
             return self.arrays[e.array][self.index(e.array, e.indices)]
         if isinstance(e, ir.Select):
             return self.val(e.a) if self.val(e.cond) else self.val(e.b)
+        if isinstance(e, ir.InBounds):
+            i = self.val(e.index)
+            if 0 <= i < self.arrays[e.array].shape[e.axis]:
+                return i
+            oob = self.arrays[OOB]
+            if oob[0] == 0:  # the first out-of-bounds access wins, as on the compiled backends
+                oob[0] = self.flat_tid() * e.nsites + e.site + 1
+            return t(0)
         if isinstance(e, ir.Apply):
             if e.op is Op.AND:
                 return np.bool_(bool(self.val(e.args[0])) and bool(self.val(e.args[1])))
@@ -66,6 +75,12 @@ class _Frame:
                 raise InternalError(f"interpreter has no rule for {e.op.name}", e.loc)
             return t(f(*args))
         raise InternalError(f"cannot interpret {type(e).__name__}", getattr(e, "loc", None))
+
+    def flat_tid(self) -> int:
+        flat = 0
+        for t, n in zip(self.tid, self.dim):
+            flat = flat * n + t
+        return flat
 
     def index(self, name: str, indices) -> tuple[int, ...]:
         arr = self.arrays[name]
@@ -105,4 +120,4 @@ def interpret(k: ir.Kernel, dim: tuple[int, ...], args: list) -> None:
     scalars = {p.name: a for p, a in zip(k.params, args) if not isinstance(a, np.ndarray)}
     with np.errstate(all="ignore"):
         for tid in itertools.product(*(range(n) for n in dim)):
-            _Frame(k, arrays, scalars, tid).run(k.body)
+            _Frame(k, arrays, scalars, tid, dim).run(k.body)

@@ -94,3 +94,11 @@ def neighbour(name: str, n: int) -> str:
 def lane(name: str, k: int) -> str:
     """Lane k of a derivative parameter or local in vector mode (transforms/lanes.py)."""
     return f"{name}_l{k}"
+
+
+def version(name: str, k: int) -> str:
+    """The k-th top-level reassignment of a local, given a name of its own (transforms/versions.py)."""
+    return f"{PASS}v{k}_{name}"
+
+
+OOB = PASS + "oob"  # the out-of-bounds flag of a bounds-checked kernel (transforms/boundscheck.py)

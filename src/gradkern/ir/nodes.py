@@ -119,6 +119,25 @@ class Load(Expr):
 
 
 @dataclass(frozen=True)
+class InBounds(Expr):
+    """`index` as axis `axis` of `array`, checked (GRADKERN_BOUNDSCHECK=1): inside
+    [0, extent) it is itself; outside, the launch records access `site` (of
+    `nsites`) and this thread in the out-of-bounds flag, and the index is 0."""
+
+    expr_fields = ("index",)
+    index: Expr
+    array: str
+    axis: int
+    site: int
+    nsites: int
+    type: Scalar | None = None
+    loc: Loc | None = field(**_loc)
+
+    def __str__(self) -> str:
+        return f"inbounds({self.index}, {self.array}.shape[{self.axis}])"
+
+
+@dataclass(frozen=True)
 class Shape(Expr):
     array: str
     axis: int

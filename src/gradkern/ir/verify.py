@@ -57,6 +57,11 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
                 bad(f"tid axis {e.axis} in a kernel with {k.tid_ndim}-D tid", e)
             if isinstance(e, ir.Shape) and e.axis >= array(e.array, None, e).ndim:
                 bad("shape axis out of range", e)
+        elif isinstance(e, ir.InBounds):
+            if not t.is_int or e.index.type != t or not 0 <= e.site < e.nsites:
+                bad("checked index", e)
+            if e.axis >= array(e.array, None, e).ndim:
+                bad("checked axis out of range", e)
         elif isinstance(e, ir.Select):
             if e.cond.type != BOOL or e.a.type != t or e.b.type != t:
                 bad("select operand types", e)

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..backends import backend
+from ..errors import LaunchError
 from ..pipeline import Specialization
 from .cache import cache_dir
 
@@ -24,5 +27,28 @@ def entry_of(spec: Specialization) -> Any:
 
 
 def run_spec(spec: Specialization, dim: tuple[int, ...], values: list) -> None:
-    """Run one specialisation over `dim` with the values of its parameters."""
-    backend(spec.backend).run(spec.typed, spec.code, entry_of(spec), spec.parallel, dim, values)
+    """Run one specialisation over `dim` with the values of its parameters.
+    A bounds-checked one (GRADKERN_BOUNDSCHECK=1) also takes the out-of-bounds
+    flag, read back after the launch: LaunchError names the access and a thread."""
+    be = backend(spec.backend)
+    if not spec.bounds_sites:
+        be.run(spec.typed, spec.code, entry_of(spec), spec.parallel, dim, values)
+        return
+    flag = be.array_module().zeros(1, np.int64)
+    be.run(spec.typed, spec.code, entry_of(spec), spec.parallel, dim, [*values, flag])
+    found = int(flag[0])  # on the GPU, the one read-back a checked launch costs
+    if found:
+        site, thread = (found - 1) % len(spec.bounds_sites), (found - 1) // len(spec.bounds_sites)
+        _refuse_out_of_bounds(spec, dim, values, site, thread)
+
+
+def _refuse_out_of_bounds(spec: Specialization, dim, values, site: int, thread: int):
+    access = spec.bounds_sites[site]
+    names = [p.name for p in spec.typed.params]
+    shape = tuple(values[names.index(access.array)].shape) if access.array in names else "?"
+    t = tuple(int(x) for x in np.unravel_index(thread, dim))
+    where = f" ({access.loc})" if access.loc else ""
+    raise LaunchError(f"kernel '{spec.typed.name}': thread {t} {access.kind} {access.text}{where}, outside "
+                      f"'{access.array}' of shape {shape} (GRADKERN_BOUNDSCHECK=1 caught it; the index was "
+                      "replaced by 0, so other elements may have been changed)",
+                      hint="check the launch domain and the index expressions")

@@ -1,0 +1,62 @@
+"""What every backend object implements, and what it returns (backends/__init__.py
+holds the registry)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import LaunchError
+from ..ir import nodes as ir
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A backend's output for one typed kernel: its source (None for the
+    interpreter), the entry function's name, and what only this backend reads
+    when running it (the CUDA argument layout, the CPU's privatised arrays)."""
+
+    source: str | None = None
+    entry: str | None = None
+    launch: tuple = ()
+
+
+class Backend:
+    """The interface every backend object implements."""
+
+    name: str = ""
+    #: the CPU loops print an interior without edge tests (transforms/split.py)
+    splits_interior: bool = False
+    #: a launch whose atomic targets are also accessed plainly must run serially
+    serial_when_atomics_mixed: bool = False
+    #: array strides are part of the specialisation (C-contiguous arrays index without them)
+    strides_in_key: bool = False
+    #: forms of the exact run-time race check this backend gets, the one it runs first
+    race_check_forms: tuple[str, ...] = ("serial",)
+
+    def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
+                 header: str) -> Generated:
+        raise NotImplementedError
+
+    def compile(self, code: Generated, cache: Path) -> Any:
+        """The callable that runs `code` (None where nothing is compiled)."""
+        raise NotImplementedError
+
+    def run(self, typed: ir.Kernel, code: Generated, entry: Any, parallel: bool, dim: tuple[int, ...],
+            values: list) -> None:
+        """Run over `dim` with the values of `typed`'s parameters, in order."""
+        raise NotImplementedError
+
+    def array_module(self) -> Any:
+        """Where this backend's buffers (tapes, counters, accumulators) live."""
+        raise NotImplementedError
+
+    def private_bytes(self, code: Generated, sizes: dict[str, int], dim: tuple[int, ...]) -> int:
+        """Bytes of per-chunk private copies a launch allocates (`sizes`: bytes per array)."""
+        return 0
+
+
+def check_launch_ndim(launch_ndim: int) -> None:
+    if not 1 <= launch_ndim <= 3:
+        raise LaunchError(f"a launch has 1 to 3 dimensions, got {launch_ndim}")
