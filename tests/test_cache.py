@@ -198,7 +198,8 @@ with warnings.catch_warnings(record=True) as caught:
             "misses": sum(entry.stats.cache_misses.values()),
             "source": entry.py_func.__code__.co_filename,
         }
-print(json.dumps({"kernels": report, "warnings": [[w.category.__name__, str(w.message)] for w in caught]}))
+warned = [[w.category.__name__, str(w.message), w.filename] for w in caught]
+print(json.dumps({"kernels": report, "warnings": warned}))
 '''
 
 
@@ -235,9 +236,12 @@ def _entry_files(source: str) -> dict[str, Path]:
 
 
 def _cache_warnings(result: dict) -> list[str]:
+    """The messages of the CacheWarnings a run gave (and no other warning), each at the user's line."""
     others = [w for w in result["warnings"] if w[0] != "CacheWarning"]
     assert not others, others
-    return [message for _, message in result["warnings"]]
+    for _, message, filename in result["warnings"]:
+        assert Path(filename).name == "heal_runner.py", (filename, message)
+    return [message for _, message, _ in result["warnings"]]
 
 
 def _assert_warm(result: dict) -> None:

@@ -33,6 +33,7 @@ import warnings
 from pathlib import Path
 from types import ModuleType
 
+import numba
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
@@ -130,8 +131,15 @@ def _discard(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+_INSIDE = tuple(str(Path(p).resolve().parent) + os.sep for p in (Path(__file__).parent, numba.__file__))
+
+
 def _warn(message: str) -> None:
-    warnings.warn(f"gradkern cache: {message}", CacheWarning, stacklevel=2)
+    """Warn once, at the user's line: the innermost frame outside gradkern and Numba."""
+    frame, level = sys._getframe(0), 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_INSIDE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"gradkern cache: {message}", CacheWarning, stacklevel=level)
 
 
 def _warn_damaged(path: Path, what: str) -> None:
