@@ -99,28 +99,38 @@ def _prepare(directory: Path) -> None:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
-            _warn_damaged(folder, "a file where a folder should be")
             _discard(folder)
             folder.mkdir(exist_ok=True)
+            _warn_damaged(folder, "a file where a folder should be")
     # Numba probes the same way; failing it, Numba would cache outside gradkern's directory
     tempfile.TemporaryFile(dir=directory / "__pycache__").close()
 
 
 def _write_source(path: Path, source: str) -> None:
-    """Write the generated source to `path` unless it is already there, byte for byte."""
+    """Write the generated source to `path` unless it is already there, byte for
+    byte; anything else there is damage, replaced. Raises OSError when it cannot be."""
     data = source.encode("utf-8")
     try:
         if path.read_bytes() == data:
             return
-        _warn_damaged(path, "not the source gradkern wrote")
+        damage = "not the source gradkern wrote"
     except FileNotFoundError:
-        pass
+        damage = None
     except IsADirectoryError:
-        _warn_damaged(path, "a directory where a file should be")
+        damage = "a directory where a file should be"
+    except OSError as e:
+        damage = f"{type(e).__name__}: {e}"
+    if damage is not None:
         _discard(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+    if damage is not None:
+        _warn_damaged(path, damage)
 
 
 def _discard(path: Path) -> None:
