@@ -6,12 +6,17 @@ load stale code."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
+import random
+import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 import gradkern as gk
 
@@ -125,3 +130,214 @@ def test_edited_kernel_is_recompiled_not_loaded_stale(tmp_path):
     x = [float(v) for v in range(1, 17)]
     assert second["y"] == [2.0 * v - 1.0 for v in x]
     assert len(list(_numba_dir(cache).glob("gradkern_gen_*.py"))) == 2
+
+
+# ---- a cache that heals -------------------------------------------------------------------------------
+# Each damage kind gets its own kernel (its own cache entry), so one process heals all of them.
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def _garbage(path: Path) -> None:
+    path.write_bytes(random.Random(path.name).randbytes(path.stat().st_size))
+
+
+def _directory(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+    (path / "stray").write_text("a non-empty directory")
+
+
+DAMAGE = {  # kind -> (which file of the entry, what is done to it)
+    "truncated_nbc": ("nbc", _truncate),
+    "empty_nbc": ("nbc", lambda p: p.write_bytes(b"")),
+    "garbage_nbc": ("nbc", _garbage),
+    "directory_nbc": ("nbc", _directory),
+    "truncated_nbi": ("nbi", _truncate),
+    "empty_nbi": ("nbi", lambda p: p.write_bytes(b"")),
+    "garbage_nbi": ("nbi", _garbage),
+    "directory_nbi": ("nbi", _directory),
+    "non_utf8_py": ("py", lambda p: p.write_bytes(b"\xff\xfe\x00 not UTF-8 \xc3\x28\n")),
+    "directory_py": ("py", _directory),
+}
+
+HEAL_MODULE = "import gradkern as gk\n" + "".join(f'''
+
+@gk.kernel
+def {kind}(a, x, y, b):
+    i = gk.tid()
+    y[i] = a * x[i] + b
+''' for kind in DAMAGE)
+
+HEAL_RUNNER = '''
+import json
+import sys
+import warnings
+
+import numpy as np
+
+import gradkern as gk
+from gradkern.runtime.execute import entry_of
+
+import healmod
+
+report = {}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for kind in sys.argv[1:]:
+        x = np.arange(1.0, 17.0)
+        y = np.full(16, -7.0)
+        kernel = getattr(healmod, kind)
+        gk.launch(kernel, x.size, 2.5, x, y, 0.75)
+        (spec,) = kernel._specs.values()
+        entry = entry_of(spec)
+        report[kind] = {
+            "correct": y.tolist() == (2.5 * x + 0.75).tolist(),
+            "hits": sum(entry.stats.cache_hits.values()),
+            "misses": sum(entry.stats.cache_misses.values()),
+            "source": entry.py_func.__code__.co_filename,
+        }
+warned = [[w.category.__name__, str(w.message), w.filename] for w in caught]
+print(json.dumps({"kernels": report, "warnings": warned}))
+'''
+
+
+def _heal_run(tmp: Path, cache: Path, kinds) -> dict:
+    env = dict(os.environ)
+    env["GRADKERN_CACHE_DIR"] = str(cache)
+    env.pop("GRADKERN_DUMP", None)
+    env.pop("GRADKERN_BOUNDSCHECK", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp), *filter(None, [env.get("PYTHONPATH")])])
+    proc = subprocess.run([sys.executable, str(tmp / "heal_runner.py"), *kinds], cwd=tmp, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"subprocess failed:\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    for kind, k in result["kernels"].items():
+        assert k["correct"], (kind, result)
+    return result
+
+
+def _heal_setup(tmp_path: Path) -> tuple[Path, Path]:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "healmod.py").write_text(HEAL_MODULE)
+    (src / "heal_runner.py").write_text(textwrap.dedent(HEAL_RUNNER))
+    return src, tmp_path / "cache"
+
+
+def _entry_files(source: str) -> dict[str, Path]:
+    """The generated module of one kernel and Numba's index and (only) data file beside it."""
+    py = Path(source)
+    pycache = py.parent / "__pycache__"
+    (nbi,) = pycache.glob(f"{py.stem}.*.nbi")
+    (nbc,) = pycache.glob(f"{py.stem}.*.nbc")
+    return {"py": py, "nbi": nbi, "nbc": nbc}
+
+
+def _cache_warnings(result: dict) -> list[str]:
+    """The messages of the CacheWarnings a run gave (and no other warning), each at the user's line."""
+    others = [w for w in result["warnings"] if w[0] != "CacheWarning"]
+    assert not others, others
+    for _, message, filename in result["warnings"]:
+        assert Path(filename).name == "heal_runner.py", (filename, message)
+    return [message for _, message, _ in result["warnings"]]
+
+
+def _assert_warm(result: dict) -> None:
+    assert not result["warnings"], result["warnings"]
+    for kind, k in result["kernels"].items():
+        assert (k["hits"], k["misses"]) == (1, 0), (kind, k)
+
+
+# one damage of each file (the quick subset), then all the others
+ONE_OF_EACH = ["truncated_nbc", "garbage_nbi", "non_utf8_py"]
+
+
+@pytest.mark.parametrize("kinds", [
+    pytest.param(ONE_OF_EACH, id="one-of-each"),
+    pytest.param([k for k in DAMAGE if k not in ONE_OF_EACH], id="the-others", marks=pytest.mark.slow),
+])
+def test_damaged_entries_are_discarded_rebuilt_and_warm_again(tmp_path, kinds):
+    src, cache = _heal_setup(tmp_path)
+    first = _heal_run(src, cache, kinds)
+    assert not first["warnings"]
+    damaged = {}
+    for kind in kinds:
+        which, damage = DAMAGE[kind]
+        path = _entry_files(first["kernels"][kind]["source"])[which]
+        damage(path)
+        damaged[kind] = path
+
+    healed = _heal_run(src, cache, kinds)
+    messages = _cache_warnings(healed)
+    for kind, path in damaged.items():
+        # one warning per damaged entry, naming the file
+        assert sum(str(path) in m for m in messages) == 1, (kind, messages)
+        k = healed["kernels"][kind]
+        # a damaged source is rewritten and Numba's index, made from the same text, still loads
+        assert (k["hits"], k["misses"]) == ((1, 0) if DAMAGE[kind][0] == "py" else (0, 1)), (kind, k)
+        assert _entry_files(k["source"])[DAMAGE[kind][0]].is_file()
+    assert len(messages) == len(kinds), messages
+
+    _assert_warm(_heal_run(src, cache, kinds))
+
+
+def test_a_file_where_a_cache_folder_goes_is_replaced(tmp_path):
+    src, cache = _heal_setup(tmp_path)
+    kinds = ["truncated_nbc"]
+    numba_dir = _numba_dir(cache)
+    numba_dir.parent.mkdir(parents=True)
+    numba_dir.write_text("a file where the folder of generated modules goes")
+    first = _heal_run(src, cache, kinds)
+    (message,) = _cache_warnings(first)
+    assert f"{numba_dir} was damaged" in message
+    assert first["kernels"]["truncated_nbc"]["misses"] == 1
+
+    shutil.rmtree(numba_dir / "__pycache__")
+    (numba_dir / "__pycache__").write_text("a file where Numba's folder goes")
+    second = _heal_run(src, cache, kinds)
+    (message,) = _cache_warnings(second)
+    assert f"{numba_dir / '__pycache__'} was damaged" in message
+    assert second["kernels"]["truncated_nbc"]["misses"] == 1
+
+    _assert_warm(_heal_run(src, cache, kinds))
+
+
+@pytest.mark.parametrize("where", ["existing file", "under a file", "read-only directory"])
+def test_unusable_cache_directory_falls_back_to_memory(tmp_path, where):
+    src, _ = _heal_setup(tmp_path)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    if where == "existing file":
+        cache = blocker
+    elif where == "under a file":
+        cache = blocker / "cache"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into read-only directories")
+        cache = tmp_path / "read-only"
+        cache.mkdir(mode=0o555)
+    kinds = ["truncated_nbc", "empty_nbc"]  # two kernels, one warning
+    result = _heal_run(src, cache, kinds)
+    (message,) = _cache_warnings(result)
+    assert str(_numba_dir(cache)) in message and "kept in memory" in message
+    for kind in kinds:
+        assert result["kernels"][kind]["misses"] == 1
+    assert blocker.read_text() == "not a directory"
+    if where == "read-only directory":
+        assert not any(cache.iterdir())
+
+
+@pytest.mark.slow
+def test_processes_heal_a_shared_cache_at_once(tmp_path):
+    src, cache = _heal_setup(tmp_path)
+    kinds = list(DAMAGE)
+    first = _heal_run(src, cache, kinds)
+    for kind, (which, damage) in DAMAGE.items():
+        damage(_entry_files(first["kernels"][kind]["source"])[which])
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        runs = list(pool.map(lambda _: _heal_run(src, cache, kinds), range(3)))
+    for run in runs:
+        _cache_warnings(run)  # each heals what it finds damaged; results are checked in _heal_run
+    _assert_warm(_heal_run(src, cache, kinds))

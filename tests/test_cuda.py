@@ -62,6 +62,7 @@ def test_every_signature_and_mode_generates_cuda():
         assert 'extern "C" __global__' in text, label
 
 
+@pytest.mark.slow
 @needs_nvcc
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_generated_cuda_compiles_with_nvcc(tmp_path, arch):

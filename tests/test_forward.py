@@ -98,6 +98,7 @@ def test_forward_mode_of_every_corpus_kernel_matches_finite_differences(name):
 CASES = {label: (kernel, args, dim) for label, kernel, args, dim in reverse_cases(seed=5)}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", ["reverse/allen_cahn", "reverse/loop_sin", "hpc/lud_col", "hpc/softmax_rows"])
 def test_check_grad_compares_forward_with_reverse(label):
     kernel, args, dim = CASES[label]

@@ -230,6 +230,7 @@ def _cases(rng):
 NAMES = [c[0] for c in _cases(np.random.default_rng(0))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_hpc_kernel_gradient(name):
     _, kernel, args, dim = next(c for c in _cases(np.random.default_rng(5)) if c[0] == name)

@@ -82,6 +82,7 @@ NUMBA = ["reverse/allen_cahn", "reverse/heat_2d-float32", "reverse/matvec", "rev
          "reverse/scatter_hist", "reverse/saxpy"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", [gk.Reverse, gk.Forward], ids=["reverse", "forward"])
 @pytest.mark.parametrize("label", NUMBA)
 def test_batch_equals_separate_calls_compiled(label, mode):
@@ -133,6 +134,7 @@ def test_batch_annotations_are_checked(rng):
                     0.2, 0.01)
 
 
+@pytest.mark.slow
 def test_jacobian_matches_finite_differences(rng):
     A, x, y = rng.uniform(0.5, 1.5, (5, 3)), rng.uniform(0.5, 1.5, 3), np.zeros(5)
     J = gk.jacobian(matvec, A, x, y, wrt="x", dim=5)
@@ -155,6 +157,7 @@ def test_jacobian_matches_finite_differences(rng):
         gk.jacobian(allen_cahn_step, u, un, 0.2, 0.01, wrt="v")
 
 
+@pytest.mark.slow
 def test_split_reverse_in_vector_mode_equals_fused(rng):
     """autodiff_thunk with BatchDuplicated: one tape, k adjoint lanes."""
     u, un = rng.uniform(0.2, 1, 40), rng.uniform(0.2, 1, 40)

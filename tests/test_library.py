@@ -79,6 +79,7 @@ def test_launch_matches_numpy(name, rng):
             np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15, err_msg=f"{name}: argument {k}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gradient(name, rng):
     make, dim, _ = CASES[name]

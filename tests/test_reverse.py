@@ -157,6 +157,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_reverse_matches_finite_differences(name):
     kernel, args, dim = CASES[name](np.random.default_rng(7))
@@ -164,6 +165,7 @@ def test_reverse_matches_finite_differences(name):
     assert report.ok and report.checked > 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["saxpy", "allen_cahn", "heat_2d", "loop_sin", "branchy"])
 def test_reverse_float32(name):
     kernel, args, dim = CASES[name](np.random.default_rng(3))
@@ -320,6 +322,7 @@ def test_while_loop_with_active_values_is_not_differentiable(rng):
     np.testing.assert_array_equal(x, before)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["square", "loop_sin", "gemm_flat", "branchy", "prefix_row", "heat_2d"])
 def test_split_mode_equals_autodiff(name):
     """autodiff_thunk: forward then reverse, on the post-forward arrays, gives
@@ -449,6 +452,7 @@ def stencil_3d(u, out):
         out[i, j, k] = 2.0 * u[i, j, k]
 
 
+@pytest.mark.slow
 def test_gather_with_a_taped_neighbour_matches_finite_differences_and_split_mode(rng):
     """The stencil's neighbours taped a loop: the gather replays each one from
     its tape, between the forward and the reverse."""
@@ -466,6 +470,7 @@ def test_gather_with_a_taped_neighbour_matches_finite_differences_and_split_mode
         np.testing.assert_allclose(a, b, rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_gather_in_3d(rng):
     u = rand(rng, 4, 5, 3)
     r = gk.inspect(stencil_3d, gk.Duplicated(u, u.copy()), gk.Duplicated(u.copy(), u.copy()), mode=gk.Reverse)

@@ -6,6 +6,7 @@ import importlib.util
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +43,7 @@ def load_kernel(tmp_path, body: str):
     return mod.k
 
 
+@pytest.mark.slow
 @settings(max_examples=6, deadline=None)
 @given(e1=expressions(3), e2=expressions(2), loop=st.booleans(), inplace=st.booleans(),
        seed=st.integers(0, 2**16))

@@ -61,6 +61,7 @@ def test_guards_mid_domain_constants_and_launches_larger_than_arrays(launch, m, 
     assert "_gkb_lo" in gk.inspect(guards, u, out, m, dim=launch).source
 
 
+@pytest.mark.slow
 def test_interior_of_a_gradient_kernel_keeps_its_reverse_sweep(rng):
     x = np.ones((6, 5))
     src = gk.inspect(heat_step_2d, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()),

@@ -7,17 +7,16 @@ add, so in a parallel launch each atomic target gets per-chunk private copies
 runtime passes `_gkb_chunks` = 0 to take the serial path instead when the
 copies would exceed the memory limit (`private_chunks`).
 Generated modules are written to the cache directory under a content hash and
-imported from there, so Numba's own `cache=True` finds them again in the next
-process (the file never changes, so its stamp stays valid).
+executed from there, so Numba's own `cache=True` finds them again in the next
+process (the file never changes, so its stamp stays valid); numba_cache.py
+keeps that cache healthy.
 """
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import math
 import os
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -234,24 +233,18 @@ _lock = threading.Lock()
 
 
 def compile_source(source: str, entry: str, directory: Path) -> Callable[..., Any]:
-    """Import the generated module from `directory` (writing it once) and return
-    its njit entry. Numba compiles lazily on the first call, or loads its cache."""
+    """Load the generated module from `directory` (writing it once) and return
+    its njit entry. Numba compiles lazily on the first call, or loads its cache;
+    a damaged cache entry is rebuilt, an unusable directory falls back to
+    memory (numba_cache.py)."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:24]
     name = f"gradkern_gen_{digest}"
     with _lock:
         mod = _modules.get(name)
         if mod is None:
-            directory.mkdir(parents=True, exist_ok=True)
-            path = directory / f"{name}.py"
-            if not path.exists() or path.read_text() != source:
-                tmp = directory / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-                tmp.write_text(source)
-                os.replace(tmp, path)
-            spec = importlib.util.spec_from_file_location(name, path)
-            mod = importlib.util.module_from_spec(spec)
-            sys.modules[name] = mod
-            spec.loader.exec_module(mod)
-            _modules[name] = mod
+            from .numba_cache import load_module  # imports Numba: generating source needs none
+
+            mod = _modules[name] = load_module(name, source, directory)
     return getattr(mod, entry)
 
 

@@ -1,0 +1,235 @@
+"""The disk cache of generated Numba modules, and how it heals.
+
+Each generated module lives at `<directory>/gradkern_gen_<hash>.py`; Numba's
+`cache=True` keeps its machine code beside it, in
+`__pycache__/<module>.<entry>-<line>.pyXY.nbi` (the index) and `.<n>.nbc`
+(data). A killed process, a full disk or a stray tool can leave any of these
+damaged. The rules:
+
+* a damaged entry (a source file that is not what gradkern wrote, an index or
+  data file that does not load or cannot be replaced, a directory where a file
+  goes, a file where a folder goes) is discarded and rebuilt, with one
+  `CacheWarning` naming the file;
+* a cache directory that cannot be created or written falls back to memory
+  (Numba without its disk cache) for the rest of the process, with one
+  `CacheWarning` naming the directory.
+
+Several processes may share a cache: every write is a temporary file moved in
+place with `os.replace`, and a discard tolerates files another process removed
+first, so the worst a race costs is one more compile.
+"""
+
+from __future__ import annotations
+
+import ast
+import glob
+import linecache
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import warnings
+from pathlib import Path
+from types import ModuleType
+
+import numba
+from numba.core.caching import FunctionCache, IndexDataCacheFile
+from numba.core.dispatcher import Dispatcher
+
+
+class CacheWarning(RuntimeWarning):
+    """gradkern's disk cache was damaged (and rebuilt) or could not be used (code kept in memory)."""
+
+
+_memory_only: set[Path] = set()  # directories found unusable in this process
+
+
+def load_module(name: str, source: str, directory: Path) -> ModuleType:
+    """Execute the generated module `name` from `directory/name.py`, writing
+    the file if it is missing or damaged; its njit functions load Numba's disk
+    cache, healing damaged entries. Falls back to a module kept in memory
+    when the directory is unusable."""
+    if directory not in _memory_only:
+        path = directory / f"{name}.py"
+        try:
+            _prepare(directory)
+            _write_source(path, source)
+        except OSError as e:
+            _memory_only.add(directory)
+            _warn(f"cannot use the cache directory {directory} ({e}); compiled code is kept in memory "
+                  "for the rest of this process (set GRADKERN_CACHE_DIR to a writable directory)")
+        else:
+            mod = _execute(name, compile(source, str(path), "exec"), str(path))
+            for value in vars(mod).values():
+                if isinstance(value, Dispatcher) and isinstance(value._cache, FunctionCache):
+                    value._cache = _HealingCache(value.py_func)
+            return mod
+    filename = f"<gradkern {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    return _execute(name, compile(_without_disk_cache(source), filename, "exec"), None)
+
+
+def _execute(name: str, code, file: str | None) -> ModuleType:
+    """Run compiled module code as module `name`. Compiled from the text in
+    hand, not imported: no `.pyc` is written or read, so none can be damaged."""
+    mod = ModuleType(name)
+    if file is not None:
+        mod.__file__ = file
+    sys.modules[name] = mod
+    exec(code, mod.__dict__)
+    return mod
+
+
+def _without_disk_cache(source: str) -> ast.Module:
+    """The module with `cache=False` in its decorators: Numba refuses `cache=True`
+    for a function whose source file does not exist."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "cache":
+            node.value = ast.copy_location(ast.Constant(False), node.value)
+    return tree
+
+
+def _prepare(directory: Path) -> None:
+    """Make `directory` and its `__pycache__` folders Numba can write into.
+    A file where one of them goes is cache damage: removed. Raises OSError
+    when the directory cannot be used."""
+    for folder in (directory, directory / "__pycache__"):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            _discard(folder)
+            folder.mkdir(exist_ok=True)
+            _warn_damaged(folder, "a file where a folder should be")
+    # Numba probes the same way; failing it, Numba would cache outside gradkern's directory
+    tempfile.TemporaryFile(dir=directory / "__pycache__").close()
+
+
+def _write_source(path: Path, source: str) -> None:
+    """Write the generated source to `path` unless it is already there, byte for
+    byte; anything else there is damage, replaced. Raises OSError when it cannot be."""
+    data = source.encode("utf-8")
+    try:
+        if path.read_bytes() == data:
+            return
+        damage = "not the source gradkern wrote"
+    except FileNotFoundError:
+        damage = None
+    except IsADirectoryError:
+        damage = "a directory where a file should be"
+    except OSError as e:
+        damage = f"{type(e).__name__}: {e}"
+    if damage is not None:
+        _discard(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+    if damage is not None:
+        _warn_damaged(path, damage)
+
+
+def _discard(path: Path) -> None:
+    """Remove a file or a directory tree; another process may have removed it first."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+_INSIDE = tuple(str(Path(p).resolve().parent) + os.sep for p in (Path(__file__).parent, numba.__file__))
+
+
+def _warn(message: str) -> None:
+    """Warn once, at the user's line: the innermost frame outside gradkern and Numba."""
+    frame, level = sys._getframe(0), 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_INSIDE):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"gradkern cache: {message}", CacheWarning, stacklevel=level)
+
+
+def _warn_damaged(path: Path, what: str) -> None:
+    _warn(f"{path} was damaged ({what}); discarded and rebuilt")
+
+
+class _Damaged(Exception):
+    """A cache file that exists but does not load."""
+
+    def __init__(self, path: str, cause: BaseException):
+        super().__init__(path, cause)
+        self.path = path
+        self.cause = cause
+
+
+class _HealingCacheFile(IndexDataCacheFile):
+    """Numba's index and data files, except that one that exists but does not
+    load raises `_Damaged` naming it (Numba lets the unpickling error escape,
+    and takes a directory in place of a data file for a miss, then fails to
+    write it)."""
+
+    def _load_index(self):
+        try:
+            return super()._load_index()
+        except FileNotFoundError:
+            raise
+        except Exception as e:
+            raise _Damaged(self._index_path, e) from e
+
+    def _load_data(self, name):
+        try:
+            return super()._load_data(name)
+        except FileNotFoundError:
+            raise  # removed since the index was read: Numba compiles afresh
+        except Exception as e:
+            raise _Damaged(self._data_path(name), e) from e
+
+
+class _HealingCache(FunctionCache):
+    """Numba's per-function disk cache that discards a damaged entry (its index
+    and all its data files) and compiles afresh, with one CacheWarning.
+    Installed in place of the dispatcher's `_cache` (Numba has no public hook
+    for the cache class); tests/test_cache.py fails if Numba's internals move."""
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = _HealingCacheFile(self._cache_path, self._impl.filename_base,
+                                             self._cache_file._source_stamp)
+
+    def load_overload(self, sig, target_context):
+        try:
+            return super().load_overload(sig, target_context)
+        except _Damaged as e:
+            path, cause = e.path, e.cause
+        except Exception as e:  # loaded but not rebuilt: the entry is unusable all the same
+            path, cause = self._cache_file._index_path, e
+        self._discard_entry()
+        _warn_damaged(Path(path), f"{type(cause).__name__}: {cause}")
+        return None  # a miss: Numba compiles, then saves a fresh entry
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+            return
+        except Exception as e:  # e.g. a directory where the index or a data file goes
+            cause = e
+        path = getattr(cause, "filename2", None) or getattr(cause, "filename", None) or self._cache_file._index_path
+        self._discard_entry()
+        try:
+            super().save_overload(sig, data)
+        except Exception as e:
+            _warn(f"could not save compiled code to {path} ({e}); it is kept in memory for this process")
+        else:
+            _warn_damaged(Path(path), f"{type(cause).__name__}: {cause}")
+
+    def _discard_entry(self) -> None:
+        """Remove the function's index and every data file it may refer to."""
+        base = os.path.join(glob.escape(self._cache_path), glob.escape(self._impl.filename_base))
+        for name in [*glob.glob(base + ".nbi"), *glob.glob(base + ".*.nbc")]:
+            try:
+                _discard(Path(name))
+            except OSError:
+                pass  # left as it is: the save that follows reports what it cannot replace

@@ -1,0 +1,38 @@
+"""The README's Python code blocks run, verbatim, in the order they appear and
+in one namespace (a later block uses what an earlier one defined, as a reader
+would), so the README cannot drift from the code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
+
+
+def python_blocks(text: str) -> list[tuple[int, str]]:
+    """Each ```python block of a Markdown text with the line it starts on."""
+    return [(text.count("\n", 0, m.start()) + 2, m.group(1)) for m in BLOCK.finditer(text)]
+
+
+@pytest.mark.slow
+def test_readme_python_blocks_run_verbatim(tmp_path):
+    blocks = python_blocks(README.read_text(encoding="utf-8"))
+    assert len(blocks) >= 2, "the README's examples were not found"
+    namespace: dict = {"__name__": "readme"}
+    for number, (line, code) in enumerate(blocks, 1):
+        # gk.kernel reads a kernel's source from its file: each block gets one
+        path = tmp_path / f"readme_block_{number}.py"
+        path.write_text(code, encoding="utf-8")
+        try:
+            exec(compile(code, str(path), "exec"), namespace)
+        except Exception as e:
+            raise AssertionError(f"README.md:{line}: code block {number} fails: {type(e).__name__}: {e}") from e
+
+    # what the blocks' comments promise
+    grads = namespace["grads"]
+    assert grads[0] is None and grads[1] is None and grads[3] is None and isinstance(grads[2], float), grads
+    assert namespace["J"].shape == (20, 20)
