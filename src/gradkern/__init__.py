@@ -24,6 +24,7 @@ from .errors import (
     AliasingError,
     AnnotationError,
     BackendUnavailableError,
+    CacheWarning,
     GradkernError,
     InternalError,
     KernelSyntaxError,
@@ -41,6 +42,6 @@ __all__ = [
     "tid", "atomic_add", "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "min", "max", "pow", "floor",
     "autodiff", "autodiff_thunk", "Tape", "jacobian", "AnnotationError", "NotDifferentiableError",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
-    "BackendUnavailableError", "InternalError", "Loc",
+    "BackendUnavailableError", "CacheWarning", "InternalError", "Loc",
     "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",
 ]

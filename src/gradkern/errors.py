@@ -92,3 +92,7 @@ class NotDifferentiableError(GradkernError):
 
 class InternalError(GradkernError):
     """A gradkern bug: an invariant of the IR was broken by a pass."""
+
+
+class CacheWarning(RuntimeWarning):
+    """gradkern's disk cache was damaged (and rebuilt) or could not be used (code kept in memory)."""

@@ -37,10 +37,7 @@ import numba
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
-
-class CacheWarning(RuntimeWarning):
-    """gradkern's disk cache was damaged (and rebuilt) or could not be used (code kept in memory)."""
-
+from ..errors import CacheWarning
 
 _memory_only: set[Path] = set()  # directories found unusable in this process
 
