@@ -13,7 +13,16 @@ import numpy as np
 from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
 from ..errors import AliasingError, AnnotationError, LaunchError
 from ..kernel import KernelFunction
-from .arrays import byte_bounds, describe, geometry, is_array, is_cupy_array
+from .arrays import (
+    byte_bounds,
+    describe,
+    geometry,
+    is_array,
+    is_cupy_array,
+    outside_its_memory,
+    overlap_reason,
+    overlapping_elements,
+)
 from .binding import Binding, bind, exactly_aliased
 
 
@@ -33,12 +42,22 @@ def _is_real(v: Any) -> bool:
 
 
 def _check_shadow(name: str, x: Any, dx: Any, what: str) -> None:
+    """A shadow is a buffer the derivative owns: an array like its primal,
+    every element its own writable memory (shadows are written in both modes)."""
     if (not is_array(dx) or is_cupy_array(dx) != is_cupy_array(x) or dx.shape != x.shape
             or dx.dtype != x.dtype):
         raise AnnotationError(f"{what} of '{name}' must be {describe(x)} like its primal; got {describe(dx)}",
                               hint=f"e.g. gk.Duplicated({name}, zeros_like({name})) on the same device")
     if isinstance(dx, np.ndarray) and not dx.flags.writeable:
         raise AnnotationError(f"{what} of '{name}' is read-only; shadows are updated in place")
+    if outside_its_memory(dx):
+        raise AnnotationError(f"{what} of '{name}' (shape {tuple(dx.shape)}, strides {tuple(dx.strides)}) reaches "
+                              "outside the memory it is a view of", hint="check the shape and strides given to "
+                              "as_strided")
+    if overlapping_elements(dx):
+        raise AliasingError(f"{what} of '{name}' has elements that overlap in memory ({overlap_reason(dx)}); "
+                            "every element of a shadow needs its own memory, since derivatives are accumulated "
+                            "into each", hint=f"pass np.zeros_like({name})")
 
 
 def annotate(kernel: KernelFunction, args: tuple, forward: bool = False) -> Annotated:

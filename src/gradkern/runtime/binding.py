@@ -19,7 +19,18 @@ from ..errors import AliasingError, LaunchError
 from ..ir import nodes as ir
 from ..ir.infer import default_float
 from ..ir.types import ARRAY_DTYPES, BOOL, I32, I64, SCALARS, Array, Scalar, Type
-from .arrays import INSTALL_HINT, byte_bounds, cupy_module, geometry, is_array, is_cupy_array, is_device_array
+from .arrays import (
+    INSTALL_HINT,
+    byte_bounds,
+    cupy_module,
+    geometry,
+    is_array,
+    is_cupy_array,
+    is_device_array,
+    outside_its_memory,
+    overlap_reason,
+    overlapping_elements,
+)
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,28 @@ def select_backend(names: list[str], args: tuple, backend: str | None, inspect_o
     return backend or "cpu"
 
 
+def _numpy_made(a: Any) -> bool:
+    """An array NumPy allocated, or a view NumPy sliced from one: inside its
+    memory and, if C-contiguous, free of overlapping elements (checked first,
+    on every launch)."""
+    if type(a) is not np.ndarray:
+        return False
+    base = a.base
+    return base is None or (type(base) is np.ndarray and base.flags.owndata)
+
+
+def _check_array(kernel: ir.Kernel, p: ir.Param, a: Any) -> None:
+    """What no dtype or ndim says about an array: memory outside the array's
+    own, elements that overlap where the kernel writes."""
+    if outside_its_memory(a):
+        raise LaunchError(f"argument '{p.name}' (shape {tuple(a.shape)}, strides {tuple(a.strides)}) reaches outside "
+                          "the memory it is a view of", hint="check the shape and strides given to as_strided")
+    if p.written and overlapping_elements(a):
+        raise AliasingError(f"argument '{p.name}' is written by kernel '{kernel.name}' but its elements overlap "
+                            f"in memory ({overlap_reason(a)}): threads writing different elements would race",
+                            hint=f"pass {p.name}.copy()")
+
+
 def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, inspect_only: bool = False
          ) -> Binding:
     """Validate `args` against `kernel`'s parameters; raise LaunchError (or a
@@ -145,11 +178,9 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
             if p.written and isinstance(a, np.ndarray) and not flags.writeable:
                 raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' "
                                   "but the array is read-only")
-            if not flags.c_contiguous:  # a contiguous array has neither zero nor odd strides
-                if p.written and any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
-                    raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' but is a "
-                                      "broadcast view (a zero stride): its elements overlap",
-                                      hint=f"pass {p.name}.copy()")
+            if (p.written and not flags.c_contiguous) or not _numpy_made(a):
+                _check_array(kernel, p, a)
+            if not flags.c_contiguous:
                 if strides_in_key:
                     if any(s % a.itemsize for s in a.strides):
                         raise LaunchError(f"argument '{p.name}' has strides {a.strides} that are not multiples of "
