@@ -61,8 +61,11 @@ class Binding:
         return tuple(v for n, v in zip(self.names, self.values) if n not in merged)
 
 
+MAX_THREADS = 2**63 - 1  # thread indices and the launch's thread count are int64 on both backends
+
+
 def normalize_dim(dim: Any, kernel: ir.Kernel) -> tuple[int, ...]:
-    if type(dim) is int and dim >= 0 and kernel.tid_ndim in (0, 1):  # the common case, on every launch
+    if type(dim) is int and 0 <= dim <= MAX_THREADS and kernel.tid_ndim in (0, 1):  # the common case
         return (dim,)
     items = dim if isinstance(dim, (tuple, list)) else (dim,)
     ok = 1 <= len(items) <= 3 and all(
@@ -71,6 +74,12 @@ def normalize_dim(dim: Any, kernel: ir.Kernel) -> tuple[int, ...]:
         raise LaunchError(f"dim must be a non-negative int or a tuple of 1 to 3 non-negative ints, got {dim!r}",
                           hint="e.g. gk.launch(kernel, n, ...) or gk.launch(kernel, (nx, ny), ...)")
     out = tuple(int(n) for n in items)
+    total = 1
+    for n in out:
+        total *= n
+    if total > MAX_THREADS or max(out) > MAX_THREADS:
+        raise LaunchError(f"dim={dim!r} asks for {total} threads; a launch runs at most 2**63 - 1 "
+                          "(thread indices are int64)", hint="launch over the extent of your arrays")
     if kernel.tid_ndim and len(out) != kernel.tid_ndim:
         n = kernel.tid_ndim
         raise LaunchError(
@@ -118,6 +127,31 @@ def select_backend(names: list[str], args: tuple, backend: str | None, inspect_o
     return backend or "cpu"
 
 
+def check_count(kernel: ir.Kernel, args: tuple) -> None:
+    """One argument per parameter, or a LaunchError naming what is missing."""
+    params = kernel.params
+    if len(args) != len(params):
+        names = ", ".join(p.name for p in params)
+        missing = [p.name for p in params[len(args):]]
+        detail = f"missing {', '.join(repr(m) for m in missing)}" if missing else f"{len(args) - len(params)} too many"
+        raise LaunchError(f"kernel '{kernel.name}' takes {len(params)} argument{'s' * (len(params) != 1)} "
+                          f"({names}), got {len(args)}: {detail}")
+
+
+def default_dim(kernel: ir.Kernel, args: tuple) -> tuple[int, ...]:
+    """The launch extent when none is given (DESIGN §1): the shape of the first
+    array argument, which must then be a kernel's array (1-D to 3-D)."""
+    check_count(kernel, args)
+    for p, a in zip(kernel.params, args):
+        if is_array(a):
+            if not 1 <= a.ndim <= 3:
+                raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to 3-D arrays "
+                                  f"(dim defaults to the shape of '{p.name}', the first array argument)",
+                                  hint=f"pass a 1-D array (e.g. {p.name}.reshape(1)), or give dim")
+            return tuple(a.shape)
+    raise LaunchError("dim is needed: no array argument to take it from")
+
+
 def _numpy_made(a: Any) -> bool:
     """An array NumPy allocated, or a view NumPy sliced from one: inside its
     memory and, if C-contiguous, free of overlapping elements (checked first,
@@ -129,8 +163,12 @@ def _numpy_made(a: Any) -> bool:
 
 
 def _check_array(kernel: ir.Kernel, p: ir.Param, a: Any) -> None:
-    """What no dtype or ndim says about an array: memory outside the array's
-    own, elements that overlap where the kernel writes."""
+    """What no dtype or ndim says about an array: a mask the kernel would
+    ignore, memory outside the array's own, elements that overlap where the
+    kernel writes."""
+    if isinstance(a, np.ma.MaskedArray):
+        raise LaunchError(f"argument '{p.name}' is a masked array; kernels read and write every element and "
+                          "would ignore its mask", hint=f"pass {p.name}.filled(value) or np.asarray({p.name})")
     if outside_its_memory(a):
         raise LaunchError(f"argument '{p.name}' (shape {tuple(a.shape)}, strides {tuple(a.strides)}) reaches outside "
                           "the memory it is a view of", hint="check the shape and strides given to as_strided")
@@ -145,12 +183,7 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
     """Validate `args` against `kernel`'s parameters; raise LaunchError (or a
     subclass) naming the argument on the first problem."""
     params = kernel.params
-    if len(args) != len(params):
-        names = ", ".join(p.name for p in params)
-        missing = [p.name for p in params[len(args):]]
-        detail = f"missing {', '.join(repr(m) for m in missing)}" if missing else f"{len(args) - len(params)} too many"
-        raise LaunchError(f"kernel '{kernel.name}' takes {len(params)} argument{'s' * (len(params) != 1)} "
-                          f"({names}), got {len(args)}: {detail}")
+    check_count(kernel, args)
     launch_dim = normalize_dim(dim, kernel)
 
     backend = select_backend([p.name for p in params], args, backend, inspect_only)
@@ -171,7 +204,7 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
             t = ARRAY_DTYPES.get(a.dtype)
             if t is None:
                 raise LaunchError(f"argument '{p.name}' has dtype {a.dtype}; kernels take arrays of "
-                                  "float32, float64, int32 or int64", hint=f"convert with {p.name}.astype(np.float64)")
+                                  "float32, float64, int32 or int64", hint=_dtype_hint(p.name, a.dtype))
             if not 1 <= a.ndim <= 3:
                 raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to 3-D arrays")
             flags = a.flags
@@ -223,6 +256,13 @@ def _array_type(t: Scalar, ndim: int) -> Array:
     if at is None:
         at = _ARRAY_TYPES[key] = Array(t, ndim)
     return at
+
+
+def _dtype_hint(name: str, dtype: np.dtype) -> str:
+    native = dtype.newbyteorder("=") if dtype.byteorder in "<>" else None
+    if native is not None and native in ARRAY_DTYPES:
+        return f"{name} has non-native byte order ({dtype.str}): convert with {name}.astype(np.{native.name})"
+    return f"convert with {name}.astype(np.float64)"
 
 
 def _python_int(p: ir.Param, a: Any) -> Scalar:

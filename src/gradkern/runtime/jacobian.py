@@ -14,6 +14,7 @@ from ..annotations import Annotation, BatchDuplicated, Const
 from ..errors import AnnotationError, LaunchError
 from ..kernel import KernelFunction
 from .arrays import array_module, is_array, is_cupy_array
+from .binding import bind, default_dim
 from .forward import forward
 
 
@@ -33,7 +34,7 @@ def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None
     if any(isinstance(a, Annotation) for a in values):
         raise AnnotationError("jacobian takes plain arguments (or gk.Const); it annotates them itself")
     names = [p.name for p in params]
-    k = wrt if isinstance(wrt, int) else names.index(wrt) if wrt in names else None
+    k = wrt if type(wrt) is int else names.index(wrt) if isinstance(wrt, str) and wrt in names else None
     if k is None or not 0 <= k < len(params):
         raise AnnotationError(f"wrt={wrt!r} is not a parameter of kernel '{kernel.name}' ({', '.join(names)})")
     if len(values) != len(params):
@@ -44,8 +45,9 @@ def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None
         raise AnnotationError(f"wrt='{names[k]}' must be a float array or a float scalar; got {type(x).__name__}")
     if not scalar and x.dtype.kind != "f":
         raise AnnotationError(f"wrt='{names[k]}' must be a float array; got dtype {x.dtype}")
-    if not isinstance(chunk, int) or chunk < 1:
+    if type(chunk) is not int or chunk < 1:
         raise AnnotationError(f"chunk must be a positive int, got {chunk!r}")
+    bind(kernel.ir, default_dim(kernel.ir, tuple(values)) if dim is None else dim, tuple(values), backend)  # as launch
     outs = [n for n, (p, v) in enumerate(zip(params, values))
             if p.written and is_array(v) and v.dtype.kind == "f"]
     if not outs:
