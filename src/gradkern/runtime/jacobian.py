@@ -22,6 +22,12 @@ def _copy(x: Any) -> Any:
     return x.copy() if is_array(x) else x
 
 
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element `flat` in C order: never through reshape(-1),
+    which copies an array that is not C-contiguous."""
+    return tuple(int(i) for i in np.unravel_index(flat, shape))
+
+
 def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None, chunk: int = 8,
              backend: str | None = None) -> dict[str, Any]:
     """{output name: J} for every float array `kernel` writes, J[out_index + in_index] =
@@ -68,9 +74,9 @@ def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None
             elif n == k or n in outs:
                 t = []
                 for j in range(lanes):
-                    e = xp.zeros_like(v)
+                    e = xp.zeros_like(v)  # v's memory layout (C, Fortran, any axis order)
                     if n == k and j < len(directions):
-                        e.reshape(-1)[directions[j]] = 1
+                        e[_unravel(directions[j], shape)] = 1  # the C-order flat index of J's last axes
                     t.append(e)
                 tangents[n] = tuple(t)
                 call.append(BatchDuplicated(_copy(v), tangents[n]))
