@@ -258,7 +258,7 @@ class _DeviceArray:
     """Shape, strides and a pointer into memory this process cannot read, as a CuPy array
     has them: the checks must decide from the geometry alone (reading would crash)."""
 
-    def __init__(self, shape, strides, itemsize=8, allocation=1 << 20):
+    def __init__(self, shape, strides, itemsize=8, allocation=1 << 20, offset=0):
         from types import SimpleNamespace as NS
         self.shape, self.strides, self.dtype = shape, strides, np.dtype(f"f{itemsize}")
         self.itemsize, self.size, self.ndim = itemsize, int(np.prod(shape)), len(shape)
@@ -266,11 +266,11 @@ class _DeviceArray:
         c = strides == np.ones(shape).strides if itemsize == 8 else None
         self.flags = NS(c_contiguous=bool(c), f_contiguous=False)
         start = 1 << 44  # far from anything mapped
-        self.data = NS(ptr=start + allocation // 2, mem=NS(ptr=start, size=allocation))
+        self.data = NS(ptr=start + allocation // 2 + offset, mem=NS(ptr=start, size=allocation))
 
 
 def test_device_arrays_are_checked_from_their_geometry():
-    from gradkern.runtime.arrays import outside_its_memory
+    from gradkern.runtime.arrays import misaligned_on_device, outside_its_memory
     assert overlapping_elements(_DeviceArray((6, 2), (8, 8)))
     assert overlapping_elements(_DeviceArray((6,), (0,)))
     assert not overlapping_elements(_DeviceArray((6, 2), (16, 8)))
@@ -278,3 +278,7 @@ def test_device_arrays_are_checked_from_their_geometry():
     assert not outside_its_memory(_DeviceArray((4, 3), (8, 32)))
     assert outside_its_memory(_DeviceArray((4,), (-2**40,)))
     assert outside_its_memory(_DeviceArray((2**20,), (8,)))
+    assert misaligned_on_device(_DeviceArray((4,), (8,), offset=4))
+    assert not misaligned_on_device(_DeviceArray((4,), (8,), offset=8))
+    raw = np.zeros(33, np.uint8)
+    assert not misaligned_on_device(raw[1:].view(np.float64))  # NumPy's unaligned arrays run on the CPU

@@ -288,3 +288,17 @@ def test_ndarray_subclasses_other_than_masked_arrays_are_their_memory(rng, tmp_p
     dx = np.zeros(N)
     gk.autodiff(saxpy, gk.Const(2.0), gk.Duplicated(x, dx), gk.Duplicated(mm, np.ones(N)))
     np.testing.assert_allclose(dx, 2.0, rtol=1e-15)
+
+
+def test_unaligned_numpy_arrays_run_on_the_cpu(rng):
+    """Not hostile on the CPU: NumPy arrays at odd addresses (views into byte buffers) are read
+    and written correctly, as primals and as shadows."""
+    raw = np.zeros(3 * 8 * N + 3, np.uint8)
+    x, y, dx = (raw[1 + k * 8 * N: 1 + (k + 1) * 8 * N].view(np.float64) for k in range(3))
+    assert not (x.flags.aligned or y.flags.aligned or dx.flags.aligned)
+    x[:], y[:], dx[:] = rand(rng, N), rand(rng, N), 0.0
+    x0, y0 = x.copy(), y.copy()
+    g = gk.autodiff(saxpy, gk.Active(2.0), gk.Duplicated(x, dx), gk.Duplicated(y, np.ones(N)))
+    np.testing.assert_allclose(y, 2 * x0 + y0, rtol=1e-15)
+    np.testing.assert_allclose(dx, 2.0, rtol=1e-15)
+    assert g[0] == pytest.approx(x0.sum(), rel=1e-14)

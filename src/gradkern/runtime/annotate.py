@@ -19,6 +19,7 @@ from .arrays import (
     geometry,
     is_array,
     is_cupy_array,
+    misaligned_on_device,
     outside_its_memory,
     overlap_reason,
     overlapping_elements,
@@ -72,6 +73,9 @@ def _check_shadow(name: str, x: Any, dx: Any, what: str) -> None:
         raise AnnotationError(f"{what} of '{name}' (shape {tuple(dx.shape)}, strides {tuple(dx.strides)}) reaches "
                               "outside the memory it is a view of", hint="check the shape and strides given to "
                               "as_strided")
+    if misaligned_on_device(dx):
+        raise AnnotationError(f"{what} of '{name}' starts at a device address that is not a multiple of its item "
+                              f"size {dx.itemsize}: the GPU cannot load it", hint=f"pass zeros_like({name})")
     if overlapping_elements(dx):
         raise AliasingError(f"{what} of '{name}' has elements that overlap in memory ({overlap_reason(dx)}); "
                             "every element of a shadow needs its own memory, since derivatives are accumulated "

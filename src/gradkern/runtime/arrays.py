@@ -204,6 +204,13 @@ def outside_its_memory(x: Any) -> bool:
     return lo < start or hi > end
 
 
+def misaligned_on_device(x: Any) -> bool:
+    """A GPU array whose first element is not at a multiple of its item size:
+    the GPU faults on such loads (and the fault poisons the CUDA context),
+    where the CPU backend reads NumPy's unaligned arrays correctly."""
+    return not isinstance(x, np.ndarray) and _address(x) % x.itemsize != 0
+
+
 def describe(x: Any) -> str:
     if is_array(x):
         where = "CuPy" if is_cupy_array(x) else "NumPy"

@@ -27,6 +27,7 @@ from .arrays import (
     is_array,
     is_cupy_array,
     is_device_array,
+    misaligned_on_device,
     outside_its_memory,
     overlap_reason,
     overlapping_elements,
@@ -172,6 +173,9 @@ def _check_array(kernel: ir.Kernel, p: ir.Param, a: Any) -> None:
     if outside_its_memory(a):
         raise LaunchError(f"argument '{p.name}' (shape {tuple(a.shape)}, strides {tuple(a.strides)}) reaches outside "
                           "the memory it is a view of", hint="check the shape and strides given to as_strided")
+    if misaligned_on_device(a):
+        raise LaunchError(f"argument '{p.name}' starts at a device address that is not a multiple of its item size "
+                          f"{a.itemsize}: the GPU cannot load it", hint=f"pass {p.name}.copy()")
     if p.written and overlapping_elements(a):
         raise AliasingError(f"argument '{p.name}' is written by kernel '{kernel.name}' but its elements overlap "
                             f"in memory ({overlap_reason(a)}): threads writing different elements would race",

@@ -51,7 +51,7 @@ def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None
         raise AnnotationError(f"wrt='{names[k]}' must be a float array or a float scalar; got {type(x).__name__}")
     if not scalar and x.dtype.kind != "f":
         raise AnnotationError(f"wrt='{names[k]}' must be a float array; got dtype {x.dtype}")
-    if type(chunk) is not int or chunk < 1:
+    if not isinstance(chunk, (int, np.integer)) or isinstance(chunk, (bool, np.bool_)) or chunk < 1:
         raise AnnotationError(f"chunk must be a positive int, got {chunk!r}")
     bind(kernel.ir, default_dim(kernel.ir, tuple(values)) if dim is None else dim, tuple(values), backend)  # as launch
     outs = [n for n, (p, v) in enumerate(zip(params, values))
@@ -62,7 +62,7 @@ def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None
     size = 1 if scalar else x.size
     shape = () if scalar else x.shape
     jac = {names[n]: xp.zeros(values[n].shape + shape, values[n].dtype) for n in outs}
-    lanes = min(chunk, size)
+    lanes = min(int(chunk), size)
     for start in range(0, size, lanes):
         directions = range(start, min(start + lanes, size))
         call = []
