@@ -278,6 +278,9 @@ def test_device_arrays_are_checked_from_their_geometry():
     assert not outside_its_memory(_DeviceArray((4, 3), (8, 32)))
     assert outside_its_memory(_DeviceArray((4,), (-2**40,)))
     assert outside_its_memory(_DeviceArray((2**20,), (8,)))
+    foreign = _DeviceArray((4,), (-8,))  # e.g. a reversed view imported through __cuda_array_interface__,
+    foreign.data.mem = type("UnownedMemory", (), {"ptr": foreign.data.ptr, "size": 32})()  # sized by the wrapper
+    assert not outside_its_memory(foreign)  # its extent is unknown: trusted, not refused
     assert misaligned_on_device(_DeviceArray((4,), (8,), offset=4))
     assert not misaligned_on_device(_DeviceArray((4,), (8,), offset=8))
     raw = np.zeros(33, np.uint8)

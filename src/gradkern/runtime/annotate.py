@@ -48,8 +48,9 @@ def _is_integer(v: Any) -> bool:
 
 def _check_differentiable(name: str, annotation: str, x: Any) -> None:
     """Only floats carry derivatives: an integer (or bool) primal would be
-    typed as one, and its derivative silently dropped."""
-    if is_array(x) and x.dtype.kind != "f":
+    typed as one, and its derivative silently dropped. (Other dtypes are the
+    binding's to refuse.)"""
+    if is_array(x) and x.dtype.kind in "iub":
         raise AnnotationError(f"argument '{name}' is {annotation} but is {describe(x)}: an integer or bool array "
                               "carries no derivative", hint=f"pass it plain or as gk.Const({name})")
     if _is_integer(x):
@@ -59,7 +60,8 @@ def _check_differentiable(name: str, annotation: str, x: Any) -> None:
 
 def _check_shadow(name: str, x: Any, dx: Any, what: str) -> None:
     """A shadow is a buffer the derivative owns: an array like its primal,
-    every element its own writable memory (shadows are written in both modes)."""
+    every element its own writable memory. One rule for both modes: a reverse
+    shadow is accumulated into, a tangent is written whenever its primal is."""
     if (not is_array(dx) or is_cupy_array(dx) != is_cupy_array(x) or dx.shape != x.shape
             or dx.dtype != x.dtype):
         raise AnnotationError(f"{what} of '{name}' must be {describe(x)} like its primal; got {describe(dx)}",

@@ -177,7 +177,9 @@ def outside_its_memory(x: Any) -> bool:
     (`as_strided` with wrong strides or shape: reading it can crash the
     process). Views NumPy made by slicing stay inside their base, so the usual
     array costs two attribute reads; only views built around other objects
-    (as_strided's, CuPy's) are measured. Unknown memory is trusted."""
+    (as_strided's, CuPy's) are measured, against the last NumPy array on their
+    chain of bases or CuPy's own allocation. Memory of unknown extent (raw
+    pointers, foreign GPU memory) is trusted."""
     if isinstance(x, np.ndarray):
         base = x.base
         if base is None or (type(base) is np.ndarray and base.flags.owndata):
@@ -192,8 +194,10 @@ def outside_its_memory(x: Any) -> bool:
         start, end = _address(root), _address(root) + root.nbytes
         if not (root.flags.c_contiguous or root.flags.f_contiguous):
             start, end = byte_bounds(root)
-    else:  # CuPy: the allocation behind the pointer
+    else:  # CuPy: the allocation behind the pointer, when CuPy made it
         mem = getattr(getattr(x, "data", None), "mem", None)
+        if type(mem).__name__ == "UnownedMemory":  # wrapped foreign memory: its size is whatever the wrapper said
+            return False
         start, size = getattr(mem, "ptr", None), getattr(mem, "size", 0)
         if not isinstance(start, int) or not isinstance(size, int) or size <= 0:
             return False
