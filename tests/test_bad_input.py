@@ -151,6 +151,10 @@ def _cases() -> dict[str, Callable[[np.random.Generator], Case]]:
         saxpy, (2.0, dup(r, np.array(1.5)), dup(r, rand(r, N))), gk.LaunchError,
         ("argument 'x' has 0 dimensions", "1-D to 3-D", "first array argument"), wrt="y",
         verbs=tuple(v for v in VERBS if v != "launch"))
+    c["default-dim-with-the-wrong-entries"] = lambda r: Case(
+        scale_rows, (dup(r, rand(r, N, 2)), dup(r, rand(r, N, 2))), gk.LaunchError,
+        ("'scale_rows'", "1 index", "shape (8, 2) of 'a'", "first array argument"), wrt="a",
+        verbs=tuple(v for v in VERBS if v != "launch"))
     c["0d-array-explicit-dim"] = lambda r: Case(
         saxpy, (2.0, dup(r, rand(r, N)), dup(r, np.array(1.5))), gk.LaunchError,
         ("argument 'y' has 0 dimensions", "1-D to 3-D"), dim=N, wrt="x")

@@ -149,6 +149,11 @@ def default_dim(kernel: ir.Kernel, args: tuple) -> tuple[int, ...]:
                 raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to 3-D arrays "
                                   f"(dim defaults to the shape of '{p.name}', the first array argument)",
                                   hint=f"pass a 1-D array (e.g. {p.name}.reshape(1)), or give dim")
+            n = kernel.tid_ndim
+            if n and a.ndim != n:
+                raise LaunchError(f"kernel '{kernel.name}' unpacks gk.tid() into {n} ind{'ex' if n == 1 else 'ices'}, "
+                                  f"but dim defaults to the shape {tuple(a.shape)} of '{p.name}', the first array "
+                                  f"argument", hint=f"give dim with {n} entr{'y' if n == 1 else 'ies'}")
             return tuple(a.shape)
     raise LaunchError("dim is needed: no array argument to take it from")
 
