@@ -175,3 +175,67 @@ def test_split_reverse_in_vector_mode_equals_fused(rng):
     assert g_split[2] == pytest.approx(g_fused[2], rel=1e-13) and len(g_split[2]) == 2
     for a, b in zip(split[0].dvals + split[1].dvals, fused[0].dvals + fused[1].dvals):
         np.testing.assert_allclose(a, b, rtol=1e-13)
+
+
+@gk.kernel
+def square_plus_transpose(a, b):
+    i, j = gk.tid()
+    b[i, j] = a[i, j] * a[i, j] + 3.0 * a[j, i]
+
+
+def _square_plus_transpose_jacobian(a):
+    """J[i, j, k, l] = d b[i, j] / d a[k, l] = 2 a[i, j] [k, l = i, j] + 3 [k, l = j, i]."""
+    n = a.shape[0]
+    J = np.zeros((n, n, n, n))
+    for i in range(n):
+        for j in range(n):
+            J[i, j, i, j] += 2 * a[i, j]
+            J[i, j, j, i] += 3.0
+    return J
+
+
+def test_jacobian_wrt_arrays_of_any_layout(rng):
+    """Issue 14.4: with respect to a Fortran-ordered array the unit tangents were written into
+    a copy (reshape(-1)) and the Jacobian came out all zeros. Any layout of `wrt` and of the
+    outputs gives the same Jacobian, indexed in C order."""
+    a = rng.uniform(0.5, 1.5, (4, 4))
+    want = _square_plus_transpose_jacobian(a)
+    wide = rng.uniform(0.5, 1.5, (8, 12))
+    layouts = {"C": a, "F": np.asfortranarray(a), "transposed": np.ascontiguousarray(a.T).T,
+               "strided": np.ascontiguousarray(np.repeat(np.repeat(a, 2, 0), 3, 1))[::2, ::3]}
+    wide[1::2, 2::3] = a
+    layouts["strided-in-a-wider-array"] = wide[1::2, 2::3]
+    for name, aa in layouts.items():
+        np.testing.assert_array_equal(aa, a)
+        for out in (np.zeros((4, 4)), np.zeros((4, 4), order="F"), np.zeros((4, 8))[:, ::2]):
+            before = aa.copy(), out.copy()
+            J = gk.jacobian(square_plus_transpose, aa, out, wrt="a")["b"]
+            assert J.shape == (4, 4, 4, 4)
+            np.testing.assert_allclose(J, want, rtol=1e-15, err_msg=f"wrt {name}")
+            np.testing.assert_array_equal(aa, before[0])  # the user's arrays are not touched
+            np.testing.assert_array_equal(out, before[1])
+
+
+def test_jacobian_of_matvec_wrt_a_fortran_matrix_and_a_strided_vector(rng):
+    A, y = np.asfortranarray(rng.uniform(0.5, 1.5, (5, 3))), np.zeros(5)
+    x = rng.uniform(0.5, 1.5, 6)[::2]
+    JA = gk.jacobian(matvec, A, x, y, wrt="A", dim=5, chunk=4)["y"]  # dy_i / dA_kl = [i = k] x_l
+    np.testing.assert_allclose(JA, np.einsum("ik,l->ikl", np.eye(5), x), rtol=1e-15)
+    Jx = gk.jacobian(matvec, A, x, y, wrt="x", dim=5)["y"]
+    np.testing.assert_allclose(Jx, A, rtol=1e-15)
+    J3 = gk.jacobian(allen_cahn_step, np.asfortranarray(rng.uniform(0.2, 1, 9)[::-1]), np.zeros(9), 0.2, 0.01,
+                     wrt="u")["un"]  # a reversed view (negative stride)
+    assert np.count_nonzero(J3) == 7 * 3 + 2
+
+
+def test_jacobian_refuses_what_launch_refuses(rng):
+    a = rng.uniform(0.5, 1.5, (4, 4))
+    buf = np.zeros(7)
+    overlapping = np.lib.stride_tricks.as_strided(buf, (4, 4), (8, 8), writeable=True)
+    with pytest.raises(gk.AliasingError, match="'b' is written .* elements overlap"):
+        gk.jacobian(square_plus_transpose, a, overlapping, wrt="a")
+    np.testing.assert_array_equal(buf, 0.0)
+    with pytest.raises(gk.AnnotationError, match="wrt=True"):
+        gk.jacobian(square_plus_transpose, a, np.zeros((4, 4)), wrt=True)
+    with pytest.raises(gk.LaunchError, match="'a' is a masked array"):
+        gk.jacobian(square_plus_transpose, np.ma.masked_array(a), np.zeros((4, 4)), wrt="a")

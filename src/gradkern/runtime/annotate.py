@@ -11,10 +11,20 @@ from typing import Any
 import numpy as np
 
 from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
-from ..errors import AliasingError, AnnotationError, LaunchError
+from ..errors import AliasingError, AnnotationError
 from ..kernel import KernelFunction
-from .arrays import byte_bounds, describe, geometry, is_array, is_cupy_array
-from .binding import Binding, bind, exactly_aliased
+from .arrays import (
+    byte_bounds,
+    describe,
+    geometry,
+    is_array,
+    is_cupy_array,
+    misaligned_on_device,
+    outside_its_memory,
+    overlap_reason,
+    overlapping_elements,
+)
+from .binding import Binding, bind, check_count, default_dim, exactly_aliased
 
 
 @dataclass(frozen=True)
@@ -32,20 +42,53 @@ def _is_real(v: Any) -> bool:
     return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
 
 
+def _is_integer(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _check_differentiable(name: str, annotation: str, x: Any) -> None:
+    """Only floats carry derivatives: an integer (or bool) primal would be
+    typed as one, and its derivative silently dropped. (Other dtypes are the
+    binding's to refuse.)"""
+    if is_array(x) and x.dtype.kind in "iub":
+        raise AnnotationError(f"argument '{name}' is {annotation} but is {describe(x)}: an integer or bool array "
+                              "carries no derivative", hint=f"pass it plain or as gk.Const({name})")
+    if _is_integer(x):
+        raise AnnotationError(f"argument '{name}' is {annotation} but is the integer {int(x)}: an integer carries no "
+                              "derivative", hint=f"pass a float (e.g. {x}.0), or gk.Const for an integer")
+
+
 def _check_shadow(name: str, x: Any, dx: Any, what: str) -> None:
+    """A shadow is a buffer the derivative owns: an array like its primal,
+    every element its own writable memory. One rule for both modes: a reverse
+    shadow is accumulated into, a tangent is written whenever its primal is."""
     if (not is_array(dx) or is_cupy_array(dx) != is_cupy_array(x) or dx.shape != x.shape
             or dx.dtype != x.dtype):
         raise AnnotationError(f"{what} of '{name}' must be {describe(x)} like its primal; got {describe(dx)}",
                               hint=f"e.g. gk.Duplicated({name}, zeros_like({name})) on the same device")
+    if isinstance(dx, np.ma.MaskedArray):
+        raise AnnotationError(f"{what} of '{name}' is a masked array; shadows are updated at every element",
+                              hint=f"pass np.zeros_like({name}) (a plain array)")
     if isinstance(dx, np.ndarray) and not dx.flags.writeable:
         raise AnnotationError(f"{what} of '{name}' is read-only; shadows are updated in place")
+    if outside_its_memory(dx):
+        raise AnnotationError(f"{what} of '{name}' (shape {tuple(dx.shape)}, strides {tuple(dx.strides)}) reaches "
+                              "outside the memory it is a view of", hint="check the shape and strides given to "
+                              "as_strided")
+    if misaligned_on_device(dx):
+        raise AnnotationError(f"{what} of '{name}' starts at a device address that is not a multiple of its item "
+                              f"size {dx.itemsize}: the GPU cannot load it", hint=f"pass zeros_like({name})")
+    if overlapping_elements(dx):
+        raise AliasingError(f"{what} of '{name}' has elements that overlap in memory ({overlap_reason(dx)}); "
+                            "every element of a shadow needs its own memory, since derivatives are accumulated "
+                            "into each", hint=f"pass np.zeros_like({name})")
 
 
 def annotate(kernel: KernelFunction, args: tuple, forward: bool = False) -> Annotated:
     """Check each annotation against its argument; nothing is touched."""
     params = kernel.ir.params
     if len(args) != len(params):
-        bind(kernel.ir, 1, tuple(a.val if isinstance(a, Annotation) else a for a in args))  # names what is missing
+        check_count(kernel.ir, tuple(a.val if isinstance(a, Annotation) else a for a in args))
     primals, shadows, active, no_need = [], {}, [], []
     widths: dict[str, int] = {}
     for p, a in zip(params, args):
@@ -61,6 +104,7 @@ def annotate(kernel: KernelFunction, args: tuple, forward: bool = False) -> Anno
             widths[p.name] = len(dxs) if isinstance(a, BatchDuplicated) else 0
             what = "tangent" if forward else "shadow"
             if is_array(x):
+                _check_differentiable(p.name, type(a).__name__, x)
                 for dx in dxs:
                     _check_shadow(p.name, x, dx, what)
             elif not forward:
@@ -71,6 +115,8 @@ def annotate(kernel: KernelFunction, args: tuple, forward: bool = False) -> Anno
                                       f"real numbers; got {describe(x)} and {', '.join(describe(d) for d in dxs)}")
             elif p.is_array:
                 raise AnnotationError(f"argument '{p.name}' is a scalar but the kernel indexes it as an array")
+            else:
+                _check_differentiable(p.name, type(a).__name__, x)
             shadows[p.name] = dxs
             primals.append(x)
             if isinstance(a, DuplicatedNoNeed):
@@ -85,6 +131,7 @@ def annotate(kernel: KernelFunction, args: tuple, forward: bool = False) -> Anno
             if not _is_real(a.val):
                 raise AnnotationError(f"argument '{p.name}' is Active but is {describe(a.val)}; expected a real "
                                       "number")
+            _check_differentiable(p.name, "Active", a.val)
             if not np.isfinite(a.val):
                 raise AnnotationError(f"argument '{p.name}' is Active with the non-finite value {a.val}")
             if p.is_array:
@@ -141,12 +188,7 @@ def annotated_binding(f: KernelFunction, args: tuple, dim: Any, backend: str | N
     """Validate a call of either mode: annotations, arguments, aliasing of the
     shadows. Returns them with the binding and the merged shadows; touches no buffer."""
     ann = annotate(f, args, forward)
-    if dim is None:
-        arrays = [x for x in ann.primals if is_array(x)]
-        if not arrays:
-            raise LaunchError("dim is needed: no array argument to take it from")
-        dim = arrays[0].shape
-    b = bind(f.ir, dim, ann.primals, backend)
+    b = bind(f.ir, default_dim(f.ir, ann.primals) if dim is None else dim, ann.primals, backend)
     if not forward:
         for name in ann.shadows:
             param = f.ir.param(name)

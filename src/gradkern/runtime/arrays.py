@@ -120,6 +120,101 @@ def byte_bounds(x: Any) -> tuple[int, int]:
     return lo, hi + x.itemsize
 
 
+def overlapping_elements(x: Any) -> bool:
+    """Whether two distinct elements of `x` share a byte (a broadcast view, or
+    `as_strided` with strides shorter than what they step over). Exact, from
+    shape, strides and item size only: no data is read, so CuPy arrays are
+    tested where they live. When NumPy's exact solver gives up, the answer is
+    True: this guards arrays that will be written, where a wrong "no" races."""
+    flags = x.flags
+    if flags.c_contiguous or flags.f_contiguous or x.size <= 1:
+        return False
+    axes = sorted((abs(s), n) for n, s in zip(x.shape, x.strides) if n > 1)
+    if axes[0][0] == 0:
+        return True
+    # Sufficient: with the axes sorted by stride, each stride steps past
+    # everything the shorter axes cover (what slices of a real array do).
+    covered = x.itemsize
+    for s, n in axes:
+        if s < covered:
+            return _overlap_exact(geometry(x))
+        covered += s * (n - 1)
+    return False
+
+
+def overlap_reason(x: Any) -> str:
+    """Why `overlapping_elements(x)` holds, in the user's words."""
+    for axis, (n, s) in enumerate(zip(x.shape, x.strides)):
+        if s == 0 and n > 1:
+            return f"a broadcast view, stride 0 on axis {axis}"
+    return f"strides {tuple(x.strides)} for shape {tuple(x.shape)} and item size {x.itemsize}"
+
+
+def _overlap_exact(g: np.ndarray) -> bool:
+    """Exact internal overlap by halving one axis at a time: two elements whose
+    index on `axis` differs lie in the two halves (NumPy's solver decides
+    whether those share memory), or both in the first ceil(n/2) indices up to a
+    translation; elements with the same index on `axis` are the same problem
+    one axis down."""
+    for axis in range(g.ndim):
+        while g.shape[axis] > 1:
+            n = g.shape[axis]
+            h = n // 2
+            first = (slice(None),) * axis + (slice(0, h),)
+            second = (slice(None),) * axis + (slice(h, n),)
+            try:
+                if np.shares_memory(g[first], g[second], max_work=10**6):
+                    return True
+            except np.exceptions.TooHardError:
+                return True
+            g = g[(slice(None),) * axis + (slice(0, n - h),)]
+        g = g[(slice(None),) * axis + (slice(0, 1),)]
+    return False
+
+
+def outside_its_memory(x: Any) -> bool:
+    """Whether an array's elements reach outside the memory it is a view of
+    (`as_strided` with wrong strides or shape: reading it can crash the
+    process). Views NumPy made by slicing stay inside their base, so the usual
+    array costs two attribute reads; only views built around other objects
+    (as_strided's, CuPy's) are measured, against the last NumPy array on their
+    chain of bases or CuPy's own allocation. Memory of unknown extent (raw
+    pointers, foreign GPU memory) is trusted."""
+    if isinstance(x, np.ndarray):
+        base = x.base
+        if base is None or (type(base) is np.ndarray and base.flags.owndata):
+            return False
+        root, b = x, base
+        while b is not None:  # the last NumPy array on the chain of bases holds the memory
+            if isinstance(b, np.ndarray):
+                root = b
+            b = getattr(b, "base", None)
+        if root is x:
+            return False
+        start, end = _address(root), _address(root) + root.nbytes
+        if not (root.flags.c_contiguous or root.flags.f_contiguous):
+            start, end = byte_bounds(root)
+    else:  # CuPy: the allocation behind the pointer, when CuPy made it
+        mem = getattr(getattr(x, "data", None), "mem", None)
+        if type(mem).__name__ == "UnownedMemory":  # wrapped foreign memory: its size is whatever the wrapper said
+            return False
+        start, size = getattr(mem, "ptr", None), getattr(mem, "size", 0)
+        if not isinstance(start, int) or not isinstance(size, int) or size <= 0:
+            return False
+        end = start + size
+    if x.size == 0:
+        return False
+    lo, hi = byte_bounds(x)
+    return lo < start or hi > end
+
+
+def misaligned_on_device(x: Any) -> bool:
+    """A GPU array whose first element is not at a multiple of its item size:
+    the GPU faults on such loads (and the fault poisons the CUDA context),
+    where the CPU backend reads NumPy's unaligned arrays correctly."""
+    return not isinstance(x, np.ndarray) and _address(x) % x.itemsize != 0
+
+
 def describe(x: Any) -> str:
     if is_array(x):
         where = "CuPy" if is_cupy_array(x) else "NumPy"

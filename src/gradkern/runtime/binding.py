@@ -19,7 +19,19 @@ from ..errors import AliasingError, LaunchError
 from ..ir import nodes as ir
 from ..ir.infer import default_float
 from ..ir.types import ARRAY_DTYPES, BOOL, I32, I64, SCALARS, Array, Scalar, Type
-from .arrays import INSTALL_HINT, byte_bounds, cupy_module, geometry, is_array, is_cupy_array, is_device_array
+from .arrays import (
+    INSTALL_HINT,
+    byte_bounds,
+    cupy_module,
+    geometry,
+    is_array,
+    is_cupy_array,
+    is_device_array,
+    misaligned_on_device,
+    outside_its_memory,
+    overlap_reason,
+    overlapping_elements,
+)
 
 
 @dataclass(frozen=True)
@@ -50,8 +62,11 @@ class Binding:
         return tuple(v for n, v in zip(self.names, self.values) if n not in merged)
 
 
+MAX_THREADS = 2**63 - 1  # thread indices and the launch's thread count are int64 on both backends
+
+
 def normalize_dim(dim: Any, kernel: ir.Kernel) -> tuple[int, ...]:
-    if type(dim) is int and dim >= 0 and kernel.tid_ndim in (0, 1):  # the common case, on every launch
+    if type(dim) is int and 0 <= dim <= MAX_THREADS and kernel.tid_ndim in (0, 1):  # the common case
         return (dim,)
     items = dim if isinstance(dim, (tuple, list)) else (dim,)
     ok = 1 <= len(items) <= 3 and all(
@@ -60,6 +75,12 @@ def normalize_dim(dim: Any, kernel: ir.Kernel) -> tuple[int, ...]:
         raise LaunchError(f"dim must be a non-negative int or a tuple of 1 to 3 non-negative ints, got {dim!r}",
                           hint="e.g. gk.launch(kernel, n, ...) or gk.launch(kernel, (nx, ny), ...)")
     out = tuple(int(n) for n in items)
+    total = 1
+    for n in out:
+        total *= n
+    if total > MAX_THREADS or max(out) > MAX_THREADS:
+        raise LaunchError(f"dim={dim!r} asks for {total} threads; a launch runs at most 2**63 - 1 "
+                          "(thread indices are int64)", hint="launch over the extent of your arrays")
     if kernel.tid_ndim and len(out) != kernel.tid_ndim:
         n = kernel.tid_ndim
         raise LaunchError(
@@ -107,10 +128,8 @@ def select_backend(names: list[str], args: tuple, backend: str | None, inspect_o
     return backend or "cpu"
 
 
-def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, inspect_only: bool = False
-         ) -> Binding:
-    """Validate `args` against `kernel`'s parameters; raise LaunchError (or a
-    subclass) naming the argument on the first problem."""
+def check_count(kernel: ir.Kernel, args: tuple) -> None:
+    """One argument per parameter, or a LaunchError naming what is missing."""
     params = kernel.params
     if len(args) != len(params):
         names = ", ".join(p.name for p in params)
@@ -118,6 +137,62 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
         detail = f"missing {', '.join(repr(m) for m in missing)}" if missing else f"{len(args) - len(params)} too many"
         raise LaunchError(f"kernel '{kernel.name}' takes {len(params)} argument{'s' * (len(params) != 1)} "
                           f"({names}), got {len(args)}: {detail}")
+
+
+def default_dim(kernel: ir.Kernel, args: tuple) -> tuple[int, ...]:
+    """The launch extent when none is given (DESIGN §1): the shape of the first
+    array argument, which must then be a kernel's array (1-D to 3-D)."""
+    check_count(kernel, args)
+    for p, a in zip(kernel.params, args):
+        if is_array(a):
+            if not 1 <= a.ndim <= 3:
+                raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to 3-D arrays "
+                                  f"(dim defaults to the shape of '{p.name}', the first array argument)",
+                                  hint=f"pass a 1-D array (e.g. {p.name}.reshape(1)), or give dim")
+            n = kernel.tid_ndim
+            if n and a.ndim != n:
+                raise LaunchError(f"kernel '{kernel.name}' unpacks gk.tid() into {n} ind{'ex' if n == 1 else 'ices'}, "
+                                  f"but dim defaults to the shape {tuple(a.shape)} of '{p.name}', the first array "
+                                  f"argument", hint=f"give dim with {n} entr{'y' if n == 1 else 'ies'}")
+            return tuple(a.shape)
+    raise LaunchError("dim is needed: no array argument to take it from")
+
+
+def _numpy_made(a: Any) -> bool:
+    """An array NumPy allocated, or a view NumPy sliced from one: inside its
+    memory and, if C-contiguous, free of overlapping elements (checked first,
+    on every launch)."""
+    if type(a) is not np.ndarray:
+        return False
+    base = a.base
+    return base is None or (type(base) is np.ndarray and base.flags.owndata)
+
+
+def _check_array(kernel: ir.Kernel, p: ir.Param, a: Any) -> None:
+    """What no dtype or ndim says about an array: a mask the kernel would
+    ignore, memory outside the array's own, elements that overlap where the
+    kernel writes."""
+    if isinstance(a, np.ma.MaskedArray):
+        raise LaunchError(f"argument '{p.name}' is a masked array; kernels read and write every element and "
+                          "would ignore its mask", hint=f"pass {p.name}.filled(value) or np.asarray({p.name})")
+    if outside_its_memory(a):
+        raise LaunchError(f"argument '{p.name}' (shape {tuple(a.shape)}, strides {tuple(a.strides)}) reaches outside "
+                          "the memory it is a view of", hint="check the shape and strides given to as_strided")
+    if misaligned_on_device(a):
+        raise LaunchError(f"argument '{p.name}' starts at a device address that is not a multiple of its item size "
+                          f"{a.itemsize}: the GPU cannot load it", hint=f"pass {p.name}.copy()")
+    if p.written and overlapping_elements(a):
+        raise AliasingError(f"argument '{p.name}' is written by kernel '{kernel.name}' but its elements overlap "
+                            f"in memory ({overlap_reason(a)}): threads writing different elements would race",
+                            hint=f"pass {p.name}.copy()")
+
+
+def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, inspect_only: bool = False
+         ) -> Binding:
+    """Validate `args` against `kernel`'s parameters; raise LaunchError (or a
+    subclass) naming the argument on the first problem."""
+    params = kernel.params
+    check_count(kernel, args)
     launch_dim = normalize_dim(dim, kernel)
 
     backend = select_backend([p.name for p in params], args, backend, inspect_only)
@@ -138,18 +213,16 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
             t = ARRAY_DTYPES.get(a.dtype)
             if t is None:
                 raise LaunchError(f"argument '{p.name}' has dtype {a.dtype}; kernels take arrays of "
-                                  "float32, float64, int32 or int64", hint=f"convert with {p.name}.astype(np.float64)")
+                                  "float32, float64, int32 or int64", hint=_dtype_hint(p.name, a.dtype))
             if not 1 <= a.ndim <= 3:
                 raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to 3-D arrays")
             flags = a.flags
             if p.written and isinstance(a, np.ndarray) and not flags.writeable:
                 raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' "
                                   "but the array is read-only")
-            if not flags.c_contiguous:  # a contiguous array has neither zero nor odd strides
-                if p.written and any(s == 0 and n > 1 for s, n in zip(a.strides, a.shape)):
-                    raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' but is a "
-                                      "broadcast view (a zero stride): its elements overlap",
-                                      hint=f"pass {p.name}.copy()")
+            if (p.written and not flags.c_contiguous) or not _numpy_made(a):
+                _check_array(kernel, p, a)
+            if not flags.c_contiguous:
                 if strides_in_key:
                     if any(s % a.itemsize for s in a.strides):
                         raise LaunchError(f"argument '{p.name}' has strides {a.strides} that are not multiples of "
@@ -192,6 +265,13 @@ def _array_type(t: Scalar, ndim: int) -> Array:
     if at is None:
         at = _ARRAY_TYPES[key] = Array(t, ndim)
     return at
+
+
+def _dtype_hint(name: str, dtype: np.dtype) -> str:
+    native = dtype.newbyteorder("=") if dtype.byteorder in "<>" else None
+    if native is not None and native in ARRAY_DTYPES:
+        return f"{name} has non-native byte order ({dtype.str}): convert with {name}.astype(np.{native.name})"
+    return f"convert with {name}.astype(np.float64)"
 
 
 def _python_int(p: ir.Param, a: Any) -> Scalar:

@@ -14,7 +14,7 @@ from ..kernel import KernelFunction
 from ..pipeline import Specialization, tangent_param
 from .annotate import annotate, merge_shadows
 from .arrays import is_array
-from .binding import bind
+from .binding import bind, default_dim
 from .launch import check_kernel
 from .reverse import tape_bytes_per_thread
 from .specialize import forward_specialization, primal_specialization, reverse_specialization
@@ -73,10 +73,7 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         raise GradkernError(f"mode must be None, gk.Reverse or gk.Forward, got {mode!r}")
     primals = tuple(primal(a) for a in args)
     if dim is None:
-        shapes = [a.shape for a in primals if is_array(a) and a.ndim > 0]
-        if not shapes:
-            raise LaunchError("dim is needed: no array argument to take it from")
-        dim = shapes[0]
+        dim = default_dim(k.ir, primals)
     if mode is Forward:
         ann = annotate(k, args, forward=True)
         b = bind(k.ir, dim, ann.primals, backend, inspect_only=True)

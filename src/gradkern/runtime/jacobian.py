@@ -14,11 +14,18 @@ from ..annotations import Annotation, BatchDuplicated, Const
 from ..errors import AnnotationError, LaunchError
 from ..kernel import KernelFunction
 from .arrays import array_module, is_array, is_cupy_array
+from .binding import bind, default_dim
 from .forward import forward
 
 
 def _copy(x: Any) -> Any:
     return x.copy() if is_array(x) else x
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element `flat` in C order: never through reshape(-1),
+    which copies an array that is not C-contiguous."""
+    return tuple(int(i) for i in np.unravel_index(flat, shape))
 
 
 def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None, chunk: int = 8,
@@ -33,7 +40,7 @@ def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None
     if any(isinstance(a, Annotation) for a in values):
         raise AnnotationError("jacobian takes plain arguments (or gk.Const); it annotates them itself")
     names = [p.name for p in params]
-    k = wrt if isinstance(wrt, int) else names.index(wrt) if wrt in names else None
+    k = wrt if type(wrt) is int else names.index(wrt) if isinstance(wrt, str) and wrt in names else None
     if k is None or not 0 <= k < len(params):
         raise AnnotationError(f"wrt={wrt!r} is not a parameter of kernel '{kernel.name}' ({', '.join(names)})")
     if len(values) != len(params):
@@ -44,8 +51,9 @@ def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None
         raise AnnotationError(f"wrt='{names[k]}' must be a float array or a float scalar; got {type(x).__name__}")
     if not scalar and x.dtype.kind != "f":
         raise AnnotationError(f"wrt='{names[k]}' must be a float array; got dtype {x.dtype}")
-    if not isinstance(chunk, int) or chunk < 1:
+    if not isinstance(chunk, (int, np.integer)) or isinstance(chunk, (bool, np.bool_)) or chunk < 1:
         raise AnnotationError(f"chunk must be a positive int, got {chunk!r}")
+    bind(kernel.ir, default_dim(kernel.ir, tuple(values)) if dim is None else dim, tuple(values), backend)  # as launch
     outs = [n for n, (p, v) in enumerate(zip(params, values))
             if p.written and is_array(v) and v.dtype.kind == "f"]
     if not outs:
@@ -54,7 +62,7 @@ def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None
     size = 1 if scalar else x.size
     shape = () if scalar else x.shape
     jac = {names[n]: xp.zeros(values[n].shape + shape, values[n].dtype) for n in outs}
-    lanes = min(chunk, size)
+    lanes = min(int(chunk), size)
     for start in range(0, size, lanes):
         directions = range(start, min(start + lanes, size))
         call = []
@@ -66,9 +74,9 @@ def jacobian(kernel: KernelFunction, *args: Any, wrt: str | int, dim: Any = None
             elif n == k or n in outs:
                 t = []
                 for j in range(lanes):
-                    e = xp.zeros_like(v)
+                    e = xp.zeros_like(v)  # v's memory layout (C, Fortran, any axis order)
                     if n == k and j < len(directions):
-                        e.reshape(-1)[directions[j]] = 1
+                        e[_unravel(directions[j], shape)] = 1  # the C-order flat index of J's last axes
                     t.append(e)
                 tangents[n] = tuple(t)
                 call.append(BatchDuplicated(_copy(v), tangents[n]))
