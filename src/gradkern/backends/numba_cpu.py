@@ -20,13 +20,14 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import InternalError
 from ..ir import nodes as ir
 from ..ir.ops import Op
+from ..ir.rewrite import with_blocks
 from ..ir.types import Scalar
 from . import Backend, Generated, check_launch_ndim
 from .printer import Printer, Syntax
@@ -136,6 +137,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     # (a fused reverse reading a forward value) would otherwise be shared between
     # workers. Thread-index aliases are left out: Numba refuses writes to them.
     prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals if n not in k.thread_indices)
+    k = _tid_copies_unaliased(k)
 
     def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True) -> list[str]:
         """The launch loops around the body; with an interior (transforms/split.py)
@@ -182,6 +184,22 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         lines.append("    else:")
         lines += loop_nest(NumbaSyntax(), 2, "range(_gkb_n0)", split=launch_ndim > 1)
     return "\n".join(lines) + "\n", entry
+
+
+def _tid_copies_unaliased(k: ir.Kernel) -> ir.Kernel:
+    """A local that takes a tid component and is bound again later (`i = tid;
+    for i in range(m)`) takes int64(tid): Numba's parfor pass refuses any write
+    to a plain alias of the prange index (see `NumbaSyntax.copy`)."""
+    def block(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        out = []
+        for s in body:
+            if isinstance(s, ir.Assign) and isinstance(s.value, ir.Tid) and s.name not in k.thread_indices:
+                s = replace(s, value=ir.Apply(Op.CAST, (s.value,), type=s.value.type, loc=s.value.loc))
+            out.append(with_blocks(s, block))
+        return tuple(out)
+
+    interior = k.interior and replace(k.interior, body=block(k.interior.body))
+    return replace(k, body=block(k.body), interior=interior)
 
 
 _modules: dict[str, Any] = {}
