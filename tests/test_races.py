@@ -352,6 +352,23 @@ def strided_rows(a, m):
         a[i * m + 1] = 1.0  # row i, column 1 < m: a row of its own, unless i * m wraps
 
 
+@gk.kernel
+def lower_triangle_backwards(a, n):
+    i = gk.tid()
+    if i < n:
+        for k in range(i, -1, -1):  # n > i >= k > -1: row i, column k
+            a[i * n + k] = a[i * n + k] * 2.0
+
+
+def test_a_downward_loop_constrains_its_variable(rng):
+    a = rand(rng, 16)
+    assert not gk.inspect(lower_triangle_backwards, a, 4, dim=6).race_check
+    ref = a.reshape(4, 4).copy()
+    ref[np.tril_indices(4)] *= 2.0
+    gk.launch(lower_triangle_backwards, 6, a, 4)
+    np.testing.assert_array_equal(a, ref.reshape(-1))
+
+
 def test_a_loop_variable_that_outlives_its_loop_is_not_the_thread_index(rng):
     for kernel in (loop_variable_outlives_loop, loop_variable_outlives_guarded_loop):
         assert gk.inspect(kernel, np.zeros(8), 4, dim=8).race_check

@@ -6,7 +6,26 @@ the same positions at every access): then no two threads share an element of
 it. A flattened index `i * s + r` counts as a row of its own: i a tid
 component, s the same loop-invariant stride at every access, and r a loop
 variable whose range provably lies in [0, s) (gemm's `c[i*n + j]` for j in
-range(n)). These facts drive the rest:
+range(n)).
+
+Why it is sound. Names are followed flow-insensitively, so every binding
+counts: a tid component is recognised only through `gk.tid()` itself or a
+local every binding of which is that same component (a loop variable, an
+augmented assignment, a tuple swap or a branch assigning anything else
+disqualifies it); the row's r must be bound only by loops, each of range(start,
+s) with start >= 0 and a positive step, so it holds a value in [0, s) wherever
+it is read, its loops included or not; s must be built from constants, shapes
+and parameters nothing binds. Distinct threads then differ in some tid
+component, hence at that slab position, hence touch distinct elements —
+provided the row arithmetic is exact: `tid * s` and `tid * s + r` (and the
+arithmetic in s and in the loops' starts) must not wrap. Those are `Check`s
+(analysis/overflow.py), kept per array in `LaunchFacts.row_exactness`: the race
+proof holds only at launches where they hold, and a gradient that accumulates
+into such an array's shadow with plain adds is refused at a launch where they
+may fail (runtime/race_check.py). As everywhere, elements are compared by
+index, which is exact for accesses inside their arrays (DESIGN §3).
+
+These facts drive the rest:
 
 * races (analysis/races.py): a kernel whose written arrays are all own, and
   whose atomic targets are touched only by atomic adds, is proven race-free;

@@ -381,15 +381,18 @@ def proves_race_free(k: ir.Kernel, arrays: set[str]) -> Exactness | None:
         return None
     strides = _strides(acc1, lin1)
     checks: frozenset = frozenset()
+    forms2: dict[int, tuple | None] = {}
     for x in acc1:
         fx = _index_forms(x, lin1, strides.get(x.array, {}))
         if fx is None:
             return None
         checks |= fx[1] | x.ctx.checks
-        for y in acc2:
+        for n, y in enumerate(acc2):
             if y.array != x.array or not (x.write or y.write):
                 continue
-            fy = _index_forms(y, lin2, strides.get(y.array, {}))  # thread b's checks mirror thread a's
+            if n not in forms2:  # thread b's checks mirror thread a's
+                forms2[n] = _index_forms(y, lin2, strides.get(y.array, {}))
+            fy = forms2[n]
             if fy is None or len(fx[0]) != len(fy[0]):
                 return None
             system = x.ctx.constraints + y.ctx.constraints
