@@ -165,3 +165,61 @@ def test_race_check_verdict_is_cached_when_it_reads_no_array_contents():
     assert spec.race_check.data_independent and not spec.race_check.race_free
     check_races(spec, b, "square_index")
     assert len(spec.race_check.race_free) == 1
+
+
+# -- flattened rows are the thread's own only where tid * stride + r cannot wrap (issue 14.2) -------------------------
+
+@gk.kernel
+def flat_row_tail(c, x, n):
+    i = gk.tid()
+    for j in range(max(n - 2, 0), n):
+        c[i * n + j] = c[i * n + j] * x[i]
+
+
+def _facts(kernel, *args, dim):
+    from gradkern.analysis.access import launch_facts
+    from gradkern.ir.infer import infer_types
+    from gradkern.runtime.binding import bind
+    b = bind(kernel.ir, dim, args)
+    return launch_facts(infer_types(kernel.ir, b.type_map(kernel.ir)))
+
+
+def test_own_rows_carry_the_checks_that_keep_them_exact():
+    x = np.ones(9)
+    facts = _facts(gemm_flat, x, x.copy(), x.copy(), 3, 1.0, 0.5, dim=3)
+    assert {a for a, _ in facts.row_exactness} == {"A", "c"}
+    exact = facts.exactness({"c"})
+    shapes = {"c": (9,), "A": (9,), "B": (9,)}
+    assert exact.holds((3,), {"n": 3}, shapes)
+    assert exact.holds((2**31,), {"n": 2**31}, shapes)  # i * n + j <= 2**62 - 1
+    assert not exact.holds((5,), {"n": 2**62}, shapes)  # thread 4's row 4 * 2**62 wraps to row 0
+    assert not exact.holds_always({"n": 64})  # n is a run-time value
+    assert exact.holds_always({"n": 1})  # a bool "stride" (0 or 1): i * n + j < 2**63
+    plain = _facts(saxpy, 2.0, x, x.copy(), dim=8)
+    assert plain.row_exactness == () and plain.exactness({"x", "y"}).trivial
+
+
+def test_a_gradient_whose_own_rows_may_wrap_is_refused_and_one_whose_rows_cannot_runs(rng):
+    c, dc, x = rng.uniform(0.5, 1.5, 12), rng.uniform(0.5, 1.5, 12), rng.uniform(0.5, 1.5, 4)
+    before = (c.copy(), dc.copy())
+    r = gk.inspect(flat_row_tail, gk.Duplicated(c, dc), gk.Const(x), 3, dim=4, mode=gk.Reverse)
+    assert r.adjoint_forms == {"c": "plain add"} and not r.race_check
+    with pytest.raises(gk.LaunchError, match="flattened index of 'c'"):
+        gk.autodiff(flat_row_tail, gk.Duplicated(c, dc), gk.Const(x), 2**62, dim=4)
+    np.testing.assert_array_equal(c, before[0])
+    np.testing.assert_array_equal(dc, before[1])
+    gk.autodiff(flat_row_tail, gk.Duplicated(c, dc), gk.Const(x), 3, dim=4)
+    scale = np.where(np.arange(12) % 3 >= 1, np.repeat(x, 3), 1.0)
+    np.testing.assert_allclose(c, before[0] * scale, rtol=1e-15)
+    np.testing.assert_allclose(dc, before[1] * scale, rtol=1e-15)
+
+
+def test_interval_bounds_of_index_polynomials():
+    from gradkern.analysis.overflow import Check, Exactness, Loop, add, const, interval, linear, mul, unknown
+    t = unknown("tid:0")
+    p = add(mul(t, unknown("param:n")), const(-3))  # tid * n - 3
+    assert interval(p, {"tid:0": (0, 7), "param:n": (-2, 5)}.__getitem__) == (-17, 32)
+    k = Loop("loop:k", ((const(1), linear({"param:n": 1, "": 1}), 1),))  # k in range(1, n + 1)
+    e = Exactness(frozenset({Check(mul(unknown("loop:k"), t), 32)}), (k,))
+    assert e.holds((2**10,), {"n": 2**20}, {})  # k * tid <= 2**20 * 1023 < 2**31
+    assert not e.holds((2**12,), {"n": 2**20}, {})

@@ -248,3 +248,204 @@ def test_parallel_two_launch_check_agrees_with_the_serial_one(seed):
         if found is not None:
             site, other_site, thread, other_thread = found
             assert thread != other_thread
+
+
+# -- soundness: every binding of a name counts; index arithmetic that wraps is not exact (issue 14.2) ---------------
+
+@gk.kernel
+def loop_variable_outlives_loop(a, m):
+    i = gk.tid()
+    k = i
+    for k in range(m):
+        pass
+    a[k] += 1.0  # every thread: a[m - 1]
+
+
+@gk.kernel
+def loop_variable_outlives_guarded_loop(a, m):
+    i = gk.tid()
+    k = i
+    if i < a.shape[0]:
+        for k in range(m):
+            a[i] += 0.0
+    a[k] = 1.0
+
+
+@gk.kernel
+def loop_variable_outlives_loop_2d(a, m):
+    i, j = gk.tid()
+    k = j
+    for k in range(m):
+        pass
+    a[i, k] = 1.0  # threads (i, *) share a[i, m - 1]
+
+
+@gk.kernel
+def thread_index_rebound_by_loop(a, m):
+    i = gk.tid()
+    for i in range(m):
+        pass
+    a[i] += 1.0  # i == m - 1 after the loop, or still the thread index when m <= 0
+
+
+@gk.kernel
+def thread_index_rebound_by_while(a, m):
+    i = gk.tid()
+    while i < m:
+        i += 1
+    a[i] = 1.0
+
+
+@gk.kernel
+def thread_index_rebound_in_branch(a, m):
+    i = gk.tid()
+    if i > m:
+        i = m
+    a[i] = 1.0
+
+
+@gk.kernel
+def thread_index_shifted(a, b):
+    i = gk.tid()
+    i += 1
+    i = i - 1
+    a[i] = b[i] * 2.0
+
+
+@gk.kernel
+def swapped_thread_indices(a):
+    i, j = gk.tid()
+    i, j = j, i
+    a[i, j] = a[i, j] + 1.0
+
+
+@gk.kernel
+def scalar_rebound_by_loop(a, m):
+    i = gk.tid()
+    for m in range(m):  # noqa: B020 - the point: the loop rebinds the parameter
+        pass
+    a[i] = m * 1.0
+
+
+@gk.kernel
+def wraps_int32(a):
+    i = gk.tid()
+    a[np.int32(i * 4294967296)] = 1.0  # int32 keeps the low 32 bits: 0 for every thread
+
+
+@gk.kernel
+def wraps_int64(a):
+    i = gk.tid()
+    a[i * 4611686018427387904] = 1.0  # i * 2**62 is 0 modulo 2**64 for i = 0, 4, 8, ...
+
+
+@gk.kernel
+def wraps_back_to_own(a):
+    i = gk.tid()
+    a[i * 4611686018427387904 * 4 + i] = 1.0  # i * 2**64 + i wraps to i: race-free, but not provably so
+
+
+@gk.kernel
+def strided_rows(a, m):
+    i = gk.tid()
+    if m > 1 and i % 4 == 0:
+        a[i * m + 1] = 1.0  # row i, column 1 < m: a row of its own, unless i * m wraps
+
+
+@gk.kernel
+def lower_triangle_backwards(a, n):
+    i = gk.tid()
+    if i < n:
+        for k in range(i, -1, -1):  # n > i >= k > -1: row i, column k
+            a[i * n + k] = a[i * n + k] * 2.0
+
+
+def test_a_downward_loop_constrains_its_variable(rng):
+    a = rand(rng, 16)
+    assert not gk.inspect(lower_triangle_backwards, a, 4, dim=6).race_check
+    ref = a.reshape(4, 4).copy()
+    ref[np.tril_indices(4)] *= 2.0
+    gk.launch(lower_triangle_backwards, 6, a, 4)
+    np.testing.assert_array_equal(a, ref.reshape(-1))
+
+
+def test_a_loop_variable_that_outlives_its_loop_is_not_the_thread_index(rng):
+    for kernel in (loop_variable_outlives_loop, loop_variable_outlives_guarded_loop):
+        assert gk.inspect(kernel, np.zeros(8), 4, dim=8).race_check
+        assert_refused(kernel, 8, rand(rng, 8), 4)
+    assert gk.inspect(loop_variable_outlives_loop_2d, np.zeros((3, 4)), 2, dim=(3, 4)).race_check
+    assert_refused(loop_variable_outlives_loop_2d, (3, 4), rand(rng, 3, 4), 2)
+    a = np.zeros(8)
+    gk.launch(loop_variable_outlives_loop, 8, a, 0)  # the loop runs no iteration: k is still i
+    np.testing.assert_array_equal(a, np.ones(8))
+
+
+def test_a_thread_index_rebound_by_a_loop_is_refused_when_it_races_and_runs_when_not(rng):
+    """Numba refuses a write to a copy of its parallel loop index; the CPU backend
+    copies the thread index into such a local with int64(tid)."""
+    assert gk.inspect(thread_index_rebound_by_loop, np.zeros(8), 4, dim=8).race_check
+    assert_refused(thread_index_rebound_by_loop, 8, rand(rng, 8), 4)
+    u, du = rand(rng, 8), rand(rng, 8)
+    before = (u.copy(), du.copy())
+    with pytest.raises(gk.RaceError):
+        gk.autodiff(thread_index_rebound_by_loop, gk.Duplicated(u, du), gk.Const(4))
+    np.testing.assert_array_equal(u, before[0])
+    np.testing.assert_array_equal(du, before[1])
+    for backend in ("cpu", "interp"):
+        a = np.zeros(8)
+        gk.launch(thread_index_rebound_by_loop, 8, a, 0, backend=backend)
+        np.testing.assert_array_equal(a, np.ones(8))
+        a = np.zeros(8)
+        gk.launch(thread_index_rebound_by_loop, 1, a, 3, backend=backend)  # one thread: no race
+        np.testing.assert_array_equal(a, [0, 0, 1, 0, 0, 0, 0, 0])
+
+
+def test_every_other_binding_of_the_thread_index_counts(rng):
+    assert_refused(thread_index_rebound_by_while, 8, rand(rng, 8), 5)
+    assert_refused(thread_index_rebound_in_branch, 8, rand(rng, 8), 5)
+    a = np.zeros(8)
+    gk.launch(thread_index_rebound_by_while, 4, a, 0)  # no thread enters the loop
+    np.testing.assert_array_equal(a, [1, 1, 1, 1, 0, 0, 0, 0])
+
+
+def test_rebindings_that_keep_the_thread_index_are_proven_and_run(rng):
+    b = rand(rng, 8)
+    assert not gk.inspect(thread_index_shifted, np.zeros(8), b, dim=8).race_check
+    a = np.zeros(8)
+    gk.launch(thread_index_shifted, 8, a, b)
+    np.testing.assert_array_equal(a, 2 * b)
+    assert not gk.inspect(swapped_thread_indices, np.zeros((4, 3)), dim=(3, 4)).race_check
+    a = rand(rng, 4, 3)
+    ref = a + 1.0
+    gk.launch(swapped_thread_indices, (3, 4), a)
+    np.testing.assert_array_equal(a, ref)
+
+
+def test_a_scalar_parameter_rebound_by_a_loop_is_private_to_each_thread():
+    for backend in ("cpu", "interp"):
+        a = np.zeros(6)
+        gk.launch(scalar_rebound_by_loop, 6, a, 5, backend=backend)
+        np.testing.assert_array_equal(a, np.full(6, 4.0))
+
+
+def test_index_arithmetic_that_wraps_is_not_treated_as_exact(rng):
+    for kernel in (wraps_int32, wraps_int64):
+        assert gk.inspect(kernel, np.zeros(8), dim=8).race_check
+        assert_refused(kernel, 8, rand(rng, 8))
+    a = np.zeros(8)
+    gk.launch(wraps_back_to_own, 8, a)  # checked at run time, found race-free
+    np.testing.assert_array_equal(a, np.ones(8))
+
+
+def test_a_proof_relying_on_exact_arithmetic_holds_only_where_the_launch_bounds_it():
+    """`a[i * m + 1]` (1 < m) is thread i's own element at every launch where
+    i * m + 1 cannot wrap; with m = 2**62, threads 0 and 4 meet at a[1], and that
+    launch is checked at run time."""
+    assert not gk.inspect(strided_rows, np.zeros(16), 3, dim=8).race_check
+    assert gk.inspect(strided_rows, np.zeros(16), 2**62, dim=5).race_check
+    a = np.zeros(16)
+    gk.launch(strided_rows, 8, a, 3)
+    np.testing.assert_array_equal(np.flatnonzero(a), [1, 13])
+    for backend in ("cpu", "interp"):
+        with pytest.raises(gk.RaceError):
+            gk.launch(strided_rows, 5, np.zeros(16), 2**62, backend=backend)

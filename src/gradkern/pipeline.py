@@ -23,7 +23,7 @@ from pathlib import Path
 from ._version import __version__
 from .analysis.access import LaunchFacts, launch_facts, tid_aliases
 from .analysis.activity import Activity, analyze_activity
-from .analysis.races import RaceCheck, race_check_kernel, statically_race_free
+from .analysis.races import RaceCheck, param_bits, race_check_kernel, race_proof
 from .backends import Backend, Generated, backend
 from .ir import names
 from .ir import nodes as ir
@@ -95,10 +95,13 @@ def _infer_types(w: Work) -> None:
 
 def _race_check(w: Work) -> None:
     typed = w.kernels["primal"]
-    if statically_race_free(typed):
+    proof = race_proof(typed)
+    if proof is not None and proof.holds_always(param_bits(typed)):
         w.notes = "race-free: proved statically"
         return
-    rc = race_check_kernel(typed, w.request.launch_ndim)
+    if proof is not None:  # launches where its index arithmetic may wrap are checked at run time
+        w.notes = f"race-free where {len(proof.checks)} index operations do not wrap (checked at each launch)"
+    rc = race_check_kernel(typed, w.request.launch_ndim, proof)
     w.race_check = rc
     w.kernels["race_check"] = rc.kernel
     if rc.parallel is not None and "parallel" in backend(w.request.backend).race_check_forms:

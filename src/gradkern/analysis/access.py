@@ -6,7 +6,26 @@ the same positions at every access): then no two threads share an element of
 it. A flattened index `i * s + r` counts as a row of its own: i a tid
 component, s the same loop-invariant stride at every access, and r a loop
 variable whose range provably lies in [0, s) (gemm's `c[i*n + j]` for j in
-range(n)). These facts drive the rest:
+range(n)).
+
+Why it is sound. Names are followed flow-insensitively, so every binding
+counts: a tid component is recognised only through `gk.tid()` itself or a
+local every binding of which is that same component (a loop variable, an
+augmented assignment, a tuple swap or a branch assigning anything else
+disqualifies it); the row's r must be bound only by loops, each of range(start,
+s) with start >= 0 and a positive step, so it holds a value in [0, s) wherever
+it is read, its loops included or not; s must be built from constants, shapes
+and parameters nothing binds. Distinct threads then differ in some tid
+component, hence at that slab position, hence touch distinct elements —
+provided the row arithmetic is exact: `tid * s` and `tid * s + r` (and the
+arithmetic in s and in the loops' starts) must not wrap. Those are `Check`s
+(analysis/overflow.py), kept per array in `LaunchFacts.row_exactness`: the race
+proof holds only at launches where they hold, and a gradient that accumulates
+into such an array's shadow with plain adds is refused at a launch where they
+may fail (runtime/race_check.py). As everywhere, elements are compared by
+index, which is exact for accesses inside their arrays (DESIGN §3).
+
+These facts drive the rest:
 
 * races (analysis/races.py): a kernel whose written arrays are all own, and
   whose atomic targets are touched only by atomic adds, is proven race-free;
@@ -27,6 +46,7 @@ from dataclasses import dataclass
 
 from ..ir import nodes as ir
 from ..ir.ops import Op
+from .overflow import Check, Exactness, Loop, Poly, add, const, mul, tid_unknown, unknown
 
 
 @dataclass(frozen=True)
@@ -35,32 +55,51 @@ class LaunchFacts:
     atomic_targets: frozenset[str]  # arrays updated with atomic adds (privatised on the CPU)
     written: frozenset[str]
     mixed_atomics: frozenset[str]  # atomic targets also read or written plainly
+    # own arrays indexed by flattened rows: the checks under which their rows are exact
+    row_exactness: tuple[tuple[str, Exactness], ...] = ()
 
+    def exactness(self, arrays) -> Exactness:
+        """The checks under which the own slabs of `arrays` are exclusive (analysis/overflow.py)."""
+        out = Exactness()
+        for a, e in self.row_exactness:
+            if a in arrays:
+                out = out.merge(e)
+        return out
 
 
 def tid_aliases(k: ir.Kernel) -> dict[str, int]:
     """Locals that hold a tid component everywhere they are visible: every
-    assignment to them is the same `Tid(axis)` (a reverse sweep replays it)."""
+    binding of them is the same `Tid(axis)` (a reverse sweep replays it); a
+    loop variable never is one."""
     assigns: dict[str, list[ir.Expr]] = {}
     for s in ir.walk_stmts(k.body):
         if isinstance(s, ir.Assign):
             assigns.setdefault(s.name, []).append(s.value)
         elif isinstance(s, ir.For):
-            assigns.setdefault(s.var, []).append(None)  # a loop variable is never a tid alias
+            assigns.setdefault(s.var, []).append(None)
     return {n: v[0].axis for n, v in assigns.items()
             if isinstance(v[0], ir.Tid) and all(isinstance(x, ir.Tid) and x.axis == v[0].axis for x in v)}
 
 
+def _bits(t) -> int:
+    return int(t.name[3:])  # int32, int64
+
+
 class _Context:
-    """What the slab test needs to know about a kernel's names."""
+    """What the slab test needs to know about a kernel's names. Names are
+    followed flow-insensitively: a tid alias is bound only to that tid
+    component, a loop variable of the tests only by loops (so it always holds
+    a value of one of its ranges), a parameter of the tests by nothing."""
 
     def __init__(self, k: ir.Kernel):
         self.alias = tid_aliases(k)
         self.assigned = {s.name for s in ir.walk_stmts(k.body) if isinstance(s, ir.Assign)}
         self.loops: dict[str, list[ir.For]] = {}
-        for s in ir.walk_stmts(k.body):
+        for s in ir.walk_stmts(k.body):  # outer loops first
             if isinstance(s, ir.For):
                 self.loops.setdefault(s.var, []).append(s)
+        ints = {p.name for p in k.params if isinstance(p.type, ir.Scalar) and p.type.is_int}
+        self.params = ints - self.assigned - set(self.loops)
 
     def tid_axis(self, e: ir.Expr) -> int | None:
         if isinstance(e, ir.Tid):
@@ -69,48 +108,131 @@ class _Context:
             return self.alias[e.name]
         return None
 
+    def loop_var(self, e: ir.Expr) -> bool:
+        return isinstance(e, ir.Var) and e.name in self.loops and e.name not in self.assigned
+
     def invariant(self, e: ir.Expr) -> bool:
-        """Built from constants, shapes and parameters nobody assigns."""
+        """Built from constants, shapes and parameters nobody binds."""
         return all(isinstance(x, (ir.Const, ir.Shape, ir.Apply)) or isinstance(x, ir.Var)
                    and x.name not in self.assigned and x.name not in self.loops and x.name not in self.alias
                    for x in ir.walk_expr(e))
 
-    def nonnegative(self, e: ir.Expr) -> bool:
+    def poly(self, e: ir.Expr) -> tuple[Poly, frozenset] | None:
+        """An integer expression as a polynomial in tid components, loop variables,
+        parameters and shapes, with the checks under which the machine value equals it."""
+        if e.type is None or not e.type.is_int:
+            return None
+        axis = self.tid_axis(e)
+        if axis is not None:
+            return unknown(tid_unknown(axis)), frozenset()
         if isinstance(e, ir.Const):
-            return e.value >= 0
+            return const(int(e.value)), frozenset()
+        if isinstance(e, ir.Shape):
+            return unknown(f"shape:{e.array}:{e.axis}"), frozenset()
+        if isinstance(e, ir.Var):
+            if e.name in self.params:
+                return unknown(f"param:{e.name}"), frozenset()
+            return (unknown(f"loop:{e.name}"), frozenset()) if self.loop_var(e) else None
+        if not isinstance(e, ir.Apply) or e.op not in (Op.CAST, Op.NEG, Op.ADD, Op.SUB, Op.MUL):
+            return None
+        args = [self.poly(a) for a in e.args]
+        if any(a is None for a in args):
+            return None
+        checks = frozenset().union(*(c for _, c in args))
+        if e.op is Op.CAST:
+            p = args[0][0]
+            return p, checks if _bits(e.type) >= _bits(e.args[0].type) else checks | {Check(p, _bits(e.type))}
+        p = {Op.NEG: lambda: add((), args[0][0], -1), Op.ADD: lambda: add(args[0][0], args[1][0]),
+             Op.SUB: lambda: add(args[0][0], args[1][0], -1), Op.MUL: lambda: mul(args[0][0], args[1][0])}[e.op]()
+        return p, checks | {Check(p, _bits(e.type))}
+
+    def nonnegative(self, e: ir.Expr, seen: frozenset = frozenset()) -> frozenset | None:
+        """The checks under which every value of `e` is >= 0, or None."""
+        if isinstance(e, ir.Const):
+            return frozenset() if e.value >= 0 else None
         if isinstance(e, (ir.Tid, ir.Shape)) or self.tid_axis(e) is not None:
-            return True
-        if isinstance(e, ir.Var) and e.name in self.loops and e.name not in self.assigned:
-            return all(self.nonnegative(f.start) and isinstance(f.step, ir.Const) and f.step.value > 0
-                       for f in self.loops[e.name])
-        if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.MUL, Op.MAX):
-            return all(self.nonnegative(a) for a in e.args)
-        return False
+            return frozenset()
+        if self.loop_var(e) and e.name not in seen:
+            checks = frozenset()
+            for f in self.loops[e.name]:
+                c = self.nonnegative(f.start, seen | {e.name})
+                if c is None or not (isinstance(f.step, ir.Const) and f.step.value > 0):
+                    return None
+                checks |= c
+            return checks
+        if isinstance(e, ir.Apply) and e.op is Op.MAX:  # max(a, b) >= a
+            return next((c for c in (self.nonnegative(a, seen) for a in e.args) if c is not None), None)
+        if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.MUL):  # >= 0 unless it wraps
+            parts = [self.nonnegative(a, seen) for a in e.args]
+            p = self.poly(e)
+            if any(c is None for c in parts) or p is None:
+                return None
+            return p[1].union(*parts)
+        return None
 
-    def below(self, r: ir.Expr, stride: ir.Expr) -> bool:
-        """0 <= r < stride for every value r takes: a loop variable of range(start, stride)."""
-        if not (isinstance(r, ir.Var) and r.name in self.loops and r.name not in self.assigned):
-            return False
-        return all(f.stop == stride and self.nonnegative(f.start) and isinstance(f.step, ir.Const)
-                   and f.step.value > 0 for f in self.loops[r.name])
+    def below(self, r: ir.Expr, stride: ir.Expr) -> frozenset | None:
+        """The checks under which 0 <= r < stride for every value r takes: r a loop
+        variable of range(start >= 0, stride) wherever it is bound."""
+        if not self.loop_var(r):
+            return None
+        checks = frozenset()
+        for f in self.loops[r.name]:
+            c = self.nonnegative(f.start)
+            if f.stop != stride or c is None or not (isinstance(f.step, ir.Const) and f.step.value > 0):
+                return None
+            checks |= c
+        return checks
 
-    def row(self, e: ir.Expr) -> tuple | None:
-        """("row", axis, stride) when e is tid * stride + r with 0 <= r < stride."""
+    def row(self, e: ir.Expr) -> tuple[tuple, frozenset] | None:
+        """(("row", axis, stride), checks) when e is tid * stride + r with 0 <= r <
+        stride: distinct threads then get distinct rows if tid * stride + r does not wrap."""
         if not (isinstance(e, ir.Apply) and e.op is Op.ADD):
             return None
         for scaled, r in (e.args, e.args[::-1]):
             if isinstance(scaled, ir.Apply) and scaled.op is Op.MUL:
                 for t, stride in (scaled.args, scaled.args[::-1]):
                     axis = self.tid_axis(t)
-                    if axis is not None and self.invariant(stride) and self.below(r, stride):
-                        return ("row", axis, stride)
+                    if axis is None or not self.invariant(stride):
+                        continue
+                    below, s = self.below(r, stride), self.poly(stride)
+                    if below is None or s is None:
+                        continue
+                    product = mul(unknown(tid_unknown(axis)), s[0])
+                    checks = below | s[1] | {Check(product, _bits(scaled.type)),
+                                             Check(add(product, unknown(f"loop:{r.name}")), _bits(e.type))}
+                    return ("row", axis, stride), checks
         return None
 
+    def exactness(self, checks: frozenset) -> Exactness:
+        """`checks` with the ranges of the loop variables they mention (and theirs)."""
+        ranges: dict[str, tuple] = {}
+        todo = [u for c in checks for m, _ in c.value for u in m]
+        while todo:
+            u = todo.pop()
+            if not u.startswith("loop:") or u in ranges:
+                continue
+            rs = []
+            for f in self.loops[u[5:]]:
+                start, stop = self.poly(f.start), self.poly(f.stop)
+                if start is None and self.nonnegative(f.start) is not None:
+                    start = const(0), self.nonnegative(f.start)  # max(n - 2, 0): at least 0
+                for b in (start, stop):
+                    if b is not None:
+                        checks |= b[1]
+                        todo += [x for m, _ in b[0] for x in m]
+                step = f.step.value if isinstance(f.step, ir.Const) else 0
+                rs.append((start and start[0], stop and stop[0], (step > 0) - (step < 0)))
+            ranges[u] = tuple(rs)
+        order = [f"loop:{v}" for v in self.loops]  # first binding first
+        return Exactness(checks, tuple(Loop(u, ranges[u]) for u in order if u in ranges))
 
-def _slab(indices: tuple[ir.Expr, ...], ctx: _Context) -> tuple:
+
+def _slab(indices: tuple[ir.Expr, ...], ctx: _Context) -> tuple[tuple, frozenset]:
     """(position, tid axis) for each index position that is exactly a tid
-    component, or (position, ("row", axis, stride)) for a flattened own row."""
+    component, or (position, ("row", axis, stride)) for a flattened own row;
+    with the checks the rows rely on."""
     out = []
+    checks = frozenset()
     for pos, e in enumerate(indices):
         axis = ctx.tid_axis(e)
         if axis is not None:
@@ -118,22 +240,36 @@ def _slab(indices: tuple[ir.Expr, ...], ctx: _Context) -> tuple:
             continue
         row = ctx.row(e)
         if row is not None:
-            out.append((pos, row))
-    return tuple(out)
+            out.append((pos, row[0]))
+            checks |= row[1]
+    return tuple(out), checks
 
 
 def own_arrays(k: ir.Kernel) -> frozenset[str]:
     """Arrays all of whose accesses lie in the accessing thread's own slab."""
+    return _own(k)[0]
+
+
+def _own(k: ir.Kernel) -> tuple[frozenset[str], dict[str, Exactness]]:
+    """`own_arrays`, and for those with flattened rows, the checks under which
+    the rows are exact."""
     if k.tid_ndim == 0:
-        return frozenset()
+        return frozenset(), {}
     ctx = _Context(k)
     slabs: dict[str, set] = {}
+    checks: dict[str, frozenset] = {}
+
+    def note(array, indices):
+        slab, c = _slab(indices, ctx)
+        slabs.setdefault(array, set()).add(slab)
+        checks[array] = checks.get(array, frozenset()) | c
+
     for s in ir.walk_stmts(k.body):
         if isinstance(s, (ir.Store, ir.AtomicAdd)):
-            slabs.setdefault(s.array, set()).add(_slab(s.indices, ctx))
+            note(s.array, s.indices)
     for e in ir.all_exprs(k.body):
         if isinstance(e, ir.Load):
-            slabs.setdefault(e.array, set()).add(_slab(e.indices, ctx))
+            note(e.array, e.indices)
     out = set()
     for a, found in slabs.items():
         if len(found) != 1:
@@ -141,7 +277,7 @@ def own_arrays(k: ir.Kernel) -> frozenset[str]:
         axes = [x if isinstance(x, int) else x[1] for _, x in next(iter(found))]
         if sorted(axes) == list(range(k.tid_ndim)):
             out.add(a)
-    return frozenset(out)
+    return frozenset(out), {a: ctx.exactness(checks[a]) for a in sorted(out) if checks[a]}
 
 
 def launch_facts(k: ir.Kernel) -> LaunchFacts:
@@ -150,7 +286,8 @@ def launch_facts(k: ir.Kernel) -> LaunchFacts:
     atomic = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd))
     plain = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.Store)}
     plain |= {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
-    return LaunchFacts(own_arrays(k), atomic, written, atomic & frozenset(plain))
+    own, rows = _own(k)
+    return LaunchFacts(own, atomic, written, atomic & frozenset(plain), tuple(rows.items()))
 
 
 def adjoint_is_exclusive(facts: LaunchFacts, array: str) -> bool:

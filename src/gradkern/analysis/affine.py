@@ -1,19 +1,45 @@
 """Static race proofs for affine accesses under guards (DESIGN §5).
 
-Each access to a written array is described by its index as linear forms
-over integer unknowns (the tid components, the loop variables around it, the
-kernel's scalar parameters and shapes), plus the linear constraints that hold
-where it executes: 0 <= tid, loop ranges, and the comparisons of the enclosing
-`if` conditions. Two accesses by different threads race when a system
+What is proved: for a set of arrays, that in a launch no element of them is
+touched by two different threads with at least one of the two writing it
+(atomic adds to them are not handled here: their proof fails).
+
+How: each access is described by its index as linear forms over integer
+unknowns — the tid components and loop variables of the thread making it
+(tagged per thread), the kernel's integer scalar parameters and the shapes
+(shared) — with the linear constraints that hold where it runs: 0 <= tid,
+the ranges of the loops around it, the comparisons of enclosing `if` and
+`while` conditions. Two threads touch a common element only if
 
     context(thread 1) ∧ context(thread 2) ∧ index1 = index2 ∧ tid1 ≠ tid2
 
-has an integer solution; Fourier–Motzkin elimination proves that it has none
-(infeasible over the rationals implies over the integers, so a proof is
-sound; failing to prove only sends the launch to the exact run-time check).
-A flattened index `r * s + c` with 0 <= c < s provable in its context is
-compared as the pair (r, c), which keeps LU, triangular and correlation-style
-kernels linear.
+has an integer solution; Fourier–Motzkin elimination shows it has none
+(infeasible over the rationals implies infeasible over the integers). A
+flattened index `r * s + c` (s a parameter or shape nothing binds) with
+0 <= c < s provable in its context is compared as the pair (r, c), which
+keeps LU, triangular and correlation-style kernels linear.
+
+Why it is sound — each form is the value the thread computes:
+* Every binding of a name counts, flow-sensitively: an assignment (augmented
+  ones and unpacked tuples are assignments in the IR) replaces the name's
+  form, or forgets it when the value is not affine; after an `if` a name keeps
+  a form only if both branches leave it the same one; a `for` or `while`
+  forgets, on entry and after it, every name its body binds (and a `for` its
+  own variable), since the body runs any number of times and a loop variable
+  outlives its loop with its last value or its value from before. A scalar
+  parameter is a shared unknown only if nothing binds it.
+* A `while` condition's loads are taken in the state of any iteration (what
+  the body binds forgotten), and it constrains the body only through names the
+  body does not bind.
+* Machine integers wrap: every operation a form relies on (`+ - *`, negation,
+  a narrowing cast, and r * s and r * s + c of a flattened index) contributes a
+  `Check` that its exact value fits its type. The proof is returned as those
+  checks (analysis/overflow.py's `Exactness`): it holds at every launch where
+  they hold, and a launch where they do not gets the exact run-time check.
+* Elements are compared by their index tuples, which is exact for accesses
+  that stay inside their arrays (DESIGN §3: an index outside its array,
+  negative ones included, is an error, not another element).
+Failing to prove only sends the launch to the exact run-time check.
 """
 
 from __future__ import annotations
@@ -23,6 +49,7 @@ from fractions import Fraction
 
 from ..ir import nodes as ir
 from ..ir.ops import Op
+from .overflow import Check, Exactness, Loop, add, linear, mul, tid_unknown
 
 Form = dict  # unknown name ("" for the constant) -> integer coefficient
 MAX_CONSTRAINTS = 400
@@ -37,14 +64,47 @@ def _add(a: Form, b: Form, k: int = 1) -> Form:
     return out
 
 
+def _neg(f: Form) -> Form:
+    return {n: -c for n, c in f.items()}
+
+
 def _const(f: Form) -> int | None:
     return f.get("", 0) if all(n == "" for n in f) else None
+
+
+def _bits(t) -> int:
+    return int(t.name[3:])  # int32, int64
+
+
+def bound_names(body: tuple[ir.Stmt, ...]) -> set[str]:
+    """Every name a block binds: assigned locals and loop variables, nested blocks included."""
+    out: set[str] = set()
+    for s in ir.walk_stmts(body):
+        if isinstance(s, ir.Assign):
+            out.add(s.name)
+        elif isinstance(s, ir.For):
+            out.add(s.var)
+    return out
+
+
+@dataclass(frozen=True)
+class Lin:
+    """The linear form of an integer expression, and the checks (no operation
+    wrapped) under which the machine value equals it."""
+
+    form: dict
+    checks: frozenset = frozenset()
 
 
 @dataclass
 class _Context:
     constraints: list  # forms f meaning f <= 0
-    env: dict  # local name -> linear form (stable, affine definitions)
+    env: dict  # local name -> Lin of its current value, where it has one
+    checks: frozenset = frozenset()  # what the constraints rely on
+
+    def inner(self, constraints=(), checks=frozenset(), forget=frozenset()) -> _Context:
+        env = {n: v for n, v in self.env.items() if n not in forget}
+        return _Context(self.constraints + list(constraints), env, self.checks | checks)
 
 
 class _Linearizer:
@@ -53,73 +113,74 @@ class _Linearizer:
     def __init__(self, k: ir.Kernel, tag: str):
         self.tag = tag
         self.k = k
-        counts: dict[str, int] = {}
-        for s in ir.walk_stmts(k.body):
-            if isinstance(s, ir.Assign):
-                counts[s.name] = counts.get(s.name, 0) + 1
-        self.counts = counts
-        self.params = {p.name for p in k.params if not p.is_array}
+        # a scalar parameter is the same in every thread only while nothing rebinds it
+        ints = {p.name for p in k.params if isinstance(p.type, ir.Scalar) and p.type.is_int}
+        self.params = ints - bound_names(k.body)
+        self.loops: list[Loop] = []
 
-    def form(self, e: ir.Expr, env: dict) -> Form | None:
+    def form(self, e: ir.Expr, env: dict) -> Lin | None:
+        if e.type is None or not e.type.is_int:
+            return None
         if isinstance(e, ir.Const):
-            return {"": int(e.value)} if isinstance(e.value, (int, bool)) else None
+            return Lin({"": int(e.value)})
         if isinstance(e, ir.Tid):
-            return {f"{self.tag}t{e.axis}": 1}
+            return Lin({tid_unknown(e.axis, self.tag): 1})
         if isinstance(e, ir.Shape):
-            return {f"shape:{e.array}:{e.axis}": 1}  # shared by both threads
+            return Lin({f"shape:{e.array}:{e.axis}": 1})  # shared by both threads
         if isinstance(e, ir.Var):
             if e.name in env:
                 return env[e.name]
-            if e.name in self.params and e.name not in self.counts:
-                return {f"param:{e.name}": 1}
+            return Lin({f"param:{e.name}": 1}) if e.name in self.params else None
+        if not isinstance(e, ir.Apply):
             return None
-        if isinstance(e, ir.Apply):
-            if e.op is Op.CAST and e.type.is_int and e.args[0].type.is_int:
-                return self.form(e.args[0], env)
-            if e.op in (Op.ADD, Op.SUB):
-                a, b = self.form(e.args[0], env), self.form(e.args[1], env)
-                return None if a is None or b is None else _add(a, b, 1 if e.op is Op.ADD else -1)
-            if e.op is Op.NEG:
-                a = self.form(e.args[0], env)
-                return None if a is None else {n: -c for n, c in a.items()}
-            if e.op is Op.MUL:
-                a, b = self.form(e.args[0], env), self.form(e.args[1], env)
-                if a is None or b is None:
-                    return None
-                for x, y in ((a, b), (b, a)):
-                    c = _const(x)
-                    if c is not None:
-                        return {n: c * v for n, v in y.items() if c * v}
+        if e.op is Op.CAST:
+            a = self.form(e.args[0], env)
+            if a is None or _bits(e.type) >= _bits(e.args[0].type):
+                return a  # a widening cast keeps the value
+            return Lin(a.form, a.checks | {Check(linear(a.form), _bits(e.type))})  # narrowing: exact if it fits
+        if e.op is Op.NEG:
+            a = self.form(e.args[0], env)
+            return None if a is None else self._result(e, _neg(a.form), a.checks)
+        if e.op in (Op.ADD, Op.SUB, Op.MUL):
+            a, b = self.form(e.args[0], env), self.form(e.args[1], env)
+            if a is None or b is None:
+                return None
+            if e.op is not Op.MUL:
+                return self._result(e, _add(a.form, b.form, 1 if e.op is Op.ADD else -1), a.checks | b.checks)
+            for x, y in ((a, b), (b, a)):
+                c = _const(x.form)
+                if c is not None:
+                    return self._result(e, {n: c * v for n, v in y.form.items() if c * v}, a.checks | b.checks)
         return None
 
-    def condition(self, e: ir.Expr, env: dict, holds: bool) -> list[Form]:
-        """Linear constraints implied by `e` being `holds` (those it can express)."""
+    @staticmethod
+    def _result(e: ir.Apply, f: Form, checks: frozenset) -> Lin:
+        """An operation's form: exact if its exact value fits its type."""
+        return Lin(f, checks | {Check(linear(f), _bits(e.type))})
+
+    def condition(self, e: ir.Expr, env: dict, holds: bool) -> tuple[list[Form], frozenset]:
+        """Linear constraints implied by `e` being `holds` (those it can express),
+        and the checks they rely on."""
         if isinstance(e, ir.Apply) and e.op is Op.NOT:
             return self.condition(e.args[0], env, not holds)
         if isinstance(e, ir.Apply) and e.op in (Op.AND, Op.OR):
             if (e.op is Op.AND) == holds:  # a conjunction: both parts hold
-                return self.condition(e.args[0], env, holds) + self.condition(e.args[1], env, holds)
-            return []  # a disjunction says nothing linear
+                a, ca = self.condition(e.args[0], env, holds)
+                b, cb = self.condition(e.args[1], env, holds)
+                return a + b, ca | cb
+            return [], frozenset()  # a disjunction says nothing linear
         if not (isinstance(e, ir.Apply) and e.op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE)):
-            return []
+            return [], frozenset()
         a, b = self.form(e.args[0], env), self.form(e.args[1], env)
-        if a is None or b is None or not e.args[0].type.is_int:
-            return []
-        d = _add(a, b, -1)  # a - b
+        if a is None or b is None:
+            return [], frozenset()
+        d = _add(a.form, b.form, -1)  # a - b, exactly: no machine operation computes it
         op = e.op if holds else {Op.LT: Op.GE, Op.LE: Op.GT, Op.GT: Op.LE, Op.GE: Op.LT,
                                  Op.EQ: Op.NE, Op.NE: Op.EQ}[e.op]
         one = {"": 1}
-        if op is Op.LT:
-            return [_add(d, one)]  # a - b + 1 <= 0
-        if op is Op.LE:
-            return [d]
-        if op is Op.GT:
-            return [_add({n: -c for n, c in d.items()}, one)]
-        if op is Op.GE:
-            return [{n: -c for n, c in d.items()}]
-        if op is Op.EQ:
-            return [d, {n: -c for n, c in d.items()}]
-        return []
+        out = {Op.LT: [_add(d, one)], Op.LE: [d], Op.GT: [_add(_neg(d), one)], Op.GE: [_neg(d)],
+               Op.EQ: [d, _neg(d)], Op.NE: []}[op]
+        return out, (a.checks | b.checks) if out else frozenset()
 
 
 @dataclass
@@ -131,56 +192,82 @@ class Access:
 
 
 def _accesses(k: ir.Kernel, lin: _Linearizer, arrays: set[str]) -> list[Access] | None:
-    """Every access to `arrays` with its context, or None if one has no linear index."""
+    """Every access to `arrays` with its context, or None if one is an atomic add
+    (see the module doc for how names are followed)."""
     out: list[Access] = []
-    base = [{f"{lin.tag}t{a}": -1} for a in range(k.tid_ndim)]  # tid >= 0
+    base = _Context([{tid_unknown(a, lin.tag): -1} for a in range(k.tid_ndim)], {})  # tid >= 0
 
     def record(array, idx, write, ctx):
-        out.append(Access(array, idx, write, _Context(list(ctx.constraints), dict(ctx.env))))
+        out.append(Access(array, idx, write, _Context(list(ctx.constraints), dict(ctx.env), ctx.checks)))
 
     def exprs(e: ir.Expr, ctx: _Context):
         for x in ir.walk_expr(e):
             if isinstance(x, ir.Load) and x.array in arrays:
                 record(x.array, x.indices, False, ctx)
 
-    def block(body, ctx: _Context):
+    def block(body, ctx: _Context) -> bool:
         for s in body:
+            if isinstance(s, ir.While):
+                # the condition runs before every iteration: with what the body binds unknown
+                head = ctx.inner(forget=bound_names(s.body))
+                exprs(s.cond, head)
+                if not block(s.body, head.inner(*lin.condition(s.cond, head.env, True))):
+                    return False
+                ctx.env = head.env
+                continue
             for e in ir.stmt_exprs(s):
                 exprs(e, ctx)
             if isinstance(s, ir.Assign):
-                f = lin.form(s.value, ctx.env) if s.value.type.is_int else None
-                if lin.counts.get(s.name) == 1 and f is not None:
-                    ctx.env[s.name] = f
-                else:
+                f = lin.form(s.value, ctx.env)
+                if f is None:
                     ctx.env.pop(s.name, None)
+                else:
+                    ctx.env[s.name] = f
             elif isinstance(s, ir.Store) and s.array in arrays:
                 record(s.array, s.indices, True, ctx)
             elif isinstance(s, ir.AtomicAdd) and s.array in arrays:
                 return False
             elif isinstance(s, ir.If):
+                after = []
                 for branch, holds in ((s.then, True), (s.orelse, False)):
-                    inner = _Context(ctx.constraints + lin.condition(s.cond, ctx.env, holds), dict(ctx.env))
-                    if block(branch, inner) is False:
+                    inner = ctx.inner(*lin.condition(s.cond, ctx.env, holds))
+                    if not block(branch, inner):
                         return False
+                    after.append(inner.env)
+                ctx.env = {n: v for n, v in after[0].items() if after[1].get(n) == v}
             elif isinstance(s, ir.For):
-                inner = _Context(list(ctx.constraints), dict(ctx.env))
-                v = {f"{lin.tag}loop:{s.var}:{id(s)}": 1}
-                inner.env[s.var] = v
-                start, stop = lin.form(s.start, ctx.env), lin.form(s.stop, ctx.env)
-                if isinstance(s.step, ir.Const) and s.step.value > 0:
-                    if start is not None:
-                        inner.constraints.append(_add(start, v, -1))  # start - v <= 0
-                    if stop is not None:
-                        inner.constraints.append(_add(_add(v, stop, -1), {"": 1}))  # v - stop + 1 <= 0
-                if block(s.body, inner) is False:
-                    return False
-            elif isinstance(s, ir.While):
-                inner = _Context(list(ctx.constraints), {n: f for n, f in ctx.env.items()})
-                if block(s.body, inner) is False:
+                if not loop(s, ctx):
                     return False
         return True
 
-    if block(k.body, _Context(base, {})) is False:
+    def loop(s: ir.For, ctx: _Context) -> bool:
+        # range() evaluates its bounds once, before the loop; the body may run any
+        # number of times, and the variable outlives the loop: forget all it binds
+        start, stop = lin.form(s.start, ctx.env), lin.form(s.stop, ctx.env)
+        step = s.step.value if isinstance(s.step, ir.Const) else None
+        sign = 0 if step is None else 1 if step > 0 else -1
+        name = f"{lin.tag}loop:{s.var}:{len(lin.loops)}"
+        v = {name: 1}
+        forget = bound_names(s.body) | {s.var}
+        constraints, checks = [], frozenset()
+        if start is not None:
+            checks |= start.checks
+            if sign:  # start <= v, or v <= start
+                constraints.append(_add(start.form, v, -1) if sign > 0 else _add(v, start.form, -1))
+        if stop is not None:
+            checks |= stop.checks
+            if sign:  # v < stop, or stop < v
+                d = _add(v, stop.form, -1) if sign > 0 else _add(stop.form, v, -1)
+                constraints.append(_add(d, {"": 1}))
+        lin.loops.append(Loop(name, ((None if start is None else linear(start.form),
+                                      None if stop is None else linear(stop.form), sign),)))
+        inner = ctx.inner(constraints, checks, forget)
+        inner.env[s.var] = Lin(v)
+        ok = block(s.body, inner)
+        ctx.env = {n: x for n, x in ctx.env.items() if n not in forget}
+        return ok
+
+    if not block(k.body, base):
         return None
     return out
 
@@ -221,24 +308,29 @@ def _feasible(constraints: list[Form]) -> bool:
             return True  # too big to decide: no proof
 
 
-def _index_forms(acc: Access, lin: _Linearizer, strides: dict) -> list[Form] | None:
-    """Linear forms of an access's index positions; a flattened position
-    `r * s + c` (s a parameter or shape, 0 <= c < s provable) becomes (r, c)."""
+def _index_forms(acc: Access, lin: _Linearizer, strides: dict) -> tuple[list[Form], frozenset] | None:
+    """Linear forms of an access's index positions, and their checks; a flattened
+    position `r * s + c` (s a parameter or shape, 0 <= c < s provable) becomes (r, c)."""
     out: list[Form] = []
+    checks: frozenset = frozenset()
     for pos, e in enumerate(acc.indices):
-        f = lin.form(e, acc.ctx.env)
-        if f is not None and pos not in strides:
-            out.append(f)
+        if pos not in strides:
+            f = lin.form(e, acc.ctx.env)
+            if f is None:
+                return None
+            out.append(f.form)
+            checks |= f.checks
             continue
-        split = _split_row(e, acc, lin, strides.get(pos))
+        split = _split_row(e, acc, lin, strides[pos])
         if split is None:
             return None
-        out.extend(split)
-    return out
+        out.extend(split[0])
+        checks |= split[1]
+    return out, checks
 
 
-def _split_row(e: ir.Expr, acc: Access, lin: _Linearizer, stride: ir.Expr | None) -> list[Form] | None:
-    if stride is None or not (isinstance(e, ir.Apply) and e.op is Op.ADD):
+def _split_row(e: ir.Expr, acc: Access, lin: _Linearizer, stride: ir.Expr) -> tuple[list[Form], frozenset] | None:
+    if not (isinstance(e, ir.Apply) and e.op is Op.ADD):
         return None
     for scaled, rest in (e.args, e.args[::-1]):
         if isinstance(scaled, ir.Apply) and scaled.op is Op.MUL:
@@ -249,16 +341,20 @@ def _split_row(e: ir.Expr, acc: Access, lin: _Linearizer, stride: ir.Expr | None
                 if rf is None or cf is None or sf is None:
                     continue
                 # 0 <= c <= s - 1 must hold wherever the access runs
-                below = _feasible(acc.ctx.constraints + [_add(cf, {"": 1})])  # c <= -1 possible?
-                above = _feasible(acc.ctx.constraints + [_add(_add(sf, cf, -1), {"": 0})])  # c >= s possible?
+                below = _feasible(acc.ctx.constraints + [_add(cf.form, {"": 1})])  # c <= -1 possible?
+                above = _feasible(acc.ctx.constraints + [_add(sf.form, cf.form, -1)])  # c >= s possible?
                 if not below and not above:
-                    return [rf, cf]
+                    # r * s and r * s + c computed without wrapping: then equal indices mean equal (r, c)
+                    product = mul(linear(rf.form), linear(sf.form))
+                    checks = rf.checks | cf.checks | sf.checks | {
+                        Check(product, _bits(scaled.type)), Check(add(product, linear(cf.form)), _bits(e.type))}
+                    return [rf.form, cf.form], checks
     return None
 
 
 def _strides(accesses: list[Access], lin: _Linearizer) -> dict[str, dict[int, ir.Expr]]:
     """For each array, the positions indexed as `r * s + c` by some access, with
-    s a scalar parameter nobody assigns or a shape."""
+    s an integer parameter nothing binds or a shape."""
     out: dict[str, dict[int, ir.Expr]] = {}
     for acc in accesses:
         for pos, e in enumerate(acc.indices):
@@ -266,39 +362,46 @@ def _strides(accesses: list[Access], lin: _Linearizer) -> dict[str, dict[int, ir
                 for scaled in e.args:
                     if isinstance(scaled, ir.Apply) and scaled.op is Op.MUL:
                         for s in scaled.args:
-                            if isinstance(s, ir.Shape) or isinstance(s, ir.Var) and s.name in lin.params \
-                                    and s.name not in lin.counts:
+                            if isinstance(s, ir.Shape) or isinstance(s, ir.Var) and s.name in lin.params:
                                 out.setdefault(acc.array, {}).setdefault(pos, s)
     return out
 
 
-def proves_race_free(k: ir.Kernel, arrays: set[str]) -> bool:
+def proves_race_free(k: ir.Kernel, arrays: set[str]) -> Exactness | None:
     """Whether no two threads touch a common element of `arrays` with one of
-    them writing it (see module doc); False when the proof does not go through."""
-    if k.tid_ndim == 0 or not arrays:
-        return not arrays
+    them writing it (see module doc): the checks under which that holds, or
+    None when the proof does not go through."""
+    if not arrays:
+        return Exactness()
+    if k.tid_ndim == 0:
+        return None
     lin1, lin2 = _Linearizer(k, "a:"), _Linearizer(k, "b:")
     acc1, acc2 = _accesses(k, lin1, arrays), _accesses(k, lin2, arrays)
     if acc1 is None or acc2 is None:
-        return False
+        return None
     strides = _strides(acc1, lin1)
+    checks: frozenset = frozenset()
+    forms2: dict[int, tuple | None] = {}
     for x in acc1:
         fx = _index_forms(x, lin1, strides.get(x.array, {}))
         if fx is None:
-            return False
-        for y in acc2:
+            return None
+        checks |= fx[1] | x.ctx.checks
+        for n, y in enumerate(acc2):
             if y.array != x.array or not (x.write or y.write):
                 continue
-            fy = _index_forms(y, lin2, strides.get(y.array, {}))
-            if fy is None or len(fx) != len(fy):
-                return False
+            if n not in forms2:  # thread b's checks mirror thread a's
+                forms2[n] = _index_forms(y, lin2, strides.get(y.array, {}))
+            fy = forms2[n]
+            if fy is None or len(fx[0]) != len(fy[0]):
+                return None
             system = x.ctx.constraints + y.ctx.constraints
-            for a, b in zip(fx, fy):
+            for a, b in zip(fx[0], fy[0]):
                 d = _add(a, b, -1)
-                system = system + [d, {n: -c for n, c in d.items()}]
+                system = system + [d, _neg(d)]
             for axis in range(k.tid_ndim):  # tid1 != tid2: they differ on some axis, in some direction
-                t1, t2 = {f"a:t{axis}": 1}, {f"b:t{axis}": 1}
+                t1, t2 = {tid_unknown(axis, "a:"): 1}, {tid_unknown(axis, "b:"): 1}
                 for lo, hi in ((t1, t2), (t2, t1)):
                     if _feasible(system + [_add(_add(lo, hi, -1), {"": 1})]):  # lo - hi + 1 <= 0
-                        return False
-    return True
+                        return None
+    return Exactness(checks, tuple(lin1.loops))

@@ -1,6 +1,14 @@
 """Race detection: prove statically that no thread touches an element another
 thread writes, or build the exact run-time check (DESIGN §5).
 
+The static proof (`race_proof`) is sound for every kernel the language
+accepts: it follows every binding of every name and treats index arithmetic
+as exact only under checks that it does not wrap (analysis/affine.py,
+analysis/access.py, analysis/overflow.py). A proof whose checks hold for every
+launch needs no run-time check; one whose checks depend on the launch (`i * n`
+with a run-time n) comes with the run-time check, which runs only at launches
+where the checks fail.
+
 The check is an instrumented copy of the kernel that runs before any user
 buffer is written. For every array the kernel writes it keeps, per element,
 the (thread, access site) of the plain writer, of the first reader, of a second
@@ -26,6 +34,7 @@ from ..ir.rewrite import with_blocks
 from ..ir.types import BOOL, I64, Array
 from .access import launch_facts
 from .affine import proves_race_free
+from .overflow import Exactness
 
 RACE = P + "race"  # int64[5]: found, site, other site, thread, other thread
 EXTENT = P + "n"
@@ -60,19 +69,36 @@ class RaceCheck:
     # the same check as two parallel launches (note, then check), when it computes
     # only indices and branches from arrays the kernel does not write
     parallel: tuple[ir.Kernel, ir.Kernel] | None = None
+    # the static proof, where there is one: launches at which it holds skip the check
+    proof: Exactness | None = None
 
 
-def statically_race_free(k: ir.Kernel) -> bool:
-    """True when the access analysis proves no element is shared with a writer:
-    plainly written arrays are own or proven by the affine analysis under the
-    guards (analysis/affine.py), atomic targets are only touched by atomic adds."""
+def race_proof(k: ir.Kernel) -> Exactness | None:
+    """The static proof that no element is shared with a writer, as the checks
+    under which it holds (analysis/overflow.py), or None when there is none.
+
+    Plainly written arrays must be own (analysis/access.py: every access in the
+    thread's own slab) or proven by the affine analysis under the guards
+    (analysis/affine.py); atomic targets must be touched only by atomic adds,
+    which never conflict with each other. Both analyses reason about exact
+    integers, so the proof holds at a launch where none of the index
+    arithmetic it relied on wraps (`Exactness.holds`), and for every launch
+    when `Exactness.holds_always`."""
     atomic = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd)}
     plain = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.Store)}
     loads = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
     if atomic & (plain | loads):
-        return False
-    rest = plain - launch_facts(k).own
-    return not rest or proves_race_free(k, rest)
+        return None
+    facts = launch_facts(k)
+    rest = plain - facts.own
+    proof = proves_race_free(k, rest)
+    return None if proof is None else proof.merge(facts.exactness(plain & facts.own))
+
+
+def param_bits(k: ir.Kernel) -> dict[str, int]:
+    """The width of each integer or bool scalar parameter (for `Exactness.holds_always`)."""
+    return {p.name: 1 if p.type.name == "bool" else int(p.type.name[3:]) for p in k.params
+            if isinstance(p.type, ir.Scalar) and (p.type.is_int or p.type.name == "bool")}
 
 
 class _Instrument:
@@ -302,9 +328,10 @@ def _instrumented(k: ir.Kernel, launch_ndim: int, mode: str):
     return kernel, inst, copies
 
 
-def race_check_kernel(k: ir.Kernel, launch_ndim: int) -> RaceCheck:
+def race_check_kernel(k: ir.Kernel, launch_ndim: int, proof: Exactness | None = None) -> RaceCheck:
     """The instrumented kernel that finds, exactly, whether a launch races
-    (run serially), and its parallel form when it needs no scratch copies."""
+    (run serially), and its parallel form when it needs no scratch copies.
+    `proof`: the static proof that holds at launches where its checks hold."""
     kernel, inst, copies = _instrumented(k, launch_ndim, "serial")
     user_arrays = {p.name for p in k.params}
     reads = any(isinstance(e, ir.Load) and e.array in user_arrays for e in ir.all_exprs(kernel.body))
@@ -316,4 +343,4 @@ def race_check_kernel(k: ir.Kernel, launch_ndim: int) -> RaceCheck:
             raise InternalError("the parallel race check numbered its access sites differently", k.loc)
         parallel = (note, check)
     return RaceCheck(kernel, tuple(inst.tracked), tuple(inst.sites), tuple(inst.tracked) if copies else (),
-                     data_independent=not reads, parallel=parallel)
+                     data_independent=not reads, parallel=parallel, proof=proof)

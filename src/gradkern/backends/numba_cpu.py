@@ -19,13 +19,14 @@ import math
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import InternalError
 from ..ir import nodes as ir
 from ..ir.ops import Op
+from ..ir.rewrite import with_blocks
 from ..ir.types import Scalar
 from .base import Backend, Generated, check_launch_ndim
 from .printer import Printer, Syntax
@@ -157,6 +158,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         defined_first &= _defined_before_use(k.interior.body)
     prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals
                      if n not in k.thread_indices and n not in defined_first)
+    k = _tid_copies_unaliased(k)
 
     def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True) -> list[str]:
         """The launch loops around the body; with an interior (transforms/split.py)
@@ -226,6 +228,22 @@ def _defined_before_use(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
             elif isinstance(inner, ir.For):
                 seen.add(inner.var)
     return frozenset(first)
+
+
+def _tid_copies_unaliased(k: ir.Kernel) -> ir.Kernel:
+    """A local that takes a tid component and is bound again later (`i = tid;
+    for i in range(m)`) takes int64(tid): Numba's parfor pass refuses any write
+    to a plain alias of the prange index (see `NumbaSyntax.copy`)."""
+    def block(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        out = []
+        for s in body:
+            if isinstance(s, ir.Assign) and isinstance(s.value, ir.Tid) and s.name not in k.thread_indices:
+                s = replace(s, value=ir.Apply(Op.CAST, (s.value,), type=s.value.type, loc=s.value.loc))
+            out.append(with_blocks(s, block))
+        return tuple(out)
+
+    interior = k.interior and replace(k.interior, body=block(k.interior.body))
+    return replace(k, body=block(k.body), interior=interior)
 
 
 _modules: dict[str, Any] = {}

@@ -477,10 +477,13 @@ def lower_kernel(parsed: ParsedFunction) -> ir.Kernel:
     if unknown:
         raise KernelSyntaxError(f"unknown arrays {sorted(unknown)}", low.loc)
     used_as_scalar = {e.name for e in ir.all_exprs(low.body) if isinstance(e, ir.Var)}
-    assigned = {s.name for s in ir.walk_stmts(low.body) if isinstance(s, ir.Assign)}
+    # every binding counts: a loop variable is assigned too
+    assigned = {s.name if isinstance(s, ir.Assign) else s.var for s in ir.walk_stmts(low.body)
+                if isinstance(s, (ir.Assign, ir.For))}
     for s in ir.walk_stmts(low.body):
-        if isinstance(s, ir.Assign) and s.name in low.array_names:
-            raise KernelSyntaxError(f"array parameter '{s.name}' is assigned a value", s.loc,
+        name = s.name if isinstance(s, ir.Assign) else s.var if isinstance(s, ir.For) else None
+        if name in low.array_names:
+            raise KernelSyntaxError(f"array parameter '{name}' is assigned a value", s.loc,
                                     hint="store into its elements (a[i] = ...) or use a new local")
     for name in low.array_names & (used_as_scalar | assigned):
         node = next((e for e in ir.all_exprs(low.body) if isinstance(e, ir.Var) and e.name == name), None)

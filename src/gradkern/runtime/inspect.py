@@ -16,6 +16,7 @@ from .annotate import annotate, merge_shadows
 from .arrays import is_array
 from .binding import bind, default_dim
 from .launch import check_kernel
+from .race_check import needs_race_check
 from .reverse import tape_bytes_per_thread
 from .specialize import forward_specialization, primal_specialization, reverse_specialization
 
@@ -83,7 +84,7 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         # a tangent array is as large as its primal (atomic targets' tangents are privatised too)
         sizes |= {tangent_param(fs.tangents[n], lane, fs.lanes): size for n, size in list(sizes.items())
                   if n in fs.tangents for lane in range(fs.lanes)}
-        return Inspection(format_kernel(t.typed), t.source or "", t.parallel, fs.primal.race_check is not None,
+        return Inspection(format_kernel(t.typed), t.source or "", t.parallel, needs_race_check(fs.primal, b),
                           tuple(sorted(t.facts.atomic_targets)), 0, {}, _private_bytes(t, sizes, b.dim),
                           _sources(race_check=fs.primal.race_check_source, forward_mode=t))
     if mode is Reverse:
@@ -100,11 +101,11 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
                            augmented_primal=rs.augmented_primal, reverse=rs.reverse, count=rs.count,
                            gather=rs.gather)
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
-                          rs.primal.race_check is not None, tuple(sorted(fused.facts.atomic_targets)), tape_bytes,
+                          needs_race_check(rs.primal, b), tuple(sorted(fused.facts.atomic_targets)), tape_bytes,
                           dict(rs.adjoint_forms), _private_bytes(fused, sizes, b.dim), sources)
     b = bind(k.ir, dim, primals, backend, inspect_only=True)
     spec = primal_specialization(k, b)
     sizes = _byte_sizes(spec.typed.params, b.kernel_values)
-    return Inspection(format_kernel(spec.typed), spec.source or "", spec.parallel, spec.race_check is not None,
+    return Inspection(format_kernel(spec.typed), spec.source or "", spec.parallel, needs_race_check(spec, b),
                       tuple(sorted(spec.facts.atomic_targets)), 0, {}, _private_bytes(spec, sizes, b.dim),
                       _sources(primal=spec, race_check=spec.race_check_source))

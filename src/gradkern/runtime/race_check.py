@@ -7,18 +7,49 @@ import numpy as np
 
 from ..analysis.races import PARALLEL_TRACKS, TRACKS
 from ..backends import backend
-from ..errors import RaceError
+from ..errors import LaunchError, RaceError
 from ..pipeline import Specialization
 from .arrays import array_module, is_array
 from .binding import Binding
 from .execute import run_spec
 
 
+def launch_bounds(spec: Specialization, b: Binding) -> tuple[dict, dict]:
+    """The integer scalar arguments and the array shapes of a launch, by parameter."""
+    scalars, shapes = {}, {}
+    for p, v in zip(spec.typed.params, b.kernel_values):
+        if is_array(v):
+            shapes[p.name] = tuple(v.shape)
+        elif p.type.is_int or p.type.is_bool:
+            scalars[p.name] = int(v)
+    return scalars, shapes
+
+
+def needs_race_check(spec: Specialization, b: Binding) -> bool:
+    """Whether this launch runs the exact run-time check: there is no static
+    proof, or the index arithmetic the proof relies on may wrap at it."""
+    rc = spec.race_check
+    return rc is not None and (rc.proof is None or not rc.proof.holds(b.dim, *launch_bounds(spec, b)))
+
+
+def check_exclusive_rows(spec: Specialization, b: Binding, kernel_name: str, arrays) -> None:
+    """Refuse a gradient whose shadows of `arrays` are accumulated with plain
+    adds because their flattened rows `tid * s + r` are the thread's own, when
+    at this launch those rows may wrap around int64 and meet another thread's."""
+    facts = spec.facts
+    for name, exact in facts.row_exactness:
+        if name in arrays and not exact.holds(b.dim, *launch_bounds(spec, b)):
+            raise LaunchError(
+                f"kernel '{kernel_name}': at this launch the flattened index of '{name}' (tid * stride + r) may "
+                f"overflow int64, so its rows may not be the threads' own and the plain accumulation into its "
+                f"shadow would race; no buffer was changed", hint="launch fewer threads or use smaller strides")
+
+
 def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
     """Raise RaceError if, at these arguments, a thread touches an element that
     another thread writes. Reads the arguments only (or scratch copies)."""
     rc = spec.race_check
-    if rc is None or 0 in b.dim:
+    if 0 in b.dim or not needs_race_check(spec, b):
         return
     names = [p.name for p in spec.typed.params]
     values = list(b.kernel_values)

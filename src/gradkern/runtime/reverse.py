@@ -24,7 +24,7 @@ from .annotate import Annotated, annotated_binding
 from .arrays import array_module, is_cupy_array, untouched
 from .binding import Binding
 from .execute import run_spec
-from .race_check import check_races
+from .race_check import check_exclusive_rows, check_races
 from .specialize import reverse_specialization
 
 
@@ -167,6 +167,7 @@ def prepare_reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | Non
     """Validate everything and check for races; touches no buffer."""
     ann, b, shadows = annotated_binding(f, args, dim, backend)
     rs = reverse_specialization(f, b, shadows, ann.active, ann.no_need, ann.lanes)
+    check_exclusive_rows(rs.primal, b, f.name, {a for a, form in rs.adjoint_forms if form == "plain add"})
     check_races(rs.primal, b, f.name)
     return PreparedReverse(f, b, ann, shadows, rs)
 
