@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import test_gather
 import test_hpc_kernels
+import test_kinks
 import test_races
 import test_reverse
 from corpus import CORPUS
@@ -65,6 +66,9 @@ def reverse_cases(seed: int = 7) -> list[tuple[str, gk.KernelFunction, tuple, An
     for name, make in sorted(test_gather.CASES.items()):  # partial-domain stencils: gathers past the launch
         kernel, args, dim = make(np.random.default_rng(seed))
         out.append((f"gather/{name}", kernel, args, dim))
+    for name, make in sorted(test_kinks.SMOOTH.items()):  # pow with run-time exponents, abs, min, max...
+        kernel, args = make(np.random.default_rng(seed))
+        out.append((f"kinks/{name}", kernel, args, None))
     for name, kernel, args, dim in test_hpc_kernels._cases(np.random.default_rng(seed)):
         out.append((f"hpc/{name}", kernel, args, dim))
     return out
