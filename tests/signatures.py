@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import test_gather
 import test_hpc_kernels
+import test_kinks
 import test_races
 import test_reverse
 from corpus import CORPUS
@@ -61,6 +63,12 @@ def reverse_cases(seed: int = 7) -> list[tuple[str, gk.KernelFunction, tuple, An
     for name in ("saxpy", "allen_cahn", "heat_2d", "loop_sin", "branchy"):
         kernel, args, dim = test_reverse.CASES[name](np.random.default_rng(seed))
         out.append((f"reverse/{name}-float32", kernel, _to32(args), dim))
+    for name, make in sorted(test_gather.CASES.items()):  # partial-domain stencils: gathers past the launch
+        kernel, args, dim = make(np.random.default_rng(seed))
+        out.append((f"gather/{name}", kernel, args, dim))
+    for name, make in sorted(test_kinks.SMOOTH.items()):  # pow with run-time exponents, abs, min, max...
+        kernel, args = make(np.random.default_rng(seed))
+        out.append((f"kinks/{name}", kernel, args, None))
     for name, kernel, args, dim in test_hpc_kernels._cases(np.random.default_rng(seed)):
         out.append((f"hpc/{name}", kernel, args, dim))
     return out

@@ -34,7 +34,7 @@ from .ir.verify import verify
 from .transforms.aliasing import merge_aliases
 from .transforms.boundscheck import Access, bounds_checked
 from .transforms.forward import forward_kernel
-from .transforms.gather import gather_kernel, gatherable, without_atomics_on
+from .transforms.gather import Gather, gather_kernel, gatherable, without_atomics_on
 from .transforms.lanes import replicate_lanes
 from .transforms.reverse import ReverseKernels, reverse_kernels
 from .transforms.simplify import without_stores_to
@@ -72,6 +72,7 @@ class Work:
     reverse: ReverseKernels | None = None
     tangents: dict[str, str] = field(default_factory=dict)  # primal parameter -> its tangent parameter
     adjoint_forms: dict[str, str] = field(default_factory=dict)
+    gather: Gather | None = None
     notes: str = ""  # a stage's facts as text, for the dump
 
 
@@ -138,7 +139,9 @@ def _gather(w: Work) -> None:
     plan = gatherable(w.kernels["reverse"], set(rk.shadows.values()))
     if not plan:
         return
-    w.kernels["gather"] = gather_kernel(w.kernels["reverse"], plan, taped=rk.static_slots != (0, 0)).kernel
+    w.gather = gather_kernel(w.kernels["reverse"], plan, taped=rk.static_slots != (0, 0))
+    w.kernels["gather"] = w.gather.kernel
+    w.notes = f"gathered {', '.join(w.gather.arrays)}: offsets {list(w.gather.offsets)}, reach {w.gather.reach}"
     for role in ("fused", "reverse"):
         w.kernels[role] = without_atomics_on(w.kernels[role], set(plan))
     w.adjoint_forms.update({primal: "gather" for primal, sh in rk.shadows.items() if sh in plan})
@@ -299,7 +302,12 @@ class ReverseSpecialization:
     reverse: Specialization
     count: Specialization | None
     gather: Specialization | None = None  # computes the gathered shadows, before fused/reverse
+    gather_reach: tuple[int, ...] = ()  # per axis, how far past the launch extent the gather runs
     adjoint_forms: tuple[tuple[str, str], ...] = ()
+
+    def gather_extents(self, dim: tuple[int, ...]) -> tuple[int, ...]:
+        """The gather's launch domain for a launch over `dim`: every element the stencil reaches."""
+        return tuple(n + r for n, r in zip(dim, self.gather_reach))
 
 
 def tangent_param(name: str, lane: int, lanes: int) -> str:
@@ -328,6 +336,7 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
     specs = {role: _generate(r, w.kernels[role], role, strided=strided_all) if role in w.kernels else None
              for role in ("fused", "augmented_primal", "reverse", "count", "gather")}
     return ReverseSpecialization(_primal_specialization(w), w.reverse, **specs,
+                                 gather_reach=w.gather.reach if w.gather is not None else (),
                                  adjoint_forms=tuple(sorted(w.adjoint_forms.items())))
 
 

@@ -96,6 +96,17 @@ class NumbaSyntax(Syntax):
     def index(self, array: str, indices: list[str]) -> str:
         return f"{array}[{', '.join(indices)}]"
 
+    def apply(self, e: ir.Apply, args: list[str]) -> str | None:
+        base, expo = (e.args + (None,))[:2]
+        if e.op is not Op.POW or not (base.type.is_float and expo.type.is_int):
+            return None
+        # Numba's float ** negative int raises ZeroDivisionError at 0 (whatever the error
+        # model); a float exponent gives IEEE's inf there, as the interpreter and CUDA do
+        negative = f"({args[0]} ** _gk_{base.type.name}({args[1]}))"
+        if isinstance(expo, ir.Const):
+            return negative if expo.value < 0 else None
+        return f"(({args[0]} ** {args[1]}) if {args[1]} >= 0 else {negative})"
+
     def for_open(self, var, start, stop, step, step_node) -> list[str]:
         if isinstance(step_node, ir.Const) and step_node.value == 1:
             return [f"for {var} in range({start}, {stop}):"]

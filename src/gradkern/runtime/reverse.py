@@ -140,8 +140,11 @@ class PreparedReverse:
         return array_module(self.b.backend).zeros((*self.b.dim, 2), np.int64)
 
     def _gather(self, accs: dict, tapes: tuple, counts):
-        """Run the gather kernel: it must see the incoming shadows, before the reverse zeroes any."""
-        self._run(self.rs.gather, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes, counts, *self.b.dim])
+        """Run the gather kernel over every element the stencil reaches (past the
+        launch domain), with the launch extents as its neighbours' domain: it
+        must see the incoming shadows, before the reverse zeroes any."""
+        run_spec(self.rs.gather, self.rs.gather_extents(self.b.dim),
+                 [*self.b.kernel_values, *self._adjoint_values(accs), *tapes, counts, *self.b.dim])
 
     def _accumulators(self) -> dict[str, tuple]:
         """One element per Active scalar and lane: its derivative summed over all threads."""

@@ -6,6 +6,29 @@ same entries. Each entry also says, per operand, what that operand's partial rea
 (`reads[i]`: operand positions, and "y" for the result), so the reverse
 transform keeps (recomputes or tapes) only the values the partials of *active*
 operands need. A partial of None is structurally zero.
+
+Conventions at the kinks (tested in tests/test_kinks.py, forward and reverse,
+interpreter and Numba), chosen so that a derivative through a constant is
+never NaN where JAX and PyTorch give a number:
+
+    op          at                       partial                   as
+    u ** p      p == 0                   ∂/∂u = 0 (not 0·u^-1)     PyTorch; JAX for integer p
+    u ** p      u == 0, p >= 0           ∂/∂p = 0 (not log 0·u^p)  PyTorch and JAX
+    u ** p      u == 0, p < 0            ∂/∂p = -inf (log 0·inf)   PyTorch (JAX: NaN)
+    u ** p      u < 0, p a float         ∂/∂p = NaN (log u)        PyTorch and JAX
+    abs(u)      u == 0 (and -0.0)        +1                        JAX (PyTorch: sign(0) = 0);
+                                                                   both are subgradients
+    min(a, b)   a == b                   ∂/∂a = 1, ∂/∂b = 0        the value is the first
+    max(a, b)   a == b                   ∂/∂a = 1, ∂/∂b = 0        argument on ties (as Python's
+                                                                   and the backends' min/max);
+                                                                   JAX and PyTorch split 1/2
+    floor(u)    everywhere               0 (structurally)          JAX and PyTorch
+    sqrt(u)     u == 0                   +inf (0.5 / sqrt(u))      IEEE; JAX and PyTorch
+    log(u)      u == 0                   +inf (1 / u)              IEEE; JAX and PyTorch
+
+The partial is the one-sided limit where the maths has one (u ** p with
+0 < p < 1 at u = 0: +inf). Infinite partials stay infinite: an adjoint or
+tangent of 0 times an infinite partial is NaN, as in JAX and PyTorch.
 """
 
 from __future__ import annotations
@@ -17,6 +40,7 @@ from ..errors import InternalError
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.ops import Op
+from ..ir.types import BOOL
 
 PartialsFn = Callable[[tuple[ir.Expr, ...], ir.Expr], tuple[ir.Expr | None, ...]]
 
@@ -34,15 +58,30 @@ def _one(e: ir.Expr) -> ir.Const:
     return b.const(1, e.type)
 
 
+def _zero(e: ir.Expr) -> ir.Const:
+    return b.const(0, e.type)
+
+
 def _pow_partials(x, y):
+    """d(u^p)/du = p u^(p-1), 0 where p == 0; d(u^p)/dp = log(u) u^p, 0 where
+    u == 0 and p >= 0 (the module's table). A constant p or u decides statically."""
     base, expo = x
-    if expo.type.is_int:
-        # d(u^n)/du = n u^(n-1), n an integer: exact also for u <= 0
-        n = b.cast(expo, base.type)
-        return (b.mul(n, b.apply(Op.POW, base, b.apply(Op.SUB, expo, b.const(1, expo.type)), t=base.type)), None)
-    # d(u^v)/du = v u^(v-1); d(u^v)/dv = log(u) u^v
-    return (b.mul(expo, b.apply(Op.POW, base, b.sub(expo, _one(expo)))),
-            b.mul(b.apply(Op.LOG, base), y))
+    if expo.type.is_int:  # u^(n-1) with an integer n: exact also for u <= 0
+        dbase = b.mul(b.cast(expo, base.type),
+                      b.apply(Op.POW, base, b.apply(Op.SUB, expo, b.const(1, expo.type)), t=base.type))
+        dexpo = None
+    else:
+        dbase = b.mul(expo, b.apply(Op.POW, base, b.sub(expo, _one(expo))))
+        dexpo = b.mul(b.apply(Op.LOG, base), y)
+        if not (isinstance(base, ir.Const) and base.value != 0):
+            at_zero = ir.Apply(Op.AND, (b.cmp(Op.EQ, base, _zero(base)), b.cmp(Op.GE, expo, _zero(expo))),
+                               type=BOOL)
+            dexpo = b.select(at_zero, _zero(y), dexpo)
+    if isinstance(expo, ir.Const):
+        dbase = None if expo.value == 0 else dbase
+    else:
+        dbase = b.select(b.cmp(Op.EQ, expo, _zero(expo)), _zero(dbase), dbase)
+    return dbase, dexpo
 
 
 DERIVATIVES: dict[Op, Partials] = {
@@ -51,7 +90,7 @@ DERIVATIVES: dict[Op, Partials] = {
     Op.MUL: Partials(lambda x, y: (x[1], x[0]), ((1,), (0,))),
     # d(a/b)/da = 1/b; d(a/b)/db = -(a/b)/b
     Op.DIV: Partials(lambda x, y: (b.div(_one(y), x[1]), b.neg(b.div(y, x[1]))), ((1,), (1, "y"))),
-    Op.POW: Partials(_pow_partials, ((0, 1), (0, "y"))),
+    Op.POW: Partials(_pow_partials, ((0, 1), (0, 1, "y"))),
     Op.NEG: Partials(lambda x, y: (b.const(-1, y.type),), ((),)),
     Op.SIN: Partials(lambda x, y: (b.apply(Op.COS, x[0]),), ((0,),)),
     Op.COS: Partials(lambda x, y: (b.neg(b.apply(Op.SIN, x[0])),), ((0,),)),
@@ -62,16 +101,14 @@ DERIVATIVES: dict[Op, Partials] = {
     # d sqrt(u)/du = 1 / (2 sqrt(u))
     Op.SQRT: Partials(lambda x, y: (b.div(b.const(0.5, y.type), y),), (("y",),)),
     Op.TANH: Partials(lambda x, y: (b.sub(_one(y), b.mul(y, y)),), (("y",),)),
-    # |u|' = sign(u), taken as +1 at 0 (a subgradient)
-    Op.ABS: Partials(lambda x, y: (b.select(b.cmp(Op.GE, x[0], b.const(0, x[0].type)), _one(y),
-                                        b.const(-1, y.type)),), ((0,),)),
-    # ties go to the first operand, so exactly one partial is 1
-    Op.MIN: Partials(lambda x, y: (b.select(b.cmp(Op.LE, x[0], x[1]), _one(y), b.const(0, y.type)),
-                               b.select(b.cmp(Op.LE, x[0], x[1]), b.const(0, y.type), _one(y))),
-                 ((0, 1), (0, 1))),
-    Op.MAX: Partials(lambda x, y: (b.select(b.cmp(Op.GE, x[0], x[1]), _one(y), b.const(0, y.type)),
-                               b.select(b.cmp(Op.GE, x[0], x[1]), b.const(0, y.type), _one(y))),
-                 ((0, 1), (0, 1))),
+    # |u|' = sign(u), taken as +1 at 0 (a subgradient, JAX's choice)
+    Op.ABS: Partials(lambda x, y: (b.select(b.cmp(Op.GE, x[0], _zero(x[0])), _one(y), b.const(-1, y.type)),),
+                     ((0,),)),
+    # min(a, b) is b if b < a else a (max: b if b > a else a), so ties go to a
+    Op.MIN: Partials(lambda x, y: (b.select(b.cmp(Op.LT, x[1], x[0]), _zero(y), _one(y)),
+                                   b.select(b.cmp(Op.LT, x[1], x[0]), _one(y), _zero(y))), ((0, 1), (0, 1))),
+    Op.MAX: Partials(lambda x, y: (b.select(b.cmp(Op.GT, x[1], x[0]), _zero(y), _one(y)),
+                                   b.select(b.cmp(Op.GT, x[1], x[0]), _one(y), _zero(y))), ((0, 1), (0, 1))),
     Op.FLOOR: Partials(lambda x, y: (None,), ((),)),
     Op.FLOORDIV: Partials(lambda x, y: (None, None), ((), ())),
     # a % b = a - b floor(a/b): d/da = 1, d/db = -floor(a/b)

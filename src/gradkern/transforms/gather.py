@@ -8,6 +8,17 @@ thread i's reverse sweep (replaying its values from intact memory and its
 tape) with every other write dropped, and adds their sum into du[j] itself:
 no atomics, no private copies, fully parallel.
 
+Its domain is where the accesses land, not the launch domain: thread i of a
+launch over n reads u[i + o] for 0 <= i < n, so the elements reached along an
+axis are those below n + max(o) (none below 0 is in bounds). The gather runs
+over n + `reach` per axis (`reach` = the largest positive offset), neighbour
+i = j - o is replayed only when 0 <= i < n (the `_gk_gn*` extents), and
+du[j] is updated only where j is in the union of u's shifted domains (some
+i = j - o with o an offset of u is a thread) and inside u's shape: a gather
+thread never touches an element outside the array's reach, whatever the
+guards around the accesses. These guards are tests of the thread index
+against launch invariants, so the CPU's interior splitting folds them away.
+
 The gather kernel runs after the augmented primal (it may read the tape) and
 before the reverse that zeroes write-only shadows (it reads them), and that
 reverse no longer updates the gathered shadows.
@@ -34,6 +45,7 @@ class Gather:
     kernel: ir.Kernel  # the gather kernel: params of the source, then the launch extents
     arrays: tuple[str, ...]  # the shadows it computes
     offsets: tuple[tuple[int, ...], ...]
+    reach: tuple[int, ...]  # per axis, how far past the launch extent the accesses land
 
 
 def _offset(e: ir.Expr, alias: dict[str, int]) -> tuple[int, int] | None:
@@ -83,6 +95,22 @@ def _neighbour(body, o: tuple[int, ...], plan: dict, acc: dict[str, str], alias,
     return tuple(out)
 
 
+def _all(tests: list[ir.Expr], op: Op = Op.AND) -> ir.Expr:
+    out = tests[0]
+    for t in tests[1:]:
+        out = ir.Apply(op, (out, t), type=BOOL)
+    return out
+
+
+def _is_thread(o: tuple[int, ...]) -> ir.Expr:
+    """Whether neighbour tid - o is a thread of the launch: 0 <= tid - o < gn on every axis."""
+    tests = []
+    for axis, c in enumerate(o):
+        t = b.sub(ir.Tid(axis, type=I64), b.const(c, I64)) if c else ir.Tid(axis, type=I64)
+        tests += [b.cmp(Op.GE, t, b.const(0, I64)), b.cmp(Op.LT, t, b.var(f"{EXTENT}{axis}", I64))]
+    return _all(tests)
+
+
 def gatherable(k: ir.Kernel, shadows: set[str]) -> dict[str, set[tuple[int, ...]]]:
     """Shadows that `k` only updates by atomic adds at affine-stencil offsets,
     with those offsets."""
@@ -126,23 +154,25 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], tape
     local = dict(source.locals) | {acc[a]: types[a] for a in plan}
     body: list[ir.Stmt] = [ir.Assign(acc[a], b.const(0, types[a])) for a in sorted(plan)]
     for n, o in enumerate(offsets):
-        guard = None
-        for axis in range(ndim):
-            t = b.sub(ir.Tid(axis, type=I64), b.const(o[axis], I64)) if o[axis] else ir.Tid(axis, type=I64)
-            inside = ir.Apply(Op.AND, (b.cmp(Op.GE, t, b.const(0, I64)),
-                                       b.cmp(Op.LT, t, b.var(f"{EXTENT}{axis}", I64))), type=BOOL)
-            guard = inside if guard is None else ir.Apply(Op.AND, (guard, inside), type=BOOL)
         # each neighbour gets its own names: its index locals are then assigned once
         # (tid - o), which lets interior splitting fold the neighbour's boundary tests
         renamed = {x: names.neighbour(x, n) for x, _ in source.locals if x not in acc.values()}
         local |= {renamed[x]: t for x, t in source.locals if x in renamed}
         copy = rename_locals(_neighbour(source.body, o, plan, acc, alias, ndim), renamed)
-        body.append(ir.If(guard, copy))
+        body.append(ir.If(_is_thread(o), copy))
     tids = tuple(ir.Tid(a, type=I64) for a in range(ndim))
+    primal_of = {names.shadow(p.name): p.name for p in source.params}
     for a in sorted(plan):
-        body.append(ir.Store(a, tids, b.add(ir.Load(a, tids, type=types[a]), b.var(acc[a], types[a]))))
+        # tid is in a's reach: some tid - o (o an offset of a) is a thread, and tid is inside a
+        # (whose shape is its primal's: the primal keeps its name in every lane of vector mode)
+        reached = _all([_is_thread(o) for o in sorted(plan[a])], Op.OR)
+        inside = [b.cmp(Op.LT, ir.Tid(axis, type=I64), ir.Shape(primal_of[a], axis, type=I64))
+                  for axis in range(ndim)]
+        body.append(ir.If(_all([reached, *inside]),
+                          (ir.Store(a, tids, b.add(ir.Load(a, tids, type=types[a]), b.var(acc[a], types[a]))),)))
     params = source.params + tuple(ir.Param(f"{EXTENT}{a}", I64) for a in range(ndim))
     param_names = {p.name for p in params}
     kernel = replace(source, name=source.name.replace("_rev", "_gather"), params=params, body=tuple(body),
                      locals=tuple(sorted((n, t) for n, t in local.items() if n not in param_names)), interior=None)
-    return Gather(kernel, tuple(sorted(plan)), tuple(offsets))
+    reach = tuple(max(0, *(o[axis] for o in offsets)) for axis in range(ndim))
+    return Gather(kernel, tuple(sorted(plan)), tuple(offsets), reach)
