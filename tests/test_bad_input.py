@@ -234,12 +234,15 @@ def _arrays(c: Case) -> list[np.ndarray]:
     return out
 
 
-@pytest.mark.parametrize("verb", VERBS)
-@pytest.mark.parametrize("name", sorted(CASES))
+# only the verbs each case applies to (a bad shadow means nothing to gk.launch), so nothing is skipped
+APPLICABLE = [(name, verb) for name in sorted(CASES) for verb in VERBS
+              if verb in CASES[name](np.random.default_rng(0)).verbs]
+
+
+@pytest.mark.parametrize("name, verb", APPLICABLE)
 def test_bad_input_is_refused_by_every_verb_and_touches_nothing(name, verb, rng):
     c = CASES[name](rng)
-    if verb not in c.verbs:
-        pytest.skip(f"{name} does not apply to {verb}")
+    assert verb in c.verbs
     arrays = _arrays(c)
     before = [(a, a.dtype, a.shape, a.tobytes()) for a in arrays]  # bitwise: NaNs and signed zeros too
     with pytest.raises(c.exc) as info:

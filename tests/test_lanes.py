@@ -239,3 +239,17 @@ def test_jacobian_refuses_what_launch_refuses(rng):
         gk.jacobian(square_plus_transpose, a, np.zeros((4, 4)), wrt=True)
     with pytest.raises(gk.LaunchError, match="'a' is a masked array"):
         gk.jacobian(square_plus_transpose, np.ma.masked_array(a), np.zeros((4, 4)), wrt="a")
+
+
+def test_inspect_answers_for_every_signature_on_the_cpu():
+    """Found by the race fuzzer's author: inspect in vector reverse mode looked up the
+    sizes of lane shadows (`_gk_d_data_l0`) under their un-laned names (KeyError)."""
+    from signatures import all_signatures
+    seen_batch = 0
+    for s in all_signatures():
+        ins = gk.inspect(s.kernel, *s.args, dim=s.dim, mode=s.mode)
+        assert ins.source, s.label
+        if any(isinstance(a, gk.BatchDuplicated) for a in s.args) and ins.atomic_targets:
+            seen_batch += 1
+            assert ins.private_bytes >= 0
+    assert seen_batch > 0

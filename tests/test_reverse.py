@@ -512,3 +512,29 @@ def test_duplicated_no_need_skips_the_primal_store_of_a_write_only_output(rng):
     gk.autodiff(square, gk.DuplicatedNoNeed(y, dy))  # y is read too: its new value is computed as usual
     np.testing.assert_allclose(y, y0 * y0, rtol=1e-15)
     np.testing.assert_allclose(dy, 2 * y0 * dyc, rtol=1e-15)
+
+
+@gk.kernel
+def branch_on_a_rebound_local(a, out, m):
+    i = gk.tid()
+    k = i
+    s = 0.0
+    if k > 3:
+        s += a[i - 1] * a[i - 1]
+    for k in range(m):
+        s += 0.5 * s
+    out[i] = s
+
+
+def test_a_branch_on_a_local_that_a_later_loop_rebinds(rng):
+    """Found by the race fuzzer: the reverse re-evaluated `k > 3` with k's value after
+    `for k in range(m)` (a loop variable was taken as recomputable everywhere): wrong
+    gradients, silently. A loop variable that is also assigned is taped like any local."""
+    a = rng.uniform(0.5, 1.5, 8)
+    da = np.zeros(8)
+    gk.autodiff(branch_on_a_rebound_local, gk.Duplicated(a, da), gk.Duplicated(np.zeros(6), np.ones(6)), 6, dim=6)
+    want = np.zeros(8)
+    want[3:5] = 2.0 * a[3:5] * 1.5 ** 6  # threads 4 and 5 read a[3] and a[4]
+    np.testing.assert_allclose(da, want, rtol=1e-13)
+    assert check_grad(branch_on_a_rebound_local, gk.Duplicated(a, np.zeros(8)),
+                      gk.Duplicated(np.zeros(6), np.zeros(6)), 6, dim=6).ok

@@ -88,7 +88,10 @@ class _Builder:
             elif isinstance(s, ir.For):
                 counts[s.var] = counts.get(s.var, 0) + 2  # never stable
         self.assign_counts = counts
+        # a loop variable is rebuilt by the reverse loop, but only inside its loop: a name that is also
+        # assigned (read outside the loop, e.g. `k = i; if k > 3: ...; for k in range(m)`) is not
         self.loop_vars = {s.var for s in ir.walk_stmts(self.k.body) if isinstance(s, ir.For)}
+        self.loop_vars -= {s.name for s in ir.walk_stmts(self.k.body) if isinstance(s, ir.Assign)}
         self.stable: set[str] = set()
         self._find_stable(self.k.body, in_loop=False)
 
