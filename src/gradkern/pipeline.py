@@ -132,7 +132,8 @@ def _gather(w: Work) -> None:
     plan = gatherable(w.kernels["reverse"], set(rk.shadows.values()))
     if not plan:
         return
-    w.gather = gather_kernel(w.kernels["reverse"], plan, taped=rk.static_slots != (0, 0))
+    w.gather = gather_kernel(w.kernels["reverse"], plan, taped=rk.static_slots != (0, 0),
+                             sums=frozenset(rk.sums.values()))
     w.kernels["gather"] = w.gather.kernel
     w.notes = f"gathered {', '.join(w.gather.arrays)}: offsets {list(w.gather.offsets)}, reach {w.gather.reach}"
     for role in ("fused", "reverse"):

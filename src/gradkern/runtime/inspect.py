@@ -98,7 +98,7 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         fused = rs.fused
         sizes = _byte_sizes(rs.primal.typed.params, b.kernel_values)
         sizes |= {rs.kernels.shadows[n]: size for n, size in sizes.items() if n in rs.kernels.shadows}
-        sizes |= {acc: rs.primal.typed.param(n).type.itemsize for n, acc in rs.kernels.accumulators.items()}
+        sizes |= {acc: rs.kernels.accumulator_type.itemsize for acc in rs.kernels.accumulators.values()}
         sources = _sources(race_check=rs.primal.race_check_source, fused=fused,
                            augmented_primal=rs.augmented_primal, reverse=rs.reverse, count=rs.count,
                            gather=rs.gather)
