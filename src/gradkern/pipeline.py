@@ -293,8 +293,9 @@ class ReverseSpecialization:
     adjoint_forms: tuple[tuple[str, str], ...] = ()
 
     def gather_extents(self, dim: tuple[int, ...]) -> tuple[int, ...]:
-        """The gather's launch domain for a launch over `dim`: every element the stencil reaches."""
-        return tuple(n + r for n, r in zip(dim, self.gather_reach))
+        """The gather's launch domain for a launch over `dim`: every element the stencil reaches
+        (none when the launch is empty)."""
+        return dim if 0 in dim else tuple(n + r for n, r in zip(dim, self.gather_reach))
 
 
 def tangent_param(name: str, lane: int, lanes: int) -> str:
