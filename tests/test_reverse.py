@@ -538,3 +538,71 @@ def test_a_branch_on_a_local_that_a_later_loop_rebinds(rng):
     np.testing.assert_allclose(da, want, rtol=1e-13)
     assert check_grad(branch_on_a_rebound_local, gk.Duplicated(a, np.zeros(8)),
                       gk.Duplicated(np.zeros(6), np.zeros(6)), 6, dim=6).ok
+
+
+N_SUM = 4_000_000  # threads of the float32 Active-sum tests: enough for a float32 running sum to drift
+
+
+def test_float32_active_scalar_is_summed_in_float64():
+    """Issue 14.6: an Active float32 scalar's derivative is a sum over every
+    thread. Summed naively in float32 it drifts (4e6 terms: ~1e-3 relative);
+    in float64 it has the float32 rounding of each term only. dL/da of
+    y = a x + y is Σ x_i dy_i: each term is one float32 product (exactly
+    numpy's), so against the float64 sum of those products the only error is
+    float64 summation, at most n·eps64·Σ|t| = 4e6 · 1.1e-16 ≈ 4.4e-10 relative
+    (positive terms); against the float64 products of the same inputs, add each
+    product's float32 rounding, at most 2^-24 ≈ 6e-8 relative: 1e-7, not
+    growing with n. Fused, split and vector mode, all with float64 accumulators."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0.05, 0.15, N_SUM).astype(np.float32)
+    dy = rng.uniform(0.5, 1.5, N_SUM).astype(np.float32)
+    terms = (dy * x).astype(np.float64)  # float32 products, as the kernel forms them
+    exact = float(np.dot(dy.astype(np.float64), x.astype(np.float64)))
+    got = gk.autodiff(saxpy, gk.Active(2.0), gk.Const(x), gk.Duplicated(np.zeros(N_SUM, np.float32), dy.copy()))[0]
+    assert abs(got - terms.sum()) <= 4.4e-10 * terms.sum()
+    assert abs(got - exact) <= 1e-7 * exact
+    running = float(np.cumsum(terms.astype(np.float32), dtype=np.float32)[-1])  # a float32 running sum
+    assert abs(running - exact) > 1e-4 * exact  # what the naive float32 accumulation gave
+
+    forward, reverse = gk.autodiff_thunk(saxpy, gk.Active, gk.Const, gk.Duplicated)
+    y = np.zeros(N_SUM, np.float32)
+    tape = forward(gk.Active(2.0), gk.Const(x), gk.Duplicated(y, dy.copy()))
+    assert abs(reverse(gk.Active(2.0), gk.Const(x), gk.Duplicated(y, dy.copy()), tape)[0] - exact) <= 1e-7 * exact
+
+    lanes = gk.autodiff(saxpy, gk.Active(2.0), gk.Const(x),
+                        gk.BatchDuplicated(np.zeros(N_SUM, np.float32), (dy.copy(), 2 * dy)))[0]
+    # 2 dy is exact in float32, so lane 1's terms are exactly twice lane 0's
+    assert abs(lanes[0] - exact) <= 1e-7 * exact and abs(lanes[1] - 2 * exact) <= 2e-7 * exact
+
+
+def test_float32_active_scalar_of_a_gathered_stencil_is_summed_in_float64():
+    """The issue's Allen-Cahn dL/dc in float32 at n = 4e6 (its adjoint of u is
+    gathered; c's sum stays in the reverse). Each thread's term is one float32
+    product dun_i · ((u_{i-1} - 2 u_i) + u_{i+1}), formed exactly as numpy does
+    (no contraction on the CPU), so the only error is float64 summation:
+    |got - Σ t| <= n · eps64 · Σ|t| (the terms have both signs: the bound is
+    relative to Σ|t|, 4.4e-10 of it)."""
+    rng = np.random.default_rng(1)
+    u = rng.uniform(-1, 1, N_SUM).astype(np.float32)
+    dun = rng.uniform(0.5, 1.5, N_SUM).astype(np.float32)
+    lap = (u[:-2] - np.float32(2.0) * u[1:-1]) + u[2:]
+    terms = (dun[1:-1] * lap).astype(np.float64)
+    got = gk.autodiff(allen_cahn_step, gk.Duplicated(u, np.zeros_like(u)), gk.Duplicated(np.zeros_like(u), dun),
+                      gk.Active(0.2), gk.Const(0.01))[2]
+    assert abs(got - terms.sum()) <= 4.4e-10 * np.abs(terms).sum()
+
+
+def test_active_accumulators_are_float64_on_every_backend():
+    """The interpreter sums as the compiled backends do; the CUDA C holds each
+    thread's sum in a double and adds it once, atomically, into a double."""
+    rng = np.random.default_rng(2)
+    x, dy = rand(rng, 50, dtype=np.float32), rand(rng, 50, dtype=np.float32)
+    got = {be: gk.autodiff(saxpy, gk.Active(2.0), gk.Const(x), gk.Duplicated(np.zeros(50, np.float32), dy.copy()),
+                           backend=be)[0] for be in ("interp", "cpu")}
+    want = (dy * x).astype(np.float64).sum()
+    for value in got.values():
+        assert abs(value - want) <= 50 * 2.3e-16 * want  # float64 sums of 50 positive terms, in any order
+    src = gk.inspect(saxpy, gk.Active(2.0), gk.Const(x), gk.Duplicated(np.zeros(50, np.float32), dy), backend="cuda",
+                     mode=gk.Reverse).source
+    assert "double* __restrict__ _gk_dacc_a" in src and "double _gk_dsum_a" in src
+    assert src.count("_gkb_atomic_add(&_gk_dacc_a") == 1

@@ -139,7 +139,8 @@ def _gather(w: Work) -> None:
     plan = gatherable(w.kernels["reverse"], set(rk.shadows.values()))
     if not plan:
         return
-    w.gather = gather_kernel(w.kernels["reverse"], plan, taped=rk.static_slots != (0, 0))
+    w.gather = gather_kernel(w.kernels["reverse"], plan, taped=rk.static_slots != (0, 0),
+                             sums=frozenset(rk.sums.values()))
     w.kernels["gather"] = w.gather.kernel
     w.notes = f"gathered {', '.join(w.gather.arrays)}: offsets {list(w.gather.offsets)}, reach {w.gather.reach}"
     for role in ("fused", "reverse"):
@@ -306,8 +307,9 @@ class ReverseSpecialization:
     adjoint_forms: tuple[tuple[str, str], ...] = ()
 
     def gather_extents(self, dim: tuple[int, ...]) -> tuple[int, ...]:
-        """The gather's launch domain for a launch over `dim`: every element the stencil reaches."""
-        return tuple(n + r for n, r in zip(dim, self.gather_reach))
+        """The gather's launch domain for a launch over `dim`: every element the stencil reaches
+        (none when the launch is empty)."""
+        return dim if 0 in dim else tuple(n + r for n, r in zip(dim, self.gather_reach))
 
 
 def tangent_param(name: str, lane: int, lanes: int) -> str:

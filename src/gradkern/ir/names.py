@@ -73,6 +73,11 @@ def accumulator(scalar: str) -> str:
     return f"{PASS}dacc_{scalar}"
 
 
+def active_sum(scalar: str) -> str:
+    """A thread's float64 sum of its contributions to an Active scalar's derivative."""
+    return f"{PASS}dsum_{scalar}"
+
+
 def tangent(name: str) -> str:
     """The tangent of an array, a scalar parameter or a local (transforms/forward.py)."""
     return f"{PASS}t_{name}"

@@ -98,8 +98,8 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         lanes = range(ann.lanes)  # vector mode: every lane's shadow and accumulator is its own array
         sizes |= {tangent_param(rs.kernels.shadows[n], lane, ann.lanes): size for n, size in list(sizes.items())
                   if n in rs.kernels.shadows for lane in lanes}
-        sizes |= {tangent_param(acc, lane, ann.lanes): rs.primal.typed.param(n).type.itemsize
-                  for n, acc in rs.kernels.accumulators.items() for lane in lanes}
+        sizes |= {tangent_param(acc, lane, ann.lanes): rs.kernels.accumulator_type.itemsize
+                  for acc in rs.kernels.accumulators.values() for lane in lanes}
         sources = _sources(race_check=rs.primal.race_check_source, fused=fused,
                            augmented_primal=rs.augmented_primal, reverse=rs.reverse, count=rs.count,
                            gather=rs.gather)

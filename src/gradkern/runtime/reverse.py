@@ -147,10 +147,11 @@ class PreparedReverse:
                  [*self.b.kernel_values, *self._adjoint_values(accs), *tapes, counts, *self.b.dim])
 
     def _accumulators(self) -> dict[str, tuple]:
-        """One element per Active scalar and lane: its derivative summed over all threads."""
+        """One element per Active scalar and lane: its derivative summed over all
+        threads, in float64 also for float32 kernels (transforms/reverse.py)."""
         xp = array_module(self.b.backend)
-        return {n: tuple(xp.zeros(1, self.rs.primal.typed.param(n).type.numpy) for _ in range(self.ann.lanes))
-                for n in self.ann.active}
+        dtype = self.rs.kernels.accumulator_type.numpy
+        return {n: tuple(xp.zeros(1, dtype) for _ in range(self.ann.lanes)) for n in self.ann.active}
 
     def _adjoint_values(self, accs: dict[str, tuple]) -> list:
         """Shadow and accumulator arguments (lane by lane), in the generated kernels' order."""

@@ -80,18 +80,20 @@ def _shift(e: ir.Expr, o: tuple[int, ...]) -> ir.Expr:
     return map_expr(e, lambda x: b.sub(x, b.const(o[x.axis], I64)) if isinstance(x, ir.Tid) and o[x.axis] else x)
 
 
-def _neighbour(body, o: tuple[int, ...], plan: dict, acc: dict[str, str], alias, ndim) -> tuple[ir.Stmt, ...]:
+def _neighbour(body, o: tuple[int, ...], plan: dict, acc: dict[str, str], sums: set[str], alias,
+               ndim) -> tuple[ir.Stmt, ...]:
     """Thread (tid - o)'s statements, keeping of all its writes only the
-    contributions to the gathered shadows at offset o (into the accumulators)."""
+    contributions to the gathered shadows at offset o (into the accumulators):
+    its stores, atomic adds and Active scalars' `sums` are dropped."""
     out: list[ir.Stmt] = []
     for s in body:
         if isinstance(s, ir.AtomicAdd) and s.array in plan:
             if _stencil_offset(s.indices, alias, ndim) == o:
                 a = acc[s.array]
                 out.append(ir.Assign(a, b.add(b.var(a, s.value.type), _shift(s.value, o))))
-        elif not isinstance(s, (ir.Store, ir.AtomicAdd)):
+        elif not isinstance(s, (ir.Store, ir.AtomicAdd)) and not (isinstance(s, ir.Assign) and s.name in sums):
             out.append(with_blocks(with_exprs(s, lambda e: _shift(e, o)),
-                                   lambda blk: _neighbour(blk, o, plan, acc, alias, ndim)))
+                                   lambda blk: _neighbour(blk, o, plan, acc, sums, alias, ndim)))
     return tuple(out)
 
 
@@ -138,9 +140,11 @@ def without_atomics_on(k: ir.Kernel, arrays: set[str]) -> ir.Kernel:
     return without(k, lambda s: isinstance(s, ir.AtomicAdd) and s.array in arrays)
 
 
-def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], taped: bool = True) -> Gather:
+def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], taped: bool = True,
+                  sums: frozenset[str] = frozenset()) -> Gather:
     """The gather kernel for `plan` (shadow → offsets), built from `source`, a
-    reverse kernel that replays every value it needs (the split reverse).
+    reverse kernel that replays every value it needs (the split reverse);
+    `sums`: its locals that sum Active scalars' derivatives (the reverse's, not the gather's).
     Without a tape, the tape pointers it would read from the count array are dropped."""
     ndim = source.tid_ndim
     if not taped:
@@ -151,14 +155,14 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], tape
     offsets = sorted(set().union(*plan.values()))
     types = {p.name: p.type.dtype for p in source.params if p.name in plan}
     acc = {a: names.gather_accumulator(a) for a in plan}
-    local = dict(source.locals) | {acc[a]: types[a] for a in plan}
+    local = {n: t for n, t in source.locals if n not in sums} | {acc[a]: types[a] for a in plan}
     body: list[ir.Stmt] = [ir.Assign(acc[a], b.const(0, types[a])) for a in sorted(plan)]
     for n, o in enumerate(offsets):
         # each neighbour gets its own names: its index locals are then assigned once
         # (tid - o), which lets interior splitting fold the neighbour's boundary tests
-        renamed = {x: names.neighbour(x, n) for x, _ in source.locals if x not in acc.values()}
+        renamed = {x: names.neighbour(x, n) for x, _ in source.locals if x not in acc.values() and x not in sums}
         local |= {renamed[x]: t for x, t in source.locals if x in renamed}
-        copy = rename_locals(_neighbour(source.body, o, plan, acc, alias, ndim), renamed)
+        copy = rename_locals(_neighbour(source.body, o, plan, acc, sums, alias, ndim), renamed)
         body.append(ir.If(_is_thread(o), copy))
     tids = tuple(ir.Tid(a, type=I64) for a in range(ndim))
     primal_of = {names.shadow(p.name): p.name for p in source.params}
