@@ -314,12 +314,15 @@ def test_unusable_cache_directory_falls_back_to_memory(tmp_path, where):
     elif where == "under a file":
         cache = blocker / "cache"
     else:
-        if os.geteuid() == 0:
-            pytest.skip("root writes into read-only directories")
         cache = tmp_path / "read-only"
         cache.mkdir(mode=0o555)
     kinds = ["truncated_nbc", "empty_nbc"]  # two kernels, one warning
     result = _heal_run(src, cache, kinds)
+    if where == "read-only directory" and os.access(cache, os.W_OK):
+        # root writes into read-only directories: the directory is usable, so it is used, silently
+        assert _cache_warnings(result) == []
+        assert any(_numba_dir(cache).glob("*.py"))
+        return
     (message,) = _cache_warnings(result)
     assert str(_numba_dir(cache)) in message and "kept in memory" in message
     for kind in kinds:
