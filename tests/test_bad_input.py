@@ -15,16 +15,9 @@ from typing import Any
 
 import numpy as np
 import pytest
+from test_errors import N, saxpy  # the same small kernel, defined once
 
 import gradkern as gk
-
-N = 8
-
-
-@gk.kernel
-def saxpy(alpha, x, y):
-    i = gk.tid()
-    y[i] = alpha * x[i] + y[i]
 
 
 @gk.kernel

@@ -54,6 +54,13 @@ def _byte_sizes(params, values) -> dict[str, int]:
     return {p.name: v.nbytes for p, v in zip(params, values) if is_array(v)}
 
 
+def _with_derivatives(sizes: dict[str, int], derivatives: dict[str, str], lanes: int) -> dict[str, int]:
+    """`sizes` and, for each primal with a shadow or tangent, that array in every lane
+    (as large as its primal: an atomic target's derivative is privatised too)."""
+    return sizes | {tangent_param(derivatives[n], lane, lanes): size for n, size in sizes.items()
+                    if n in derivatives for lane in range(lanes)}
+
+
 def _private_bytes(spec: Specialization, sizes: dict[str, int], dim: tuple[int, ...]) -> int:
     return backend(spec.backend).private_bytes(spec.code, sizes, dim)
 
@@ -80,10 +87,7 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         b = bind(k.ir, dim, ann.primals, backend, inspect_only=True)
         fs = forward_specialization(k, b, merge_shadows(k.ir.params, ann, dict(b.aliases)), ann.lanes)
         t = fs.tangent
-        sizes = _byte_sizes(fs.primal.typed.params, b.kernel_values)
-        # a tangent array is as large as its primal (atomic targets' tangents are privatised too)
-        sizes |= {tangent_param(fs.tangents[n], lane, fs.lanes): size for n, size in list(sizes.items())
-                  if n in fs.tangents for lane in range(fs.lanes)}
+        sizes = _with_derivatives(_byte_sizes(fs.primal.typed.params, b.kernel_values), fs.tangents, fs.lanes)
         return Inspection(format_kernel(t.typed), t.source or "", t.parallel, needs_race_check(fs.primal, b),
                           tuple(sorted(t.facts.atomic_targets)), 0, {}, _private_bytes(t, sizes, b.dim),
                           _sources(race_check=fs.primal.race_check_source, forward_mode=t))
@@ -94,12 +98,10 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         rs = reverse_specialization(k, b, shadows, ann.active, ann.no_need, ann.lanes)
         tape_bytes = tape_bytes_per_thread(rs, b)
         fused = rs.fused
-        sizes = _byte_sizes(rs.primal.typed.params, b.kernel_values)
-        lanes = range(ann.lanes)  # vector mode: every lane's shadow and accumulator is its own array
-        sizes |= {tangent_param(rs.kernels.shadows[n], lane, ann.lanes): size for n, size in list(sizes.items())
-                  if n in rs.kernels.shadows for lane in lanes}
+        sizes = _with_derivatives(_byte_sizes(rs.primal.typed.params, b.kernel_values), rs.kernels.shadows,
+                                  ann.lanes)
         sizes |= {tangent_param(acc, lane, ann.lanes): rs.kernels.accumulator_type.itemsize
-                  for acc in rs.kernels.accumulators.values() for lane in lanes}
+                  for acc in rs.kernels.accumulators.values() for lane in range(ann.lanes)}
         sources = _sources(race_check=rs.primal.race_check_source, fused=fused,
                            augmented_primal=rs.augmented_primal, reverse=rs.reverse, count=rs.count,
                            gather=rs.gather)
