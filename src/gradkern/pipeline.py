@@ -23,7 +23,7 @@ from pathlib import Path
 from ._version import __version__
 from .analysis.access import LaunchFacts, launch_facts, tid_aliases
 from .analysis.activity import Activity, analyze_activity
-from .analysis.races import RaceCheck, param_bits, race_check_kernel, race_proof
+from .analysis.races import RaceCheck, array_proofs, param_bits, race_check_kernel, race_proof
 from .backends import Backend, Generated, backend
 from .ir import names
 from .ir import nodes as ir
@@ -96,13 +96,16 @@ def _infer_types(w: Work) -> None:
 
 def _race_check(w: Work) -> None:
     typed = w.kernels["primal"]
-    proof = race_proof(typed)
-    if proof is not None and proof.holds_always(param_bits(typed)):
+    proofs = array_proofs(typed)
+    widths = param_bits(typed)
+    proof = race_proof(typed, proofs)
+    if proof is not None and proof.holds_always(widths):
         w.notes = "race-free: proved statically"
         return
     if proof is not None:  # launches where its index arithmetic may wrap are checked at run time
         w.notes = f"race-free where {len(proof.checks)} index operations do not wrap (checked at each launch)"
-    rc = race_check_kernel(typed, w.request.launch_ndim, proof)
+    rc = race_check_kernel(typed, w.request.launch_ndim, proofs, widths)
+    w.notes += f"; the run-time check tracks {', '.join(rc.tracked) or 'nothing'}"
     w.race_check = rc
     w.kernels["race_check"] = rc.kernel
     if rc.parallel is not None and "parallel" in backend(w.request.backend).race_check_forms:
@@ -119,14 +122,23 @@ PRIMAL_STAGES = (
 
 # ---- derivative stages -------------------------------------------------------------------------------------------
 
+def _versions(w: Work) -> None:
+    w.kernels["versioned"] = version_locals(w.kernels["primal"])
+
+
+def _derivative_input(w: Work) -> ir.Kernel:
+    """The kernel the derivative stages transform: the primal, with versioned locals in reverse mode."""
+    return w.kernels.get("versioned", w.kernels["primal"])
+
+
 def _activity(w: Work) -> None:
     r = w.request
-    w.activity = analyze_activity(w.kernels["primal"], set(r.active_arrays), set(r.active_scalars))
+    w.activity = analyze_activity(_derivative_input(w), set(r.active_arrays), set(r.active_scalars))
     w.notes = str(w.activity)
 
 
 def _reverse(w: Work) -> None:
-    rk = reverse_kernels(w.kernels["primal"], w.activity, w.request.launch_ndim)
+    rk = reverse_kernels(_derivative_input(w), w.activity, w.request.launch_ndim)
     w.reverse = rk
     w.adjoint_forms = dict(rk.adjoint_forms)
     w.kernels.update(fused=rk.fused, augmented_primal=rk.augmented_primal, reverse=rk.reverse)
@@ -177,6 +189,8 @@ def _lanes_forward(w: Work) -> None:
 
 _ACTIVITY = Stage("activity", "which values carry derivatives, from the annotations", _activity)
 REVERSE_STAGES = PRIMAL_STAGES + (
+    # a straight-line reassignment then defines a new value instead of destroying one: no tape for it
+    Stage("versions", "every top-level redefinition of a local gets a name of its own", _versions),
     _ACTIVITY,
     Stage("reverse", "augmented primal, reverse, their fusion, and the tape-count skeleton", _reverse),
     Stage("gather", "affine-stencil adjoints gathered by their owners instead of scattered by atomics", _gather),

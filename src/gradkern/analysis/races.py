@@ -10,7 +10,8 @@ with a run-time n) comes with the run-time check, which runs only at launches
 where the checks fail.
 
 The check is an instrumented copy of the kernel that runs before any user
-buffer is written. For every array the kernel writes it keeps, per element,
+buffer is written. For every written array whose freedom from races the static
+analysis could not prove for every launch it keeps, per element,
 the (thread, access site) of the plain writer, of the first reader, of a second
 reader from another thread, and of the first and a second atomic adder; an
 access that meets another thread's conflicting access records the race and the
@@ -73,7 +74,7 @@ class RaceCheck:
     proof: Exactness | None = None
 
 
-def race_proof(k: ir.Kernel) -> Exactness | None:
+def race_proof(k: ir.Kernel, proofs: dict[str, Exactness | None] | None = None) -> Exactness | None:
     """The static proof that no element is shared with a writer, as the checks
     under which it holds (analysis/overflow.py), or None when there is none.
 
@@ -84,15 +85,31 @@ def race_proof(k: ir.Kernel) -> Exactness | None:
     integers, so the proof holds at a launch where none of the index
     arithmetic it relied on wraps (`Exactness.holds`), and for every launch
     when `Exactness.holds_always`."""
+    proof = Exactness()
+    for p in (array_proofs(k) if proofs is None else proofs).values():
+        if p is None:
+            return None
+        proof = proof.merge(p)
+    return proof
+
+
+def array_proofs(k: ir.Kernel) -> dict[str, Exactness | None]:
+    """Per array the kernel writes, the proof that no element of it is shared
+    with a writer (None where there is none). Two accesses can meet only on the
+    same array, so the kernel's proof is the conjunction of these."""
     atomic = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd)}
     plain = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.Store)}
     loads = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
-    if atomic & (plain | loads):
-        return None
     facts = launch_facts(k)
-    rest = plain - facts.own
-    proof = proves_race_free(k, rest)
-    return None if proof is None else proof.merge(facts.exactness(plain & facts.own))
+    out: dict[str, Exactness | None] = {}
+    for a in sorted(atomic | plain):
+        if a in atomic:  # atomic adds never conflict with each other, only with plain accesses
+            out[a] = None if a in plain | loads else Exactness()
+        elif a in facts.own:
+            out[a] = facts.exactness({a})
+        else:
+            out[a] = proves_race_free(k, {a})
+    return out
 
 
 def param_bits(k: ir.Kernel) -> dict[str, int]:
@@ -101,12 +118,16 @@ def param_bits(k: ir.Kernel) -> dict[str, int]:
             if isinstance(p.type, ir.Scalar) and (p.type.is_int or p.type.name == "bool")}
 
 
+def written_arrays(k: ir.Kernel) -> set[str]:
+    return {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
+
+
 class _Instrument:
-    def __init__(self, k: ir.Kernel, launch_ndim: int, mode: str = "serial"):
+    def __init__(self, k: ir.Kernel, launch_ndim: int, mode: str, tracked: set[str]):
         self.k = k
         self.ndim = launch_ndim
         self.mode = mode  # "serial" (one thread, exact), or the parallel pair "note" then "check"
-        self.tracked = sorted({s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))})
+        self.tracked = sorted(tracked)
         self.sites: list[Site] = []
         self.locals = dict(k.locals)
         self.namer = Namer(P)
@@ -225,7 +246,7 @@ class _Instrument:
                 out += self.loads(e)
             if isinstance(s, ir.Store) and s.array in self.tracked:
                 out += self.record("write", s.array, s.indices, str(s).split(" = ")[0], s.loc)
-            elif isinstance(s, ir.AtomicAdd):
+            elif isinstance(s, ir.AtomicAdd) and s.array in self.tracked:
                 out += self.record("atomic_add", s.array, s.indices, str(s), s.loc)
             out.append(with_blocks(s, self.block))
         return tuple(out)
@@ -262,20 +283,20 @@ def _live(body: tuple[ir.Stmt, ...]) -> set[str]:
         live = grown
 
 
-def _prune(body: tuple[ir.Stmt, ...], live: set[str], tracked: set[str]) -> tuple[ir.Stmt, ...]:
-    """Drop the user's writes to tracked arrays and assignments nothing live needs;
-    the instrumentation's own statements stay."""
+def _prune(body: tuple[ir.Stmt, ...], live: set[str], written: set[str]) -> tuple[ir.Stmt, ...]:
+    """Drop the user's writes and assignments nothing live needs; the
+    instrumentation's own statements stay."""
     out = []
     for s in body:
-        if isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in tracked:
+        if isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in written:
             continue
         if isinstance(s, ir.Assign) and not s.name.startswith(P) and s.name not in live:
             continue
-        out.append(with_blocks(s, lambda blk: _prune(blk, live, tracked)))
+        out.append(with_blocks(s, lambda blk: _prune(blk, live, written)))
     return tuple(out)
 
 
-def _reads_tracked_for_control(body, live: set[str], tracked: set[str]) -> bool:
+def _reads_written_for_control(body, live: set[str], written: set[str]) -> bool:
     """Whether a value the skeleton keeps is loaded from an array the kernel writes."""
     for s in ir.walk_stmts(body):
         if isinstance(s, ir.Assign) and s.name in live:
@@ -287,25 +308,25 @@ def _reads_tracked_for_control(body, live: set[str], tracked: set[str]) -> bool:
         else:
             exprs = ()
         for e in exprs:
-            if any(isinstance(x, ir.Load) and x.array in tracked for x in ir.walk_expr(e)):
+            if any(isinstance(x, ir.Load) and x.array in written for x in ir.walk_expr(e)):
                 return True
     for e in ir.all_exprs(body):
         parts = e.indices if isinstance(e, ir.Load) else (e.cond,) if isinstance(e, ir.Select) else ()
         for p in parts:
-            if any(isinstance(x, ir.Load) and x.array in tracked for x in ir.walk_expr(p)):
+            if any(isinstance(x, ir.Load) and x.array in written for x in ir.walk_expr(p)):
                 return True
     return False
 
 
-def _instrumented(k: ir.Kernel, launch_ndim: int, mode: str):
+def _instrumented(k: ir.Kernel, launch_ndim: int, mode: str, tracked: set[str]):
     """The instrumented kernel of one mode, its sites, and whether it needs scratch copies."""
-    inst = _Instrument(k, launch_ndim, mode)
-    tracked = set(inst.tracked)
+    inst = _Instrument(k, launch_ndim, mode, tracked)
+    written = written_arrays(k)
     live = _live(k.body)
     body = inst.block(k.body)
-    copies = _reads_tracked_for_control(k.body, live, tracked)
+    copies = _reads_written_for_control(k.body, live, written)
     if not copies:
-        body = _prune(body, live, tracked)
+        body = _prune(body, live, written)
     nsites = len(inst.sites)
     prologue = (ir.Assign(P + "me", inst.thread()), ir.Assign(P + "nsites", b.const(max(nsites, 1), I64)))
     inst.locals[P + "me"] = I64
@@ -328,19 +349,26 @@ def _instrumented(k: ir.Kernel, launch_ndim: int, mode: str):
     return kernel, inst, copies
 
 
-def race_check_kernel(k: ir.Kernel, launch_ndim: int, proof: Exactness | None = None) -> RaceCheck:
+def race_check_kernel(k: ir.Kernel, launch_ndim: int, proofs: dict[str, Exactness | None] | None = None,
+                      param_widths: dict[str, int] | None = None) -> RaceCheck:
     """The instrumented kernel that finds, exactly, whether a launch races
     (run serially), and its parallel form when it needs no scratch copies.
-    `proof`: the static proof that holds at launches where its checks hold."""
-    kernel, inst, copies = _instrumented(k, launch_ndim, "serial")
+    `proofs` (`array_proofs`): an array whose proof holds at every launch is
+    not tracked, so the check instruments only the accesses the static
+    analysis could not decide; launches where every proof holds skip it."""
+    written = written_arrays(k)
+    proofs = proofs if proofs is not None else {a: None for a in written}
+    widths = param_widths if param_widths is not None else param_bits(k)
+    tracked = {a for a in written if proofs.get(a) is None or not proofs[a].holds_always(widths)}
+    kernel, inst, copies = _instrumented(k, launch_ndim, "serial", tracked)
     user_arrays = {p.name for p in k.params}
     reads = any(isinstance(e, ir.Load) and e.array in user_arrays for e in ir.all_exprs(kernel.body))
     parallel = None
     if not copies:
-        note, _, _ = _instrumented(k, launch_ndim, "note")
-        check, inst_check, _ = _instrumented(k, launch_ndim, "check")
+        note, _, _ = _instrumented(k, launch_ndim, "note", tracked)
+        check, inst_check, _ = _instrumented(k, launch_ndim, "check", tracked)
         if inst_check.sites != inst.sites:
             raise InternalError("the parallel race check numbered its access sites differently", k.loc)
         parallel = (note, check)
-    return RaceCheck(kernel, tuple(inst.tracked), tuple(inst.sites), tuple(inst.tracked) if copies else (),
-                     data_independent=not reads, parallel=parallel, proof=proof)
+    return RaceCheck(kernel, tuple(inst.tracked), tuple(inst.sites), tuple(sorted(written)) if copies else (),
+                     data_independent=not reads, parallel=parallel, proof=race_proof(k, proofs))

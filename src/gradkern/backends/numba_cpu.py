@@ -127,6 +127,8 @@ class NumbaOptions:
     privatized: tuple[str, ...] = ()  # atomic targets, in a parallel launch
 
 
+# Thread bodies longer than this (IR statements, nested ones included) are outlined (see `generate`).
+OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "64"))
 PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
 
 
@@ -170,6 +172,30 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals
                      if n not in k.thread_indices and n not in defined_first)
     k = _tid_copies_unaliased(k)
+    outline = _statements(k.body) > OUTLINE_STATEMENTS
+
+    # A long thread body is printed once as a serial function that the launch loops call: Numba's parfor
+    # passes and LLVM's optimisation of one huge loop body cost time superlinear in its length (issue 14.11),
+    # and a body this long gains nothing from vectorising across threads.
+    outlined: list[str] = []
+    thread_args = [f"_gkb_t{a}" for a in range(launch_ndim)]
+
+    def thread_body(syntax, depth: int, body: tuple[ir.Stmt, ...], role: str) -> list[str]:
+        """The body of one thread at `depth`: printed in place, or a call of its outlined function."""
+        p = Printer(syntax)
+        if not outline:
+            p.block(prologue + body, depth)
+            return p.lines
+        private_args = ["_gkb_c", *[f"_gkb_priv_{a}" for a in private]] if isinstance(syntax, PrivatizedSyntax) else []
+        name = f"_gkb_{role}{'_private' if private_args else ''}"
+        args = ", ".join(thread_args + private_args + params)
+        if not any(line.startswith(f"def {name}(") for line in outlined):
+            f = Printer(syntax)
+            f.block(prologue + body, 1)
+            outlined.extend(["", "", f"@_gk_njit(cache=True, error_model='numpy', boundscheck={options.boundscheck})",
+                             f"def {name}({args}):", *f.lines])
+        p.line(depth, f"{name}({args})")
+        return p.lines
 
     def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True) -> list[str]:
         """The launch loops around the body; with an interior (transforms/split.py)
@@ -189,14 +215,14 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
                 lo = start if const_lo else f"max({p.expr(inner.lo)}, 0)"
                 p.line(d, f"_gkb_lo = min({lo}, {n})")
                 p.line(d, f"_gkb_hi = {hi}")
-                for lo_, hi_, body in (("0", "_gkb_lo", k.body), (start, "_gkb_hi", inner.body),
-                                       ("_gkb_hi", n, k.body)):
+                for lo_, hi_, body, role in (("0", "_gkb_lo", k.body, "body"), (start, "_gkb_hi", inner.body,
+                                             "interior"), ("_gkb_hi", n, k.body, "body")):
                     p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({lo_}, {hi_}):")
-                    p.block(prologue + body, d + 1)
+                    p.lines += thread_body(syntax, d + 1, body, role)
                 break
             p.line(d, f"for _gkb_t{axis} in {outer if axis == 0 else f'range(_gkb_n{axis})'}:")
         else:
-            p.block(prologue + k.body, depth + launch_ndim)
+            p.lines += thread_body(syntax, depth + launch_ndim, k.body, "body")
         return p.lines
 
     if not private:
@@ -215,7 +241,14 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         lines += [f"            {a} += _gkb_priv_{a}[_gkb_c]" for a in private]
         lines.append("    else:")
         lines += loop_nest(NumbaSyntax(launch_ndim), 2, "range(_gkb_n0)", split=launch_ndim > 1)
+    if outlined:  # the body functions go before the entry that calls them
+        at = lines.index(f"@_gk_njit({flags})") - 2
+        lines[at:at] = outlined
     return "\n".join(lines) + "\n", entry
+
+
+def _statements(body: tuple[ir.Stmt, ...]) -> int:
+    return sum(1 for _ in ir.walk_stmts(body))
 
 
 def _defined_before_use(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
