@@ -32,6 +32,7 @@ from .errors import (
     LaunchError,
     Loc,
     NotDifferentiableError,
+    ProgramError,
     RaceError,
 )
 from .intrinsics import abs, atomic_add, cos, exp, floor, log, max, min, pow, sin, sqrt, tan, tanh, tid
@@ -42,6 +43,6 @@ __all__ = [
     "tid", "atomic_add", "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "min", "max", "pow", "floor",
     "autodiff", "autodiff_thunk", "Tape", "jacobian", "AnnotationError", "NotDifferentiableError",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
-    "BackendUnavailableError", "CacheWarning", "InternalError", "Loc",
+    "BackendUnavailableError", "CacheWarning", "ProgramError", "InternalError", "Loc",
     "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",
 ]

@@ -1,14 +1,15 @@
 """The user's verbs (DESIGN §1). `autodiff` and `autodiff_thunk` dispatch on
-what `f` is: a kernel today; a function with a custom rule (§7) and a program
-(§6) are further branches here, not rewrites."""
+what `f` is: a kernel, or a program (§6: a Python function that launches
+kernels); a function with a custom rule (§7) is a further branch here."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import program
 from .annotations import Forward, Reverse
 from .errors import LaunchError
-from .kernel import KernelFunction
+from .kernel import DeviceFunction, KernelFunction
 from .runtime.forward import forward as forward_kernel
 from .runtime.inspect import Inspection, inspect
 from .runtime.jacobian import jacobian
@@ -19,8 +20,12 @@ from .runtime.reverse import split as split_kernel
 
 
 def _not_differentiable(f: Any, verb: str) -> LaunchError:
-    return LaunchError(f"{verb} takes a @gk.kernel; got {type(f).__name__} "
-                       "(differentiating programs of several launches is not available in this version)")
+    return LaunchError(f"{verb} takes a @gk.kernel or a Python function that launches kernels (a program); "
+                       f"got {type(f).__name__}")
+
+
+def _is_program(f: Any) -> bool:
+    return callable(f) and not isinstance(f, (KernelFunction, DeviceFunction))
 
 
 def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: str | None = None) -> Any:
@@ -36,6 +41,12 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
         if mode is Forward:
             return forward_kernel(f, args, dim, backend)
         return reverse_kernel(f, args, dim, backend)
+    if _is_program(f):
+        if mode is Forward:
+            raise LaunchError("forward mode of a program is not available in this version", hint="use gk.Reverse")
+        if dim is not None or backend is not None:
+            raise LaunchError("dim= and backend= belong to the launches inside a program, not to autodiff of it")
+        return program.reverse(f, args)
     raise _not_differentiable(f, "autodiff")
 
 
@@ -49,6 +60,10 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
     state and returns what autodiff would."""
     if isinstance(f, KernelFunction):
         return split_kernel(f, activities, dim, backend)
+    if _is_program(f):
+        if dim is not None or backend is not None:
+            raise LaunchError("dim= and backend= belong to the launches inside a program, not to autodiff_thunk")
+        return program.split(f, activities)
     raise _not_differentiable(f, "autodiff_thunk")
 
 

@@ -78,6 +78,12 @@ class AliasingError(LaunchError):
     """Array arguments overlap in memory in a way the kernel cannot support."""
 
 
+class ProgramError(GradkernError):
+    """A program (a function that launches kernels, DESIGN §6) did something its
+    derivative cannot follow: a host write to an array the tape depends on,
+    host arithmetic that would drop a derivative."""
+
+
 class RaceError(GradkernError):
     """One thread writes an element that another thread reads or writes."""
 

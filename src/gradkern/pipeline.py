@@ -319,6 +319,9 @@ class ReverseSpecialization:
     gather: Specialization | None = None  # computes the gathered shadows, before fused/reverse
     gather_reach: tuple[int, ...] = ()  # per axis, how far past the launch extent the gather runs
     adjoint_forms: tuple[tuple[str, str], ...] = ()
+    # the primal arrays whose values the split reverse (and gather) read: a program saves these before a
+    # later launch overwrites them (DESIGN §6, 4); the others' old values are never needed
+    reverse_reads: frozenset[str] = frozenset()
 
     def gather_extents(self, dim: tuple[int, ...]) -> tuple[int, ...]:
         """The gather's launch domain for a launch over `dim`: every element the stencil reaches
@@ -351,9 +354,13 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
     strided_all = _derivative_strided(r, w.reverse.shadows)
     specs = {role: _generate(r, w.kernels[role], role, strided=strided_all) if role in w.kernels else None
              for role in ("fused", "augmented_primal", "reverse", "count", "gather")}
+    primal_arrays = {p.name for p in w.kernels["primal"].params if p.is_array}
+    reads = {e.array for role in ("reverse", "gather") if role in w.kernels
+             for e in ir.all_exprs(w.kernels[role].body) if isinstance(e, ir.Load)} & primal_arrays
     return ReverseSpecialization(_primal_specialization(w), w.reverse, **specs,
                                  gather_reach=w.gather.reach if w.gather is not None else (),
-                                 adjoint_forms=tuple(sorted(w.adjoint_forms.items())))
+                                 adjoint_forms=tuple(sorted(w.adjoint_forms.items())),
+                                 reverse_reads=frozenset(reads))
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,7 @@
-"""`check_grad`: test a kernel's derivatives against finite differences.
+"""`check_grad`: test a kernel's (or a program's, DESIGN §6) derivatives against
+finite differences. A program is any Python function that launches kernels;
+its arguments are annotated as for `gk.autodiff(fn, ...)`, and only reverse
+mode (checks 1 and 2) applies to it.
 
 Two checks, both in float64 whatever the kernel's dtype (float32 kernels are
 compared against a float64 run of the same kernel):
@@ -75,8 +78,17 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     failure unless raise_on_failure is False."""
     if mode is not Reverse and mode is not Forward:
         raise AnnotationError(f"check_grad: mode must be gk.Reverse or gk.Forward, got {mode!r}")
+    program = not isinstance(kernel, KernelFunction)
+    if program and mode is Forward:
+        raise AnnotationError("check_grad: forward mode of a program is not available in this version")
     rng = np.random.default_rng(seed)
-    params = [p.name for p in kernel.ir.params]
+    params = [f"arg{k}" for k in range(len(args))] if program else [p.name for p in kernel.ir.params]
+
+    def execute(run: list) -> None:
+        if program:
+            kernel(*run)
+        else:
+            launch(kernel, dim if dim is not None else _dim(run), *run)
     primals = [a.val if isinstance(a, Annotation) else a for a in args]
     dup = [n for n, a in zip(params, args) if isinstance(a, Duplicated)]
     act = [n for n, a in zip(params, args) if isinstance(a, Active)]
@@ -92,10 +104,10 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     def loss(values: list) -> float:
         """Σ ⟨w_a, a_after⟩ of a float64 primal launch on copies."""
         run = [_float64(v) for v in values]
-        launch(kernel, dim if dim is not None else _dim(run), *run)
+        execute(run)
         return float(sum(np.sum(weights[n] * run[index[n]]) for n in dup))
 
-    report = GradCheckReport(kernel.name)
+    report = GradCheckReport(getattr(kernel, "name", getattr(kernel, "__name__", "program")))
     base = [_float64(p) for p in primals]
     v = {n: rng.standard_normal(np.shape(primals[index[n]])) for n in dup + act}
     plus = [b.copy() if isinstance(b, np.ndarray) else b for b in base]
@@ -106,12 +118,16 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
 
     def outputs(values: list) -> list:
         run = [_float64(x) for x in values]
-        launch(kernel, dim if dim is not None else _dim(run), *run)
+        execute(run)
         return run
 
     out_plus, out_minus = outputs(plus), outputs(minus)
     report.dot_numeric = float(sum(np.sum(weights[n] * (out_plus[index[n]] - out_minus[index[n]]))
                                    for n in dup)) / (2 * eps)
+
+    if program:  # reverse mode only (programs have no forward mode in this version)
+        return _reverse_checks(report, kernel, args, params, primals, dup, act, index, weights, v, base, loss,
+                               rng, dim, eps, rtol, atol, max_coords, raise_on_failure)
 
     # forward mode at the user's dtypes: tangents v
     call = []
@@ -139,13 +155,21 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
             raise AssertionError(str(report))
         return report
 
+    return _reverse_checks(report, kernel, args, params, primals, dup, act, index, weights, v, base, loss,
+                           rng, dim, eps, rtol, atol, max_coords, raise_on_failure)
+
+
+def _reverse_checks(report, kernel, args, params, primals, dup, act, index, weights, v, base, loss, rng, dim, eps,
+                    rtol, atol, max_coords, raise_on_failure) -> GradCheckReport:
+    """Checks 1 and 2 (and, after forward mode, forward against reverse)."""
+    program = not isinstance(kernel, KernelFunction)
     # reverse mode at the user's dtypes: shadows seeded with w
     shadows = {n: weights[n].astype(primals[index[n]].dtype) for n in dup}
     call = []
     for n, p in zip(params, primals):
         pc = p.copy() if isinstance(p, np.ndarray) else p
         call.append(Duplicated(pc, shadows[n]) if n in shadows else Active(p) if n in act else Const(pc))
-    grads = autodiff(kernel, *call, dim=dim)
+    grads = autodiff(kernel, *call) if program else autodiff(kernel, *call, dim=dim)
     analytic = {n: shadows[n].astype(np.float64) for n in dup}
     analytic.update({n: np.array(grads[index[n]], np.float64) for n in act})
 
@@ -163,8 +187,9 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     # dot-product tests: <w, J v> by central differences and by forward mode, <J^T w, v> from reverse mode
     report.dot_analytic = float(sum(np.sum(analytic[n] * v[n]) for n in dup + act))
     _compare(report, "dot-product test <w, Jv> vs <J^T w, v>", report.dot_analytic, report.dot_numeric, rtol, atol)
-    _compare(report, "forward vs reverse: <w, Jv> vs <J^T w, v>", report.dot_forward, report.dot_analytic,
-             rtol, atol)
+    if not program:
+        _compare(report, "forward vs reverse: <w, Jv> vs <J^T w, v>", report.dot_forward, report.dot_analytic,
+                 rtol, atol)
     if raise_on_failure and not report.ok:
         raise AssertionError(str(report))
     return report

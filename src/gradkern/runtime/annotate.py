@@ -58,7 +58,7 @@ def _check_differentiable(name: str, annotation: str, x: Any) -> None:
                               "derivative", hint=f"pass a float (e.g. {x}.0), or gk.Const for an integer")
 
 
-def _check_shadow(name: str, x: Any, dx: Any, what: str) -> None:
+def check_shadow(name: str, x: Any, dx: Any, what: str) -> None:
     """A shadow is a buffer the derivative owns: an array like its primal,
     every element its own writable memory. One rule for both modes: a reverse
     shadow is accumulated into, a tangent is written whenever its primal is."""
@@ -106,7 +106,7 @@ def annotate(kernel: KernelFunction, args: tuple, forward: bool = False) -> Anno
             if is_array(x):
                 _check_differentiable(p.name, type(a).__name__, x)
                 for dx in dxs:
-                    _check_shadow(p.name, x, dx, what)
+                    check_shadow(p.name, x, dx, what)
             elif not forward:
                 raise AnnotationError(f"argument '{p.name}' is Duplicated but its primal is {describe(x)}",
                                       hint="in reverse mode a scalar's derivative is returned: use gk.Active(s)")

@@ -12,6 +12,7 @@ from ..kernel import KernelFunction
 from .binding import bind
 from .execute import run_spec
 from .race_check import check_races
+from .recording import active_recorder
 from .specialize import primal_specialization
 
 
@@ -24,8 +25,13 @@ def check_kernel(kernel: Any) -> KernelFunction:
 
 def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = None) -> None:
     """Run `kernel` over the launch domain `dim` (int or tuple of 1-3 ints).
-    Arrays are updated in place; every argument is validated first."""
+    Arrays are updated in place; every argument is validated first. Inside a
+    program being differentiated, the program's recorder takes the launch."""
     k = check_kernel(kernel)
+    recorder = active_recorder()
+    if recorder is not None:
+        recorder.launch(k, dim, args, backend)
+        return
     b = bind(k.ir, dim, args, backend)
     spec = primal_specialization(k, b)
     check_races(spec, b, k.name)

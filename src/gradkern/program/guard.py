@@ -1,0 +1,99 @@
+"""Host writes are refused, never silently wrong (DESIGN §6, 6). While a
+program records, every NumPy array a launch has taken is read-only: a host
+write to it (`u *= 2`, `u[3] = 0`, `u[:] = v`) fails at once in NumPy, and the
+program turns that failure into `gk.ProgramError` naming the array and the
+launch after which it was written. The program's own launches unlock what
+they write for their duration. Views made before the call and never passed to
+a launch keep their own flag (NumPy cannot revoke it): the README says so.
+CuPy arrays have no such flag; their writes are not guarded in this version.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ..errors import ProgramError
+from .shadows import memory_root
+
+
+class HostWriteGuard:
+    """Read-only flags on the arrays a program's tape depends on."""
+
+    def __init__(self):
+        self.arrays: dict[int, np.ndarray] = {}  # id -> array made read-only (roots and the views launches took)
+        self.last: Any = None  # the step after which the arrays were last locked
+
+    def lock(self, arrays: list, step: Any) -> None:
+        for a in arrays:
+            if not isinstance(a, np.ndarray):
+                continue
+            root = memory_root(a)
+            for x in (root, a):
+                # a view made while its buffer was locked is read-only only because of us
+                if id(x) not in self.arrays and (x.flags.writeable or id(root) in self.arrays):
+                    self.arrays[id(x)] = x
+                x.flags.writeable = False
+        self.last = step
+
+    @contextmanager
+    def unlocked(self, arrays: list) -> Iterator[None]:
+        """The arrays a launch writes, writable for its duration (roots first: a view follows its base)."""
+        # a view made by the program while its buffer was locked is read-only too: it follows its buffer
+        ours = [x for a in arrays if isinstance(a, np.ndarray) and id(memory_root(a)) in self.arrays
+                for x in (memory_root(a), a)]
+        for x in ours:
+            x.flags.writeable = True
+        try:
+            yield
+        finally:
+            for x in reversed(ours):
+                x.flags.writeable = False
+
+    @contextmanager
+    def unlocked_all(self) -> Iterator[None]:
+        self.release()
+        try:
+            yield
+        finally:
+            for x in self.arrays.values():
+                x.flags.writeable = False
+
+    def release(self) -> None:
+        """Every array writable again, as before the call (bases before views)."""
+        for x in sorted(self.arrays.values(), key=lambda x: x.base is not None):
+            x.flags.writeable = True
+
+    def host_write_error(self, exc: ValueError) -> ProgramError | None:
+        """The ProgramError for NumPy's read-only failure inside the program, naming the array where the
+        failing frame has it under a name; None for any other ValueError."""
+        if "read-only" not in str(exc):
+            return None
+        names: list[str] = []
+        tb = exc.__traceback__
+        while tb is not None:  # the innermost frame outside gradkern: the line that wrote
+            frame = tb.tb_frame
+            if not frame.f_code.co_filename.startswith(_OURS):
+                line = linecache.getline(frame.f_code.co_filename, tb.tb_lineno)
+                target = line.split("=")[0] if "=" in line else line
+                locked = [n for n, v in frame.f_locals.items() if isinstance(v, np.ndarray) and not v.flags.writeable
+                          and any(np.shares_memory(v, x) for x in self.arrays.values())]
+                names = [n for n in locked if re.search(rf"\b{re.escape(n)}\b", target)] or locked
+            tb = tb.tb_next
+        which = f"'{names[0]}'" if len(names) == 1 else "an array" if not names else \
+            "one of " + ", ".join(f"'{n}'" for n in names)
+        after = (f"after launch {self.last.number} (kernel '{self.last.kernel}')" if self.last is not None
+                 else "during the program")
+        return ProgramError(f"a host write to {which}, which the program's derivative depends on, {after}: "
+                            f"{exc}; no shadow was changed",
+                            hint="change arrays inside a program with launches, gk.copy(dst, src) or "
+                                 "gk.fill(dst, value), which are differentiated")
+
+
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the gradkern package

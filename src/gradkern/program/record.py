@@ -1,0 +1,153 @@
+"""Recording a program (DESIGN §6): `fn` runs once, eagerly; every launch it
+makes, at any depth, arrives here through the runtime's hook, is prepared
+(validated, specialised, race-checked) as a split reverse-mode call and run as
+its augmented primal. What the reverse will need is kept: each step's kernel
+tape, and — copy-on-write — the old contents of what a launch overwrites
+while an earlier step's reverse still needs them (§6, 4).
+
+What a derivative step needs is known without reading kernel bodies: the
+pipeline reports which primal arrays a kernel's reverse reads
+(`ReverseSpecialization.reverse_reads`), and a parameter's `written` flag
+says which ones a launch may change. Versions are kept per buffer (the array
+that owns the memory): a write to any view of it makes the old contents
+unneeded by later steps until some step's reverse reads the buffer again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..annotations import Active, Const, Duplicated
+from ..kernel import KernelFunction
+from ..runtime.arrays import is_array
+from ..runtime.binding import bind
+from ..runtime.execute import run_spec
+from ..runtime.race_check import check_races
+from ..runtime.recording import Recorder
+from ..runtime.reverse import PreparedReverse, Tape, prepare_reverse
+from ..runtime.specialize import primal_specialization
+from .guard import HostWriteGuard
+from .scalars import ActiveScalar
+from .shadows import ShadowMap, memory_root
+
+
+@dataclass
+class Saved:
+    """The old contents of a view a launch overwrote. Swapped with the view's
+    contents when the reverse passes the launch (the reverse before it sees
+    its own post-state), and swapped back after the sweep, which leaves the
+    primals with their post-program values."""
+
+    view: Any
+    data: Any
+
+    def swap(self) -> None:
+        if isinstance(self.view, np.ndarray) and not self.view.flags.writeable:
+            self.view.flags.writeable = True  # made while the program had its buffer locked
+        now = self.view.copy()
+        self.view[...] = self.data
+        self.data[...] = now
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes)
+
+
+@dataclass
+class Step:
+    """One recorded launch."""
+
+    number: int
+    kernel: str
+    prepared: PreparedReverse | None  # None: a launch with nothing active (no derivative)
+    tape: Tape | None
+    saves: list[Saved] = field(default_factory=list)
+    scalars: dict[int, ActiveScalar] = field(default_factory=dict)  # parameter position -> its Active scalar
+
+    @property
+    def saved_bytes(self) -> int:
+        return sum(s.nbytes for s in self.saves)
+
+    @property
+    def tape_bytes(self) -> int:
+        return self.tape.nbytes if self.tape is not None else 0
+
+
+class ProgramRecorder(Recorder):
+    """Records the launches of one program call."""
+
+    def __init__(self, shadows: ShadowMap, guard: HostWriteGuard):
+        self.shadows = shadows
+        self.guard = guard
+        self.steps: list[Step] = []
+        self.needed: dict[int, bool] = {}  # id(buffer) -> whether a recorded reverse reads its current contents
+        self.roots: dict[int, Any] = {}  # the buffers `needed` names, kept alive so that their ids stay theirs
+        self.scalars: list[ActiveScalar] = []  # every Active scalar a launch took
+
+    def launch(self, kernel: KernelFunction, dim: Any, args: tuple, backend: str | None) -> None:
+        params = kernel.ir.params
+        annotated, scalars = [], {}
+        plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
+        active = any(isinstance(a, ActiveScalar) for a in args) or any(
+            is_array(a) and self.shadows.find(a) is not None for a in args)
+        for n, (p, a) in enumerate(zip(params, args)):
+            if isinstance(a, ActiveScalar):
+                annotated.append(Active(a.value))
+                scalars[n] = a
+            elif is_array(a) and active and a.dtype.kind == "f":
+                dx = self.shadows.find(a)
+                if dx is None and p.written:  # an active value is written into an array nothing covers yet
+                    dx = self.shadows.internal(a)
+                annotated.append(Duplicated(a, dx) if dx is not None else Const(a))
+            else:
+                annotated.append(Const(a))
+        if len(args) != len(params):
+            annotated = list(plain)  # the binding reports the count
+        arrays = [a for a in args if is_array(a)]
+        with self.guard.unlocked(arrays):  # validated and run as the user's writable arrays
+            step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend)
+        for view in written:  # a new version: no recorded reverse reads it yet
+            self.needed[id(memory_root(view))] = False
+        for view in reads:  # this step's reverse reads these as the step left them
+            self.roots.setdefault(id(memory_root(view)), memory_root(view))
+            self.needed[id(memory_root(view))] = True
+        self.guard.lock(arrays, step)
+        self.scalars += scalars.values()
+        self.steps.append(step)
+
+    def _run(self, kernel, dim, plain, annotated, scalars, active, backend) -> tuple[Step, list, list]:
+        """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
+        Returns the step, the arrays it may write and those its reverse reads."""
+        params = kernel.ir.params
+        if active:
+            prepared = prepare_reverse(kernel, tuple(annotated), dim, backend)
+            binding = prepared.b
+        else:  # nothing active: a plain launch, recorded only for what it overwrites
+            prepared = None
+            binding = bind(kernel.ir, dim, plain, backend)
+            spec = primal_specialization(kernel, binding)
+            check_races(spec, binding, kernel.name)
+        values = dict(zip([p.name for p in params], binding.values))
+        step = Step(len(self.steps) + 1, kernel.name, prepared, None, scalars=scalars)
+        written = [values[p.name] for p in params if p.written and is_array(values.get(p.name))]
+        reads = [values[n] for n in (prepared.rs.reverse_reads if prepared else ()) if is_array(values.get(n))]
+        for view in written:  # copy-on-write: what an earlier reverse still reads
+            self.roots.setdefault(id(memory_root(view)), memory_root(view))
+            if self.needed.get(id(memory_root(view))):
+                step.saves.append(Saved(view, view.copy()))
+        if prepared is not None:
+            step.tape = prepared.augmented_primal()
+        else:
+            run_spec(spec, binding.dim, list(binding.kernel_values))
+        return step, written, reads
+
+    @property
+    def saved_bytes(self) -> int:
+        return sum(s.saved_bytes for s in self.steps)
+
+    @property
+    def tape_bytes(self) -> int:
+        return sum(s.tape_bytes for s in self.steps)

@@ -1,0 +1,156 @@
+"""Reverse mode of a program (DESIGN §6): `gk.autodiff(fn, *args)` and the split
+pair of `gk.autodiff_thunk(fn, *activities)`. The forward records `fn`
+(record.py); the reverse sweeps the recorded steps backwards, each step's
+reverse on the arrays as that step left them: after a step's reverse, what it
+overwrote is swapped back in from its saves. A last pass swaps everything
+forward again, so the primals end with their post-program values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated
+from ..errors import AnnotationError, ProgramError
+from ..runtime.annotate import check_shadow
+from ..runtime.arrays import is_array
+from ..runtime.recording import recording
+from .guard import HostWriteGuard
+from .record import ProgramRecorder, Step
+from .scalars import ActiveScalar, backpropagate
+from .shadows import ShadowMap
+
+
+@dataclass
+class ProgramTape:
+    """What a program's forward leaves for its reverse: the recorded steps with
+    their kernel tapes and saved copies, and the program's own shadows."""
+
+    fn: Callable
+    args: tuple
+    steps: list[Step]
+    shadows: ShadowMap
+    roots: dict[int, ActiveScalar]  # argument position -> its Active scalar
+    scalars: list[ActiveScalar]
+    used: bool = False
+
+    @property
+    def saved_bytes(self) -> int:
+        """Bytes of old contents saved before launches overwrote them (copy-on-write)."""
+        return sum(s.saved_bytes for s in self.steps)
+
+    @property
+    def kernel_tape_bytes(self) -> int:
+        return sum(s.tape_bytes for s in self.steps)
+
+    @property
+    def bytes(self) -> int:
+        """Everything the reverse holds: saved copies, kernel tapes, the shadows of unannotated arrays."""
+        return self.saved_bytes + self.kernel_tape_bytes + self.shadows.internal_bytes
+
+    def table(self) -> list[tuple[int, str, int, int]]:
+        """Per launch: (number, kernel, saved bytes, kernel tape bytes)."""
+        return [(s.number, s.kernel, s.saved_bytes, s.tape_bytes) for s in self.steps]
+
+
+def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
+    """What `fn` receives (primals, Active scalars as ActiveScalar), the annotated shadows, the roots."""
+    shadows, roots, out = ShadowMap(), {}, []
+    for n, a in enumerate(args):
+        if isinstance(a, BatchDuplicated):
+            raise AnnotationError(f"argument {n}: gk.BatchDuplicated (vector mode) of a program is not available in "
+                                  "this version", hint="differentiate the program once per shadow")
+        if isinstance(a, Duplicated):
+            if not is_array(a.val) or a.val.dtype.kind != "f":
+                raise AnnotationError(f"argument {n} of the program is Duplicated but is not a float array")
+            check_shadow(f"argument {n}", a.val, a.dval, "shadow")
+            out.append(a.val)
+        elif isinstance(a, Active):
+            roots[n] = ActiveScalar(a.val)
+            out.append(roots[n])
+        elif isinstance(a, Const):
+            out.append(a.val)
+        elif isinstance(a, Annotation):
+            raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
+        else:
+            out.append(a)
+    for n, a in enumerate(args):  # after every check: nothing registered for a refused call
+        if isinstance(a, Duplicated):
+            shadows.register(f"argument {n}", a.val, a.dval)
+    return tuple(out), shadows, roots
+
+
+def record(fn: Callable, args: tuple) -> ProgramTape:
+    """Run `fn` once, recording its launches (primals updated as by calling it)."""
+    call, shadows, roots = _call_args(args)
+    guard = HostWriteGuard()
+    rec = ProgramRecorder(shadows, guard)
+    try:
+        with recording(rec):
+            fn(*call)
+    except ValueError as e:
+        err = guard.host_write_error(e)
+        if err is not None:
+            raise err from e
+        raise
+    finally:
+        guard.release()
+    return ProgramTape(fn, args, rec.steps, shadows, roots, rec.scalars)
+
+
+def sweep(tape: ProgramTape) -> tuple:
+    """The reverse: shadows accumulated in place, the Active arguments' derivatives returned."""
+    if tape.used:
+        raise ProgramError("this program tape was already consumed by a reverse", hint="run the forward again")
+    tape.used = True
+    for step in reversed(tape.steps):
+        if step.prepared is not None:
+            got = step.prepared.reverse(step.tape)
+            step.tape = None  # freed once used
+            for pos, s in step.scalars.items():
+                s.adjoint += got[pos]
+        for saved in reversed(step.saves):
+            saved.swap()
+    for step in tape.steps:  # forward again: the primals end as the program left them
+        for saved in step.saves:
+            saved.swap()
+    backpropagate(tape.scalars)
+    return tuple(tape.roots[n].adjoint if n in tape.roots else None for n in range(len(tape.args)))
+
+
+def reverse(fn: Callable, args: tuple) -> tuple:
+    return sweep(record(fn, args))
+
+
+def split(fn: Callable, activities: tuple):
+    """(forward, reverse) of a program: forward(*args) -> ProgramTape, reverse(*args, tape)."""
+    pattern = tuple(a if isinstance(a, type) else type(a) for a in activities)
+
+    def check(args: tuple):
+        if len(args) != len(pattern):
+            raise AnnotationError(f"the program was declared with {len(pattern)} activities; got {len(args)} "
+                                  "arguments")
+        for n, (want, a) in enumerate(zip(pattern, args)):
+            have = type(a) if isinstance(a, Annotation) else Const
+            if not issubclass(have, want if want is not Annotation else Const):
+                raise AnnotationError(f"argument {n} was declared {want.__name__} in autodiff_thunk but is "
+                                      f"{have.__name__} here")
+
+    def forward(*args: Any) -> ProgramTape:
+        check(args)
+        return record(fn, args)
+
+    def reverse_pass(*args: Any) -> tuple:
+        if not args or not isinstance(args[-1], ProgramTape):
+            raise AnnotationError("reverse(*args, tape): the last argument must be the ProgramTape from forward")
+        *args, tape = args
+        check(tuple(args))
+        for n, (a, b) in enumerate(zip(args, tape.args)):
+            if isinstance(a, Duplicated) and (a.val is not b.val or a.dval is not b.dval):
+                raise AnnotationError(f"argument {n}: reverse must be given the arrays and shadows the forward "
+                                      "recorded")
+        return sweep(tape)
+
+    return forward, reverse_pass

@@ -1,0 +1,126 @@
+"""Shadows follow memory (DESIGN §6, 2): a launch argument that is an
+annotated array, or any view inside one, gets the same view of its shadow; an
+array nothing annotates gets a zero shadow for its whole buffer when a
+derivative step first writes it (a temporary, a captured array, a `Const`).
+
+A view is mapped by translation: the element at primal address p + d sits in
+the shadow at address q + d, which holds when the shadow is laid out like the
+primal (same strides) and the view's elements are elements of the primal
+(the primal is contiguous, or the view is the primal itself)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ProgramError
+from ..runtime.arrays import byte_bounds, is_cupy_array
+
+
+@dataclass
+class _Entry:
+    primal: Any
+    shadow: Any
+    lo: int
+    hi: int
+    internal: bool  # allocated by the program (freed with it), not the user's
+
+
+def _address(x: Any) -> int:
+    return x.ctypes.data if isinstance(x, np.ndarray) else x.data.ptr
+
+
+def _same_geometry(a: Any, b: Any) -> bool:
+    return (_address(a) == _address(b) and tuple(a.shape) == tuple(b.shape) and tuple(a.strides) == tuple(b.strides)
+            and a.dtype == b.dtype)
+
+
+def memory_root(x: Any) -> Any:
+    """The array that owns `x`'s memory (`x` itself when it owns it)."""
+    while getattr(x, "base", None) is not None and (isinstance(x.base, np.ndarray) or is_cupy_array(x.base)):
+        x = x.base
+    return x
+
+
+class _Keep:
+    """An __array_interface__ exporter that keeps the memory's owner alive."""
+
+    def __init__(self, interface: dict, owner: Any):
+        self.__array_interface__ = interface
+        self.owner = owner
+
+
+def _view_at(shadow: Any, address: int, like: Any) -> Any:
+    """The array with `like`'s shape, strides and dtype at `address`, inside `shadow`'s memory."""
+    if is_cupy_array(shadow):
+        import cupy
+        ptr = shadow.data + (address - shadow.data.ptr)
+        return cupy.ndarray(tuple(like.shape), like.dtype, ptr, strides=tuple(like.strides))
+    return np.asarray(_Keep({"shape": tuple(like.shape), "typestr": like.dtype.str, "data": (address, False),
+                             "strides": tuple(like.strides), "version": 3}, shadow))
+
+
+class ShadowMap:
+    """The shadows of a program's arrays, by memory."""
+
+    def __init__(self):
+        self.entries: list[_Entry] = []
+
+    def register(self, name: str, primal: Any, shadow: Any, internal: bool = False) -> None:
+        lo, hi = byte_bounds(primal)
+        for e in self.entries:
+            if lo < e.hi and e.lo < hi and not _same_geometry(e.primal, primal):
+                raise ProgramError(f"'{name}' overlaps another annotated array in memory without being the same "
+                                   "array; a program's shadows follow memory, so each element needs one shadow",
+                                   hint="annotate the whole array once and pass views of it")
+        self.entries.append(_Entry(primal, shadow, lo, hi, internal))
+
+    def find(self, a: Any) -> Any | None:
+        """The shadow of array `a` (a view of an annotated array's shadow), or None when nothing covers it."""
+        lo, hi = byte_bounds(a)
+        for e in self.entries:
+            if _same_geometry(e.primal, a):
+                return e.shadow
+            if lo >= e.lo and hi <= e.hi and lo < hi:
+                return self._translate(e, a)
+            if lo < e.hi and e.lo < hi:
+                raise ProgramError(f"a launch argument (shape {tuple(a.shape)}) overlaps an annotated array "
+                                   f"(shape {tuple(e.primal.shape)}) without lying inside it",
+                                   hint="annotate the array that owns the memory, and pass views of it")
+        return None
+
+    def _translate(self, e: _Entry, a: Any) -> Any:
+        p, s = e.primal, e.shadow
+        if a.dtype != p.dtype:
+            raise ProgramError(f"a launch argument views an annotated array of dtype {p.dtype} as {a.dtype}",
+                               hint="pass views with the array's own dtype")
+        if tuple(p.strides) != tuple(s.strides):
+            raise ProgramError(f"a view of an annotated array (strides {tuple(p.strides)}) was launched, but its "
+                               f"shadow has strides {tuple(s.strides)}: the view cannot be found in the shadow",
+                               hint="allocate the shadow with zeros_like(primal)")
+        if not (p.flags.c_contiguous or p.flags.f_contiguous):
+            raise ProgramError(f"a view inside the non-contiguous annotated array (shape {tuple(p.shape)}, strides "
+                               f"{tuple(p.strides)}) was launched; only the array itself can be mapped",
+                               hint="annotate the contiguous array the view comes from")
+        return _view_at(s, _address(a) + (_address(s) - _address(p)), a)
+
+    def internal(self, a: Any) -> Any:
+        """A zero shadow for the whole buffer of `a` (which nothing covers), and `a`'s view of it."""
+        root = memory_root(a)
+        if is_cupy_array(root):
+            import cupy
+            shadow = cupy.zeros_like(root)
+        else:
+            shadow = np.zeros_like(root)
+        if tuple(shadow.strides) != tuple(root.strides):
+            raise ProgramError(f"an array of shape {tuple(root.shape)} and strides {tuple(root.strides)} needs a "
+                               "shadow laid out like it, which zeros_like does not give",
+                               hint="allocate temporaries with np.zeros/np.empty")
+        self.register("a temporary", root, shadow, internal=True)
+        return self.find(a)
+
+    @property
+    def internal_bytes(self) -> int:
+        return sum(e.shadow.nbytes for e in self.entries if e.internal)

@@ -1,0 +1,214 @@
+"""Programs (DESIGN §6, issue 15): gk.autodiff of Python functions that launch
+many kernels, checked by check_grad (float64 finite differences of the whole
+program and the dot-product test, random non-zero inputs), with the saved
+bytes asserted exactly and host writes refused."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradkern as gk
+from gradkern.kernels import allen_cahn_step
+from gradkern.testing import check_grad
+
+
+def D(a):
+    return gk.Duplicated(a, np.zeros_like(a))
+
+
+@gk.kernel
+def energy(u, E):
+    i = gk.tid()
+    gk.atomic_add(E, 0, u[i] * u[i])
+
+
+@gk.kernel
+def square_sin(y):
+    i = gk.tid()
+    y[i] = gk.sin(y[i]) * y[i]
+
+
+@gk.kernel
+def scale_into(x, y, a):
+    i = gk.tid()
+    y[i] = a * x[i] * x[i]
+
+
+@gk.kernel
+def heat(u, un, c):
+    i = gk.tid()
+    un[i + 1] = u[i + 1] + c * (u[i] - 2.0 * u[i + 1] + u[i + 2])
+
+
+@gk.kernel
+def heat2d(u, un, c):
+    i, j = gk.tid()
+    un[i + 1, j + 1] = u[i + 1, j + 1] + c * (u[i, j + 1] + u[i + 2, j + 1] + u[i + 1, j] + u[i + 1, j + 2]
+                                              - 4.0 * u[i + 1, j + 1])
+
+
+@gk.kernel
+def lu_column(A, k, n):
+    i = gk.tid()
+    r = k + 1 + i
+    A[r, k] = A[r, k] / A[k, k]
+    for j in range(k + 1, n):
+        A[r, j] = A[r, j] - A[r, k] * A[k, j]
+
+
+def ping_pong(u, v, E, c, steps):
+    n = u.shape[0]
+    for _ in range(steps):
+        gk.launch(allen_cahn_step, n, u, v, c, 0.01)
+        gk.launch(allen_cahn_step, n, v, u, c, 0.01)
+    gk.launch(energy, n, u, E)
+
+
+def rng_uniform(seed, *shape):
+    return np.random.default_rng(seed).uniform(0.2, 0.8, shape)
+
+
+def test_ping_pong_allen_cahn_gradient_and_one_state_saved_per_step():
+    n, steps = 12, 4
+    check_grad(ping_pong, D(rng_uniform(0, n)), D(rng_uniform(1, n)), D(np.ones(1)), gk.Active(0.2), steps)
+    u, v, E = rng_uniform(0, n), rng_uniform(1, n), np.zeros(1)
+    fwd, rev = gk.autodiff_thunk(ping_pong, gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
+    args = (gk.Duplicated(u, np.zeros(n)), gk.Duplicated(v, np.zeros(n)), gk.Duplicated(E, np.ones(1)),
+            gk.Active(0.2), steps)
+    tape = fwd(*args)
+    # every launch but the first overwrites the state the previous launch's reverse reads
+    assert tape.saved_bytes == (2 * steps - 1) * n * 8
+    assert [row[2] for row in tape.table()] == [0] + [n * 8] * (2 * steps - 1) + [0]
+    after = u.copy(), v.copy(), E.copy()
+    split_result = rev(*args, tape)
+    for a, b in zip((u, v, E), after):  # the primals end as the program left them
+        np.testing.assert_array_equal(a, b)
+    u2, v2, E2 = rng_uniform(0, n), rng_uniform(1, n), np.zeros(1)
+    du2, dv2 = np.zeros(n), np.zeros(n)
+    fused = gk.autodiff(ping_pong, gk.Duplicated(u2, du2), gk.Duplicated(v2, dv2), gk.Duplicated(E2, np.ones(1)),
+                        gk.Active(0.2), steps)
+    np.testing.assert_array_equal(du2, args[0].dval)  # split equals fused
+    assert fused[3] == split_result[3]
+
+
+def inplace_loop(y, steps):
+    for _ in range(steps):
+        gk.launch(square_sin, y.shape[0], y)
+
+
+def test_nonlinear_in_place_loop_saves_nothing_but_kernel_tapes():
+    check_grad(inplace_loop, D(rng_uniform(2, 9)), 5)
+    fwd, _ = gk.autodiff_thunk(inplace_loop, gk.Duplicated, gk.Const)
+    tape = fwd(D(rng_uniform(2, 9)), 5)
+    assert tape.saved_bytes == 0  # each launch's reverse reads what its own tape holds, nothing later overwritten
+    assert tape.kernel_tape_bytes > 0
+
+
+def write_only(x, y, a, steps):
+    for _ in range(steps):
+        gk.launch(scale_into, x.shape[0], x, y, a)
+
+
+def test_write_only_output_overwritten_every_step_saves_nothing():
+    check_grad(write_only, D(rng_uniform(3, 7)), D(rng_uniform(4, 7)), gk.Active(1.3), 4)
+    fwd, _ = gk.autodiff_thunk(write_only, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
+    assert fwd(D(rng_uniform(3, 7)), D(rng_uniform(4, 7)), gk.Active(1.3), 4).saved_bytes == 0
+
+
+def alternating(u, E, c):
+    tmp = np.zeros_like(u)  # a temporary: its shadow is the program's own
+    for k in range(3):
+        gk.launch(heat, u.shape[0] - 2, u, tmp, c * (k + 1))  # host arithmetic on an Active scalar
+        gk.launch(square_sin, u.shape[0], tmp)
+        gk.launch(scale_into, u.shape[0], tmp, u, 0.5)
+    gk.launch(energy, u.shape[0], u, E)
+
+
+def test_alternating_kernels_temporaries_and_host_arithmetic_on_an_active_scalar():
+    check_grad(alternating, D(rng_uniform(5, 10)), D(np.ones(1)), gk.Active(0.3))
+
+
+def interior_slices(u, v, c, steps):
+    for _ in range(steps):
+        gk.launch(scale_into, u.shape[0] - 2, u[1:-1], v[1:-1], c)  # views of annotated arrays
+        gk.launch(heat, v.shape[0] - 2, v, u, c)
+
+
+def test_launches_on_slices_of_annotated_arrays():
+    check_grad(interior_slices, D(rng_uniform(6, 11)), D(rng_uniform(7, 11)), gk.Active(0.4), 3)
+
+
+def heat2d_loop(u, v, c, steps):
+    for _ in range(steps):
+        gk.launch(heat2d, (u.shape[0] - 2, u.shape[1] - 2), u, v, c)
+        gk.launch(heat2d, (u.shape[0] - 2, u.shape[1] - 2), v, u, c)
+
+
+def test_ping_pong_2d_heat():
+    check_grad(heat2d_loop, D(rng_uniform(8, 5, 6)), D(rng_uniform(9, 5, 6)), gk.Active(0.1), 2)
+
+
+def lu(A, n):
+    for k in range(n - 1):
+        gk.launch(lu_column, n - 1 - k, A, k, n)
+
+
+def test_lu_k_loop_of_launches():
+    """Each launch overwrites rows that later (earlier in the reverse) steps read."""
+    A = rng_uniform(10, 4, 4) + 4 * np.eye(4)
+    check_grad(lu, D(A), 4)
+
+
+def host_control(u, v, c):
+    def step(a, b):  # nested helpers
+        gk.launch(scale_into, a.shape[0], a, b, c)
+    step(u, v)
+    if v.sum() > 1.0:  # a host read of primal values: control flow, no derivative
+        step(v, u)
+    else:
+        gk.launch(square_sin, u.shape[0], u)
+
+
+def test_nested_helpers_and_control_flow_on_host_reads():
+    check_grad(host_control, D(rng_uniform(11, 6)), D(rng_uniform(12, 6)), gk.Active(0.9))
+
+
+def test_duplicated_no_need_is_accepted_as_duplicated():
+    u, v, E = rng_uniform(0, 8), rng_uniform(1, 8), np.zeros(1)
+    du, du2 = np.zeros(8), np.zeros(8)
+    gk.autodiff(ping_pong, gk.Duplicated(u, du), gk.DuplicatedNoNeed(v, np.zeros(8)),
+                gk.Duplicated(E, np.ones(1)), 0.2, 2)
+    u, v, E = rng_uniform(0, 8), rng_uniform(1, 8), np.zeros(1)
+    gk.autodiff(ping_pong, gk.Duplicated(u, du2), gk.Duplicated(v, np.zeros(8)), gk.Duplicated(E, np.ones(1)), 0.2, 2)
+    np.testing.assert_array_equal(du, du2)
+
+
+@pytest.mark.parametrize("write", ["scale", "element", "assign"])
+def test_host_writes_to_recorded_arrays_are_refused_with_shadows_unchanged(write):
+    def bad(u, v, c):
+        gk.launch(scale_into, u.shape[0], u, v, c)
+        if write == "scale":
+            u *= 2
+        elif write == "element":
+            u[3] = 0
+        else:
+            u[:] = v
+        gk.launch(scale_into, u.shape[0], v, u, c)
+
+    u, v = rng_uniform(13, 6), rng_uniform(14, 6)
+    du, dv = np.random.default_rng(15).standard_normal(6), np.random.default_rng(16).standard_normal(6)
+    before = du.copy(), dv.copy()
+    with pytest.raises(gk.ProgramError, match=r"host write to 'u'.*after launch 1 \(kernel 'scale_into'\)"):
+        gk.autodiff(bad, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Active(0.5))
+    np.testing.assert_array_equal(du, before[0])
+    np.testing.assert_array_equal(dv, before[1])
+    assert u.flags.writeable and v.flags.writeable  # the flags are given back
+
+
+def test_float_of_an_active_scalar_is_refused():
+    def bad(u, v, c):
+        gk.launch(scale_into, u.shape[0], u, v, float(c))
+
+    with pytest.raises(gk.ProgramError, match=r"float\(\) of an Active scalar"):
+        gk.autodiff(bad, D(rng_uniform(0, 4)), D(rng_uniform(1, 4)), gk.Active(0.5))
