@@ -6,14 +6,26 @@ sweep walks the statements backwards, popping those values, and accumulates
 adjoints (`d_x += ∂·g`, STYLE §4) into shadows and adjoint locals.
 
 What the reverse can recompute ("available") rather than tape: constants,
-tid, shapes, unassigned scalar parameters, loop variables (rebuilt by the
-reverse loop), loads of arrays the kernel never writes, and *stable* locals:
-assigned once, outside no loop of their own, from available values; the
-reverse replays their definitions at the start of their block. Everything else
-a partial needs is taped at the statement that needs it, so `y[i] = y[i]**2`
-tapes y[i] once and `acc += A[i, j] * x[j]` tapes nothing. Branch conditions
-and loop bounds that are not available are taped after their statement
-(stack order: the reverse pops them before it needs them).
+tid, shapes, unassigned scalar parameters, loop variables that are assigned
+nowhere else (rebuilt by the reverse loop), loads of arrays the kernel never
+writes, and *stable* locals: assigned exactly once in the kernel (in a loop
+body too) from available values; the reverse replays their definitions at
+the start of their block (every reverse iteration of a loop; not in the
+fused kernel outside loops, where they are still in registers). Everything
+else a partial needs is taped at the statement that needs it: pushed just
+before it, popped by its reverse, deduplicated within the statement but
+whole, so `y[i] = y[i]**2` tapes y[i] once and `acc += A[i, j] * x[j]`
+tapes nothing. Branch conditions and loop bounds that are not available are
+taped after their statement (stack order: the reverse pops them before it
+needs them).
+
+What that rule tapes (issue 14, item 12): a reassigned local is never
+available, so each statement reading one tapes it, and also each expression
+of it a partial reads (`s = sin(s) * c` with c Active tapes s and sin(s));
+inside a loop every such value is taped once per iteration by every
+statement that needs it, also when it is the same in every iteration (a mean
+computed before the loop, reassigned while it was summed) or is recomputable
+from such values (`x[j] - mean`): a LayerNorm row tapes 4C + 2 values.
 
 Shadow semantics (DESIGN §2): a store `y[idx] = e` reads g = dy[idx], sets
 dy[idx] = 0 (the overwritten value no longer reaches the loss) and sends g
