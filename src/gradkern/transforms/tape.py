@@ -43,8 +43,8 @@ Each is built from leaves, and each leaf comes from one place:
 
 A loop-carried value (a running sum at iteration j, `s` in
 `for k in range(n): s = sin(s) * 1.5`) is never recomputable: taped per
-iteration when needed (DESIGN §5.1). Only loads are ever left out of "the
-kernel never writes": a recomputed load reads memory that is intact.
+iteration when needed (DESIGN §5.1). A load is recomputed only from an
+array the kernel never writes, so the memory it reads is intact.
 """
 
 from __future__ import annotations
