@@ -1,7 +1,7 @@
 """Every kernel signature the test suite launches or differentiates, in one
 list, so that backends can be checked against all of them: the corpus (each
-dtype, primal), the reverse-mode cases and the HPC-style kernels (primal and
-reverse), and the race-check kernels."""
+dtype, primal), the reverse-mode cases, the HPC-style kernels and the
+tape-minimality kernels (primal and reverse), and the race-check kernels."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import test_hpc_kernels
 import test_kinks
 import test_races
 import test_reverse
+import test_tape
 from corpus import CORPUS
 
 import gradkern as gk
@@ -71,6 +72,9 @@ def reverse_cases(seed: int = 7) -> list[tuple[str, gk.KernelFunction, tuple, An
         out.append((f"kinks/{name}", kernel, args, None))
     for name, kernel, args, dim in test_hpc_kernels._cases(np.random.default_rng(seed)):
         out.append((f"hpc/{name}", kernel, args, dim))
+    for name, make in sorted(test_tape.CASES.items()):  # what the tape leaves out is recomputed or restored
+        kernel, args, dim = make(np.random.default_rng(seed))
+        out.append((f"tape/{name}", kernel, args, dim))
     return out
 
 

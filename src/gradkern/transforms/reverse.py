@@ -5,15 +5,13 @@ value a derivative formula needs that the reverse cannot recompute; the reverse
 sweep walks the statements backwards, popping those values, and accumulates
 adjoints (`d_x += ∂·g`, STYLE §4) into shadows and adjoint locals.
 
-What the reverse can recompute ("available") rather than tape: constants,
-tid, shapes, unassigned scalar parameters, loop variables (rebuilt by the
-reverse loop), loads of arrays the kernel never writes, and *stable* locals:
-assigned once, outside no loop of their own, from available values; the
-reverse replays their definitions at the start of their block. Everything else
-a partial needs is taped at the statement that needs it, so `y[i] = y[i]**2`
-tapes y[i] once and `acc += A[i, j] * x[j]` tapes nothing. Branch conditions
-and loop bounds that are not available are taped after their statement
-(stack order: the reverse pops them before it needs them).
+What is taped, what is recomputed and what is restored once per block is
+planned by transforms/tape.py (its module doc states the rule and the bound
+on recomputation); this module builds the kernels from that plan. Pushes
+and pops keep stack order: a statement's values are pushed just before it
+and popped by its reverse, a loop's bounds and a branch's condition after
+it (popped before the reverse loop or branch), a block's restored locals at
+its end (popped at the start of its reverse).
 
 Shadow semantics (DESIGN §2): a store `y[idx] = e` reads g = dy[idx], sets
 dy[idx] = 0 (the overwritten value no longer reaches the loss) and sends g
@@ -42,6 +40,7 @@ from ..ir.ops import Op
 from ..ir.rewrite import map_expr, with_blocks
 from ..ir.types import F32, F64, I64, Array, Scalar
 from .derivatives import partials
+from .tape import Needs, Restore, has_reverse, plan_tape
 
 # Two tapes per thread: floats (in the kernel's widest float type) and integers
 # (loop bounds, branch conditions, indices); `COUNT[tid, lane]` is each one's fill.
@@ -81,7 +80,7 @@ class _Builder:
     launch_ndim: int
     locals: dict[str, Scalar] = field(default_factory=dict)
     namer: names.Namer = field(default_factory=names.Namer)
-    replay: bool = True  # whether the block being reversed must replay its stable definitions
+    fused: bool = False  # building the fused kernel: the plan's kept locals are neither pushed nor restored
 
     def __post_init__(self):
         self.locals = dict(self.k.locals)
@@ -91,76 +90,16 @@ class _Builder:
         self.tape_float = F64 if F64 in types or not any(t == F32 for t in types) else F32
         facts = launch_facts(self.k)
         self.exclusive = {a for a in self.act.arrays if adjoint_is_exclusive(facts, a)}
-        self.written = {s.array for s in ir.walk_stmts(self.k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
-        counts: dict[str, int] = {}
-        for s in ir.walk_stmts(self.k.body):
-            if isinstance(s, ir.Assign):
-                counts[s.name] = counts.get(s.name, 0) + 1
-            elif isinstance(s, ir.For):
-                counts[s.var] = counts.get(s.var, 0) + 2  # never stable
-        self.assign_counts = counts
-        # a loop variable is rebuilt by the reverse loop, but only inside its loop: a name that is also
-        # assigned (read outside the loop, e.g. `k = i; if k > 3: ...; for k in range(m)`) is not
-        self.loop_vars = {s.var for s in ir.walk_stmts(self.k.body) if isinstance(s, ir.For)}
-        self.loop_vars -= {s.name for s in ir.walk_stmts(self.k.body) if isinstance(s, ir.Assign)}
-        self.stable: set[str] = set()
-        self._find_stable(self.k.body, in_loop=False)
+        self.plan = plan_tape(self.k, self.act)
         self.sums = {n: names.active_sum(n) for n in sorted(self.act.scalars)}
         self.summed: set[str] = set()  # the Active scalars some statement contributes to
 
-    # -- analysis ---------------------------------------------------------------
-    def _find_stable(self, body, in_loop: bool):
-        for s in body:
-            if isinstance(s, ir.Assign) and self.assign_counts.get(s.name) == 1 and self.available(s.value):
-                self.stable.add(s.name)
-            for blk in ir.blocks(s):
-                self._find_stable(blk, in_loop or isinstance(s, (ir.For, ir.While)))
+    def needs(self, path: tuple[int, ...]) -> Needs:
+        return self.plan.stmts.get(path, Needs())
 
-    def available(self, e: ir.Expr) -> bool:
-        """Whether the reverse can re-evaluate `e` and get the augmented primal's value."""
-        if isinstance(e, (ir.Const, ir.Tid, ir.Shape)):
-            return True
-        if isinstance(e, ir.Var):
-            if e.name in self.locals:
-                return e.name in self.stable or e.name in self.loop_vars
-            return e.name not in self.assign_counts  # a parameter nobody reassigns
-        if isinstance(e, ir.Load):
-            return e.array not in self.written and all(self.available(i) for i in e.indices)
-        return all(self.available(c) for c in ir.children(e))
-
-    def has_reverse(self, body) -> bool:
-        """Whether a block does anything in the reverse sweep."""
-        for s in ir.walk_stmts(body):
-            if isinstance(s, ir.Assign) and s.name in self.act.locals:
-                return True
-            if isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in self.act.arrays:
-                return True
-        return False
-
-    def needed(self, e: ir.Expr, out: list[ir.Expr]):
-        """Sub-expressions of `e` whose values the reverse of `e` reads."""
-        if not self.act.expr(e):
-            return
-        if isinstance(e, ir.Load):
-            out.extend(e.indices)
-        elif isinstance(e, ir.Select):
-            out.append(e.cond)
-            self.needed(e.a, out)
-            self.needed(e.b, out)
-        elif isinstance(e, ir.Apply):
-            for a, reads in zip(e.args, partials(e.op, e.loc).reads):
-                if self.act.expr(a):  # only active operands' partials are evaluated
-                    out.extend(e if x == "y" else e.args[x] for x in reads)
-            for a in e.args:
-                self.needed(a, out)
-
-    def to_tape(self, exprs: list[ir.Expr]) -> list[ir.Expr]:
-        """The needed values that must be taped: not available, deduplicated."""
-        seen: list[ir.Expr] = []
-        for x in exprs:
-            if not self.available(x) and x not in seen and not isinstance(x, ir.Const):
-                seen.append(x)
-        return seen
+    def restores(self, path: tuple[int, ...]) -> tuple[Restore, ...]:
+        """The locals the reverse of the block at `path` restores (the fused kernel still holds the kept ones)."""
+        return tuple(r for r in self.plan.restores.get(path, ()) if not (self.fused and r.kept))
 
     # -- names ----------------------------------------------------------------
     def fresh(self, what: str, t: Scalar) -> str:
@@ -185,48 +124,44 @@ class _Builder:
         tp = b.var(ptr, I64)
         return [ir.Store(tape, (*self.tids(), tp), b.cast(x, lt)), ir.Assign(ptr, b.add(tp, b.const(1, I64)))]
 
-    def pop(self, t: Scalar) -> tuple[list[ir.Stmt], ir.Var]:
+    def pop(self, t: Scalar, into: str | None = None) -> tuple[list[ir.Stmt], ir.Var]:
+        """Pop a value of type t into a fresh local (or into local `into`)."""
         tape, ptr, lt = self.lane(t)
         tp = b.var(ptr, I64)
-        tmp = self.fresh("v", t)
+        tmp = into or self.fresh("v", t)
         return ([ir.Assign(ptr, b.sub(tp, b.const(1, I64))),
                  ir.Assign(tmp, b.cast(ir.Load(tape, (*self.tids(), tp), type=lt), t))], b.var(tmp, t))
 
     # -- augmented primal -----------------------------------------------------
-    def augmented_block(self, body) -> list[ir.Stmt]:
+    def augmented_block(self, body, path: tuple[int, ...] = ()) -> list[ir.Stmt]:
+        """The augmented primal of a block; its popped restores are pushed at its end."""
         out: list[ir.Stmt] = []
-        for s in body:
-            out.extend(self.augmented_stmt(s))
+        for j, s in enumerate(body):
+            out.extend(self.augmented_stmt(s, path + (j,)))
+        for r in self.restores(path):
+            if r.value is None:
+                out += self.push(b.var(r.name, r.type))
         return out
 
-    def stmt_needs(self, s: ir.Stmt) -> list[ir.Expr]:
-        need: list[ir.Expr] = []
-        if isinstance(s, ir.Assign) and s.name in self.act.locals:
-            self.needed(s.value, need)
-        elif isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in self.act.arrays:
-            need.extend(s.indices)
-            self.needed(s.value, need)
-        return self.to_tape(need)
-
-    def augmented_stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
+    def augmented_stmt(self, s: ir.Stmt, path: tuple[int, ...]) -> list[ir.Stmt]:
+        taped = self.needs(path).taped
         if isinstance(s, (ir.Assign, ir.Store, ir.AtomicAdd)):
             out = []
-            for x in self.stmt_needs(s):
+            for x in taped:
                 out += self.push(x)
             return out + [s]
         if isinstance(s, ir.If):
-            new = replace(s, then=tuple(self.augmented_block(s.then)), orelse=tuple(self.augmented_block(s.orelse)))
-            if not self.has_reverse(s.then + s.orelse) or self.available(s.cond):
+            new = replace(s, then=tuple(self.augmented_block(s.then, path + (0,))),
+                          orelse=tuple(self.augmented_block(s.orelse, path + (1,))))
+            if not taped:
                 return [new]
             c = self.fresh("c", s.cond.type)
             return [ir.Assign(c, s.cond), replace(new, cond=b.var(c, s.cond.type)), *self.push(b.var(c, s.cond.type))]
         if isinstance(s, ir.For):
-            body = tuple(self.augmented_block(s.body))
-            if not self.has_reverse(s.body):
-                return [replace(s, body=body)]
+            body = tuple(self.augmented_block(s.body, path + (0,)))
             pre, post, bounds = [], [], []
             for x in (s.start, s.stop, s.step):
-                if self.available(x):
+                if x not in taped:
                     bounds.append(x)
                 else:
                     t = self.fresh("lb", I64)
@@ -235,38 +170,46 @@ class _Builder:
                     bounds.append(b.var(t, I64))
             return [*pre, replace(s, start=bounds[0], stop=bounds[1], step=bounds[2], body=body), *post]
         if isinstance(s, ir.While):
-            if self.has_reverse(s.body):
+            if has_reverse(s.body, self.act):
                 raise NotDifferentiableError("a 'while' loop that computes active values cannot be differentiated in "
                                         "reverse mode", s.loc, hint="use 'for k in range(...)' with a bound")
             return [s]
         raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
 
     # -- reverse sweep --------------------------------------------------------
-    def reverse_block(self, body, replay: bool) -> list[ir.Stmt]:
-        """The reverse sweep of a block. With `replay`, the block's stable
-        definitions are re-executed first: the values the augmented primal gave
-        them are gone (in a later iteration of a loop, or in a separate reverse
-        launch)."""
-        out: list[ir.Stmt] = [s for s in body if isinstance(s, ir.Assign) and s.name in self.stable] \
-            if replay else []
-        for s in reversed(body):
-            out.extend(self.reverse_stmt(s))
+    def reverse_block(self, body, path: tuple[int, ...] = ()) -> list[ir.Stmt]:
+        """The reverse sweep of a block: its restores (pops in reverse order of the
+        pushes, then replays in program order), then its statements backwards."""
+        restores = self.restores(path)
+        out: list[ir.Stmt] = []
+        for r in reversed(restores):
+            if r.value is None:
+                out += self.pop(r.type, into=r.name)[0]
+        out += [ir.Assign(r.name, r.value) for r in restores if r.value is not None]
+        for j in range(len(body) - 1, -1, -1):
+            out.extend(self.reverse_stmt(body[j], path + (j,)))
         return out
 
-    def pops(self, exprs: list[ir.Expr]) -> tuple[list[ir.Stmt], dict[ir.Expr, ir.Expr]]:
+    def pops(self, needs: Needs) -> tuple[list[ir.Stmt], dict[ir.Expr, ir.Expr]]:
+        """A statement's taped values popped and its recomputed locals re-evaluated,
+        with what each becomes in the reverse."""
         out: list[ir.Stmt] = []
         env: dict[ir.Expr, ir.Expr] = {}
-        for x in reversed(exprs):
+        for x in reversed(needs.taped):
             stmts, v = self.pop(x.type)
             out += stmts
             env[x] = v
+        for x, value in needs.recomputed:
+            tmp = self.fresh("v", x.type)
+            out.append(ir.Assign(tmp, value))
+            env[x] = b.var(tmp, x.type)
         return out, env
 
-    def reverse_stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
+    def reverse_stmt(self, s: ir.Stmt, path: tuple[int, ...]) -> list[ir.Stmt]:
         if isinstance(s, ir.Assign):
             if s.name not in self.act.locals:
                 return []
-            out, env = self.pops(self.stmt_needs(s))
+            out, env = self.pops(self.needs(path))
             d = self.adjoint(s.name)
             t = self.locals[d]
             g = self.fresh("g", t)
@@ -275,7 +218,7 @@ class _Builder:
         if isinstance(s, (ir.Store, ir.AtomicAdd)):
             if s.array not in self.act.arrays:
                 return []
-            out, env = self.pops(self.stmt_needs(s))
+            out, env = self.pops(self.needs(path))
             idx = tuple(self.subst(i, env) for i in s.indices)
             t = s.value.type
             g = self.fresh("g", t)
@@ -285,28 +228,16 @@ class _Builder:
                 out.append(ir.Store(shadow, idx, b.const(0, t)))
             return out + self.propagate(s.value, b.var(g, t), env)
         if isinstance(s, ir.If):
-            if not self.has_reverse(s.then + s.orelse):
+            if not has_reverse(s.then + s.orelse, self.act):
                 return []
-            if self.available(s.cond):
-                pre, cond = [], s.cond
-            else:
-                pre, cond = self.pop(s.cond.type)
-            return [*pre, ir.If(cond, tuple(self.reverse_block(s.then, self.replay)),
-                                tuple(self.reverse_block(s.orelse, self.replay)), loc=s.loc)]
+            pre, env = self.pops(self.needs(path))
+            return [*pre, ir.If(self.subst(s.cond, env), tuple(self.reverse_block(s.then, path + (0,))),
+                                tuple(self.reverse_block(s.orelse, path + (1,))), loc=s.loc)]
         if isinstance(s, ir.For):
-            if not self.has_reverse(s.body):
+            if not has_reverse(s.body, self.act):
                 return []
-            pre: list[ir.Stmt] = []
-            bounds: dict[int, ir.Expr] = {}
-            for pos in (2, 1, 0):  # popped in reverse order of the pushes
-                x = (s.start, s.stop, s.step)[pos]
-                if self.available(x):
-                    bounds[pos] = x
-                else:
-                    stmts, v = self.pop(I64)
-                    pre += stmts
-                    bounds[pos] = v
-            start, stop, step = bounds[0], bounds[1], bounds[2]
+            pre, env = self.pops(self.needs(path))
+            start, stop, step = (self.subst(x, env) for x in (s.start, s.stop, s.step))
             n = self.fresh("n", I64)
             r = self.fresh("r", I64)
             zero, one = b.const(0, I64), b.const(1, I64)
@@ -315,10 +246,8 @@ class _Builder:
             down = b.apply(Op.FLOORDIV, b.sub(b.sub(b.sub(start, stop), step), one), b.neg(step))
             count = b.select(b.cmp(Op.GT, step, zero), up, down) \
                 if not (isinstance(step, ir.Const) and step.value > 0) else up
-            outer, self.replay = self.replay, True  # each iteration overwrote the previous one's values
             body = peephole([ir.Assign(s.var, b.add(start, b.mul(b.var(r, I64), step))),
-                             *self.reverse_block(s.body, True)])
-            self.replay = outer
+                             *self.reverse_block(s.body, path + (0,))])
             if _iterations_commute(body):  # forward order vectorises; the sums are the same up to rounding
                 loop = ir.For(r, zero, b.var(n, I64), one, tuple(body), loc=s.loc)
             else:
@@ -330,7 +259,7 @@ class _Builder:
         raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
 
     def subst(self, e: ir.Expr, env: dict[ir.Expr, ir.Expr]) -> ir.Expr:
-        """`e` with taped sub-expressions replaced by their popped values."""
+        """`e` with taped sub-expressions and recomputed locals replaced by their values in the reverse."""
         return map_expr(e, pre=env.get)
 
     def propagate(self, e: ir.Expr, g: ir.Expr, env) -> list[ir.Stmt]:
@@ -556,11 +485,9 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     """Build the fused, augmented primal, reverse and count kernels for typed kernel `k`."""
     bld = _Builder(k, act, launch_ndim)
     tids = bld.tids()
-    augmented = bld.augmented_block(k.body)
-    bld.replay = False  # fused: the augmented primal's values outside loops are still in registers
-    fused_reverse = bld.reverse_block(k.body, False)
-    bld.replay = True
-    reverse = bld.reverse_block(k.body, True)
+    augmented, reverse = bld.augmented_block(k.body), bld.reverse_block(k.body)
+    bld.fused = True  # the locals the plan keeps are still in registers when the fused reverse needs them
+    fused_augmented, fused_reverse = bld.augmented_block(k.body), bld.reverse_block(k.body)
     inits, flush = bld.adjoint_inits(), bld.sum_flush()
     tp0 = [ir.Assign(ptr, b.const(0, I64)) for _, ptr in LANES]
     for _, ptr in LANES:
@@ -587,7 +514,8 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
                        locals=local_items, interior=None)
 
     fused_reverse, reverse = peephole(fused_reverse), peephole(reverse)
-    fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p, [*tp0, *augmented, *inits, *fused_reverse, *flush])
+    fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p,
+                   [*tp0, *fused_augmented, *inits, *fused_reverse, *flush])
     aug = kernel("augmented_primal", k.params + tape_p + (count_p,), [*tp0, *augmented, *count_store])
     rev = kernel("rev", k.params + shadow_ps + acc_ps + tape_p + (count_p,), [*count_load, *inits, *reverse, *flush])
     count = None
