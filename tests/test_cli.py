@@ -28,5 +28,6 @@ def test_demo_runs_matches_numpy_and_checks_its_gradient():
     assert "matches the NumPy reference" in r.stdout
     assert "energy" in r.stdout
     assert "the gradient matches finite differences" in r.stdout
-    rows = [line.split() for line in r.stdout.splitlines() if line.strip()[:1].isdigit() and "e-" in line]
-    assert len(rows) == 5 and all(float(row[3]) < 1e-5 for row in rows)
+    rows = [line.split() for line in r.stdout.splitlines() if line.strip().startswith("dE/")]
+    assert len(rows) == 6 and all(float(row[3]) < 1e-5 for row in rows)  # u_0 at five places, and c
+    assert "saved copy-on-write" in r.stdout

@@ -36,3 +36,5 @@ def test_readme_python_blocks_run_verbatim(tmp_path):
     grads = namespace["grads"]
     assert grads[0] is None and grads[1] is None and grads[3] is None and isinstance(grads[2], float), grads
     assert namespace["J"].shape == (20, 20)
+    assert namespace["tape"].saved_bytes == 99 * 8000  # the Programs example: one state per launch but the first
+    assert isinstance(namespace["dE_dc"], float)

@@ -36,24 +36,22 @@ from .shadows import ShadowMap, memory_root
 
 @dataclass
 class Saved:
-    """The old contents of a view a launch overwrote. Swapped with the view's
-    contents when the reverse passes the launch (the reverse before it sees
-    its own post-state), and swapped back after the sweep, which leaves the
-    primals with their post-program values."""
+    """The old contents of a view a launch overwrote, written back when the
+    reverse passes that launch (the reverse before it sees its own post-state)
+    and freed then."""
 
     view: Any
     data: Any
+    nbytes: int = 0
 
-    def swap(self) -> None:
+    def __post_init__(self):
+        self.nbytes = int(self.data.nbytes)
+
+    def restore(self) -> None:
         if isinstance(self.view, np.ndarray) and not self.view.flags.writeable:
             self.view.flags.writeable = True  # made while the program had its buffer locked
-        now = self.view.copy()
         self.view[...] = self.data
-        self.data[...] = now
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.data.nbytes)
+        self.data = None
 
 
 @dataclass

@@ -2,8 +2,9 @@
 pair of `gk.autodiff_thunk(fn, *activities)`. The forward records `fn`
 (record.py); the reverse sweeps the recorded steps backwards, each step's
 reverse on the arrays as that step left them: after a step's reverse, what it
-overwrote is swapped back in from its saves. A last pass swaps everything
-forward again, so the primals end with their post-program values.
+overwrote is written back from its saves, which are freed. The buffers written
+back are copied once before the sweep and restored after it, so the primals
+end with their post-program values.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated
 from ..errors import AnnotationError, ProgramError
@@ -20,7 +23,13 @@ from ..runtime.recording import recording
 from .guard import HostWriteGuard
 from .record import ProgramRecorder, Step
 from .scalars import ActiveScalar, backpropagate
-from .shadows import ShadowMap
+from .shadows import ShadowMap, memory_root
+
+
+def _writable(a: Any) -> Any:
+    if isinstance(a, np.ndarray) and not a.flags.writeable:
+        a.flags.writeable = True  # locked by the program while it recorded
+    return a
 
 
 @dataclass
@@ -105,6 +114,12 @@ def sweep(tape: ProgramTape) -> tuple:
     if tape.used:
         raise ProgramError("this program tape was already consumed by a reverse", hint="run the forward again")
     tape.used = True
+    final = {}  # the buffers the sweep writes back into, as the program left them
+    for step in tape.steps:
+        for saved in step.saves:
+            root = memory_root(saved.view)
+            if id(root) not in final:
+                final[id(root)] = (root, root.copy())
     for step in reversed(tape.steps):
         if step.prepared is not None:
             got = step.prepared.reverse(step.tape)
@@ -112,10 +127,9 @@ def sweep(tape: ProgramTape) -> tuple:
             for pos, s in step.scalars.items():
                 s.adjoint += got[pos]
         for saved in reversed(step.saves):
-            saved.swap()
-    for step in tape.steps:  # forward again: the primals end as the program left them
-        for saved in step.saves:
-            saved.swap()
+            saved.restore()
+    for root, data in final.values():  # the primals end as the program left them
+        _writable(root)[...] = data
     backpropagate(tape.scalars)
     return tuple(tape.roots[n].adjoint if n in tape.roots else None for n in range(len(tape.args)))
 

@@ -103,7 +103,7 @@ class PreparedReverse:
     def augmented_primal(self) -> Tape:
         """The primal, taping what the reverse will need (primals updated as by launch)."""
         values, ints = self._allocate_tape()
-        counts = self._counts()
+        counts = self._counts(used=self.rs.kernels.static_slots != (0, 0))
         self._run(self.rs.augmented_primal, [*self.b.kernel_values, values, ints, counts])
         return Tape(self.kernel.name, self.key, self.b.dim, values, ints, counts)
 

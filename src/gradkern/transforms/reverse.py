@@ -516,6 +516,8 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     fused_reverse, reverse = peephole(fused_reverse), peephole(reverse)
     fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p,
                    [*tp0, *fused_augmented, *inits, *fused_reverse, *flush])
+    if static == (0, 0):  # nothing taped: the pointers stay 0 and the runtime passes no counts
+        count_store, count_load = [], tp0
     aug = kernel("augmented_primal", k.params + tape_p + (count_p,), [*tp0, *augmented, *count_store])
     rev = kernel("rev", k.params + shadow_ps + acc_ps + tape_p + (count_p,), [*count_load, *inits, *reverse, *flush])
     count = None

@@ -1,0 +1,208 @@
+"""A program's gradient (issue 15, DESIGN §6): the 1-D Allen-Cahn loop over
+ping-pong buffers, T launches of `gradkern.kernels.allen_cahn_step`, then a loss
+kernel E = sum u^2; the gradient of E w.r.t. the initial state and c.
+
+Three ways, in one process, interleaved, median of --runs after a warm-up:
+* gradkern: `gk.autodiff(program, ...)`: recording (every launch prepared and
+  run as its augmented primal, copy-on-write saves of overwritten states), then
+  the reverse sweep;
+* hand-written store-all (Numba, `prange`): the primal writes every state into
+  a preallocated (T + 1, N) buffer, then a gather adjoint sweeps back through
+  them (the adjoint of the Dirichlet ends done explicitly), dc summed per step;
+* JAX `grad` of the same loop with `lax.fori_loop`, where JAX is installed
+  (`pip install "gradkern[bench]"`), float64 enabled.
+
+Peak memory: NumPy allocations during one call (tracemalloc sees NumPy's
+buffers) in one more, untimed call, the inputs excluded; JAX's are not visible to tracemalloc and are not
+reported. Every method's gradient is checked against gradkern's before timing.
+
+    python benchmarks/programs.py                 # N = 10**6, T = 100
+    python benchmarks/programs.py --quick         # small, a smoke test
+    python benchmarks/programs.py --write         # and write RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import statistics
+import time
+import tracemalloc
+
+import numba
+import numpy as np
+from report import cpu_model, git_revision, publish
+
+import gradkern as gk
+from gradkern.kernels import allen_cahn_step
+
+DT = 1e-5
+
+
+@gk.kernel
+def sum_squares(u, E):
+    i = gk.tid()
+    gk.atomic_add(E, 0, u[i] * u[i])
+
+
+def program(steps: int):
+    def simulate(u, v, E, c):
+        n = u.shape[0]
+        for _ in range(steps // 2):
+            gk.launch(allen_cahn_step, n, u, v, c, DT)
+            gk.launch(allen_cahn_step, n, v, u, c, DT)
+        gk.launch(sum_squares, n, u, E)
+    return simulate
+
+
+def run_gradkern(u0, c, steps):
+    n = u0.size
+    u, v, E = u0.copy(), np.zeros(n), np.zeros(1)
+    du, dv = np.zeros(n), np.zeros(n)
+    grads = gk.autodiff(program(steps), gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, np.ones(1)),
+                        gk.Active(c))
+    return du, grads[3]
+
+
+@numba.njit(parallel=True, cache=True)
+def _step(u, un, c, dt):
+    n = u.shape[0]
+    for i in numba.prange(n):
+        if i == 0 or i == n - 1:
+            un[i] = u[i]
+        else:
+            ui = u[i]
+            un[i] = ui + c * (u[i - 1] - 2.0 * ui + u[i + 1]) + dt * (ui - ui ** 3)
+
+
+@numba.njit(parallel=True, cache=True)
+def _adjoint(u, dun, du, c, dt):
+    """du = J^T dun for one step (du overwritten), and the step's dc."""
+    n = u.shape[0]
+    dc = 0.0
+    for i in numba.prange(n):
+        if i == 0 or i == n - 1:
+            g = dun[i]
+        else:
+            ui = u[i]
+            g = dun[i] * (1.0 - 2.0 * c + dt * (1.0 - 3.0 * ui * ui))
+            dc += dun[i] * (u[i - 1] - 2.0 * ui + u[i + 1])
+        if i - 1 >= 1 and i - 1 <= n - 2:
+            g += c * dun[i - 1]
+        if i + 1 >= 1 and i + 1 <= n - 2:
+            g += c * dun[i + 1]
+        du[i] = g
+    return dc
+
+
+def run_hand(u0, c, steps):
+    n = u0.size
+    states = np.empty((steps + 1, n))
+    states[0] = u0
+    for t in range(steps):
+        _step(states[t], states[t + 1], c, DT)
+    adj = 2.0 * states[steps]
+    nxt = np.empty(n)
+    dc = 0.0
+    for t in range(steps - 1, -1, -1):
+        dc += _adjoint(states[t], adj, nxt, c, DT)
+        adj, nxt = nxt, adj
+    return adj, dc
+
+
+def jax_runner(steps):
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+
+    def step(u, c):
+        inner = u[1:-1] + c * (u[:-2] - 2.0 * u[1:-1] + u[2:]) + DT * (u[1:-1] - u[1:-1] ** 3)
+        return jnp.concatenate([u[:1], inner, u[-1:]])
+
+    def loss(u0, c):
+        u = jax.lax.fori_loop(0, steps, lambda _, u: step(u, c), u0)
+        return jnp.sum(u * u)
+
+    g = jax.jit(jax.grad(loss, argnums=(0, 1)))
+
+    def run(u0, c):
+        du, dc = g(u0, c)
+        return np.asarray(du.block_until_ready()), float(dc)
+    return run
+
+
+def peak_memory(f) -> int:
+    """Peak bytes NumPy allocated during one call (a separate, untimed call: tracing slows Python down)."""
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    f()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return peak
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--n", type=int, default=1_000_000)
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--write", action="store_true")
+    args = p.parse_args()
+    if args.quick:
+        args.n, args.steps, args.runs = 1000, 10, 2
+    n, steps = args.n, args.steps + args.steps % 2
+    rng = np.random.default_rng(0)
+    u0 = rng.uniform(-0.9, 0.9, n)
+    c = 0.2
+    methods = {"gradkern program (gk.autodiff)": lambda: run_gradkern(u0, c, steps),
+               "hand-written store-all (Numba)": lambda: run_hand(u0, c, steps)}
+    jrun = jax_runner(steps)
+    if jrun is not None:
+        methods["JAX grad (fori_loop)"] = lambda: jrun(u0, c)
+    ref = None
+    for name, f in methods.items():  # warm-up (compiles) and the check
+        du, dc = f()
+        if ref is None:
+            ref = du, dc
+        scale = np.max(np.abs(ref[0]))
+        assert np.allclose(du, ref[0], rtol=1e-9, atol=1e-12 * scale), name
+        assert abs(dc - ref[1]) <= 1e-9 * max(abs(ref[1]), 1e-30), (name, dc, ref[1])
+    times = {name: [] for name in methods}
+    for _ in range(args.runs):
+        for name, f in methods.items():
+            t0 = time.perf_counter()
+            f()
+            times[name].append(time.perf_counter() - t0)
+    peaks = {name: peak_memory(f) for name, f in methods.items()}
+    hand = statistics.median(times["hand-written store-all (Numba)"])
+    hand_peak = peaks["hand-written store-all (Numba)"]
+    rows = []
+    for name in methods:
+        t = statistics.median(times[name])
+        mem = f"{peaks[name] / 1e6:.0f}" if not name.startswith("JAX") else "n/a"
+        mem_ratio = f"{peaks[name] / hand_peak:.2f}" if not name.startswith("JAX") else ""
+        rows.append(f"| {name} | {t:.3f} | {t / hand:.2f} | {mem} | {mem_ratio} |")
+    load = os.getloadavg()[0]
+    text = "\n".join([
+        "## programs.py", "",
+        "The gradient of a program: the 1-D Allen-Cahn loop over ping-pong buffers (T launches of "
+        "`allen_cahn_step`, then E = sum u^2 by a kernel), w.r.t. the initial state and c; float64. Median of "
+        f"{args.runs} interleaved runs after a warm-up; every gradient checked against gradkern's first "
+        "(rtol 1e-9). Peak memory: NumPy allocations during one call (tracemalloc), inputs excluded.", "",
+        f"* command: `python benchmarks/programs.py{' --write' if args.write else ''}`",
+        f"* date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+        f"* machine: {cpu_model()}, {os.cpu_count()} cores; 1-minute load average at the end: {load:.2f}",
+        f"* revision: {git_revision()}",
+        f"* N = {n:,}, T = {steps}; JAX: {'installed' if jrun is not None else 'not installed, no row'}", "",
+        "| method | time (s) | vs hand-written | peak memory (MB) | memory vs hand-written |",
+        "|---|---:|---:|---:|---:|", *rows, ""])
+    publish(text, "## programs.py", args.write)
+
+
+if __name__ == "__main__":
+    main()
