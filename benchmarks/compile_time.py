@@ -14,7 +14,6 @@ Numba's SSA reconstruction).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import subprocess
@@ -22,7 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from report import cpu_model, git_revision, publish
+from report import publish, run_lines
 
 STATEMENT = "gk.sin({prev}) * 1.5 + x[i] * {c:.2f}"
 
@@ -77,16 +76,12 @@ def main() -> None:
             rows.append(f"| {n} | {'reassigned' if reassigned else 'distinct'} | {m['primal']:.2f} | "
                         f"{m['reverse']:.2f} | {m['primal_kb']:.0f} | {m['fused_kb']:.0f} |")
             print(rows[-1], flush=True)
-    load = os.getloadavg()[0]
     text = "\n".join([
         "## compile_time.py", "",
         "Seconds from an empty cache to the first primal launch and to the first gradient (fused reverse kernel,"
         " `gk.autodiff`) of a straight-line kernel of n statements `s = sin(s) * 1.5 + x[i] * c` (each in a"
         " fresh process; Numba's compile dominates), and the generated source sizes.", "",
-        "* command: `python benchmarks/compile_time.py --write`",
-        f"* date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"* machine: {cpu_model()}, {os.cpu_count()} cores; 1-minute load average at the end: {load:.2f}",
-        f"* revision: {git_revision()}", "",
+        *run_lines("python benchmarks/compile_time.py --write"), "",
         "| statements | locals | primal compile (s) | gradient compile (s) | primal source (kB) | fused source (kB) |",
         "|---:|---|---:|---:|---:|---:|", *rows, ""])
     publish(text, "## compile_time.py", args.write)

@@ -24,15 +24,13 @@ reported. Every method's gradient is checked against gradkern's before timing.
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
 import statistics
 import time
 import tracemalloc
 
 import numba
 import numpy as np
-from report import cpu_model, git_revision, publish
+from report import publish, run_lines
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
@@ -187,17 +185,13 @@ def main() -> None:
         mem = f"{peaks[name] / 1e6:.0f}" if not name.startswith("JAX") else "n/a"
         mem_ratio = f"{peaks[name] / hand_peak:.2f}" if not name.startswith("JAX") else ""
         rows.append(f"| {name} | {t:.3f} | {t / hand:.2f} | {mem} | {mem_ratio} |")
-    load = os.getloadavg()[0]
     text = "\n".join([
         "## programs.py", "",
         "The gradient of a program: the 1-D Allen-Cahn loop over ping-pong buffers (T launches of "
         "`allen_cahn_step`, then E = sum u^2 by a kernel), w.r.t. the initial state and c; float64. Median of "
         f"{args.runs} interleaved runs after a warm-up; every gradient checked against gradkern's first "
         "(rtol 1e-9). Peak memory: NumPy allocations during one call (tracemalloc), inputs excluded.", "",
-        f"* command: `python benchmarks/programs.py{' --write' if args.write else ''}`",
-        f"* date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-        f"* machine: {cpu_model()}, {os.cpu_count()} cores; 1-minute load average at the end: {load:.2f}",
-        f"* revision: {git_revision()}",
+        *run_lines(f"python benchmarks/programs.py{' --write' if args.write else ''}"),
         f"* N = {n:,}, T = {steps}; JAX: {'installed' if jrun is not None else 'not installed, no row'}", "",
         "| method | time (s) | vs hand-written | peak memory (MB) | memory vs hand-written |",
         "|---|---:|---:|---:|---:|", *rows, ""])

@@ -39,6 +39,16 @@ def git_revision() -> str:
             f"under kernels/: {'yes' if kernels else 'no'}")
 
 
+def run_lines(command: str) -> list[str]:
+    """The command, date, machine (with the load at the end) and revision lines of a RESULTS.md section."""
+    import datetime
+    return [f"* command: `{command}`",
+            f"* date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
+            f"* machine: {cpu_model()}, {os.cpu_count()} cores; 1-minute load average at the end: "
+            f"{os.getloadavg()[0]:.2f}",
+            f"* revision: {git_revision()}"]
+
+
 def write_section(text: str, section: str, path: Path = RESULTS) -> None:
     """Replace `section` (a '## name' heading and what follows) of RESULTS.md, or add it,
     keeping the other sections."""
