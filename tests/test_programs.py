@@ -212,3 +212,23 @@ def test_float_of_an_active_scalar_is_refused():
 
     with pytest.raises(gk.ProgramError, match=r"float\(\) of an Active scalar"):
         gk.autodiff(bad, D(rng_uniform(0, 4)), D(rng_uniform(1, 4)), gk.Active(0.5))
+
+
+def with_host_ops(u, v, c):
+    tmp = np.empty_like(u)
+    gk.fill(tmp, c)  # an Active scalar into every element
+    gk.launch(scale_into, u.shape[0], u, v, 1.5)
+    gk.copy(u, v)  # instead of u[:] = v
+    gk.launch(square_sin, u.shape[0], u)
+    gk.launch(scale_into, u.shape[0], tmp, v, c)
+
+
+def test_copy_and_fill_are_differentiated_inside_programs():
+    check_grad(with_host_ops, D(rng_uniform(20, 7)), D(rng_uniform(21, 7)), gk.Active(0.7))
+    a, b = np.zeros((3, 4)), rng_uniform(22, 3, 4)
+    gk.copy(a, b)  # outside a program: plain launches
+    np.testing.assert_array_equal(a, b)
+    gk.fill(a, 2.5)
+    assert (a == 2.5).all()
+    with pytest.raises(gk.LaunchError, match="shape"):
+        gk.copy(a, np.zeros(5))

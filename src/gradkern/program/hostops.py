@@ -1,0 +1,72 @@
+"""The differentiable host operations a program needs (DESIGN §6, 6):
+`gk.copy(dst, src)` and `gk.fill(dst, value)`, launches of small kernels, so
+that inside a program they are recorded like any launch (with their
+derivatives: a copy passes the adjoint of dst to src, a fill consumes it and,
+for an Active value, sums it), and outside one they are plain launches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import intrinsics as gk
+from ..errors import LaunchError
+from ..kernel import kernel
+from ..runtime.arrays import is_array
+from ..runtime.launch import launch
+
+
+@kernel
+def _copy1(dst, src):
+    i = gk.tid()
+    dst[i] = src[i]
+
+
+@kernel
+def _copy2(dst, src):
+    i, j = gk.tid()
+    dst[i, j] = src[i, j]
+
+
+@kernel
+def _copy3(dst, src):
+    i, j, k = gk.tid()
+    dst[i, j, k] = src[i, j, k]
+
+
+@kernel
+def _fill1(dst, value):
+    i = gk.tid()
+    dst[i] = value
+
+
+@kernel
+def _fill2(dst, value):
+    i, j = gk.tid()
+    dst[i, j] = value
+
+
+@kernel
+def _fill3(dst, value):
+    i, j, k = gk.tid()
+    dst[i, j, k] = value
+
+
+def _check(name: str, dst: Any) -> None:
+    if not is_array(dst) or not 1 <= dst.ndim <= 3:
+        raise LaunchError(f"gk.{name}: dst must be a 1-D to 3-D array; got {type(dst).__name__}"
+                          + (f" with {dst.ndim} dimensions" if is_array(dst) else ""))
+
+
+def copy(dst: Any, src: Any) -> None:
+    """dst[...] = src, as a launch (differentiated inside a program)."""
+    _check("copy", dst)
+    if not is_array(src) or tuple(src.shape) != tuple(dst.shape):
+        raise LaunchError(f"gk.copy: src must be an array of dst's shape {tuple(dst.shape)}; got "
+                          f"{tuple(src.shape) if is_array(src) else type(src).__name__}")
+    launch((_copy1, _copy2, _copy3)[dst.ndim - 1], tuple(dst.shape), dst, src)
+
+
+def fill(dst: Any, value: Any) -> None:
+    """dst[...] = value, as a launch (differentiated inside a program; value may be an Active scalar)."""
+    _check("fill", dst)
+    launch((_fill1, _fill2, _fill3)[dst.ndim - 1], tuple(dst.shape), dst, value)
