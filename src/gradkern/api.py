@@ -42,11 +42,9 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
             return forward_kernel(f, args, dim, backend)
         return reverse_kernel(f, args, dim, backend)
     if _is_program(f):
-        if mode is Forward:
-            raise LaunchError("forward mode of a program is not available in this version", hint="use gk.Reverse")
         if dim is not None or backend is not None:
             raise LaunchError("dim= and backend= belong to the launches inside a program, not to autodiff of it")
-        return program.reverse(f, args)
+        return program.forward(f, args) if mode is Forward else program.reverse(f, args)
     raise _not_differentiable(f, "autodiff")
 
 

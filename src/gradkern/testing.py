@@ -1,7 +1,6 @@
 """`check_grad`: test a kernel's (or a program's, DESIGN §6) derivatives against
 finite differences. A program is any Python function that launches kernels;
-its arguments are annotated as for `gk.autodiff(fn, ...)`, and only reverse
-mode (checks 1 and 2) applies to it.
+its arguments are annotated as for `gk.autodiff(fn, ...)`.
 
 Two checks, both in float64 whatever the kernel's dtype (float32 kernels are
 compared against a float64 run of the same kernel):
@@ -79,8 +78,6 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     if mode is not Reverse and mode is not Forward:
         raise AnnotationError(f"check_grad: mode must be gk.Reverse or gk.Forward, got {mode!r}")
     program = not isinstance(kernel, KernelFunction)
-    if program and mode is Forward:
-        raise AnnotationError("check_grad: forward mode of a program is not available in this version")
     rng = np.random.default_rng(seed)
     params = [f"arg{k}" for k in range(len(args))] if program else [p.name for p in kernel.ir.params]
 
@@ -125,10 +122,6 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     report.dot_numeric = float(sum(np.sum(weights[n] * (out_plus[index[n]] - out_minus[index[n]]))
                                    for n in dup)) / (2 * eps)
 
-    if program:  # reverse mode only (programs have no forward mode in this version)
-        return _reverse_checks(report, kernel, args, params, primals, dup, act, index, weights, v, base, loss,
-                               rng, dim, eps, rtol, atol, max_coords, raise_on_failure)
-
     # forward mode at the user's dtypes: tangents v
     call = []
     for n, p in zip(params, primals):
@@ -139,7 +132,10 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
             call.append(Duplicated(p, float(v[n])))
         else:
             call.append(Const(pc))
-    autodiff(kernel, *call, dim=dim, mode=Forward)
+    if program:
+        autodiff(kernel, *call, mode=Forward)
+    else:
+        autodiff(kernel, *call, dim=dim, mode=Forward)
     tangents = {n: call[index[n]].dval.astype(np.float64) for n in dup}
     report.dot_forward = float(sum(np.sum(weights[n] * tangents[n]) for n in dup))
     elements = [(n, c) for n in dup for c in np.ndindex(tangents[n].shape)]
@@ -155,14 +151,6 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
             raise AssertionError(str(report))
         return report
 
-    return _reverse_checks(report, kernel, args, params, primals, dup, act, index, weights, v, base, loss,
-                           rng, dim, eps, rtol, atol, max_coords, raise_on_failure)
-
-
-def _reverse_checks(report, kernel, args, params, primals, dup, act, index, weights, v, base, loss, rng, dim, eps,
-                    rtol, atol, max_coords, raise_on_failure) -> GradCheckReport:
-    """Checks 1 and 2 (and, after forward mode, forward against reverse)."""
-    program = not isinstance(kernel, KernelFunction)
     # reverse mode at the user's dtypes: shadows seeded with w
     shadows = {n: weights[n].astype(primals[index[n]].dtype) for n in dup}
     call = []
@@ -187,9 +175,8 @@ def _reverse_checks(report, kernel, args, params, primals, dup, act, index, weig
     # dot-product tests: <w, J v> by central differences and by forward mode, <J^T w, v> from reverse mode
     report.dot_analytic = float(sum(np.sum(analytic[n] * v[n]) for n in dup + act))
     _compare(report, "dot-product test <w, Jv> vs <J^T w, v>", report.dot_analytic, report.dot_numeric, rtol, atol)
-    if not program:
-        _compare(report, "forward vs reverse: <w, Jv> vs <J^T w, v>", report.dot_forward, report.dot_analytic,
-                 rtol, atol)
+    _compare(report, "forward vs reverse: <w, Jv> vs <J^T w, v>", report.dot_forward, report.dot_analytic,
+             rtol, atol)
     if raise_on_failure and not report.ok:
         raise AssertionError(str(report))
     return report

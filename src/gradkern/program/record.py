@@ -25,6 +25,7 @@ from ..kernel import KernelFunction
 from ..runtime.arrays import is_array
 from ..runtime.binding import bind
 from ..runtime.execute import run_spec
+from ..runtime.forward import forward as forward_launch
 from ..runtime.race_check import check_races
 from ..runtime.recording import Recorder
 from ..runtime.reverse import PreparedReverse, Tape, prepare_reverse
@@ -149,3 +150,43 @@ class ProgramRecorder(Recorder):
     @property
     def tape_bytes(self) -> int:
         return sum(s.tape_bytes for s in self.steps)
+
+
+class ForwardRecorder(Recorder):
+    """Forward mode of a program (DESIGN §6, 7): each launch runs its tangent
+    kernel, tangents following memory like shadows (temporaries get zero
+    tangents when an active value is first written into them); nothing is saved."""
+
+    def __init__(self, tangents: ShadowMap, guard: HostWriteGuard):
+        self.tangents = tangents
+        self.guard = guard
+        self.count = 0
+
+    def launch(self, kernel: KernelFunction, dim: Any, args: tuple, backend: str | None) -> None:
+        params = kernel.ir.params
+        active = any(isinstance(a, ActiveScalar) for a in args) or any(
+            is_array(a) and self.tangents.find(a) is not None for a in args)
+        annotated = []
+        for p, a in zip(params, args):
+            if isinstance(a, ActiveScalar):
+                annotated.append(Duplicated(a.value, a.tangent))
+            elif is_array(a) and active and a.dtype.kind == "f":
+                da = self.tangents.find(a)
+                if da is None and p.written:
+                    da = self.tangents.internal(a)
+                annotated.append(Duplicated(a, da) if da is not None else Const(a))
+            else:
+                annotated.append(Const(a))
+        if len(args) != len(params):
+            annotated = [a.value if isinstance(a, ActiveScalar) else a for a in args]
+        arrays = [a for a in args if is_array(a)]
+        with self.guard.unlocked(arrays):
+            forward_launch(kernel, tuple(annotated), dim, backend)
+        self.count += 1
+        self.guard.lock(arrays, _Launched(self.count, kernel.name))
+
+
+@dataclass
+class _Launched:
+    number: int
+    kernel: str

@@ -21,7 +21,7 @@ from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array
 from ..runtime.recording import recording
 from .guard import HostWriteGuard
-from .record import ProgramRecorder, Step
+from .record import ForwardRecorder, ProgramRecorder, Step
 from .scalars import ActiveScalar, backpropagate
 from .shadows import ShadowMap, memory_root
 
@@ -136,6 +136,48 @@ def sweep(tape: ProgramTape) -> tuple:
 
 def reverse(fn: Callable, args: tuple) -> tuple:
     return sweep(record(fn, args))
+
+
+def forward(fn: Callable, args: tuple) -> None:
+    """Forward mode: the tangents of Duplicated arrays become those of their
+    post-program values; a Duplicated scalar `gk.Duplicated(c, dc)` reaches `fn`
+    as an ActiveScalar carrying the tangent dc."""
+    tangents, roots, call = ShadowMap(), {}, []
+    for n, a in enumerate(args):
+        if isinstance(a, BatchDuplicated):
+            raise AnnotationError(f"argument {n}: gk.BatchDuplicated (vector mode) of a program is not available in "
+                                  "this version", hint="differentiate the program once per tangent")
+        if isinstance(a, Active):
+            raise AnnotationError(f"argument {n} is Active, a reverse-mode annotation; in forward mode a scalar "
+                                  "takes a tangent", hint="gk.Duplicated(c, 1.0)")
+        if isinstance(a, Duplicated) and not is_array(a.val):
+            roots[n] = ActiveScalar(a.val, tangent=float(a.dval))
+            call.append(roots[n])
+        elif isinstance(a, Duplicated):
+            if a.val.dtype.kind != "f":
+                raise AnnotationError(f"argument {n} of the program is Duplicated but is not a float array")
+            check_shadow(f"argument {n}", a.val, a.dval, "tangent")
+            call.append(a.val)
+        elif isinstance(a, Const):
+            call.append(a.val)
+        elif isinstance(a, Annotation):
+            raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
+        else:
+            call.append(a)
+    for n, a in enumerate(args):
+        if isinstance(a, Duplicated) and is_array(a.val):
+            tangents.register(f"argument {n}", a.val, a.dval)
+    guard = HostWriteGuard()
+    try:
+        with recording(ForwardRecorder(tangents, guard)):
+            fn(*call)
+    except ValueError as e:
+        err = guard.host_write_error(e)
+        if err is not None:
+            raise err from e
+        raise
+    finally:
+        guard.release()
 
 
 def split(fn: Callable, activities: tuple):

@@ -3,7 +3,8 @@ argument as an `ActiveScalar`: launches recognise it (and sum its derivative
 over every launch it reaches), host arithmetic on it (`r = c * dt / h**2`) is
 recorded on a small scalar tape and differentiated. What would lose the
 derivative is refused: `float(c)`, `int(c)`, NumPy functions of it. The value
-without its derivative is `c.value`, for printing or control flow."""
+without its derivative is `c.value`, for printing or control flow. In forward mode the same scalar
+carries its tangent (`c.tangent`) through the same arithmetic."""
 
 from __future__ import annotations
 
@@ -16,14 +17,16 @@ from ..errors import ProgramError
 class ActiveScalar:
     """A float that carries a derivative through host arithmetic and launches."""
 
-    __slots__ = ("value", "parents", "adjoint", "order")
+    __slots__ = ("value", "parents", "adjoint", "order", "tangent")
     __array_ufunc__ = None  # NumPy defers to our reflected operators instead of making an object array
     _created = 0
 
-    def __init__(self, value: float, parents: tuple = ()):
+    def __init__(self, value: float, parents: tuple = (), tangent: float = 0.0):
         self.value = float(value)
         self.parents = parents  # ((ActiveScalar, partial derivative), ...)
         self.adjoint = 0.0
+        # forward mode: the tangent, carried along as the value is computed
+        self.tangent = tangent if not parents else sum(d * p.tangent for p, d in parents)
         ActiveScalar._created += 1
         self.order = ActiveScalar._created  # creation order: a topological order of the scalar tape
 
