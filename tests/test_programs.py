@@ -252,3 +252,18 @@ def test_forward_mode_of_a_program_against_finite_differences_and_reverse():
     # central differences at h = 1e-6 in float64: rounding ~ 1e-16 * E / h ~ 1e-10, truncation ~ h**2; 1e-6 is generous
     assert abs(dE[0] - fd) <= 1e-6 * abs(fd)
     np.testing.assert_array_equal(E, [energy_of(u0, 0.2)])  # the primals hold their post-program values
+
+
+def partial_overwrites(u, y):
+    n = u.shape[0]
+    h = n // 2
+    gk.launch(scale_into, n, u, y, 1.0)  # its reverse reads all of u
+    gk.launch(square_sin, h, u[:h])  # then each half of u is overwritten by a launch of its own
+    gk.launch(square_sin, n - h, u[h:])
+
+
+def test_a_write_to_part_of_a_buffer_keeps_the_rest_needed():
+    """Overwriting one half must not make the other half's old contents look unneeded."""
+    check_grad(partial_overwrites, D(rng_uniform(40, 8)), D(rng_uniform(41, 8)))
+    fwd, _ = gk.autodiff_thunk(partial_overwrites, gk.Duplicated, gk.Duplicated)
+    assert [row[2] for row in fwd(D(rng_uniform(40, 8)), D(rng_uniform(41, 8))).table()] == [0, 32, 32]

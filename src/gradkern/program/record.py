@@ -108,8 +108,9 @@ class ProgramRecorder(Recorder):
         arrays = [a for a in args if is_array(a)]
         with self.guard.unlocked(arrays):  # validated and run as the user's writable arrays
             step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend)
-        for view in written:  # a new version: no recorded reverse reads it yet
-            self.needed[id(memory_root(view))] = False
+        for view in written:  # overwritten whole: no recorded reverse reads the new contents yet
+            if view.nbytes == memory_root(view).nbytes:  # (elements of a written array never overlap)
+                self.needed[id(memory_root(view))] = False
         for view in reads:  # this step's reverse reads these as the step left them
             self.roots.setdefault(id(memory_root(view)), memory_root(view))
             self.needed[id(memory_root(view))] = True
