@@ -267,3 +267,23 @@ def test_a_write_to_part_of_a_buffer_keeps_the_rest_needed():
     check_grad(partial_overwrites, D(rng_uniform(40, 8)), D(rng_uniform(41, 8)))
     fwd, _ = gk.autodiff_thunk(partial_overwrites, gk.Duplicated, gk.Duplicated)
     assert [row[2] for row in fwd(D(rng_uniform(40, 8)), D(rng_uniform(41, 8))).table()] == [0, 32, 32]
+
+
+def test_vector_mode_equals_separate_calls():
+    """BatchDuplicated through a program (temporaries and an Active scalar included): each lane as one call."""
+    n, seeds = 9, [np.random.default_rng(50 + k).standard_normal(1) for k in range(3)]
+
+    def run(lanes):
+        u, E = rng_uniform(51, n), np.zeros(1)
+        dus = tuple(np.zeros(n) for _ in lanes)
+        dEs = tuple(s.copy() for s in lanes)
+        got = gk.autodiff(alternating, gk.BatchDuplicated(u, dus), gk.BatchDuplicated(E, dEs), gk.Active(0.3))
+        return dus, got[2]
+
+    dus, dcs = run(seeds)
+    for k, s in enumerate(seeds):
+        u, E, du = rng_uniform(51, n), np.zeros(1), np.zeros(n)
+        dc = gk.autodiff(alternating, gk.Duplicated(u, du), gk.Duplicated(E, s.copy()), gk.Active(0.3))[2]
+        # the same operations per lane; sums over threads may associate differently: a few ulps of float64
+        np.testing.assert_allclose(dus[k], du, rtol=1e-13, atol=1e-15)
+        assert abs(dcs[k] - dc) <= 1e-13 * abs(dc)

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..annotations import Active, Const, Duplicated
+from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..kernel import KernelFunction
 from ..runtime.arrays import is_array
 from ..runtime.binding import bind
@@ -100,7 +100,8 @@ class ProgramRecorder(Recorder):
                 dx = self.shadows.find(a)
                 if dx is None and p.written:  # an active value is written into an array nothing covers yet
                     dx = self.shadows.internal(a)
-                annotated.append(Duplicated(a, dx) if dx is not None else Const(a))
+                annotated.append(Const(a) if dx is None else Duplicated(a, dx[0]) if len(dx) == 1
+                                 else BatchDuplicated(a, dx))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):
@@ -175,7 +176,7 @@ class ForwardRecorder(Recorder):
                 da = self.tangents.find(a)
                 if da is None and p.written:
                     da = self.tangents.internal(a)
-                annotated.append(Duplicated(a, da) if da is not None else Const(a))
+                annotated.append(Duplicated(a, da[0]) if da is not None else Const(a))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):

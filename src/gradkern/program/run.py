@@ -66,15 +66,18 @@ class ProgramTape:
 
 def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
     """What `fn` receives (primals, Active scalars as ActiveScalar), the annotated shadows, the roots."""
-    shadows, roots, out = ShadowMap(), {}, []
+    roots, out, lanes = {}, [], {}
     for n, a in enumerate(args):
-        if isinstance(a, BatchDuplicated):
-            raise AnnotationError(f"argument {n}: gk.BatchDuplicated (vector mode) of a program is not available in "
-                                  "this version", hint="differentiate the program once per shadow")
-        if isinstance(a, Duplicated):
+        if isinstance(a, (Duplicated, BatchDuplicated)):
+            dxs = (a.dval,) if isinstance(a, Duplicated) else tuple(a.dvals) if isinstance(a.dvals, (tuple, list)) \
+                else ()
+            if not dxs:
+                raise AnnotationError(f"argument {n}: gk.BatchDuplicated takes a tuple of k >= 1 shadows")
             if not is_array(a.val) or a.val.dtype.kind != "f":
-                raise AnnotationError(f"argument {n} of the program is Duplicated but is not a float array")
-            check_shadow(f"argument {n}", a.val, a.dval, "shadow")
+                raise AnnotationError(f"argument {n} of the program is {type(a).__name__} but is not a float array")
+            for dx in dxs:
+                check_shadow(f"argument {n}", a.val, dx, "shadow")
+            lanes[n] = len(dxs) if isinstance(a, BatchDuplicated) else 0
             out.append(a.val)
         elif isinstance(a, Active):
             roots[n] = ActiveScalar(a.val)
@@ -85,9 +88,17 @@ def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
             raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
         else:
             out.append(a)
+    widths = set(lanes.values())
+    if len(widths) > 1:
+        got = ", ".join(f"argument {n}: {w or 1}" for n, w in lanes.items())
+        raise AnnotationError("a vector-mode program needs every differentiated array to be BatchDuplicated with the "
+                              f"same number of shadows; got {got}")
+    shadows = ShadowMap(max(widths.pop() if widths else 1, 1))
     for n, a in enumerate(args):  # after every check: nothing registered for a refused call
         if isinstance(a, Duplicated):
-            shadows.register(f"argument {n}", a.val, a.dval)
+            shadows.register(f"argument {n}", a.val, (a.dval,))
+        elif isinstance(a, BatchDuplicated):
+            shadows.register(f"argument {n}", a.val, tuple(a.dvals))
     return tuple(out), shadows, roots
 
 
@@ -114,6 +125,7 @@ def sweep(tape: ProgramTape) -> tuple:
     if tape.used:
         raise ProgramError("this program tape was already consumed by a reverse", hint="run the forward again")
     tape.used = True
+    lanes = tape.shadows.lanes
     final = {}  # the buffers the sweep writes back into, as the program left them
     for step in tape.steps:
         for saved in step.saves:
@@ -125,13 +137,16 @@ def sweep(tape: ProgramTape) -> tuple:
             got = step.prepared.reverse(step.tape)
             step.tape = None  # freed once used
             for pos, s in step.scalars.items():
-                s.adjoint += got[pos]
+                s.adjoint = s.adjoint + (np.asarray(got[pos]) if lanes > 1 else got[pos])  # per lane in vector mode
         for saved in reversed(step.saves):
             saved.restore()
     for root, data in final.values():  # the primals end as the program left them
         _writable(root)[...] = data
     backpropagate(tape.scalars)
-    return tuple(tape.roots[n].adjoint if n in tape.roots else None for n in range(len(tape.args)))
+
+    def result(s: ActiveScalar):
+        return tuple(float(x) for x in np.broadcast_to(s.adjoint, (lanes,))) if lanes > 1 else s.adjoint
+    return tuple(result(tape.roots[n]) if n in tape.roots else None for n in range(len(tape.args)))
 
 
 def reverse(fn: Callable, args: tuple) -> tuple:
@@ -166,7 +181,7 @@ def forward(fn: Callable, args: tuple) -> None:
             call.append(a)
     for n, a in enumerate(args):
         if isinstance(a, Duplicated) and is_array(a.val):
-            tangents.register(f"argument {n}", a.val, a.dval)
+            tangents.register(f"argument {n}", a.val, (a.dval,))
     guard = HostWriteGuard()
     try:
         with recording(ForwardRecorder(tangents, guard)):

@@ -22,7 +22,7 @@ from ..runtime.arrays import byte_bounds, is_cupy_array
 @dataclass
 class _Entry:
     primal: Any
-    shadow: Any
+    shadow: tuple  # one shadow per lane (vector mode: k)
     lo: int
     hi: int
     internal: bool  # allocated by the program (freed with it), not the user's
@@ -63,12 +63,14 @@ def _view_at(shadow: Any, address: int, like: Any) -> Any:
 
 
 class ShadowMap:
-    """The shadows of a program's arrays, by memory."""
+    """The shadows of a program's arrays, by memory: a tuple of one per lane
+    (`lanes` > 1 in vector mode)."""
 
-    def __init__(self):
+    def __init__(self, lanes: int = 1):
         self.entries: list[_Entry] = []
+        self.lanes = lanes
 
-    def register(self, name: str, primal: Any, shadow: Any, internal: bool = False) -> None:
+    def register(self, name: str, primal: Any, shadow: tuple, internal: bool = False) -> None:
         lo, hi = byte_bounds(primal)
         for e in self.entries:
             if lo < e.hi and e.lo < hi and not _same_geometry(e.primal, primal):
@@ -77,8 +79,8 @@ class ShadowMap:
                                    hint="annotate the whole array once and pass views of it")
         self.entries.append(_Entry(primal, shadow, lo, hi, internal))
 
-    def find(self, a: Any) -> Any | None:
-        """The shadow of array `a` (a view of an annotated array's shadow), or None when nothing covers it."""
+    def find(self, a: Any) -> tuple | None:
+        """The shadows of array `a` (views of an annotated array's shadows), or None when nothing covers it."""
         lo, hi = byte_bounds(a)
         for e in self.entries:
             if _same_geometry(e.primal, a):
@@ -91,8 +93,11 @@ class ShadowMap:
                                    hint="annotate the array that owns the memory, and pass views of it")
         return None
 
-    def _translate(self, e: _Entry, a: Any) -> Any:
-        p, s = e.primal, e.shadow
+    def _translate(self, e: _Entry, a: Any) -> tuple:
+        return tuple(self._translate_one(e.primal, s, a) for s in e.shadow)
+
+    @staticmethod
+    def _translate_one(p: Any, s: Any, a: Any) -> Any:
         if a.dtype != p.dtype:
             raise ProgramError(f"a launch argument views an annotated array of dtype {p.dtype} as {a.dtype}",
                                hint="pass views with the array's own dtype")
@@ -106,21 +111,21 @@ class ShadowMap:
                                hint="annotate the contiguous array the view comes from")
         return _view_at(s, _address(a) + (_address(s) - _address(p)), a)
 
-    def internal(self, a: Any) -> Any:
-        """A zero shadow for the whole buffer of `a` (which nothing covers), and `a`'s view of it."""
+    def internal(self, a: Any) -> tuple:
+        """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them."""
         root = memory_root(a)
         if is_cupy_array(root):
             import cupy
-            shadow = cupy.zeros_like(root)
+            shadows = tuple(cupy.zeros_like(root) for _ in range(self.lanes))
         else:
-            shadow = np.zeros_like(root)
-        if tuple(shadow.strides) != tuple(root.strides):
+            shadows = tuple(np.zeros_like(root) for _ in range(self.lanes))
+        if tuple(shadows[0].strides) != tuple(root.strides):
             raise ProgramError(f"an array of shape {tuple(root.shape)} and strides {tuple(root.strides)} needs a "
                                "shadow laid out like it, which zeros_like does not give",
                                hint="allocate temporaries with np.zeros/np.empty")
-        self.register("a temporary", root, shadow, internal=True)
+        self.register("a temporary", root, shadows, internal=True)
         return self.find(a)
 
     @property
     def internal_bytes(self) -> int:
-        return sum(e.shadow.nbytes for e in self.entries if e.internal)
+        return sum(s.nbytes for e in self.entries if e.internal for s in e.shadow)
