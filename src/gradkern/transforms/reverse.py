@@ -40,7 +40,7 @@ from ..ir import nodes as ir
 from ..ir.names import PASS
 from ..ir.ops import Op
 from ..ir.rewrite import map_expr, with_blocks
-from ..ir.types import F32, F64, I64, Array, Scalar
+from ..ir.types import BOOL, F32, F64, I64, Array, Scalar
 from .derivatives import partials
 
 # Two tapes per thread: floats (in the kernel's widest float type) and integers
@@ -137,30 +137,36 @@ class _Builder:
                 return True
         return False
 
-    def needed(self, e: ir.Expr, out: list[ir.Expr]):
-        """Sub-expressions of `e` whose values the reverse of `e` reads."""
+    def needed(self, e: ir.Expr, out: list[tuple[ir.Expr, ir.Expr | None]], guard: ir.Expr | None = None):
+        """Sub-expressions of `e` whose values the reverse of `e` reads, each with the
+        condition under which `e` evaluates it (`guard`; None: always)."""
         if not self.act.expr(e):
             return
         if isinstance(e, ir.Load):
-            out.extend(e.indices)
+            out.extend((i, guard) for i in e.indices)
         elif isinstance(e, ir.Select):
-            out.append(e.cond)
-            self.needed(e.a, out)
-            self.needed(e.b, out)
+            out.append((e.cond, guard))
+            self.needed(e.a, out, _both(guard, e.cond))
+            self.needed(e.b, out, _both(guard, ir.Apply(Op.NOT, (e.cond,), type=BOOL)))
         elif isinstance(e, ir.Apply):
             for a, reads in zip(e.args, partials(e.op, e.loc).reads):
                 if self.act.expr(a):  # only active operands' partials are evaluated
-                    out.extend(e if x == "y" else e.args[x] for x in reads)
+                    out.extend((e if x == "y" else e.args[x], guard) for x in reads)
             for a in e.args:
-                self.needed(a, out)
+                self.needed(a, out, guard)
 
-    def to_tape(self, exprs: list[ir.Expr]) -> list[ir.Expr]:
-        """The needed values that must be taped: not available, deduplicated."""
-        seen: list[ir.Expr] = []
-        for x in exprs:
-            if not self.available(x) and x not in seen and not isinstance(x, ir.Const):
-                seen.append(x)
-        return seen
+    def to_tape(self, needs: list[tuple[ir.Expr, ir.Expr | None]]) -> list[tuple[ir.Expr, ir.Expr | None]]:
+        """The needed values that must be taped (not available), once each, with the
+        condition under which the statement evaluates them (None: always)."""
+        guards: dict[ir.Expr, ir.Expr | None] = {}
+        for x, guard in needs:
+            if self.available(x) or isinstance(x, ir.Const):
+                continue
+            if x not in guards:
+                guards[x] = guard
+            elif guards[x] is not None:
+                guards[x] = None if guard is None else ir.Apply(Op.OR, (guards[x], guard), type=BOOL)
+        return list(guards.items())
 
     # -- names ----------------------------------------------------------------
     def fresh(self, what: str, t: Scalar) -> str:
@@ -199,20 +205,22 @@ class _Builder:
             out.extend(self.augmented_stmt(s))
         return out
 
-    def stmt_needs(self, s: ir.Stmt) -> list[ir.Expr]:
-        need: list[ir.Expr] = []
+    def stmt_needs(self, s: ir.Stmt) -> list[tuple[ir.Expr, ir.Expr | None]]:
+        need: list[tuple[ir.Expr, ir.Expr | None]] = []
         if isinstance(s, ir.Assign) and s.name in self.act.locals:
             self.needed(s.value, need)
         elif isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in self.act.arrays:
-            need.extend(s.indices)
+            need.extend((i, None) for i in s.indices)
             self.needed(s.value, need)
         return self.to_tape(need)
 
     def augmented_stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
         if isinstance(s, (ir.Assign, ir.Store, ir.AtomicAdd)):
             out = []
-            for x in self.stmt_needs(s):
-                out += self.push(x)
+            for x, guard in self.stmt_needs(s):
+                # a value of a branch not taken is never evaluated (it may read outside an array):
+                # the tape gets 0 there, which the reverse, under the same condition, never reads
+                out += self.push(x if guard is None else b.select(guard, x, b.const(0, x.type)))
             return out + [s]
         if isinstance(s, ir.If):
             new = replace(s, then=tuple(self.augmented_block(s.then)), orelse=tuple(self.augmented_block(s.orelse)))
@@ -266,7 +274,7 @@ class _Builder:
         if isinstance(s, ir.Assign):
             if s.name not in self.act.locals:
                 return []
-            out, env = self.pops(self.stmt_needs(s))
+            out, env = self.pops([x for x, _ in self.stmt_needs(s)])
             d = self.adjoint(s.name)
             t = self.locals[d]
             g = self.fresh("g", t)
@@ -275,7 +283,7 @@ class _Builder:
         if isinstance(s, (ir.Store, ir.AtomicAdd)):
             if s.array not in self.act.arrays:
                 return []
-            out, env = self.pops(self.stmt_needs(s))
+            out, env = self.pops([x for x, _ in self.stmt_needs(s)])
             idx = tuple(self.subst(i, env) for i in s.indices)
             t = s.value.type
             g = self.fresh("g", t)
@@ -398,6 +406,10 @@ class _Builder:
                 if any(isinstance(x, ir.Store) and x.array in tapes for x in ir.walk_stmts(s.body)):
                     return None
         return total[0], total[1]
+
+
+def _both(guard: ir.Expr | None, cond: ir.Expr) -> ir.Expr:
+    return cond if guard is None else ir.Apply(Op.AND, (guard, cond), type=BOOL)
 
 
 def _same_target(a: ir.Stmt, b_: ir.Stmt) -> bool:
