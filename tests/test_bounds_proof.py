@@ -100,6 +100,18 @@ def bp_after_while(a, out, m):
 
 
 @gk.kernel
+def bp_while_in_loop(a, out, m):
+    i = gk.tid()
+    s = 0.0
+    for k in range(m):
+        s += a[k]  # in iteration k only if the while of iteration k - 1 ended
+        w = 0
+        while w < i:
+            w += 1
+    out[i] = s
+
+
+@gk.kernel
 def bp_step2(a, out, m):
     i = gk.tid()
     s = 0.0
@@ -307,6 +319,10 @@ def test_after_a_while_loop_the_proof_names_no_thread(rng):
     assert decide(bp_after_while, 7, a, out, 3) is True
     with pytest.raises(gk.LaunchError, match=r"thread \(7,\) reads a\[\(i \+ 1\)\].*at dim=8; no buffer"):
         gk.launch(bp_after_while, 8, a, out, 3)
+    assert decide(bp_while_in_loop, 2, a, np.zeros(2), 9) is False  # k = 8 follows a while
+    assert decide(bp_while_in_loop, 2, a, np.zeros(2), 8) is True
+    with pytest.raises(gk.LaunchError, match=r"reads a\[k\].*at dim=2; no buffer"):
+        gk.launch(bp_while_in_loop, 2, a, np.zeros(2), 9)
 
 
 def test_a_loop_of_step_two_and_a_disjunction_are_decided_exactly(rng):

@@ -118,8 +118,8 @@ def _bounds(w: Work) -> None:
         return
     w.bounds = proof = bounds_proof(w.kernels["primal"])
     positions = sum(p is not None for s in proof.sites for p in s.positions)
-    w.notes = (f"{positions} affine index positions in {len(proof.sites)} accesses, proved in bounds at each launch; "
-               f"{proof.unaffine} not affine (checked only with GRADKERN_BOUNDSCHECK=1)")
+    w.notes = (f"{positions} affine index positions in {len(proof.sites)} accesses, their bounds decided at each "
+               f"launch; {proof.unaffine} not affine (checked only with GRADKERN_BOUNDSCHECK=1)")
 
 
 PRIMAL_STAGES = (

@@ -364,8 +364,10 @@ def accesses(k: ir.Kernel, lin: Linearizer, bounds: bool = False) -> list[Access
             constraints += [d, neg_form(d), {q: -1}]
         lin.loops.append(Loop(name, ((linear(starts[0].form) if starts else None,
                                       linear(stops[0].form) if stops else None, sign),)))
-        # every v the constraints allow is an iteration (with a step other than ±1, only for the bounds proof)
-        exact = bool(starts and stops) and (step in (1, -1) or strided)
+        # every v the constraints allow is an iteration (with a step other than ±1, only for the bounds
+        # proof), reached unless a `while` in an earlier iteration never ends
+        exact = bool(starts and stops) and (step in (1, -1) or strided) and \
+            not any(isinstance(x, ir.While) for x in ir.walk_stmts(s.body))
         inner = ctx.inner(constraints, checks, forget, exact=exact)
         inner.env[s.var] = Lin(v)
         block(s.body, inner)
