@@ -362,3 +362,21 @@ def test_a_repeated_launch_looks_its_verdict_up(rng, monkeypatch):
     assert len(spec.bounds.verdicts) == 1
     with pytest.raises(AssertionError, match="decided again"):
         gk.launch(saxpy, 7, 2.0, x, y, backend="interp")
+
+
+def test_integer_elimination_and_witnesses():
+    """The pieces of analysis/bounds.py on small systems (forms f mean f <= 0)."""
+    from gradkern.analysis.affine import feasible
+    from gradkern.analysis.bounds import _point, _possible
+
+    odd = [{"j": 1, "q": -2, "": -1}, {"j": -1, "q": 2, "": 1}, {"q": -1}]  # j = 1 + 2q, q >= 0
+    system = odd + [{"j": 1, "": -8}, {"j": -1, "": 8}]  # j == 8
+    assert feasible(system)  # over the rationals: q = 3.5
+    assert not feasible(system, integers=True)
+    i_range = [{"tid:0": -1}, {"tid:0": 1, "": -9}]  # 0 <= i <= 9
+    nonzero = [[{"tid:0": 1, "": 1}], [{"tid:0": -1, "": 1}]]  # i != 0: i <= -1 or i >= 1
+    at_most_zero = i_range + [{"tid:0": 1}]
+    assert _possible(at_most_zero, []) and not _possible(at_most_zero, [nonzero])
+    assert _point(i_range + [{"tid:0": -1, "": 4}], [nonzero]) == {"tid:0": 4}  # the least thread with i >= 4
+    assert _point(odd + [{"j": -1, "": 6}, {"j": 1, "": -9}], [])["j"] == 7  # j >= 6, j <= 9, odd
+    assert _point(system, []) is None

@@ -42,9 +42,11 @@ Why it is sound — each form is the value the thread computes:
 Failing to prove only sends the launch to the exact run-time check.
 
 The same walk over the accesses (`accesses`) gives the bounds proofs of
-analysis/bounds.py their sites, with what only they use: `!=` conditions,
-whether the constraints are a site's whole path condition, the conditions of
-lazily evaluated operands, and products of unknowns.
+analysis/bounds.py their sites, with what only they use: disjunctions (`!=`,
+`or`, a negated `and`), whether the constraints are a site's whole path
+condition, the conditions of lazily evaluated operands, loops of other steps
+and with `min`/`max` ends, and products of unknowns. The race proof ignores
+them, so its verdicts are those of its own walk.
 """
 
 from __future__ import annotations

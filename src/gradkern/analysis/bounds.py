@@ -98,7 +98,7 @@ class BoundsProof:
 
     def key(self, dim: tuple[int, ...], values) -> tuple:
         """What `decide` depends on: the dim, the shapes and integer scalars it reads."""
-        return (dim, tuple(values[n].shape for n, _ in self.arrays), tuple(values[n] for n, _ in self.ints))
+        return (dim, *[values[n].shape for n, _ in self.arrays], *[values[n] for n, _ in self.ints])
 
     def decide(self, dim: tuple[int, ...], values) -> bool | Outside:
         """For a launch over `dim` with these parameter values (in kernel order):
