@@ -6,6 +6,7 @@ first specialised, so these kernels are used only with it set."""
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 
@@ -31,6 +32,14 @@ def bc_gather(x, idx, out):
 def bc_rows(A, out):
     i, j = gk.tid()
     out[i, j] = A[i, j + 1] - A[i, j]
+
+
+@gk.kernel
+def bc_select_taped(y, z):
+    i = gk.tid()
+    y[i] = math.sin(z[i - 5]) if i >= 5 else 0.0  # z[i - 5] only where i >= 5
+    if i >= 4:
+        z[i] = 0.0  # z is overwritten: the augmented primal tapes z[i - 5]
 
 
 @pytest.fixture(autouse=True)
@@ -77,6 +86,22 @@ def test_derivative_kernels_are_checked_too(rng):
     da = gk.autodiff(bc_saxpy, gk.Active(2.0), gk.Duplicated(x, dx), gk.Duplicated(y, np.ones(8)), dim=8)[0]
     np.testing.assert_allclose(dx, 2.0, rtol=1e-15)
     np.testing.assert_allclose(da, x.sum(), rtol=1e-14)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interp"])
+def test_a_taped_value_of_a_branch_not_taken_is_not_read(backend, rng):
+    """The augmented primal tapes z[i - 5] for the reverse; it must not read it
+    where the conditional expression does not (threads 0-4: z[-5] ... z[-1])."""
+    z = rng.uniform(0.5, 1.5, 8)
+    dy, dz = rng.uniform(0.5, 1.5, 8), np.zeros(8)
+    forward, reverse = gk.autodiff_thunk(bc_select_taped, gk.Duplicated, gk.Duplicated, backend=backend)
+    y = np.zeros(8)
+    z0, dy0 = z.copy(), dy.copy()
+    tape = forward(gk.Duplicated(y, dy), gk.Duplicated(z, dz))
+    reverse(gk.Duplicated(y, dy), gk.Duplicated(z, dz), tape)
+    want = np.zeros(8)
+    want[:3] = np.cos(z0[:3]) * dy0[5:]  # d y[i] / d z[i - 5], i >= 5; z[4:] overwritten: its adjoint is 0
+    np.testing.assert_allclose(dz, want, rtol=1e-14)
 
 
 def test_checks_are_generated_only_when_asked(monkeypatch):

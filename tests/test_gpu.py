@@ -155,6 +155,25 @@ def test_run_time_checked_launches_that_do_not_race_run_on_gpu():
     np.testing.assert_array_equal(xsd.get(), 2 * xs)
 
 
+def test_launches_past_their_arrays_are_refused_on_gpu_with_buffers_unchanged():
+    """Bounds proved at launch (DESIGN §3): by the proof, and by the exact check on the device."""
+    import test_bounds_proof
+    from test_errors import saxpy
+    rng = np.random.default_rng(4)
+    xbuf, ybuf = cupy.asarray(rng.uniform(0.5, 1.5, 16)), cupy.asarray(rng.uniform(0.5, 1.5, 16))
+    x0, y0 = xbuf.get(), ybuf.get()
+    with pytest.raises(gk.LaunchError, match=r"thread \(8,\) reads x\[i\]"):
+        gk.launch(saxpy, 13, 2.0, xbuf[:8], ybuf[:8])
+    np.testing.assert_array_equal(xbuf.get(), x0)
+    np.testing.assert_array_equal(ybuf.get(), y0)
+    x, y = cupy.asarray(rng.uniform(0.5, 1.5, 8)), cupy.zeros(8)
+    gk.launch(test_bounds_proof.bp_data_guard, 8, x, y)  # the guard is never taken
+    x[7] = 11.0
+    with pytest.raises(gk.LaunchError, match=r"thread \(7,\) writes y\[\(i \+ 1\)\].*no buffer was changed"):
+        gk.launch(test_bounds_proof.bp_data_guard, 8, x, y)
+    np.testing.assert_array_equal(y.get(), np.zeros(8))
+
+
 def test_racy_reverse_is_refused_on_gpu():
     import test_races
     u = cupy.asarray(np.random.default_rng(0).uniform(0.5, 1.5, 8))

@@ -441,7 +441,9 @@ def _arguments(rng: np.random.Generator, g: _Generator):
     return dim, arrays, int(rng.integers(0, 6)), int(rng.integers(1, 6))
 
 
-def _load(path: str, sources: list[str]):
+def load_kernels(path: str, sources: list[str]):
+    """Write `sources` as @gk.kernel functions into the module file `path` (gk.kernel reads
+    the source) and import it."""
     with open(path, "w") as f:
         f.write("import numpy as np\n\nimport gradkern as gk\n\n")
         for src in sources:
@@ -454,22 +456,28 @@ def _load(path: str, sources: list[str]):
     return module
 
 
-def fuzz(directory: str, count: int = N_KERNELS, seed: int = SEED, cpu_every: int = CPU_EVERY,
-         batch: int = 100) -> Stats:
-    """Generate `count` kernels and check every launch (see module doc)."""
-    stats = Stats()
+def fuzz_kernels(directory: str, stats, generator, name: str, check, launches: int, count: int, seed: int,
+                 cpu_every: int, batch: int = 100):
+    """Make `count` random kernels with `generator(rng, kernel_name)`, load them `batch` at a
+    time from module files in `directory`, and `check(stats, rng, generator, source, kernel,
+    backend)` each `launches` times: on the compiled CPU backend for every `cpu_every`-th
+    kernel, else on the interpreter. Returns `stats`."""
     rng = np.random.default_rng(seed)
     for first in range(0, count, batch):
-        gens = [_Generator(rng, f"fuzz_{seed}_{first + x}") for x in range(min(batch, count - first))]
+        gens = [generator(rng, f"{name}_{seed}_{first + x}") for x in range(min(batch, count - first))]
         sources = [g.source() for g in gens]
-        module = _load(os.path.join(directory, f"race_fuzz_{seed}_{first}.py"), sources)
+        module = load_kernels(os.path.join(directory, f"{name}_module_{seed}_{first}.py"), sources)
         for x, (g, src) in enumerate(zip(gens, sources)):
-            kernel = getattr(module, g.name)
             stats.kernels += 1
             backend = "cpu" if cpu_every and (first + x) % cpu_every == 0 else "interp"
-            for _ in range(LAUNCHES):
-                _check_launch(stats, rng, g, src, kernel, backend)
+            for _ in range(launches):
+                check(stats, rng, g, src, getattr(module, g.name), backend)
     return stats
+
+
+def fuzz(directory: str, count: int = N_KERNELS, seed: int = SEED, cpu_every: int = CPU_EVERY) -> Stats:
+    """Generate `count` kernels and check every launch (see module doc)."""
+    return fuzz_kernels(directory, Stats(), _Generator, "fuzz", _check_launch, LAUNCHES, count, seed, cpu_every)
 
 
 def _check_launch(stats: Stats, rng, g: _Generator, src: str, kernel, backend: str):

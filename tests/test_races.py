@@ -336,7 +336,7 @@ def wraps_int32(a):
 @gk.kernel
 def wraps_int64(a):
     i = gk.tid()
-    a[i * 4611686018427387904] = 1.0  # i * 2**62 is 0 modulo 2**64 for i = 0, 4, 8, ...
+    a[i * 4611686018427387904 * 4] = 1.0  # i * 2**64 is 0 modulo 2**64: every thread writes a[0]
 
 
 @gk.kernel

@@ -4,7 +4,7 @@ the work so far and returns what it produced. After every stage the verifier
 checks each kernel the stage made, and with GRADKERN_DUMP=dir each is written
 there as `<kernel>.<signature>.<nn>-<stage>.<role>.txt`.
 
-    primal:  merge_aliases → infer_types → race_check → generate
+    primal:  merge_aliases → infer_types → race_check → bounds → generate
     reverse: primal stages → activity → reverse → gather → no_need → lanes → generate
     forward: primal stages → activity → tangent → lanes → generate
 
@@ -14,6 +14,7 @@ the runtime compiles and runs it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from pathlib import Path
 from ._version import __version__
 from .analysis.access import LaunchFacts, launch_facts, tid_aliases
 from .analysis.activity import Activity, analyze_activity
+from .analysis.bounds import BoundsProof, bounds_proof
 from .analysis.races import RaceCheck, array_proofs, param_bits, race_check_kernel, race_proof
 from .backends import Backend, Generated, backend
 from .ir import names
@@ -68,6 +70,7 @@ class Work:
     request: Request
     kernels: dict[str, ir.Kernel] = field(default_factory=dict)
     race_check: RaceCheck | None = None
+    bounds: BoundsProof | None = None
     activity: Activity | None = None
     reverse: ReverseKernels | None = None
     tangents: dict[str, str] = field(default_factory=dict)  # primal parameter -> its tangent parameter
@@ -112,11 +115,22 @@ def _race_check(w: Work) -> None:
         w.kernels["race_note"], w.kernels["race_look"] = rc.parallel
 
 
+def _bounds(w: Work) -> None:
+    if w.request.boundscheck:
+        w.notes = "every access checked by the generated code (GRADKERN_BOUNDSCHECK=1)"
+        return
+    w.bounds = proof = bounds_proof(w.kernels["primal"])
+    positions = sum(p is not None for s in proof.sites for p in s.positions)
+    w.notes = (f"{positions} affine index positions in {len(proof.sites)} accesses, their bounds decided at each "
+               f"launch; {proof.unaffine} not affine (checked only with GRADKERN_BOUNDSCHECK=1)")
+
+
 PRIMAL_STAGES = (
     Stage("merge_aliases", "exactly aliased array parameters become one (DESIGN §8)", _merge_aliases, typed=False),
     Stage("infer_types", "types from the launch signature; every cast explicit", _infer_types),
     Stage("race_check", "the exact run-time race check, unless the access analysis proves the launch race-free",
           _race_check),
+    Stage("bounds", "the affine accesses whose bounds each launch proves (DESIGN §3)", _bounds),
 )
 
 
@@ -241,6 +255,10 @@ class Specialization:
     race_parallel: tuple[Specialization, Specialization] | None = None
     # with bounds checks: the access sites; the code takes the out-of-bounds flag after `typed`'s parameters
     bounds_sites: tuple[Access, ...] = ()
+    # without them: the affine accesses each launch proves in bounds, and the bounds-checked
+    # variant of this kernel (built on first call) that decides the launches the proof does not
+    bounds: BoundsProof | None = None
+    bounds_checked: Callable[[], Specialization] | None = field(default=None, compare=False, repr=False)
 
     @property
     def source(self) -> str | None:
@@ -286,6 +304,11 @@ def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
 def _primal_specialization(w: Work) -> Specialization:
     r = w.request
     spec = _generate(r, w.kernels["primal"], "primal", strided=r.strided)
+    if w.bounds is not None:
+        typed = w.kernels["primal"]
+        checked = functools.cache(lambda: _generate(replace(r, boundscheck=True), typed, "bounds_check",
+                                                    strided=r.strided))
+        spec = replace(spec, bounds=w.bounds, bounds_checked=checked)
     rc = w.race_check
     if rc is None:
         return spec

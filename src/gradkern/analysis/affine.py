@@ -40,11 +40,19 @@ Why it is sound — each form is the value the thread computes:
   that stay inside their arrays (DESIGN §3: an index outside its array,
   negative ones included, is an error, not another element).
 Failing to prove only sends the launch to the exact run-time check.
+
+The same walk over the accesses (`accesses`) gives the bounds proofs of
+analysis/bounds.py their sites, with what only they use: disjunctions (`!=`,
+`or`, a negated `and`), whether the constraints are a site's whole path
+condition, the conditions of lazily evaluated operands, loops of other steps
+and with `min`/`max` ends, and products of unknowns. The race proof ignores
+them, so its verdicts are those of its own walk.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ..ir import nodes as ir
@@ -55,7 +63,7 @@ Form = dict  # unknown name ("" for the constant) -> integer coefficient
 MAX_CONSTRAINTS = 400
 
 
-def _add(a: Form, b: Form, k: int = 1) -> Form:
+def add_forms(a: Form, b: Form, k: int = 1) -> Form:
     out = dict(a)
     for n, c in b.items():
         out[n] = out.get(n, 0) + k * c
@@ -64,12 +72,22 @@ def _add(a: Form, b: Form, k: int = 1) -> Form:
     return out
 
 
-def _neg(f: Form) -> Form:
+def neg_form(f: Form) -> Form:
     return {n: -c for n, c in f.items()}
 
 
 def _const(f: Form) -> int | None:
     return f.get("", 0) if all(n == "" for n in f) else None
+
+
+def _product(a: Form, b: Form) -> Form:
+    """a * b, each monomial an unknown of its own: its factors' names joined by '*' in order."""
+    out: Form = {}
+    for na, ca in a.items():
+        for nb, cb in b.items():
+            key = "*".join(sorted(x for n in (na, nb) if n for x in n.split("*")))
+            out[key] = out.get(key, 0) + ca * cb
+    return {n: c for n, c in out.items() if c}
 
 
 def _bits(t) -> int:
@@ -96,23 +114,55 @@ class Lin:
     checks: frozenset = frozenset()
 
 
+@dataclass(frozen=True)
+class Either:
+    """At least one of `alternatives` holds, each a conjunction of forms f <= 0
+    (`!=`, `or`, a negated `and`); `checks`: what their forms rely on."""
+
+    alternatives: tuple[tuple[dict, ...], ...]
+    checks: frozenset = frozenset()
+
+
+MAX_ALTERNATIVES = 4  # per Either: a disjunction of conjunctions of disjunctions is expanded up to this
+
+
+def _expand(constraints: list[Form], eithers: list[Either]) -> list[tuple] | None:
+    """`constraints ∧ eithers` as alternatives (conjunctions), or None past MAX_ALTERNATIVES."""
+    alternatives = [tuple(constraints)]
+    for e in eithers:
+        alternatives = [a + b for a in alternatives for b in e.alternatives]
+        if len(alternatives) > MAX_ALTERNATIVES:
+            return None
+    return alternatives
+
+
 @dataclass
 class _Context:
     constraints: list  # forms f meaning f <= 0
     env: dict  # local name -> Lin of its current value, where it has one
     checks: frozenset = frozenset()  # what the constraints rely on
+    # for the bounds proof (the race proof uses neither): the disjunctions that hold too (`Either`),
+    # and whether all these are the whole condition for reaching this point: every thread (and
+    # loop values) satisfying them does
+    eithers: list = field(default_factory=list)
+    exact: bool = True
 
-    def inner(self, constraints=(), checks=frozenset(), forget=frozenset()) -> _Context:
+    def inner(self, constraints=(), checks=frozenset(), forget=frozenset(), eithers=(), exact=True) -> _Context:
         env = {n: v for n, v in self.env.items() if n not in forget}
-        return _Context(self.constraints + list(constraints), env, self.checks | checks)
+        return _Context(self.constraints + list(constraints), env, self.checks | checks,
+                        self.eithers + list(eithers), self.exact and exact)
 
 
-class _Linearizer:
-    """Linear forms of integer expressions for one thread (`tag` names its unknowns)."""
+class Linearizer:
+    """Linear forms of integer expressions for one thread (`tag` names its unknowns).
+    With `products`, a product of two non-constant forms is a form too, each of its
+    monomials (`param:n*tid:0`) an unknown of its own: linear once the launch
+    substitutes the parameters and shapes (analysis/bounds.py)."""
 
-    def __init__(self, k: ir.Kernel, tag: str):
+    def __init__(self, k: ir.Kernel, tag: str, products: bool = False):
         self.tag = tag
         self.k = k
+        self.products = products
         # a scalar parameter is the same in every thread only while nothing rebinds it
         ints = {p.name for p in k.params if isinstance(p.type, ir.Scalar) and p.type.is_int}
         self.params = ints - bound_names(k.body)
@@ -140,17 +190,19 @@ class _Linearizer:
             return Lin(a.form, a.checks | {Check(linear(a.form), _bits(e.type))})  # narrowing: exact if it fits
         if e.op is Op.NEG:
             a = self.form(e.args[0], env)
-            return None if a is None else self._result(e, _neg(a.form), a.checks)
+            return None if a is None else self._result(e, neg_form(a.form), a.checks)
         if e.op in (Op.ADD, Op.SUB, Op.MUL):
             a, b = self.form(e.args[0], env), self.form(e.args[1], env)
             if a is None or b is None:
                 return None
             if e.op is not Op.MUL:
-                return self._result(e, _add(a.form, b.form, 1 if e.op is Op.ADD else -1), a.checks | b.checks)
+                return self._result(e, add_forms(a.form, b.form, 1 if e.op is Op.ADD else -1), a.checks | b.checks)
             for x, y in ((a, b), (b, a)):
                 c = _const(x.form)
                 if c is not None:
                     return self._result(e, {n: c * v for n, v in y.form.items() if c * v}, a.checks | b.checks)
+            if self.products:
+                return self._result(e, _product(a.form, b.form), a.checks | b.checks)
         return None
 
     @staticmethod
@@ -161,59 +213,100 @@ class _Linearizer:
     def condition(self, e: ir.Expr, env: dict, holds: bool) -> tuple[list[Form], frozenset]:
         """Linear constraints implied by `e` being `holds` (those it can express),
         and the checks they rely on."""
+        constraints, checks, _, _ = self.implied(e, env, holds)
+        return constraints, checks
+
+    def implied(self, e: ir.Expr, env: dict, holds: bool) -> tuple[list[Form], frozenset, list[Either], bool]:
+        """`condition`, the disjunctions `e` being `holds` implies, and whether
+        these say all it does (they hold exactly when `e` is `holds`)."""
         if isinstance(e, ir.Apply) and e.op is Op.NOT:
-            return self.condition(e.args[0], env, not holds)
+            return self.implied(e.args[0], env, not holds)
         if isinstance(e, ir.Apply) and e.op in (Op.AND, Op.OR):
+            a, ca, ea, xa = self.implied(e.args[0], env, holds)
+            b, cb, eb, xb = self.implied(e.args[1], env, holds)
             if (e.op is Op.AND) == holds:  # a conjunction: both parts hold
-                a, ca = self.condition(e.args[0], env, holds)
-                b, cb = self.condition(e.args[1], env, holds)
-                return a + b, ca | cb
-            return [], frozenset()  # a disjunction says nothing linear
+                return a + b, ca | cb, ea + eb, xa and xb
+            # a disjunction says nothing linear, but one of its parts holds
+            alternatives = [_expand(a, ea), _expand(b, eb)]
+            if None in alternatives or () in alternatives[0] + alternatives[1]:
+                return [], frozenset(), [], False  # a part that says nothing: so does the disjunction
+            checks = ca | cb | {c for x in ea + eb for c in x.checks}
+            return [], frozenset(), [Either(tuple(alternatives[0] + alternatives[1]), checks)], xa and xb
         if not (isinstance(e, ir.Apply) and e.op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE)):
-            return [], frozenset()
+            return [], frozenset(), [], False
         a, b = self.form(e.args[0], env), self.form(e.args[1], env)
         if a is None or b is None:
-            return [], frozenset()
-        d = _add(a.form, b.form, -1)  # a - b, exactly: no machine operation computes it
+            return [], frozenset(), [], False
+        d = add_forms(a.form, b.form, -1)  # a - b, exactly: no machine operation computes it
         op = e.op if holds else {Op.LT: Op.GE, Op.LE: Op.GT, Op.GT: Op.LE, Op.GE: Op.LT,
                                  Op.EQ: Op.NE, Op.NE: Op.EQ}[e.op]
         one = {"": 1}
-        out = {Op.LT: [_add(d, one)], Op.LE: [d], Op.GT: [_add(_neg(d), one)], Op.GE: [_neg(d)],
-               Op.EQ: [d, _neg(d)], Op.NE: []}[op]
-        return out, (a.checks | b.checks) if out else frozenset()
+        out = {Op.LT: [add_forms(d, one)], Op.LE: [d], Op.GT: [add_forms(neg_form(d), one)], Op.GE: [neg_form(d)],
+               Op.EQ: [d, neg_form(d)], Op.NE: []}[op]
+        # d != 0: d <= -1 or d >= 1 (integers)
+        eithers = [Either(((add_forms(d, one),), (add_forms(neg_form(d), one),)), a.checks | b.checks)] \
+            if op is Op.NE else []
+        return out, (a.checks | b.checks) if out else frozenset(), eithers, True
 
 
 @dataclass
 class Access:
     array: str
     indices: tuple
-    write: bool
+    write: bool  # a plain store or an atomic add
     ctx: _Context
+    atomic: bool = False
+    node: object = None  # the Load, Store or AtomicAdd
 
 
-def _accesses(k: ir.Kernel, lin: _Linearizer, arrays: set[str]) -> list[Access] | None:
-    """Every access to `arrays` with its context, or None if one is an atomic add
-    (see the module doc for how names are followed)."""
+def accesses(k: ir.Kernel, lin: Linearizer, bounds: bool = False) -> list[Access]:
+    """Every access of every array with its context (see the module doc for how
+    names are followed). For the bounds proof (`bounds`), a load in an operand
+    evaluated only when another holds (the right of `and`/`or`, a branch of a
+    conditional expression) also has that operand's constraints, and the
+    variable of a loop of step s is start + s * q for an integer q >= 0. A
+    context is exact (see `_Context`) unless a condition, a loop's range or a
+    `while` before it (which may never end) says more than its constraints."""
     out: list[Access] = []
     base = _Context([{tid_unknown(a, lin.tag): -1} for a in range(k.tid_ndim)], {})  # tid >= 0
+    after_while = False
 
-    def record(array, idx, write, ctx):
-        out.append(Access(array, idx, write, _Context(list(ctx.constraints), dict(ctx.env), ctx.checks)))
+    def record(node, write, ctx, atomic=False):
+        out.append(Access(node.array, node.indices, write, ctx.inner(exact=not after_while), atomic, node))
+
+    def given(ctx: _Context, cond: ir.Expr, holds: bool) -> _Context:
+        constraints, checks, eithers, exact = lin.implied(cond, ctx.env, holds)
+        return ctx.inner(constraints, checks, eithers=eithers, exact=exact)
 
     def exprs(e: ir.Expr, ctx: _Context):
-        for x in ir.walk_expr(e):
-            if isinstance(x, ir.Load) and x.array in arrays:
-                record(x.array, x.indices, False, ctx)
+        if not bounds:
+            for x in ir.walk_expr(e):
+                if isinstance(x, ir.Load):
+                    record(x, False, ctx)
+            return
+        if isinstance(e, ir.Load):
+            record(e, False, ctx)
+        if isinstance(e, ir.Apply) and e.op in (Op.AND, Op.OR):
+            exprs(e.args[0], ctx)
+            exprs(e.args[1], given(ctx, e.args[0], e.op is Op.AND))
+        elif isinstance(e, ir.Select):
+            exprs(e.cond, ctx)
+            exprs(e.a, given(ctx, e.cond, True))
+            exprs(e.b, given(ctx, e.cond, False))
+        else:
+            for c in ir.children(e):
+                exprs(c, ctx)
 
-    def block(body, ctx: _Context) -> bool:
+    def block(body, ctx: _Context):
+        nonlocal after_while
         for s in body:
             if isinstance(s, ir.While):
                 # the condition runs before every iteration: with what the body binds unknown
-                head = ctx.inner(forget=bound_names(s.body))
+                head = ctx.inner(forget=bound_names(s.body), exact=False)
                 exprs(s.cond, head)
-                if not block(s.body, head.inner(*lin.condition(s.cond, head.env, True))):
-                    return False
+                block(s.body, given(head, s.cond, True))
                 ctx.env = head.env
+                after_while = True
                 continue
             for e in ir.stmt_exprs(s):
                 exprs(e, ctx)
@@ -223,53 +316,73 @@ def _accesses(k: ir.Kernel, lin: _Linearizer, arrays: set[str]) -> list[Access] 
                     ctx.env.pop(s.name, None)
                 else:
                     ctx.env[s.name] = f
-            elif isinstance(s, ir.Store) and s.array in arrays:
-                record(s.array, s.indices, True, ctx)
-            elif isinstance(s, ir.AtomicAdd) and s.array in arrays:
-                return False
+            elif isinstance(s, (ir.Store, ir.AtomicAdd)):
+                record(s, True, ctx, isinstance(s, ir.AtomicAdd))
             elif isinstance(s, ir.If):
                 after = []
                 for branch, holds in ((s.then, True), (s.orelse, False)):
-                    inner = ctx.inner(*lin.condition(s.cond, ctx.env, holds))
-                    if not block(branch, inner):
-                        return False
+                    inner = given(ctx, s.cond, holds)
+                    block(branch, inner)
                     after.append(inner.env)
                 ctx.env = {n: v for n, v in after[0].items() if after[1].get(n) == v}
             elif isinstance(s, ir.For):
-                if not loop(s, ctx):
-                    return False
-        return True
+                loop(s, ctx)
 
-    def loop(s: ir.For, ctx: _Context) -> bool:
+    def ends(e: ir.Expr, env: dict, lower: bool, sign: int) -> list[Lin]:
+        """The forms a loop's `range` argument bounds its variable by: its own, or, for
+        the bounds proof, both arguments of a `max` bounding it from below or of a `min`
+        bounding it from above (v >= max(a, b) is v >= a and v >= b)."""
+        f = lin.form(e, env)
+        if f is not None:
+            return [f]
+        if bounds and sign and isinstance(e, ir.Apply) and e.op is (Op.MAX if lower else Op.MIN):
+            parts = [lin.form(a, env) for a in e.args]
+            return parts if None not in parts else []
+        return []
+
+    def loop(s: ir.For, ctx: _Context):
         # range() evaluates its bounds once, before the loop; the body may run any
         # number of times, and the variable outlives the loop: forget all it binds
-        start, stop = lin.form(s.start, ctx.env), lin.form(s.stop, ctx.env)
         step = s.step.value if isinstance(s.step, ir.Const) else None
         sign = 0 if step is None else 1 if step > 0 else -1
+        starts, stops = ends(s.start, ctx.env, sign > 0, sign), ends(s.stop, ctx.env, sign < 0, sign)
         name = f"{lin.tag}loop:{s.var}:{len(lin.loops)}"
         v = {name: 1}
         forget = bound_names(s.body) | {s.var}
         constraints, checks = [], frozenset()
-        if start is not None:
+        for start in starts:
             checks |= start.checks
             if sign:  # start <= v, or v <= start
-                constraints.append(_add(start.form, v, -1) if sign > 0 else _add(v, start.form, -1))
-        if stop is not None:
+                constraints.append(add_forms(start.form, v, -1) if sign > 0 else add_forms(v, start.form, -1))
+        for stop in stops:
             checks |= stop.checks
             if sign:  # v < stop, or stop < v
-                d = _add(v, stop.form, -1) if sign > 0 else _add(stop.form, v, -1)
-                constraints.append(_add(d, {"": 1}))
-        lin.loops.append(Loop(name, ((None if start is None else linear(start.form),
-                                      None if stop is None else linear(stop.form), sign),)))
-        inner = ctx.inner(constraints, checks, forget)
+                d = add_forms(v, stop.form, -1) if sign > 0 else add_forms(stop.form, v, -1)
+                constraints.append(add_forms(d, {"": 1}))
+        strided = bounds and sign != 0 and len(starts) == 1 and abs(step) > 1
+        if strided:  # v = start + step * q, q >= 0
+            q = f"{lin.tag}stride:{s.var}:{len(lin.loops)}"
+            d = add_forms(add_forms(v, starts[0].form, -1), {q: step}, -1)
+            constraints += [d, neg_form(d), {q: -1}]
+        lin.loops.append(Loop(name, ((linear(starts[0].form) if starts else None,
+                                      linear(stops[0].form) if stops else None, sign),)))
+        # every v the constraints allow is an iteration (with a step other than ±1, only for the bounds
+        # proof), reached unless a `while` in an earlier iteration never ends
+        exact = bool(starts and stops) and (step in (1, -1) or strided) and \
+            not any(isinstance(x, ir.While) for x in ir.walk_stmts(s.body))
+        inner = ctx.inner(constraints, checks, forget, exact=exact)
         inner.env[s.var] = Lin(v)
-        ok = block(s.body, inner)
+        block(s.body, inner)
         ctx.env = {n: x for n, x in ctx.env.items() if n not in forget}
-        return ok
 
-    if not block(k.body, base):
-        return None
+    block(k.body, base)
     return out
+
+
+def _accesses(k: ir.Kernel, lin: Linearizer, arrays: set[str]) -> list[Access] | None:
+    """Every plain access to `arrays` with its context, or None if one is an atomic add."""
+    out = [a for a in accesses(k, lin) if a.array in arrays]
+    return None if any(a.atomic for a in out) else out
 
 
 def _elimination_cost(rows: list, n: str) -> int:
@@ -279,10 +392,37 @@ def _elimination_cost(rows: list, n: str) -> int:
     return pos * neg - pos - neg
 
 
-def _feasible(constraints: list[Form]) -> bool:
-    """Fourier–Motzkin over the rationals: False only when surely infeasible."""
-    rows = [{n: Fraction(c) for n, c in f.items()} for f in constraints]
+def eliminate(rows: list, v: str) -> list:
+    """Fourier–Motzkin: `rows` (f <= 0 each) with `v` eliminated, each pair of
+    rows with opposite signs of `v` combined."""
+    pos = [r for r in rows if r.get(v, 0) > 0]
+    neg = [r for r in rows if r.get(v, 0) < 0]
+    rest = [r for r in rows if r.get(v, 0) == 0]
+    new = []
+    for p in pos:
+        for q in neg:
+            a, b = p[v], -q[v]
+            row = {}
+            for n in set(p) | set(q):
+                c = p.get(n, 0) * b + q.get(n, 0) * a
+                if n != v and c != 0:
+                    row[n] = c
+            new.append(row)
+    return rest + new
+
+
+def feasible(constraints: list[Form], integers: bool = False) -> bool:
+    """Fourier–Motzkin over the rationals: False only when surely infeasible.
+    With `integers`, equalities are solved first for an unknown of coefficient
+    ±1, and each row is tightened for integer unknowns as it is made
+    (`_tighten`): still False only when surely no integer solution."""
+    if integers:  # integer coefficients stay so: no fractions needed
+        rows = _solve_equalities([{n: c for n, c in f.items() if c} for f in constraints])
+    else:
+        rows = [{n: Fraction(c) for n, c in f.items() if c} for f in constraints]
     while True:
+        if integers:
+            rows = [_tighten(r) for r in rows]
         for r in rows:
             if all(n == "" for n in r) and r.get("", 0) > 0:
                 return False
@@ -290,25 +430,47 @@ def _feasible(constraints: list[Form]) -> bool:
         if not names:
             return True
         v = min(names, key=lambda n, rows=rows: _elimination_cost(rows, n))
-        pos = [r for r in rows if r.get(v, 0) > 0]
-        neg = [r for r in rows if r.get(v, 0) < 0]
-        rest = [r for r in rows if r.get(v, 0) == 0]
-        new = []
-        for p in pos:
-            for q in neg:
-                a, b = p[v], -q[v]
-                row = {}
-                for n in set(p) | set(q):
-                    c = p.get(n, 0) * b + q.get(n, 0) * a
-                    if n != v and c != 0:
-                        row[n] = c
-                new.append(row)
-        rows = rest + new
+        rows = eliminate(rows, v)
         if len(rows) > MAX_CONSTRAINTS:
             return True  # too big to decide: no proof
 
 
-def _index_forms(acc: Access, lin: _Linearizer, strides: dict) -> tuple[list[Form], frozenset] | None:
+def _solve_equalities(rows: list[dict]) -> list[dict]:
+    """Rows r and -r are r = 0; where r has an unknown of coefficient ±1, that
+    unknown is eliminated from every other row by r = 0 (exact over the integers)."""
+    while True:
+        present = {frozenset(r.items()) for r in rows}
+        for r in rows:
+            neg = {n: -c for n, c in r.items()}
+            v = next((n for n, c in r.items() if n != "" and abs(c) == 1), None)
+            if v is None or frozenset(neg.items()) not in present:
+                continue
+            out = []
+            for row in rows:
+                if row is r or row == neg:
+                    continue
+                k = row.get(v, 0) * r[v]  # row[v] / r[v], r[v] being ±1
+                combined = {n: row.get(n, 0) - k * r.get(n, 0) for n in set(row) | set(r)}
+                out.append({n: c for n, c in combined.items() if c})
+            rows = out
+            break
+        else:
+            return rows
+
+
+def _tighten(row: dict) -> dict:
+    """Σ a·x + c <= 0 over integers x (integer a, c), with g the gcd of the a's:
+    Σ (a/g)·x + ceil(c/g) <= 0. Every integer solution of the system satisfies
+    every row of its projections, so it satisfies these too."""
+    g = math.gcd(*(c for n, c in row.items() if n != ""))
+    if g <= 1:
+        return row
+    out = {n: c // g for n, c in row.items() if n != ""}
+    out[""] = -(-row.get("", 0) // g)  # ceil
+    return out
+
+
+def _index_forms(acc: Access, lin: Linearizer, strides: dict) -> tuple[list[Form], frozenset] | None:
     """Linear forms of an access's index positions, and their checks; a flattened
     position `r * s + c` (s a parameter or shape, 0 <= c < s provable) becomes (r, c)."""
     out: list[Form] = []
@@ -329,7 +491,7 @@ def _index_forms(acc: Access, lin: _Linearizer, strides: dict) -> tuple[list[For
     return out, checks
 
 
-def _split_row(e: ir.Expr, acc: Access, lin: _Linearizer, stride: ir.Expr) -> tuple[list[Form], frozenset] | None:
+def _split_row(e: ir.Expr, acc: Access, lin: Linearizer, stride: ir.Expr) -> tuple[list[Form], frozenset] | None:
     if not (isinstance(e, ir.Apply) and e.op is Op.ADD):
         return None
     for scaled, rest in (e.args, e.args[::-1]):
@@ -341,8 +503,8 @@ def _split_row(e: ir.Expr, acc: Access, lin: _Linearizer, stride: ir.Expr) -> tu
                 if rf is None or cf is None or sf is None:
                     continue
                 # 0 <= c <= s - 1 must hold wherever the access runs
-                below = _feasible(acc.ctx.constraints + [_add(cf.form, {"": 1})])  # c <= -1 possible?
-                above = _feasible(acc.ctx.constraints + [_add(sf.form, cf.form, -1)])  # c >= s possible?
+                below = feasible(acc.ctx.constraints + [add_forms(cf.form, {"": 1})])  # c <= -1 possible?
+                above = feasible(acc.ctx.constraints + [add_forms(sf.form, cf.form, -1)])  # c >= s possible?
                 if not below and not above:
                     # r * s and r * s + c computed without wrapping: then equal indices mean equal (r, c)
                     product = mul(linear(rf.form), linear(sf.form))
@@ -352,7 +514,7 @@ def _split_row(e: ir.Expr, acc: Access, lin: _Linearizer, stride: ir.Expr) -> tu
     return None
 
 
-def _strides(accesses: list[Access], lin: _Linearizer) -> dict[str, dict[int, ir.Expr]]:
+def _strides(accesses: list[Access], lin: Linearizer) -> dict[str, dict[int, ir.Expr]]:
     """For each array, the positions indexed as `r * s + c` by some access, with
     s an integer parameter nothing binds or a shape."""
     out: dict[str, dict[int, ir.Expr]] = {}
@@ -375,7 +537,7 @@ def proves_race_free(k: ir.Kernel, arrays: set[str]) -> Exactness | None:
         return Exactness()
     if k.tid_ndim == 0:
         return None
-    lin1, lin2 = _Linearizer(k, "a:"), _Linearizer(k, "b:")
+    lin1, lin2 = Linearizer(k, "a:"), Linearizer(k, "b:")
     acc1, acc2 = _accesses(k, lin1, arrays), _accesses(k, lin2, arrays)
     if acc1 is None or acc2 is None:
         return None
@@ -397,11 +559,11 @@ def proves_race_free(k: ir.Kernel, arrays: set[str]) -> Exactness | None:
                 return None
             system = x.ctx.constraints + y.ctx.constraints
             for a, b in zip(fx[0], fy[0]):
-                d = _add(a, b, -1)
-                system = system + [d, _neg(d)]
+                d = add_forms(a, b, -1)
+                system = system + [d, neg_form(d)]
             for axis in range(k.tid_ndim):  # tid1 != tid2: they differ on some axis, in some direction
                 t1, t2 = {tid_unknown(axis, "a:"): 1}, {tid_unknown(axis, "b:"): 1}
                 for lo, hi in ((t1, t2), (t2, t1)):
-                    if _feasible(system + [_add(_add(lo, hi, -1), {"": 1})]):  # lo - hi + 1 <= 0
+                    if feasible(system + [add_forms(add_forms(lo, hi, -1), {"": 1})]):  # lo - hi + 1 <= 0
                         return None
     return Exactness(checks, tuple(lin1.loops))

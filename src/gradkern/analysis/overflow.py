@@ -39,8 +39,9 @@ def poly(terms: dict) -> Poly:
 
 
 def linear(form: dict) -> Poly:
-    """A linear form {unknown: coefficient, "": constant} as a polynomial."""
-    return poly({(() if n == "" else (n,)): c for n, c in form.items()})
+    """A linear form {unknown: coefficient, "": constant} as a polynomial (an
+    unknown `a*b` of analysis/affine.py's products is the monomial a·b)."""
+    return poly({(() if n == "" else tuple(n.split("*"))): c for n, c in form.items()})
 
 
 def add(a: Poly, b: Poly, k: int = 1) -> Poly:

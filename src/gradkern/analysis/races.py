@@ -245,14 +245,14 @@ class _Instrument:
             for e in ir.stmt_exprs(s):
                 out += self.loads(e)
             if isinstance(s, ir.Store) and s.array in self.tracked:
-                out += self.record("write", s.array, s.indices, str(s).split(" = ")[0], s.loc)
+                out += self.record("write", s.array, s.indices, s.target, s.loc)
             elif isinstance(s, ir.AtomicAdd) and s.array in self.tracked:
                 out += self.record("atomic_add", s.array, s.indices, str(s), s.loc)
             out.append(with_blocks(s, self.block))
         return tuple(out)
 
 
-def _live(body: tuple[ir.Stmt, ...]) -> set[str]:
+def control_locals(body: tuple[ir.Stmt, ...]) -> set[str]:
     """Locals that control flow, indices or the laziness of loads depend on."""
     def uses(e: ir.Expr) -> set[str]:
         return {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
@@ -322,7 +322,7 @@ def _instrumented(k: ir.Kernel, launch_ndim: int, mode: str, tracked: set[str]):
     """The instrumented kernel of one mode, its sites, and whether it needs scratch copies."""
     inst = _Instrument(k, launch_ndim, mode, tracked)
     written = written_arrays(k)
-    live = _live(k.body)
+    live = control_locals(k.body)
     body = inst.block(k.body)
     copies = _reads_written_for_control(k.body, live, written)
     if not copies:

@@ -24,6 +24,10 @@ from .types import Array, Scalar, Type
 _loc = dict(default=None, compare=False, repr=False, kw_only=True)
 
 
+def _element(array: str, indices) -> str:
+    return f"{array}[{', '.join(map(str, indices))}]"
+
+
 @dataclass(frozen=True)
 class Expr:
     expr_fields = ()  # unannotated: a class attribute, not a dataclass field
@@ -115,7 +119,12 @@ class Load(Expr):
     loc: Loc | None = field(**_loc)
 
     def __str__(self) -> str:
-        return f"{self.array}[{', '.join(map(str, self.indices))}]"
+        return self.target
+
+    @property
+    def target(self) -> str:
+        """The element read, as code."""
+        return _element(self.array, self.indices)
 
 
 @dataclass(frozen=True)
@@ -174,7 +183,12 @@ class Store(Stmt):
     loc: Loc | None = field(**_loc)
 
     def __str__(self) -> str:
-        return f"{self.array}[{', '.join(map(str, self.indices))}] = {self.value}"
+        return f"{self.target} = {self.value}"
+
+    @property
+    def target(self) -> str:
+        """The element written, as code: `u[(i + 1)]`."""
+        return _element(self.array, self.indices)
 
 
 @dataclass(frozen=True)
@@ -188,7 +202,12 @@ class AtomicAdd(Stmt):
     loc: Loc | None = field(**_loc)
 
     def __str__(self) -> str:
-        return f"atomic_add({self.array}[{', '.join(map(str, self.indices))}], {self.value})"
+        return f"atomic_add({self.target}, {self.value})"
+
+    @property
+    def target(self) -> str:
+        """The element added to, as code."""
+        return _element(self.array, self.indices)
 
 
 @dataclass(frozen=True)
@@ -343,6 +362,10 @@ def all_exprs(body: tuple[Stmt, ...]) -> Iterator[Expr]:
             yield from walk_expr(e)
 
 
+# what an access does to its element, in error messages
+ACCESS_VERBS = {Load: "reads", Store: "writes", AtomicAdd: "atomically adds to"}
+
+
 def field_names(node) -> list[str]:
     return [f.name for f in fields(node)]
 
@@ -351,5 +374,5 @@ __all__ = [
     "Expr", "Const", "Var", "Tid", "Apply", "Select", "Load", "Shape",
     "Stmt", "Assign", "Store", "AtomicAdd", "If", "For", "While",
     "Param", "Kernel", "Array", "Scalar", "children", "walk_expr", "stmt_exprs",
-    "blocks", "walk_stmts", "all_exprs", "replace",
+    "blocks", "walk_stmts", "all_exprs", "replace", "ACCESS_VERBS",
 ]

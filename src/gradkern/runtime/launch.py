@@ -1,5 +1,5 @@
 """`gk.launch`: bind and validate the arguments, fetch or build the
-specialisation for their signature, check races, run it. The runtime never
+specialisation for their signature, check bounds and races, run it. The runtime never
 looks inside kernel bodies: it asks the pipeline for a specialisation and a
 backend object to run it."""
 
@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import LaunchError
 from ..kernel import KernelFunction
 from .binding import bind
+from .bounds_check import check_bounds
 from .execute import run_spec
 from .race_check import check_races
 from .recording import active_recorder
@@ -34,5 +35,6 @@ def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = N
         return
     b = bind(k.ir, dim, args, backend)
     spec = primal_specialization(k, b)
+    check_bounds(spec, b)
     check_races(spec, b, k.name)
     run_spec(spec, b.dim, list(b.kernel_values))

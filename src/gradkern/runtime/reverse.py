@@ -1,7 +1,7 @@
 """Reverse mode for one kernel: `gk.autodiff` fused in one launch, and split
 (Enzyme's `autodiff_thunk`) into an augmented primal that returns a `Tape` and
 a reverse that takes it. Both run a `PreparedReverse`: a validated,
-specialised, race-checked call, built once and run as often as needed (a
+specialised, bounds- and race-checked call, built once and run as often as needed (a
 program's tape holds a list of them).
 
 Shadows are updated in place with DESIGN §2's semantics; the primals end with
@@ -23,6 +23,7 @@ from ..pipeline import ReverseSpecialization
 from .annotate import Annotated, annotated_binding
 from .arrays import array_module, is_cupy_array, untouched
 from .binding import Binding
+from .bounds_check import check_bounds
 from .execute import run_spec
 from .race_check import check_exclusive_rows, check_races
 from .specialize import reverse_specialization
@@ -168,10 +169,11 @@ class PreparedReverse:
 
 
 def prepare_reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> PreparedReverse:
-    """Validate everything and check for races; touches no buffer."""
+    """Validate everything and check bounds and races; touches no buffer."""
     ann, b, shadows = annotated_binding(f, args, dim, backend)
     rs = reverse_specialization(f, b, shadows, ann.active, ann.no_need, ann.lanes)
     check_exclusive_rows(rs.primal, b, f.name, {a for a, form in rs.adjoint_forms if form == "plain add"})
+    check_bounds(rs.primal, b)
     check_races(rs.primal, b, f.name)
     return PreparedReverse(f, b, ann, shadows, rs)
 

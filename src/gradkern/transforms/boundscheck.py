@@ -24,7 +24,7 @@ class Access:
     """One checked access site, for the runtime's message."""
 
     kind: str  # "reads", "writes", "atomically adds to"
-    text: str  # the access as the IR prints it
+    text: str  # the element accessed, as the IR prints it
     array: str
     loc: Loc | None
 
@@ -36,11 +36,9 @@ def _sites(k: ir.Kernel) -> list[tuple[ir.Stmt | ir.Expr, str]]:
     def block(body):
         for s in body:
             for e in ir.stmt_exprs(s):
-                out.extend((x, "reads") for x in ir.walk_expr(e) if isinstance(x, ir.Load))
-            if isinstance(s, ir.Store):
-                out.append((s, "writes"))
-            elif isinstance(s, ir.AtomicAdd):
-                out.append((s, "atomically adds to"))
+                out.extend((x, ir.ACCESS_VERBS[ir.Load]) for x in ir.walk_expr(e) if isinstance(x, ir.Load))
+            if isinstance(s, (ir.Store, ir.AtomicAdd)):
+                out.append((s, ir.ACCESS_VERBS[type(s)]))
             for b in s.block_fields:
                 block(getattr(s, b))
 
@@ -76,6 +74,6 @@ def bounds_checked(k: ir.Kernel) -> tuple[ir.Kernel, tuple[Access, ...]]:
     def block(body):
         return tuple(stmt(s) for s in body)
 
-    table = tuple(Access(kind, str(node), node.array, node.loc) for node, kind in sites)
+    table = tuple(Access(kind, node.target, node.array, node.loc) for node, kind in sites)
     flag = ir.Param(OOB, Array(I64, 1), is_array=True, written=True)
     return replace(k, params=(*k.params, flag), body=block(k.body)), table

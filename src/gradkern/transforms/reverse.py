@@ -144,11 +144,14 @@ class _Builder:
         return out
 
     def augmented_stmt(self, s: ir.Stmt, path: tuple[int, ...]) -> list[ir.Stmt]:
-        taped = self.needs(path).taped
+        needs = self.needs(path)
+        taped = needs.taped
         if isinstance(s, (ir.Assign, ir.Store, ir.AtomicAdd)):
             out = []
-            for x in taped:
-                out += self.push(x)
+            for x, guard in zip(taped, needs.guards or (None,) * len(taped)):
+                # a value of a branch not taken is never evaluated (it may read outside an array):
+                # the tape gets 0 there, which the reverse, under the same condition, never uses
+                out += self.push(x if guard is None else b.select(guard, x, b.const(0, x.type)))
             return out + [s]
         if isinstance(s, ir.If):
             new = replace(s, then=tuple(self.augmented_block(s.then, path + (0,))),

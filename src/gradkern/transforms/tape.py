@@ -55,7 +55,7 @@ from ..analysis.activity import Activity
 from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.rewrite import with_children
-from ..ir.types import Scalar
+from ..ir.types import BOOL, Scalar
 from .derivatives import partials
 
 # Operations a recomputed value may take once the local definitions it reads are expanded (rule 4).
@@ -82,6 +82,9 @@ class Needs:
 
     taped: tuple[ir.Expr, ...] = ()  # pushed before the statement (bounds and conditions: after it), in this order
     recomputed: tuple[tuple[ir.Var, ir.Expr], ...] = ()  # locals re-evaluated from their expanded definitions
+    # per taped value, the condition under which the statement evaluates it (None: always): a value of a
+    # conditional expression's branch not taken is pushed as 0 (evaluating it could read outside an array)
+    guards: tuple[ir.Expr | None, ...] = ()
 
 
 @dataclass
@@ -90,22 +93,32 @@ class TapePlan:
     restores: dict[Path, tuple[Restore, ...]] = field(default_factory=dict)  # by block
 
 
-def needed(e: ir.Expr, act: Activity, out: list[ir.Expr]) -> None:
-    """Append to `out` the sub-expressions of `e` whose values the reverse of `e` reads."""
+def needed(e: ir.Expr, act: Activity, out: list[tuple[ir.Expr, ir.Expr | None]], guard: ir.Expr | None = None
+           ) -> None:
+    """Append to `out` the sub-expressions of `e` whose values the reverse of `e`
+    reads, each with the condition under which `e` evaluates it (`guard`; None: always)."""
     if not act.expr(e):
         return
     if isinstance(e, ir.Load):
-        out.extend(e.indices)
+        out.extend((i, guard) for i in e.indices)
     elif isinstance(e, ir.Select):
-        out.append(e.cond)
-        needed(e.a, act, out)
-        needed(e.b, act, out)
+        out.append((e.cond, guard))
+        needed(e.a, act, out, _both(guard, e.cond))
+        needed(e.b, act, out, _both(guard, ir.Apply(Op.NOT, (e.cond,), type=BOOL)))
     elif isinstance(e, ir.Apply):
         for a, reads in zip(e.args, partials(e.op, e.loc).reads):
             if act.expr(a):  # only active operands' partials are evaluated
-                out.extend(e if x == "y" else e.args[x] for x in reads)
+                out.extend((e if x == "y" else e.args[x], guard) for x in reads)
         for a in e.args:
-            needed(a, act, out)
+            needed(a, act, out, guard)
+
+
+def _both(guard: ir.Expr | None, cond: ir.Expr) -> ir.Expr:
+    return cond if guard is None else ir.Apply(Op.AND, (guard, cond), type=BOOL)
+
+
+def _either(a: ir.Expr | None, b_: ir.Expr | None) -> ir.Expr | None:
+    return None if a is None or b_ is None else a if a == b_ else ir.Apply(Op.OR, (a, b_), type=BOOL)
 
 
 def has_reverse(body, act: Activity) -> bool:
@@ -118,13 +131,13 @@ def has_reverse(body, act: Activity) -> bool:
     return False
 
 
-def stmt_needed(s: ir.Stmt, act: Activity) -> list[ir.Expr]:
-    """The values the reverse of an assignment or store reads."""
-    need: list[ir.Expr] = []
+def stmt_needed(s: ir.Stmt, act: Activity) -> list[tuple[ir.Expr, ir.Expr | None]]:
+    """The values the reverse of an assignment or store reads, each with its guard (see `needed`)."""
+    need: list[tuple[ir.Expr, ir.Expr | None]] = []
     if isinstance(s, ir.Assign) and s.name in act.locals:
         needed(s.value, act, need)
     elif isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in act.arrays:
-        need.extend(s.indices)
+        need.extend((i, None) for i in s.indices)
         needed(s.value, act, need)
     return need
 
@@ -273,21 +286,22 @@ class _Planner:
         for c in ir.children(e):
             self.leaves(c, taped, recomputed, restored)
 
-    def needs(self, exprs: list[ir.Expr]) -> Needs:
-        values = []
-        for e in exprs:
-            if e not in values and not isinstance(e, ir.Const):
-                values.append(e)
-        leaves: list[ir.Expr] = []
-        whole: list[ir.Expr] = []
+    def needs(self, exprs: list[tuple[ir.Expr, ir.Expr | None]]) -> Needs:
+        values: dict[ir.Expr, ir.Expr | None] = {}  # each needed value once, with the union of its guards
+        for e, guard in exprs:
+            if not isinstance(e, ir.Const):
+                values[e] = _either(values[e], guard) if e in values else guard
+        leaves: dict[ir.Expr, ir.Expr | None] = {}
+        whole: dict[ir.Expr, ir.Expr | None] = {}
         per_value = []
-        for e in values:
+        for e, guard in values.items():
             taped, recomputed, restored = [], {}, set()
             self.leaves(e, taped, recomputed, restored)
             per_value.append((taped, recomputed, restored))
-            leaves += [x for x in taped if x not in leaves]
+            for x in taped:
+                leaves[x] = _either(leaves[x], guard) if x in leaves else guard
             if taped:
-                whole.append(e)
+                whole[e] = guard
         by_leaf = len(leaves) <= len(whole)
         recomputed, restored = {}, set()
         for taped, rec, res in per_value:
@@ -295,7 +309,8 @@ class _Planner:
                 recomputed.update(rec)
                 restored |= res
         self.wanted |= restored
-        return Needs(tuple(leaves if by_leaf else whole), tuple(recomputed.items()))
+        chosen = leaves if by_leaf else whole
+        return Needs(tuple(chosen), tuple(recomputed.items()), tuple(chosen.values()))
 
     def control(self, exprs) -> Needs:
         """Branch conditions and loop bounds: recomputed, or taped whole (one slot each)."""
