@@ -287,3 +287,17 @@ def test_vector_mode_equals_separate_calls():
         # the same operations per lane; sums over threads may associate differently: a few ulps of float64
         np.testing.assert_allclose(dus[k], du, rtol=1e-13, atol=1e-15)
         assert abs(dcs[k] - dc) <= 1e-13 * abs(dc)
+
+
+def test_a_launch_past_its_arrays_inside_a_program_is_refused_before_anything_is_written():
+    def bad(u, v, c):
+        gk.launch(scale_into, u.shape[0], u, v, c)
+        w, t = np.ones(6), np.zeros(6)
+        gk.launch(scale_into, u.shape[0] + 3, w, t, 2.0)  # nothing active in it: a plain launch, still checked
+
+    u, v = rng_uniform(60, 6), rng_uniform(61, 6)
+    du, dv = np.zeros(6), np.ones(6)
+    with pytest.raises(gk.LaunchError, match="outside"):
+        gk.autodiff(bad, gk.Duplicated(u, du), gk.Duplicated(v, dv), 0.5)
+    np.testing.assert_array_equal(du, np.zeros(6))
+    np.testing.assert_array_equal(dv, np.ones(6))

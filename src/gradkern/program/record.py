@@ -23,13 +23,11 @@ import numpy as np
 from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..kernel import KernelFunction
 from ..runtime.arrays import is_array
-from ..runtime.binding import bind
 from ..runtime.execute import run_spec
 from ..runtime.forward import forward as forward_launch
-from ..runtime.race_check import check_races
+from ..runtime.launch import prepare_launch
 from ..runtime.recording import Recorder
 from ..runtime.reverse import PreparedReverse, Tape, prepare_reverse
-from ..runtime.specialize import primal_specialization
 from .guard import HostWriteGuard
 from .scalars import ActiveScalar
 from .shadows import ShadowMap, memory_root
@@ -128,9 +126,7 @@ class ProgramRecorder(Recorder):
             binding = prepared.b
         else:  # nothing active: a plain launch, recorded only for what it overwrites
             prepared = None
-            binding = bind(kernel.ir, dim, plain, backend)
-            spec = primal_specialization(kernel, binding)
-            check_races(spec, binding, kernel.name)
+            spec, binding = prepare_launch(kernel, dim, plain, backend)
         values = dict(zip([p.name for p in params], binding.values))
         step = Step(len(self.steps) + 1, kernel.name, prepared, None, scalars=scalars)
         written = [values[p.name] for p in params if p.written and is_array(values.get(p.name))]

@@ -33,8 +33,15 @@ def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = N
     if recorder is not None:
         recorder.launch(k, dim, args, backend)
         return
+    spec, b = prepare_launch(k, dim, args, backend)
+    run_spec(spec, b.dim, list(b.kernel_values))
+
+
+def prepare_launch(k: KernelFunction, dim: Any, args: tuple, backend: str | None):
+    """Validate a launch, fetch its specialisation, check bounds and races; touches no buffer.
+    Returns (specialisation, binding)."""
     b = bind(k.ir, dim, args, backend)
     spec = primal_specialization(k, b)
     check_bounds(spec, b)
     check_races(spec, b, k.name)
-    run_spec(spec, b.dim, list(b.kernel_values))
+    return spec, b
