@@ -102,13 +102,11 @@ def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
     return tuple(out), shadows, roots
 
 
-def record(fn: Callable, args: tuple) -> ProgramTape:
-    """Run `fn` once, recording its launches (primals updated as by calling it)."""
-    call, shadows, roots = _call_args(args)
-    guard = HostWriteGuard()
-    rec = ProgramRecorder(shadows, guard)
+def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> None:
+    """Call `fn` with `recorder` taking its launches; a host write to a locked array becomes
+    ProgramError; every array is writable again afterwards."""
     try:
-        with recording(rec):
+        with recording(recorder):
             fn(*call)
     except ValueError as e:
         err = guard.host_write_error(e)
@@ -117,6 +115,14 @@ def record(fn: Callable, args: tuple) -> ProgramTape:
         raise
     finally:
         guard.release()
+
+
+def record(fn: Callable, args: tuple) -> ProgramTape:
+    """Run `fn` once, recording its launches (primals updated as by calling it)."""
+    call, shadows, roots = _call_args(args)
+    guard = HostWriteGuard()
+    rec = ProgramRecorder(shadows, guard)
+    _run_guarded(fn, call, rec, guard)
     return ProgramTape(fn, args, rec.steps, shadows, roots, rec.scalars)
 
 
@@ -183,16 +189,7 @@ def forward(fn: Callable, args: tuple) -> None:
         if isinstance(a, Duplicated) and is_array(a.val):
             tangents.register(f"argument {n}", a.val, (a.dval,))
     guard = HostWriteGuard()
-    try:
-        with recording(ForwardRecorder(tangents, guard)):
-            fn(*call)
-    except ValueError as e:
-        err = guard.host_write_error(e)
-        if err is not None:
-            raise err from e
-        raise
-    finally:
-        guard.release()
+    _run_guarded(fn, call, ForwardRecorder(tangents, guard), guard)
 
 
 def split(fn: Callable, activities: tuple):
