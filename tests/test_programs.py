@@ -102,7 +102,32 @@ def test_nonlinear_in_place_loop_saves_nothing_but_kernel_tapes():
     fwd, _ = gk.autodiff_thunk(inplace_loop, gk.Duplicated, gk.Const)
     tape = fwd(D(rng_uniform(2, 9)), 5)
     assert tape.saved_bytes == 0  # each launch's reverse reads what its own tape holds, nothing later overwritten
-    assert tape.kernel_tape_bytes > 0
+    # y[i] = sin(y[i]) * y[i] destroys y[i], which its reverse needs: one float64 per thread, per launch
+    assert tape.kernel_tape_bytes == 5 * 9 * 8
+
+
+def test_inspect_of_a_program_and_of_its_tape():
+    """gk.inspect(fn, *args) records the program and reports, launch by launch, what its reverse keeps."""
+    n, steps = 12, 3
+    args = (D(rng_uniform(0, n)), D(rng_uniform(1, n)), D(np.ones(1)), gk.Active(0.2), steps)
+    shadows = [a.dval.copy() for a in args[:3]]
+    report = gk.inspect(ping_pong, *args)
+    assert [(r.number, r.kernel, r.saved_bytes, r.kernel_tape_bytes) for r in report.launches] == \
+        [(1, "allen_cahn_step", 0, 0)] + [(k, "allen_cahn_step", n * 8, 0) for k in range(2, 2 * steps + 1)] + \
+        [(2 * steps + 1, "energy", 0, 0)]
+    assert report.bytes == report.saved_bytes == (2 * steps - 1) * n * 8 and report.internal_shadow_bytes == 0
+    assert "allen_cahn_step" in str(report) and f"{report.saved_bytes:,}" in str(report)
+    for a, before in zip(args, shadows):  # no shadow touched
+        np.testing.assert_array_equal(a.dval, before)
+    fwd, rev = gk.autodiff_thunk(inplace_loop, gk.Duplicated, gk.Const)
+    y = D(rng_uniform(2, 9))
+    tape = fwd(y, 2)
+    assert gk.inspect(tape).kernel_tape_bytes == tape.kernel_tape_bytes == 2 * 9 * 8
+    rev(y, 2, tape)
+    with pytest.raises(gk.ProgramError, match="consumed"):
+        gk.inspect(tape)
+    with pytest.raises(gk.LaunchError, match="tape alone"):
+        gk.inspect(tape, 1)
 
 
 def write_only(x, y, a, steps):
@@ -184,8 +209,12 @@ def test_duplicated_no_need_is_accepted_as_duplicated():
     np.testing.assert_array_equal(du, du2)
 
 
+@pytest.mark.parametrize("check", ["auto", "fingerprint"])
 @pytest.mark.parametrize("write", ["scale", "element", "assign"])
-def test_host_writes_to_recorded_arrays_are_refused_with_shadows_unchanged(write):
+def test_host_writes_to_recorded_arrays_are_refused_with_shadows_unchanged(write, check, monkeypatch):
+    """NumPy's read-only flags (auto) and the fingerprints CuPy arrays get, here on NumPy arrays."""
+    monkeypatch.setenv("GRADKERN_HOST_WRITE_CHECK", check)
+
     def bad(u, v, c):
         gk.launch(scale_into, u.shape[0], u, v, c)
         if write == "scale":
@@ -204,6 +233,43 @@ def test_host_writes_to_recorded_arrays_are_refused_with_shadows_unchanged(write
     np.testing.assert_array_equal(du, before[0])
     np.testing.assert_array_equal(dv, before[1])
     assert u.flags.writeable and v.flags.writeable  # the flags are given back
+
+
+def test_fingerprints_catch_writes_through_old_views_and_after_the_last_launch(monkeypatch):
+    """Writes NumPy's flags cannot see (through a view made before the call) and a write after the last
+    launch, found by fingerprints; GRADKERN_HOST_WRITE_CHECK=off turns fingerprints off, bad values are refused."""
+    u, v = rng_uniform(13, 6), rng_uniform(14, 6)
+    old_view = u[2:]
+
+    def through_view(u, v, c):
+        gk.launch(scale_into, u.shape[0], u, v, c)
+        old_view[0] = 7.0
+        gk.launch(scale_into, u.shape[0], v, u, c)
+
+    def after_last(u, v, c):
+        gk.launch(scale_into, u.shape[0], u, v, c)
+        v[1] = 3.0
+
+    for fn, where in [(through_view, r"found before launch 2 \(kernel 'scale_into'\)"),
+                      (after_last, "found when the program returned")]:
+        for check in ("fingerprint", "auto"):
+            monkeypatch.setenv("GRADKERN_HOST_WRITE_CHECK", check)
+            du, dv = np.random.default_rng(15).standard_normal(6), np.random.default_rng(16).standard_normal(6)
+            before = du.copy(), dv.copy()
+            if check == "auto" and fn is after_last:
+                with pytest.raises(gk.ProgramError, match=r"host write to 'v'.*after launch 1"):
+                    gk.autodiff(fn, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Active(0.5))
+            elif check == "auto":  # NumPy cannot revoke the old view's write flag: documented
+                gk.autodiff(fn, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Active(0.5))
+                continue
+            else:
+                with pytest.raises(gk.ProgramError, match=rf"after launch 1 \(kernel 'scale_into'\), {where}"):
+                    gk.autodiff(fn, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Active(0.5))
+            np.testing.assert_array_equal(du, before[0])
+            np.testing.assert_array_equal(dv, before[1])
+    monkeypatch.setenv("GRADKERN_HOST_WRITE_CHECK", "sometimes")
+    with pytest.raises(gk.ProgramError, match="GRADKERN_HOST_WRITE_CHECK"):
+        gk.autodiff(after_last, D(u), D(v), gk.Active(0.5))
 
 
 def test_float_of_an_active_scalar_is_refused():
@@ -287,6 +353,29 @@ def test_vector_mode_equals_separate_calls():
         # the same operations per lane; sums over threads may associate differently: a few ulps of float64
         np.testing.assert_allclose(dus[k], du, rtol=1e-13, atol=1e-15)
         assert abs(dcs[k] - dc) <= 1e-13 * abs(dc)
+
+
+def test_vector_forward_mode_equals_separate_forward_calls():
+    """Forward vector mode: k tangents (of arrays and of the scalar c, through host arithmetic and a temporary)
+    give what k forward calls give."""
+    n, k = 10, 3
+    dus = [np.random.default_rng(60 + j).standard_normal(n) for j in range(k)]
+    dcs = [0.5, -1.25, 2.0]
+    u, E = rng_uniform(61, n), np.zeros(1)
+    tus, tEs = tuple(d.copy() for d in dus), tuple(np.zeros(1) for _ in range(k))
+    gk.autodiff(alternating, gk.BatchDuplicated(u, tus), gk.BatchDuplicated(E, tEs),
+                gk.BatchDuplicated(0.3, tuple(dcs)), mode=gk.Forward)
+    for j in range(k):
+        u1, E1, tu, tE = rng_uniform(61, n), np.zeros(1), dus[j].copy(), np.zeros(1)
+        gk.autodiff(alternating, gk.Duplicated(u1, tu), gk.Duplicated(E1, tE), gk.Duplicated(0.3, dcs[j]),
+                    mode=gk.Forward)
+        # the same operations per lane: sums over threads may associate differently, a few ulps of float64
+        np.testing.assert_allclose(tus[j], tu, rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(tEs[j], tE, rtol=1e-13)
+        np.testing.assert_array_equal(u, u1)  # the primals hold their post-program values
+    with pytest.raises(gk.AnnotationError, match="same number of shadows"):
+        gk.autodiff(alternating, gk.BatchDuplicated(u, tus), gk.Duplicated(E, np.zeros(1)),
+                    gk.Duplicated(0.3, 1.0), mode=gk.Forward)
 
 
 def test_a_launch_past_its_arrays_inside_a_program_is_refused_before_anything_is_written():

@@ -11,7 +11,8 @@ from .annotations import Forward, Reverse
 from .errors import LaunchError
 from .kernel import DeviceFunction, KernelFunction
 from .runtime.forward import forward as forward_kernel
-from .runtime.inspect import Inspection, inspect
+from .runtime.inspect import Inspection
+from .runtime.inspect import inspect as inspect_kernel
 from .runtime.jacobian import jacobian
 from .runtime.launch import launch
 from .runtime.reverse import Tape
@@ -63,6 +64,22 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
             raise LaunchError("dim= and backend= belong to the launches inside a program, not to autodiff_thunk")
         return program.split(f, activities)
     raise _not_differentiable(f, "autodiff_thunk")
+
+
+def inspect(f: Any, *args: Any, dim: Any = None, mode: Any = None, backend: str = "cpu") -> Any:
+    """What gradkern generates for a kernel call (runtime.inspect: nothing compiled or run), or what a
+    program's reverse keeps, launch by launch: `gk.inspect(tape)` of a ProgramTape, or `gk.inspect(fn, *args)`,
+    which records the program (running it, as autodiff_thunk's forward does) and frees the tape."""
+    if isinstance(f, program.ProgramTape):
+        if args or dim is not None or mode is not None or backend != "cpu":
+            raise LaunchError("gk.inspect(tape) takes the program tape alone")
+        return f.inspect()
+    if _is_program(f):
+        if dim is not None or mode is not None or backend != "cpu":
+            raise LaunchError("dim=, mode= and backend= belong to kernels; gk.inspect of a program records it "
+                              "in reverse mode")
+        return program.inspect(f, args)
+    return inspect_kernel(f, *args, dim=dim, mode=mode, backend=backend)
 
 
 __all__ = ["autodiff", "autodiff_thunk", "launch", "inspect", "Inspection", "jacobian", "Tape"]

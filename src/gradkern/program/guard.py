@@ -5,7 +5,16 @@ program turns that failure into `gk.ProgramError` naming the array and the
 launch after which it was written. The program's own launches unlock what
 they write for their duration. Views made before the call and never passed to
 a launch keep their own flag (NumPy cannot revoke it): the README says so.
-CuPy arrays have no such flag; their writes are not guarded in this version.
+
+CuPy arrays have no such flag: their buffers are fingerprinted after each
+launch that takes them (fingerprint.py) and checked before the next launch
+that takes them and when the program returns, so a host write is found
+before any launch could save or read the changed contents. That costs two
+extra reads of each launched buffer per launch; GRADKERN_HOST_WRITE_CHECK
+chooses: `auto` (the default: flags on NumPy, fingerprints elsewhere),
+`fingerprint` (fingerprints everywhere, which also catches writes through
+views made before the call), `off` (no fingerprints: CuPy writes unguarded;
+NumPy's flags cost nothing and stay).
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import linecache
 import os
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -20,7 +30,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProgramError
+from .fingerprint import fingerprint
 from .shadows import memory_root
+
+_MODES = ("auto", "fingerprint", "off")
 
 
 class HostWriteGuard:
@@ -29,9 +42,21 @@ class HostWriteGuard:
     def __init__(self):
         self.arrays: dict[int, np.ndarray] = {}  # id -> array made read-only (roots and the views launches took)
         self.last: Any = None  # the step after which the arrays were last locked
+        mode = os.environ.get("GRADKERN_HOST_WRITE_CHECK", "auto") or "auto"
+        if mode not in _MODES:
+            raise ProgramError(f"GRADKERN_HOST_WRITE_CHECK must be one of {', '.join(_MODES)}; got {mode!r}")
+        self.mode = mode
+        self.prints: dict[int, tuple[Any, int, Any]] = {}  # id(buffer) -> (buffer, fingerprint, step after which)
+
+    def _fingerprinted(self, a: Any) -> bool:
+        return self.mode == "fingerprint" or (self.mode == "auto" and not isinstance(a, np.ndarray))
 
     def lock(self, arrays: list, step: Any) -> None:
         for a in arrays:
+            if self._fingerprinted(a):
+                root = memory_root(a)
+                self.prints[id(root)] = (root, fingerprint(root), step)
+                continue
             if not isinstance(a, np.ndarray):
                 continue
             root = memory_root(a)
@@ -42,9 +67,25 @@ class HostWriteGuard:
                 x.flags.writeable = False
         self.last = step
 
+    def check(self, arrays: list | None, before: str) -> None:
+        """ProgramError if a fingerprinted buffer of `arrays` (of every one when None) changed since the
+        launch that last took it; `before` says where the change was found."""
+        roots = self.prints if arrays is None else {id(memory_root(a)): None for a in arrays}
+        for key in roots:
+            if key in self.prints:
+                root, fp, step = self.prints[key]
+                if fingerprint(root) != fp:
+                    raise ProgramError(
+                        f"a host write to {_name_of(root)}, which the program's derivative depends on, after launch "
+                        f"{step.number} (kernel '{step.kernel}'), found {before}; no shadow was changed",
+                        hint="change arrays inside a program with launches, gk.copy(dst, src) or gk.fill(dst, "
+                             "value), which are differentiated")
+
     @contextmanager
-    def unlocked(self, arrays: list) -> Iterator[None]:
-        """The arrays a launch writes, writable for its duration (roots first: a view follows its base)."""
+    def unlocked(self, arrays: list, before: str = "before the next launch") -> Iterator[None]:
+        """The arrays a launch writes, writable for its duration (roots first: a view follows its base);
+        fingerprinted buffers are checked first."""
+        self.check(arrays, before)
         # a view made by the program while its buffer was locked is read-only too: it follows its buffer
         ours = [x for a in arrays if isinstance(a, np.ndarray) and id(memory_root(a)) in self.arrays
                 for x in (memory_root(a), a)]
@@ -54,15 +95,6 @@ class HostWriteGuard:
             yield
         finally:
             for x in reversed(ours):
-                x.flags.writeable = False
-
-    @contextmanager
-    def unlocked_all(self) -> Iterator[None]:
-        self.release()
-        try:
-            yield
-        finally:
-            for x in self.arrays.values():
                 x.flags.writeable = False
 
     def release(self) -> None:
@@ -97,3 +129,15 @@ class HostWriteGuard:
 
 
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the gradkern package
+
+
+def _name_of(root: Any) -> str:
+    """'name' of the buffer in the innermost frame outside gradkern that has it under a name, else its shape."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if not frame.f_code.co_filename.startswith(_OURS):
+            names = [n for n, v in frame.f_locals.items() if hasattr(v, "shape") and memory_root(v) is root]
+            if names:
+                return f"'{names[0]}'" if len(names) == 1 else "one of " + ", ".join(f"'{n}'" for n in names)
+        frame = frame.f_back
+    return f"an array of shape {tuple(root.shape)} and dtype {root.dtype}"

@@ -105,7 +105,8 @@ class ProgramRecorder(Recorder):
         if len(args) != len(params):
             annotated = list(plain)  # the binding reports the count
         arrays = [a for a in args if is_array(a)]
-        with self.guard.unlocked(arrays):  # validated and run as the user's writable arrays
+        before = f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')"
+        with self.guard.unlocked(arrays, before):  # validated and run as the user's writable arrays
             step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend)
         for view in written:  # overwritten whole: no recorded reverse reads the new contents yet
             if view.nbytes == memory_root(view).nbytes:  # (elements of a written array never overlap)
@@ -167,18 +168,21 @@ class ForwardRecorder(Recorder):
         annotated = []
         for p, a in zip(params, args):
             if isinstance(a, ActiveScalar):
-                annotated.append(Duplicated(a.value, a.tangent))
+                lanes = self.tangents.lanes
+                annotated.append(Duplicated(a.value, a.tangent) if lanes == 1 else BatchDuplicated(
+                    a.value, tuple(float(t) for t in np.broadcast_to(a.tangent, (lanes,)))))
             elif is_array(a) and active and a.dtype.kind == "f":
                 da = self.tangents.find(a)
                 if da is None and p.written:
                     da = self.tangents.internal(a)
-                annotated.append(Duplicated(a, da[0]) if da is not None else Const(a))
+                annotated.append(Const(a) if da is None else Duplicated(a, da[0]) if self.tangents.lanes == 1
+                                 else BatchDuplicated(a, da))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):
             annotated = [a.value if isinstance(a, ActiveScalar) else a for a in args]
         arrays = [a for a in args if is_array(a)]
-        with self.guard.unlocked(arrays):
+        with self.guard.unlocked(arrays, f"before launch {self.count + 1} (kernel '{kernel.name}')"):
             forward_launch(kernel, tuple(annotated), dim, backend)
         self.count += 1
         self.guard.lock(arrays, _Launched(self.count, kernel.name))

@@ -22,6 +22,7 @@ from ..runtime.arrays import is_array
 from ..runtime.recording import recording
 from .guard import HostWriteGuard
 from .record import ForwardRecorder, ProgramRecorder, Step
+from .report import LaunchRow, ProgramInspection
 from .scalars import ActiveScalar, backpropagate
 from .shadows import ShadowMap, memory_root
 
@@ -63,16 +64,40 @@ class ProgramTape:
         """Per launch: (number, kernel, saved bytes, kernel tape bytes)."""
         return [(s.number, s.kernel, s.saved_bytes, s.tape_bytes) for s in self.steps]
 
+    def inspect(self) -> ProgramInspection:
+        """The per-launch report `gk.inspect` gives (before the reverse frees what it reports)."""
+        if self.used:
+            raise ProgramError("this program tape was consumed by its reverse, which freed what it held",
+                               hint="inspect the tape before the reverse")
+        return ProgramInspection(tuple(LaunchRow(*row) for row in self.table()), self.shadows.internal_bytes)
+
+
+def _lanes_of(a: Any, n: int) -> tuple:
+    """The tangents (or shadows) of argument n: one for Duplicated, k for BatchDuplicated."""
+    if isinstance(a, Duplicated):
+        return (a.dval,)
+    dxs = tuple(a.dvals) if isinstance(a.dvals, (tuple, list)) else ()
+    if not dxs:
+        raise AnnotationError(f"argument {n}: gk.BatchDuplicated takes a tuple of k >= 1 shadows")
+    return dxs
+
+
+def _one_width(lanes: dict[int, int]) -> int:
+    """k of a vector-mode program (1 without one): every differentiated argument has the same."""
+    widths = set(lanes.values())
+    if len(widths) > 1:
+        got = ", ".join(f"argument {n}: {w or 1}" for n, w in lanes.items())
+        raise AnnotationError("a vector-mode program needs every differentiated argument to be BatchDuplicated "
+                              f"with the same number of shadows; got {got}")
+    return max(widths.pop() if widths else 1, 1)
+
 
 def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
     """What `fn` receives (primals, Active scalars as ActiveScalar), the annotated shadows, the roots."""
     roots, out, lanes = {}, [], {}
     for n, a in enumerate(args):
         if isinstance(a, (Duplicated, BatchDuplicated)):
-            dxs = (a.dval,) if isinstance(a, Duplicated) else tuple(a.dvals) if isinstance(a.dvals, (tuple, list)) \
-                else ()
-            if not dxs:
-                raise AnnotationError(f"argument {n}: gk.BatchDuplicated takes a tuple of k >= 1 shadows")
+            dxs = _lanes_of(a, n)
             if not is_array(a.val) or a.val.dtype.kind != "f":
                 raise AnnotationError(f"argument {n} of the program is {type(a).__name__} but is not a float array")
             for dx in dxs:
@@ -88,17 +113,10 @@ def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
             raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
         else:
             out.append(a)
-    widths = set(lanes.values())
-    if len(widths) > 1:
-        got = ", ".join(f"argument {n}: {w or 1}" for n, w in lanes.items())
-        raise AnnotationError("a vector-mode program needs every differentiated array to be BatchDuplicated with the "
-                              f"same number of shadows; got {got}")
-    shadows = ShadowMap(max(widths.pop() if widths else 1, 1))
+    shadows = ShadowMap(_one_width(lanes))
     for n, a in enumerate(args):  # after every check: nothing registered for a refused call
-        if isinstance(a, Duplicated):
-            shadows.register(f"argument {n}", a.val, (a.dval,))
-        elif isinstance(a, BatchDuplicated):
-            shadows.register(f"argument {n}", a.val, tuple(a.dvals))
+        if isinstance(a, (Duplicated, BatchDuplicated)):
+            shadows.register(f"argument {n}", a.val, _lanes_of(a, n))
     return tuple(out), shadows, roots
 
 
@@ -108,6 +126,7 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
     try:
         with recording(recorder):
             fn(*call)
+        guard.check(None, "when the program returned")
     except ValueError as e:
         err = guard.host_write_error(e)
         if err is not None:
@@ -159,25 +178,39 @@ def reverse(fn: Callable, args: tuple) -> tuple:
     return sweep(record(fn, args))
 
 
+def inspect(fn: Callable, args: tuple) -> ProgramInspection:
+    """Record `fn` as the forward of autodiff_thunk does (the primals end in their post-program state,
+    no shadow is touched) and report what its reverse would keep; the tape is then freed."""
+    return record(fn, args).inspect()
+
+
 def forward(fn: Callable, args: tuple) -> None:
     """Forward mode: the tangents of Duplicated arrays become those of their
     post-program values; a Duplicated scalar `gk.Duplicated(c, dc)` reaches `fn`
-    as an ActiveScalar carrying the tangent dc."""
-    tangents, roots, call = ShadowMap(), {}, []
+    as an ActiveScalar carrying the tangent dc. Vector mode: BatchDuplicated
+    arrays and scalars carry k tangents, one per lane."""
+    roots, call, lanes = {}, [], {}
     for n, a in enumerate(args):
-        if isinstance(a, BatchDuplicated):
-            raise AnnotationError(f"argument {n}: gk.BatchDuplicated (vector mode) of a program is not available in "
-                                  "this version", hint="differentiate the program once per tangent")
         if isinstance(a, Active):
             raise AnnotationError(f"argument {n} is Active, a reverse-mode annotation; in forward mode a scalar "
                                   "takes a tangent", hint="gk.Duplicated(c, 1.0)")
-        if isinstance(a, Duplicated) and not is_array(a.val):
-            roots[n] = ActiveScalar(a.val, tangent=float(a.dval))
-            call.append(roots[n])
-        elif isinstance(a, Duplicated):
+        if isinstance(a, (Duplicated, BatchDuplicated)):
+            dxs = _lanes_of(a, n)
+            lanes[n] = len(dxs) if isinstance(a, BatchDuplicated) else 0
+            if not is_array(a.val):
+                if not all(isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+                           for x in (a.val, *dxs)):
+                    raise AnnotationError(f"argument {n} is {type(a).__name__}: a scalar's value and tangents must "
+                                          "be real numbers")
+                tangent = float(dxs[0]) if len(dxs) == 1 and isinstance(a, Duplicated) else \
+                    np.array([float(x) for x in dxs])
+                roots[n] = ActiveScalar(a.val, tangent=tangent)
+                call.append(roots[n])
+                continue
             if a.val.dtype.kind != "f":
-                raise AnnotationError(f"argument {n} of the program is Duplicated but is not a float array")
-            check_shadow(f"argument {n}", a.val, a.dval, "tangent")
+                raise AnnotationError(f"argument {n} of the program is {type(a).__name__} but is not a float array")
+            for dx in dxs:
+                check_shadow(f"argument {n}", a.val, dx, "tangent")
             call.append(a.val)
         elif isinstance(a, Const):
             call.append(a.val)
@@ -185,9 +218,10 @@ def forward(fn: Callable, args: tuple) -> None:
             raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
         else:
             call.append(a)
-    for n, a in enumerate(args):
-        if isinstance(a, Duplicated) and is_array(a.val):
-            tangents.register(f"argument {n}", a.val, (a.dval,))
+    tangents = ShadowMap(_one_width(lanes))
+    for n, a in enumerate(args):  # after every check: nothing registered for a refused call
+        if isinstance(a, (Duplicated, BatchDuplicated)) and is_array(a.val):
+            tangents.register(f"argument {n}", a.val, _lanes_of(a, n))
     guard = HostWriteGuard()
     _run_guarded(fn, call, ForwardRecorder(tangents, guard), guard)
 

@@ -89,6 +89,11 @@ def untouched(backend_name: str, shape: tuple, dtype) -> Any:
     return a
 
 
+def owned_nbytes(a: Any) -> int:
+    """Bytes `a` holds for its owner: 0 for a shared untouched stand-in."""
+    return 0 if any(a is u for u in _UNTOUCHED.values()) else int(a.nbytes)
+
+
 class _Interface:
     def __init__(self, interface: dict):
         self.__array_interface__ = interface

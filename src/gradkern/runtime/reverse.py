@@ -21,7 +21,7 @@ from ..ir.interp import interpret
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization
 from .annotate import Annotated, annotated_binding
-from .arrays import array_module, is_cupy_array, untouched
+from .arrays import array_module, is_cupy_array, owned_nbytes, untouched
 from .binding import Binding
 from .bounds_check import check_bounds
 from .execute import run_spec
@@ -66,7 +66,8 @@ class Tape:
 
     @property
     def nbytes(self) -> int:
-        return self.values.nbytes + self.ints.nbytes + self.counts.nbytes
+        """Bytes this tape holds (shared stand-ins for tapes or counters no kernel reads count 0)."""
+        return owned_nbytes(self.values) + owned_nbytes(self.ints) + owned_nbytes(self.counts)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ class PreparedReverse:
             self._gather(accs, tapes, self._counts(used=False))
             self._run(rs.fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
         else:  # the gather replays each neighbour from its tape: augmented primal, gather, then reverse
-            counts = self._counts()
+            counts = self._counts(used=rs.kernels.counted)
             self._run(rs.augmented_primal, [*self.b.kernel_values, *tapes, counts])
             self._gather(accs, tapes, counts)
             self._run(rs.reverse, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes, counts])
@@ -104,7 +105,7 @@ class PreparedReverse:
     def augmented_primal(self) -> Tape:
         """The primal, taping what the reverse will need (primals updated as by launch)."""
         values, ints = self._allocate_tape()
-        counts = self._counts(used=self.rs.kernels.static_slots != (0, 0))
+        counts = self._counts(used=self.rs.kernels.counted)
         self._run(self.rs.augmented_primal, [*self.b.kernel_values, values, ints, counts])
         return Tape(self.kernel.name, self.key, self.b.dim, values, ints, counts)
 

@@ -71,6 +71,7 @@ class ReverseKernels:
     adjoint_forms: tuple[tuple[str, str], ...]  # (array, "plain add" | "atomic add") per shadow
     sums: dict[str, str] = field(default_factory=dict)  # Active scalar -> its per-thread float64 sum (a local)
     accumulator_type: Scalar = ACCUMULATOR  # of the accumulators, whatever the scalar's type
+    counted: bool = True  # the augmented primal stores each thread's push counts (paths push different numbers)
 
 
 @dataclass
@@ -314,16 +315,17 @@ class _Builder:
         return [ir.AtomicAdd(names.accumulator(n), (b.const(0, I64),), b.var(self.sums[n], ACCUMULATOR))
                 for n in sorted(self.summed)]
 
-    def static_slots(self, body) -> tuple[int, int] | None:
-        """(float, int) pushes per thread along the longest path, or None if a loop pushes."""
+    def static_slots(self, body, uniform: bool = False) -> tuple[int, int] | None:
+        """(float, int) pushes per thread along the longest path, or None if a loop pushes;
+        with `uniform`, None also when two paths push different numbers."""
         tapes = (TAPE, ITAPE)
         total = [0, 0]
         for s in body:
             if isinstance(s, ir.Store) and s.array in tapes:
                 total[tapes.index(s.array)] += 1
             elif isinstance(s, ir.If):
-                t, e = self.static_slots(s.then), self.static_slots(s.orelse)
-                if t is None or e is None:
+                t, e = self.static_slots(s.then, uniform), self.static_slots(s.orelse, uniform)
+                if t is None or e is None or (uniform and t != e):
                     return None
                 total = [x + max(y, z) for x, y, z in zip(total, t, e)]
             elif isinstance(s, (ir.For, ir.While)):
@@ -519,8 +521,10 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     fused_reverse, reverse = peephole(fused_reverse), peephole(reverse)
     fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p,
                    [*tp0, *fused_augmented, *inits, *fused_reverse, *flush])
-    if static == (0, 0):  # nothing taped: the pointers stay 0 and the runtime passes no counts
-        count_store, count_load = [], tp0
+    uniform = bld.static_slots(augmented, uniform=True)
+    if uniform is not None:  # every thread pushes the same: its reverse starts from that constant, no counts kept
+        count_store = []
+        count_load = [ir.Assign(ptr, b.const(uniform[n], I64)) for n, (_, ptr) in enumerate(LANES)]
     aug = kernel("augmented_primal", k.params + tape_p + (count_p,), [*tp0, *augmented, *count_store])
     rev = kernel("rev", k.params + shadow_ps + acc_ps + tape_p + (count_p,), [*count_load, *inits, *reverse, *flush])
     count = None
@@ -529,4 +533,5 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
         count = kernel("count", k.params + (count_p,), [*tp0, *_count_skeleton(augmented, written), *count_store])
     forms = tuple((a, "plain add" if a in bld.exclusive else "atomic add") for a in sorted(act.arrays))
     sums = {n: bld.sums[n] for n in sorted(bld.summed)}
-    return ReverseKernels(fused, aug, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms, sums)
+    return ReverseKernels(fused, aug, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms, sums,
+                          counted=uniform is None)
