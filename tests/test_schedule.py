@@ -221,7 +221,7 @@ def test_split_forward_then_reverse():
         assert loop.stats.snapshots_held == 3 and hooks.tapes.keys() == {19}
         stats = loop.reverse()
     assert stats.steps_reversed == 20 and not hooks.live
-    with pytest.raises(ProgramError, match="after its done"):
+    with pytest.raises(ProgramError, match="forward once"):
         loop.forward()
 
 
