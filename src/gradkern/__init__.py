@@ -38,11 +38,13 @@ from .errors import (
 from .intrinsics import abs, atomic_add, cos, exp, floor, log, max, min, pow, sin, sqrt, tan, tanh, tid
 from .kernel import DeviceFunction, KernelFunction, func, kernel
 from .program.hostops import copy, fill
+from .program.loop import checkpointed_loop
 
 __all__ = [
     "__version__", "kernel", "func", "launch", "inspect", "Inspection", "KernelFunction", "DeviceFunction",
     "tid", "atomic_add", "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "min", "max", "pow", "floor",
-    "autodiff", "autodiff_thunk", "Tape", "copy", "fill", "jacobian", "AnnotationError", "NotDifferentiableError",
+    "autodiff", "autodiff_thunk", "Tape", "copy", "fill", "checkpointed_loop", "jacobian", "AnnotationError",
+    "NotDifferentiableError",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
     "BackendUnavailableError", "CacheWarning", "ProgramError", "InternalError", "Loc",
     "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",

@@ -23,6 +23,7 @@ import linecache
 import os
 import re
 import sys
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -40,13 +41,15 @@ class HostWriteGuard:
     """Read-only flags on the arrays a program's tape depends on."""
 
     def __init__(self):
-        self.arrays: dict[int, np.ndarray] = {}  # id -> array made read-only (roots and the views launches took)
+        # id -> weak reference to an array made read-only (roots and the views launches took): weak, so that a
+        # temporary a program (or a loop step) drops is freed, and a new array reusing its id is not taken for it
+        self.arrays: dict[int, weakref.ref] = {}
         self.last: Any = None  # the step after which the arrays were last locked
         mode = os.environ.get("GRADKERN_HOST_WRITE_CHECK", "auto") or "auto"
         if mode not in _MODES:
             raise ProgramError(f"GRADKERN_HOST_WRITE_CHECK must be one of {', '.join(_MODES)}; got {mode!r}")
         self.mode = mode
-        self.prints: dict[int, tuple[Any, int, Any]] = {}  # id(buffer) -> (buffer, fingerprint, step after which)
+        self.prints: dict[int, tuple[Any, int, Any]] = {}  # id(buffer) -> (reference, fingerprint, step after)
 
     def _fingerprinted(self, a: Any) -> bool:
         return self.mode == "fingerprint" or (self.mode == "auto" and not isinstance(a, np.ndarray))
@@ -55,15 +58,15 @@ class HostWriteGuard:
         for a in arrays:
             if self._fingerprinted(a):
                 root = memory_root(a)
-                self.prints[id(root)] = (root, fingerprint(root), step)
+                self.prints[id(root)] = (_reference(root), fingerprint(root), step)
                 continue
             if not isinstance(a, np.ndarray):
                 continue
             root = memory_root(a)
             for x in (root, a):
                 # a view made while its buffer was locked is read-only only because of us
-                if id(x) not in self.arrays and (x.flags.writeable or id(root) in self.arrays):
-                    self.arrays[id(x)] = x
+                if not self._holds(x) and (x.flags.writeable or self._holds(root)):
+                    self.arrays[id(x)] = weakref.ref(x)
                 x.flags.writeable = False
         self.last = step
 
@@ -73,11 +76,14 @@ class HostWriteGuard:
         roots = self.prints if arrays is None else {id(memory_root(a)): None for a in arrays}
         for key in roots:
             if key in self.prints:
-                root, fp, step = self.prints[key]
-                if fingerprint(root) != fp:
+                ref, fp, step = self.prints[key]
+                root = ref()
+                if root is None:  # freed: nothing can read it any more
+                    del self.prints[key]
+                elif fingerprint(root) != fp:
                     raise ProgramError(
-                        f"a host write to {_name_of(root)}, which the program's derivative depends on, after launch "
-                        f"{step.number} (kernel '{step.kernel}'), found {before}; no shadow was changed",
+                        f"a host write to {_name_of(root)}, which the program's derivative depends on, "
+                        f"{_after(step)}, found {before}; no shadow was changed",
                         hint="change arrays inside a program with launches, gk.copy(dst, src) or gk.fill(dst, "
                              "value), which are differentiated")
 
@@ -87,7 +93,7 @@ class HostWriteGuard:
         fingerprinted buffers are checked first."""
         self.check(arrays, before)
         # a view made by the program while its buffer was locked is read-only too: it follows its buffer
-        ours = [x for a in arrays if isinstance(a, np.ndarray) and id(memory_root(a)) in self.arrays
+        ours = [x for a in arrays if isinstance(a, np.ndarray) and self._holds(memory_root(a))
                 for x in (memory_root(a), a)]
         for x in ours:
             x.flags.writeable = True
@@ -97,10 +103,18 @@ class HostWriteGuard:
             for x in reversed(ours):
                 x.flags.writeable = False
 
+    def _holds(self, x: Any) -> bool:
+        ref = self.arrays.get(id(x))
+        return ref is not None and ref() is x
+
+    def _locked(self) -> list:
+        return [x for x in (r() for r in self.arrays.values()) if x is not None]
+
     def release(self) -> None:
         """Every array writable again, as before the call (bases before views)."""
-        for x in sorted(self.arrays.values(), key=lambda x: x.base is not None):
+        for x in sorted(self._locked(), key=lambda x: x.base is not None):
             x.flags.writeable = True
+        self.arrays.clear()
 
     def host_write_error(self, exc: ValueError) -> ProgramError | None:
         """The ProgramError for NumPy's read-only failure inside the program, naming the array where the
@@ -115,13 +129,12 @@ class HostWriteGuard:
                 line = linecache.getline(frame.f_code.co_filename, tb.tb_lineno)
                 target = line.split("=")[0] if "=" in line else line
                 locked = [n for n, v in frame.f_locals.items() if isinstance(v, np.ndarray) and not v.flags.writeable
-                          and any(np.shares_memory(v, x) for x in self.arrays.values())]
+                          and any(np.shares_memory(v, x) for x in self._locked())]
                 names = [n for n in locked if re.search(rf"\b{re.escape(n)}\b", target)] or locked
             tb = tb.tb_next
         which = f"'{names[0]}'" if len(names) == 1 else "an array" if not names else \
             "one of " + ", ".join(f"'{n}'" for n in names)
-        after = (f"after launch {self.last.number} (kernel '{self.last.kernel}')" if self.last is not None
-                 else "during the program")
+        after = _after(self.last) if self.last is not None else "during the program"
         return ProgramError(f"a host write to {which}, which the program's derivative depends on, {after}: "
                             f"{exc}; no shadow was changed",
                             hint="change arrays inside a program with launches, gk.copy(dst, src) or "
@@ -129,6 +142,19 @@ class HostWriteGuard:
 
 
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the gradkern package
+
+
+def _after(step: Any) -> str:
+    """'after launch n (kernel k)', or where a step says it is (a launch inside a checkpointed loop)."""
+    return getattr(step, "where", None) or f"after launch {step.number} (kernel '{step.kernel}')"
+
+
+def _reference(x: Any) -> Any:
+    """A weak reference to `x`, or a callable returning it where `x` takes none."""
+    try:
+        return weakref.ref(x)
+    except TypeError:
+        return lambda: x
 
 
 def _name_of(root: Any) -> str:

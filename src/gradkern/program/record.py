@@ -72,13 +72,34 @@ class Step:
     def tape_bytes(self) -> int:
         return self.tape.nbytes if self.tape is not None else 0
 
+    def roots_written_back(self) -> list:
+        """The buffers this step's reverse writes primal values into (its saves' buffers)."""
+        return [memory_root(s.view) for s in self.saves]
+
+    def run_reverse(self, lanes: int) -> None:
+        """This launch's reverse (on the arrays as the launch left them), then its saves written back."""
+        if self.prepared is not None:
+            got = self.prepared.reverse(self.tape)
+            self.tape = None  # freed once used
+            for pos, s in self.scalars.items():
+                s.adjoint = s.adjoint + (np.asarray(got[pos]) if lanes > 1 else got[pos])  # per lane in vector mode
+        for saved in reversed(self.saves):
+            saved.restore()
+
+
+def reverse_steps(steps: list, lanes: int) -> None:
+    """The reverse of recorded steps, last first, each on the arrays as it left them."""
+    for step in reversed(steps):
+        step.run_reverse(lanes)
+
 
 class ProgramRecorder(Recorder):
     """Records the launches of one program call."""
 
-    def __init__(self, shadows: ShadowMap, guard: HostWriteGuard):
+    def __init__(self, shadows: ShadowMap, guard: HostWriteGuard, observer: Any = None):
         self.shadows = shadows
         self.guard = guard
+        self.observer = observer  # told (kernel name, written views, every array) before each launch runs
         self.steps: list[Step] = []
         self.needed: dict[int, bool] = {}  # id(buffer) -> whether a recorded reverse reads its current contents
         self.roots: dict[int, Any] = {}  # the buffers `needed` names, kept alive so that their ids stay theirs
@@ -132,6 +153,8 @@ class ProgramRecorder(Recorder):
         step = Step(len(self.steps) + 1, kernel.name, prepared, None, scalars=scalars)
         written = [values[p.name] for p in params if p.written and is_array(values.get(p.name))]
         reads = [values[n] for n in (prepared.rs.reverse_reads if prepared else ()) if is_array(values.get(n))]
+        if self.observer is not None:
+            self.observer(kernel.name, written, [v for v in binding.values if is_array(v)])
         for view in written:  # copy-on-write: what an earlier reverse still reads
             self.roots.setdefault(id(memory_root(view)), memory_root(view))
             if self.needed.get(id(memory_root(view))):
@@ -141,6 +164,10 @@ class ProgramRecorder(Recorder):
         else:
             run_spec(spec, binding.dim, list(binding.kernel_values))
         return step, written, reads
+
+    def add_loop(self, loop: Any) -> None:
+        """A checkpointed loop (checkpoint.py), recorded as one step of the program."""
+        self.steps.append(loop)
 
     @property
     def saved_bytes(self) -> int:

@@ -21,10 +21,10 @@ from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array
 from ..runtime.recording import recording
 from .guard import HostWriteGuard
-from .record import ForwardRecorder, ProgramRecorder, Step
+from .record import ForwardRecorder, ProgramRecorder, Step, reverse_steps
 from .report import LaunchRow, ProgramInspection
 from .scalars import ActiveScalar, backpropagate
-from .shadows import ShadowMap, memory_root
+from .shadows import ShadowMap
 
 
 def _writable(a: Any) -> Any:
@@ -153,18 +153,10 @@ def sweep(tape: ProgramTape) -> tuple:
     lanes = tape.shadows.lanes
     final = {}  # the buffers the sweep writes back into, as the program left them
     for step in tape.steps:
-        for saved in step.saves:
-            root = memory_root(saved.view)
+        for root in step.roots_written_back():
             if id(root) not in final:
                 final[id(root)] = (root, root.copy())
-    for step in reversed(tape.steps):
-        if step.prepared is not None:
-            got = step.prepared.reverse(step.tape)
-            step.tape = None  # freed once used
-            for pos, s in step.scalars.items():
-                s.adjoint = s.adjoint + (np.asarray(got[pos]) if lanes > 1 else got[pos])  # per lane in vector mode
-        for saved in reversed(step.saves):
-            saved.restore()
+    reverse_steps(tape.steps, lanes)
     for root, data in final.values():  # the primals end as the program left them
         _writable(root)[...] = data
     backpropagate(tape.scalars)

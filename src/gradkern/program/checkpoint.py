@@ -1,0 +1,395 @@
+"""Checkpointed loops (DESIGN §6.1): `gk.checkpointed_loop(step, nsteps, snapshots=s)`.
+
+Outside a reverse-mode program it is a plain loop (forward mode included: a
+tangent needs no checkpoints). Inside one, the loop becomes one entry of the
+program's tape, run by a schedule (schedule.py) through the hooks below:
+
+* The **state** is found by recording: the buffers the loop's steps write
+  that are still alive when its first forward ends, except those touched only
+  by steps the forward taped (a step's own temporaries, kept alive by its
+  tape). Snapshots taken during that first forward are copy-on-write: each
+  buffer is copied when a step first writes it after the snapshot's step, so
+  a snapshot holds exactly the state the later steps change. Later snapshots
+  copy the state buffers written at or after their step.
+* Steps advanced without a tape run as plain launches (validated, bounds- and
+  race-checked, host-write guarded). Taped segments are recorded like a
+  program (record.py: kernel tapes, copy-on-write saves) and reversed as one.
+  A segment from step 0 saves what the program before the loop still needs,
+  so after the loop's reverse those buffers hold their pre-loop contents.
+* A recomputed step must do what it did: the same kernels on the same
+  persistent buffers, writing no persistent buffer outside the state;
+  otherwise ProgramError names the step and the array.
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from checkpoint_schedules import MultistageCheckpointSchedule, StorageType
+
+from ..errors import ProgramError
+from ..kernel import KernelFunction
+from ..runtime.arrays import is_array, is_cupy_array
+from ..runtime.execute import run_spec
+from ..runtime.launch import prepare_launch
+from ..runtime.recording import Recorder, recording
+from .record import ProgramRecorder, Step, reverse_steps
+from .scalars import ActiveScalar
+from .schedule import BinomialSchedule, DiskSnapshots, LoopHooks, ScheduledLoop, ScheduleStats
+from .shadows import memory_root
+
+
+@dataclass
+class _Seen:
+    """A buffer the loop's launches took."""
+
+    ref: Any  # weak reference (a temporary a step drops is freed)
+    steps: set[int] = field(default_factory=set)  # steps (of the first forward) that took it
+    written: int = -1  # the last step that wrote it, -1: none
+
+
+class _Snapshot:
+    """A copy of (part of) the loop state at step `at`: (buffer, copy) pairs.
+    Open snapshots (the first forward's) add each buffer when a step first writes it."""
+
+    def __init__(self, at: int | None, storage: StorageType, loop: LoopEntry):
+        self.at, self.storage, self.loop = at, storage, loop
+        # id(buffer) -> (buffer or its weak reference, copy, bytes)
+        self.copies: dict[int, tuple[Any, Any, int]] = {}
+
+    @property
+    def nbytes(self) -> int:
+        return sum(size for _, _, size in self.copies.values())
+
+    def add(self, root: Any, ref: Any = None) -> None:
+        """Copy `root` in; `ref`, a weak reference to it, is kept instead of `root` (the first forward's)."""
+        self.copies[id(root)] = (ref or root, self.loop.store(root, self.storage), int(root.nbytes))
+        self.loop.held(int(root.nbytes))
+
+    def remove(self, key: int) -> None:
+        _, data, size = self.copies.pop(key)
+        self.loop.drop(data)
+        self.loop.held(-size)
+
+    def restore(self) -> None:
+        for ref, data, _ in self.copies.values():
+            root = ref() if isinstance(ref, weakref.ref) else ref
+            if root is not None:
+                self.loop.load(root, data)
+
+    def free(self) -> None:
+        for key in list(self.copies):
+            self.remove(key)
+
+
+@dataclass
+class _Segment:
+    """Steps n0 … n1-1 recorded with tapes; `end`: the state after them, when the schedule
+    may run other steps before their reverse."""
+
+    n0: int
+    n1: int
+    steps: list[Step]
+    temporaries: list  # the ShadowMap entries its launches made (its temporaries' shadows)
+    end: _Snapshot | None = None
+
+
+class _Untaped(Recorder):
+    """Launches of steps the schedule advances without a tape: plain, validated launches."""
+
+    in_loop = True  # a checkpointed loop inside a step is refused
+
+    def __init__(self, loop: LoopEntry, t: int):
+        self.loop, self.t = loop, t
+
+    def launch(self, kernel: KernelFunction, dim: Any, args: tuple, backend: str | None) -> None:
+        plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
+        arrays = [a for a in plain if is_array(a)]
+        guard = self.loop.guard
+        with guard.unlocked(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop"):
+            spec, binding = prepare_launch(kernel, dim, plain, backend)  # validated as the user's writable arrays
+            written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
+            self.loop.before_launch(self.t, kernel.name, written, [v for v in binding.values if is_array(v)])
+            run_spec(spec, binding.dim, list(binding.kernel_values))
+        guard.lock(arrays, _Where(f"after a launch of kernel '{kernel.name}' in step {self.t} of the checkpointed "
+                                  f"loop (launch {self.loop.number} of the program)"))
+
+
+@dataclass
+class _Where:
+    where: str
+
+
+class LoopEntry(LoopHooks):
+    """One checkpointed loop in a program's tape: its schedule, snapshots and taped segments."""
+
+    kernel = "checkpointed_loop"
+
+    def __init__(self, outer: ProgramRecorder, step: Any, nsteps: int, schedule: Any, progress: bool,
+                 storage: str):
+        self.outer, self.step_fn, self.nsteps = outer, step, nsteps
+        self.number = len(outer.steps) + 1
+        self.at: int | None = 0  # the step whose input the live buffers hold (None: not known)
+        self.storage = storage
+        self.guard = outer.guard
+        self.driver = ScheduledLoop(schedule, nsteps, self, progress)
+        # a multistage schedule reverses each taped segment right after taping it
+        self.immediate = isinstance(schedule, (BinomialSchedule, MultistageCheckpointSchedule))
+        self.first_forward = True
+        self.seen: dict[int, _Seen] = {}
+        self.open: list[_Snapshot] = []
+        self.forward_taped: set[int] = set()  # steps the first forward taped
+        self.state: dict[int, Any] = {}  # id -> buffer, once the first forward is over
+        self.persistent: dict[int, Any] = {}  # id -> buffer the loop took that outlived its first forward
+        self.alive: dict[int, Any] = {}  # every buffer the loop took that is alive after its first forward
+        self.written_back: list = []  # those of them its steps wrote
+        self.last_write: dict[int, int] = {}  # id(state buffer) -> the last step writing it
+        self.signatures: dict[int, list] = {}  # step -> its launches: (kernel, persistent buffer ids or None)
+        self.recomputed_signature: list = []
+        self.entry_needed = {k for k, v in outer.needed.items() if v}
+        self.segments: dict[int, _Segment] = {}
+        self.live: Any = None  # the segment whose end state the live buffers hold
+        self.bytes_held = 0
+        self.peak_bytes = 0
+        self.disk: DiskSnapshots | None = None
+        self.stats: ScheduleStats = self.driver.stats
+        self.saves: list = []  # the program's own copy-on-write saves: none (snapshots restore the loop)
+
+    # -- the program's view ---------------------------------------------------------------------------------------
+    @property
+    def saved_bytes(self) -> int:
+        return self.peak_bytes
+
+    @property
+    def tape_bytes(self) -> int:
+        return sum(s.tape_bytes for seg in self.segments.values() for s in seg.steps)
+
+    def roots_written_back(self) -> list:
+        """The buffers the loop's reverse writes primal values into: every live one its steps wrote."""
+        return self.written_back
+
+    def run_forward(self) -> None:
+        try:
+            self.driver.forward()
+        except BaseException:
+            self.close()
+            raise
+        self._find_state()
+
+    def run_reverse(self, lanes: int) -> None:
+        """The loop's reverse, as one step of the program's: the schedule's reverse phase."""
+        try:
+            self.driver.reverse()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self.driver.close()
+        for snap in self.open:
+            snap.free()
+        self.open = []
+        for n0 in list(self.segments):
+            self._drop_segment(n0)
+        if self.disk is not None:
+            self.disk.close()
+            self.disk = None
+
+    # -- storage ----------------------------------------------------------------------------------------------------
+    def store(self, root: Any, storage: StorageType) -> Any:
+        if storage == StorageType.DISK:
+            if is_cupy_array(root):
+                raise ProgramError("disk snapshots are for NumPy arrays; this loop's state is on the GPU",
+                                   hint="a schedule storing in RAM (storage='host' keeps it in host memory)")
+            self.disk = self.disk or DiskSnapshots()
+            return ("disk", self.disk.write([root]))
+        if self.storage == "host" and is_cupy_array(root):
+            return ("host", root.get())
+        return ("copy", root.copy())
+
+    def load(self, root: Any, data: Any) -> None:
+        kind, payload = data
+        if isinstance(root, np.ndarray) and not root.flags.writeable:
+            root.flags.writeable = True  # locked by the program's guard while it recorded
+        if kind == "disk":
+            self.disk.read_into(payload, [root])
+        elif kind == "host":
+            root.set(payload)
+        else:
+            root[...] = payload
+
+    def drop(self, data: Any) -> None:
+        if data[0] == "disk" and self.disk is not None:
+            self.disk.delete(data[1])
+
+    def held(self, nbytes: int) -> None:
+        self.bytes_held += nbytes
+        self.peak_bytes = max(self.peak_bytes, self.bytes_held)
+
+    # -- the schedule's hooks ---------------------------------------------------------------------------------------
+    def snapshot(self, storage: StorageType) -> _Snapshot:
+        snap = _Snapshot(self.at, storage, self)
+        if self.first_forward:
+            self.open.append(snap)  # filled as steps first write each buffer
+        else:  # the state buffers some step from here on writes
+            for key, root in self.state.items():
+                if self.at is None or self.last_write[key] >= self.at:
+                    snap.add(root)
+        return snap
+
+    def restore(self, snap: _Snapshot) -> None:
+        snap.restore()
+        self.at, self.live = snap.at, None
+
+    def free(self, snap: _Snapshot) -> None:
+        if snap in self.open:
+            self.open.remove(snap)
+        snap.free()
+
+    def nbytes(self, snap: _Snapshot) -> int:
+        return snap.nbytes
+
+    def advance(self, n0: int, n1: int, tape: bool) -> None:
+        self.live = None
+        if not tape:
+            for t in range(n0, n1):
+                self._step(t, _Untaped(self, t))
+            self.at = n1
+            return
+        shadows = self.outer.shadows
+        rec = ProgramRecorder(shadows, self.guard)
+        rec.in_loop = True
+        if n0 == 0:  # what the program before the loop still reads, saved before the loop overwrites it
+            rec.needed = {k: True for k in self.entry_needed}
+            rec.roots = {k: self.outer.roots[k] for k in self.entry_needed if k in self.outer.roots}
+        before = len(shadows.entries)
+        for t in range(n0, n1):
+            rec.observer = lambda name, written, arrays, t=t: self.before_launch(t, name, written, arrays)
+            self._step(t, rec)
+            if self.first_forward:
+                self.forward_taped.add(t)
+        self.outer.scalars += rec.scalars
+        seg = _Segment(n0, n1, rec.steps, shadows.entries[before:])
+        self.at = n1
+        if not self.immediate and not self.first_forward:
+            seg.end = self.snapshot(StorageType.RAM)  # the state its reverse starts from, if others run first
+        self.segments[n0] = seg
+        self.live = n0
+
+    def reverse(self, n1: int, n0: int, clear: bool) -> None:
+        """The schedule's reverse of steps n1-1 … n0: the taped segment from n0, on its end state."""
+        seg = self.segments.get(n0)
+        if seg is None or seg.n1 != n1:
+            raise ProgramError(f"the schedule reverses steps {n0}..{n1 - 1}, which were not taped as one segment")
+        if self.live != n0:
+            if seg.end is None:
+                raise ProgramError("the schedule ran other steps between taping a segment and reversing it, and "
+                                   "the segment's end state was not kept", hint="report this schedule as a bug")
+            seg.end.restore()
+        reverse_steps(seg.steps, self.outer.shadows.lanes)
+        self.live, self.at = None, None
+        if clear:
+            self._drop_segment(n0)
+
+    def discard_tapes(self, steps) -> None:
+        for n0 in [n for n in self.segments if n in set(steps)]:
+            self._drop_segment(n0)
+
+    def _drop_segment(self, n0: int) -> None:
+        seg = self.segments.pop(n0)
+        if seg.end is not None:
+            seg.end.free()
+        gone = {id(e) for e in seg.temporaries}
+        self.outer.shadows.entries = [e for e in self.outer.shadows.entries if id(e) not in gone]
+
+    # -- recording --------------------------------------------------------------------------------------------------
+    def _step(self, t: int, recorder: Recorder) -> None:
+        self.recomputed_signature = []
+        with recording(recorder):
+            self.step_fn(t)
+        if not self.first_forward and self.recomputed_signature != self.signatures.get(t, []):
+            self._mismatch(t)
+
+    def before_launch(self, t: int, name: str, written: list, arrays: list) -> None:
+        """Bookkeeping before a launch of step t runs: copy-on-write for open snapshots, the state's checks."""
+        if self.first_forward:
+            sig = []
+            for a in arrays:
+                root = memory_root(a)
+                seen = self.seen.get(id(root))
+                if seen is None or seen.ref() is not root:
+                    seen = self.seen[id(root)] = _Seen(weakref.ref(root, self._freed))
+                seen.steps.add(t)
+                sig.append((id(root), seen))
+            for a in written:
+                root = memory_root(a)
+                self.seen[id(root)].written = t
+                for snap in self.open:
+                    if id(root) not in snap.copies:
+                        snap.add(root, self.seen[id(root)].ref)
+            self.signatures.setdefault(t, []).append((name, sig))
+            return
+        ids = []
+        for a in arrays:
+            root = memory_root(a)
+            known = self.seen.get(id(root))
+            ids.append(id(root) if known is not None and known.ref() is root and id(root) in self.persistent
+                       else None)
+        self.recomputed_signature.append((name, ids))
+        for a in written:
+            root = memory_root(a)
+            if id(root) in self.persistent and id(root) not in self.state:
+                raise ProgramError(f"step {t} of the checkpointed loop (launch of kernel '{name}') writes an array "
+                                   f"of shape {tuple(root.shape)} that is not part of the loop's state as recorded "
+                                   "(the buffers its steps write); recomputing it from a snapshot would be wrong",
+                                   hint="a step must be a function of t and the state: write the same arrays in "
+                                        "every step, or allocate per-step temporaries inside the step")
+
+    def _freed(self, ref: Any) -> None:
+        """A buffer of the first forward was freed (a step's temporary): its copies go too."""
+        for snap in self.open:
+            for key in [k for k, (r, _, _) in snap.copies.items() if r is ref]:
+                snap.remove(key)
+
+    def _find_state(self) -> None:
+        """After the first forward: the state, the persistent buffers, the steps' signatures."""
+        self.first_forward = False
+        persistent = {}
+        for key, seen in self.seen.items():
+            root = seen.ref()
+            if root is None:
+                continue  # a step's temporary, freed
+            self.alive[key] = root
+            if seen.written >= 0:
+                self.written_back.append(root)
+            if seen.steps <= self.forward_taped and len(seen.steps) == 1:
+                continue  # a taped step's temporary, or taken only by a step no schedule recomputes
+            persistent[key] = root
+            if seen.written >= 0:
+                self.state[key] = root
+                self.last_write[key] = seen.written
+        self.persistent = persistent
+        for snap in self.open:  # keep only the state in the first forward's snapshots
+            for key in [k for k, (ref, _, _) in snap.copies.items() if k not in self.state or ref() is None]:
+                snap.remove(key)
+            snap.copies = {k: (self.state[k], d, size) for k, (_, d, size) in snap.copies.items()}
+        self.open = []
+        self.signatures = {t: [(name, [key if key in persistent and seen.ref() is persistent[key] else None
+                                       for key, seen in sig]) for name, sig in launches]
+                           for t, launches in self.signatures.items()}
+        for key, root in self.alive.items():  # what the program after the loop must give back before its reverse
+            self.outer.roots.setdefault(key, root)
+            self.outer.needed[key] = True
+
+    def _mismatch(self, t: int) -> None:
+        want, got = self.signatures.get(t, []), self.recomputed_signature
+        for k, (a, b) in enumerate(zip(want, got)):
+            if a != b:
+                raise ProgramError(f"step {t} of the checkpointed loop launched '{b[0]}' (launch {k + 1} of the "
+                                   f"step) on other arrays, or another kernel, than when it was recorded ('{a[0]}')",
+                                   hint="a step must be a function of t and the loop's state")
+        raise ProgramError(f"step {t} of the checkpointed loop made {len(got)} launches on recomputation, "
+                           f"{len(want)} when it was recorded",
+                           hint="a step must be a function of t and the loop's state")

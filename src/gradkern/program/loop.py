@@ -1,0 +1,47 @@
+"""`gk.checkpointed_loop` (DESIGN §6.1): a plain loop outside a reverse-mode
+program, a checkpointed one inside (checkpoint.py, imported on first use so
+that `import gradkern` does not pay for checkpoint_schedules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ProgramError
+from ..runtime.recording import active_recorder
+from .record import ProgramRecorder
+
+STORAGES = ("device", "host")
+
+
+def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, schedule: Any = None,
+                      progress: bool = False, storage: str = "device") -> None:
+    """Call `step(t)` for t = 0 … nsteps-1. Inside a program's reverse mode,
+    keep at most `snapshots` snapshots of the loop's state and recompute the
+    steps between them as the schedule says (default: binomial, Revolve's
+    step counts; `schedule=` any checkpoint_schedules schedule object).
+    `progress=True` shows a tqdm bar over the reverse; `storage="host"` keeps
+    snapshots of CuPy arrays in host memory."""
+    if not callable(step):
+        raise ProgramError(f"step must be a callable step(t), got {type(step).__name__}")
+    if snapshots is None and schedule is None:
+        raise ProgramError("checkpointed_loop needs snapshots=s (how many states to keep) or a schedule=",
+                           hint="gk.checkpointed_loop(step, nsteps, snapshots=8)")
+    if storage not in STORAGES:
+        raise ProgramError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
+    if not isinstance(progress, bool):
+        raise ProgramError(f"progress must be True or False, got {progress!r}")
+    from .checkpoint import LoopEntry  # checkpoint_schedules is imported on first use, not with gradkern
+    from .schedule import resolve_schedule
+
+    resolved = resolve_schedule(nsteps, snapshots if snapshots is not None else 1, schedule)
+    recorder = active_recorder()
+    if getattr(recorder, "in_loop", False):
+        raise ProgramError("a checkpointed loop inside a step of a checkpointed loop is not supported",
+                           hint="make the inner loop a plain Python loop (the outer loop's snapshots cover it)")
+    if not isinstance(recorder, ProgramRecorder) or not nsteps:
+        for t in range(nsteps):
+            step(t)
+        return
+    loop = LoopEntry(recorder, step, nsteps, resolved, progress, storage)
+    loop.run_forward()
+    recorder.add_loop(loop)
