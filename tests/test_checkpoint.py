@@ -121,6 +121,7 @@ def gradient(name, loop, n, nsteps):
     args = args_for(name, n, nsteps)
     got = gk.autodiff(PROGRAMS[name](loop), *args)
     arrays = [a for a in args if isinstance(a, (gk.Duplicated, gk.Const))]
+    assert all(a.val.flags.writeable for a in arrays)  # the guard's read-only flags are given back
     return ([a.dval for a in arrays if isinstance(a, gk.Duplicated)], [g for g in got if g is not None],
             [a.val for a in arrays])
 
@@ -142,6 +143,25 @@ def test_checkpointed_gradients_equal_the_program_without_checkpoints(name, nste
     want = gradient(name, plain, n, nsteps)
     for snapshots in sorted({1, 2, 5, nsteps}):
         assert_same_gradient(want, gradient(name, checkpointed(snapshots), n, nsteps))
+
+
+def test_views_of_one_buffer_as_the_state():
+    """u and v rows of one array: the guard locks the buffer and its views, and gives them back."""
+    n, nsteps = 9, 7
+
+    def run(loop):
+        uv = rng_uniform(12, 2, n)
+        u, v = uv
+        duv = np.zeros_like(uv)
+        du, dv = duv
+        got = gk.autodiff(heat_ping_pong(loop), gk.Duplicated(u, du), gk.Duplicated(v, dv),
+                          gk.Duplicated(np.zeros(1), np.ones(1)), gk.Active(0.3), nsteps)
+        assert uv.flags.writeable and u.flags.writeable
+        return [du, dv], [got[3]], [u, v]
+
+    want = run(plain)
+    for snapshots in (1, 3):
+        assert_same_gradient(want, run(checkpointed(snapshots)))
 
 
 def test_check_grad_of_a_checkpointed_program_against_finite_differences():

@@ -38,3 +38,30 @@ def test_readme_python_blocks_run_verbatim(tmp_path):
     assert namespace["J"].shape == (20, 20)
     assert namespace["tape"].saved_bytes == 99 * 8000  # the Programs example: one state per launch but the first
     assert isinstance(namespace["dE_dc"], float)
+    assert namespace["report"].saved_bytes == 99 * 8000 and namespace["report"].launches[1].saved_bytes == 8000
+    _checkpointed_example_matches_the_plain_loop(namespace)
+
+
+def _checkpointed_example_matches_the_plain_loop(namespace):
+    """The checkpointed loop's example gives the gradient of the same program with a plain loop."""
+    import numpy as np
+
+    import gradkern as gk
+    got = namespace["du0"], namespace["dv0"], namespace["ck_grads"][3]
+    plain = gk.checkpointed_loop
+
+    def loop(step, nsteps, **_):
+        for t in range(nsteps):
+            step(t)
+    gk.checkpointed_loop = loop  # the block looks the function up at call time
+    try:
+        u, v = np.random.default_rng(1).uniform(-0.5, 0.5, (2, 1000))
+        du, dv = np.zeros_like(u), np.zeros_like(v)
+        dc = gk.autodiff(namespace["simulate_checkpointed"], gk.Duplicated(u, du), gk.Duplicated(v, dv),
+                         gk.Duplicated(np.zeros(1), np.ones(1)), gk.Active(0.2), 100)[3]
+    finally:
+        gk.checkpointed_loop = plain
+    # the same kernels on the same values: equal up to the order of the atomic sums
+    np.testing.assert_allclose(got[0], du, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(got[1], dv, rtol=1e-12, atol=1e-15)
+    assert abs(got[2] - dc) <= 1e-12 * abs(dc)

@@ -36,6 +36,7 @@ from ..runtime.arrays import is_array, is_cupy_array
 from ..runtime.execute import run_spec
 from ..runtime.launch import prepare_launch
 from ..runtime.recording import Recorder, recording
+from .guard import HostWriteGuard
 from .record import ProgramRecorder, Step, reverse_steps
 from .scalars import ActiveScalar
 from .schedule import BinomialSchedule, DiskSnapshots, LoopHooks, ScheduledLoop, ScheduleStats
@@ -252,6 +253,18 @@ class LoopEntry(LoopHooks):
         return snap.nbytes
 
     def advance(self, n0: int, n1: int, tape: bool) -> None:
+        if self.first_forward:
+            self._advance(n0, n1, tape)
+            return
+        # recomputing during the program's reverse: the recording's guard was given back; this one is the
+        # recomputation's own, given back when it ends
+        self.guard = HostWriteGuard()
+        try:
+            self._advance(n0, n1, tape)
+        finally:
+            self.guard.release()
+
+    def _advance(self, n0: int, n1: int, tape: bool) -> None:
         self.live = None
         if not tape:
             for t in range(n0, n1):
