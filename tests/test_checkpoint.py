@@ -184,8 +184,9 @@ def expected_forward_steps(schedule, nsteps):
 
 
 @pytest.mark.parametrize("make", [lambda n, s: None, lambda n, s: cs.Revolve(n, s),
-                                  lambda n, s: cs.MixedCheckpointSchedule(n, s)],
-                         ids=["multistage", "revolve", "mixed"])
+                                  lambda n, s: cs.MixedCheckpointSchedule(n, s),
+                                  lambda n, s: cs.MultistageCheckpointSchedule(n, 1, s - 1)],
+                         ids=["multistage", "revolve", "mixed", "multistage-disk"])
 def test_recomputed_steps_equal_the_schedules_count(make):
     nsteps, snapshots, n = 23, 3, 10
     want = gradient("heat_ping_pong", plain, n, nsteps)
@@ -203,6 +204,8 @@ def test_recomputed_steps_equal_the_schedules_count(make):
     assert stats.steps_advanced == expected_forward_steps(count, nsteps)
     assert stats.steps_reversed == nsteps and stats.steps_recomputed == stats.steps_advanced - nsteps
     assert stats.peak_snapshots <= snapshots
+    assert tape.steps_recomputed == stats.steps_recomputed and tape.peak_snapshot_bytes == loop_entry(tape).peak_bytes
+    assert 0 < tape.peak_snapshot_bytes <= snapshots * 2 * n * 8
 
 
 def test_memory_is_a_few_states_instead_of_all():

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from checkpoint_schedules import MultistageCheckpointSchedule, StorageType
+from checkpoint_schedules import StorageType
 
 from ..errors import ProgramError
 from ..kernel import KernelFunction
@@ -39,7 +39,7 @@ from ..runtime.recording import Recorder, recording
 from .guard import HostWriteGuard
 from .record import ProgramRecorder, Step, reverse_steps
 from .scalars import ActiveScalar
-from .schedule import BinomialSchedule, DiskSnapshots, LoopHooks, ScheduledLoop, ScheduleStats
+from .schedule import DiskSnapshots, LoopHooks, ScheduledLoop, ScheduleStats
 from .shadows import memory_root
 
 
@@ -137,8 +137,6 @@ class LoopEntry(LoopHooks):
         self.storage = storage
         self.guard = outer.guard
         self.driver = ScheduledLoop(schedule, nsteps, self, progress)
-        # a multistage schedule reverses each taped segment right after taping it
-        self.immediate = isinstance(schedule, (BinomialSchedule, MultistageCheckpointSchedule))
         self.first_forward = True
         self.seen: dict[int, _Seen] = {}
         self.open: list[_Snapshot] = []
@@ -286,8 +284,6 @@ class LoopEntry(LoopHooks):
         self.outer.scalars += rec.scalars
         seg = _Segment(n0, n1, rec.steps, shadows.entries[before:])
         self.at = n1
-        if not self.immediate and not self.first_forward:
-            seg.end = self.snapshot(StorageType.RAM)  # the state its reverse starts from, if others run first
         self.segments[n0] = seg
         self.live = n0
 
@@ -305,6 +301,10 @@ class LoopEntry(LoopHooks):
         self.live, self.at = None, None
         if clear:
             self._drop_segment(n0)
+
+    def keep_tapes(self, n0: int, n1: int) -> None:
+        """The state the segment's reverse starts from, for when other steps run first (mixed schedules)."""
+        self.segments[n0].end = self.snapshot(StorageType.RAM)  # the live state is at n1
 
     def discard_tapes(self, steps) -> None:
         for n0 in [n for n in self.segments if n in set(steps)]:

@@ -60,6 +60,21 @@ class ProgramTape:
         """Everything the reverse holds: saved copies, kernel tapes, the shadows of unannotated arrays."""
         return self.saved_bytes + self.kernel_tape_bytes + self.shadows.internal_bytes
 
+    @property
+    def loops(self) -> list:
+        """The checkpointed loops' entries (their `stats`: steps advanced, recomputed, reversed)."""
+        return [s for s in self.steps if s.kernel == "checkpointed_loop"]
+
+    @property
+    def steps_recomputed(self) -> int:
+        """Steps the checkpointed loops ran again (known once the reverse has run)."""
+        return sum(loop.stats.steps_recomputed for loop in self.loops)
+
+    @property
+    def peak_snapshot_bytes(self) -> int:
+        """The largest the checkpointed loops' snapshots grew (each loop's peak, summed)."""
+        return sum(loop.peak_bytes for loop in self.loops)
+
     def table(self) -> list[tuple[int, str, int, int]]:
         """Per launch: (number, kernel, saved bytes, kernel tape bytes)."""
         return [(s.number, s.kernel, s.saved_bytes, s.tape_bytes) for s in self.steps]

@@ -171,6 +171,11 @@ class LoopHooks(ABC):
         """Bytes that `snap` holds (for the statistics)."""
         return 0
 
+    def keep_tapes(self, n0: int, n1: int) -> None:
+        """The tapes of steps n0 … n1-1, just recorded, are kept for a reverse that may come after other
+        steps have run (the live state is at n1 now)."""
+        return None
+
     def discard_tapes(self, steps: Sequence[int]) -> None:
         """Drop the tapes of `steps` without reversing them (after an error)."""
         return None
@@ -303,6 +308,7 @@ class ScheduledLoop:
         if a.write_adj_deps:
             self._taped.update(range(n0, n1))
             if a.storage in _STORES:  # tapes kept for later count as a checkpoint (mixed schedules)
+                self.hooks.keep_tapes(n0, n1)
                 self._store(a, n0, None)
         if self.schedule.max_n is None and n1 == self.nsteps:
             self.schedule.finalize(self.nsteps)
