@@ -109,6 +109,8 @@ class _Untaped(Recorder):
     def launch(self, kernel: KernelFunction, dim: Any, args: tuple, backend: str | None) -> None:
         plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
         arrays = [a for a in plain if is_array(a)]
+        if self.loop.first_forward:
+            self.loop.wants_shadows(kernel, args)
         guard = self.loop.guard
         with guard.unlocked(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop"):
             spec, binding = prepare_launch(kernel, dim, plain, backend)  # validated as the user's writable arrays
@@ -145,6 +147,7 @@ class LoopEntry(LoopHooks):
         self.persistent: dict[int, Any] = {}  # id -> buffer the loop took that outlived its first forward
         self.alive: dict[int, Any] = {}  # every buffer the loop took that is alive after its first forward
         self.written_back: list = []  # those of them its steps wrote
+        self.wanted: dict[int, Any] = {}  # id -> weak reference: buffers the first forward's launches need shadows of
         self.last_write: dict[int, int] = {}  # id(state buffer) -> the last step writing it
         self.signatures: dict[int, list] = {}  # step -> its launches: (kernel, persistent buffer ids or None)
         self.recomputed_signature: list = []
@@ -269,6 +272,8 @@ class LoopEntry(LoopHooks):
                 self._step(t, _Untaped(self, t))
             self.at = n1
             return
+        if self.first_forward:
+            self._make_wanted_shadows()
         shadows = self.outer.shadows
         rec = ProgramRecorder(shadows, self.guard)
         rec.in_loop = True
@@ -314,7 +319,9 @@ class LoopEntry(LoopHooks):
         seg = self.segments.pop(n0)
         if seg.end is not None:
             seg.end.free()
-        gone = {id(e) for e in seg.temporaries}
+        # the shadows of buffers the segment's steps allocated (those of buffers that outlived the first
+        # forward carry derivatives for the launches before and after: they stay)
+        gone = {id(e) for e in seg.temporaries if id(e.primal) not in self.alive}
         self.outer.shadows.entries = [e for e in self.outer.shadows.entries if id(e) not in gone]
 
     # -- recording --------------------------------------------------------------------------------------------------
@@ -360,6 +367,29 @@ class LoopEntry(LoopHooks):
                                    hint="a step must be a function of t and the state: write the same arrays in "
                                         "every step, or allocate per-step temporaries inside the step")
 
+    def wants_shadows(self, kernel: KernelFunction, args: tuple) -> None:
+        """An untaped launch of the first forward that a recorded program would have taken with shadows:
+        the arrays it writes that no shadow covers get one when the forward ends (if they outlive it), so
+        that the launches after the loop see the shadows they would have seen without checkpoints."""
+        shadows = self.outer.shadows
+        arrays = [a for a in args if is_array(a)]
+        if not (any(isinstance(a, ActiveScalar) for a in args)
+                or any(shadows.find(a) is not None or id(memory_root(a)) in self.wanted for a in arrays)):
+            return
+        for p, a in zip(kernel.ir.params, args):
+            if p.written and is_array(a) and a.dtype.kind == "f" and shadows.find(a) is None:
+                root = memory_root(a)
+                self.wanted[id(root)] = weakref.ref(root)
+
+    def _make_wanted_shadows(self) -> None:
+        """The shadows the first forward's untaped launches would have made, for the buffers alive now
+        (between steps: a step's temporaries are gone)."""
+        for ref in self.wanted.values():
+            root = ref()
+            if root is not None and self.outer.shadows.find(root) is None:
+                self.outer.shadows.internal(root)
+        self.wanted = {}
+
     def _freed(self, ref: Any) -> None:
         """A buffer of the first forward was freed (a step's temporary): its copies go too."""
         for snap in self.open:
@@ -392,6 +422,7 @@ class LoopEntry(LoopHooks):
         self.signatures = {t: [(name, [key if key in persistent and seen.ref() is persistent[key] else None
                                        for key, seen in sig]) for name, sig in launches]
                            for t, launches in self.signatures.items()}
+        self._make_wanted_shadows()
         for key, root in self.alive.items():  # what the program after the loop must give back before its reverse
             self.outer.roots.setdefault(key, root)
             self.outer.needed[key] = True
