@@ -147,6 +147,7 @@ class LoopEntry(LoopHooks):
         self.persistent: dict[int, Any] = {}  # id -> buffer the loop took that outlived its first forward
         self.alive: dict[int, Any] = {}  # every buffer the loop took that is alive after its first forward
         self.written_back: list = []  # those of them its steps wrote
+        self.taped_only: dict[int, Any] = {}  # buffers only one step, taped in the first forward, took
         self.wanted: dict[int, Any] = {}  # id -> weak reference: buffers the first forward's launches need shadows of
         self.last_write: dict[int, int] = {}  # id(state buffer) -> the last step writing it
         self.signatures: dict[int, list] = {}  # step -> its launches: (kernel, persistent buffer ids or None)
@@ -360,6 +361,11 @@ class LoopEntry(LoopHooks):
         self.recomputed_signature.append((name, ids))
         for a in written:
             root = memory_root(a)
+            if self.taped_only.get(id(root)) is root:
+                raise ProgramError(f"step {t} of the checkpointed loop, taped in the loop's first forward, is "
+                                   f"recomputed by the schedule, and its launch of kernel '{name}' writes an array "
+                                   f"of shape {tuple(root.shape)} that only this step takes: whether it is part of "
+                                   "the state cannot be told", hint="use the default (binomial) schedule")
             if id(root) in self.persistent and id(root) not in self.state:
                 raise ProgramError(f"step {t} of the checkpointed loop (launch of kernel '{name}') writes an array "
                                    f"of shape {tuple(root.shape)} that is not part of the loop's state as recorded "
@@ -408,7 +414,8 @@ class LoopEntry(LoopHooks):
             if seen.written >= 0:
                 self.written_back.append(root)
             if seen.steps <= self.forward_taped and len(seen.steps) == 1:
-                continue  # a taped step's temporary, or taken only by a step no schedule recomputes
+                self.taped_only[key] = root  # a taped step's temporary, or a buffer only that step takes
+                continue
             persistent[key] = root
             if seen.written >= 0:
                 self.state[key] = root
