@@ -4,8 +4,11 @@ import tempfile
 import numpy as np
 import pytest
 
-# Compile into a per-session cache so tests never depend on a developer's cache.
-os.environ.setdefault("GRADKERN_CACHE_DIR", tempfile.mkdtemp(prefix="gradkern-test-cache-"))
+# Compile into a per-session cache so tests never depend on a developer's cache. pytest-xdist's
+# workers start after this runs in the controller and inherit its environment: they share one
+# cache (safe for several processes, backends/numba_cache.py), loading what another compiled.
+if not os.environ.get("GRADKERN_CACHE_DIR"):
+    os.environ["GRADKERN_CACHE_DIR"] = tempfile.mkdtemp(prefix="gradkern-test-cache-")
 
 
 @pytest.fixture

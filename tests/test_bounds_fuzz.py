@@ -28,7 +28,7 @@ GRADKERN_FUZZ_BOUNDS sets the number of kernels (CI default 40),
 GRADKERN_FUZZ_SEED the seed, GRADKERN_FUZZ_CPU_EVERY how often a kernel also
 runs on the compiled CPU backend (default every 20th; the rest run on the
 reference interpreter, which runs the same proof and exact check).
-A local long run: GRADKERN_FUZZ_BOUNDS=2000 pytest -s tests/test_bounds_fuzz.py
+A local long run: GRADKERN_FUZZ_BOUNDS=2000 pytest -s -n0 tests/test_bounds_fuzz.py
 """
 
 from __future__ import annotations

@@ -43,8 +43,9 @@ from gradkern.runtime.execute import entry_of
 import cachemod
 
 a, b = float(sys.argv[1]), float(sys.argv[2])
-x = np.arange(1.0, 17.0)
-y = np.full(16, -7.0)
+dtype = sys.argv[3] if len(sys.argv) > 3 else "float64"
+x = np.arange(1.0, 17.0, dtype=dtype)
+y = np.full(16, -7.0, dtype=dtype)
 gk.launch(cachemod.axpb, x.size, a, x, y, b)
 hits, misses = [], []
 for spec in cachemod.axpb._specs.values():
@@ -62,13 +63,13 @@ print(json.dumps({
 '''
 
 
-def _run(tmp: Path, cache: Path, a: float, b: float) -> dict:
+def _run(tmp: Path, cache: Path, a: float, b: float, dtype: str = "float64") -> dict:
     env = dict(os.environ)
     env["GRADKERN_CACHE_DIR"] = str(cache)
     env.pop("GRADKERN_DUMP", None)
     env.pop("GRADKERN_BOUNDSCHECK", None)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp), *filter(None, [env.get("PYTHONPATH")])])
-    proc = subprocess.run([sys.executable, str(tmp / "runner.py"), repr(a), repr(b)], cwd=tmp, env=env,
+    proc = subprocess.run([sys.executable, str(tmp / "runner.py"), repr(a), repr(b), dtype], cwd=tmp, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, f"subprocess failed:\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -130,6 +131,56 @@ def test_edited_kernel_is_recompiled_not_loaded_stale(tmp_path):
     x = [float(v) for v in range(1, 17)]
     assert second["y"] == [2.0 * v - 1.0 for v in x]
     assert len(list(_numba_dir(cache).glob("gradkern_gen_*.py"))) == 2
+
+
+def test_processes_compiling_the_same_kernel_at_once_share_a_fresh_cache(tmp_path):
+    """Two processes per signature (float64, float32) compile one kernel into an empty
+    cache at the same moment: all succeed, and the cache they leave behind loads
+    each signature's own code (a lost index entry may cost one more compile)."""
+    src = tmp_path / "src"
+    cache = tmp_path / "cache"
+    src.mkdir()
+    (src / "cachemod.py").write_text(textwrap.dedent(KERNEL_MODULE))
+    (src / "runner.py").write_text(textwrap.dedent(RUNNER))
+    dtypes = ["float64", "float32", "float64", "float32"]
+    with concurrent.futures.ThreadPoolExecutor(len(dtypes)) as pool:
+        runs = list(pool.map(lambda dtype: _run(src, cache, 2.5, 0.75, dtype), dtypes))
+    for run in runs:
+        assert run["y"] == run["expected"], run
+    assert len(list(_numba_dir(cache).glob("gradkern_gen_*.py"))) == 1
+    for dtype in ("float64", "float32"):
+        again = _run(src, cache, -1.25, 3.0, dtype)
+        assert again["y"] == again["expected"], again
+        warm = _run(src, cache, 0.5, -2.0, dtype)
+        assert warm["y"] == warm["expected"], warm
+        assert warm["hits"] and not warm["misses"], (dtype, warm)
+
+
+def test_a_save_racing_another_never_indexes_the_other_signatures_code(tmp_path):
+    """Numba numbered data files by the index it had read: a second process that read
+    the index before this one wrote it, and saved between this one's index and data
+    writes, left the index naming its signature at this one's code. Played out in one
+    process with two views of one cache entry."""
+    from gradkern.backends.numba_cache import _HealingCacheFile
+
+    def view():
+        return _HealingCacheFile(str(tmp_path), "mod.f-3.py311", ("stamp", 1))
+
+    first, second = view(), view()
+    key_a, key_b = (("float64",), "target"), (("float32",), "target")
+    second._load_index = lambda: {}  # what it read before the first process saved
+    numba_save_data = first._save_data
+
+    def save_data_after_the_other_saves(name, data):
+        second.save(key_b, "code for float32")
+        numba_save_data(name, data)
+
+    first._save_data = save_data_after_the_other_saves
+    first.save(key_a, "code for float64")
+    fresh = view()
+    assert fresh.load(key_a) in (None, "code for float64")
+    assert fresh.load(key_b) in (None, "code for float32")
+    assert fresh.load(key_a) or fresh.load(key_b)
 
 
 # ---- a cache that heals -------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ GRADKERN_FUZZ_RACES sets the number of kernels (CI default 60),
 GRADKERN_FUZZ_SEED the seed, GRADKERN_FUZZ_CPU_EVERY how often a kernel also
 runs on the compiled CPU backend (default every 10th; the rest run on the
 reference interpreter, which runs the same pipeline and run-time check).
-A local long run: GRADKERN_FUZZ_RACES=3000 pytest -s tests/test_race_fuzz.py
+A local long run: GRADKERN_FUZZ_RACES=3000 pytest -s -n0 tests/test_race_fuzz.py
 """
 
 from __future__ import annotations

@@ -15,14 +15,20 @@ damaged. The rules:
   `CacheWarning` naming the directory.
 
 Several processes may share a cache: every write is a temporary file moved in
-place with `os.replace`, and a discard tolerates files another process removed
-first, so the worst a race costs is one more compile.
+place with `os.replace`, a data file is named by its signature and written
+before the index that points to it, and a discard tolerates files another
+process removed first, so the worst a race costs is one more compile. (Numba
+numbers data files in the order the index it read lists them: two processes
+that both read the index before either saved it would put two signatures' code
+in one file, and the index left behind could name the other signature's code,
+failing every later process that loads it.)
 """
 
 from __future__ import annotations
 
 import ast
 import glob
+import hashlib
 import linecache
 import os
 import shutil
@@ -166,7 +172,25 @@ class _HealingCacheFile(IndexDataCacheFile):
     """Numba's index and data files, except that one that exists but does not
     load raises `_Damaged` naming it (Numba lets the unpickling error escape,
     and takes a directory in place of a data file for a miss, then fails to
-    write it)."""
+    write it), and that processes sharing them cannot mix up signatures (`save`)."""
+
+    def __init__(self, cache_path, filename_base, source_stamp):
+        super().__init__(cache_path, filename_base, source_stamp)
+        self._filename_base = filename_base
+
+    def save(self, key, data):
+        """Write the data file of `key` (the signature and target), then the index
+        entry naming it. The file's name comes from the key, not from the index
+        this process read, so a process that raced another one never points an
+        index entry at code compiled for another signature; an index entry the
+        other process overwrote costs one compile later."""
+        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+        data_name = f"{self._filename_base}.{digest}.nbc"
+        self._save_data(data_name, data)
+        overloads = self._load_index()
+        if overloads.get(key) != data_name:
+            overloads[key] = data_name
+            self._save_index(overloads)
 
     def _load_index(self):
         try:
