@@ -19,11 +19,11 @@ tot of length 1; c a float scalar, Active or not; m the trip count) out of:
 * loads of arrays the kernel writes later, and in-place updates of read arrays
   after they were read (`x[i] = x[i] * out[i]` at the end).
 Indices are thread-own (row or element i) except reads of arrays the kernel
-never writes (`w[k]`; with GRADKERN_FUZZ_TAPE_NEIGHBOURS=1 also `x[(i + 1) % n]`
-when x is read-only and `B[(i + 1) % n, k]`, off by default: they make the
-array's adjoint a gather, which has a bug of its own, pinned by the xfail tests
-at the end) and `gk.atomic_add(tot, 0, v)`, so every launch is race-free and
-in bounds.
+never writes (`w[k]`, `x[(i + 1) % n]` when x is read-only and
+`B[(i + 1) % n, k]`, which make the array's adjoint a gather; the regression
+tests at the end pin the gather bug they found; GRADKERN_FUZZ_TAPE_NEIGHBOURS=0
+turns them off) and `gk.atomic_add(tot, 0, v)`, so every launch is race-free
+and in bounds.
 Values stay bounded (sin, cos, tanh, 0.5 factors, denominators >= 0.5).
 
 Branch conditions are written `GT(p, q)` in the generated text: the kernel
@@ -89,7 +89,7 @@ CPU_EVERY = int(os.environ.get("GRADKERN_FUZZ_CPU_EVERY", "20"))
 # Reads of a read-only array at a neighbour's index (x[(i + 1) % n], B[(i + 1) % n, k]) make that array's adjoint a
 # gather, which gives wrong gradients when the reverse also transforms another shadow in place (see
 # test_gather_replays_in_place_shadow_updates below): off by default until that is fixed.
-NEIGHBOURS = os.environ.get("GRADKERN_FUZZ_TAPE_NEIGHBOURS", "0") not in ("", "0")
+NEIGHBOURS = os.environ.get("GRADKERN_FUZZ_TAPE_NEIGHBOURS", "1") not in ("", "0")
 MARGIN = 2e-4  # the least distance of a branch condition from its tie at the inputs (and the FD points)
 PARAMS = "x, y, A, B, w, out, tot, c, m"
 
@@ -689,13 +689,12 @@ def neighbour_in_condition(x, out):
     out[i] = t + out[i] * 0.5
 
 
-@pytest.mark.xfail(strict=True, reason="gather bug: x's adjoint is a gather (x is read at a neighbour's index), and "
-                   "the gather kernel's replay of the reverse drops the in-place update of out's shadow "
-                   "(_gk_d_out[i] = 0.5 * _gk_d_out[i], the reverse of `out[i] * 0.5`) and then reads the stale "
-                   "_gk_d_out[i]: dx = [1, 2, 2, 2] instead of [0.5, 1.5, 1.5, 1.5] (transforms/gather.py, not the "
-                   "tape plan); found with GRADKERN_FUZZ_TAPE_NEIGHBOURS=1")
 @pytest.mark.parametrize("backend", ["interp", "cpu"])
 def test_gather_replays_in_place_shadow_updates(backend):
+    """Found with GRADKERN_FUZZ_TAPE_NEIGHBOURS=1: x's adjoint was a gather (x is read at a neighbour's index),
+    whose replay of the reverse dropped the in-place update of out's shadow (the reverse of `out[i] * 0.5`)
+    and then read the stale value: dx = [1, 2, 2, 2]. A reverse whose threads read what they wrote is not
+    gathered now (transforms/gather.py)."""
     x = np.array([0.1, 0.5, 0.9, 0.2])
     dx = np.zeros(4)
     gk.autodiff(stencil_after_own_write, gk.Duplicated(x, dx), gk.Duplicated(np.zeros(4), np.ones(4)), dim=4,
@@ -703,10 +702,8 @@ def test_gather_replays_in_place_shadow_updates(backend):
     np.testing.assert_allclose(dx, [0.5, 1.5, 1.5, 1.5], rtol=1e-14)
 
 
-@pytest.mark.xfail(strict=True, reason="gather bug: a read of x at a neighbour's index only in a branch condition "
-                   "(inactive) still makes x's adjoint a gather, whose replay misses the in-place update of out's "
-                   "shadow (transforms/gather.py): dx = [3, 3, 2, 2] instead of [2.5, 2.5, 1.5, 1.5]")
 def test_inactive_neighbour_read_with_in_place_shadow_update():
+    """The same gather bug, where the neighbour read is only a branch condition: dx was [3, 3, 2, 2]."""
     x = np.array([0.1, 0.5, 0.9, 0.2])
     dx = np.zeros(4)
     gk.autodiff(neighbour_in_condition, gk.Duplicated(x, dx), gk.Duplicated(np.zeros(4), np.ones(4)), dim=4,

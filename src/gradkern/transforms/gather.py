@@ -113,9 +113,39 @@ def _is_thread(o: tuple[int, ...]) -> ir.Expr:
     return _all(tests)
 
 
+def _loads(exprs) -> set[str]:
+    return {e.array for x in exprs for e in ir.walk_expr(x) if isinstance(e, ir.Load)}
+
+
+def _reads_after_writes(body, written: set[str]) -> set[str]:
+    """Arrays a thread of `body` may load after it stored or atomically added into them (`written`: the
+    arrays written before `body`, updated in place). The replay drops every write, so such a load would
+    read memory as it was before the thread's own write."""
+    stale: set[str] = set()
+    for s in body:
+        if isinstance(s, (ir.For, ir.While)):
+            inside = {x.array for x in ir.walk_stmts(s.body) if isinstance(x, (ir.Store, ir.AtomicAdd))}
+            # a later iteration reads what an earlier one wrote
+            stale |= (_loads(ir.stmt_exprs(s)) | _loads(ir.all_exprs(s.body))) & (written | inside)
+            written |= inside
+        elif isinstance(s, ir.If):
+            stale |= _loads(ir.stmt_exprs(s)) & written
+            then, orelse = set(written), set(written)
+            stale |= _reads_after_writes(s.then, then) | _reads_after_writes(s.orelse, orelse)
+            written |= then | orelse
+        else:
+            stale |= _loads(ir.stmt_exprs(s)) & written  # a store's value and indices are read before it writes
+            if isinstance(s, (ir.Store, ir.AtomicAdd)):
+                written.add(s.array)
+    return stale
+
+
 def gatherable(k: ir.Kernel, shadows: set[str]) -> dict[str, set[tuple[int, ...]]]:
     """Shadows that `k` only updates by atomic adds at affine-stencil offsets,
-    with those offsets."""
+    with those offsets; none when a thread of `k` reads memory it wrote itself
+    (the gather's replay drops writes, so it could not see them)."""
+    if _reads_after_writes(k.body, set()):
+        return {}
     alias = tid_aliases(k)
     ndim = k.tid_ndim
     found: dict[str, set] = {}
