@@ -24,9 +24,11 @@ store-all's (rtol 1e-9), then the median of --runs interleaved runs.
 
 Peak memory: each row in a fresh subprocess (`--one ROW`) with
 MALLOC_MMAP_THRESHOLD_=65536, so that freed arrays go back to the system: it
-runs the row once at full size (compiles, warms up), then records its resident
-set size, resets the kernel's high-water mark (`/proc/self/clear_refs`) and
-runs the row once more; the peak is VmHWM minus that RSS, i.e. everything the
+runs the row once at N = 64 (compiles, warms up; JAX rows are also compiled
+ahead of time for the full size, not run: a full-size JAX run left 3 GB
+resident that the next call reused), then records its resident set size,
+resets the kernel's high-water mark (`/proc/self/clear_refs`) and runs the row
+at full size; the peak is VmHWM minus that RSS, i.e. everything the
 call allocated (its working buffers and outputs included), the inputs u0 and c
 excluded. In units of one state (N x 8 bytes) it reads as "states".
 
@@ -225,10 +227,15 @@ def jax_runner(steps: int, outer: int | None):
         return jnp.sum(u * u)
 
     g = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    fn = {"call": g}
 
     def run(u0, c):
-        du, dc = g(u0, c)
+        du, dc = fn["call"](u0, c)
         return np.asarray(du.block_until_ready()), float(dc)
+
+    def prepare(u0, c):  # compile ahead of time for these shapes, without running (the memory child)
+        fn["call"] = g.lower(u0, c).compile()
+    run.prepare = prepare
     return run
 
 
@@ -266,10 +273,12 @@ def _status() -> dict[str, int]:
 
 
 def child(key: str, n: int, steps: int, outer: int) -> None:
-    """--one ROW: warm up at full size, then one measured call; prints a JSON line."""
+    """--one ROW: warm up at N = 64, then one measured call at full size; prints a JSON line."""
     f = runner(key, steps, outer)
+    f(*inputs(64))  # compiles, starts thread pools, builds the schedule
     u0, c = inputs(n)
-    f(u0, c)  # compiles (JAX specialises on the shape), warms caches and thread pools
+    if hasattr(f, "prepare"):
+        f.prepare(u0, c)  # JAX specialises on the shape: compiled for the full size, not run
     gc.collect()
     before = _status()["VmRSS"]
     with open("/proc/self/clear_refs", "w") as cr:
@@ -314,8 +323,9 @@ def plot(rows: list[dict], path: Path, title: str) -> bool:
     for r in rows:
         kind = r["key"].split("-")[0]
         marker, color = styles[kind]
-        ax.scatter(r["peak_bytes"] / 1e6, r["time"], marker=marker, color=color, s=40)
-        ax.annotate(r["short"], (r["peak_bytes"] / 1e6, r["time"]), textcoords="offset points", xytext=(5, 4),
+        mb = max(r["peak_bytes"], 1e4) / 1e6  # a log axis: a peak under 10 kB drawn at 10 kB
+        ax.scatter(mb, r["time"], marker=marker, color=color, s=40)
+        ax.annotate(r["short"], (mb, r["time"]), textcoords="offset points", xytext=(5, 4),
                     fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("peak memory above the inputs (MB, log scale)")
@@ -329,7 +339,7 @@ def plot(rows: list[dict], path: Path, title: str) -> bool:
 
 
 def short_name(key: str, outer: int, inner: int) -> str:
-    return {PRIMAL: "primal", STORE_ALL: "gk store-all", HAND: "hand store-all", JAX_SCAN: "JAX scan",
+    return {PRIMAL: "primal (no gradient)", STORE_ALL: "gk store-all", HAND: "hand store-all", JAX_SCAN: "JAX scan",
             JAX_TWO: f"JAX {outer}x{inner}"}.get(key, f"gk s={key[4:]}")
 
 
@@ -369,14 +379,19 @@ def main() -> None:
         elif k != PRIMAL:
             check(names[k], got, ref)
     times: dict[str, list[float]] = {k: [] for k in keys}
-    for _ in range(args.runs):
+    for r in range(args.runs):
         for k, f in methods.items():
             t0 = time.perf_counter()
             f(u0, c)
             times[k].append(time.perf_counter() - t0)
+        print(f"run {r + 1}/{args.runs}: " + ", ".join(f"{k} {times[k][-1]:.2f} s" for k in keys),
+              f"(load {os.getloadavg()[0]:.2f})", file=sys.stderr, flush=True)
     del methods
     gc.collect()
-    mem = {k: measure_memory(k, n, steps, outer) for k in keys}
+    mem = {}
+    for k in keys:
+        mem[k] = measure_memory(k, n, steps, outer)
+        print(f"memory {k}: {mem[k]}", file=sys.stderr, flush=True)
 
     state = n * 8
     primal_peak = mem[PRIMAL]["peak_bytes"]
@@ -423,9 +438,10 @@ def main() -> None:
         "t), then E = sum u^2 by a kernel. gradkern checkpointed: `gk.checkpointed_loop(step, T, snapshots=s)` "
         "with the default (binomial) schedule. Time: median of "
         f"{args.runs} interleaved runs in one process after a warm-up; every gradient checked against gradkern "
-        "store-all's (rtol 1e-9). Peak memory: each row in a fresh subprocess, warmed up at full size, then the "
-        "kernel's RSS high-water mark during one more call minus the RSS before it (MALLOC_MMAP_THRESHOLD_=65536 "
-        "so freed arrays leave the RSS): everything the call allocates, its working buffers and outputs "
+        "store-all's (rtol 1e-9). Peak memory: each row in a fresh subprocess, warmed up at N = 64 (JAX rows "
+        "also compiled ahead of time for the full size), then the kernel's RSS high-water mark during the first "
+        "full-size call minus the RSS before it (MALLOC_MMAP_THRESHOLD_=65536 so freed "
+        "arrays leave the RSS): everything the call allocates, its working buffers and outputs "
         "included, the inputs u0 and c not. One state = N x 8 bytes. \"Snapshot peak\": the loop's own count of "
         "snapshot bytes (the tape's loop entry, split mode), in states.", "",
         *run_lines(command),
