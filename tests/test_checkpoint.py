@@ -242,6 +242,34 @@ def test_snapshots_hold_the_state_only():
     assert entry.peak_bytes <= 3 * 2 * n * 8 + 3 * n * 8
 
 
+def test_a_snapshot_skips_buffers_the_next_step_overwrites_whole():
+    """One launch per step over ping-pong buffers: at a step boundary only the buffer the next step reads is
+    live (the other is overwritten whole, unread), so each snapshot holds one state, not two."""
+    n, nsteps, snapshots = 16, 20, 4
+
+    def one_launch_per_step(loop):
+        def program(u, v, E, c, k):
+            def step(t):
+                a, b = (u, v) if t % 2 == 0 else (v, u)
+                gk.launch(allen_cahn_step, n, a, b, c, 0.01)
+            loop(step, k)
+            gk.launch(energy, n, u, E)
+        return program
+
+    def run(loop):
+        args = args_for("heat_ping_pong", n, nsteps)
+        fwd, rev = gk.autodiff_thunk(one_launch_per_step(loop), gk.Duplicated, gk.Duplicated, gk.Duplicated,
+                                     gk.Active, gk.Const)
+        tape = fwd(*args)
+        got = rev(*args, tape)
+        return ([a.dval for a in args[:3]], [got[3]], [a.val for a in args[:3]]), tape
+
+    want, _ = run(plain)
+    got, tape = run(checkpointed(snapshots))
+    assert_same_gradient(want, got)
+    assert tape.peak_snapshot_bytes == snapshots * n * 8  # one buffer per snapshot
+
+
 def test_outside_a_derivative_and_in_forward_mode_it_is_a_plain_loop():
     n, nsteps = 10, 6
     a, b = args_for("heat_ping_pong", n, nsteps), args_for("heat_ping_pong", n, nsteps)

@@ -57,6 +57,9 @@ class LaunchFacts:
     mixed_atomics: frozenset[str]  # atomic targets also read or written plainly
     # own arrays indexed by flattened rows: the checks under which their rows are exact
     row_exactness: tuple[tuple[str, Exactness], ...] = ()
+    # arrays every thread stores at its own tid on every path and the kernel never reads: a launch whose
+    # dim is such an array's shape overwrites all of it without reading it
+    overwritten: frozenset[str] = frozenset()
 
     def exactness(self, arrays) -> Exactness:
         """The checks under which the own slabs of `arrays` are exclusive (analysis/overflow.py)."""
@@ -287,7 +290,34 @@ def launch_facts(k: ir.Kernel) -> LaunchFacts:
     plain = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.Store)}
     plain |= {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
     own, rows = _own(k)
-    return LaunchFacts(own, atomic, written, atomic & frozenset(plain), tuple(rows.items()))
+    loaded = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)} | atomic
+    alias = tid_aliases(k)
+    overwritten = frozenset(a for a in written - loaded if _stores_own_element(k.body, a, alias, k.tid_ndim))
+    return LaunchFacts(own, atomic, written, atomic & frozenset(plain), tuple(rows.items()), overwritten)
+
+
+def _is_own_element(indices: tuple, alias: dict[str, int], ndim: int) -> bool:
+    """Whether `indices` are exactly (tid[0], ..., tid[ndim - 1])."""
+    if len(indices) != ndim:
+        return False
+    for axis, e in enumerate(indices):
+        if not (isinstance(e, ir.Tid) and e.axis == axis) and not (
+                isinstance(e, ir.Var) and alias.get(e.name) == axis):
+            return False
+    return True
+
+
+def _stores_own_element(body, array: str, alias: dict[str, int], ndim: int) -> bool:
+    """Whether every path through `body` stores `array` at the thread's own element (the IR has no early
+    exit: a return is lowered to branches): a store on both sides of a branch counts, one inside a loop does
+    not (the loop may run no iteration)."""
+    for s in body:
+        if isinstance(s, ir.Store) and s.array == array and _is_own_element(s.indices, alias, ndim):
+            return True
+        if isinstance(s, ir.If) and _stores_own_element(s.then, array, alias, ndim) and \
+                _stores_own_element(s.orelse, array, alias, ndim):
+            return True
+    return False
 
 
 def adjoint_is_exclusive(facts: LaunchFacts, array: str) -> bool:

@@ -37,7 +37,7 @@ from ..runtime.execute import run_spec
 from ..runtime.launch import prepare_launch
 from ..runtime.recording import Recorder, recording
 from .guard import HostWriteGuard
-from .record import ProgramRecorder, Step, reverse_steps
+from .record import ProgramRecorder, Step, overwritten_whole, reverse_steps
 from .scalars import ActiveScalar
 from .schedule import DiskSnapshots, LoopHooks, ScheduledLoop, ScheduleStats
 from .shadows import memory_root
@@ -50,6 +50,7 @@ class _Seen:
     ref: Any  # weak reference (a temporary a step drops is freed)
     steps: set[int] = field(default_factory=set)  # steps (of the first forward) that took it
     written: int = -1  # the last step that wrote it, -1: none
+    first: dict[int, bool] = field(default_factory=dict)  # step -> its first launch taking it overwrote it whole
 
 
 class _Snapshot:
@@ -60,6 +61,10 @@ class _Snapshot:
         self.at, self.storage, self.loop = at, storage, loop
         # id(buffer) -> (buffer or its weak reference, copy, bytes)
         self.copies: dict[int, tuple[Any, Any, int]] = {}
+        self.used: set[int] = set()  # buffers a launch took since the snapshot's step (open snapshots)
+        self.skipped: set[int] = set()  # buffers first overwritten whole, unread, after it: not kept
+        # a restart point skips those; a segment's end state does not (the segment's reverse may read them)
+        self.skip_dead = True
 
     @property
     def nbytes(self) -> int:
@@ -115,7 +120,8 @@ class _Untaped(Recorder):
         with guard.unlocked(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop"):
             spec, binding = prepare_launch(kernel, dim, plain, backend)  # validated as the user's writable arrays
             written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
-            self.loop.before_launch(self.t, kernel.name, written, [v for v in binding.values if is_array(v)])
+            self.loop.before_launch(self.t, kernel.name, written, binding,
+                                    overwritten_whole(kernel.ir.params, binding, spec.facts))
             run_spec(spec, binding.dim, list(binding.kernel_values))
         guard.lock(arrays, _Where(f"after a launch of kernel '{kernel.name}' in step {self.t} of the checkpointed "
                                   f"loop (launch {self.loop.number} of the program)"))
@@ -232,15 +238,24 @@ class LoopEntry(LoopHooks):
         self.peak_bytes = max(self.peak_bytes, self.bytes_held)
 
     # -- the schedule's hooks ---------------------------------------------------------------------------------------
-    def snapshot(self, storage: StorageType) -> _Snapshot:
+    def snapshot(self, storage: StorageType, skip_dead: bool = True) -> _Snapshot:
         snap = _Snapshot(self.at, storage, self)
+        snap.skip_dead = skip_dead
         if self.first_forward:
             self.open.append(snap)  # filled as steps first write each buffer
-        else:  # the state buffers some step from here on writes
+        else:  # the state buffers some step from here on writes, unless it first overwrites them whole
             for key, root in self.state.items():
                 if self.at is None or self.last_write[key] >= self.at:
-                    snap.add(root)
+                    later = [dead for step, dead in self.first_use[key] if step >= self.at]
+                    if self.at is None or not later or not later[0] or not self._may_skip(snap, key):
+                        snap.add(root)
         return snap
+
+    def _may_skip(self, snap: _Snapshot, key: int) -> bool:
+        """Whether `snap` may leave out a buffer the steps after it overwrite whole before reading: not for a
+        segment's end state, nor at step 0 for what the program before the loop still reads (the segment
+        from step 0 saves it from the restored state for that program's reverse)."""
+        return snap.skip_dead and not (snap.at == 0 and key in self.entry_needed)
 
     def restore(self, snap: _Snapshot) -> None:
         snap.restore()
@@ -283,7 +298,8 @@ class LoopEntry(LoopHooks):
             rec.roots = {k: self.outer.roots[k] for k in self.entry_needed if k in self.outer.roots}
         before = len(shadows.entries)
         for t in range(n0, n1):
-            rec.observer = lambda name, written, arrays, t=t: self.before_launch(t, name, written, arrays)
+            rec.observer = lambda name, written, binding, over, t=t: self.before_launch(t, name, written, binding,
+                                                                                      over)
             self._step(t, rec)
             if self.first_forward:
                 self.forward_taped.add(t)
@@ -310,7 +326,7 @@ class LoopEntry(LoopHooks):
 
     def keep_tapes(self, n0: int, n1: int) -> None:
         """The state the segment's reverse starts from, for when other steps run first (mixed schedules)."""
-        self.segments[n0].end = self.snapshot(StorageType.RAM)  # the live state is at n1
+        self.segments[n0].end = self.snapshot(StorageType.RAM, skip_dead=False)  # the live state is at n1
 
     def discard_tapes(self, steps) -> None:
         for n0 in [n for n in self.segments if n in set(steps)]:
@@ -333,8 +349,12 @@ class LoopEntry(LoopHooks):
         if not self.first_forward and self.recomputed_signature != self.signatures.get(t, []):
             self._mismatch(t)
 
-    def before_launch(self, t: int, name: str, written: list, arrays: list) -> None:
-        """Bookkeeping before a launch of step t runs: copy-on-write for open snapshots, the state's checks."""
+    def before_launch(self, t: int, name: str, written: list, binding: Any, overwritten: list) -> None:
+        """Bookkeeping before a launch of step t runs: copy-on-write for open snapshots, the state's checks.
+        `overwritten`: the buffers the launch overwrites whole without reading them (record.overwritten_whole);
+        a snapshot need not keep a buffer whose first use after it is such a launch."""
+        arrays = [v for v in binding.values if is_array(v)]
+        dead = {id(r) for r in overwritten}
         if self.first_forward:
             sig = []
             for a in arrays:
@@ -343,14 +363,20 @@ class LoopEntry(LoopHooks):
                 if seen is None or seen.ref() is not root:
                     seen = self.seen[id(root)] = _Seen(weakref.ref(root, self._freed))
                 seen.steps.add(t)
+                seen.first.setdefault(t, id(root) in dead)
                 sig.append((id(root), seen))
+            for snap in self.open:
+                for a in written:
+                    key = id(memory_root(a))
+                    if key not in snap.copies and key not in snap.skipped:
+                        if key in dead and key not in snap.used and self._may_skip(snap, key):
+                            snap.skipped.add(key)  # its contents at the snapshot's step are never read
+                        else:
+                            snap.add(memory_root(a), self.seen[key].ref)
+                snap.used.update(id(memory_root(a)) for a in arrays)
             for a in written:
-                root = memory_root(a)
-                self.seen[id(root)].written = t
-                for snap in self.open:
-                    if id(root) not in snap.copies:
-                        snap.add(root, self.seen[id(root)].ref)
-            self.signatures.setdefault(t, []).append((name, sig))
+                self.seen[id(memory_root(a))].written = t
+            self.signatures.setdefault(t, []).append((name, tuple(binding.dim), sig))
             return
         ids = []
         for a in arrays:
@@ -358,7 +384,7 @@ class LoopEntry(LoopHooks):
             known = self.seen.get(id(root))
             ids.append(id(root) if known is not None and known.ref() is root and id(root) in self.persistent
                        else None)
-        self.recomputed_signature.append((name, ids))
+        self.recomputed_signature.append((name, tuple(binding.dim), ids))
         for a in written:
             root = memory_root(a)
             if self.taped_only.get(id(root)) is root:
@@ -426,9 +452,11 @@ class LoopEntry(LoopHooks):
                 snap.remove(key)
             snap.copies = {k: (self.state[k], d, size) for k, (_, d, size) in snap.copies.items()}
         self.open = []
-        self.signatures = {t: [(name, [key if key in persistent and seen.ref() is persistent[key] else None
-                                       for key, seen in sig]) for name, sig in launches]
+        self.signatures = {t: [(name, dim, [key if key in persistent and seen.ref() is persistent[key] else None
+                                            for key, seen in sig]) for name, dim, sig in launches]
                            for t, launches in self.signatures.items()}
+        # per state buffer, the steps that take it, each with whether it first overwrites it whole unread
+        self.first_use = {key: sorted(self.seen[key].first.items()) for key in self.state}
         self._make_wanted_shadows()
         for key, root in self.alive.items():  # what the program after the loop must give back before its reverse
             self.outer.roots.setdefault(key, root)

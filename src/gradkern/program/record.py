@@ -87,6 +87,21 @@ class Step:
             saved.restore()
 
 
+def overwritten_whole(params, binding: Any, facts: Any) -> list:
+    """The buffers this launch overwrites entirely without reading them: parameters the analysis found
+    stored at every thread's own element and never read (`facts.overwritten`), passed as their whole buffer,
+    launched over exactly its shape, and not passed again under another parameter."""
+    roots = [id(memory_root(v)) for v in binding.values if is_array(v)]
+    out = []
+    for p, v in zip(params, binding.values):
+        if p.name in facts.overwritten and is_array(v):
+            root = memory_root(v)
+            whole = v is root or (v.nbytes == root.nbytes and tuple(v.strides) == tuple(root.strides))
+            if whole and tuple(binding.dim) == tuple(v.shape) and roots.count(id(root)) == 1:
+                out.append(root)
+    return out
+
+
 def reverse_steps(steps: list, lanes: int) -> None:
     """The reverse of recorded steps, last first, each on the arrays as it left them."""
     for step in reversed(steps):
@@ -99,7 +114,8 @@ class ProgramRecorder(Recorder):
     def __init__(self, shadows: ShadowMap, guard: HostWriteGuard, observer: Any = None):
         self.shadows = shadows
         self.guard = guard
-        self.observer = observer  # told (kernel name, written views, every array) before each launch runs
+        # told (kernel name, written views, binding, buffers overwritten whole) before each launch runs
+        self.observer = observer
         self.steps: list[Step] = []
         self.needed: dict[int, bool] = {}  # id(buffer) -> whether a recorded reverse reads its current contents
         self.roots: dict[int, Any] = {}  # the buffers `needed` names, kept alive so that their ids stay theirs
@@ -154,7 +170,8 @@ class ProgramRecorder(Recorder):
         written = [values[p.name] for p in params if p.written and is_array(values.get(p.name))]
         reads = [values[n] for n in (prepared.rs.reverse_reads if prepared else ()) if is_array(values.get(n))]
         if self.observer is not None:
-            self.observer(kernel.name, written, [v for v in binding.values if is_array(v)])
+            facts = prepared.rs.primal.facts if prepared is not None else spec.facts
+            self.observer(kernel.name, written, binding, overwritten_whole(params, binding, facts))
         for view in written:  # copy-on-write: what an earlier reverse still reads
             self.roots.setdefault(id(memory_root(view)), memory_root(view))
             if self.needed.get(id(memory_root(view))):
