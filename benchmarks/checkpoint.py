@@ -49,8 +49,8 @@ import sys
 import time
 from pathlib import Path
 
-import numba
 import numpy as np
+from programs import _adjoint, _step
 from report import RESULTS, publish, run_lines
 
 import gradkern as gk
@@ -143,38 +143,7 @@ def loop_stats(steps: int, snapshots: int, u0, c) -> dict:
             "peak_snapshots": entry.stats.peak_snapshots}
 
 
-# -- hand-written store-all (as in programs.py) --------------------------------------------------------------------
-
-
-@numba.njit(parallel=True, cache=True)
-def _step(u, un, c, dt):
-    n = u.shape[0]
-    for i in numba.prange(n):
-        if i == 0 or i == n - 1:
-            un[i] = u[i]
-        else:
-            ui = u[i]
-            un[i] = ui + c * (u[i - 1] - 2.0 * ui + u[i + 1]) + dt * (ui - ui ** 3)
-
-
-@numba.njit(parallel=True, cache=True)
-def _adjoint(u, dun, du, c, dt):
-    """du = J^T dun for one step (du overwritten), and the step's dc."""
-    n = u.shape[0]
-    dc = 0.0
-    for i in numba.prange(n):
-        if i == 0 or i == n - 1:
-            g = dun[i]
-        else:
-            ui = u[i]
-            g = dun[i] * (1.0 - 2.0 * c + dt * (1.0 - 3.0 * ui * ui))
-            dc += dun[i] * (u[i - 1] - 2.0 * ui + u[i + 1])
-        if i - 1 >= 1 and i - 1 <= n - 2:
-            g += c * dun[i - 1]
-        if i + 1 >= 1 and i + 1 <= n - 2:
-            g += c * dun[i + 1]
-        du[i] = g
-    return dc
+# -- hand-written store-all (programs.py's step and adjoint) -------------------------------------------------------
 
 
 def hand_runner(steps: int):

@@ -9,23 +9,12 @@ import tracemalloc
 import checkpoint_schedules as cs
 import numpy as np
 import pytest
+from test_programs import D, energy, rng_uniform, square_sin
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
 from gradkern.program.schedule import BinomialSchedule
 from gradkern.testing import check_grad
-
-
-@gk.kernel
-def energy(u, E):
-    i = gk.tid()
-    gk.atomic_add(E, 0, u[i] * u[i])
-
-
-@gk.kernel
-def square_sin(y):
-    i = gk.tid()
-    y[i] = gk.sin(y[i]) * y[i]
 
 
 @gk.kernel
@@ -38,14 +27,6 @@ def smooth_into(y, z, c):
 def source(u, s, amplitude):
     i = gk.tid()
     u[i] = u[i] + amplitude * s[i] * u[i]
-
-
-def rng_uniform(seed, *shape):
-    return np.random.default_rng(seed).uniform(0.2, 0.8, shape)
-
-
-def D(a):
-    return gk.Duplicated(a, np.zeros_like(a))
 
 
 # -- the programs: each takes `loop`, a function running step(t) for t < nsteps -----------------------------

@@ -107,6 +107,16 @@ def _one_width(lanes: dict[int, int]) -> int:
     return max(widths.pop() if widths else 1, 1)
 
 
+def _shadow_map(args: tuple, lanes: dict[int, int]) -> ShadowMap:
+    """The shadows (or tangents) of the annotated arrays; made after every check, so that a refused call
+    registers nothing."""
+    shadows = ShadowMap(_one_width(lanes))
+    for n, a in enumerate(args):
+        if isinstance(a, (Duplicated, BatchDuplicated)) and is_array(a.val):
+            shadows.register(f"argument {n}", a.val, _lanes_of(a, n))
+    return shadows
+
+
 def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
     """What `fn` receives (primals, Active scalars as ActiveScalar), the annotated shadows, the roots."""
     roots, out, lanes = {}, [], {}
@@ -128,11 +138,7 @@ def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
             raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
         else:
             out.append(a)
-    shadows = ShadowMap(_one_width(lanes))
-    for n, a in enumerate(args):  # after every check: nothing registered for a refused call
-        if isinstance(a, (Duplicated, BatchDuplicated)):
-            shadows.register(f"argument {n}", a.val, _lanes_of(a, n))
-    return tuple(out), shadows, roots
+    return tuple(out), _shadow_map(args, lanes), roots
 
 
 def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> None:
@@ -225,12 +231,8 @@ def forward(fn: Callable, args: tuple) -> None:
             raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
         else:
             call.append(a)
-    tangents = ShadowMap(_one_width(lanes))
-    for n, a in enumerate(args):  # after every check: nothing registered for a refused call
-        if isinstance(a, (Duplicated, BatchDuplicated)) and is_array(a.val):
-            tangents.register(f"argument {n}", a.val, _lanes_of(a, n))
     guard = HostWriteGuard()
-    _run_guarded(fn, call, ForwardRecorder(tangents, guard), guard)
+    _run_guarded(fn, call, ForwardRecorder(_shadow_map(args, lanes), guard), guard)
 
 
 def split(fn: Callable, activities: tuple):
