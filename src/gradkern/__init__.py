@@ -34,18 +34,21 @@ from .errors import (
     NotDifferentiableError,
     ProgramError,
     RaceError,
+    RuleError,
 )
 from .intrinsics import abs, atomic_add, cos, exp, floor, log, max, min, pow, sin, sqrt, tan, tanh, tid
 from .kernel import DeviceFunction, KernelFunction, func, kernel
 from .program.hostops import copy, fill
 from .program.loop import checkpointed_loop
+from .rules import RuleConfig, custom_rule
 
 __all__ = [
     "__version__", "kernel", "func", "launch", "inspect", "Inspection", "KernelFunction", "DeviceFunction",
     "tid", "atomic_add", "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "min", "max", "pow", "floor",
-    "autodiff", "autodiff_thunk", "Tape", "copy", "fill", "checkpointed_loop", "jacobian", "AnnotationError",
+    "autodiff", "autodiff_thunk", "Tape", "copy", "fill", "checkpointed_loop", "custom_rule", "RuleConfig", "jacobian",
+    "AnnotationError",
     "NotDifferentiableError",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
-    "BackendUnavailableError", "CacheWarning", "ProgramError", "InternalError", "Loc",
+    "BackendUnavailableError", "CacheWarning", "ProgramError", "RuleError", "InternalError", "Loc",
     "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",
 ]

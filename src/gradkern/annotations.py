@@ -64,6 +64,11 @@ class BatchDuplicated(Annotation):
 
     dvals: tuple
 
+    @property
+    def dval(self) -> tuple:
+        """The k shadows, under the name a rule reads (DESIGN §7: `.dval` is a tuple of k shadows)."""
+        return self.dvals
+
 
 def primal(arg: Any) -> Any:
     """The primal value of a possibly annotated argument."""

@@ -1,6 +1,6 @@
 """The user's verbs (DESIGN §1). `autodiff` and `autodiff_thunk` dispatch on
-what `f` is: a kernel, or a program (§6: a Python function that launches
-kernels); a function with a custom rule (§7) is a further branch here."""
+what `f` is: a kernel, a function with a custom rule (§7), or a program (§6:
+a Python function that launches kernels)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from . import program
 from .annotations import Forward, Reverse
 from .errors import LaunchError
 from .kernel import DeviceFunction, KernelFunction
+from .rules import CustomRule
 from .runtime.forward import forward as forward_kernel
 from .runtime.inspect import Inspection
 from .runtime.inspect import inspect as inspect_kernel
@@ -45,6 +46,8 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
     if _is_program(f):
         if dim is not None or backend is not None:
             raise LaunchError("dim= and backend= belong to the launches inside a program, not to autodiff of it")
+        if isinstance(f, CustomRule):
+            return program.rule_alone(f, args, "forward" if mode is Forward else "reverse")
         return program.forward(f, args) if mode is Forward else program.reverse(f, args)
     raise _not_differentiable(f, "autodiff")
 
@@ -62,7 +65,7 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
     if _is_program(f):
         if dim is not None or backend is not None:
             raise LaunchError("dim= and backend= belong to the launches inside a program, not to autodiff_thunk")
-        return program.split(f, activities)
+        return program.split(f, activities, alone=isinstance(f, CustomRule))
     raise _not_differentiable(f, "autodiff_thunk")
 
 

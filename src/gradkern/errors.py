@@ -84,6 +84,12 @@ class ProgramError(GradkernError):
     host arithmetic that would drop a derivative."""
 
 
+class RuleError(GradkernError):
+    """A custom rule (DESIGN §7) is malformed or missing: a reverse returning the
+    wrong number of entries, a derivative for a non-Active argument, an array
+    where a scalar is due, no reverse (or forward) where the mode needs one."""
+
+
 class RaceError(GradkernError):
     """One thread writes an element that another thread reads or writes."""
 

@@ -2,8 +2,8 @@
 kernels. Recorded through the runtime's hook; never reads a kernel body."""
 
 from .report import LaunchRow, ProgramInspection
-from .run import ProgramTape, forward, inspect, record, reverse, split, sweep
+from .run import ProgramTape, forward, inspect, record, reverse, rule_alone, split, sweep
 from .scalars import ActiveScalar
 
 __all__ = ["ProgramTape", "ProgramInspection", "LaunchRow", "ActiveScalar", "forward", "inspect", "record",
-           "reverse", "split", "sweep"]
+           "reverse", "rule_alone", "split", "sweep"]

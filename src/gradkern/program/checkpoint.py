@@ -32,15 +32,18 @@ from checkpoint_schedules import StorageType
 
 from ..errors import ProgramError
 from ..kernel import KernelFunction
+from ..rules import CustomRule
 from ..runtime.arrays import is_array, is_cupy_array
 from ..runtime.execute import run_spec
 from ..runtime.launch import prepare_launch
-from ..runtime.recording import Recorder, recording
+from ..runtime.recording import Recorder
 from .guard import HostWriteGuard
-from .record import ProgramRecorder, Step, overwritten_whole, reverse_steps
+from .record import ProgramRecorder, overwritten_whole
+from .rulestep import installed, run_plain
 from .scalars import ActiveScalar
 from .schedule import DiskSnapshots, LoopHooks, ScheduledLoop, ScheduleStats
 from .shadows import memory_root
+from .steps import Step, reverse_steps
 
 
 @dataclass
@@ -115,7 +118,7 @@ class _Untaped(Recorder):
         plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
         arrays = [a for a in plain if is_array(a)]
         if self.loop.first_forward:
-            self.loop.wants_shadows(kernel, args)
+            self.loop.wants_shadows([p.written for p in kernel.ir.params], args)
         guard = self.loop.guard
         with guard.unlocked(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop"):
             spec, binding = prepare_launch(kernel, dim, plain, backend)  # validated as the user's writable arrays
@@ -123,8 +126,26 @@ class _Untaped(Recorder):
             self.loop.before_launch(self.t, kernel.name, written, binding,
                                     overwritten_whole(kernel.ir.params, binding, spec.facts))
             run_spec(spec, binding.dim, list(binding.kernel_values))
-        guard.lock(arrays, _Where(f"after a launch of kernel '{kernel.name}' in step {self.t} of the checkpointed "
-                                  f"loop (launch {self.loop.number} of the program)"))
+        guard.lock(arrays, self._where(f"a launch of kernel '{kernel.name}'"))
+
+    def rule(self, rule: CustomRule, given: tuple) -> Any:
+        """A rule call of an untaped step: its primal, with the loop's bookkeeping as for a launch."""
+        loop = self.loop
+        if loop.first_forward:
+            loop.wants_shadows([rule.may_write(n) for n in range(len(given))], given)
+        if any(isinstance(a, ActiveScalar) for a in given) or any(
+                is_array(a) and loop.outer.shadows.find(a) is not None for a in given):
+            loop.outer.rules.append(None)  # recorded when recomputed: the sweep checks what its reverse returns
+            rule.require("reverse")
+        call, result = run_plain(loop.guard, rule, given, f"before a call of rule '{rule.name}' in step {self.t} of "
+                                 "the loop", lambda call, binding: loop.before_launch(self.t, rule.name, call.written,
+                                                                                    binding, []))
+        loop.guard.lock(call.arrays, self._where(f"a call of rule '{rule.name}'"))
+        return result
+
+    def _where(self, what: str) -> _Where:
+        return _Where(f"after {what} in step {self.t} of the checkpointed loop (launch {self.loop.number} of the "
+                      "program)")
 
 
 @dataclass
@@ -304,6 +325,7 @@ class LoopEntry(LoopHooks):
             if self.first_forward:
                 self.forward_taped.add(t)
         self.outer.scalars += rec.scalars
+        self.outer.rules += rec.rules
         seg = _Segment(n0, n1, rec.steps, shadows.entries[before:])
         self.at = n1
         self.segments[n0] = seg
@@ -344,7 +366,7 @@ class LoopEntry(LoopHooks):
     # -- recording --------------------------------------------------------------------------------------------------
     def _step(self, t: int, recorder: Recorder) -> None:
         self.recomputed_signature = []
-        with recording(recorder):
+        with installed(recorder):
             self.step_fn(t)
         if not self.first_forward and self.recomputed_signature != self.signatures.get(t, []):
             self._mismatch(t)
@@ -399,7 +421,7 @@ class LoopEntry(LoopHooks):
                                    hint="a step must be a function of t and the state: write the same arrays in "
                                         "every step, or allocate per-step temporaries inside the step")
 
-    def wants_shadows(self, kernel: KernelFunction, args: tuple) -> None:
+    def wants_shadows(self, written: list, args: tuple) -> None:
         """An untaped launch of the first forward that a recorded program would have taken with shadows:
         the arrays it writes that no shadow covers get one when the forward ends (if they outlive it), so
         that the launches after the loop see the shadows they would have seen without checkpoints."""
@@ -408,8 +430,8 @@ class LoopEntry(LoopHooks):
         if not (any(isinstance(a, ActiveScalar) for a in args)
                 or any(shadows.find(a) is not None or id(memory_root(a)) in self.wanted for a in arrays)):
             return
-        for p, a in zip(kernel.ir.params, args):
-            if p.written and is_array(a) and a.dtype.kind == "f" and shadows.find(a) is None:
+        for w, a in zip(written, args):
+            if w and is_array(a) and a.dtype.kind == "f" and shadows.find(a) is None:
                 root = memory_root(a)
                 self.wanted[id(root)] = weakref.ref(root)
 

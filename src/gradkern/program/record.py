@@ -15,76 +15,22 @@ unneeded by later steps until some step's reverse reads the buffer again.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from ..annotations import Active, BatchDuplicated, Const, Duplicated
+from ..annotations import Active, Const
 from ..kernel import KernelFunction
+from ..rules import CustomRule
 from ..runtime.arrays import is_array
 from ..runtime.execute import run_spec
 from ..runtime.forward import forward as forward_launch
 from ..runtime.launch import prepare_launch
 from ..runtime.recording import Recorder
-from ..runtime.reverse import PreparedReverse, Tape, prepare_reverse
+from ..runtime.reverse import prepare_reverse
 from .guard import HostWriteGuard
+from .rulestep import annotate_array, record_forward, record_reverse, tangent_scalar
 from .scalars import ActiveScalar
 from .shadows import ShadowMap, memory_root
-
-
-@dataclass
-class Saved:
-    """The old contents of a view a launch overwrote, written back when the
-    reverse passes that launch (the reverse before it sees its own post-state)
-    and freed then."""
-
-    view: Any
-    data: Any
-    nbytes: int = 0
-
-    def __post_init__(self):
-        self.nbytes = int(self.data.nbytes)
-
-    def restore(self) -> None:
-        if isinstance(self.view, np.ndarray) and not self.view.flags.writeable:
-            self.view.flags.writeable = True  # made while the program had its buffer locked
-        self.view[...] = self.data
-        self.data = None
-
-
-@dataclass
-class Step:
-    """One recorded launch."""
-
-    number: int
-    kernel: str
-    prepared: PreparedReverse | None  # None: a launch with nothing active (no derivative)
-    tape: Tape | None
-    saves: list[Saved] = field(default_factory=list)
-    scalars: dict[int, ActiveScalar] = field(default_factory=dict)  # parameter position -> its Active scalar
-
-    @property
-    def saved_bytes(self) -> int:
-        return sum(s.nbytes for s in self.saves)
-
-    @property
-    def tape_bytes(self) -> int:
-        return self.tape.nbytes if self.tape is not None else 0
-
-    def roots_written_back(self) -> list:
-        """The buffers this step's reverse writes primal values into (its saves' buffers)."""
-        return [memory_root(s.view) for s in self.saves]
-
-    def run_reverse(self, lanes: int) -> None:
-        """This launch's reverse (on the arrays as the launch left them), then its saves written back."""
-        if self.prepared is not None:
-            got = self.prepared.reverse(self.tape)
-            self.tape = None  # freed once used
-            for pos, s in self.scalars.items():
-                s.adjoint = s.adjoint + (np.asarray(got[pos]) if lanes > 1 else got[pos])  # per lane in vector mode
-        for saved in reversed(self.saves):
-            saved.restore()
+from .steps import Launched, Saved, Step
 
 
 def overwritten_whole(params, binding: Any, facts: Any) -> list:
@@ -102,12 +48,6 @@ def overwritten_whole(params, binding: Any, facts: Any) -> list:
     return out
 
 
-def reverse_steps(steps: list, lanes: int) -> None:
-    """The reverse of recorded steps, last first, each on the arrays as it left them."""
-    for step in reversed(steps):
-        step.run_reverse(lanes)
-
-
 class ProgramRecorder(Recorder):
     """Records the launches of one program call."""
 
@@ -120,6 +60,11 @@ class ProgramRecorder(Recorder):
         self.needed: dict[int, bool] = {}  # id(buffer) -> whether a recorded reverse reads its current contents
         self.roots: dict[int, Any] = {}  # the buffers `needed` names, kept alive so that their ids stay theirs
         self.scalars: list[ActiveScalar] = []  # every Active scalar a launch took
+        self.rules: list = []  # the active rule calls recorded (their reverses' output is checked)
+        # gk.autodiff of a rule function alone: its reverse runs right after it, so nothing it reads can
+        # change in between (config.overwritten all False) and no later step needs internal shadows
+        self.alone = False
+        self.no_need: dict[int, bool] = {}  # argument position -> DuplicatedNoNeed (top level only)
 
     def launch(self, kernel: KernelFunction, dim: Any, args: tuple, backend: str | None) -> None:
         params = kernel.ir.params
@@ -132,11 +77,8 @@ class ProgramRecorder(Recorder):
                 annotated.append(Active(a.value))
                 scalars[n] = a
             elif is_array(a) and active and a.dtype.kind == "f":
-                dx = self.shadows.find(a)
-                if dx is None and p.written:  # an active value is written into an array nothing covers yet
-                    dx = self.shadows.internal(a)
-                annotated.append(Const(a) if dx is None else Duplicated(a, dx[0]) if len(dx) == 1
-                                 else BatchDuplicated(a, dx))
+                # an active value written into an array nothing covers yet gives it a shadow
+                annotated.append(annotate_array(self.shadows, a, p.written))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):
@@ -154,6 +96,10 @@ class ProgramRecorder(Recorder):
         self.guard.lock(arrays, step)
         self.scalars += scalars.values()
         self.steps.append(step)
+
+    def rule(self, rule: CustomRule, given: tuple) -> Any:
+        """A call of a function with a custom rule (rulestep.py)."""
+        return record_reverse(self, rule, given)
 
     def _run(self, kernel, dim, plain, annotated, scalars, active, backend) -> tuple[Step, list, list]:
         """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
@@ -212,15 +158,9 @@ class ForwardRecorder(Recorder):
         annotated = []
         for p, a in zip(params, args):
             if isinstance(a, ActiveScalar):
-                lanes = self.tangents.lanes
-                annotated.append(Duplicated(a.value, a.tangent) if lanes == 1 else BatchDuplicated(
-                    a.value, tuple(float(t) for t in np.broadcast_to(a.tangent, (lanes,)))))
+                annotated.append(tangent_scalar(a, self.tangents.lanes))
             elif is_array(a) and active and a.dtype.kind == "f":
-                da = self.tangents.find(a)
-                if da is None and p.written:
-                    da = self.tangents.internal(a)
-                annotated.append(Const(a) if da is None else Duplicated(a, da[0]) if self.tangents.lanes == 1
-                                 else BatchDuplicated(a, da))
+                annotated.append(annotate_array(self.tangents, a, p.written))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):
@@ -229,10 +169,7 @@ class ForwardRecorder(Recorder):
         with self.guard.unlocked(arrays, f"before launch {self.count + 1} (kernel '{kernel.name}')"):
             forward_launch(kernel, tuple(annotated), dim, backend)
         self.count += 1
-        self.guard.lock(arrays, _Launched(self.count, kernel.name))
+        self.guard.lock(arrays, Launched(self.count, kernel.name))
 
-
-@dataclass
-class _Launched:
-    number: int
-    kernel: str
+    def rule(self, rule: CustomRule, given: tuple) -> Any:
+        return record_forward(self, rule, given)

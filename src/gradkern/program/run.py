@@ -10,21 +10,22 @@ end with their post-program values.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated
+from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
 from ..errors import AnnotationError, ProgramError
 from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array
-from ..runtime.recording import recording
 from .guard import HostWriteGuard
-from .record import ForwardRecorder, ProgramRecorder, Step, reverse_steps
+from .record import ForwardRecorder, ProgramRecorder
 from .report import LaunchRow, ProgramInspection
+from .rulestep import installed, pattern
 from .scalars import ActiveScalar, backpropagate
 from .shadows import ShadowMap
+from .steps import Step, reverse_steps
 
 
 def _writable(a: Any) -> Any:
@@ -44,6 +45,7 @@ class ProgramTape:
     shadows: ShadowMap
     roots: dict[int, ActiveScalar]  # argument position -> its Active scalar
     scalars: list[ActiveScalar]
+    rules: list = field(default_factory=list)  # its active rule calls (None: one recorded in a loop's reverse)
     used: bool = False
 
     @property
@@ -145,7 +147,7 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
     """Call `fn` with `recorder` taking its launches; a host write to a locked array becomes
     ProgramError; every array is writable again afterwards."""
     try:
-        with recording(recorder):
+        with installed(recorder):
             fn(*call)
         guard.check(None, "when the program returned")
     except ValueError as e:
@@ -157,13 +159,22 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
         guard.release()
 
 
-def record(fn: Callable, args: tuple) -> ProgramTape:
-    """Run `fn` once, recording its launches (primals updated as by calling it)."""
+def record(fn: Callable, args: tuple, alone: bool = False) -> ProgramTape:
+    """Run `fn` once, recording its launches (primals updated as by calling it). `alone`: `fn` is a
+    function with a rule, differentiated by itself (its reverse follows at once)."""
     call, shadows, roots = _call_args(args)
     guard = HostWriteGuard()
     rec = ProgramRecorder(shadows, guard)
+    if alone:
+        rec.alone = True
+        rec.no_need = {n: True for n, a in enumerate(args) if isinstance(a, DuplicatedNoNeed)}
     _run_guarded(fn, call, rec, guard)
-    return ProgramTape(fn, args, rec.steps, shadows, roots, rec.scalars)
+    return ProgramTape(fn, args, rec.steps, shadows, roots, rec.scalars, rec.rules)
+
+
+def _unchecked_rules(tape: ProgramTape) -> bool:
+    """Whether a rule call's reverse has not yet returned well-formed entries for its argument pattern."""
+    return any(r is None or pattern(r.args, r.config.width) not in r.rule.validated for r in tape.rules)
 
 
 def sweep(tape: ProgramTape) -> tuple:
@@ -177,9 +188,19 @@ def sweep(tape: ProgramTape) -> tuple:
         for root in step.roots_written_back():
             if id(root) not in final:
                 final[id(root)] = (root, root.copy())
-    reverse_steps(tape.steps, lanes)
-    for root, data in final.values():  # the primals end as the program left them
-        _writable(root)[...] = data
+    # a rule's reverse is checked when it returns, after it accumulated: until its argument pattern has
+    # passed once, the user's shadows are kept so that a RuleError (or any error of the sweep) leaves them
+    kept = [(dx, dx.copy()) for e in tape.shadows.entries if not e.internal for dx in e.shadow] \
+        if _unchecked_rules(tape) else []
+    try:
+        reverse_steps(tape.steps, lanes)
+    except BaseException:
+        for dx, data in kept:
+            dx[...] = data
+        raise
+    finally:
+        for root, data in final.values():  # the primals end as the program left them
+            _writable(root)[...] = data
     backpropagate(tape.scalars)
 
     def result(s: ActiveScalar):
@@ -189,6 +210,36 @@ def sweep(tape: ProgramTape) -> tuple:
 
 def reverse(fn: Callable, args: tuple) -> tuple:
     return sweep(record(fn, args))
+
+
+def _kept_buffers(args: tuple) -> list:
+    """Copies of every array among the arguments, primals and shadows."""
+    out = []
+    for a in args:
+        for x in (a.val, *_shadows_of(a)) if isinstance(a, Annotation) else (a,):
+            if is_array(x):
+                out.append((x, x.copy()))
+    return out
+
+
+def _shadows_of(a: Annotation) -> tuple:
+    if isinstance(a, BatchDuplicated):
+        return tuple(a.dvals) if isinstance(a.dvals, (tuple, list)) else ()
+    return (a.dval,) if isinstance(a, Duplicated) else ()
+
+
+def rule_alone(fn: Callable, args: tuple, mode: Any) -> Any:
+    """`gk.autodiff` of a function with a rule (DESIGN §7): the call recorded alone (every `overwritten`
+    False) and its reverse run, or its forward rule; every buffer is left as it was if the rule fails."""
+    kept = _kept_buffers(args)
+    try:
+        if mode == "forward":
+            return forward(fn, args)
+        return sweep(record(fn, args, alone=True))
+    except BaseException:
+        for x, data in kept:
+            _writable(x)[...] = data
+        raise
 
 
 def inspect(fn: Callable, args: tuple) -> ProgramInspection:
@@ -235,7 +286,7 @@ def forward(fn: Callable, args: tuple) -> None:
     _run_guarded(fn, call, ForwardRecorder(_shadow_map(args, lanes), guard), guard)
 
 
-def split(fn: Callable, activities: tuple):
+def split(fn: Callable, activities: tuple, alone: bool = False):
     """(forward, reverse) of a program: forward(*args) -> ProgramTape, reverse(*args, tape)."""
     pattern = tuple(a if isinstance(a, type) else type(a) for a in activities)
 
@@ -251,7 +302,7 @@ def split(fn: Callable, activities: tuple):
 
     def forward(*args: Any) -> ProgramTape:
         check(args)
-        return record(fn, args)
+        return record(fn, args, alone)
 
     def reverse_pass(*args: Any) -> tuple:
         if not args or not isinstance(args[-1], ProgramTape):
