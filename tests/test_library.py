@@ -1,16 +1,21 @@
 """The shipped kernel library, gradkern.kernels (kernels/ at the top level):
 each kernel launched on small random float64 inputs against NumPy, and its
 reverse- and forward-mode derivatives checked by check_grad. A kernel added to
-kernels/ without a case here fails test_every_library_kernel_is_covered."""
+kernels/ without a case here fails test_every_library_kernel_is_covered, as
+does a function with a custom rule without a case in test_rules_library.py
+(RULES), or a kernel only such a rule launches (not exported) without one
+there (RULE_KERNELS)."""
 
 import importlib
 import pkgutil
 
 import numpy as np
 import pytest
+from test_rules_library import RULE_KERNELS, RULES
 
 import gradkern as gk
 import gradkern.kernels as library
+from gradkern.rules import CustomRule
 from gradkern.testing import check_grad
 
 
@@ -51,21 +56,26 @@ CASES = {
 }
 
 
-def _library_kernels() -> dict:
-    """Every @gk.kernel defined in a module of gradkern.kernels, by name."""
+def _library_objects(kind: type) -> dict:
+    """Every @gk.kernel (kind KernelFunction) or function with a custom rule (CustomRule) defined in a
+    module of gradkern.kernels, by name."""
     found = {}
     for info in pkgutil.iter_modules(library.__path__):
         module = importlib.import_module(f"{library.__name__}.{info.name}")
         found |= {name: obj for name, obj in vars(module).items()
-                  if isinstance(obj, gk.KernelFunction) and obj.fn.__module__ == module.__name__}
+                  if isinstance(obj, kind) and obj.__wrapped__.__module__ == module.__name__}
     return found
 
 
 def test_every_library_kernel_is_covered():
-    kernels = _library_kernels()
-    assert sorted(kernels) == sorted(CASES)
-    assert sorted(library.__all__) == sorted(CASES)
-    assert all(getattr(library, name) is k for name, k in kernels.items())
+    kernels, rules = _library_objects(gk.KernelFunction), _library_objects(CustomRule)
+    exported = {name: k for name, k in kernels.items() if name in library.__all__}
+    assert sorted(exported) == sorted(CASES)
+    assert sorted(set(kernels) - set(exported)) == sorted(RULE_KERNELS)  # launched only inside rules
+    assert sorted(rules) == sorted(RULES)
+    assert sorted(library.__all__) == sorted([*CASES, *RULES])
+    assert all(getattr(library, name) is f for name, f in (exported | rules).items())
+    assert all(RULE_KERNELS[name][0] is k for name, k in kernels.items() if name in RULE_KERNELS)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
