@@ -92,13 +92,12 @@ def same_memory(x: Any, y: Any) -> bool:
                       and x.dtype == y.dtype)
 
 
-def check_output(rule: str, out_name: str, out: Any, inputs: dict, in_place: str | None = None) -> bool:
+def check_output(rule: str, out_name: str, out: Any, inputs: dict, in_place: str | None = None) -> None:
     """Check that the output `out` shares no memory with the inputs, except that
-    it may be exactly the input named `in_place`; returns whether it is."""
+    it may be exactly the input named `in_place` (gk.AliasingError otherwise)."""
     xp = array_module(out, rule, out_name)
-    in_place_call = in_place is not None and same_memory(out, inputs[in_place])
     for name, x in inputs.items():
-        if name == in_place and in_place_call:
+        if name == in_place and same_memory(out, x):
             continue
         # bounds first (cheap on both libraries); exact only where the bounds overlap
         if xp.may_share_memory(out, x) and xp.shares_memory(out, x):
@@ -106,4 +105,3 @@ def check_output(rule: str, out_name: str, out: Any, inputs: dict, in_place: str
             raise gk.AliasingError(f"{rule}: output '{out_name}' overlaps input '{name}' in memory; it must "
                                    f"share no memory with the inputs{allowed}",
                                    hint=f"give '{out_name}' its own array")
-    return in_place_call

@@ -22,13 +22,14 @@ from ._arguments import array_module, check_float_arrays, check_output, lanes, s
 
 def _solve(xp: Any, A: Any, rhs: Any) -> Any:
     """A^{-1} rhs for A (..., n, n) and rhs (..., n), as a new array. rhs is
-    passed as (..., n, 1): a batched rhs of shape (..., n) is read as a matrix
-    by NumPy 2 but as vectors by older NumPy and CuPy."""
+    passed as (..., n, 1), which means the same to every version of NumPy and
+    CuPy: a batched rhs (..., n) is a stack of vectors to NumPy < 2 but a
+    matrix to NumPy >= 2."""
     return xp.linalg.solve(A, rhs[..., None])[..., 0]
 
 
-def _check(A: Any, b: Any, x: Any) -> bool:
-    """Validate a call; returns whether it is in place (x is b)."""
+def _check(A: Any, b: Any, x: Any) -> None:
+    """Validate a call (x may be b exactly, or share no memory with the inputs)."""
     check_float_arrays("dense_solve", A=A, b=b, x=x)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise gk.LaunchError(f"dense_solve: argument 'A' must have shape (n, n) or (..., n, n), got {A.shape}")
@@ -38,7 +39,7 @@ def _check(A: Any, b: Any, x: Any) -> bool:
         if arr.shape != A.shape[:-1]:
             raise gk.LaunchError(f"dense_solve: argument '{name}' has shape {arr.shape} but 'A' has {A.shape}; "
                                  f"'{name}' must have shape {A.shape[:-1]}")
-    return check_output("dense_solve", "x", x, dict(A=A, b=b), in_place="b")
+    check_output("dense_solve", "x", x, dict(A=A, b=b), in_place="b")
 
 
 @gk.custom_rule(reads=("A", "x"), writes=("x",))

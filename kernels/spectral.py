@@ -44,7 +44,7 @@ def _symbol(xp: Any, n: int, length: float, derivative: bool) -> Any:
     if derivative:
         sigma = 1j * kappa
         if n % 2 == 0:
-            sigma[-1] = 0.0  # Nyquist: its i κ would not be odd on Z_n (see the module's docstring)
+            sigma[-1] = 0.0  # Nyquist: i κ would not be odd on Z_n (irfft would drop it; said, not assumed)
         return sigma
     sigma = xp.zeros_like(kappa)
     sigma[1:] = 1.0 / kappa[1:] ** 2
@@ -76,12 +76,18 @@ def _primal(rule: str, names: tuple, derivative: bool, f: Any, u: Any, length: A
     u[...] = _apply(xp, f, length, derivative)
 
 
-def _reverse(config: Any, f: Any, u: Any, length: Any, derivative: bool, power: float) -> tuple:
+def _power(derivative: bool) -> float:
+    """The power p of L in σ: 1/κ² ∝ L², iκ ∝ 1/L."""
+    return -1.0 if derivative else 2.0
+
+
+def _reverse(config: Any, f: Any, u: Any, length: Any, derivative: bool) -> tuple:
     """f̄ += S^T ū, ū ← 0 (S^T ū if u is f); the derivative of an Active length."""
     fv, uv, lv = value(f), value(u), float(value(length))
     xp = array_module(fv, "spectral rule", "f")
     in_place = same_memory(fv, uv)
     sign = -1.0 if derivative else 1.0  # S^T = -S for the derivative, S for the Poisson solve
+    power = _power(derivative)
     k = config.width
     length_bars = []
     for ubar, fbar in zip(lanes(u, k), lanes(f, k)):
@@ -98,12 +104,12 @@ def _reverse(config: Any, f: Any, u: Any, length: Any, derivative: bool, power: 
     return (None, None, per_lane(length_bars, k) if active(length) else None)
 
 
-def _forward(config: Any, f: Any, u: Any, length: Any, primal: Any, derivative: bool, power: float) -> None:
+def _forward(config: Any, f: Any, u: Any, length: Any, primal: Any, derivative: bool) -> None:
     """u̇ = S ḟ + (p/L) L̇ u with the new u."""
     fv, uv, lv = value(f), value(u), value(length)
     primal(fv, uv, lv)  # u̇ needs the new u
     xp = array_module(fv, "spectral rule", "f")
-    lv = float(lv)
+    lv, power = float(lv), _power(derivative)
     k = config.width
     for udot, fdot, ldot in zip(lanes(u, k), lanes(f, k), lanes(length, k)):
         if udot is None:
@@ -126,12 +132,12 @@ def poisson_periodic(f: Any, u: Any, length: Any) -> None:
 
 @poisson_periodic.reverse
 def _(config: Any, tape: Any, f: Any, u: Any, length: Any) -> tuple:
-    return _reverse(config, f, u, length, derivative=False, power=2.0)
+    return _reverse(config, f, u, length, derivative=False)
 
 
 @poisson_periodic.forward
 def _(config: Any, f: Any, u: Any, length: Any) -> None:
-    _forward(config, f, u, length, poisson_periodic.primal, derivative=False, power=2.0)
+    _forward(config, f, u, length, poisson_periodic.primal, derivative=False)
 
 
 @gk.custom_rule(reads=("df",), writes=("df",))
@@ -146,9 +152,9 @@ def spectral_derivative(f: Any, df: Any, length: Any) -> None:
 
 @spectral_derivative.reverse
 def _(config: Any, tape: Any, f: Any, df: Any, length: Any) -> tuple:
-    return _reverse(config, f, df, length, derivative=True, power=-1.0)
+    return _reverse(config, f, df, length, derivative=True)
 
 
 @spectral_derivative.forward
 def _(config: Any, f: Any, df: Any, length: Any) -> None:
-    _forward(config, f, df, length, spectral_derivative.primal, derivative=True, power=-1.0)
+    _forward(config, f, df, length, spectral_derivative.primal, derivative=True)

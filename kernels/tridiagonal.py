@@ -30,15 +30,18 @@ def thomas(lower, diag, upper, rhs, x, scratch):
     `diag`, T[i, i-1] = lower[i-1] and T[i-1, i] = upper[i-1] (lower and upper
     have n-1 rows). x may be rhs (solved in place); the first n-1 rows of
     `scratch` are overwritten. No pivoting: for diagonally dominant systems."""
+    # elimination: row i becomes x_i + g_i x_{i+1} = y_i (g_i = upper_i / w_i, y_i in x), with the pivot
+    # w_i = diag_i - lower_{i-1} g_{i-1} and y_i = (rhs_i - lower_{i-1} y_{i-1}) / w_i
     j = gk.tid()
     n = diag.shape[0]
-    w = diag[0, j]  # pivot of row i after eliminating T[i, i-1]
+    w = diag[0, j]
     x[0, j] = rhs[0, j] / w
     for i in range(1, n):
-        g = upper[i - 1, j] / w  # row i-1 divided by its pivot: x[i-1] + g x[i] = x[i-1] (so far)
+        g = upper[i - 1, j] / w
         scratch[i - 1, j] = g
         w = diag[i, j] - lower[i - 1, j] * g
         x[i, j] = (rhs[i, j] - lower[i - 1, j] * x[i - 1, j]) / w
+    # back substitution: x_i = y_i - g_i x_{i+1}
     for i in range(n - 2, -1, -1):
         x[i, j] -= scratch[i, j] * x[i + 1, j]
 
@@ -61,7 +64,7 @@ def _columns(x: Any) -> Any:
 
 
 def _solve(lower: Any, diag: Any, upper: Any, rhs: Any, x: Any) -> None:
-    """x = T^{-1} rhs on (n, m) views (see `thomas`); x may be rhs."""
+    """x = T^{-1} rhs on (n, m) views (see `thomas`); x may be rhs. Allocates one (n, m) scratch array."""
     if diag.shape[1]:
         scratch = array_module(diag, "tridiagonal_solve", "b").empty_like(diag)
         gk.launch(thomas, diag.shape[1], lower, diag, upper, rhs, x, scratch)
@@ -72,8 +75,8 @@ def _subtract(u: Any, v: Any, out: Any) -> None:
         gk.launch(multiply_subtract, out.shape, u, v, out)
 
 
-def _check(a: Any, b: Any, c: Any, d: Any, x: Any) -> bool:
-    """Validate a call; returns whether it is in place (x is d)."""
+def _check(a: Any, b: Any, c: Any, d: Any, x: Any) -> None:
+    """Validate a call (x may be d exactly, or share no memory with the inputs)."""
     arrays = dict(a=a, b=b, c=c, d=d, x=x)
     check_float_arrays("tridiagonal_solve", **arrays)
     if b.ndim not in (1, 2):
@@ -84,7 +87,7 @@ def _check(a: Any, b: Any, c: Any, d: Any, x: Any) -> bool:
                                  f"{b.shape}; a, b, c, d and x must have one shape, (n,) or (n, m)")
     if b.shape[0] < 1:
         raise gk.LaunchError("tridiagonal_solve: the systems are empty (n = 0); n must be at least 1")
-    return check_output("tridiagonal_solve", "x", x, dict(a=a, b=b, c=c, d=d), in_place="d")
+    check_output("tridiagonal_solve", "x", x, dict(a=a, b=b, c=c, d=d), in_place="d")
 
 
 @gk.custom_rule(reads=("a", "b", "c", "x"), writes=("x",))
