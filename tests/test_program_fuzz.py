@@ -1,7 +1,9 @@
 """Random programs against brute-force oracles (issue 15's copy-on-write saves, issue 16's state analysis).
 
 Each program is a random sequence of launches from a small pool of kernels (in-place nonlinear updates,
-read-modify-writes, stencils, write-only outputs, atomic losses, gk.copy, gk.fill) on three annotated
+read-modify-writes, stencils, write-only outputs, atomic losses, gk.copy, gk.fill) and calls of functions
+with custom rules (NumPy code: an in-place update that tapes its input, a read-modify-write whose reverse
+reads one argument kept by the runtime, a prefix sum that keeps nothing) on three annotated
 buffers, half-length views of them and a temporary allocated inside the program, with an Active scalar and
 host arithmetic on it; a random stretch of it is a time loop, plain or `gk.checkpointed_loop` with random
 snapshots and schedule (binomial, Revolve, mixed), whose launches may depend on t. What decides what is
@@ -60,12 +62,85 @@ def loss(x, E):
     gk.atomic_add(E, 0, x[i] * x[i])
 
 
+@gk.custom_rule(reads=())
+def r_sin(y):
+    """y <- sin(y) y + y/2 in place; its reverse needs the old y, which it tapes (reads=(): nothing kept)."""
+    y[...] = np.sin(y) * y + 0.5 * y
+
+
+@r_sin.augmented_primal
+def _(config, y):
+    old = y.val.copy()
+    r_sin.primal(y.val)
+    return old
+
+
+@r_sin.reverse
+def _(config, old, y):
+    y.dval[...] *= np.cos(old) * old + np.sin(old) + 0.5
+    return (None,)
+
+
+@r_sin.forward
+def _(config, y):
+    old = y.val.copy()
+    r_sin.primal(y.val)
+    y.dval[...] *= np.cos(old) * old + np.sin(old) + 0.5
+
+
+@gk.custom_rule(reads=("x",), writes=("y",))
+def r_axpy(x, y, a):
+    """y <- y + a x^2; its reverse reads x (kept by the runtime), not y."""
+    y += a * x * x
+
+
+@r_axpy.reverse
+def _(config, tape, x, y, a):
+    if isinstance(x, gk.Duplicated):
+        x.dval[...] += 2.0 * a.val * x.val * y.dval
+    return (None, None, float(np.sum(x.val * x.val * y.dval)) if isinstance(a, gk.Active) else None)
+
+
+@r_axpy.forward
+def _(config, x, y, a):
+    r_axpy.primal(x.val, y.val, a.val)
+    if isinstance(y, gk.Duplicated):
+        dx = x.dval if isinstance(x, gk.Duplicated) else 0.0
+        da = a.dval if isinstance(a, gk.Duplicated) else 0.0
+        y.dval[...] += 2.0 * a.val * x.val * dx + da * x.val * x.val
+
+
+@gk.custom_rule(reads=(), writes=("y",))
+def r_cumsum(x, y):
+    """y <- prefix sums of x; linear: its reverse reads no primal."""
+    np.cumsum(x, out=y)
+
+
+@r_cumsum.reverse
+def _(config, tape, x, y):
+    if isinstance(x, gk.Duplicated):
+        x.dval[...] += np.cumsum(y.dval[::-1])[::-1]
+    y.dval[...] = 0.0
+    return (None, None)
+
+
+@r_cumsum.forward
+def _(config, x, y):
+    np.cumsum(x.val, out=y.val)
+    if isinstance(y, gk.Duplicated):
+        if isinstance(x, gk.Duplicated):
+            np.cumsum(x.dval, out=y.dval)
+        else:
+            y.dval[...] = 0.0
+
+
 def _program(rng: np.random.Generator):
     """A random program (a function of the buffers A, B, C, the loss E and the Active scalar c) and a
     description of it for failure messages; `loop(step, nsteps)` runs its time loop."""
     ops = []
     for _ in range(int(rng.integers(2, 6))):
-        kind = rng.choice(["nonlinear", "axpy", "stencil", "scale", "copy", "fill", "loss"])
+        kind = rng.choice(["nonlinear", "axpy", "stencil", "scale", "copy", "fill", "loss", "r_sin", "r_axpy",
+                           "r_cumsum"])
         half = bool(rng.integers(0, 2)) and kind != "stencil"
         src, dst = rng.choice(4, size=2, replace=False)  # 0..2: A, B, C; 3: the temporary
         part = int(rng.integers(0, 2))  # which half, for half views
@@ -100,6 +175,12 @@ def _program(rng: np.random.Generator):
             gk.copy(y, x)
         elif kind == "fill":
             gk.fill(y, a)
+        elif kind == "r_sin":
+            r_sin(y)
+        elif kind == "r_axpy":
+            r_axpy(x, y, a)
+        elif kind == "r_cumsum":
+            r_cumsum(x, y)
         else:
             gk.launch(loss, x.shape[0], x, arrays[4])
 
