@@ -38,6 +38,8 @@ def test_readme_python_blocks_run_verbatim(tmp_path):
     assert namespace["J"].shape == (20, 20)
     assert namespace["tape"].saved_bytes == 99 * 8000  # the Programs example: one state per launch but the first
     assert isinstance(namespace["dE_dc"], float)
+    assert isinstance(namespace["heat_grads"][2], float) and namespace["heat_grads"][0] is None  # Custom rules
+    assert np.abs(namespace["du_heat"]).max() > 0
     assert namespace["report"].saved_bytes == 99 * 8000 and namespace["report"].launches[1].saved_bytes == 8000
     _checkpointed_example_matches_the_plain_loop(namespace)
 

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import gradkern as gk
+from gradkern.kernels import tridiagonal_solve
 from gradkern.testing import check_grad
 
 
@@ -428,6 +429,73 @@ def test_rules_in_a_checkpointed_loop(snapshots):
         grads.append((du, dv, dE, c))
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# -- an implicit diffusion loop: launches and the shipped tridiagonal rule ----------------------------------------
+
+@gk.kernel
+def implicit_rows(a, b, c, r):
+    """The rows of I - r L (L the 1-D Laplacian), fixed ends."""
+    i = gk.tid()
+    if i == 0 or i == b.shape[0] - 1:
+        a[i] = 0.0
+        b[i] = 1.0
+        c[i] = 0.0
+    else:
+        a[i] = -r
+        b[i] = 1.0 + 2.0 * r
+        c[i] = -r
+
+
+@gk.kernel
+def source(u, s):
+    """A nonlinear source between the implicit steps: u <- u + s u (1 - u)."""
+    i = gk.tid()
+    u[i] = u[i] + s * u[i] * (1.0 - u[i])
+
+
+def implicit_diffusion(loop):
+    def prog(u, v, E, kappa, nsteps):
+        n = u.size
+        a, b, c = np.empty(n), np.empty(n), np.empty(n)
+        gk.launch(implicit_rows, n, a, b, c, kappa * 0.5)  # r = kappa dt / h^2, host arithmetic on an Active scalar
+
+        def step(t):
+            tridiagonal_solve(a, b, c, u, v)  # ping-pong: v <- A^-1 u
+            gk.launch(source, n, v, 0.1)
+            tridiagonal_solve(a, b, c, v, v)  # in place: v <- A^-1 v
+            gk.copy(u, v)
+        loop(step, nsteps)
+        gk.launch(axpy, n, 1.0, u, E)
+    return prog
+
+
+def _plain_loop(step, nsteps):
+    for t in range(nsteps):
+        step(t)
+
+
+@pytest.mark.parametrize("loop", ["plain", "checkpointed"])
+def test_implicit_diffusion_with_the_tridiagonal_rule(loop):
+    """Gradient w.r.t. the initial state and an Active coefficient against finite differences (check_grad:
+    reverse and forward), and the checkpointed loop against the plain one."""
+    ck = lambda step, nsteps: gk.checkpointed_loop(step, nsteps, snapshots=2)  # noqa: E731
+    prog = implicit_diffusion(_plain_loop if loop == "plain" else ck)
+    r = rng(20)
+    n = 7
+    u0, v0, E0 = r.uniform(0.2, 0.8, n), r.uniform(0.2, 0.8, n), r.random(n)
+    check_grad(prog, gk.Duplicated(u0.copy(), np.zeros(n)), gk.Duplicated(v0.copy(), np.zeros(n)),
+               gk.Duplicated(E0.copy(), np.zeros(n)), gk.Active(0.8), 4)
+    if loop == "checkpointed":
+        seed = r.random(n)
+        out = []
+        for f in (prog, implicit_diffusion(_plain_loop)):
+            du, dv, dE = np.zeros(n), np.zeros(n), seed.copy()
+            g = gk.autodiff(f, gk.Duplicated(u0.copy(), du), gk.Duplicated(v0.copy(), dv),
+                            gk.Duplicated(E0.copy(), dE), gk.Active(0.8), 4)
+            out.append((du, dv, dE, g[3]))
+        for a, b in zip(*out):
+            np.testing.assert_allclose(a, b, rtol=1e-12)
 
 
 # -- malformed rules: RuleError, buffers unchanged ------------------------------------------------------------------
