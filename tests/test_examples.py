@@ -26,7 +26,8 @@ def test_examples_are_found():
     assert set(MORE) <= {p.name for p in EXAMPLES}
 
 
-# slow: the first run compiles the example's kernels, 17 s on the 2-core development machine (4 s warm)
+# slow: the first run compiles the example's kernels: 8 s on the quiet 2-core development machine, 17 s
+# when other work loaded it (each run after it: about 1 s)
 @pytest.mark.slow
 @pytest.mark.parametrize(("path", "args"), RUNS)
 def test_example_runs_and_its_misfit_falls(path, args):
