@@ -622,3 +622,16 @@ def test_registration_is_checked():
         def prog(u):
             scale(u)
         gk.autodiff(prog, gk.Duplicated(np.ones(2), np.ones(2)))
+
+
+def test_host_write_after_a_rule_call_is_refused():
+    """An array a rule took is guarded like a launch's: a host write to it is refused, naming the rule call."""
+    def prog(u, v, c):
+        scale(u, v, c)
+        v[0] = 3.0
+        scale(v, u, c)
+    du, dv = np.zeros(3), np.ones(3)
+    with pytest.raises(gk.ProgramError, match="a call of rule 'scale'"):
+        gk.autodiff(prog, gk.Duplicated(np.ones(3), du), gk.Duplicated(np.ones(3), dv), gk.Active(2.0))
+    np.testing.assert_array_equal(du, 0.0)
+    np.testing.assert_array_equal(dv, 1.0)

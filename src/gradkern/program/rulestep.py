@@ -46,6 +46,11 @@ class RuleStep(Step):
     def tape_bytes(self) -> int:
         return _nbytes(self.tape)
 
+    @property
+    def where(self) -> str:
+        """Where the host-write guard says an array was locked."""
+        return f"after step {self.number} of the program (a call of rule '{self.kernel}')"
+
     def derivatives(self) -> tuple | None:
         if self.config is None:  # a call with nothing active
             return None
