@@ -132,6 +132,9 @@ def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
             lanes[n] = len(dxs) if isinstance(a, BatchDuplicated) else 0
             out.append(a.val)
         elif isinstance(a, Active):
+            if not isinstance(a.val, (int, float, np.integer, np.floating)) or isinstance(a.val, (bool, np.bool_)):
+                raise AnnotationError(f"argument {n} is Active but is {type(a.val).__name__}, not a real number",
+                                      hint="an array's derivative is carried by gk.Duplicated(x, dx)")
             roots[n] = ActiveScalar(a.val)
             out.append(roots[n])
         elif isinstance(a, Const):
