@@ -3,7 +3,9 @@ makes, at any depth, arrives here through the runtime's hook, is prepared
 (validated, specialised, race-checked) as a split reverse-mode call and run as
 its augmented primal. What the reverse will need is kept: each step's kernel
 tape, and — copy-on-write — the old contents of what a launch overwrites
-while an earlier step's reverse still needs them (§6, 4).
+while an earlier step's reverse still needs them (§6, 4). Calls of functions
+with custom rules arrive through the rules' hook and are recorded the same
+way (rulestep.py).
 
 What a derivative step needs is known without reading kernel bodies: the
 pipeline reports which primal arrays a kernel's reverse reads
