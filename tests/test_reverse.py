@@ -606,3 +606,26 @@ def test_active_accumulators_are_float64_on_every_backend():
                      mode=gk.Reverse).source
     assert "double* __restrict__ _gk_dacc_a" in src and "double _gk_dsum_a" in src
     assert src.count("_gkb_atomic_add(&_gk_dacc_a") == 1
+
+
+def test_active_scalar_autodiff_runs_split_on_the_cpu_with_the_fused_result():
+    """With Active scalars and nothing taped, the CPU's autodiff runs augmented primal + reverse (their sum
+    cannot vectorise the fused loop): the same derivatives as the fused kernel, which a vector-width-1 call
+    through autodiff_thunk's pair also computes; equal to float64 rounding of a differently ordered sum."""
+    from gradkern.runtime.reverse import prepare_reverse
+    r = np.random.default_rng(1)
+    n = 1000
+    x, y, dy = r.random(n), r.random(n), r.random(n)
+    prepared = prepare_reverse(saxpy, (gk.Active(0.7), gk.Duplicated(x.copy(), np.zeros(n)),
+                                       gk.Duplicated(y.copy(), dy.copy())), n, None)
+    accs = prepared._accumulators()
+    tapes = prepared._allocate_tape()
+    prepared._run(prepared.rs.fused, [*prepared.b.kernel_values, *prepared._adjoint_values(accs), *tapes])
+    fused = prepared._results(accs)[0]
+    dx = np.zeros(n)
+    y2 = y.copy()
+    split = gk.autodiff(saxpy, gk.Active(0.7), gk.Duplicated(x.copy(), dx), gk.Duplicated(y2, dy.copy()))[0]
+    assert split == pytest.approx(fused, rel=1e-13)  # two summation orders of 1000 positive terms
+    assert split == pytest.approx(float(x @ dy), rel=1e-13)
+    np.testing.assert_array_equal(dx, 0.7 * dy)
+    np.testing.assert_allclose(y2, 0.7 * x + y, rtol=1e-15)  # one multiply-add (contracted or not)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..annotations import Annotation, Const
+from ..backends import backend as backend_object
 from ..errors import AnnotationError
 from ..ir.interp import interpret
 from ..kernel import KernelFunction
@@ -86,9 +87,12 @@ class PreparedReverse:
 
     def fused(self) -> tuple:
         """Primal and reverse in one call (autodiff): returns the Active scalars' derivatives."""
+        rs = self.rs
+        if self.ann.active and rs.gather is None and rs.kernels.static_slots == (0, 0) and \
+                backend_object(self.b.backend).split_reductions:
+            return self.reverse(self.augmented_primal())  # nothing taped: the primal's loop vectorises alone
         accs = self._accumulators()
         tapes = self._allocate_tape()
-        rs = self.rs
         if rs.gather is None:
             self._run(rs.fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
         elif rs.kernels.static_slots == (0, 0):
