@@ -184,3 +184,15 @@ def test_arguments_not_keyed_take_the_full_path(cold, rng):
     assert binding._signature(saxpy.ir, 8, (1.5, strided, y), None) is None
     assert binding._signature(saxpy.ir, 8, (1.5, x, [1.0] * 8), None) is None
     assert binding._signature(saxpy.ir, np.int64(8), (1.5, x, y), None) is None
+
+
+def test_cache_keeps_no_arrays_alive(cold, rng):
+    import gc
+    import weakref
+
+    x, y = rng.random(8), rng.random(8)
+    gk.launch(saxpy, 8, 1.5, x, y)
+    refs = weakref.ref(x), weakref.ref(y)
+    del x, y
+    gc.collect()
+    assert all(r() is None for r in refs)

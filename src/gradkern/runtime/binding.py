@@ -8,7 +8,7 @@ type signature (the specialisation key) and the converted scalar values.
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -210,7 +210,8 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
     if key is not None and not b.aliases:
         if len(_BOUND) >= MAX_BOUND:
             _BOUND.clear()
-        _BOUND[key] = (kernel, b, tuple(None if isinstance(t, Array) else t.numpy for t in b.types))
+        # the template keeps no values: the cache must not keep the caller's arrays alive
+        _BOUND[key] = (kernel, replace(b, values=()), tuple(None if isinstance(t, Array) else t.numpy for t in b.types))
     return b
 
 
