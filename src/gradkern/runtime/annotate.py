@@ -169,17 +169,18 @@ def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, 
     bounds: dict[int, tuple[int, int]] = {}
 
     def overlap(i: int, a: Any, j: int, b: Any) -> bool:
-        if type(a) is np.ndarray and type(b) is np.ndarray:
-            return np.may_share_memory(a, b)  # the same test on NumPy's extents, without reading addresses here
         (alo, ahi), (blo, bhi) = (bounds.setdefault(n, byte_bounds(x)) for n, x in ((i, a), (j, b)))
         return alo < bhi and blo < ahi and np.may_share_memory(geometry(a), geometry(b))
 
+    may_share = np.may_share_memory
     for i, (na, la, a) in enumerate(buffers):
+        numpy_a = type(a) is np.ndarray
         for j in range(i + 1, len(buffers)):
             nb, lb, b = buffers[j]
             if la < 0 and lb < 0:
                 continue  # primal/primal overlap is the binding's business
-            if overlap(i, a, j, b):
+            # NumPy arrays: may_share_memory alone, the same test on NumPy's extents, without reading addresses
+            if may_share(a, b) if numpy_a and type(b) is np.ndarray else overlap(i, a, j, b):
                 def what(n, lane):
                     if lane < 0:
                         return f"'{n}'"
