@@ -9,6 +9,10 @@ import pytest
 # cache (safe for several processes, backends/numba_cache.py), loading what another compiled.
 if not os.environ.get("GRADKERN_CACHE_DIR"):
     os.environ["GRADKERN_CACHE_DIR"] = tempfile.mkdtemp(prefix="gradkern-test-cache-")
+# The suite's arrays are tiny: by default their parallel launches would all take the serial twins
+# (backends/numba_cpu.py), and the prange code users run at scale would go untested. The suite runs the
+# parallel entries; tests/test_serial_twin.py checks the twins against them.
+os.environ.setdefault("GRADKERN_SERIAL_THREADS", "0")
 
 
 @pytest.fixture

@@ -35,3 +35,30 @@ def allen_cahn_step_1d(_gkb_n0, u, un, c, dt):
         else:
             ui = u[i]
             un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
+
+
+@_gk_njit(parallel=False, cache=True, error_model='numpy', boundscheck=False)
+def allen_cahn_step_1d_serial(_gkb_n0, u, un, c, dt):
+    _gkb_lo = min(1, _gkb_n0)
+    _gkb_hi = min(max((u.shape[0] - 1), _gkb_lo), _gkb_n0)
+    for _gkb_t0 in _gk_prange(0, _gkb_lo):
+        ui = _gk_float32(0.0)
+        i = _gkb_t0
+        if ((i == 0) or (i == (u.shape[0] - 1))):
+            un[i] = u[i]
+        else:
+            ui = u[i]
+            un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
+    for _gkb_t0 in _gk_prange(1, _gkb_hi):
+        ui = _gk_float32(0.0)
+        i = _gkb_t0
+        ui = u[i]
+        un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
+    for _gkb_t0 in _gk_prange(_gkb_hi, _gkb_n0):
+        ui = _gk_float32(0.0)
+        i = _gkb_t0
+        if ((i == 0) or (i == (u.shape[0] - 1))):
+            un[i] = u[i]
+        else:
+            ui = u[i]
+            un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))

@@ -20,6 +20,7 @@ class Generated:
     source: str | None = None
     entry: str | None = None
     launch: tuple = ()
+    serial: str | None = None  # the CPU: the entry's serial twin, run for launches of few threads
 
 
 class Backend:

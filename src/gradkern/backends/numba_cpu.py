@@ -5,7 +5,9 @@ launch known to be race-free (serial otherwise). CPUs have no atomic float
 add, so in a parallel launch each atomic target gets per-chunk private copies
 (chunk c accumulates into `_gkb_priv_X[c]`), summed into X after the loop; the
 runtime passes `_gkb_chunks` = 0 to take the serial path instead when the
-copies would exceed the memory limit (`private_chunks`).
+copies would exceed the memory limit (`private_chunks`). A parallel entry
+whose thread body has no loop gets a serial twin, the same function compiled
+without parallel=True, run for launches of fewer than SERIAL_THREADS threads.
 Generated modules are written to the cache directory under a content hash and
 executed from there, so Numba's own `cache=True` finds them again in the next
 process (the file never changes, so its stamp stays valid); numba_cache.py
@@ -125,6 +127,7 @@ class NumbaOptions:
     parallel: bool
     boundscheck: bool = False
     privatized: tuple[str, ...] = ()  # atomic targets, in a parallel launch
+    serial_twin: bool = False  # also print `<entry>_serial`, the entry without parallel=True
 
 
 # Thread bodies longer than this (IR statements, nested ones included) are outlined (see `generate`).
@@ -133,6 +136,10 @@ class NumbaOptions:
 # took 63 ms instead of 15 ms at 2048^2); a reverse body of ten straight-line source statements is ~100.
 OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "96"))
 PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
+# A parallel launch of fewer threads than this runs the serial twin of its entry (`generate`): waking the
+# worker threads costs more than a few hundred threads of a loop-free body (benchmarks/overhead.py).
+# 0 turns the twins off.
+SERIAL_THREADS = int(os.environ.get("GRADKERN_SERIAL_THREADS", "256"))
 
 
 def private_chunks(copy_bytes: int, n0: int) -> int:
@@ -244,6 +251,12 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         lines += [f"            {a} += _gkb_priv_{a}[_gkb_c]" for a in private]
         lines.append("    else:")
         lines += loop_nest(NumbaSyntax(launch_ndim), 2, "range(_gkb_n0)", split=launch_ndim > 1)
+    if options.serial_twin:
+        # the same function, compiled without parallel=True (prange is then range): the same chunks in the
+        # same order, so the same results, bit for bit, without waking the worker threads
+        start = lines.index(f"@_gk_njit({flags})")
+        lines += ["", "", f"@_gk_njit({flags.replace('parallel=True', 'parallel=False')})",
+                  f"def {entry}_serial({', '.join(params)}):", *lines[start + 2:]]
     if outlined:  # the body functions go before the entry that calls them
         at = lines.index(f"@_gk_njit({flags})") - 2
         lines[at:at] = outlined
@@ -313,6 +326,24 @@ def compile_source(source: str, entry: str, directory: Path) -> Callable[..., An
     return getattr(mod, entry)
 
 
+def _threads(dim: tuple[int, ...]) -> int:
+    n = 1
+    for d in dim:
+        n *= d
+    return n
+
+
+_TWINS: dict[int, tuple[Any, Any]] = {}
+
+
+def _serial_twin(entry: Any, name: str) -> Any:
+    """The serial twin printed beside `entry` in its generated module."""
+    hit = _TWINS.get(id(entry))
+    if hit is None or hit[0] is not entry:
+        hit = _TWINS[id(entry)] = (entry, entry.py_func.__globals__[name])
+    return hit[1]
+
+
 class NumbaBackend(Backend):
     """The CPU: every race-free launch a `prange` loop nest, atomics privatised per chunk."""
 
@@ -324,9 +355,11 @@ class NumbaBackend(Backend):
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:
         atomic = tuple(sorted({s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd)}))
-        options = NumbaOptions(parallel=parallel, privatized=atomic)
+        # a serial twin for tiny launches only where each thread's work is bounded: no loop in the body
+        twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(k.body))
+        options = NumbaOptions(parallel=parallel, privatized=atomic, serial_twin=twin)
         source, entry = generate(k, launch_ndim, options, header)
-        return Generated(source, entry, atomic if parallel else ())
+        return Generated(source, entry, atomic if parallel else (), f"{entry}_serial" if twin else None)
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -337,6 +370,8 @@ class NumbaBackend(Backend):
             return
         if entry is None:
             raise InternalError(f"kernel '{typed.name}' was run before it was compiled")
+        if code.serial is not None and _threads(dim) < SERIAL_THREADS:
+            entry = _serial_twin(entry, code.serial)
         if code.launch:  # privatised atomic targets: how many private copies fit the memory limit
             names = [p.name for p in typed.params]
             copy_bytes = sum(values[names.index(a)].nbytes for a in code.launch)

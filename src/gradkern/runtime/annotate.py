@@ -166,14 +166,21 @@ def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, 
     shadows = {n: dx for n, dx in ann.shadows.items() if n not in aliases}
     buffers = [(p.name, -1, x) for p, x in zip(params, ann.primals) if is_array(x) and p.name not in aliases]
     buffers += [(n, lane, dx) for n, dxs in shadows.items() for lane, dx in enumerate(dxs) if is_array(dx)]
-    bounds = [byte_bounds(x) for _, _, x in buffers]
+    bounds: dict[int, tuple[int, int]] = {}
+
+    def overlap(i: int, a: Any, j: int, b: Any) -> bool:
+        (alo, ahi), (blo, bhi) = (bounds.setdefault(n, byte_bounds(x)) for n, x in ((i, a), (j, b)))
+        return alo < bhi and blo < ahi and np.may_share_memory(geometry(a), geometry(b))
+
+    may_share = np.may_share_memory
     for i, (na, la, a) in enumerate(buffers):
+        numpy_a = type(a) is np.ndarray
         for j in range(i + 1, len(buffers)):
             nb, lb, b = buffers[j]
             if la < 0 and lb < 0:
                 continue  # primal/primal overlap is the binding's business
-            (alo, ahi), (blo, bhi) = bounds[i], bounds[j]
-            if alo < bhi and blo < ahi and np.may_share_memory(geometry(a), geometry(b)):
+            # NumPy arrays: may_share_memory alone, the same test on NumPy's extents, without reading addresses
+            if may_share(a, b) if numpy_a and type(b) is np.ndarray else overlap(i, a, j, b):
                 def what(n, lane):
                     if lane < 0:
                         return f"'{n}'"

@@ -68,9 +68,16 @@ def cupy_module(why: str):
     return cupy
 
 
+_ARRAY_MODULES: dict[str, Any] = {}
+
+
 def array_module(backend_name: str):
-    """Where a backend's buffers (tapes, counters, accumulators) are allocated."""
-    return backend(backend_name).array_module()
+    """Where a backend's buffers (tapes, counters, accumulators) are allocated
+    (asked once per backend: a few calls per launch)."""
+    xp = _ARRAY_MODULES.get(backend_name)
+    if xp is None:
+        xp = _ARRAY_MODULES[backend_name] = backend(backend_name).array_module()
+    return xp
 
 
 _UNTOUCHED: dict[tuple, Any] = {}

@@ -8,7 +8,7 @@ type signature (the specialisation key) and the converted scalar values.
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -190,7 +190,69 @@ def _check_array(kernel: ir.Kernel, p: ir.Param, a: Any) -> None:
 def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, inspect_only: bool = False
          ) -> Binding:
     """Validate `args` against `kernel`'s parameters; raise LaunchError (or a
-    subclass) naming the argument on the first problem."""
+    subclass) naming the argument on the first problem.
+
+    A launch whose signature was bound before (`_signature`: the same kernel,
+    dim, backend, argument types, and for each array its dtype, shape, strides
+    and flags) and whose arrays do not overlap reuses that binding's types;
+    only its scalar values are converted again. Every check the full binding
+    makes is a function of that key, except the value checks `_signature`
+    repeats: the int64 range of Python ints and the overlap of the buffers."""
+    key = None if inspect_only else _signature(kernel, dim, args, backend)
+    if key is not None:
+        hit = _BOUND.get(key)
+        if hit is not None and hit[0] is kernel:
+            template, numpy_types = hit[1], hit[2]
+            values = tuple(a if t is None else t(a) for a, t in zip(args, numpy_types))
+            return Binding(template.dim, template.types, values, template.backend, template.names, (),
+                           template.strided)
+    b = _bind(kernel, dim, args, backend, inspect_only)
+    if key is not None and not b.aliases:
+        if len(_BOUND) >= MAX_BOUND:
+            _BOUND.clear()
+        # the template keeps no values: the cache must not keep the caller's arrays alive
+        _BOUND[key] = (kernel, replace(b, values=()), tuple(None if isinstance(t, Array) else t.numpy for t in b.types))
+    return b
+
+
+MAX_BOUND = 4096  # remembered signatures, all kernels together; a program varying its shapes endlessly starts over
+_BOUND: dict[tuple, tuple[ir.Kernel, Binding, tuple]] = {}
+_KEYED_SCALARS = frozenset({float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_})
+
+
+def _signature(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None) -> tuple | None:
+    """The key of a launch's binding, or None where it must be bound in full:
+    an argument of another type (CuPy, a subclass, a view NumPy did not make
+    by slicing), a dim that is not a plain int or tuple of ints, a Python int
+    outside int64, or two arrays whose memory may overlap (aliasing is decided
+    in full at every such launch)."""
+    t = type(dim)
+    if t is not int and not (t is tuple and all(type(n) is int for n in dim)):
+        return None
+    sig: list = [id(kernel), backend, dim]
+    arrays = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            if not _numpy_made(a):
+                return None
+            sig.append((a.dtype, a.shape, a.strides, a.flags.num))
+            arrays.append(a)
+        elif t in _KEYED_SCALARS:
+            if t is int and not -2**63 <= a < 2**63:
+                return None
+            sig.append(t)
+        else:
+            return None
+    for n, a in enumerate(arrays):
+        for b in arrays[n + 1:]:
+            if np.may_share_memory(a, b):
+                return None
+    return tuple(sig)
+
+
+def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect_only: bool) -> Binding:
+    """The full binding: every check, in order."""
     params = kernel.params
     check_count(kernel, args)
     launch_dim = normalize_dim(dim, kernel)

@@ -11,6 +11,7 @@ their post-kernel values, as after `gk.launch`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -81,7 +82,7 @@ class PreparedReverse:
     shadows: dict[str, tuple]  # one shadow per lane
     rs: ReverseSpecialization
 
-    @property
+    @cached_property
     def key(self) -> tuple:
         return (self.b.key, tuple(sorted(self.shadows)), self.ann.active, self.ann.lanes)
 

@@ -1,0 +1,142 @@
+"""Per-call overhead of a tiny launch: what gradkern adds around a kernel that does almost nothing.
+
+An 8-element float64 saxpy (`gradkern.kernels.saxpy`, `y = a*x + y` in place) timed as
+
+* `gk.launch(saxpy, 8, a, x, y)`;
+* `gk.autodiff(saxpy, gk.Active(a), gk.Duplicated(x, dx), gk.Duplicated(y, dy))` (reverse mode);
+* `gk.autodiff(saxpy, gk.Duplicated(a, 1.0), gk.Duplicated(x, tx), gk.Duplicated(y, ty), mode=gk.Forward)`;
+* the bare call of an equivalent hand-written `@numba.njit` function (serial loop), the floor.
+
+Every call validates its arguments as a first call would (nothing is skipped because the arrays are the
+same objects); the arrays are not reset between calls (their values do not change the work). Each round
+times a batch of --calls calls of every version, the versions interleaved and their order rotated per
+round; the table gives the median over --rounds rounds of the time per call.
+Goals (idle machine): gk.launch <= 10 us, gk.autodiff <= 40 us.
+
+    python benchmarks/overhead.py             # print the table
+    python benchmarks/overhead.py --profile   # and the top of a cProfile of each gradkern version
+    python benchmarks/overhead.py --write     # also write its section of benchmarks/RESULTS.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import numba
+import numpy as np
+from report import cpu_model, run_lines, write_section
+
+import gradkern as gk
+from gradkern.kernels import saxpy
+
+SECTION = "## overhead.py"
+GOALS_US = {"gk.launch": 10.0, "gk.autodiff (Reverse, a Active)": 40.0}
+N = 8
+A = 1.5
+
+
+@numba.njit
+def hand_saxpy(a, x, y):
+    for i in range(x.shape[0]):
+        y[i] = a * x[i] + y[i]
+
+
+def versions() -> dict[str, Callable[[], object]]:
+    rng = np.random.default_rng(0)
+    x, y = rng.random(N), rng.random(N)
+    dx, dy = np.zeros(N), rng.uniform(-1, 1, N)
+    tx, ty = rng.uniform(-1, 1, N), np.zeros(N)
+    return {
+        "numba.njit (hand-written, serial)": lambda: hand_saxpy(A, x, y),
+        "gk.launch": lambda: gk.launch(saxpy, N, A, x, y),
+        "gk.autodiff (Reverse, a Active)": lambda: gk.autodiff(saxpy, gk.Active(A), gk.Duplicated(x, dx),
+                                                                gk.Duplicated(y, dy)),
+        "gk.autodiff (Forward)": lambda: gk.autodiff(saxpy, gk.Duplicated(A, 1.0), gk.Duplicated(x, tx),
+                                                     gk.Duplicated(y, ty), mode=gk.Forward),
+    }
+
+
+def measure(fns: dict[str, Callable[[], object]], rounds: int, calls: int) -> dict[str, float]:
+    """Median over `rounds` of the per-call time (µs) of a batch of `calls` calls, versions interleaved."""
+    names = list(fns)
+    for fn in fns.values():  # warm-up: compile, fill the caches
+        for _ in range(20):
+            fn()
+    times: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for k in range(len(names)):
+            name = names[(k + r) % len(names)]
+            fn = fns[name]
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            times[name].append((time.perf_counter() - t0) / calls * 1e6)
+    return {n: statistics.median(t) for n, t in times.items()}
+
+
+def table(us: dict[str, float]) -> str:
+    floor = us["numba.njit (hand-written, serial)"]
+    lines = ["| version | µs per call | / bare njit | goal |", "|---|---|---|---|"]
+    for name, t in us.items():
+        goal = GOALS_US.get(name)
+        verdict = "" if goal is None else f"<= {goal:g} µs: {'ok' if t <= goal else 'MISSED'}"
+        lines.append(f"| {name} | {t:.1f} | {t / floor:.0f}x | {verdict} |")
+    return "\n".join(lines)
+
+
+def profile(fns: dict[str, Callable[[], object]], calls: int, top: int = 15) -> None:
+    for name, fn in fns.items():
+        if name.startswith("numba"):
+            continue
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(calls):
+            fn()
+        pr.disable()
+        print(f"\n### cProfile of {calls} calls: {name} (sorted by own time)")
+        pstats.Stats(pr, stream=sys.stdout).sort_stats("tottime").print_stats(top)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=31, help="interleaved rounds (default 31)")
+    p.add_argument("--calls", type=int, default=200, help="calls per version per round (default 200)")
+    p.add_argument("--profile", action="store_true", help="print a cProfile of each gradkern version")
+    p.add_argument("--write", action="store_true", help="write the table to benchmarks/RESULTS.md")
+    args = p.parse_args(argv)
+    load_start = os.getloadavg()[0]
+    if load_start > 0.5:
+        print(f"warning: 1-minute load average is {load_start:.2f}; other processes disturb the timings",
+              file=sys.stderr)
+    fns = versions()
+    us = measure(fns, args.rounds, args.calls)
+    load_end = os.getloadavg()[0]
+    text = "\n".join([
+        SECTION, "",
+        f"Per-call overhead, 8-element float64 saxpy, every argument validated on every call; median over "
+        f"{args.rounds} interleaved rounds of {args.calls} calls each. The floor is the bare call of a "
+        f"hand-written serial `numba.njit` saxpy. 1-minute load average at start {load_start:.2f}, at end "
+        f"{load_end:.2f}; Numba threads: {numba.get_num_threads()}.", "",
+        *run_lines(shlex.join(["python", os.path.relpath(sys.argv[0]),
+                               *(argv if argv is not None else sys.argv[1:])])), "",
+        table(us), ""])
+    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
+    print(table(us))
+    print(f"1-minute load average: start {load_start:.2f}, end {load_end:.2f}")
+    if args.profile:
+        profile(fns, 2000)
+    if args.write:
+        write_section(text, SECTION)
+        print("wrote benchmarks/RESULTS.md")
+
+
+if __name__ == "__main__":
+    main()
