@@ -66,7 +66,7 @@ def test_interior_of_a_gradient_kernel_keeps_its_reverse_sweep(rng):
     x = np.ones((6, 5))
     src = gk.inspect(heat_step_2d, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()),
                      gk.Active(0.1), mode=gk.Reverse).source
-    interior = src.split("range(1, _gkb_hi):")[1].split("for _gkb_t1 in range(_gkb_hi")[0]  # literal start
+    interior = src.split("range(1, _gkb_hi1):")[1].split("for _gkb_t1 in range(_gkb_hi1")[0]  # literal start
     assert "_gk_d_un[i, j] = 0.0" in interior and "j == 0" not in interior
     u = rng.uniform(0.5, 1.5, (6, 5))
     assert check_grad(heat_step_2d, gk.Duplicated(u, np.zeros_like(u)), gk.Duplicated(u.copy(), np.zeros_like(u)),
@@ -76,3 +76,114 @@ def test_interior_of_a_gradient_kernel_keeps_its_reverse_sweep(rng):
 def test_no_split_without_boundary_tests():
     from gradkern.kernels import saxpy
     assert "_gkb_lo" not in gk.inspect(saxpy, 2.0, np.ones(4), np.ones(4)).source
+
+
+# Every launch axis is split (issue 18): rows, planes and columns inside their ranges run the
+# interior body, the rest the general one. The split code must compute exactly what the unsplit
+# code computes, bit for bit, on every extent, the tiny ones (1, 2, 3 along an axis) included.
+
+@gk.kernel
+def heat_step_3d(u, un, c):
+    i, j, k = gk.tid()
+    if i == 0 or j == 0 or k == 0 or i == u.shape[0] - 1 or j == u.shape[1] - 1 or k == u.shape[2] - 1:
+        un[i, j, k] = u[i, j, k]
+    else:
+        un[i, j, k] = u[i, j, k] + c * (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k] + u[i, j + 1, k]
+                                        + u[i, j, k - 1] + u[i, j, k + 1] - 6.0 * u[i, j, k])
+
+
+@pytest.fixture
+def unsplit(monkeypatch):
+    """`unsplit(*kernels)`: from now on, these kernels compile without interiors."""
+    import gradkern.pipeline as pipeline
+
+    touched = []
+
+    def switch(*kernels):
+        monkeypatch.setattr(pipeline, "split_interior", lambda k: k)
+        for k in kernels:
+            k._specs.clear()
+            touched.append(k)
+
+    yield switch
+    monkeypatch.undo()
+    for k in touched:  # later tests compile them split again
+        k._specs.clear()
+
+
+def _stencil_outcomes(kernel, dims, extra, scalar, seed):
+    """Primal launch, reverse (c Const and c Active) and forward results on random inputs, for each
+    launch extent in `dims` over arrays `extra` larger than the launch along each axis."""
+    out = []
+    for dim in dims:
+        r = np.random.default_rng([seed, *dim])
+        shape = tuple(n + e for n, e in zip(dim, extra))
+        u, un = r.uniform(0.5, 1.5, shape), r.uniform(0.5, 1.5, shape)
+        gk.launch(kernel, dim, u, un, scalar)
+        out.append(un.copy())
+        for c in (gk.Const(scalar), gk.Active(scalar)):
+            x, y, dx, dy = (r.uniform(0.5, 1.5, shape) for _ in range(4))
+            grads = gk.autodiff(kernel, gk.Duplicated(x, dx), gk.Duplicated(y, dy), c, dim=dim)
+            out += [x, y, dx, dy, np.asarray(grads[2] if grads[2] is not None else 0.0)]
+        x, y, dx, dy = (r.uniform(0.5, 1.5, shape) for _ in range(4))
+        gk.autodiff(kernel, gk.Duplicated(x, dx), gk.Duplicated(y, dy), gk.Const(scalar), dim=dim, mode=gk.Forward)
+        out += [y, dy]
+    return out
+
+
+DIMS = {  # launch extents: 1, 2 and 3 along each axis, and larger ones
+    "1-D": [(n,) for n in (1, 2, 3, 4, 5, 9)],
+    "2-D": [(a, b) for a in (1, 2, 3, 4, 7) for b in (1, 2, 3, 5, 9)],
+    "3-D": [(a, b, c) for a in (1, 2, 3, 5) for b in (1, 2, 3, 4) for c in (1, 2, 3, 6)],
+}
+
+
+@gk.kernel
+def allen_cahn_c(u, un, c):  # allen_cahn_step with dt fixed: the same three arguments as the others
+    i = gk.tid()
+    if i == 0 or i == u.shape[0] - 1:
+        un[i] = u[i]
+    else:
+        ui = u[i]
+        un[i] = ui + c * (u[i - 1] - 2.0 * ui + u[i + 1]) + 0.01 * (ui - ui ** 3)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("axes", ["1-D", "2-D", "3-D"])
+@pytest.mark.parametrize("extra", [0, 2])
+def test_split_on_every_axis_equals_unsplit_bit_for_bit(axes, extra, unsplit):
+    kernel = {"1-D": allen_cahn_c, "2-D": heat_step_2d, "3-D": heat_step_3d}[axes]
+    dims = DIMS[axes]
+    ndim = len(dims[0])
+    extras = tuple(extra if a % 2 == 0 else extra // 2 for a in range(ndim))  # arrays larger than the launch
+    x = np.ones(tuple(5 + e for e in extras))
+    sources = gk.inspect(kernel, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()), gk.Const(0.2),
+                         dim=(4,) * ndim, mode=gk.Reverse).sources
+    for role in ("fused", "gather"):  # every axis has its range: the gather's interior has no guard left
+        assert all(f"_gkb_hi{a}" in sources[role] for a in range(ndim)), role
+    split = _stencil_outcomes(kernel, dims, extras, 0.2, 7)
+    unsplit(kernel)
+    assert "_gkb_hi" not in gk.inspect(kernel, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()),
+                                       gk.Const(0.2), dim=(4,) * ndim, mode=gk.Reverse).sources["gather"]
+    plain = _stencil_outcomes(kernel, dims, extras, 0.2, 7)
+    assert len(split) == len(plain)
+    for got, want in zip(split, plain):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("kernel, ndim", [(allen_cahn_c, 1), (heat_step_2d, 2), (heat_step_3d, 3)])
+def test_interior_loop_of_fused_and_gather_kernels_has_no_branch(kernel, ndim):
+    """The innermost interior loop (inside the ranges of the outer axes) runs the body with every
+    boundary test and every neighbour guard of the gather folded: straight-line code LLVM vectorises."""
+    x = np.ones((6,) * ndim)
+    sources = gk.inspect(kernel, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()), gk.Const(0.2),
+                         mode=gk.Reverse).sources
+    last = ndim - 1
+    for role in ("fused", "gather"):
+        src = sources[role]
+        start = src.split(f"_gkb_lo{last} = min(")[1].split(",")[0]  # literal: 1, or 2 for the gather
+        loop = src.split(f"for _gkb_t{last} in {'_gk_prange' if ndim == 1 else 'range'}({start}, _gkb_hi{last}):")
+        interior = loop[1].split(f"in {'_gk_prange' if ndim == 1 else 'range'}(_gkb_hi{last}")[0]
+        assert start.isdigit() and "if " not in interior and "_gkb_interior" not in interior, (role, interior)
+        assert all(f"if _gkb_t{a} >= {'1' if role == 'fused' else '2'} and _gkb_t{a} < _gkb_hi{a}:" in src
+                   for a in range(last)), role

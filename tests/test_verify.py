@@ -52,3 +52,35 @@ def test_broken_ir_is_reported_with_the_stage(breakage, message):
 def test_untyped_ir_is_rejected():
     with pytest.raises(gk.InternalError, match="untyped"):
         verify(allen_cahn_step.ir, "frontend")
+
+
+def split_step():
+    from gradkern.transforms.split import split_interior
+    k = split_interior(typed_step())
+    assert k.interior is not None and [r.axis for r in k.interior.ranges] == [0]
+    return k
+
+
+def test_split_kernel_verifies_with_its_interior():
+    assert verify(split_step(), "interior splitting").interior is not None
+
+
+@pytest.mark.parametrize("breakage, message", [
+    (lambda r: replace(r, axis=1), "axes"),  # allen_cahn_step has a 1-D tid
+    (lambda r: replace(r, lo=ir.Tid(0, type=I64)), "varies"),  # a bound must be known before its axis's loop
+    (lambda r: replace(r, hi=ir.Var("i", type=I64)), "varies"),  # a local: its value is a thread's
+    (lambda r: replace(r, hi=ir.Const(1.5, type=F32)), "int64|type"),
+])
+def test_broken_interior_ranges_are_reported(breakage, message):
+    k = split_step()
+    broken = replace(k, interior=replace(k.interior, ranges=(breakage(k.interior.ranges[0]),)))
+    with pytest.raises(gk.InternalError, match=message):
+        verify(broken, "interior splitting")
+
+
+def test_broken_interior_body_is_reported():
+    k = split_step()
+    broken = replace(k, interior=replace(k.interior, body=map_stores(
+        replace(k, body=k.interior.body), lambda s: replace(s, array="nope")).body))
+    with pytest.raises(gk.InternalError, match="unknown array"):
+        verify(broken, "interior splitting")

@@ -208,31 +208,48 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         return p.lines
 
     def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True) -> list[str]:
-        """The launch loops around the body; with an interior (transforms/split.py)
-        the innermost loop is printed three times: edge, interior, edge."""
+        """The launch loops around the body. With an interior (transforms/split.py), each split axis
+        has its range computed before its loop: the innermost is printed three times (edge, interior,
+        edge), an outer one runs the rest of the nest towards the interior inside an `if` on its index
+        and the general body in the `else`."""
         p = Printer(syntax)
         last = launch_ndim - 1
-        inner = k.interior if split and k.interior is not None and k.interior.axis == last else None
-        for axis in range(launch_ndim):
-            d = depth + axis
-            if axis == last and inner is not None:
-                n = f"_gkb_n{axis}"
-                hi = n if inner.hi is None else f"min(max({p.expr(inner.hi)}, _gkb_lo), {n})"
-                # a constant interior start is printed literally: LLVM then knows j >= start,
-                # drops Numba's negative-index checks on j - 1 and vectorises (empty when n < start)
-                const_lo = isinstance(inner.lo, ir.Const)
-                start = str(max(int(inner.lo.value), 0)) if const_lo else "_gkb_lo"
-                lo = start if const_lo else f"max({p.expr(inner.lo)}, 0)"
-                p.line(d, f"_gkb_lo = min({lo}, {n})")
-                p.line(d, f"_gkb_hi = {hi}")
-                for lo_, hi_, body, role in (("0", "_gkb_lo", k.body, "body"), (start, "_gkb_hi", inner.body,
-                                             "interior"), ("_gkb_hi", n, k.body, "body")):
-                    p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({lo_}, {hi_}):")
-                    p.lines += thread_body(syntax, d + 1, body, role)
-                break
-            p.line(d, f"for _gkb_t{axis} in {outer if axis == 0 else f'range(_gkb_n{axis})'}:")
-        else:
-            p.lines += thread_body(syntax, depth + launch_ndim, k.body, "body")
+        inner = k.interior if split and k.interior is not None else None
+
+        def nest(axis: int, d: int, inside: bool) -> None:
+            # inside: this thread is inside the range of every split axis so far
+            if axis == launch_ndim:
+                p.lines.extend(thread_body(syntax, d, inner.body if inside else k.body,
+                                           "interior" if inside else "body"))
+                return
+            header = outer if axis == 0 else f"range(_gkb_n{axis})"
+            r = inner.on(axis) if inside else None
+            if r is None:
+                p.line(d, f"for _gkb_t{axis} in {header}:")
+                nest(axis + 1, d + 1, inside)
+                return
+            n, lo_, hi_ = f"_gkb_n{axis}", f"_gkb_lo{axis}", f"_gkb_hi{axis}"
+            # a constant start is printed literally: LLVM then knows j >= start, drops Numba's
+            # negative-index checks on j - 1 and vectorises (an empty range when n < start)
+            const_lo = isinstance(r.lo, ir.Const)
+            start = str(max(int(r.lo.value), 0)) if const_lo else lo_
+            if axis < last:
+                if not const_lo:
+                    p.line(d, f"{lo_} = max({p.expr(r.lo)}, 0)")
+                p.line(d, f"{hi_} = {n if r.hi is None else p.expr(r.hi)}")
+                p.line(d, f"for _gkb_t{axis} in {header}:")
+                p.line(d + 1, f"if _gkb_t{axis} >= {start} and _gkb_t{axis} < {hi_}:")
+                nest(axis + 1, d + 2, True)
+                p.line(d + 1, "else:")
+                nest(axis + 1, d + 2, False)
+                return
+            p.line(d, f"{lo_} = min({start if const_lo else f'max({p.expr(r.lo)}, 0)'}, {n})")
+            p.line(d, f"{hi_} = {n if r.hi is None else f'min(max({p.expr(r.hi)}, {lo_}), {n})'}")
+            for first, stop, interior in (("0", lo_, False), (start, hi_, True), (hi_, n, False)):
+                p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({first}, {stop}):")
+                nest(axis + 1, d + 1, interior)
+
+        nest(0, depth, inner is not None)
         return p.lines
 
     if not private:

@@ -265,14 +265,31 @@ class Param:
 
 
 @dataclass(frozen=True)
-class Interior:
-    """The body specialised for threads with lo <= tid[axis] < hi, where the
-    boundary tests on tid[axis] have known values (transforms/split.py)."""
+class AxisRange:
+    """lo <= tid[axis] < hi (hi None: up to the launch extent). `lo` and `hi` are
+    launch invariants along this axis and every inner one: they may read the tid
+    of outer axes only."""
 
     axis: int
     lo: Expr
-    hi: Expr | None  # None: up to the launch extent
+    hi: Expr | None
+
+    def __str__(self) -> str:
+        return f"{self.lo} <= tid[{self.axis}] < {'n' if self.hi is None else self.hi}"
+
+
+@dataclass(frozen=True)
+class Interior:
+    """The body specialised for threads inside every range of `ranges` (one per
+    split launch axis, ascending), where the boundary tests on those axes have
+    known values (transforms/split.py). Elsewhere the kernel's own body runs."""
+
+    ranges: tuple[AxisRange, ...]
     body: tuple[Stmt, ...]
+
+    def on(self, axis: int) -> AxisRange | None:
+        """The range on `axis`, or None where this axis is not split."""
+        return next((r for r in self.ranges if r.axis == axis), None)
 
 
 @dataclass(frozen=True)
@@ -280,7 +297,7 @@ class Kernel:
     """A kernel: parameters, a structured body, and the launch dimensionality it
     uses (`tid_ndim`, 0 if it never calls gk.tid()). `locals` maps each local to
     its type once types are inferred. `interior`, when set, is an equivalent
-    body for the interior of the innermost launch axis."""
+    body for the threads inside its per-axis index ranges."""
 
     name: str
     params: tuple[Param, ...]

@@ -11,6 +11,9 @@ def format_kernel(k: ir.Kernel) -> str:
     if k.locals:
         lines.append("  locals: " + ", ".join(f"{n}: {t}" for n, t in k.locals))
     _block(k.body, lines, 1)
+    if k.interior is not None:
+        lines.append("interior where " + " and ".join(str(r) for r in k.interior.ranges) + ":")
+        _block(k.interior.body, lines, 1)
     return "\n".join(lines) + "\n"
 
 

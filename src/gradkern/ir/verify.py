@@ -107,4 +107,21 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
                 block(b, inner)
 
     block(k.body, set())
+    if k.interior is not None:
+        axes = [r.axis for r in k.interior.ranges]
+        if not axes or axes != sorted(set(axes)) or not all(0 <= a < k.tid_ndim for a in axes):
+            bad(f"interior ranges on axes {axes} (ascending, distinct, each a tid axis)", k.name)
+        for r in k.interior.ranges:
+            for e in (r.lo, r.hi):
+                if e is None:
+                    continue
+                expr(e)
+                if e.type != I64:
+                    bad("interior bound must be int64", e)
+                for x in ir.walk_expr(e):  # computed before the loop of its axis
+                    if isinstance(x, ir.Tid) and x.axis >= r.axis or isinstance(x, ir.Var) and x.name in local:
+                        bad(f"interior bound of axis {r.axis} varies along it or an inner axis", e)
+                    if isinstance(x, (ir.Load, ir.Select, ir.InBounds)):
+                        bad(f"interior bound of axis {r.axis} reads memory or branches", e)
+        block(k.interior.body, set())
     return k

@@ -1,15 +1,18 @@
-"""Index-set splitting of the innermost launch axis.
+"""Index-set splitting of the launch axes.
 
 Stencil kernels test the thread index against the boundaries (`j == 0`,
-`j == n - 1`, `0 < j < n - 1`); in the inner launch loop such a branch stops
-vectorisation. This pass finds comparisons of the innermost tid (or a local
-that holds it, plus or minus a constant) with values that do not vary along
-that axis, chooses an interior range lo <= j < hi in which each comparison has
-a known value, and attaches to the kernel a copy of its body with those values
-folded in (`Kernel.interior`). Backends print three loops: the general body
-below lo, the interior body, the general body from hi on. Which side of a test
-is "interior" is a heuristic (a constant bound is a lower boundary, any other
-an upper one); every choice is correct, only the interior's size depends on it.
+`i == n - 1`, `0 < j < n - 1`); inside the launch loops such a branch stops
+vectorisation. For each launch axis, innermost first, this pass finds
+comparisons of that axis's tid (or a local that holds it, plus or minus a
+constant) with values that do not vary along that axis or any inner one,
+chooses a range lo <= tid < hi in which each comparison has a known value, and
+folds those values into a copy of the body. The kernel gets that copy with one
+range per axis that had such tests (`Kernel.interior`): it computes what the
+body computes for every thread inside all the ranges, since each fold replaced
+a test by the value it has there. The CPU backend prints the general body for
+threads outside a range, the interior body inside. Which side of a test is
+"interior" is a heuristic (a constant bound is a lower boundary, any other an
+upper one); every choice is correct, only the interior's size depends on it.
 """
 
 from __future__ import annotations
@@ -27,9 +30,13 @@ _FLIP = {Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE, Op.EQ: Op.EQ, O
 
 
 class _Splitter:
-    def __init__(self, k: ir.Kernel):
+    """The folds of one launch axis: which locals hold its tid, which values are
+    invariant along it, and the bounds its folded tests need."""
+
+    def __init__(self, k: ir.Kernel, axis: int):
         self.k = k
-        self.axis = k.tid_ndim - 1
+        self.axis = axis
+        self.params = {p.name for p in k.params}
         assigns: dict[str, list] = {}
         for s in ir.walk_stmts(k.body):
             if isinstance(s, ir.Assign):
@@ -65,14 +72,15 @@ class _Splitter:
         return None
 
     def invariant(self, e: ir.Expr) -> bool:
-        """Constant along the innermost axis: built from constants, parameters
-        nobody assigns, shapes and the other tid components."""
+        """Constant along this axis and every inner one, and computable before their
+        loops: built from constants, parameters nobody assigns, shapes and the tid
+        components of outer axes (never a local: its value is a thread's)."""
         for x in ir.walk_expr(e):
-            if isinstance(x, ir.Tid) and x.axis == self.axis:
+            if isinstance(x, ir.Tid) and x.axis >= self.axis:
                 return False
-            if isinstance(x, ir.Var) and (x.name in self.assigned or x.name in self.aliases):
+            if isinstance(x, ir.Var) and (x.name in self.assigned or x.name not in self.params):
                 return False
-            if isinstance(x, (ir.Load, ir.Select)):
+            if isinstance(x, (ir.Load, ir.Select, ir.InBounds)):
                 return False
         return True
 
@@ -119,6 +127,7 @@ class _Splitter:
 
 
 def _fold_chain(xs: list[ir.Expr], op: Op) -> ir.Expr:
+    xs = list(dict.fromkeys(simplify_expr(x) for x in xs))  # each bound once
     out = xs[0]
     for x in xs[1:]:
         out = b.apply(op, out, x)
@@ -126,14 +135,21 @@ def _fold_chain(xs: list[ir.Expr], op: Op) -> ir.Expr:
 
 
 def split_interior(k: ir.Kernel) -> ir.Kernel:
-    """`k` with an interior body for its innermost launch axis, when it has
-    boundary tests there; otherwise `k` unchanged."""
+    """`k` with an interior body and its per-axis ranges, for the launch axes
+    with boundary tests; `k` unchanged when no axis has any."""
     if k.tid_ndim == 0 or k.interior is not None:
         return k
-    sp = _Splitter(k)
-    interior = simplify_block(sp.block(k.body))
-    if not (sp.lower or sp.upper) or interior == simplify_block(k.body):
+    body = simplify_block(k.body)
+    ranges: list[ir.AxisRange] = []
+    for axis in reversed(range(k.tid_ndim)):
+        sp = _Splitter(k, axis)
+        folded = simplify_block(sp.block(body))
+        if not (sp.lower or sp.upper) or folded == body:
+            continue
+        lo = _fold_chain([b.const(0, I64), *sp.lower], Op.MAX)
+        hi = _fold_chain(sp.upper, Op.MIN) if sp.upper else None
+        ranges.insert(0, ir.AxisRange(axis, lo, hi))
+        body = folded
+    if not ranges:
         return k
-    lo = _fold_chain([b.const(0, I64), *sp.lower], Op.MAX)
-    hi = _fold_chain(sp.upper, Op.MIN) if sp.upper else None
-    return replace(k, interior=ir.Interior(sp.axis, lo, hi, interior))
+    return replace(k, interior=ir.Interior(tuple(ranges), body))
