@@ -44,10 +44,10 @@ import pstats
 import statistics
 import sys
 import time
-import tracemalloc
 
 import numba
 import numpy as np
+from programs import peak_memory
 from report import publish, run_lines
 
 import gradkern as gk
@@ -200,16 +200,6 @@ def relative(got, ref) -> float:
         return abs(got - ref) / abs(ref)
     xp = array_module(ref)
     return float(xp.linalg.norm(got - ref) / xp.linalg.norm(ref))
-
-
-def peak_memory(f) -> int:
-    """Peak bytes NumPy allocated during one call (a separate, untimed call)."""
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    f()
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak
 
 
 # Where a call's time goes: a function's own time (cProfile's tottime) by the first group whose test it passes.
