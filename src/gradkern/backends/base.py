@@ -62,6 +62,12 @@ class Backend:
         """Bytes of per-chunk private copies a launch allocates (`sizes`: bytes per array)."""
         return 0
 
+    def summation(self, code: Generated, accumulator: str, parallel: bool) -> str:
+        """How a launch sums an Active scalar's per-thread derivatives into `accumulator` (gk.inspect says)."""
+        if not parallel:
+            return "one float64 sum, thread after thread (a serial launch)"
+        return "each thread's float64 sum added once into the accumulator by an atomic add"
+
 
 def check_launch_ndim(launch_ndim: int) -> None:
     if not 1 <= launch_ndim <= 3:

@@ -400,6 +400,12 @@ class NumbaBackend(Backend):
         import numpy
         return numpy
 
+    def summation(self, code: Generated, accumulator: str, parallel: bool) -> str:
+        if parallel and accumulator in code.launch:
+            return ("per-chunk partial sums: each Numba thread's chunk sums into its own float64 slot, and the "
+                    "slots are added once after the loop (no atomics)")
+        return super().summation(code, accumulator, parallel)
+
     def private_bytes(self, code: Generated, sizes: dict[str, int], dim: tuple[int, ...]) -> int:
         if not code.launch or 0 in dim:
             return 0

@@ -24,7 +24,7 @@ from .arrays import (
     overlap_reason,
     overlapping_elements,
 )
-from .binding import Binding, bind, check_count, default_dim, exactly_aliased
+from .binding import KEYED_SCALARS, Binding, bind, check_count, default_dim, exactly_aliased, numpy_made
 
 
 @dataclass(frozen=True)
@@ -193,7 +193,99 @@ def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, 
 def annotated_binding(f: KernelFunction, args: tuple, dim: Any, backend: str | None, forward: bool = False
                       ) -> tuple[Annotated, Binding, dict[str, tuple]]:
     """Validate a call of either mode: annotations, arguments, aliasing of the
-    shadows. Returns them with the binding and the merged shadows; touches no buffer."""
+    shadows. Returns them with the binding and the merged shadows; touches no buffer.
+
+    A call whose annotation signature was validated before (`_signature`) skips
+    the checks that depend only on it; the binding has its own cache."""
+    key = _signature(f, args, forward)
+    if key is not None:
+        hit = _ANNOTATED.get(key)
+        if hit is not None and hit[0] is f:
+            ann = _reuse(hit[1], args)
+            if ann is not None:
+                return ann, bind(f.ir, default_dim(f.ir, ann.primals) if dim is None else dim, ann.primals,
+                                 backend), ann.shadows
+    ann, b, shadows = _annotated_binding(f, args, dim, backend, forward)
+    if key is not None and not b.aliases:
+        if len(_ANNOTATED) >= MAX_ANNOTATED:
+            _ANNOTATED.clear()
+        # the template keeps no values: the cache must not keep the caller's arrays alive
+        _ANNOTATED[key] = (f, Annotated((), {n: len(d) for n, d in ann.shadows.items()}, ann.active, ann.no_need,
+                                        ann.lanes))
+    return ann, b, shadows
+
+
+MAX_ANNOTATED = 4096  # remembered signatures, all kernels together
+_ANNOTATED: dict[tuple, tuple[KernelFunction, Annotated]] = {}
+
+
+def _value_key(v: Any, arrays: list) -> Any:
+    """What every check of one value depends on, or None where it must be checked in full. For an array NumPy
+    made (binding.numpy_made: inside its memory), whether its elements overlap, whether it is writable and
+    what it is like follow from its dtype, shape, strides and flags."""
+    t = type(v)
+    if t is np.ndarray:
+        if not numpy_made(v):
+            return None
+        arrays.append(v)
+        return v.dtype, v.shape, v.strides, v.flags.num
+    return t if t in KEYED_SCALARS else None
+
+
+def _signature(f: KernelFunction, args: tuple, forward: bool) -> tuple | None:
+    """The key of a call's validated annotations, or None where they must be
+    checked in full: a value of another kind (see `_value_key`), an unknown
+    annotation, or any two of the call's arrays (primals and shadows) whose
+    memory may overlap (aliasing is decided in full at every such call)."""
+    sig: list = [id(f), forward]
+    arrays: list = []
+    for a in args:
+        t = type(a)
+        if t is Duplicated or t is DuplicatedNoNeed:
+            k = (t, _value_key(a.val, arrays), _value_key(a.dval, arrays))
+        elif t is BatchDuplicated:
+            dvals = a.dvals
+            if type(dvals) is not tuple and type(dvals) is not list:
+                return None
+            k = (t, _value_key(a.val, arrays), *(_value_key(d, arrays) for d in dvals))
+        elif t is Active or t is Const:
+            k = (t, _value_key(a.val, arrays))
+        elif isinstance(a, Annotation):
+            return None
+        else:
+            k = (_value_key(a, arrays),)
+        if any(v is None for v in k):  # `is`: a dtype compares equal to None
+            return None
+        sig.append(k)
+    may_share = np.may_share_memory
+    for n, a in enumerate(arrays):
+        for b in arrays[n + 1:]:
+            if may_share(a, b):
+                return None
+    return tuple(sig)
+
+
+def _reuse(template: Annotated, args: tuple) -> Annotated | None:
+    """The annotations of a call with a validated signature: its values in `template`'s structure (the
+    shadows' names in argument order), or None where a value check fails (a non-finite Active value): the
+    full checks then say what is wrong."""
+    primals, shadows = [], []
+    for a in args:
+        t = type(a)
+        if t is Duplicated or t is DuplicatedNoNeed:
+            shadows.append((a.dval,))
+        elif t is BatchDuplicated:
+            shadows.append(tuple(a.dvals))
+        elif t is Active and not np.isfinite(a.val):
+            return None
+        primals.append(a.val if isinstance(a, Annotation) else a)
+    return Annotated(tuple(primals), dict(zip(template.shadows, shadows)), template.active, template.no_need,
+                     template.lanes)
+
+
+def _annotated_binding(f: KernelFunction, args: tuple, dim: Any, backend: str | None, forward: bool
+                       ) -> tuple[Annotated, Binding, dict[str, tuple]]:
+    """Every check, in order."""
     ann = annotate(f, args, forward)
     b = bind(f.ir, default_dim(f.ir, ann.primals) if dim is None else dim, ann.primals, backend)
     if not forward:

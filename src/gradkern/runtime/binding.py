@@ -158,7 +158,7 @@ def default_dim(kernel: ir.Kernel, args: tuple) -> tuple[int, ...]:
     raise LaunchError("dim is needed: no array argument to take it from")
 
 
-def _numpy_made(a: Any) -> bool:
+def numpy_made(a: Any) -> bool:
     """An array NumPy allocated, or a view NumPy sliced from one: inside its
     memory and, if C-contiguous, free of overlapping elements (checked first,
     on every launch)."""
@@ -217,7 +217,7 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
 
 MAX_BOUND = 4096  # remembered signatures, all kernels together; a program varying its shapes endlessly starts over
 _BOUND: dict[tuple, tuple[ir.Kernel, Binding, tuple]] = {}
-_KEYED_SCALARS = frozenset({float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_})
+KEYED_SCALARS = frozenset({float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_})
 
 
 def _signature(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None) -> tuple | None:
@@ -234,11 +234,11 @@ def _signature(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None) ->
     for a in args:
         t = type(a)
         if t is np.ndarray:
-            if not _numpy_made(a):
+            if not numpy_made(a):
                 return None
             sig.append((a.dtype, a.shape, a.strides, a.flags.num))
             arrays.append(a)
-        elif t in _KEYED_SCALARS:
+        elif t in KEYED_SCALARS:
             if t is int and not -2**63 <= a < 2**63:
                 return None
             sig.append(t)
@@ -282,7 +282,7 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
             if p.written and isinstance(a, np.ndarray) and not flags.writeable:
                 raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' "
                                   "but the array is read-only")
-            if (p.written and not flags.c_contiguous) or not _numpy_made(a):
+            if (p.written and not flags.c_contiguous) or not numpy_made(a):
                 _check_array(kernel, p, a)
             if not flags.c_contiguous:
                 if strides_in_key:

@@ -17,7 +17,7 @@ from .arrays import is_array
 from .binding import bind, default_dim
 from .launch import check_kernel
 from .race_check import needs_race_check
-from .reverse import tape_bytes_per_thread
+from .reverse import autodiff_plan, tape_bytes_per_thread
 from .specialize import forward_specialization, primal_specialization, reverse_specialization
 
 
@@ -41,6 +41,8 @@ class Inspection:
     adjoint_forms: dict
     private_bytes: int = 0
     sources: dict = field(default_factory=dict)
+    runs: tuple[str, ...] = ()
+    active_sums: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.ir + "\n" + self.source
@@ -63,6 +65,10 @@ def _with_derivatives(sizes: dict[str, int], derivatives: dict[str, str], lanes:
 
 def _private_bytes(spec: Specialization, sizes: dict[str, int], dim: tuple[int, ...]) -> int:
     return backend(spec.backend).private_bytes(spec.code, sizes, dim)
+
+
+def _summation(spec: Specialization, accumulator: str) -> str:
+    return backend(spec.backend).summation(spec.code, accumulator, spec.parallel)
 
 
 def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = None,
@@ -105,9 +111,12 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         sources = _sources(race_check=rs.primal.race_check_source, fused=fused,
                            augmented_primal=rs.augmented_primal, reverse=rs.reverse, count=rs.count,
                            gather=rs.gather)
+        runs = autodiff_plan(rs, bool(ann.active), b.backend)
+        summing = getattr(rs, runs[-1])  # the fused kernel or the reverse: where the Active sums are made
+        sums = {n: _summation(summing, tangent_param(acc, 0, ann.lanes)) for n, acc in rs.kernels.accumulators.items()}
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
                           needs_race_check(rs.primal, b), tuple(sorted(fused.facts.atomic_targets)), tape_bytes,
-                          dict(rs.adjoint_forms), _private_bytes(fused, sizes, b.dim), sources)
+                          dict(rs.adjoint_forms), _private_bytes(fused, sizes, b.dim), sources, runs, sums)
     b = bind(k.ir, dim, primals, backend, inspect_only=True)
     spec = primal_specialization(k, b)
     sizes = _byte_sizes(spec.typed.params, b.kernel_values)

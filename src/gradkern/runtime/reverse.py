@@ -89,14 +89,14 @@ class PreparedReverse:
     def fused(self) -> tuple:
         """Primal and reverse in one call (autodiff): returns the Active scalars' derivatives."""
         rs = self.rs
-        if self.ann.active and rs.gather is None and rs.kernels.static_slots == (0, 0) and \
-                backend_object(self.b.backend).split_reductions:
+        plan = autodiff_plan(rs, bool(self.ann.active), self.b.backend)
+        if plan == SPLIT_PLAN:
             return self.reverse(self.augmented_primal())  # nothing taped: the primal's loop vectorises alone
         accs = self._accumulators()
         tapes = self._allocate_tape()
-        if rs.gather is None:
+        if plan == ("fused",):
             self._run(rs.fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
-        elif rs.kernels.static_slots == (0, 0):
+        elif plan == ("gather", "fused"):
             # nothing taped: the gather needs only intact inputs and the incoming shadows
             self._gather(accs, tapes, self._counts(used=False))
             self._run(rs.fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
@@ -172,6 +172,18 @@ class PreparedReverse:
             got = tuple(float(a[0]) for a in lanes)
             return got[0] if self.ann.lanes == 1 else got
         return tuple(value(accs[p.name]) if p.name in accs else None for p in self.kernel.ir.params)
+
+
+SPLIT_PLAN = ("augmented_primal", "reverse")
+
+
+def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str) -> tuple[str, ...]:
+    """The kernels (by role) `gk.autodiff` runs, in order. Where the backend sums Active scalars better
+    apart from the primal (`Backend.split_reductions`) and nothing is taped, augmented primal + reverse."""
+    untaped = rs.kernels.static_slots == (0, 0)
+    if rs.gather is None:
+        return SPLIT_PLAN if active and untaped and backend_object(backend).split_reductions else ("fused",)
+    return ("gather", "fused") if untaped else ("augmented_primal", "gather", "reverse")
 
 
 def prepare_reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> PreparedReverse:

@@ -1,0 +1,87 @@
+"""gk.inspect in reverse mode says which kernels gk.autodiff runs and how each
+Active scalar's per-thread derivatives are summed, and that matches what a
+call then runs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradkern as gk
+from gradkern.kernels import allen_cahn_step, heat_step_2d, saxpy
+from gradkern.runtime import reverse as reverse_module
+
+
+@gk.kernel
+def powers(x, y, a, m):
+    i = gk.tid()
+    s = x[i]
+    for _ in range(m):
+        s = gk.sin(s) * a  # overwritten in a loop: taped
+    y[i] = s
+
+
+def _roles_run(monkeypatch, kernel, *args) -> tuple[str, ...]:
+    """The roles of the kernels one gk.autodiff call runs, in order."""
+    seen: list[str] = []
+    real_run, real_gather = reverse_module.PreparedReverse._run, reverse_module.PreparedReverse._gather
+
+    def run(self, spec, values):
+        seen.append(next(r for r in ("fused", "augmented_primal", "reverse") if getattr(self.rs, r) is spec))
+        return real_run(self, spec, values)
+
+    def gather(self, *a):
+        seen.append("gather")
+        return real_gather(self, *a)
+
+    monkeypatch.setattr(reverse_module.PreparedReverse, "_run", run)
+    monkeypatch.setattr(reverse_module.PreparedReverse, "_gather", gather)
+    gk.autodiff(kernel, *args)
+    monkeypatch.undo()
+    return tuple(seen)
+
+
+def _saxpy_args(rng, n=64):
+    return gk.Active(1.5), gk.Duplicated(rng.random(n), np.zeros(n)), gk.Duplicated(rng.random(n), rng.random(n))
+
+
+def test_active_scalar_sums_by_partial_sums_on_the_cpu(rng, monkeypatch):
+    args = _saxpy_args(rng)
+    ins = gk.inspect(saxpy, *args, mode=gk.Reverse)
+    assert ins.runs == ("augmented_primal", "reverse")
+    assert ins.runs == _roles_run(monkeypatch, saxpy, *args)
+    assert set(ins.active_sums) == {"a"} and "per-chunk partial sums" in ins.active_sums["a"]
+    assert "no atomics" in ins.active_sums["a"]
+
+
+def test_active_scalar_sums_on_the_gpu_are_atomic(rng):
+    ins = gk.inspect(saxpy, *_saxpy_args(rng), mode=gk.Reverse, backend="cuda")
+    assert ins.runs == ("fused",) and "atomic add" in ins.active_sums["a"]
+
+
+def test_vector_mode_reports_the_sum_of_its_lanes(rng):
+    x, y = rng.random(32), rng.random(32)
+    ins = gk.inspect(saxpy, gk.Active(1.5), gk.BatchDuplicated(x, (np.zeros(32), np.ones(32))),
+                     gk.BatchDuplicated(y, (rng.random(32), rng.random(32))), mode=gk.Reverse)
+    assert "per-chunk partial sums" in ins.active_sums["a"]
+
+
+@pytest.mark.parametrize("case", ["taped", "const", "gather"])
+def test_runs_matches_the_call(rng, monkeypatch, case):
+    n = 48
+    if case == "taped":  # a tape: the fused kernel sums the Active scalar
+        kernel, args = powers, (gk.Duplicated(rng.uniform(0.1, 1, n), np.zeros(n)),
+                                gk.Duplicated(rng.random(n), rng.random(n)), gk.Active(0.9), 3)
+    elif case == "const":  # nothing Active: fused
+        kernel, args = allen_cahn_step, (gk.Duplicated(rng.random(n), np.zeros(n)),
+                                         gk.Duplicated(rng.random(n), rng.random(n)), gk.Const(0.1), gk.Const(0.01))
+    else:
+        kernel, args = heat_step_2d, (gk.Duplicated(rng.random((8, 8)), np.zeros((8, 8))),
+                                      gk.Duplicated(rng.random((8, 8)), rng.random((8, 8))), gk.Const(0.1))
+    ins = gk.inspect(kernel, *args, mode=gk.Reverse)
+    assert ins.runs == _roles_run(monkeypatch, kernel, *args)
+    if case == "taped":
+        assert ins.runs == ("fused",) and ins.tape_bytes_per_thread > 0
+        assert "per-chunk partial sums" in ins.active_sums["a"]
+    else:
+        assert ins.active_sums == {}
