@@ -884,6 +884,41 @@ def _ref_shadowing_names(x, out, scale):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# the functions of issue 19 (inverse and hyperbolic trigonometry, erf, expm1, log1p, atan2, hypot, copysign,
+# fmod), gk.clamp and np.clip, gk.sign and np.sign, in gk., math. and np. spellings
+
+
+@gk.kernel
+def special_functions(x, y, out):
+    i = gk.tid()
+    u = x[i]
+    v = y[i]
+    out[i, 0] = gk.asin(u * 0.5) + math.acos(u * 0.4) + np.arctan(u * 3.0)
+    out[i, 1] = gk.sinh(u) * math.cosh(v) + np.arcsinh(u * 4.0)
+    out[i, 2] = gk.acosh(abs(v) + 2.0) + math.atanh(u * 0.3)
+    out[i, 3] = gk.erf(u * 2.0) + math.expm1(v) + np.log1p(u * 0.5)
+    out[i, 4] = gk.atan2(u, v) + math.hypot(u, v)
+    out[i, 5] = gk.copysign(u, v) + np.fmod(u * 7.0, v)
+    out[i, 6] = gk.clamp(u, -0.3, 0.4) + np.clip(v, -0.5, 0.2) * gk.sign(u) + np.sign(v - 0.1)
+
+
+def _make_special_functions(rng, dt):
+    n = 40
+    return uniform(rng, dt, n, -0.9, 0.9), nonzero(rng, dt, n, 0.3, 1.5), uniform(rng, dt, (n, 7))
+
+
+def _ref_special_functions(x, y, out):
+    erf = np.vectorize(math.erf)
+    out[:, 0] = np.arcsin(x * 0.5) + np.arccos(x * 0.4) + np.arctan(x * 3.0)
+    out[:, 1] = np.sinh(x) * np.cosh(y) + np.arcsinh(x * 4.0)
+    out[:, 2] = np.arccosh(np.abs(y) + 2.0) + np.arctanh(x * 0.3)
+    out[:, 3] = erf(x * 2.0) + np.expm1(y) + np.log1p(x * 0.5)
+    out[:, 4] = np.arctan2(x, y) + np.hypot(x, y)
+    out[:, 5] = np.copysign(x, y) + np.fmod(x * 7.0, y)
+    out[:, 6] = np.clip(x, -0.3, 0.4) + np.clip(y, -0.5, 0.2) * np.sign(x) + np.sign(y - 0.1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 
 
 def _first_size(args):
@@ -894,6 +929,8 @@ CORPUS: tuple[Case, ...] = (
     Case("axpy_guard", axpy_guard, _make_axpy_guard, lambda a: a[3] + 12, _ref_axpy_guard, (1,), exact=True),
     Case("arith_float", arith_float, _make_arith_float, _first_size, _ref_arith_float, (2,), exact=True),
     Case("powers", powers, _make_powers, _first_size, _ref_powers, (2,), transcendental=True),
+    Case("special_functions", special_functions, _make_special_functions, _first_size, _ref_special_functions, (2,),
+         transcendental=True),
     Case("arith_int", arith_int, _make_arith_int, _first_size, _ref_arith_int, (2, 3), dtypes=INTS, exact=True),
     Case("compare_logic", compare_logic, _make_compare_logic, _first_size, _ref_compare_logic, (2,), exact=True),
     Case("augassign", augassign, _make_augassign, lambda a: (a[0].size,), _ref_augassign, (2, 3), exact=True),

@@ -36,7 +36,39 @@ from .errors import (
     RaceError,
     RuleError,
 )
-from .intrinsics import abs, atomic_add, cos, exp, floor, log, max, min, pow, sin, sqrt, tan, tanh, tid
+from .intrinsics import (
+    abs,
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    atomic_add,
+    clamp,
+    copysign,
+    cos,
+    cosh,
+    erf,
+    exp,
+    expm1,
+    floor,
+    fmod,
+    hypot,
+    log,
+    log1p,
+    max,
+    min,
+    pow,
+    sign,
+    sin,
+    sinh,
+    sqrt,
+    tan,
+    tanh,
+    tid,
+)
 from .kernel import DeviceFunction, KernelFunction, func, kernel
 from .program.hostops import copy, fill
 from .program.loop import checkpointed_loop
@@ -45,6 +77,8 @@ from .rules import RuleConfig, custom_rule
 __all__ = [
     "__version__", "kernel", "func", "launch", "inspect", "Inspection", "KernelFunction", "DeviceFunction",
     "tid", "atomic_add", "sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "abs", "min", "max", "pow", "floor",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf", "expm1", "log1p", "atan2", "hypot",
+    "copysign", "fmod", "clamp", "sign",
     "autodiff", "autodiff_thunk", "Tape", "copy", "fill", "checkpointed_loop", "custom_rule", "RuleConfig", "jacobian",
     "AnnotationError",
     "NotDifferentiableError",

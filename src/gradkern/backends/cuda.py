@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.names import OOB
-from ..ir.ops import FLOAT_FUNCTIONS, Op
+from ..ir.ops import FLOAT_BINARY, FLOAT_FUNCTIONS, Op
 from ..ir.types import Array, Scalar
 from .base import Backend, Generated, check_launch_ndim
 from .printer import Printer, Syntax
@@ -42,12 +42,17 @@ _OPS = {
     Op.ABS: "_gkb_abs({0})", Op.MIN: "_gkb_min({0}, {1})", Op.MAX: "_gkb_max({0}, {1})",
     Op.FLOOR: "_gkb_floor({0})",
     **{op: f"_gkb_{op.value}({{0}})" for op in FLOAT_FUNCTIONS},
+    **{op: f"_gkb_{op.value}({{0}}, {{1}})" for op in FLOAT_BINARY},
 }
 
 _MATH = "".join(
     f"__host__ __device__ __forceinline__ float _gkb_{f}(float x) {{ return {f}f(x); }}\n"
     f"__host__ __device__ __forceinline__ double _gkb_{f}(double x) {{ return {f}(x); }}\n"
-    for f in ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor"))
+    for f in ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "asin", "acos", "atan", "sinh", "cosh",
+              "asinh", "acosh", "atanh", "erf", "expm1", "log1p")) + "".join(
+    f"__host__ __device__ __forceinline__ float _gkb_{f}(float a, float b) {{ return {f}f(a, b); }}\n"
+    f"__host__ __device__ __forceinline__ double _gkb_{f}(double a, double b) {{ return {f}(a, b); }}\n"
+    for f in ("atan2", "hypot", "copysign", "fmod"))
 
 # Python's float % and //: the result takes the divisor's sign; // is CPython's
 # float_divmod (the exact quotient of a - a % b, rounded)

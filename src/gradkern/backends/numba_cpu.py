@@ -44,6 +44,10 @@ _PY_OPS = {
     Op.TANH: "_gk_math.tanh({0})", Op.ABS: "abs({0})", Op.MIN: "min({0}, {1})", Op.MAX: "max({0}, {1})",
     # np.floor keeps float32 a float32 (math.floor returns an int in Numba)
     Op.FLOOR: "_gk_np.floor({0})",
+    **{op: f"_gk_math.{op.value}({{0}})" for op in (Op.ASIN, Op.ACOS, Op.ATAN, Op.SINH, Op.COSH, Op.ASINH,
+                                                    Op.ACOSH, Op.ATANH, Op.ERF, Op.EXPM1, Op.LOG1P)},
+    Op.ATAN2: "_gk_math.atan2({0}, {1})", Op.HYPOT: "_gk_math.hypot({0}, {1})",
+    Op.COPYSIGN: "_gk_math.copysign({0}, {1})", Op.FMOD: "_gk_np.fmod({0}, {1})",  # Numba has no math.fmod
 }
 # The generated module's own names are all reserved (_gk...), so a kernel's
 # parameters and locals (np, math, float32, ...) cannot shadow them. Names the

@@ -44,6 +44,11 @@ for _op, _fns in {
     Op.TANH: (math.tanh, np.tanh), Op.ABS: (builtins.abs, math.fabs, np.abs, np.fabs),
     Op.FLOOR: (math.floor, np.floor, intrinsics.floor), Op.MIN: (builtins.min, np.minimum),
     Op.MAX: (builtins.max, np.maximum), Op.POW: (builtins.pow, math.pow, np.power),
+    Op.ASIN: (math.asin, np.arcsin), Op.ACOS: (math.acos, np.arccos), Op.ATAN: (math.atan, np.arctan),
+    Op.SINH: (math.sinh, np.sinh), Op.COSH: (math.cosh, np.cosh), Op.ASINH: (math.asinh, np.arcsinh),
+    Op.ACOSH: (math.acosh, np.arccosh), Op.ATANH: (math.atanh, np.arctanh), Op.ERF: (math.erf,),
+    Op.EXPM1: (math.expm1, np.expm1), Op.LOG1P: (math.log1p, np.log1p), Op.ATAN2: (math.atan2, np.arctan2),
+    Op.HYPOT: (math.hypot, np.hypot), Op.COPYSIGN: (math.copysign, np.copysign), Op.FMOD: (math.fmod, np.fmod),
 }.items():
     for _fn in _fns:
         _FUNCTIONS[id(_fn)] = _op
@@ -419,6 +424,14 @@ class _Lowerer:
             self.fail(e, f"'{fn.name}' is a @gk.kernel; kernels cannot call kernels",
                       hint="decorate the helper with @gk.func instead")
         args = [self.expr(a) for a in e.args]
+        if fn is intrinsics.clamp or fn is np.clip:
+            if len(args) != 3:
+                self.fail(e, f"{ast.unparse(e.func)}() takes three arguments (x, lo, hi)")
+            return ir.Apply(Op.MIN, (ir.Apply(Op.MAX, (args[0], args[1]), loc=loc), args[2]), loc=loc)
+        if fn is intrinsics.sign or fn is np.sign:
+            if len(args) != 1:
+                self.fail(e, f"{ast.unparse(e.func)}() takes one argument")
+            return _sign(args[0], loc)
         if id(fn) in _CASTS:
             if len(args) != 1:
                 self.fail(e, f"{ast.unparse(e.func)}() takes one argument")
@@ -440,6 +453,14 @@ class _Lowerer:
         if self.tid_arity and self.tid_arity != arity:
             self.fail(node, f"gk.tid() is unpacked into {arity} indices here but {self.tid_arity} elsewhere")
         self.tid_arity = arity
+
+
+def _sign(x: ir.Expr, loc) -> ir.Expr:
+    """-1, 0 or 1 in x's type, as np.sign: x - x is +0 for ±0 and NaN for NaN, and its derivative is 0."""
+    zero = ir.Const(0, loc=loc)
+    return ir.Select(ir.Apply(Op.GT, (x, zero), loc=loc), ir.Const(1, loc=loc),
+                     ir.Select(ir.Apply(Op.LT, (x, zero), loc=loc), ir.Const(-1, loc=loc),
+                               ir.Apply(Op.SUB, (x, x), loc=loc), loc=loc), loc=loc)
 
 
 def _numpy_scalar_type(v):

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from ..errors import InternalError, KernelTypeError
 from . import nodes as ir
-from .ops import ARITHMETIC, COMPARISONS, FLOAT_FUNCTIONS, Op
+from .ops import ARITHMETIC, COMPARISONS, FLOAT_BINARY, FLOAT_FUNCTIONS, Op
 from .types import BOOL, F64, I32, I64, Array, Scalar, Type, arithmetic, join
 
 
@@ -170,6 +170,9 @@ class _Inference:
             # int ** int is an int only for a known non-negative exponent (Python gives a float otherwise)
             return replace(e, args=(self.cast(a, self.fdefault), self.cast(b, I64)), type=self.fdefault)
         t = self.common(a, b)
+        if op in FLOAT_BINARY:
+            t = t if t.is_float else self.fdefault
+            return replace(e, args=(self.cast(a, t), self.cast(b, t)), type=t)
         if op in COMPARISONS:
             return replace(e, args=(self.cast(a, t), self.cast(b, t)), type=BOOL)
         if op in ARITHMETIC or op in (Op.MIN, Op.MAX):

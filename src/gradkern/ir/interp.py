@@ -24,10 +24,14 @@ _BIN = {
     Op.POW: lambda a, b: a ** b, Op.EQ: lambda a, b: a == b, Op.NE: lambda a, b: a != b,
     Op.LT: lambda a, b: a < b, Op.LE: lambda a, b: a <= b, Op.GT: lambda a, b: a > b,
     Op.GE: lambda a, b: a >= b, Op.MIN: lambda a, b: min(a, b), Op.MAX: lambda a, b: max(a, b),
+    Op.ATAN2: np.arctan2, Op.HYPOT: np.hypot, Op.COPYSIGN: np.copysign, Op.FMOD: np.fmod,
 }
 _UN = {
     Op.NEG: lambda a: -a, Op.NOT: lambda a: not a, Op.SIN: np.sin, Op.COS: np.cos, Op.TAN: np.tan,
     Op.EXP: np.exp, Op.LOG: np.log, Op.SQRT: np.sqrt, Op.TANH: np.tanh, Op.ABS: abs, Op.FLOOR: np.floor,
+    Op.ASIN: np.arcsin, Op.ACOS: np.arccos, Op.ATAN: np.arctan, Op.SINH: np.sinh, Op.COSH: np.cosh,
+    Op.ASINH: np.arcsinh, Op.ACOSH: np.arccosh, Op.ATANH: np.arctanh, Op.EXPM1: np.expm1, Op.LOG1P: np.log1p,
+    Op.ERF: lambda a: math.erf(a),  # NumPy has none: computed in float64, rounded to the node's type
 }
 
 

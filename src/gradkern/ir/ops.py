@@ -42,6 +42,22 @@ class Op(Enum):
     MIN = "min"
     MAX = "max"
     FLOOR = "floor"
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    SINH = "sinh"
+    COSH = "cosh"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
+    ERF = "erf"
+    EXPM1 = "expm1"
+    LOG1P = "log1p"
+    # functions of two floats
+    ATAN2 = "atan2"
+    HYPOT = "hypot"
+    COPYSIGN = "copysign"
+    FMOD = "fmod"
 
     @property
     def arity(self) -> int:
@@ -52,6 +68,9 @@ ARITHMETIC = {Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW}
 COMPARISONS = {Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE}
 LOGIC = {Op.AND, Op.OR, Op.NOT}
 # functions that map floats to floats (an int argument is converted first)
-FLOAT_FUNCTIONS = {Op.SIN, Op.COS, Op.TAN, Op.EXP, Op.LOG, Op.SQRT, Op.TANH}
+FLOAT_FUNCTIONS = {Op.SIN, Op.COS, Op.TAN, Op.EXP, Op.LOG, Op.SQRT, Op.TANH, Op.ASIN, Op.ACOS, Op.ATAN, Op.SINH,
+                   Op.COSH, Op.ASINH, Op.ACOSH, Op.ATANH, Op.ERF, Op.EXPM1, Op.LOG1P}
+# functions of two floats (int arguments are converted first): C's atan2, hypot, copysign and fmod
+FLOAT_BINARY = {Op.ATAN2, Op.HYPOT, Op.COPYSIGN, Op.FMOD}
 UNARY = {Op.NEG, Op.NOT, Op.CAST, Op.ABS, Op.FLOOR} | FLOAT_FUNCTIONS
 INFIX = ARITHMETIC | COMPARISONS | {Op.AND, Op.OR}

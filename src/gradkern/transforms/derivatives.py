@@ -25,6 +25,15 @@ never NaN where JAX and PyTorch give a number:
     floor(u)    everywhere               0 (structurally)          JAX and PyTorch
     sqrt(u)     u == 0                   +inf (0.5 / sqrt(u))      IEEE; JAX and PyTorch
     log(u)      u == 0                   +inf (1 / u)              IEEE; JAX and PyTorch
+    asin, acos  u == ±1                  ±inf                      IEEE; JAX and PyTorch
+    acosh(u)    u == 1                   +inf                      IEEE; JAX and PyTorch
+    atanh(u)    u == ±1                  +inf                      IEEE; JAX and PyTorch
+    atan2(v, u) v == u == 0              NaN (0/0)                 JAX and PyTorch
+    hypot(a, b) a == b == 0              0 for both (subgradient)  PyTorch: NaN
+    copysign    a == 0 (and -0.0)        ∂/∂a = sign(s)            as abs; ∂/∂s = 0 everywhere
+    fmod(a, b)  everywhere               ∂/∂b = -trunc(a/b)        as PyTorch
+    gk.sign(u)  everywhere               0                         JAX and PyTorch
+    gk.clamp    u == lo or u == hi       ∂/∂u = 1 (min/max ties)   clamp = min(max(u, lo), hi)
 
 The partial is the one-sided limit where the maths has one (u ** p with
 0 < p < 1 at u = 0: +inf). Infinite partials stay infinite: an adjoint or
@@ -33,6 +42,7 @@ tangent of 0 times an infinite partial is NaN, as in JAX and PyTorch.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -84,6 +94,19 @@ def _pow_partials(x, y):
     return dbase, dexpo
 
 
+def _sqrt_one_minus_square(u):
+    """sqrt((1 - u)(1 + u)): sqrt(1 - u^2) without cancellation next to |u| = 1."""
+    return b.apply(Op.SQRT, b.mul(b.sub(_one(u), u), b.add(_one(u), u)))
+
+
+def _atan2_partials(x, y):
+    """atan2(v, u): d/dv = u / (u^2 + v^2), d/du = -v / (u^2 + v^2), with h = hypot(v, u) so that large
+    operands do not overflow; NaN at the origin (0/0), as in JAX and PyTorch."""
+    v, u = x
+    h = b.apply(Op.HYPOT, v, u)
+    return b.div(b.div(u, h), h), b.neg(b.div(b.div(v, h), h))
+
+
 DERIVATIVES: dict[Op, Partials] = {
     Op.ADD: Partials(lambda x, y: (_one(y), _one(y)), ((), ())),
     Op.SUB: Partials(lambda x, y: (_one(y), b.const(-1, y.type)), ((), ())),
@@ -110,6 +133,32 @@ DERIVATIVES: dict[Op, Partials] = {
     Op.MAX: Partials(lambda x, y: (b.select(b.cmp(Op.GT, x[1], x[0]), _zero(y), _one(y)),
                                    b.select(b.cmp(Op.GT, x[1], x[0]), _one(y), _zero(y))), ((0, 1), (0, 1))),
     Op.FLOOR: Partials(lambda x, y: (None,), ((),)),
+    Op.ASIN: Partials(lambda x, y: (b.div(_one(y), _sqrt_one_minus_square(x[0])),), ((0,),)),
+    Op.ACOS: Partials(lambda x, y: (b.neg(b.div(_one(y), _sqrt_one_minus_square(x[0]))),), ((0,),)),
+    Op.ATAN: Partials(lambda x, y: (b.div(_one(y), b.add(_one(y), b.mul(x[0], x[0]))),), ((0,),)),
+    Op.SINH: Partials(lambda x, y: (b.apply(Op.COSH, x[0]),), ((0,),)),
+    Op.COSH: Partials(lambda x, y: (b.apply(Op.SINH, x[0]),), ((0,),)),
+    # 1 / sqrt(u^2 + 1) as 1 / hypot(u, 1): no overflow for large |u|
+    Op.ASINH: Partials(lambda x, y: (b.div(_one(y), b.apply(Op.HYPOT, x[0], _one(y))),), ((0,),)),
+    # 1 / (sqrt(u - 1) sqrt(u + 1)): no cancellation next to 1, no overflow
+    Op.ACOSH: Partials(lambda x, y: (b.div(_one(y), b.mul(b.apply(Op.SQRT, b.sub(x[0], _one(y))),
+                                                          b.apply(Op.SQRT, b.add(x[0], _one(y))))),), ((0,),)),
+    Op.ATANH: Partials(lambda x, y: (b.div(_one(y), b.mul(b.sub(_one(y), x[0]), b.add(_one(y), x[0]))),), ((0,),)),
+    # 2 / sqrt(pi) exp(-u^2)
+    Op.ERF: Partials(lambda x, y: (b.mul(b.const(2 / math.sqrt(math.pi), y.type),
+                                         b.apply(Op.EXP, b.neg(b.mul(x[0], x[0])))),), ((0,),)),
+    Op.EXPM1: Partials(lambda x, y: (b.add(y, _one(y)),), (("y",),)),
+    Op.LOG1P: Partials(lambda x, y: (b.div(_one(y), b.add(_one(y), x[0])),), ((0,),)),
+    Op.ATAN2: Partials(_atan2_partials, ((0, 1), (0, 1))),
+    # hypot(a, b): a / h and b / h, 0 at a == b == 0 (a subgradient of the cone)
+    Op.HYPOT: Partials(lambda x, y: tuple(b.select(b.cmp(Op.EQ, y, _zero(y)), _zero(y), b.div(v, y)) for v in x),
+                       ((0, "y"), (1, "y"))),
+    # copysign(a, s) = |a| sign(s): d/da = sign(a) sign(s), sign(a) taken as +1 at a == 0 (as for abs), sign(s)
+    # by its sign bit; d/ds = 0
+    Op.COPYSIGN: Partials(lambda x, y: (b.mul(b.select(b.cmp(Op.GE, x[0], _zero(x[0])), _one(y), b.const(-1, y.type)),
+                                              b.apply(Op.COPYSIGN, _one(y), x[1])), None), ((0, 1), ())),
+    # fmod(a, b) = a - b trunc(a/b): d/da = 1, d/db = -trunc(a/b) = -(a - fmod(a, b)) / b
+    Op.FMOD: Partials(lambda x, y: (_one(y), b.neg(b.div(b.sub(x[0], y), x[1]))), ((), (0, 1, "y"))),
     Op.FLOORDIV: Partials(lambda x, y: (None, None), ((), ())),
     # a % b = a - b floor(a/b): d/da = 1, d/db = -floor(a/b)
     Op.MOD: Partials(lambda x, y: (_one(y), b.neg(b.apply(Op.FLOOR, b.div(x[0], x[1])))), ((), (0, 1))),
