@@ -919,6 +919,45 @@ def _ref_special_functions(x, y, out):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# bitwise operators on integers: in guards (red-black parity, cell flags), in an index (a neighbour by xor),
+# shifts (by amounts outside [0, 64) too: 0 or the sign), ~, on int32 and int64 and on bools
+
+
+@gk.kernel
+def bitwise(x, flags, out, colour, amount):
+    i = gk.tid()
+    f = flags[i]
+    parity = (i & 1) ^ colour
+    v = x[i]
+    if parity == 1 and (f & 4) != 0:
+        v = v * 2.0
+    fluid = (f & 1) == 1
+    wall = (f >> 1 & 1) == 1
+    if fluid & ~wall | (fluid ^ wall) and not wall:
+        v = v + x[i ^ 1]
+    out[i, 0] = v
+    out[i, 1] = (f << 3) | (f >> 1) ^ ~f
+    out[i, 2] = (f << amount) + (f >> amount) + (-f >> amount)
+    out[i, 3] = ~(i < 3)
+
+
+def _make_bitwise(rng, dt):
+    n = 40
+    return uniform(rng, dt, n), rng.integers(-64, 64, n).astype(np.int32), uniform(rng, dt, (n, 4)), 1, 0
+
+
+def _ref_bitwise(x, flags, out, colour, amount):
+    i = np.arange(x.size)
+    f = flags.astype(np.int64)
+    v = np.where(((i & 1) ^ colour == 1) & (f & 4 != 0), x * 2.0, x)
+    fluid, wall = (f & 1) == 1, (f >> 1 & 1) == 1
+    out[:, 0] = np.where((fluid & ~wall | (fluid ^ wall)) & ~wall, v + x[i ^ 1], v)
+    out[:, 1] = (f << 3) | (f >> 1) ^ ~f
+    out[:, 2] = (f << amount) + (f >> amount) + (-f >> amount)
+    out[:, 3] = np.where(i < 3, -2, -1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 
 
 def _first_size(args):
@@ -929,6 +968,7 @@ CORPUS: tuple[Case, ...] = (
     Case("axpy_guard", axpy_guard, _make_axpy_guard, lambda a: a[3] + 12, _ref_axpy_guard, (1,), exact=True),
     Case("arith_float", arith_float, _make_arith_float, _first_size, _ref_arith_float, (2,), exact=True),
     Case("powers", powers, _make_powers, _first_size, _ref_powers, (2,), transcendental=True),
+    Case("bitwise", bitwise, _make_bitwise, _first_size, _ref_bitwise, (2,), exact=True),
     Case("special_functions", special_functions, _make_special_functions, _first_size, _ref_special_functions, (2,),
          transcendental=True),
     Case("arith_int", arith_int, _make_arith_int, _first_size, _ref_arith_int, (2, 3), dtypes=INTS, exact=True),

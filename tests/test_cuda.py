@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import pytest
 from signatures import all_signatures
+from test_bitwise import python_shift
 
 import gradkern as gk
 from gradkern.backends.cuda import PRELUDE
@@ -96,6 +97,10 @@ int main() {
         printf("g %.9g %.9g %.9g %.9g\n", ga[k], gb[k], _gkb_floordiv(ga[k], gb[k]), _gkb_mod(ga[k], gb[k]));
     printf("p %.17g %.17g %lld\n", _gkb_powi(1.5, 3LL), _gkb_powi(2.0, -2LL), _gkb_powi(3LL, 4LL));
     printf("m %g %g\n", _gkb_min(2.0, 2.0), _gkb_max(-1.0, 3.0));
+    long long sa[] = {1, -1, 5, -5, 4611686018427387904LL, 3, -3, 7, 7, 123456789};
+    long long sb[] = {0, 1, 63, 63, 1, 64, 64, -1, 70, 17};
+    for (int k = 0; k < 10; ++k)
+        printf("s %lld %lld %lld %lld\n", sa[k], sb[k], _gkb_shl(sa[k], sb[k]), _gkb_shr(sa[k], sb[k]));
     return 0;
 }
 """
@@ -103,7 +108,8 @@ int main() {
 
 @needs_nvcc
 def test_helpers_keep_python_semantics(tmp_path):
-    """Floor division, modulo and integer powers round as Python's do (run on the host)."""
+    """Floor division, modulo, integer powers and shifts behave as Python's (as gradkern defines shifts by
+    amounts outside [0, 64)) when run on the host."""
     result = nvcc(tmp_path, PRELUDE + HOST_CHECK, "-o", "check")
     assert result.returncode == 0, result.stderr[-4000:]
     out = subprocess.run([str(tmp_path / "check")], capture_output=True, text=True, check=True).stdout
@@ -120,9 +126,13 @@ def test_helpers_keep_python_semantics(tmp_path):
             assert q == t(a) // t(b) and r == t(a) % t(b), (a, b, q, r)
             assert np.copysign(1, r) == np.copysign(1, t(a) % t(b))
             seen += 1
+        elif kind == "s":  # shifts as tests/test_bitwise.py documents them
+            a, b, left, right = map(int, vals)
+            assert left == python_shift(a, b, True) and right == python_shift(a, b, False), (a, b)
+            seen += 1
         elif kind == "p":
             assert float(vals[0]) == 1.5 ** 3 and float(vals[1]) == 2.0 ** -2 and int(vals[2]) == 81
-    assert seen == 17
+    assert seen == 27
 
 
 def test_names_that_are_c_keywords_are_renamed():

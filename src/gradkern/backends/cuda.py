@@ -43,6 +43,8 @@ _OPS = {
     Op.FLOOR: "_gkb_floor({0})",
     **{op: f"_gkb_{op.value}({{0}})" for op in FLOAT_FUNCTIONS},
     **{op: f"_gkb_{op.value}({{0}}, {{1}})" for op in FLOAT_BINARY},
+    Op.BITAND: "({0} & {1})", Op.BITOR: "({0} | {1})", Op.BITXOR: "({0} ^ {1})", Op.INVERT: "(~{0})",
+    Op.LSHIFT: "_gkb_shl({0}, {1})", Op.RSHIFT: "_gkb_shr({0}, {1})",
 }
 
 _MATH = "".join(
@@ -97,6 +99,13 @@ __host__ __device__ __forceinline__ float _gkb_abs(float x) { return fabsf(x); }
 __host__ __device__ __forceinline__ double _gkb_abs(double x) { return fabs(x); }
 __host__ __device__ __forceinline__ int _gkb_abs(int x) { return x < 0 ? -x : x; }
 __host__ __device__ __forceinline__ long long _gkb_abs(long long x) { return x < 0 ? -x : x; }
+// shifts as Op.LSHIFT documents: wrapping (through unsigned: no signed overflow), amounts outside [0, 64) defined
+__host__ __device__ __forceinline__ long long _gkb_shl(long long a, long long b) {
+    return (b >= 0 && b < 64) ? (long long)((unsigned long long)a << b) : 0;
+}
+__host__ __device__ __forceinline__ long long _gkb_shr(long long a, long long b) {
+    return (b >= 0 && b < 64) ? (a >> b) : (a >> 63);
+}
 __device__ __forceinline__ void _gkb_atomic_add(float* p, float v) { atomicAdd(p, v); }
 __device__ __forceinline__ void _gkb_atomic_add(double* p, double v) { atomicAdd(p, v); }
 __device__ __forceinline__ void _gkb_atomic_add(int* p, int v) { atomicAdd(p, v); }

@@ -48,6 +48,10 @@ _PY_OPS = {
                                                     Op.ACOSH, Op.ATANH, Op.ERF, Op.EXPM1, Op.LOG1P)},
     Op.ATAN2: "_gk_math.atan2({0}, {1})", Op.HYPOT: "_gk_math.hypot({0}, {1})",
     Op.COPYSIGN: "_gk_math.copysign({0}, {1})", Op.FMOD: "_gk_np.fmod({0}, {1})",  # Numba has no math.fmod
+    Op.BITAND: "({0} & {1})", Op.BITOR: "({0} | {1})", Op.BITXOR: "({0} ^ {1})", Op.INVERT: "(~{0})",
+    # int64 shifts by an amount outside [0, 64) are poison in LLVM: the amount is tested first (Op.LSHIFT)
+    Op.LSHIFT: "(({0} << {1}) if {1} >= 0 and {1} < 64 else 0)",
+    Op.RSHIFT: "(({0} >> {1}) if {1} >= 0 and {1} < 64 else ({0} >> 63))",
 }
 # The generated module's own names are all reserved (_gk...), so a kernel's
 # parameters and locals (np, math, float32, ...) cannot shadow them. Names the

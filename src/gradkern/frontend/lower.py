@@ -32,7 +32,8 @@ from .parse import ParsedFunction
 from .structure import Return, check_definite_assignment, structure_returns
 
 _BINOPS = {ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.Div: Op.DIV,
-           ast.FloorDiv: Op.FLOORDIV, ast.Mod: Op.MOD, ast.Pow: Op.POW}
+           ast.FloorDiv: Op.FLOORDIV, ast.Mod: Op.MOD, ast.Pow: Op.POW, ast.BitAnd: Op.BITAND, ast.BitOr: Op.BITOR,
+           ast.BitXor: Op.BITXOR, ast.LShift: Op.LSHIFT, ast.RShift: Op.RSHIFT}
 _CMPOPS = {ast.Eq: Op.EQ, ast.NotEq: Op.NE, ast.Lt: Op.LT, ast.LtE: Op.LE,
            ast.Gt: Op.GT, ast.GtE: Op.GE}
 
@@ -330,7 +331,7 @@ class _Lowerer:
             return ir.Apply(Op.NEG, (x,), loc=self.p.loc(e))
         if isinstance(e.op, ast.Not):
             return ir.Apply(Op.NOT, (x,), loc=self.p.loc(e))
-        self.unsupported(e, "the operator '~'")
+        return ir.Apply(Op.INVERT, (x,), loc=self.p.loc(e))
 
     def expr_Compare(self, e: ast.Compare) -> ir.Expr:
         terms = []

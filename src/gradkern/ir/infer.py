@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from ..errors import InternalError, KernelTypeError
 from . import nodes as ir
-from .ops import ARITHMETIC, COMPARISONS, FLOAT_BINARY, FLOAT_FUNCTIONS, Op
+from .ops import ARITHMETIC, BITWISE, COMPARISONS, FLOAT_BINARY, FLOAT_FUNCTIONS, Op
 from .types import BOOL, F64, I32, I64, Array, Scalar, Type, arithmetic, join
 
 
@@ -146,6 +146,8 @@ class _Inference:
             return replace(e, args=(self.truth(args[0]),), type=BOOL)
         if op in (Op.AND, Op.OR):
             return replace(e, args=tuple(self.truth(a) for a in args), type=BOOL)
+        if op is Op.INVERT or op in BITWISE:
+            return self.bitwise(e, args)
         if op is Op.NEG:
             x = args[0]
             x = self.cast(x, I64) if x.type == BOOL else x
@@ -181,6 +183,17 @@ class _Inference:
                 t = self.fdefault
             return replace(e, args=(self.cast(a, t), self.cast(b, t)), type=t)
         raise InternalError(f"no typing rule for {op.name}", e.loc)
+
+    def bitwise(self, e: ir.Apply, args: tuple[ir.Expr, ...]) -> ir.Expr:
+        """& | ^ of two bools is a bool; otherwise bitwise operators compute in int64, as other integer
+        arithmetic does (so shift amounts are taken modulo nothing: see Op.LSHIFT)."""
+        for a in args:
+            if a.type.is_float:
+                raise KernelTypeError(f"the operator '{e.op.value}' takes integers, got {a.type.name} '{a}'", e.loc,
+                                      hint="convert with int(...)")
+        if e.op in (Op.BITAND, Op.BITOR, Op.BITXOR) and all(a.type == BOOL for a in args):
+            return replace(e, args=args, type=BOOL)
+        return replace(e, args=tuple(self.cast(a, I64) for a in args), type=I64)
 
     # -- statements ---------------------------------------------------------------
     def bind(self, name: str, t: Scalar, loc):

@@ -25,12 +25,17 @@ _BIN = {
     Op.LT: lambda a, b: a < b, Op.LE: lambda a, b: a <= b, Op.GT: lambda a, b: a > b,
     Op.GE: lambda a, b: a >= b, Op.MIN: lambda a, b: min(a, b), Op.MAX: lambda a, b: max(a, b),
     Op.ATAN2: np.arctan2, Op.HYPOT: np.hypot, Op.COPYSIGN: np.copysign, Op.FMOD: np.fmod,
+    Op.BITAND: lambda a, b: a & b, Op.BITOR: lambda a, b: a | b, Op.BITXOR: lambda a, b: a ^ b,
+    # int64 shifts wrap like the compiled ones; amounts outside [0, 64) as documented at Op.LSHIFT
+    Op.LSHIFT: lambda a, b: np.left_shift(a, b) if 0 <= b < 64 else np.int64(0),
+    Op.RSHIFT: lambda a, b: np.right_shift(a, b) if 0 <= b < 64 else np.right_shift(a, np.int64(63)),
 }
 _UN = {
     Op.NEG: lambda a: -a, Op.NOT: lambda a: not a, Op.SIN: np.sin, Op.COS: np.cos, Op.TAN: np.tan,
     Op.EXP: np.exp, Op.LOG: np.log, Op.SQRT: np.sqrt, Op.TANH: np.tanh, Op.ABS: abs, Op.FLOOR: np.floor,
     Op.ASIN: np.arcsin, Op.ACOS: np.arccos, Op.ATAN: np.arctan, Op.SINH: np.sinh, Op.COSH: np.cosh,
     Op.ASINH: np.arcsinh, Op.ACOSH: np.arccosh, Op.ATANH: np.arctanh, Op.EXPM1: np.expm1, Op.LOG1P: np.log1p,
+    Op.INVERT: lambda a: ~a,
     Op.ERF: lambda a: math.erf(a),  # NumPy has none: computed in float64, rounded to the node's type
 }
 

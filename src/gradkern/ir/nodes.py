@@ -90,6 +90,8 @@ class Apply(Expr):
             return f"(-{a[0]})"
         if self.op is Op.NOT:
             return f"(not {a[0]})"
+        if self.op is Op.INVERT:
+            return f"(~{a[0]})"
         if self.op is Op.CAST:
             return f"{self.type.name if self.type else '?'}({a[0]})"
         return f"{self.op.value}({', '.join(map(str, a))})"

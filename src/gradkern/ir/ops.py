@@ -17,6 +17,14 @@ class Op(Enum):
     MOD = "%"
     POW = "**"
     NEG = "neg"
+    # bitwise, on integers (and bools for & | ^): Python's semantics; shifts by an amount outside [0, 64) give
+    # 0 (<<) or the sign (>>: 0 or -1), where C leaves them undefined and Python raises for negative ones
+    BITAND = "&"
+    BITOR = "|"
+    BITXOR = "^"
+    LSHIFT = "<<"
+    RSHIFT = ">>"
+    INVERT = "~"
     # comparisons (result bool)
     EQ = "=="
     NE = "!="
@@ -67,10 +75,11 @@ class Op(Enum):
 ARITHMETIC = {Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.FLOORDIV, Op.MOD, Op.POW}
 COMPARISONS = {Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE}
 LOGIC = {Op.AND, Op.OR, Op.NOT}
+BITWISE = {Op.BITAND, Op.BITOR, Op.BITXOR, Op.LSHIFT, Op.RSHIFT}
 # functions that map floats to floats (an int argument is converted first)
 FLOAT_FUNCTIONS = {Op.SIN, Op.COS, Op.TAN, Op.EXP, Op.LOG, Op.SQRT, Op.TANH, Op.ASIN, Op.ACOS, Op.ATAN, Op.SINH,
                    Op.COSH, Op.ASINH, Op.ACOSH, Op.ATANH, Op.ERF, Op.EXPM1, Op.LOG1P}
 # functions of two floats (int arguments are converted first): C's atan2, hypot, copysign and fmod
 FLOAT_BINARY = {Op.ATAN2, Op.HYPOT, Op.COPYSIGN, Op.FMOD}
-UNARY = {Op.NEG, Op.NOT, Op.CAST, Op.ABS, Op.FLOOR} | FLOAT_FUNCTIONS
-INFIX = ARITHMETIC | COMPARISONS | {Op.AND, Op.OR}
+UNARY = {Op.NEG, Op.NOT, Op.CAST, Op.ABS, Op.FLOOR, Op.INVERT} | FLOAT_FUNCTIONS
+INFIX = ARITHMETIC | COMPARISONS | BITWISE | {Op.AND, Op.OR}

@@ -167,7 +167,8 @@ DERIVATIVES: dict[Op, Partials] = {
 }
 
 # Ops whose result is never differentiable: comparisons, logic, integer-only results.
-NON_DIFFERENTIABLE = {Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.AND, Op.OR, Op.NOT}
+NON_DIFFERENTIABLE = {Op.EQ, Op.NE, Op.LT, Op.LE, Op.GT, Op.GE, Op.AND, Op.OR, Op.NOT, Op.BITAND, Op.BITOR, Op.BITXOR,
+                      Op.LSHIFT, Op.RSHIFT, Op.INVERT}
 
 
 def partials(op: Op, loc=None) -> Partials:
