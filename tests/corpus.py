@@ -958,6 +958,40 @@ def _ref_bitwise(x, flags, out, colour, amount):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# small vectors (gk.vec3 and friends, scalarised by the frontend): arrays of vectors as a trailing dimension,
+# arithmetic with vectors and numbers, dot, cross, length, normalize, components read and written, a swap that
+# reads every old component first, a conditional vector expression
+
+
+@gk.kernel
+def vectors(a, b, out):
+    i = gk.tid()
+    u = gk.load_vec3(a, i)
+    v = gk.load_vec3(b, i)
+    w = gk.cross(u + v, u) * 2.0 - v / 3.0
+    n = gk.normalize(w)
+    n.y = n.y * 1.5
+    u = gk.vec3(u.y, u.x, u[2])
+    out[i, 3] = gk.length(w) + gk.dot(n, u) + w.x * n[2]
+    gk.store_vec3(out, i, gk.vec3(out[i, 3], u.z, -n.x) if u.x > 0.0 else w)
+
+
+def _make_vectors(rng, dt):
+    n = 40
+    return uniform(rng, dt, (n, 3)), uniform(rng, dt, (n, 3)), uniform(rng, dt, (n, 4))
+
+
+def _ref_vectors(a, b, out):
+    u, v = a.copy(), b.copy()
+    w = np.cross(u + v, u) * 2.0 - v / 3.0
+    n = w / np.sqrt((w * w).sum(1))[:, None]
+    n[:, 1] *= 1.5
+    u = u[:, [1, 0, 2]]
+    out[:, 3] = np.sqrt((w * w).sum(1)) + (n * u).sum(1) + w[:, 0] * n[:, 2]
+    out[:, :3] = np.where((u[:, 0] > 0)[:, None], np.stack([out[:, 3], u[:, 2], -n[:, 0]], 1), w)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 
 
 def _first_size(args):
@@ -969,6 +1003,9 @@ CORPUS: tuple[Case, ...] = (
     Case("arith_float", arith_float, _make_arith_float, _first_size, _ref_arith_float, (2,), exact=True),
     Case("powers", powers, _make_powers, _first_size, _ref_powers, (2,), transcendental=True),
     Case("bitwise", bitwise, _make_bitwise, _first_size, _ref_bitwise, (2,), exact=True),
+    # float64 only: its cross products cancel, so float32 results have no relative-error bound (test_vectors.py
+    # checks float32 with an absolute one)
+    Case("vectors", vectors, _make_vectors, _first_size, _ref_vectors, (2,), dtypes=(np.float64,), transcendental=True),
     Case("special_functions", special_functions, _make_special_functions, _first_size, _ref_special_functions, (2,),
          transcendental=True),
     Case("arith_int", arith_int, _make_arith_int, _first_size, _ref_arith_int, (2, 3), dtypes=INTS, exact=True),

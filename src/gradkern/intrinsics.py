@@ -7,6 +7,8 @@ from __future__ import annotations
 import builtins
 import math
 
+import numpy as np
+
 from .errors import GradkernError
 
 
@@ -25,6 +27,59 @@ abs, min, max, pow = builtins.abs, builtins.min, builtins.max, builtins.pow
 asin, acos, atan, sinh, cosh = math.asin, math.acos, math.atan, math.sinh, math.cosh
 asinh, acosh, atanh, erf, expm1, log1p = math.asinh, math.acosh, math.atanh, math.erf, math.expm1, math.log1p
 atan2, hypot, copysign, fmod = math.atan2, math.hypot, math.copysign, math.fmod
+
+
+def vec2(x, y):
+    """A 2-vector: inside a kernel, two scalar locals (frontend/vectors.py); outside, a NumPy array."""
+    return np.array([x, y])
+
+
+def vec3(x, y, z):
+    """A 3-vector (see vec2)."""
+    return np.array([x, y, z])
+
+
+def vec4(x, y, z, w):
+    """A 4-vector (see vec2)."""
+    return np.array([x, y, z, w])
+
+
+def dot(a, b):
+    return float(np.dot(a, b))
+
+
+def cross(a, b):
+    return np.cross(a, b)
+
+
+def length(a):
+    return math.sqrt(dot(a, a))
+
+
+def normalize(a):
+    """a / length(a) (no guard at 0: as Warp's, a zero vector gives NaN)."""
+    return np.asarray(a) / length(a)
+
+
+def _load(n):
+    def load(array, *index):
+        return np.array(array[(*index, slice(0, n))])
+    load.__name__ = f"load_vec{n}"
+    load.__doc__ = f"The vec{n} at array[*index, 0:{n}]: arrays of vectors have a trailing dimension of {n}."
+    return load
+
+
+def _store(n):
+    def store(array, *index_and_value):
+        *index, v = index_and_value
+        array[(*index, slice(0, n))] = v
+    store.__name__ = f"store_vec{n}"
+    store.__doc__ = f"array[*index, 0:{n}] = v, a vec{n}."
+    return store
+
+
+load_vec2, load_vec3, load_vec4 = _load(2), _load(3), _load(4)
+store_vec2, store_vec3, store_vec4 = _store(2), _store(3), _store(4)
 
 
 def clamp(x, lo, hi):

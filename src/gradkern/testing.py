@@ -90,8 +90,9 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     dup = [n for n, a in zip(params, args) if isinstance(a, Duplicated)]
     act = [n for n, a in zip(params, args) if isinstance(a, Active)]
     for n, a in zip(params, args):
-        if isinstance(a, Duplicated) and a.val.dtype.kind != "f":
-            raise AnnotationError(f"check_grad: Duplicated argument '{n}' must be a float array")
+        if isinstance(a, Duplicated) and not (isinstance(a.val, np.ndarray) and a.val.dtype.kind == "f"):
+            raise AnnotationError(f"check_grad: Duplicated argument '{n}' must be a float array",
+                                  hint="pass a scalar as gk.Active: check_grad gives it a tangent in forward mode")
     single = any(isinstance(p, np.ndarray) and p.dtype == np.float32 for p in primals)
     rtol = rtol if rtol is not None else (2e-3 if single else 1e-5)
     atol = atol if atol is not None else (1e-3 if single else 1e-7)

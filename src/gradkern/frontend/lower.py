@@ -26,6 +26,7 @@ from ..ir.names import RESERVED, Namer, is_generated, private
 from ..ir.ops import Op
 from ..ir.rewrite import rename_locals
 from ..ir.types import F32, F64, I32, I64
+from . import vectors
 from .callables import DeviceFunctionMarker, KernelMarker, Lowered
 from .inline import inline_call
 from .parse import ParsedFunction
@@ -97,6 +98,11 @@ class _Lowerer:
             if isinstance(name, str) and is_generated(name) and name in self.locals:
                 self.fail(node, f"the name '{name}' starts with '{RESERVED}', which is reserved for gradkern",
                           hint="rename it")
+        tree = vectors.scalarize(parsed.tree, self.quiet_callee, self.fail, self.params)
+        if tree is not parsed.tree:  # small vectors became scalars (frontend/vectors.py)
+            self.p = replace(parsed, tree=tree)
+            self.ns.update(vectors.NAMESPACE)
+            self.locals |= _assigned_names(tree)
 
     # -- errors ---------------------------------------------------------------
     def fail(self, node: ast.AST, message: str, hint: str | None = None, cls=KernelSyntaxError):
@@ -302,6 +308,13 @@ class _Lowerer:
                 self.fail(e, f"'{ast.unparse(e.value)}' has no attribute '{e.attr}'", cls=Unresolved)
             return getattr(base, e.attr)
         self.unsupported(e)
+
+    def quiet_callee(self, f: ast.expr) -> Any:
+        """The object a callee names, or None (a local, an undefined name)."""
+        try:
+            return self.resolve_callee(f)
+        except KernelSyntaxError:
+            return None
 
     def resolve_callee(self, f: ast.expr) -> Any:
         if isinstance(f, ast.Name) and f.id in self.locals:

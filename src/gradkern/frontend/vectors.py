@@ -1,0 +1,412 @@
+"""Small vectors (`gk.vec2/vec3/vec4`), scalarised in the Python AST before
+lowering: a vector local becomes one scalar local per component, vector
+arithmetic becomes component arithmetic, `gk.dot`, `gk.cross`, `gk.length`
+and `gk.normalize` become their formulas, `gk.load_vecN`/`gk.store_vecN`
+read and write a trailing array dimension. The IR, AD, the analyses and both
+backends never see a vector (issue 19, item 5).
+
+Which names hold vectors is found first (a fixpoint over the assignments);
+a name is a vector of one width everywhere or an error. A vector assignment
+is one tuple assignment of its components, so `p = gk.vec3(p.y, p.x, p.z)`
+reads every old component before writing any. Vector subexpressions used
+more than once (operands of `cross`, `normalize`) are computed once into
+temporaries, except where the expression may not be evaluated (a `while`
+condition, `and`/`or` operands, conditional expressions): there they are
+repeated, which is the same value.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import math
+from collections.abc import Callable
+from typing import Any
+
+from .. import intrinsics as gk
+from ..ir.names import VECTOR
+
+COMPONENTS = "xyzw"
+_CONSTRUCTORS = {id(gk.vec2): 2, id(gk.vec3): 3, id(gk.vec4): 4}
+_LOADS = {id(gk.load_vec2): 2, id(gk.load_vec3): 3, id(gk.load_vec4): 4}
+_STORES = {id(gk.store_vec2): 2, id(gk.store_vec3): 3, id(gk.store_vec4): 4}
+_ELEMENTWISE = (ast.Add, ast.Sub, ast.Mult, ast.Div)
+SQRT = VECTOR + "sqrt"  # the name `length` and `normalize` call: bound to math.sqrt in the lowerer's namespace
+API = frozenset({*_CONSTRUCTORS, *_LOADS, *_STORES, id(gk.dot), id(gk.cross), id(gk.length), id(gk.normalize)})
+
+
+def component(name: str, c: int) -> str:
+    return f"{VECTOR}{name}_{COMPONENTS[c]}"
+
+
+def uses_vectors(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any]) -> bool:
+    return any(isinstance(n, ast.Call) and id(resolve(n.func)) in API for n in ast.walk(tree))
+
+
+class Scalarizer:
+    """Rewrites one function's AST. `resolve(callee)` is the Python object a
+    call's callee names (None for a local); `fail(node, message, hint)` raises."""
+
+    def __init__(self, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any], params: tuple[str, ...]):
+        self.resolve = resolve
+        self.fail = fail
+        self.params = params
+        self.widths: dict[str, int] = {}
+        self.temps = 0
+        self.pre: list[ast.stmt] = []  # statements hoisted before the one being rewritten
+        self.lazy = 0
+
+    # -- which names are vectors -------------------------------------------------------------------------------
+    def collect(self, tree: ast.FunctionDef) -> None:
+        while True:
+            before = dict(self.widths)
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    w = self.width(node.value)
+                    for t in targets:
+                        if isinstance(t, ast.Name) and w is not None:
+                            self.declare(t, w)
+            if self.widths == before:
+                return
+
+    def declare(self, target: ast.Name, w: int) -> None:
+        if target.id in self.params:
+            self.fail(target, f"parameter '{target.id}' is assigned a vec{w}; parameters are arrays or numbers",
+                      "assign the vector to a new local")
+        old = self.widths.setdefault(target.id, w)
+        if old != w:
+            self.fail(target, f"'{target.id}' holds a vec{old} and a vec{w}; a local keeps one width")
+
+    def width(self, e: ast.expr) -> int | None:
+        """The width of a vector-valued expression, None for a number."""
+        if isinstance(e, ast.Name):
+            return self.widths.get(e.id)
+        if isinstance(e, ast.Call):
+            f = id(self.resolve(e.func))
+            if f in _CONSTRUCTORS:
+                return _CONSTRUCTORS[f]
+            if f in _LOADS:
+                return _LOADS[f]
+            if f == id(gk.cross):
+                return 3
+            if f == id(gk.normalize) and len(e.args) == 1:
+                return self.width(e.args[0])
+            return None
+        if isinstance(e, ast.BinOp):
+            left, right = self.width(e.left), self.width(e.right)
+            if left is not None and right is not None and left != right:
+                self.fail(e, f"vec{left} and vec{right} operands", "vectors of one width combine elementwise")
+            return left or right
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            return self.width(e.operand)
+        if isinstance(e, ast.IfExp):
+            return self.width(e.body) or self.width(e.orelse)
+        return None
+
+    # -- statements --------------------------------------------------------------------------------------------
+    def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        outer, out = self.pre, []
+        for s in body:
+            self.pre = []
+            done = self.stmt(s)
+            out += self.pre + done
+        self.pre = outer  # an enclosing statement's own hoisted statements (an if's test)
+        return out
+
+    def stmt(self, s: ast.stmt) -> list[ast.stmt]:
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None:
+            targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+            if len(targets) == 1:
+                return self.assign(targets[0], s.value, s)
+        if isinstance(s, ast.AugAssign):
+            return self.aug_assign(s)
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and id(self.resolve(s.value.func)) in _STORES:
+            return self.store(s.value, s)
+        if isinstance(s, ast.Return) and s.value is not None and self.width(s.value) is not None:
+            self.fail(s, "a device function returns a number, not a vector",
+                      "return the components from separate functions, or write the vector with gk.store_vecN")
+        if isinstance(s, ast.If):
+            s.test = self.scalar(s.test)
+            s.body, s.orelse = self.block(s.body), self.block(s.orelse)
+            return [s]
+        if isinstance(s, ast.For):
+            s.iter = self.scalar(s.iter)
+            s.body, s.orelse = self.block(s.body), self.block(s.orelse)
+            return [s]
+        if isinstance(s, ast.While):
+            self.lazy += 1  # re-evaluated each iteration: nothing can be hoisted out of it
+            s.test = self.scalar(s.test)
+            self.lazy -= 1
+            s.body, s.orelse = self.block(s.body), self.block(s.orelse)
+            return [s]
+        return [_Scalars(self).visit(s)]
+
+    def assign(self, target: ast.expr, value: ast.expr, s: ast.stmt) -> list[ast.stmt]:
+        w = self.width(value)
+        if isinstance(target, ast.Name) and target.id in self.widths:
+            if w is None:
+                self.fail(s, f"'{target.id}' is a vec{self.widths[target.id]} but is assigned a number")
+            return [self.tuple_assign([component(target.id, c) for c in range(w)], self.components(value, w), s)]
+        if w is not None:
+            self.fail(s, f"a vec{w} cannot be stored here", "store it with gk.store_vecN, or assign it to a local")
+        slot = self.slot(target)
+        if slot is not None:
+            return [ast.copy_location(ast.Assign([ast.Name(slot, ast.Store())], self.scalar(value)), s)]
+        new = copy.copy(s)
+        if isinstance(new, ast.Assign):
+            new.targets = [_Scalars(self).visit(target)]
+        else:
+            new.target = _Scalars(self).visit(target)
+        new.value = self.scalar(value)
+        return [new]
+
+    def aug_assign(self, s: ast.AugAssign) -> list[ast.stmt]:
+        t = s.target
+        if isinstance(t, ast.Name) and t.id in self.widths:
+            combined = ast.copy_location(ast.BinOp(ast.Name(t.id, ast.Load()), s.op, s.value), s)
+            return self.assign(t, combined, s)
+        slot = self.slot(t)
+        if slot is not None:
+            t = ast.Name(slot, ast.Store())
+        else:
+            t = _Scalars(self).visit(t)
+        if self.width(s.value) is not None:
+            self.fail(s, "a vector cannot be added to a number")
+        return [ast.copy_location(ast.AugAssign(t, s.op, self.scalar(s.value)), s)]
+
+    def store(self, call: ast.Call, s: ast.stmt) -> list[ast.stmt]:
+        w = _STORES[id(self.resolve(call.func))]
+        if len(call.args) < 3:
+            self.fail(call, f"{ast.unparse(call.func)}(array, index..., v) takes an array, 1 or 2 indices and a vec{w}")
+        array, *index, value = call.args
+        if self.width(value) != w:
+            self.fail(value, f"{ast.unparse(call.func)} stores a vec{w}; got {ast.unparse(value)}")
+        temps = self.fresh_components(w)
+        out = [self.tuple_assign(temps, self.components(value, w), s)]
+        index = [self.scalar(i) for i in index]
+        for c in range(w):
+            target = ast.Subscript(array, ast.Tuple([*copy.deepcopy(index), ast.Constant(c)], ast.Load()), ast.Store())
+            out.append(ast.copy_location(ast.Assign([target], ast.Name(temps[c], ast.Load())), s))
+        return out
+
+    def tuple_assign(self, names: list[str], values: list[ast.expr], at: ast.AST) -> ast.stmt:
+        """names = values, every value read before any name is written (the lowerer's tuple assignment)."""
+        if len(names) == 1:
+            return ast.copy_location(ast.Assign([ast.Name(names[0], ast.Store())], values[0]), at)
+        return ast.copy_location(ast.Assign([ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())],
+                                            ast.Tuple(values, ast.Load())), at)
+
+    def fresh_components(self, w: int) -> list[str]:
+        self.temps += 1
+        return [f"{VECTOR[:-1]}{self.temps}_{COMPONENTS[c]}" for c in range(w)]
+
+    def slot(self, target: ast.expr) -> str | None:
+        """The component local a `v.x` or `v[0]` target names, for a vector local v."""
+        v, c = _component_of(target)
+        if v is None or not isinstance(v, ast.Name) or v.id not in self.widths:
+            return None
+        if c >= self.widths[v.id]:
+            self.fail(target, f"'{v.id}' is a vec{self.widths[v.id]}: it has no component {c}")
+        return component(v.id, c)
+
+    # -- expressions --------------------------------------------------------------------------------------------
+    def scalar(self, e: ast.expr) -> ast.expr:
+        """A number-valued expression, its vector parts scalarised."""
+        return _Scalars(self).visit(e)
+
+    def components(self, e: ast.expr, w: int | None = None) -> list[ast.expr]:
+        """The component expressions of a vector-valued expression."""
+        width = self.width(e)
+        if width is None or (w is not None and width != w):
+            self.fail(e, f"a vec{w} is needed here; got {ast.unparse(e)}")
+        if isinstance(e, ast.Name):
+            return [ast.copy_location(ast.Name(component(e.id, c), ast.Load()), e) for c in range(width)]
+        if isinstance(e, ast.Call):
+            return self.call_components(e, width)
+        if isinstance(e, ast.UnaryOp):
+            inner = self.components(e.operand, width)
+            if isinstance(e.op, ast.UAdd):
+                return inner
+            return [ast.copy_location(ast.UnaryOp(ast.USub(), c), e) for c in inner]
+        if isinstance(e, ast.IfExp):
+            test = self.scalar(e.test)
+            self.lazy += 1
+            body, orelse = self.components(e.body, width), self.components(e.orelse, width)
+            self.lazy -= 1
+            return [ast.copy_location(ast.IfExp(copy.deepcopy(test), b, o), e) for b, o in zip(body, orelse)]
+        assert isinstance(e, ast.BinOp)
+        if not isinstance(e.op, _ELEMENTWISE):
+            self.fail(e, f"the operator {type(e.op).__name__} on vectors", "vectors take + - * / elementwise")
+        sides = []
+        for side in (e.left, e.right):
+            if self.width(side) is None:
+                sides.append(self.shared([self.scalar(side)])[0:1] * width)
+            else:
+                sides.append(self.components(side, width))
+        return [ast.copy_location(ast.BinOp(a, e.op, b), e) for a, b in zip(*sides)]
+
+    def call_components(self, e: ast.Call, width: int) -> list[ast.expr]:
+        f = id(self.resolve(e.func))
+        name = ast.unparse(e.func)
+        if f in _CONSTRUCTORS:
+            if len(e.args) == 1:
+                return self.shared([self.scalar(e.args[0])]) * width
+            if len(e.args) != width:
+                self.fail(e, f"{name}() takes {width} components (or one, for all)")
+            return [self.scalar(a) for a in e.args]
+        if f in _LOADS:
+            if len(e.args) not in (2, 3):
+                self.fail(e, f"{name}(array, index...) takes an array and 1 or 2 indices")
+            array, *index = e.args
+            index = [self.scalar(i) for i in index]
+            return [ast.copy_location(ast.Subscript(copy.deepcopy(array), ast.Tuple(
+                [*copy.deepcopy(index), ast.Constant(c)], ast.Load()), ast.Load()), e) for c in range(width)]
+        if f == id(gk.cross):
+            if len(e.args) != 2:
+                self.fail(e, f"{name}(a, b) takes two vec3")
+            a, b = (self.shared(self.components(x, 3)) for x in e.args)
+            return [_minus(_times(a[(k + 1) % 3], b[(k + 2) % 3]), _times(a[(k + 2) % 3], b[(k + 1) % 3]))
+                    for k in range(3)]
+        # normalize(a) = a / length(a)
+        a = self.shared(self.components(e.args[0], width))
+        n = self.shared([_call(SQRT, _dot(a, a))])[0]
+        return [ast.BinOp(c, ast.Div(), copy.deepcopy(n)) for c in a]
+
+    def shared(self, values: list[ast.expr]) -> list[ast.expr]:
+        """`values` computed once into temporaries (where statements may go before this one), as names."""
+        if self.lazy or all(isinstance(v, (ast.Name, ast.Constant)) for v in values):
+            return values
+        names = self.fresh_components(len(values))
+        self.pre.append(self.tuple_assign(names, values, values[0]))
+        return [ast.Name(n, ast.Load()) for n in names]
+
+
+class _Scalars(ast.NodeTransformer):
+    """Scalarises number-valued expressions: `v.x`, `v[1]`, `gk.dot`, `gk.length`; a vector where a number
+    is needed is an error."""
+
+    def __init__(self, sc: Scalarizer):
+        self.sc = sc
+
+    def visit_Name(self, e: ast.Name) -> ast.AST:
+        if e.id in self.sc.widths:
+            self.sc.fail(e, f"'{e.id}' is a vec{self.sc.widths[e.id]} where a number is needed",
+                         f"use its components ({e.id}.x, ...) or gk.dot / gk.length")
+        return e
+
+    def visit_Attribute(self, e: ast.Attribute) -> ast.AST:
+        v, c = _component_of(e)
+        if v is not None and self.sc.width(v) is not None:
+            return self.component(v, c, e)
+        return self.generic_visit(e)
+
+    def visit_Subscript(self, e: ast.Subscript) -> ast.AST:
+        v, c = _component_of(e)
+        if v is not None and self.sc.width(v) is not None:
+            return self.component(v, c, e)
+        if self.sc.width(e.value) is not None:
+            self.sc.fail(e, "a vector is indexed by a constant 0-3 (or .x .y .z .w)")
+        return self.generic_visit(e)
+
+    def component(self, v: ast.expr, c: int, at: ast.AST) -> ast.expr:
+        w = self.sc.width(v)
+        if c >= w:
+            self.sc.fail(at, f"a vec{w} has no component {COMPONENTS[c] if c < 4 else c}")
+        return ast.copy_location(self.sc.components(v, w)[c], at)
+
+    def visit_BoolOp(self, e: ast.BoolOp) -> ast.AST:
+        first, *rest = e.values
+        out = [self.visit(first)]
+        self.sc.lazy += 1
+        out += [self.visit(v) for v in rest]
+        self.sc.lazy -= 1
+        e.values = out
+        return e
+
+    def visit_IfExp(self, e: ast.IfExp) -> ast.AST:
+        e.test = self.visit(e.test)
+        self.sc.lazy += 1
+        e.body, e.orelse = self.visit(e.body), self.visit(e.orelse)
+        self.sc.lazy -= 1
+        return e
+
+    def visit_Compare(self, e: ast.Compare) -> ast.AST:
+        e.left = self.visit(e.left)
+        self.sc.lazy += 1  # later operands of a chain are evaluated only if needed
+        e.comparators = [self.visit(c) for c in e.comparators]
+        self.sc.lazy -= 1
+        return e
+
+    def visit_Call(self, e: ast.Call) -> ast.AST:
+        f = id(self.sc.resolve(e.func))
+        if f == id(gk.dot) or f == id(gk.length):
+            n = 2 if f == id(gk.dot) else 1
+            if len(e.args) != n:
+                self.sc.fail(e, f"{ast.unparse(e.func)}() takes {n} vector{'s' * (n > 1)}")
+            w = self.sc.width(e.args[0])
+            if w is None:
+                self.sc.fail(e, f"{ast.unparse(e.func)}() takes vectors; got {ast.unparse(e.args[0])}")
+            a = self.sc.components(e.args[0], w)
+            if f == id(gk.length):
+                a = self.sc.shared(a)
+                return ast.copy_location(_call(SQRT, _dot(a, copy.deepcopy(a))), e)
+            b = self.sc.components(e.args[1], w)
+            return ast.copy_location(_dot(a, b), e)
+        if f in API:
+            self.sc.fail(e, f"{ast.unparse(e.func)}() gives a vector where a number is needed")
+        for a in e.args:
+            if self.sc.width(a) is not None:
+                self.sc.fail(a, f"'{ast.unparse(a)}' is a vector; functions take numbers",
+                             "pass its components")
+        return self.generic_visit(e)
+
+    def visit_BinOp(self, e: ast.BinOp) -> ast.AST:
+        if self.sc.width(e) is not None:
+            self.sc.fail(e, f"'{ast.unparse(e)}' is a vector where a number is needed",
+                         "use its components or gk.dot / gk.length")
+        return self.generic_visit(e)
+
+
+def _component_of(e: ast.expr) -> tuple[ast.expr | None, int]:
+    """(v, c) for `v.x`-style or `v[c]` (c a constant) expressions, else (None, 0)."""
+    if isinstance(e, ast.Attribute) and e.attr in COMPONENTS:
+        return e.value, COMPONENTS.index(e.attr)
+    if isinstance(e, ast.Subscript) and isinstance(e.slice, ast.Constant) and type(e.slice.value) is int:
+        return e.value, e.slice.value
+    return None, 0
+
+
+def _times(a: ast.expr, b: ast.expr) -> ast.expr:
+    return ast.BinOp(copy.deepcopy(a), ast.Mult(), copy.deepcopy(b))
+
+
+def _minus(a: ast.expr, b: ast.expr) -> ast.expr:
+    return ast.BinOp(a, ast.Sub(), b)
+
+
+def _dot(a: list[ast.expr], b: list[ast.expr]) -> ast.expr:
+    out = _times(a[0], b[0])
+    for x, y in zip(a[1:], b[1:]):
+        out = ast.BinOp(out, ast.Add(), _times(x, y))
+    return out
+
+
+def _call(name: str, arg: ast.expr) -> ast.expr:
+    return ast.Call(ast.Name(name, ast.Load()), [arg], [])
+
+
+def scalarize(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any],
+              params: tuple[str, ...]) -> ast.FunctionDef:
+    """`tree` with its vectors scalarised (the same tree when it uses none)."""
+    if not uses_vectors(tree, resolve):
+        return tree
+    tree = copy.deepcopy(tree)
+    sc = Scalarizer(resolve, fail, params)
+    sc.collect(tree)
+    tree.body = sc.block(tree.body)
+    ast.fix_missing_locations(tree)
+    return tree
+
+
+NAMESPACE = {SQRT: math.sqrt}  # what the scalarised code calls, added to the lowerer's namespace
