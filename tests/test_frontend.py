@@ -444,3 +444,29 @@ def test_float_range_bound_from_expression_is_a_type_error(rng):
         gk.launch(k, a.size, a, b)
     check_located(info.value, "float-range-expr", "range()", "stop", "integer")
     assert np.array_equal(a, before[0]) and np.array_equal(b, before[1])
+
+
+@pytest.mark.parametrize("call, hint", [
+    ("np.where(x[i] > 0.0, 1.0, 2.0)", "a if cond else b"),
+    ("np.sum(x)", "accumulate in a loop"),
+    ("np.linalg.norm(x)", "gk.length"),
+    ("np.zeros(3)", "pass a scratch array"),
+    ("np.log2(x[i])", "math.log(x) / math.log(2.0)"),
+    ("math.ceil(x[i])", "-math.floor(-x)"),
+    ("np.isnan(x[i])", "x != x"),
+    ("np.cumsum(x)", "NumPy's array functions are not kernel code"),
+])
+def test_unsupported_calls_suggest_the_closest_spelling(tmp_path, call, hint):
+    import importlib.util
+
+    path = tmp_path / "suggest_kernel.py"
+    path.write_text("import math\n\nimport numpy as np\n\nimport gradkern as gk\n\n\n@gk.kernel\n"
+                    f"def k(x, y):\n    i = gk.tid()\n    y[i] = {call}\n")
+    spec = importlib.util.spec_from_file_location("suggest_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    y = np.zeros(3)
+    with pytest.raises(gk.KernelSyntaxError, match="is not supported") as info:  # at decoration or launch
+        spec.loader.exec_module(module)
+        gk.launch(module.k, 3, np.ones(3), y)
+    assert hint in str(info.value)
+    np.testing.assert_array_equal(y, 0.0)

@@ -26,7 +26,7 @@ from ..ir.names import RESERVED, Namer, is_generated, private
 from ..ir.ops import Op
 from ..ir.rewrite import rename_locals
 from ..ir.types import F32, F64, I32, I64
-from . import vectors
+from . import suggest, vectors
 from .callables import DeviceFunctionMarker, KernelMarker, Lowered
 from .inline import inline_call
 from .parse import ParsedFunction
@@ -453,7 +453,7 @@ class _Lowerer:
         op = _FUNCTIONS.get(id(fn))
         if op is None:
             self.fail(e, f"call to '{ast.unparse(e.func)}' is not supported",
-                      hint="kernels can call math functions, gk intrinsics and @gk.func device functions")
+                      hint=suggest.hint_for(fn, ast.unparse(e.func)))
         if op in (Op.MIN, Op.MAX) and len(args) >= 2:
             out = args[0]
             for a in args[1:]:

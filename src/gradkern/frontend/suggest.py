@@ -1,0 +1,51 @@
+"""The closest supported spelling of a call a kernel cannot make (issue 19,
+item 6): users port kernels from NumPy, Numba, Warp and CUDA, and reach for
+the functions they know."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+_HINTS: dict[str, str] = {
+    # NumPy array functions have no meaning on one thread's numbers
+    "where": "use a conditional expression: `a if cond else b`",
+    "select": "use a conditional expression: `a if cond else b`",
+    "sum": "accumulate in a loop, or with gk.atomic_add across threads",
+    "prod": "multiply in a loop",
+    "mean": "accumulate in a loop and divide",
+    "dot": "for vectors use gk.dot (with gk.vec2/vec3/vec4); for arrays, a loop",
+    "cross": "use gk.cross on gk.vec3 values",
+    "linalg.norm": "use gk.length on a gk.vec2/vec3/vec4, or math.sqrt of a sum of squares",
+    "norm": "use gk.length on a gk.vec2/vec3/vec4, or math.sqrt of a sum of squares",
+    "zeros": "a kernel cannot allocate arrays: pass a scratch array as an argument",
+    "empty": "a kernel cannot allocate arrays: pass a scratch array as an argument",
+    "ones": "a kernel cannot allocate arrays: pass a scratch array as an argument",
+    "array": "a kernel cannot allocate arrays: pass a scratch array as an argument",
+    "round": "use math.floor(x + 0.5) (or int() to truncate toward zero)",
+    "rint": "use math.floor(x + 0.5)",
+    "trunc": "use int(x) (truncates toward zero) or float(int(x))",
+    "ceil": "use -math.floor(-x)",
+    "log2": "use math.log(x) / math.log(2.0)",
+    "log10": "use math.log(x) / math.log(10.0)",
+    "exp2": "use 2.0 ** x",
+    "cbrt": "use x ** (1.0 / 3.0) for x >= 0, gk.copysign(abs(x) ** (1.0 / 3.0), x) otherwise",
+    "square": "use x * x",
+    "isnan": "use x != x",
+    "isinf": "use abs(x) == math.inf",
+    "isfinite": "use abs(x) < math.inf",
+    "print": "kernels cannot print: store what you want to see into an array argument",
+}
+
+
+def hint_for(fn: Any, spelled: str) -> str:
+    """The hint of a refused call of `fn`, written `spelled` in the kernel."""
+    name = getattr(fn, "__name__", spelled.rsplit(".", 1)[-1])
+    module = getattr(fn, "__module__", "") or ""
+    key = "linalg.norm" if fn is getattr(np.linalg, "norm", None) else name
+    hint = _HINTS.get(key)
+    if hint is None and (module.startswith("numpy") or fn is math.fsum):
+        hint = "NumPy's array functions are not kernel code: write the loop over one thread's values"
+    return hint or "kernels can call math functions, gk intrinsics and @gk.func device functions"
