@@ -93,3 +93,18 @@ def test_bool_operands_stay_bool_and_invert_is_pythons():
     a, b = x > 0, np.arange(4) > 1
     np.testing.assert_array_equal(out[:, 0], (a & b) + 10 * (a | b) + 100 * (a ^ b))
     np.testing.assert_array_equal(out[:, 1], [~bool(v) for v in a])  # Python's ~True == -2, not NumPy's False
+
+
+@pytest.mark.parametrize("mode", [gk.Reverse, gk.Forward])
+def test_vector_mode_through_bitwise_guards(mode, rng):
+    n = 15
+    u = rng.uniform(0.5, 1.5, n)
+    seeds = [(rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)) for _ in range(3)]
+    du, dun = tuple(s[0].copy() for s in seeds), tuple(s[1].copy() for s in seeds)
+    c = gk.Const(0.3)
+    gk.autodiff(red_black, gk.BatchDuplicated(u.copy(), du), gk.BatchDuplicated(np.zeros(n), dun), 1, c, mode=mode)
+    for lane, (su, sun) in enumerate(seeds):
+        one_u, one_un = su.copy(), sun.copy()
+        gk.autodiff(red_black, gk.Duplicated(u.copy(), one_u), gk.Duplicated(np.zeros(n), one_un), 1, c, mode=mode)
+        np.testing.assert_array_equal(du[lane], one_u)
+        np.testing.assert_array_equal(dun[lane], one_un)
