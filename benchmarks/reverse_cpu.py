@@ -595,8 +595,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runs", type=int, default=None, help="timed runs per version (default 11, --quick 2)")
     p.add_argument("--compile-reps", type=int, default=None, help="processes per latency (default 3, --quick 1)")
     p.add_argument("--no-compile", action="store_true", help="skip part 2 (compile latency)")
+    p.add_argument("--compile-only", action="store_true", help="run part 2 (compile latency) only; not with --write")
     p.add_argument("--no-wait", action="store_true", help="with --write: do not wait for a load average < 0.5")
     args = p.parse_args(argv)
+    if args.compile_only and (args.write or args.no_compile):
+        p.error("--compile-only goes with neither --write nor --no-compile")
     args.runs = args.runs or (2 if args.quick else 11)
     args.compile_reps = args.compile_reps or (1 if args.quick else 3)
     n1d, n2d, mv = (2**10, 48, (64, 32)) if args.quick else (2**22, 2048, (2048, 1024))
@@ -612,15 +615,17 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(0)
     print(f"Numba threads: {numba.get_num_threads()}", flush=True)
     rows = []
-    for make in (lambda: case_saxpy(n1d, rng), lambda: case_allen_cahn(n1d, rng), lambda: case_heat(n2d, rng),
-                 lambda: case_matvec(*mv, rng)):
+    cases = (lambda: case_saxpy(n1d, rng), lambda: case_allen_cahn(n1d, rng), lambda: case_heat(n2d, rng),
+             lambda: case_matvec(*mv, rng))
+    for make in () if args.compile_only else cases:
         case = make()
         rows.append(run_case(case, args.runs))
         print(f"  {case.name}: checked, timed", file=sys.stderr, flush=True)
         del case
     print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; Numba threads: {numba.get_num_threads()} "
           f"({numba.threading_layer()} layer); median of {args.runs} runs; float64")
-    print(gradient_table(rows))
+    if rows:
+        print(gradient_table(rows))
     lat = None
     if not args.no_compile:
         print("  compile latency (fresh processes) ...", file=sys.stderr, flush=True)

@@ -2,6 +2,8 @@
 boundary tests folded, and the split launch gives exactly what the unsplit
 body gives (the interpreter ignores the split) for every launch shape."""
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -182,8 +184,13 @@ def test_interior_loop_of_fused_and_gather_kernels_has_no_branch(kernel, ndim):
     for role in ("fused", "gather"):
         src = sources[role]
         start = src.split(f"_gkb_lo{last} = min(")[1].split(",")[0]  # literal: 1, or 2 for the gather
-        loop = src.split(f"for _gkb_t{last} in {'_gk_prange' if ndim == 1 else 'range'}({start}, _gkb_hi{last}):")
-        interior = loop[1].split(f"in {'_gk_prange' if ndim == 1 else 'range'}(_gkb_hi{last}")[0]
+        header = f"for _gkb_t{last} in {'_gk_prange' if ndim == 1 else 'range'}({start}, _gkb_hi{last}):"
+        at = next(line for line in src.splitlines() if line.strip() == header)
+        indent = len(at) - len(at.lstrip())
+        body = src.split(at + "\n")[1].splitlines()  # the interior loop's body: the lines indented deeper
+        deeper = itertools.takewhile(lambda line, indent=indent: len(line) - len(line.lstrip()) > indent, body)
+        interior = "\n".join(deeper)
+        assert interior.strip(), role
         assert start.isdigit() and "if " not in interior and "_gkb_interior" not in interior, (role, interior)
         assert all(f"if _gkb_t{a} >= {'1' if role == 'fused' else '2'} and _gkb_t{a} < _gkb_hi{a}:" in src
                    for a in range(last)), role

@@ -17,7 +17,9 @@ def heat_step_2d_2d(_gkb_n0, _gkb_n1, u, un, c):
         if _gkb_t0 >= 1 and _gkb_t0 < _gkb_hi0:
             _gkb_lo1 = min(1, _gkb_n1)
             _gkb_hi1 = min(max((u.shape[1] - 1), _gkb_lo1), _gkb_n1)
-            for _gkb_t1 in range(0, _gkb_lo1):
+            _gkb_w1 = _gkb_lo1 + _gkb_n1 - _gkb_hi1
+            for _gkb_e1 in range(_gkb_w1):
+                _gkb_t1 = _gk_int64(_gkb_e1) if _gkb_e1 < _gkb_lo1 else _gk_int64(_gkb_e1) + (_gkb_hi1 - _gkb_lo1)
                 i = _gkb_t0
                 j = _gkb_t1
                 if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
@@ -28,13 +30,6 @@ def heat_step_2d_2d(_gkb_n0, _gkb_n1, u, un, c):
                 i = _gkb_t0
                 j = _gkb_t1
                 un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
-            for _gkb_t1 in range(_gkb_hi1, _gkb_n1):
-                i = _gkb_t0
-                j = _gkb_t1
-                if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
-                    un[i, j] = u[i, j]
-                else:
-                    un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
         else:
             for _gkb_t1 in range(_gkb_n1):
                 i = _gkb_t0
@@ -52,7 +47,9 @@ def heat_step_2d_2d_serial(_gkb_n0, _gkb_n1, u, un, c):
         if _gkb_t0 >= 1 and _gkb_t0 < _gkb_hi0:
             _gkb_lo1 = min(1, _gkb_n1)
             _gkb_hi1 = min(max((u.shape[1] - 1), _gkb_lo1), _gkb_n1)
-            for _gkb_t1 in range(0, _gkb_lo1):
+            _gkb_w1 = _gkb_lo1 + _gkb_n1 - _gkb_hi1
+            for _gkb_e1 in range(_gkb_w1):
+                _gkb_t1 = _gk_int64(_gkb_e1) if _gkb_e1 < _gkb_lo1 else _gk_int64(_gkb_e1) + (_gkb_hi1 - _gkb_lo1)
                 i = _gkb_t0
                 j = _gkb_t1
                 if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
@@ -63,13 +60,6 @@ def heat_step_2d_2d_serial(_gkb_n0, _gkb_n1, u, un, c):
                 i = _gkb_t0
                 j = _gkb_t1
                 un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
-            for _gkb_t1 in range(_gkb_hi1, _gkb_n1):
-                i = _gkb_t0
-                j = _gkb_t1
-                if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
-                    un[i, j] = u[i, j]
-                else:
-                    un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
         else:
             for _gkb_t1 in range(_gkb_n1):
                 i = _gkb_t0

@@ -21,6 +21,7 @@ class Generated:
     entry: str | None = None
     launch: tuple = ()
     serial: str | None = None  # the CPU: the entry's serial twin, run for launches of few threads
+    edges: str | None = None  # the CPU: a 1-D entry's parallel loop over edges too wide to run serially
 
 
 class Backend:

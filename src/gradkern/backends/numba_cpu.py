@@ -148,6 +148,11 @@ PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
 # worker threads costs more than a few hundred threads of a loop-free body (benchmarks/overhead.py).
 # 0 turns the twins off.
 SERIAL_THREADS = int(os.environ.get("GRADKERN_SERIAL_THREADS", "256"))
+# A 1-D parallel launch split into an interior (transforms/split.py) runs its edge threads, at most this
+# many, serially beside the interior's `prange`: each `prange` is a gufunc Numba compiles apart (about 0.4 s
+# each, cold), and the edges of a stencil are a few threads. Wider edges (an interior bounded by a parameter)
+# run in `<entry>_edges`, a parallel function compiled only when a launch needs it (`generate`).
+SERIAL_EDGES = 256
 
 
 def private_chunks(copy_bytes: int, n0: int) -> int:
@@ -199,27 +204,36 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     thread_args = [f"_gkb_t{a}" for a in range(launch_ndim)]
 
     def thread_body(syntax, depth: int, body: tuple[ir.Stmt, ...], role: str) -> list[str]:
-        """The body of one thread at `depth`: printed in place, or a call of its outlined function."""
+        """The body of one thread at `depth`: printed in place, or a call of its outlined function.
+        Its prologue defines only the locals this body reads: every other definition is dead code that
+        Numba's SSA, type inference and parfor passes would still process (a gather's copies of a reverse
+        body leave dozens of locals no copy mentions)."""
         p = Printer(syntax)
+        reads = {e.name for e in ir.all_exprs(body) if isinstance(e, ir.Var)}
+        own_prologue = tuple(a for a in prologue if a.name in reads)
         if not outline:
-            p.block(prologue + body, depth)
+            p.block(own_prologue + body, depth)
             return p.lines
         private_args = ["_gkb_c", *[f"_gkb_priv_{a}" for a in private]] if isinstance(syntax, PrivatizedSyntax) else []
         name = f"_gkb_{role}{'_private' if private_args else ''}"
         args = ", ".join(thread_args + private_args + params)
         if not any(line.startswith(f"def {name}(") for line in outlined):
             f = Printer(syntax)
-            f.block(prologue + body, 1)
+            f.block(own_prologue + body, 1)
             outlined.extend(["", "", f"@_gk_njit(cache=True, error_model='numpy', boundscheck={options.boundscheck})",
                              f"def {name}({args}):", *f.lines])
         p.line(depth, f"{name}({args})")
         return p.lines
 
-    def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True) -> list[str]:
+    def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True,
+                  merge: bool = False, edges_only: bool = False) -> list[str]:
         """The launch loops around the body. With an interior (transforms/split.py), each split axis
         has its range computed before its loop: the innermost is printed three times (edge, interior,
         edge), an outer one runs the rest of the nest towards the interior inside an `if` on its index
-        and the general body in the `else`."""
+        and the general body in the `else`. `merge` (a race-free launch, whose threads may run in any
+        order) prints the innermost's two edges as one loop before the interior: two copies of the body,
+        not three; in 1-D that loop is serial, for at most SERIAL_EDGES threads, and the entry returns
+        whether it ran it. `edges_only` prints only the edges of a 1-D launch, as a `prange`."""
         p = Printer(syntax)
         last = launch_ndim - 1
         inner = k.interior if split and k.interior is not None else None
@@ -253,6 +267,25 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
                 return
             p.line(d, f"{lo_} = min({start if const_lo else f'max({p.expr(r.lo)}, 0)'}, {n})")
             p.line(d, f"{hi_} = {n if r.hi is None else f'min(max({p.expr(r.hi)}, {lo_}), {n})'}")
+            if merge or edges_only:
+                e, w = f"_gkb_e{axis}", f"_gkb_w{axis}"
+                p.line(d, f"{w} = {lo_} + {n} - {hi_}")
+                at = d
+                if edges_only:
+                    p.line(d, f"for {e} in {loop}({w}):")
+                elif axis == 0:
+                    p.line(d, f"if {w} <= {SERIAL_EDGES}:")
+                    p.line(d + 1, f"for {e} in range({w}):")
+                    at = d + 1
+                else:
+                    p.line(d, f"for {e} in range({w}):")
+                # int64: a prange index is unsigned, and an unsigned index mixed with int64 is a float
+                p.line(at + 1, f"_gkb_t{axis} = _gk_int64({e}) if {e} < {lo_} else _gk_int64({e}) + ({hi_} - {lo_})")
+                nest(axis + 1, at + 1, False)
+                if not edges_only:
+                    p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({start}, {hi_}):")
+                    nest(axis + 1, d + 1, True)
+                return
             for first, stop, interior in (("0", lo_, False), (start, hi_, True), (hi_, n, False)):
                 p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({first}, {stop}):")
                 nest(axis + 1, d + 1, interior)
@@ -260,9 +293,14 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         nest(0, depth, inner is not None)
         return p.lines
 
+    # a 1-D parallel launch with an interior: its edges run serially in the entry, or in `<entry>_edges`
+    edges = options.parallel and not private and launch_ndim == 1 and k.interior is not None \
+        and k.interior.on(0) is not None
     if not private:
         loop = "_gk_prange" if options.parallel else "range"
-        lines += loop_nest(NumbaSyntax(launch_ndim), 1, f"{loop}(_gkb_n0)", loop)
+        lines += loop_nest(NumbaSyntax(launch_ndim), 1, f"{loop}(_gkb_n0)", loop, merge=options.parallel)
+        if edges:
+            lines.append(f"    return _gkb_w0 <= {SERIAL_EDGES}")
     else:
         lines.append("    if _gkb_chunks > 0:")
         for a in private:
@@ -282,6 +320,10 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         start = lines.index(f"@_gk_njit({flags})")
         lines += ["", "", f"@_gk_njit({flags.replace('parallel=True', 'parallel=False')})",
                   f"def {entry}_serial({', '.join(params)}):", *lines[start + 2:]]
+    if edges:
+        # compiled only when a launch's edges are wider than SERIAL_EDGES (NumbaBackend.run)
+        lines += ["", "", f"@_gk_njit({flags})", f"def {entry}_edges({', '.join(params)}):",
+                  *loop_nest(NumbaSyntax(launch_ndim), 1, "_gk_prange(_gkb_n0)", "_gk_prange", edges_only=True)]
     if outlined:  # the body functions go before the entry that calls them
         at = lines.index(f"@_gk_njit({flags})") - 2
         lines[at:at] = outlined
@@ -358,15 +400,21 @@ def _threads(dim: tuple[int, ...]) -> int:
     return n
 
 
-_TWINS: dict[int, tuple[Any, Any]] = {}
+_SIBLINGS: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+
+def _sibling(entry: Any, name: str) -> Any:
+    """The function `name` printed beside `entry` in its generated module. Numba compiles it on its
+    first call, not when the module loads: a launch that never needs it never compiles it."""
+    hit = _SIBLINGS.get((id(entry), name))
+    if hit is None or hit[0] is not entry:
+        hit = _SIBLINGS[id(entry), name] = (entry, entry.py_func.__globals__[name])
+    return hit[1]
 
 
 def _serial_twin(entry: Any, name: str) -> Any:
     """The serial twin printed beside `entry` in its generated module."""
-    hit = _TWINS.get(id(entry))
-    if hit is None or hit[0] is not entry:
-        hit = _TWINS[id(entry)] = (entry, entry.py_func.__globals__[name])
-    return hit[1]
+    return _sibling(entry, name)
 
 
 class NumbaBackend(Backend):
@@ -384,7 +432,8 @@ class NumbaBackend(Backend):
         twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(k.body))
         options = NumbaOptions(parallel=parallel, privatized=atomic, serial_twin=twin)
         source, entry = generate(k, launch_ndim, options, header)
-        return Generated(source, entry, atomic if parallel else (), f"{entry}_serial" if twin else None)
+        edges = f"{entry}_edges" if f"\ndef {entry}_edges(" in source else None
+        return Generated(source, entry, atomic if parallel else (), f"{entry}_serial" if twin else None, edges)
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -395,14 +444,15 @@ class NumbaBackend(Backend):
             return
         if entry is None:
             raise InternalError(f"kernel '{typed.name}' was run before it was compiled")
+        main = entry
         if code.serial is not None and _threads(dim) < SERIAL_THREADS:
             entry = _serial_twin(entry, code.serial)
         if code.launch:  # privatised atomic targets: how many private copies fit the memory limit
             names = [p.name for p in typed.params]
             copy_bytes = sum(values[names.index(a)].nbytes for a in code.launch)
             entry(*dim, *values, private_chunks(copy_bytes, dim[0]))
-        else:
-            entry(*dim, *values)
+        elif entry(*dim, *values) is False:  # edges too wide to run serially: their parallel loop
+            _sibling(main, code.edges)(*dim, *values)
 
     def array_module(self) -> Any:
         import numpy
