@@ -35,6 +35,7 @@ from .ir.types import Type
 from .ir.verify import verify
 from .transforms.aliasing import merge_aliases
 from .transforms.boundscheck import Access, bounds_checked
+from .transforms.dce import eliminate_dead
 from .transforms.forward import forward_kernel
 from .transforms.gather import Gather, gather_kernel, gatherable, without_atomics_on
 from .transforms.lanes import replicate_lanes
@@ -278,7 +279,7 @@ def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
     facts = launch_facts(k)
     if be.serial_when_atomics_mixed and facts.mixed_atomics:
         parallel = False  # private copies would hide a thread's own atomic adds from its plain reads
-    printed = verify(version_locals(k), "versioned locals")
+    printed = verify(eliminate_dead(version_locals(k)), "versioned locals, dead assignments removed")
     sites: tuple[Access, ...] = ()
     if request.boundscheck:
         printed, sites = bounds_checked(printed)
