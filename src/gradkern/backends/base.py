@@ -29,8 +29,6 @@ class Backend:
     name: str = ""
     #: the CPU loops print an interior without edge tests (transforms/split.py)
     splits_interior: bool = False
-    #: a launch whose atomic targets are also accessed plainly must run serially
-    serial_when_atomics_mixed: bool = False
     #: autodiff runs augmented primal + reverse instead of the fused kernel when Active scalars are summed
     #: over threads and nothing is taped: a loop carrying a float sum cannot vectorise (its order is fixed),
     #: so fused, the primal's arithmetic would run scalar too (measured on the CPU: saxpy 6.4 ms fused,

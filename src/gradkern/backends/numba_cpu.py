@@ -3,7 +3,8 @@
 The launch domain becomes a loop nest whose outer loop is `prange` for a
 launch known to be race-free (serial otherwise). CPUs have no atomic float
 add, so in a parallel launch each atomic target gets per-chunk private copies
-(chunk c accumulates into `_gkb_priv_X[c]`), summed into X after the loop; the
+(chunk c accumulates into `_gkb_priv_X[c]`), summed into X after the loop (plain
+loads and stores of a target go through the chunk's copy too: PrivatizedSyntax); the
 runtime passes `_gkb_chunks` = 0 to take the serial path instead when the
 copies would exceed the memory limit (`private_chunks`). A parallel entry
 whose thread body has no loop gets a serial twin, the same function compiled
@@ -116,10 +117,48 @@ class NumbaSyntax(Syntax):
 
 
 class PrivatizedSyntax(NumbaSyntax):
-    """Atomic adds go to the running chunk's private copy of their target."""
+    """Atomic adds go to the running chunk's private copy of their target. A *mixed* target (one the
+    kernel also loads or stores plainly) is read as `X[idx] + _gkb_priv_X[c, idx]`, and a store to it
+    also zeroes `_gkb_priv_X[c, idx]`.
+
+    Why this is the serial result: a launch runs only once it is known race-free (proved, or checked
+    exactly at run time: analysis/races.py, where an atomic add conflicts with another thread's plain
+    access of the element). So an element a thread accesses plainly receives atomic adds from that
+    thread alone, and at such an access the chunk's copy holds exactly this thread's earlier adds: a
+    load sees them, a store discards them, and the adds after the store reach X in the sum after the
+    loop. Elements no thread accesses plainly are summed over the chunks as before. (Derivative
+    kernels inherit the property from their primal: a shadow is accessed plainly where the primal
+    stores or atomically adds, and receives atomic adds where the primal loads.) Results differ from
+    the serial loop's only in the order of the atomic adds' sums."""
+
+    def __init__(self, launch_ndim: int = 1, mixed: frozenset[str] = frozenset()):
+        super().__init__(launch_ndim)
+        self.mixed = mixed
+        self.temporaries = 0
 
     def atomic_index(self, array: str, indices: list[str]) -> str:
         return f"_gkb_priv_{array}[{', '.join(['_gkb_c', *indices])}]"
+
+    def load(self, e: ir.Load, indices: list[str]) -> str:
+        if e.array not in self.mixed:
+            return super().load(e, indices)
+        # the indices are printed twice: index expressions have no side effects (an ir.InBounds records
+        # the same first out-of-bounds access again), and nothing is written between the two reads
+        text = f"({self.index(e.array, indices)} + {self.atomic_index(e.array, indices)})"
+        return f"_gk_int32({text})" if e.type.name == "int32" else text  # Numba adds int32s as int64
+
+    def store_lines(self, s: ir.Store, indices: list[str], value: str) -> list[str]:
+        if s.array not in self.mixed:
+            return super().store_lines(s, indices, value)
+        lines = []
+        if any(isinstance(x, ir.Load) and x.array == s.array for i in s.indices for x in ir.walk_expr(i)):
+            # an index that reads X would read it again after the first write: evaluate each once
+            names = [f"_gkb_s{self.temporaries + n}" for n in range(len(indices))]
+            self.temporaries += len(indices)
+            lines += [f"{n} = {i}" for n, i in zip(names, indices)]
+            indices = names
+        # the value (which may read X[idx]) is evaluated before either write
+        return lines + [f"{self.index(s.array, indices)} = {value}", f"{self.atomic_index(s.array, indices)} = 0"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +166,7 @@ class NumbaOptions:
     parallel: bool
     boundscheck: bool = False
     privatized: tuple[str, ...] = ()  # atomic targets, in a parallel launch
+    mixed: tuple[str, ...] = ()  # those of them the kernel also loads or stores plainly (PrivatizedSyntax)
     serial_twin: bool = False  # also print `<entry>_serial`, the entry without parallel=True
 
 
@@ -261,7 +301,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
             lines.append(f"        _gkb_priv_{a} = _gk_np.zeros((_gkb_chunks,) + {a}.shape, {a}.dtype)")
         lines.append("        for _gkb_c in _gk_prange(_gkb_chunks):")
         # chunks split axis 0; only an inner axis may be split further
-        lines += loop_nest(PrivatizedSyntax(launch_ndim), 3,
+        lines += loop_nest(PrivatizedSyntax(launch_ndim, frozenset(options.mixed)), 3,
                            "range(_gkb_c * _gkb_n0 // _gkb_chunks, (_gkb_c + 1) * _gkb_n0 // _gkb_chunks)",
                            split=launch_ndim > 1)
         lines.append("        for _gkb_c in range(_gkb_chunks):")
@@ -366,15 +406,18 @@ class NumbaBackend(Backend):
 
     name = "cpu"
     splits_interior = True
-    serial_when_atomics_mixed = True
     split_reductions = True
 
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:
         atomic = tuple(sorted({s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd)}))
+        bodies = k.body + (k.interior.body if k.interior is not None else ())
+        plain = {s.array for s in ir.walk_stmts(bodies) if isinstance(s, ir.Store)} | \
+            {e.array for e in ir.all_exprs(bodies) if isinstance(e, ir.Load)}
         # a serial twin for tiny launches only where each thread's work is bounded: no loop in the body
         twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(k.body))
-        options = NumbaOptions(parallel=parallel, privatized=atomic, serial_twin=twin)
+        options = NumbaOptions(parallel=parallel, privatized=atomic, mixed=tuple(a for a in atomic if a in plain),
+                               serial_twin=twin)
         source, entry = generate(k, launch_ndim, options, header)
         return Generated(source, entry, atomic if parallel else (), f"{entry}_serial" if twin else None)
 
