@@ -11,10 +11,13 @@ index, and the serial path) by replacing `private_chunks`."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 from corpus import lu_update
 from test_hpc_kernels import fdtd_ey, lud_col, trisolv
+from test_race_fuzz import load_kernels
 
 import gradkern as gk
 from gradkern.backends import numba_cpu
@@ -245,3 +248,41 @@ def test_red_black_gradient_passes_finite_differences_and_the_dot_product_test()
         report = check_grad(red_black_sweep, gk.Duplicated(u, np.zeros_like(u)), gk.Duplicated(f, np.zeros_like(f)),
                             colour, gk.Active(0.3), dim=(11, 10))
         assert report.ok and report.checked > 5, str(report)
+
+
+# ---- a small fuzz: random per-thread sequences of adds, loads and stores of one's own element ------------------
+
+FUZZ_KERNELS = int(os.environ.get("GRADKERN_FUZZ_MIXED", "3"))
+
+
+def _mixed_source(rng, name: str) -> str:
+    """A kernel whose thread i adds to, loads and stores x[i] in a random order (and adds to x[n + s[i]],
+    which nobody accesses plainly): race-free, every value a dyadic rational."""
+    lines = [f"def {name}(x, y, s, n):", "    i = gk.tid()", "    t = 0.0"]
+    for _ in range(int(rng.integers(4, 9))):
+        c = int(rng.integers(-4, 5)) / 2
+        lines.append(str(rng.choice([
+            f"    gk.atomic_add(x, i, {c})",
+            "    t = t + x[i]",
+            f"    x[i] = x[i] * 0.5 + {c}",
+            f"    x[i] = t + {c}",
+            f"    gk.atomic_add(x, n + s[i], {c})",
+            "    if i % 3 == 1:\n        gk.atomic_add(x, i, t)",
+        ])))
+    return "\n".join(lines + ["    y[i] = t + x[i]", ""])
+
+
+def test_fuzz_random_orders_of_adds_loads_and_stores(tmp_path, monkeypatch):
+    rng = np.random.default_rng(int(os.environ.get("GRADKERN_FUZZ_SEED", "0")))
+    names = [f"mixed_fuzz_{k}" for k in range(FUZZ_KERNELS)]
+    sources = [_mixed_source(rng, name) for name in names]
+    module = load_kernels(str(tmp_path / "mixed_fuzz_module.py"), sources)
+    n, extra = 29, 3
+    for name, src in zip(names, sources):
+        x0 = rng.integers(-4, 5, n + extra).astype(np.float64)
+        s = rng.integers(0, extra, n)
+        make = lambda: [x0.copy(), np.zeros(n), s.copy(), n]  # noqa: E731, B023
+        cpu, interp = _both(getattr(module, name), n, make, monkeypatch, int(rng.integers(2, 8)))
+        for a, b in zip(cpu, interp):
+            if isinstance(a, np.ndarray):
+                np.testing.assert_array_equal(a, b, err_msg=src)
