@@ -277,8 +277,6 @@ def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
     check itself runs serially."""
     be: Backend = backend(request.backend)
     facts = launch_facts(k)
-    if be.serial_when_atomics_mixed and facts.mixed_atomics:
-        parallel = False  # private copies would hide a thread's own atomic adds from its plain reads
     printed = verify(eliminate_dead(version_locals(k)), "versioned locals, dead assignments removed")
     sites: tuple[Access, ...] = ()
     if request.boundscheck:

@@ -31,9 +31,8 @@ These facts drive the rest:
   whose atomic targets are touched only by atomic adds, is proven race-free;
   any other kernel gets the exact run-time check before it runs;
 * launches: a launch known to be race-free runs in parallel, its atomic adds
-  privatised per chunk on the CPU; but a CPU launch whose atomic targets are
-  also read or written plainly runs serially, since a private copy would hide
-  a thread's own accumulations from its later plain accesses;
+  privatised per chunk on the CPU (a target also read or written plainly is
+  read through the chunk's copy: backends/numba_cpu.py, PrivatizedSyntax);
 * adjoints (transforms/reverse.py): accumulation into the shadow of an own
   array is a plain add, into any other shadow an atomic add. (Race-freedom
   makes the elements a kernel *writes* thread-exclusive, but elements it only
@@ -54,7 +53,6 @@ class LaunchFacts:
     own: frozenset[str]  # arrays every thread touches only in its own slab
     atomic_targets: frozenset[str]  # arrays updated with atomic adds (privatised on the CPU)
     written: frozenset[str]
-    mixed_atomics: frozenset[str]  # atomic targets also read or written plainly
     # own arrays indexed by flattened rows: the checks under which their rows are exact
     row_exactness: tuple[tuple[str, Exactness], ...] = ()
     # arrays every thread stores at its own tid on every path and the kernel never reads: a launch whose
@@ -287,13 +285,11 @@ def launch_facts(k: ir.Kernel) -> LaunchFacts:
     """The access facts of one typed kernel (see module doc)."""
     written = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd)))
     atomic = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd))
-    plain = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.Store)}
-    plain |= {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)}
     own, rows = _own(k)
     loaded = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)} | atomic
     alias = tid_aliases(k)
     overwritten = frozenset(a for a in written - loaded if _stores_own_element(k.body, a, alias, k.tid_ndim))
-    return LaunchFacts(own, atomic, written, atomic & frozenset(plain), tuple(rows.items()), overwritten)
+    return LaunchFacts(own, atomic, written, tuple(rows.items()), overwritten)
 
 
 def _is_own_element(indices: tuple, alias: dict[str, int], ndim: int) -> bool:

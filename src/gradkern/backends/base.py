@@ -22,6 +22,7 @@ class Generated:
     launch: tuple = ()
     serial: str | None = None  # the CPU: the entry's serial twin, run for launches of few threads
     edges: str | None = None  # the CPU: a 1-D entry's parallel loop over edges too wide to run serially
+    mixed: tuple = ()  # the CPU: privatised targets the kernel also loads or stores plainly
 
 
 class Backend:
@@ -30,8 +31,6 @@ class Backend:
     name: str = ""
     #: the CPU loops print an interior without edge tests (transforms/split.py)
     splits_interior: bool = False
-    #: a launch whose atomic targets are also accessed plainly must run serially
-    serial_when_atomics_mixed: bool = False
     #: autodiff runs augmented primal + reverse instead of the fused kernel when Active scalars are summed
     #: over threads and nothing is taped: a loop carrying a float sum cannot vectorise (its order is fixed),
     #: so fused, the primal's arithmetic would run scalar too (measured on the CPU: saxpy 6.4 ms fused,

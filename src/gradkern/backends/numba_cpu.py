@@ -3,7 +3,8 @@
 The launch domain becomes a loop nest whose outer loop is `prange` for a
 launch known to be race-free (serial otherwise). CPUs have no atomic float
 add, so in a parallel launch each atomic target gets per-chunk private copies
-(chunk c accumulates into `_gkb_priv_X[c]`), summed into X after the loop; the
+(chunk c accumulates into `_gkb_priv_X[c]`), summed into X after the loop (plain
+loads and stores of a target go through the chunk's copy too: PrivatizedSyntax); the
 runtime passes `_gkb_chunks` = 0 to take the serial path instead when the
 copies would exceed the memory limit (`private_chunks`). A parallel entry
 whose thread body has no loop gets a serial twin, the same function compiled
@@ -124,10 +125,48 @@ class NumbaSyntax(Syntax):
 
 
 class PrivatizedSyntax(NumbaSyntax):
-    """Atomic adds go to the running chunk's private copy of their target."""
+    """Atomic adds go to the running chunk's private copy of their target. A *mixed* target (one the
+    kernel also loads or stores plainly) is read as `X[idx] + _gkb_priv_X[c, idx]`, and a store to it
+    also zeroes `_gkb_priv_X[c, idx]`.
+
+    Why this is the serial result: a launch runs only once it is known race-free (proved, or checked
+    exactly at run time: analysis/races.py, where an atomic add conflicts with another thread's plain
+    access of the element). So an element a thread accesses plainly receives atomic adds from that
+    thread alone, and at such an access the chunk's copy holds exactly this thread's earlier adds: a
+    load sees them, a store discards them, and the adds after the store reach X in the sum after the
+    loop. Elements no thread accesses plainly are summed over the chunks as before. (Derivative
+    kernels inherit the property from their primal: a shadow is accessed plainly where the primal
+    stores or atomically adds, and receives atomic adds where the primal loads.) Results differ from
+    the serial loop's only in the order of the atomic adds' sums."""
+
+    def __init__(self, launch_ndim: int = 1, mixed: frozenset[str] = frozenset()):
+        super().__init__(launch_ndim)
+        self.mixed = mixed
+        self.temporaries = 0
 
     def atomic_index(self, array: str, indices: list[str]) -> str:
         return f"_gkb_priv_{array}[{', '.join(['_gkb_c', *indices])}]"
+
+    def load(self, e: ir.Load, indices: list[str]) -> str:
+        if e.array not in self.mixed:
+            return super().load(e, indices)
+        # the indices are printed twice: index expressions have no side effects (an ir.InBounds records
+        # the same first out-of-bounds access again), and nothing is written between the two reads
+        text = f"({self.index(e.array, indices)} + {self.atomic_index(e.array, indices)})"
+        return f"_gk_int32({text})" if e.type.name == "int32" else text  # Numba adds int32s as int64
+
+    def store_lines(self, s: ir.Store, indices: list[str], value: str) -> list[str]:
+        if s.array not in self.mixed:
+            return super().store_lines(s, indices, value)
+        lines = []
+        if any(isinstance(x, ir.Load) and x.array == s.array for i in s.indices for x in ir.walk_expr(i)):
+            # an index that reads X would read it again after the first write: evaluate each once
+            names = [f"_gkb_s{self.temporaries + n}" for n in range(len(indices))]
+            self.temporaries += len(indices)
+            lines += [f"{n} = {i}" for n, i in zip(names, indices)]
+            indices = names
+        # the value (which may read X[idx]) is evaluated before either write
+        return lines + [f"{self.index(s.array, indices)} = {value}", f"{self.atomic_index(s.array, indices)} = 0"]
 
 
 @dataclass(frozen=True)
@@ -135,6 +174,7 @@ class NumbaOptions:
     parallel: bool
     boundscheck: bool = False
     privatized: tuple[str, ...] = ()  # atomic targets, in a parallel launch
+    mixed: tuple[str, ...] = ()  # those of them the kernel also loads or stores plainly (PrivatizedSyntax)
     serial_twin: bool = False  # also print `<entry>_serial`, the entry without parallel=True
 
 
@@ -144,6 +184,12 @@ class NumbaOptions:
 # took 63 ms instead of 15 ms at 2048^2); a reverse body of ten straight-line source statements is ~100.
 OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "96"))
 PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
+# A launch whose privatised targets it also reads or writes plainly (a mixed reverse: LU's update, a
+# red-black sweep, n-body forces) runs in parallel only while its private copies take at most this many bytes
+# in all; above, serially. The copies are allocated, zeroed and summed whole at every launch: at 2048^2
+# (32 MiB a copy) that cost several times the serial loop (benchmarks/mixed_cpu.py), while small targets
+# with much work per element (n-body: N^2 interactions into 3N forces) gain every core.
+MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", str(4 << 20)))
 # A parallel launch of fewer threads than this runs the serial twin of its entry (`generate`): waking the
 # worker threads costs more than a few hundred threads of a loop-free body (benchmarks/overhead.py).
 # 0 turns the twins off.
@@ -155,14 +201,15 @@ SERIAL_THREADS = int(os.environ.get("GRADKERN_SERIAL_THREADS", "256"))
 SERIAL_EDGES = 256
 
 
-def private_chunks(copy_bytes: int, n0: int) -> int:
+def private_chunks(copy_bytes: int, n0: int, mixed: bool = False) -> int:
     """How many private copies a parallel launch with atomics uses: one per
     Numba thread (at most one per outer index), or 0 (the serial path) when
-    they would take more than GRADKERN_PRIVATE_BYTES (default 1 GiB)."""
+    they would take more than GRADKERN_PRIVATE_BYTES (default 1 GiB), or for a
+    mixed launch GRADKERN_MIXED_PRIVATE_BYTES (default 4 MiB)."""
     import numba
 
     chunks = max(1, min(numba.get_num_threads(), n0))
-    return chunks if chunks * copy_bytes <= PRIVATE_LIMIT else 0
+    return chunks if chunks * copy_bytes <= (MIXED_PRIVATE_LIMIT if mixed else PRIVATE_LIMIT) else 0
 
 
 def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str = "") -> tuple[str, str]:
@@ -307,7 +354,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
             lines.append(f"        _gkb_priv_{a} = _gk_np.zeros((_gkb_chunks,) + {a}.shape, {a}.dtype)")
         lines.append("        for _gkb_c in _gk_prange(_gkb_chunks):")
         # chunks split axis 0; only an inner axis may be split further
-        lines += loop_nest(PrivatizedSyntax(launch_ndim), 3,
+        lines += loop_nest(PrivatizedSyntax(launch_ndim, frozenset(options.mixed)), 3,
                            "range(_gkb_c * _gkb_n0 // _gkb_chunks, (_gkb_c + 1) * _gkb_n0 // _gkb_chunks)",
                            split=launch_ndim > 1)
         lines.append("        for _gkb_c in range(_gkb_chunks):")
@@ -422,18 +469,22 @@ class NumbaBackend(Backend):
 
     name = "cpu"
     splits_interior = True
-    serial_when_atomics_mixed = True
     split_reductions = True
 
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:
         atomic = tuple(sorted({s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd)}))
+        bodies = k.body + (k.interior.body if k.interior is not None else ())
+        plain = {s.array for s in ir.walk_stmts(bodies) if isinstance(s, ir.Store)} | \
+            {e.array for e in ir.all_exprs(bodies) if isinstance(e, ir.Load)}
         # a serial twin for tiny launches only where each thread's work is bounded: no loop in the body
         twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(k.body))
-        options = NumbaOptions(parallel=parallel, privatized=atomic, serial_twin=twin)
+        mixed = tuple(a for a in atomic if a in plain)
+        options = NumbaOptions(parallel=parallel, privatized=atomic, mixed=mixed, serial_twin=twin)
         source, entry = generate(k, launch_ndim, options, header)
         edges = f"{entry}_edges" if f"\ndef {entry}_edges(" in source else None
-        return Generated(source, entry, atomic if parallel else (), f"{entry}_serial" if twin else None, edges)
+        return Generated(source, entry, atomic if parallel else (), f"{entry}_serial" if twin else None, edges,
+                         mixed if parallel else ())
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -450,7 +501,7 @@ class NumbaBackend(Backend):
         if code.launch:  # privatised atomic targets: how many private copies fit the memory limit
             names = [p.name for p in typed.params]
             copy_bytes = sum(values[names.index(a)].nbytes for a in code.launch)
-            entry(*dim, *values, private_chunks(copy_bytes, dim[0]))
+            entry(*dim, *values, private_chunks(copy_bytes, dim[0], bool(code.mixed)))
         elif entry(*dim, *values) is False:  # edges too wide to run serially: their parallel loop
             _sibling(main, code.edges)(*dim, *values)
 
@@ -468,4 +519,4 @@ class NumbaBackend(Backend):
         if not code.launch or 0 in dim:
             return 0
         copy = sum(sizes[a] for a in code.launch)
-        return private_chunks(copy, dim[0]) * copy
+        return private_chunks(copy, dim[0], bool(code.mixed)) * copy

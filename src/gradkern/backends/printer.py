@@ -43,6 +43,14 @@ class Syntax:
     def index(self, array: str, indices: list[str]) -> str:
         raise NotImplementedError
 
+    def load(self, e: ir.Load, indices: list[str]) -> str:
+        """The value of the plain load `e` (a backend may read more than the element)."""
+        return self.index(e.array, indices)
+
+    def store_lines(self, s: ir.Store, indices: list[str], value: str) -> list[str]:
+        """The statements of the plain store `s` (a backend may write more than the element)."""
+        return [self.store.format(self.index(s.array, indices), value)]
+
     def copy(self, name: str, value: str, is_int: bool) -> str:
         """`name = value` where value is another local."""
         return self.assign.format(name, value)
@@ -102,7 +110,7 @@ class Printer:
         if isinstance(e, ir.Shape):
             return sx.shape_of(e.array, e.axis)
         if isinstance(e, ir.Load):
-            return sx.index(e.array, [self.expr(i) for i in e.indices])
+            return sx.load(e, [self.expr(i) for i in e.indices])
         if isinstance(e, ir.Select):
             return sx.select.format(self.expr(e.cond), self.expr(e.a), self.expr(e.b))
         if isinstance(e, ir.InBounds):
@@ -134,8 +142,8 @@ class Printer:
             elif isinstance(s, ir.Assign):
                 self.line(depth, sx.assign.format(sx.name(s.name), self.expr(s.value)) + end)
             elif isinstance(s, ir.Store):
-                target = sx.index(s.array, [self.expr(i) for i in s.indices])
-                self.line(depth, sx.store.format(target, self.expr(s.value)) + end)
+                for text in sx.store_lines(s, [self.expr(i) for i in s.indices], self.expr(s.value)):
+                    self.line(depth, text + end)
             elif isinstance(s, ir.AtomicAdd):
                 self.line(depth, sx.atomic(s.array, [self.expr(i) for i in s.indices], self.expr(s.value)) + end)
             elif isinstance(s, ir.If):

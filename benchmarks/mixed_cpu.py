@@ -1,0 +1,116 @@
+"""Gradients whose atomically updated shadow is also read and stored plainly ("mixed"), on the CPU:
+the parallel launch with private copies read through (issue 18, item 5) against the serial loop the CPU
+backend ran before it, in one process.
+
+Kernels: one colour of a red-black Gauss-Seidel sweep (in place; du[i, j] read and zeroed by its owner,
+du of the four neighbours accumulated atomically) and LU's rank-1 update below pivot k (dA[i, j] read
+and zeroed by its owner, the pivot row and column accumulated atomically), float64, all arrays
+Duplicated but f. "serial" compiles the same kernel with the pipeline's generate stage forced to
+parallel=False for kernels with mixed atomic targets, as the code before this change did. Each timed
+call is `gk.autodiff` (argument validation and the race check included) from the same saved state,
+reset outside the timed region; median of --runs interleaved runs after a warm-up call each. A third
+column runs the parallel version's entry on its serial path (private copies over the memory limit:
+`numba_cpu.PRIVATE_LIMIT` = 0), so the loop and the private copies can be told apart. The versions'
+shadows are checked equal (rtol 1e-12) first: sums in another order only.
+
+    python benchmarks/mixed_cpu.py [--n 2048] [--runs 11]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import time
+
+import numba
+import numpy as np
+
+import gradkern as gk
+from gradkern import pipeline
+from gradkern.backends import numba_cpu
+from gradkern.ir import nodes as ir
+
+
+def red_black_sweep(u, f, colour, h2):
+    i, j = gk.tid()
+    if 0 < i < u.shape[0] - 1 and 0 < j < u.shape[1] - 1 and (i + j) % 2 == colour:
+        u[i, j] = 0.25 * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] + h2 * f[i, j])
+
+
+def lu_update(A, k):
+    i, j = gk.tid()
+    if i > k and j > k:
+        A[i, j] -= A[i, k] * A[k, j] / A[k, k]
+
+
+@contextlib.contextmanager
+def serial_when_mixed():
+    """Generate as before issue 18.5: a kernel with an atomic target also accessed plainly runs serially."""
+    real = pipeline._generate
+
+    def old(request, typed, role, parallel=True, strided=frozenset()):
+        stmts = list(ir.walk_stmts(typed.body))
+        atomic = {s.array for s in stmts if isinstance(s, ir.AtomicAdd)}
+        plain = {s.array for s in stmts if isinstance(s, ir.Store)} | \
+            {e.array for e in ir.all_exprs(typed.body) if isinstance(e, ir.Load)}
+        return real(request, typed, role, parallel and not (atomic & plain), strided)
+
+    pipeline._generate = old
+    try:
+        yield
+    finally:
+        pipeline._generate = real
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=2048)
+    ap.add_argument("--runs", type=int, default=11)
+    args = ap.parse_args()
+    n = args.n
+    rng = np.random.default_rng(0)
+    A0 = rng.uniform(-1, 1, (n, n)) + n * np.eye(n)
+    cases = [
+        ("red_black_sweep", red_black_sweep,
+         lambda: (rng.uniform(0.5, 1.5, (n, n)), rng.uniform(-1, 1, (n, n)), rng.uniform(-1, 1, (n, n))),
+         lambda s: (gk.Duplicated(s[0], s[2]), gk.Const(s[1]), 1, 0.25)),
+        ("lu_update", lu_update, lambda: (A0.copy(), rng.uniform(-1, 1, (n, n))),
+         lambda s: (gk.Duplicated(s[0], s[1]), n // 4)),
+    ]
+    print(f"n = {n}, Numba threads {numba.get_num_threads()}, load at start {os.getloadavg()[0]:.2f}")
+    for name, fn, make, annotate in cases:
+        state = make()
+        versions = {}
+        for label in ("serial", "parallel"):
+            k = gk.kernel(fn)  # a kernel object of its own: its specialisations are cached on it
+            with serial_when_mixed() if label == "serial" else contextlib.nullcontext():
+                ins = gk.inspect(k, *annotate(state), dim=(n, n), mode=gk.Reverse)
+                work = [a.copy() for a in state]
+                gk.autodiff(k, *annotate(work), dim=(n, n))  # compiles (the serial one under the old rule)
+            versions[label] = (k, work, ins.parallel)
+        s, p = versions["serial"][1], versions["parallel"][1]
+        for a, b in zip(s, p):
+            np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12 * np.abs(a).max())
+        assert not versions["serial"][2] and versions["parallel"][2]
+        versions["no copies"] = versions["parallel"]
+        times = {label: [] for label in versions}
+        limit = numba_cpu.PRIVATE_LIMIT
+        for _ in range(args.runs):
+            for label, (k, _, _) in versions.items():
+                numba_cpu.PRIVATE_LIMIT = 0 if label == "no copies" else limit
+                work = [a.copy() for a in state]
+                t = time.perf_counter()
+                gk.autodiff(k, *annotate(work), dim=(n, n))
+                times[label].append(time.perf_counter() - t)
+        numba_cpu.PRIVATE_LIMIT = limit
+        ms = {label: 1e3 * statistics.median(v) for label, v in times.items()}
+        print(f"{name} {n}x{n}: serial (before) {ms['serial']:.2f} ms, parallel {ms['parallel']:.2f} ms "
+              f"(serial / parallel {ms['serial'] / ms['parallel']:.2f}x), parallel entry's serial path "
+              f"{ms['no copies']:.2f} ms")
+    print(f"load at end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
