@@ -39,6 +39,22 @@ def run(kernel, dim, *args, backend):
     return args
 
 
+@gk.kernel
+def near_int64_ends(u, out, m):
+    i = gk.tid()
+    out[i] = u[i] if i + 1 < m else (2.0 * u[i] if i - 1 > m else -u[i])
+
+
+@pytest.mark.parametrize("m", [-2**63, -2**63 + 1, 2**63 - 1, 2**62, np.int32(-2**31), np.int32(2**31 - 1), 0, 3])
+def test_bounds_from_parameters_near_the_ends_of_int64_do_not_wrap(m):
+    """`i + 1 < m` holds for i < m - 1: computed as written, m - 1 wraps to 2**63 - 1 when m = -2**63, and every
+    thread ran the interior, the test folded True where it is False (found by tests/test_split_fuzz.py)."""
+    u = np.arange(1.0, 7.0)
+    got = run(near_int64_ends, 6, u, np.zeros(6), m, backend="cpu")
+    want = run(near_int64_ends, 6, u, np.zeros(6), m, backend="interp")
+    np.testing.assert_array_equal(got[1], want[1])
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (3, 1), (2, 2), (4, 3), (5, 8), (6, 17)])
 def test_split_launch_equals_interpreter(shape, rng):
     u = rng.uniform(0.5, 1.5, shape)

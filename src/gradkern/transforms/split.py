@@ -27,6 +27,29 @@ from ..ir.types import I64
 from .simplify import simplify_block, simplify_expr
 
 _FLIP = {Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE, Op.EQ: Op.EQ, Op.NE: Op.NE}
+# A bound is `y - c` (+ 1) computed in int64, for a test `tid + c op y`: with |c| < _OFFSET and y clamped into
+# [-_LIMIT, _LIMIT] that cannot wrap, and the clamp decides no test differently (|tid + c| < _LIMIT in any launch).
+_LIMIT = 2**62
+_OFFSET = 2**31
+
+
+def _small(y: ir.Expr) -> bool:
+    """y is a shape or a tid, plus or minus a small constant: far inside int64 in any launch."""
+    if isinstance(y, (ir.Shape, ir.Tid)):
+        return True
+    if isinstance(y, ir.Apply) and y.op is Op.CAST:
+        return _small(y.args[0])
+    return (isinstance(y, ir.Apply) and y.op in (Op.ADD, Op.SUB) and _small(y.args[0])
+            and isinstance(y.args[1], ir.Const) and abs(y.args[1].value) < _OFFSET)
+
+
+def _clamped(y: ir.Expr) -> ir.Expr:
+    """int64 `y` moved into [-_LIMIT, _LIMIT] where it might lie outside."""
+    if isinstance(y, ir.Const):
+        return b.const(min(max(y.value, -_LIMIT), _LIMIT), I64)
+    if _small(y):
+        return y
+    return b.apply(Op.MIN, b.apply(Op.MAX, y, b.const(-_LIMIT, I64)), b.const(_LIMIT, I64))
 
 
 class _Splitter:
@@ -90,9 +113,9 @@ class _Splitter:
         c = self.offset(x)
         if c is None:
             c, op, (x, y) = self.offset(y), _FLIP[op], (y, x)
-        if c is None or not self.invariant(y) or not y.type.is_int:
+        if c is None or abs(c) >= _OFFSET or not self.invariant(y) or not y.type.is_int:
             return None
-        bound = simplify_expr(b.cast(b.sub(y, b.const(c, y.type)), I64) if c else b.cast(y, I64))  # j op bound
+        bound = simplify_expr(b.sub(_clamped(b.cast(y, I64)), b.const(c, I64)))  # j op bound
         one = b.const(1, I64)
         low = isinstance(bound, ir.Const)
         if op in (Op.EQ, Op.NE):
