@@ -3,8 +3,9 @@
 Stencil kernels test the thread index against the boundaries (`j == 0`,
 `i == n - 1`, `0 < j < n - 1`); inside the launch loops such a branch stops
 vectorisation. For each launch axis, innermost first, this pass finds
-comparisons of that axis's tid (or a local that holds it, plus or minus a
-constant) with values that do not vary along that axis or any inner one,
+comparisons of that axis's tid plus or minus a constant (or of a local that
+holds such a value wherever it is set, `jm = j - 1`) with values that do not
+vary along that axis or any inner one,
 chooses a range lo <= tid < hi in which each comparison has a known value, and
 folds those values into a copy of the body. The kernel gets that copy with one
 range per axis that had such tests (`Kernel.interior`): it computes what the
@@ -67,28 +68,28 @@ class _Splitter:
             elif isinstance(s, ir.For):
                 assigns.setdefault(s.var, []).append(None)
         self.assigned = set(assigns)
-        # locals that hold tid[axis] + c wherever they are set (c an integer constant)
+        # locals that hold tid[axis] + c wherever they are set (c an integer constant), directly or through
+        # other such locals (`j = tid[1]`, then `jm = j - 1`): grown until no binding adds one
         self.aliases: dict[str, int] = {}
-        for n, vs in assigns.items():
-            offsets = {self._tid_offset(v) for v in vs}
-            if len(offsets) == 1 and None not in offsets:
-                self.aliases[n] = offsets.pop()
+        grown = True
+        while grown:
+            grown = False
+            for n, vs in assigns.items():
+                offsets = {None if v is None else self.offset(v) for v in vs}
+                if n not in self.aliases and len(offsets) == 1 and None not in offsets:
+                    self.aliases[n] = offsets.pop()
+                    grown = True
         self.lower: list[ir.Expr] = []
         self.upper: list[ir.Expr] = []
 
-    def _tid_offset(self, e: ir.Expr | None) -> int | None:
-        """c when e is literally tid[axis] + c (no aliases)."""
-        return self.offset(e, {}) if e is not None else None
-
-    def offset(self, e: ir.Expr, aliases: dict[str, int] | None = None) -> int | None:
+    def offset(self, e: ir.Expr) -> int | None:
         """c when e is tid[axis] + c (c an integer constant), through aliases, else None."""
-        aliases = self.aliases if aliases is None else aliases
         if isinstance(e, ir.Tid) and e.axis == self.axis:
             return 0
-        if isinstance(e, ir.Var) and e.name in aliases:
-            return aliases[e.name]
+        if isinstance(e, ir.Var) and e.name in self.aliases:
+            return self.aliases[e.name]
         if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and isinstance(e.args[1], ir.Const):
-            inner = self.offset(e.args[0], aliases)
+            inner = self.offset(e.args[0])
             c = e.args[1].value
             if inner is not None and isinstance(c, int) and not isinstance(c, bool):
                 return inner + c if e.op is Op.ADD else inner - c
