@@ -41,6 +41,45 @@ def run(kernel, dim, *args, backend):
     return args
 
 
+@gk.kernel
+def near_int64_ends(u, out, m):
+    i = gk.tid()
+    out[i] = u[i] if i + 1 < m else (2.0 * u[i] if i - 1 > m else -u[i])
+
+
+@pytest.mark.parametrize("m", [-2**63, -2**63 + 1, 2**63 - 1, 2**62, np.int32(-2**31), np.int32(2**31 - 1), 0, 3])
+def test_bounds_from_parameters_near_the_ends_of_int64_do_not_wrap(m):
+    """`i + 1 < m` holds for i < m - 1: computed as written, m - 1 wraps to 2**63 - 1 when m = -2**63, and every
+    thread ran the interior, the test folded True where it is False (found by tests/test_split_fuzz.py)."""
+    u = np.arange(1.0, 7.0)
+    got = run(near_int64_ends, 6, u, np.zeros(6), m, backend="cpu")
+    want = run(near_int64_ends, 6, u, np.zeros(6), m, backend="interp")
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+@gk.kernel
+def through_aliases(u, out):
+    i = gk.tid()
+    im = i - 1
+    ip = im + 2
+    if im >= 0 and ip < u.shape[0]:
+        out[i] = u[im] + u[ip]
+    else:
+        out[i] = u[i]
+
+
+def test_aliases_of_aliases_are_folded(rng):
+    """`im = i - 1`, `ip = im + 2`: both hold the tid plus a constant wherever they are set, so the tests on them
+    are folded (1 <= i < n - 1), and the split launch computes what the interpreter does."""
+    src = gk.inspect(through_aliases, np.ones(5), np.ones(5)).source
+    assert "_gkb_hi0 = min(max((u.shape[0] - 1), _gkb_lo0), _gkb_n0)" in src and "_gkb_lo0 = min(1," in src
+    for n in (1, 2, 3, 6):
+        u = rng.uniform(0.5, 1.5, n + 1)
+        got, want = run(through_aliases, n, u, np.zeros(n), backend="cpu"), run(through_aliases, n, u, np.zeros(n),
+                                                                                 backend="interp")
+        np.testing.assert_array_equal(got[1], want[1])
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (3, 1), (2, 2), (4, 3), (5, 8), (6, 17)])
 def test_split_launch_equals_interpreter(shape, rng):
     u = rng.uniform(0.5, 1.5, shape)

@@ -3,8 +3,9 @@
 Stencil kernels test the thread index against the boundaries (`j == 0`,
 `i == n - 1`, `0 < j < n - 1`); inside the launch loops such a branch stops
 vectorisation. For each launch axis, innermost first, this pass finds
-comparisons of that axis's tid (or a local that holds it, plus or minus a
-constant) with values that do not vary along that axis or any inner one,
+comparisons of that axis's tid plus or minus a constant (or of a local that
+holds such a value wherever it is set, `jm = j - 1`) with values that do not
+vary along that axis or any inner one,
 chooses a range lo <= tid < hi in which each comparison has a known value, and
 folds those values into a copy of the body. The kernel gets that copy with one
 range per axis that had such tests (`Kernel.interior`): it computes what the
@@ -27,6 +28,29 @@ from ..ir.types import I64
 from .simplify import simplify_block, simplify_expr
 
 _FLIP = {Op.LT: Op.GT, Op.LE: Op.GE, Op.GT: Op.LT, Op.GE: Op.LE, Op.EQ: Op.EQ, Op.NE: Op.NE}
+# A bound is `y - c` (+ 1) computed in int64, for a test `tid + c op y`: with |c| < _OFFSET and y clamped into
+# [-_LIMIT, _LIMIT] that cannot wrap, and the clamp decides no test differently (|tid + c| < _LIMIT in any launch).
+_LIMIT = 2**62
+_OFFSET = 2**31
+
+
+def _small(y: ir.Expr) -> bool:
+    """y is a shape or a tid, plus or minus a small constant: far inside int64 in any launch."""
+    if isinstance(y, (ir.Shape, ir.Tid)):
+        return True
+    if isinstance(y, ir.Apply) and y.op is Op.CAST:
+        return _small(y.args[0])
+    return (isinstance(y, ir.Apply) and y.op in (Op.ADD, Op.SUB) and _small(y.args[0])
+            and isinstance(y.args[1], ir.Const) and abs(y.args[1].value) < _OFFSET)
+
+
+def _clamped(y: ir.Expr) -> ir.Expr:
+    """int64 `y` moved into [-_LIMIT, _LIMIT] where it might lie outside."""
+    if isinstance(y, ir.Const):
+        return b.const(min(max(y.value, -_LIMIT), _LIMIT), I64)
+    if _small(y):
+        return y
+    return b.apply(Op.MIN, b.apply(Op.MAX, y, b.const(-_LIMIT, I64)), b.const(_LIMIT, I64))
 
 
 class _Splitter:
@@ -44,28 +68,28 @@ class _Splitter:
             elif isinstance(s, ir.For):
                 assigns.setdefault(s.var, []).append(None)
         self.assigned = set(assigns)
-        # locals that hold tid[axis] + c wherever they are set (c an integer constant)
+        # locals that hold tid[axis] + c wherever they are set (c an integer constant), directly or through
+        # other such locals (`j = tid[1]`, then `jm = j - 1`): grown until no binding adds one
         self.aliases: dict[str, int] = {}
-        for n, vs in assigns.items():
-            offsets = {self._tid_offset(v) for v in vs}
-            if len(offsets) == 1 and None not in offsets:
-                self.aliases[n] = offsets.pop()
+        grown = True
+        while grown:
+            grown = False
+            for n, vs in assigns.items():
+                offsets = {None if v is None else self.offset(v) for v in vs}
+                if n not in self.aliases and len(offsets) == 1 and None not in offsets:
+                    self.aliases[n] = offsets.pop()
+                    grown = True
         self.lower: list[ir.Expr] = []
         self.upper: list[ir.Expr] = []
 
-    def _tid_offset(self, e: ir.Expr | None) -> int | None:
-        """c when e is literally tid[axis] + c (no aliases)."""
-        return self.offset(e, {}) if e is not None else None
-
-    def offset(self, e: ir.Expr, aliases: dict[str, int] | None = None) -> int | None:
+    def offset(self, e: ir.Expr) -> int | None:
         """c when e is tid[axis] + c (c an integer constant), through aliases, else None."""
-        aliases = self.aliases if aliases is None else aliases
         if isinstance(e, ir.Tid) and e.axis == self.axis:
             return 0
-        if isinstance(e, ir.Var) and e.name in aliases:
-            return aliases[e.name]
+        if isinstance(e, ir.Var) and e.name in self.aliases:
+            return self.aliases[e.name]
         if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and isinstance(e.args[1], ir.Const):
-            inner = self.offset(e.args[0], aliases)
+            inner = self.offset(e.args[0])
             c = e.args[1].value
             if inner is not None and isinstance(c, int) and not isinstance(c, bool):
                 return inner + c if e.op is Op.ADD else inner - c
@@ -90,9 +114,9 @@ class _Splitter:
         c = self.offset(x)
         if c is None:
             c, op, (x, y) = self.offset(y), _FLIP[op], (y, x)
-        if c is None or not self.invariant(y) or not y.type.is_int:
+        if c is None or abs(c) >= _OFFSET or not self.invariant(y) or not y.type.is_int:
             return None
-        bound = simplify_expr(b.cast(b.sub(y, b.const(c, y.type)), I64) if c else b.cast(y, I64))  # j op bound
+        bound = simplify_expr(b.sub(_clamped(b.cast(y, I64)), b.const(c, I64)))  # j op bound
         one = b.const(1, I64)
         low = isinstance(bound, ir.Const)
         if op in (Op.EQ, Op.NE):
