@@ -176,7 +176,9 @@ class _Builder:
         if isinstance(s, ir.While):
             if has_reverse(s.body, self.act):
                 raise NotDifferentiableError("a 'while' loop that computes active values cannot be differentiated in "
-                                        "reverse mode", s.loc, hint="use 'for k in range(...)' with a bound")
+                                             "reverse mode (its trip count is unknown until it ends)", s.loc,
+                                             hint="bound it: 'for k in range(max_iterations):' with "
+                                                  "'if not <condition>: break' is differentiable")
             return [s]
         raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
 
