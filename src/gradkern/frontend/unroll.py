@@ -4,7 +4,9 @@ see scalar locals and literals only.
 
 * `f = gk.local((9,), gk.float64)` (1-D or 2-D, at most MAX_ELEMENTS) is
   per-thread storage: one scalar local per element (`_gka_f__3`, shown as
-  `f[3]`), each zero-initialised where the declaration stands.
+  `f[3]`), each zero-initialised where the declaration stands. Without a
+  dtype the zero is a float literal, so the elements take the type of the
+  values stored (a float32 kernel stays float32).
 * A module-level (or closure) tuple of numbers, or tuple of such tuples, is a
   constant table: `E[q][0]`, `E[q, 0]` and `len(E)` become literals.
 * A `for q in range(...)` whose body indexes a local array or a table by an
@@ -105,7 +107,7 @@ class Unroller:
         if size > MAX_ELEMENTS:
             self.fail(call, f"a local array of {size} elements is too large (at most {MAX_ELEMENTS}): each element "
                             "is a register of the thread", "pass a scratch array as an argument for larger storage")
-        dtype = "float64"
+        dtype = "weak"  # no dtype: a float literal 0.0, so the elements take the type of what is stored
         if len(call.args) == 2:
             dtype = _DTYPES.get(id(self.resolve(call.args[1])))
             if dtype is None:
@@ -155,7 +157,8 @@ class Unroller:
         if isinstance(s, (ast.Assign, ast.AnnAssign)) and s.value is not None and self.is_local_call(s.value):
             name = (s.targets[0] if isinstance(s, ast.Assign) else s.target).id
             shape, dtype = self.arrays[name]
-            zero = ast.Call(ast.Name(f"{LOCAL_ARRAY}as_{dtype}", ast.Load()), [ast.Constant(0)], [])
+            zero = ast.Constant(0.0) if dtype == "weak" else \
+                ast.Call(ast.Name(f"{LOCAL_ARRAY}as_{dtype}", ast.Load()), [ast.Constant(0)], [])
             return [ast.copy_location(ast.Assign([ast.Name(element(name, k), ast.Store())], copy.deepcopy(zero)), s)
                     for k in np.ndindex(*shape)]
         if isinstance(s, ast.If):
