@@ -127,6 +127,26 @@ def test_table_of_strings():
     syntax_error(info, "table-strings", "WORDS", "other than numbers", "tuple of int/float")
 
 
+def test_loop_over_a_table_names_the_range_spelling():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            for e in TABLE:  # E:loop-over-table
+                a[i] += e[0]
+    syntax_error(info, "loop-over-table", "loop over 'TABLE'", "range(len(TABLE))", "TABLE[q]")
+
+
+def test_list_hint_names_local_arrays():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            f = [0.0, 1.0]  # E:list-hint
+            a[i] = f[0]
+    syntax_error(info, "list-hint", "lists", "gk.local", "module-level tuple")
+
+
 def test_table_row_is_not_a_number():
     with pytest.raises(gk.KernelSyntaxError) as info:
         @gk.kernel

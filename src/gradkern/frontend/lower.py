@@ -119,7 +119,7 @@ class _Lowerer:
     def unsupported(self, node: ast.AST, what: str | None = None):
         what = what or _CONSTRUCT_NAMES.get(type(node).__name__, f"'{type(node).__name__}'")
         self.fail(node, f"{what} {'are' if what.endswith('s') else 'is'} not supported in gradkern kernels",
-                  hint="see DESIGN §3 for the kernel language")
+                  hint=suggest.CONSTRUCT_HINTS.get(type(node).__name__, "see DESIGN §3 for the kernel language"))
 
     # -- blocks -----------------------------------------------------------------
     def lower(self) -> Lowered:
@@ -231,8 +231,12 @@ class _Lowerer:
             self.fail(s.target, "the loop variable must be a single name")
         it = s.iter
         if not (isinstance(it, ast.Call) and self.resolve_callee(it.func) is builtins.range):
+            over = ast.unparse(it.args[0] if isinstance(it, ast.Call) and it.args else it)
             self.fail(it, "kernels can only loop over range(...)",
-                      hint="write 'for k in range(start, stop, step)'")
+                      hint=f"write 'for k in range(len({over})):' and index {over}[k] (a constant table or a local "
+                           "array: the loop is unrolled)" if isinstance(it, ast.Name) or
+                      (isinstance(it, ast.Call) and ast.unparse(it.func) in ("enumerate", "zip")) else
+                      "write 'for k in range(start, stop, step)'")
         if not 1 <= len(it.args) <= 3 or it.keywords:
             self.fail(it, "range() takes one to three arguments")
         args = [self.expr(a) for a in it.args]

@@ -179,6 +179,10 @@ class Unroller:
         return [_Rewrite(self, env).visit(s)]
 
     def loop(self, s: ast.For, env: dict[str, int]) -> list[ast.stmt]:
+        if isinstance(s.iter, ast.Name) and (s.iter.id in self.arrays or self.table(s.iter.id) is not None):
+            name = s.iter.id
+            self.fail(s.iter, f"a loop over '{name}' itself is not supported",
+                      f"write 'for q in range(len({name})):' and index {name}[q] (the loop is unrolled)")
         s.iter = self.expr(s.iter, env)
         var = s.target.id if isinstance(s.target, ast.Name) else None
         inner = {k: v for k, v in env.items() if k != var}
