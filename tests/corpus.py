@@ -992,6 +992,129 @@ def _ref_vectors(a, b, out):
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# local arrays and constant tables (frontend/unroll.py): a 1-D and a 2-D gk.local, a table of (offset, weight)
+# rows indexed by the variable of an unrolled loop and by constants, len() of both, a break inside an unrolled loop;
+# no dtype given: the elements follow what is stored (float32 stays float32)
+
+
+STENCIL = ((-1, 0.25), (0, 0.5), (1, 0.25))
+
+
+@gk.kernel
+def local_tables(x, out):
+    i = gk.tid()
+    n = x.shape[0]
+    h = gk.local((3,))
+    for k in range(len(STENCIL)):
+        h[k] = STENCIL[k][1] * x[(i + STENCIL[k][0] + n) % n]
+    m = gk.local((2, 2))
+    m[0, 0] = h[0] + h[1]
+    m[1][1] = h[2] * STENCIL[2, 1]
+    m[0, 1] = m[0, 0] * m[1, 1]
+    acc = 0.0
+    for a in range(2):
+        for b in range(2):
+            acc += m[a, b] * (a + 2 * b + 1)
+    out[i, 0] = acc
+    out[i, 1] = h[len(h) - 1] - h[0]
+    first = -1.0
+    for q in range(3):
+        if h[q] > 0.1:
+            first = h[q] * (q + 1)
+            break
+    out[i, 2] = first
+
+
+def _make_local_tables(rng, dt):
+    return uniform(rng, dt, 30), uniform(rng, dt, (30, 3))
+
+
+def _ref_local_tables(x, out):
+    h = np.stack([w * np.roll(x, -o) for o, w in STENCIL], 1)
+    m00, m11 = h[:, 0] + h[:, 1], h[:, 2] * 0.25
+    m01 = m00 * m11
+    out[:, 0] = m00 * 1 + m01 * 3 + m11 * 4
+    out[:, 1] = h[:, 2] - h[:, 0]
+    first = np.full(x.shape, -1.0)
+    for q in (2, 1, 0):  # the first q with h > 0.1 wins
+        first = np.where(h[:, q] > 0.1, h[:, q] * (q + 1), first)
+    out[:, 2] = first
+
+
+# break and continue in a run-time-bounded for loop, a nested loop's break leaving the outer one running, for-else,
+# and a while loop left by break
+
+
+@gk.kernel
+def break_continue(x, out, n):
+    i = gk.tid()
+    s = 0.0
+    count = 0
+    for k in range(n):
+        v = x[i] * (k + 1)
+        if v < -1.5:
+            continue
+        s += v
+        count += 1
+        if s > 2.0:
+            break
+    inner = 0.0
+    for a in range(3):
+        for b in range(n):
+            if b > a:
+                break
+            inner += x[i] * (a - b)
+    for k in range(n):
+        if x[i] * k > 1.0:
+            break
+    else:
+        inner += 100.0
+    t = x[i]
+    m = 0
+    while m < 20:
+        m += 1
+        if t > 5.0:
+            break
+        t = t * 1.5 + 1.0
+    out[i, 0] = s
+    out[i, 1] = count
+    out[i, 2] = inner
+    out[i, 3] = t + m
+
+
+def _make_break_continue(rng, dt):
+    return uniform(rng, dt, 40, -1.0, 1.0), uniform(rng, dt, (40, 4)), 6
+
+
+def _ref_break_continue(x, out, n):
+    for i, xv in enumerate(x.astype(np.float64)):
+        s, count = 0.0, 0
+        for k in range(n):
+            v = xv * (k + 1)
+            if v < -1.5:
+                continue
+            s += v
+            count += 1
+            if s > 2.0:
+                break
+        inner = 0.0
+        for a in range(3):
+            for b in range(n):
+                if b > a:
+                    break
+                inner += xv * (a - b)
+        if not any(xv * k > 1.0 for k in range(n)):
+            inner += 100.0
+        t, m = xv, 0
+        while m < 20:
+            m += 1
+            if t > 5.0:
+                break
+            t = t * 1.5 + 1.0
+        out[i] = s, count, inner, t + m
+
+
+# ---------------------------------------------------------------------------------------------------------------
 
 
 def _first_size(args):
@@ -1006,6 +1129,8 @@ CORPUS: tuple[Case, ...] = (
     # float64 only: its cross products cancel, so float32 results have no relative-error bound (test_vectors.py
     # checks float32 with an absolute one)
     Case("vectors", vectors, _make_vectors, _first_size, _ref_vectors, (2,), dtypes=(np.float64,), transcendental=True),
+    Case("local_tables", local_tables, _make_local_tables, _first_size, _ref_local_tables, (1,)),
+    Case("break_continue", break_continue, _make_break_continue, _first_size, _ref_break_continue, (1,)),
     Case("special_functions", special_functions, _make_special_functions, _first_size, _ref_special_functions, (2,),
          transcendental=True),
     Case("arith_int", arith_int, _make_arith_int, _first_size, _ref_arith_int, (2, 3), dtypes=INTS, exact=True),

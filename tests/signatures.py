@@ -13,6 +13,7 @@ import numpy as np
 import test_gather
 import test_hpc_kernels
 import test_kinks
+import test_local_arrays
 import test_races
 import test_reverse
 import test_tape
@@ -72,6 +73,9 @@ def reverse_cases(seed: int = 7) -> list[tuple[str, gk.KernelFunction, tuple, An
         out.append((f"kinks/{name}", kernel, args, None))
     for name, kernel, args, dim in test_hpc_kernels._cases(np.random.default_rng(seed)):
         out.append((f"hpc/{name}", kernel, args, dim))
+    for name, make in sorted(test_local_arrays.CASES.items()):  # local arrays, tables, break, continue
+        kernel, args, dim = make(np.random.default_rng(seed))
+        out.append((f"local/{name}", kernel, args, dim))
     for name, make in sorted(test_tape.CASES.items()):  # what the tape leaves out is recomputed or restored
         kernel, args, dim = make(np.random.default_rng(seed))
         out.append((f"tape/{name}", kernel, args, dim))

@@ -62,51 +62,98 @@ def syntax_error(excinfo, marker: str, *words: str):
 # -- unsupported syntax: refused at decoration ---------------------------------------
 
 
-def test_break():
+TABLE = ((0, 1), (1, -1), (2, 0))
+WORDS = ("a", "b")
+
+
+def test_local_array_runtime_index():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a, n):
+            i = gk.tid()
+            f = gk.local((4,), gk.float64)
+            a[i] = f[n % 4]  # E:local-runtime-index
+    syntax_error(info, "local-runtime-index", "f[n % 4]", "not a constant", "unrolled")
+
+
+def test_local_array_index_out_of_range():
     with pytest.raises(gk.KernelSyntaxError) as info:
         @gk.kernel
         def k(a):
             i = gk.tid()
-            for _j in range(3):
-                a[i] += 1.0
-                break  # E:break
-    syntax_error(info, "break", "'break'")
+            f = gk.local((4,), gk.float64)
+            for q in range(5):
+                f[q] = a[i]  # E:local-out-of-range
+    syntax_error(info, "local-out-of-range", "index 4", "out of range", "f")
 
 
-def test_continue():
+def test_local_array_too_large():
     with pytest.raises(gk.KernelSyntaxError) as info:
         @gk.kernel
         def k(a):
             i = gk.tid()
-            for j in range(3):
-                if j == 1:
-                    continue  # E:continue
-                a[i] += 1.0
-    syntax_error(info, "continue", "'continue'")
+            f = gk.local((10, 10), gk.float64)  # E:local-too-large
+            a[i] = f[0, 0]
+    syntax_error(info, "local-too-large", "100 elements", "too large", "scratch array")
 
 
-def test_while_else():
+def test_local_array_passed_whole():
     with pytest.raises(gk.KernelSyntaxError) as info:
         @gk.kernel
         def k(a):
             i = gk.tid()
-            while a[i] > 1.0:  # E:while-else
-                a[i] -= 1.0
-            else:
-                a[i] = 0.0
-    syntax_error(info, "while-else", "while", "else")
+            f = gk.local((2,), gk.float64)
+            a[i] = math.sqrt(f)  # E:local-whole
+    syntax_error(info, "local-whole", "local array 'f'", "used whole", "f[k]")
 
 
-def test_for_else():
+def test_unrolled_loop_needs_constant_bounds():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a, n):
+            i = gk.tid()
+            for q in range(n):  # E:unroll-runtime-bounds
+                a[i] += TABLE[q % 3][1]
+    syntax_error(info, "unroll-runtime-bounds", "unrolled", "constant bounds", "range(n)")
+
+
+def test_table_of_strings():
     with pytest.raises(gk.KernelSyntaxError) as info:
         @gk.kernel
         def k(a):
             i = gk.tid()
-            for _j in range(3):  # E:for-else
-                a[i] += 1.0
-            else:
-                a[i] = 0.0
-    syntax_error(info, "for-else", "for", "else")
+            for q in range(2):
+                a[i] += WORDS[q] * 2.0  # E:table-strings
+    syntax_error(info, "table-strings", "WORDS", "other than numbers", "tuple of int/float")
+
+
+def test_loop_over_a_table_names_the_range_spelling():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            for e in TABLE:  # E:loop-over-table
+                a[i] += e[0]
+    syntax_error(info, "loop-over-table", "loop over 'TABLE'", "range(len(TABLE))", "TABLE[q]")
+
+
+def test_list_hint_names_local_arrays():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            f = [0.0, 1.0]  # E:list-hint
+            a[i] = f[0]
+    syntax_error(info, "list-hint", "lists", "gk.local", "module-level tuple")
+
+
+def test_table_row_is_not_a_number():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            a[i] = TABLE[1] * 2.0  # E:table-row
+    syntax_error(info, "table-row", "TABLE[1]", "row", "TABLE")
 
 
 def test_list_literal():
@@ -340,11 +387,9 @@ def test_device_function_syntax_error_at_its_decoration():
     with pytest.raises(gk.KernelSyntaxError) as info:
         @gk.func
         def f(v):
-            while v > 1.0:
-                v = v / 2.0
-                break  # E:func-break
-            return v
-    syntax_error(info, "func-break", "'break'")
+            g = gk.local((2,), gk.float64)
+            return v + g  # E:func-local-whole
+    syntax_error(info, "func-local-whole", "local array 'g'")
 
 
 # -- deferred resolution of device functions -------------------------------------------

@@ -200,6 +200,8 @@ def test_corpus_covers_the_kernel_language():
     assert any(isinstance(n, ast.Compare) and len(n.ops) > 1 for n in nodes), "chained comparison"
     assert any(isinstance(n, ast.IfExp) for n in nodes)
     assert any(isinstance(n, ast.While) for n in nodes)
+    assert any(isinstance(n, ast.Break) for n in nodes) and any(isinstance(n, ast.Continue) for n in nodes)
+    assert any(isinstance(n, ast.For) and n.orelse for n in nodes), "for-else"
     assert any(isinstance(n, ast.If) and n.orelse and isinstance(n.orelse[0], ast.If) for n in nodes), "elif"
     ranges = [n for n in nodes if isinstance(n, ast.For)]
     assert {len(r.iter.args) for r in ranges} == {1, 2, 3}
@@ -211,6 +213,7 @@ def test_corpus_covers_the_kernel_language():
     for fn in ("abs", "min", "max"):
         assert fn in calls and f"gk.{fn}" in calls, fn
     assert {"int", "float", "gk.atomic_add", "gk.tid"} <= calls
+    assert {"gk.local", "len"} <= calls
     tids = {len(n.targets[0].elts) if isinstance(n.targets[0], ast.Tuple) else 1 for n in nodes
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and ast.unparse(n.value.func) == "gk.tid"}
     assert tids == {1, 2, 3}

@@ -29,6 +29,15 @@ asinh, acosh, atanh, erf, expm1, log1p = math.asinh, math.acosh, math.atanh, mat
 atan2, hypot, copysign, fmod = math.atan2, math.hypot, math.copysign, math.fmod
 
 
+float32, float64, int32, int64 = np.float32, np.float64, np.int32, np.int64
+
+
+def local(shape, dtype=np.float64):
+    """A fixed-size per-thread array, zero-initialised: inside a kernel, one scalar local per element
+    (frontend/unroll.py), indexed by constants or by the variables of loops with constant bounds."""
+    return np.zeros(shape, dtype)
+
+
 def vec2(x, y):
     """A 2-vector: inside a kernel, two scalar locals (frontend/vectors.py); outside, a NumPy array."""
     return np.array([x, y])

@@ -26,7 +26,7 @@ from ..ir.names import RESERVED, Namer, is_generated, private
 from ..ir.ops import Op
 from ..ir.rewrite import rename_locals
 from ..ir.types import F32, F64, I32, I64
-from . import suggest, vectors
+from . import jumps, suggest, unroll, vectors
 from .callables import DeviceFunctionMarker, KernelMarker, Lowered
 from .inline import inline_call
 from .parse import ParsedFunction
@@ -58,7 +58,7 @@ _CASTS = {id(builtins.int): I64, id(np.int64): I64, id(np.int32): I32,
           id(np.float64): F64, id(np.float32): F32, id(builtins.float): None}
 
 _CONSTRUCT_NAMES = {
-    "Break": "'break'", "Continue": "'continue'", "With": "'with'", "Try": "'try'",
+    "With": "'with'", "Try": "'try'",
     "Raise": "'raise'", "Assert": "'assert'", "Import": "'import'", "ImportFrom": "'import'",
     "FunctionDef": "nested function definitions", "ClassDef": "class definitions",
     "Lambda": "lambda", "List": "lists", "Tuple": "tuples", "Dict": "dicts", "Set": "sets",
@@ -100,8 +100,13 @@ class _Lowerer:
                           hint="rename it")
         tree = vectors.scalarize(parsed.tree, self.quiet_callee, self.fail, self.params)
         if tree is not parsed.tree:  # small vectors became scalars (frontend/vectors.py)
-            self.p = replace(parsed, tree=tree)
             self.ns.update(vectors.NAMESPACE)
+        tree = jumps.lower_jumps(tree, self.namer.numbered, self.fail)  # break/continue → flags
+        tree = unroll.unroll(tree, lambda n: self.ns.get(n, getattr(builtins, n, None)), self.quiet_callee,
+                             self.fail, self.locals)  # local arrays and tables → scalars and literals
+        if tree is not parsed.tree:
+            self.p = replace(parsed, tree=tree)
+            self.ns.update(unroll.NAMESPACE)
             self.locals |= _assigned_names(tree)
 
     # -- errors ---------------------------------------------------------------
@@ -114,7 +119,7 @@ class _Lowerer:
     def unsupported(self, node: ast.AST, what: str | None = None):
         what = what or _CONSTRUCT_NAMES.get(type(node).__name__, f"'{type(node).__name__}'")
         self.fail(node, f"{what} {'are' if what.endswith('s') else 'is'} not supported in gradkern kernels",
-                  hint="see DESIGN §3 for the kernel language")
+                  hint=suggest.CONSTRUCT_HINTS.get(type(node).__name__, "see DESIGN §3 for the kernel language"))
 
     # -- blocks -----------------------------------------------------------------
     def lower(self) -> Lowered:
@@ -226,8 +231,12 @@ class _Lowerer:
             self.fail(s.target, "the loop variable must be a single name")
         it = s.iter
         if not (isinstance(it, ast.Call) and self.resolve_callee(it.func) is builtins.range):
+            over = ast.unparse(it.args[0] if isinstance(it, ast.Call) and it.args else it)
             self.fail(it, "kernels can only loop over range(...)",
-                      hint="write 'for k in range(start, stop, step)'")
+                      hint=f"write 'for k in range(len({over})):' and index {over}[k] (a constant table or a local "
+                           "array: the loop is unrolled)" if isinstance(it, ast.Name) or
+                      (isinstance(it, ast.Call) and ast.unparse(it.func) in ("enumerate", "zip")) else
+                      "write 'for k in range(start, stop, step)'")
         if not 1 <= len(it.args) <= 3 or it.keywords:
             self.fail(it, "range() takes one to three arguments")
         args = [self.expr(a) for a in it.args]
@@ -411,7 +420,9 @@ class _Lowerer:
             return e.id
         if isinstance(e, ast.Name) and e.id in self.locals:
             self.fail(e, f"'{e.id}' is a local scalar and cannot be indexed",
-                      hint="only array parameters can be indexed")
+                      hint="only array parameters, local arrays (gk.local) and constant tables can be indexed")
+        if isinstance(e, ast.Name) and e.id not in self.ns and not hasattr(builtins, e.id):
+            self.fail(e, f"name '{e.id}' is not defined", cls=Unresolved)  # a table defined after the kernel
         self.fail(e, f"only array parameters can be indexed, not '{ast.unparse(e)}'")
 
     def expr_Call(self, e: ast.Call) -> ir.Expr:

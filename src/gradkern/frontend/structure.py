@@ -39,7 +39,7 @@ def structure_returns(body: tuple[ir.Stmt, ...], fail, name: str) -> tuple[tuple
             if isinstance(s, (ir.For, ir.While)) and contains_return(s.body):
                 inner = next(r for r in ir.walk_stmts(s.body) if isinstance(r, Return))
                 raise KernelSyntaxError("'return' inside a loop is not supported", inner.loc,
-                                        hint="compute a flag in the loop and branch on it after the loop")
+                                        hint="set a flag and 'break' out of the loop, then return after it")
             if isinstance(s, ir.If) and contains_return(s.then + s.orelse):
                 rest = stmts[k + 1:]
                 then, t_ret = structure(s.then + rest)

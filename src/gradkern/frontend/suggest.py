@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+_ALLOCATE = ("a kernel cannot allocate arrays: for a small fixed-size per-thread array use "
+             "gk.local((n,), gk.float64); for more, pass a scratch array as an argument")
 _HINTS: dict[str, str] = {
     # NumPy array functions have no meaning on one thread's numbers
     "where": "use a conditional expression: `a if cond else b`",
@@ -20,10 +22,10 @@ _HINTS: dict[str, str] = {
     "cross": "use gk.cross on gk.vec3 values",
     "linalg.norm": "use gk.length on a gk.vec2/vec3/vec4, or math.sqrt of a sum of squares",
     "norm": "use gk.length on a gk.vec2/vec3/vec4, or math.sqrt of a sum of squares",
-    "zeros": "a kernel cannot allocate arrays: pass a scratch array as an argument",
-    "empty": "a kernel cannot allocate arrays: pass a scratch array as an argument",
-    "ones": "a kernel cannot allocate arrays: pass a scratch array as an argument",
-    "array": "a kernel cannot allocate arrays: pass a scratch array as an argument",
+    "zeros": _ALLOCATE,
+    "empty": _ALLOCATE,
+    "ones": _ALLOCATE,
+    "array": _ALLOCATE,
     "round": "use math.floor(x + 0.5) (or int() to truncate toward zero)",
     "rint": "use math.floor(x + 0.5)",
     "trunc": "use int(x) (truncates toward zero) or float(int(x))",
@@ -49,3 +51,11 @@ def hint_for(fn: Any, spelled: str) -> str:
     if hint is None and (module.startswith("numpy") or fn is math.fsum):
         hint = "NumPy's array functions are not kernel code: write the loop over one thread's values"
     return hint or "kernels can call math functions, gk intrinsics and @gk.func device functions"
+
+
+# constructs the lowerer refuses, by AST node name: the closest supported spelling
+CONSTRUCT_HINTS: dict[str, str] = {
+    "List": "for per-thread storage use f = gk.local((n,), gk.float64); for constants, a module-level tuple",
+    "ListComp": "for per-thread storage use f = gk.local((n,), gk.float64) and a loop over range(n)",
+    "Tuple": "for constants use a module-level tuple (a table), indexed by constants or loop variables",
+}

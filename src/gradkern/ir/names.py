@@ -11,6 +11,7 @@ each producer keeps its own prefix, so producers never collide either:
     _gk_d_, _gk_t_, …  transforms: shadows, adjoints, tangents, tapes, gather accumulators
     _gk_rc_            analysis/races.py: the race check's instrumentation
     _gkv_<v>_<c>       frontend: component c (x, y, z, w) of a vector local v; `_gkv<n>_<c>` its temporaries
+    _gka_<f>__<i>_<j>  frontend: element [i, j] of a local array f (frontend/unroll.py); `_gka_as_<t>` its zero's cast
     _gkb_, _gku_       backends only (printer-introduced names, C-escaped user names)
 
 Suffixes (`_l<k>` for vector-mode lanes, `_n<k>` for gather neighbours) are
@@ -23,6 +24,7 @@ RESERVED = "_gk"  # no user name may start with it (frontend/lower.py checks)
 PASS = "_gk_"  # names the IR transforms generate
 RACE_CHECK = "_gk_rc_"  # the race check's instrumentation (analysis/races.py)
 RESULT = "_gk_ret"  # a device function's returned value, before inlining
+LOCAL_ARRAY = "_gka_"  # frontend/unroll.py: a local array's elements (`_gka_f__3`, `_gka_qs__8_1`)
 VECTOR = "_gkv_"  # frontend/vectors.py: a vector local's components (`_gkv_p_x`); its temporaries are `_gkv<n>_x`
 # The backends (backends/printer.py, numba_cpu.py, cuda.py) spell these two
 # prefixes themselves; no IR pass may generate a name under them.
@@ -58,6 +60,9 @@ def is_generated(name: str) -> bool:
 def shown(name: str) -> str:
     """The name a user wrote, for error messages: an inlined local loses its call prefix, a vector's
     component is `v.x`."""
+    if name.startswith(LOCAL_ARRAY) and "__" in name:
+        f, _, index = name[len(LOCAL_ARRAY):].rpartition("__")
+        return f"{f}[{', '.join(index.split('_'))}]"
     if name.startswith(VECTOR):
         v, c = name[len(VECTOR):].rsplit("_", 1)
         return f"{v}.{c}"

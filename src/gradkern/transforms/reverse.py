@@ -176,7 +176,9 @@ class _Builder:
         if isinstance(s, ir.While):
             if has_reverse(s.body, self.act):
                 raise NotDifferentiableError("a 'while' loop that computes active values cannot be differentiated in "
-                                        "reverse mode", s.loc, hint="use 'for k in range(...)' with a bound")
+                                             "reverse mode (its trip count is unknown until it ends)", s.loc,
+                                             hint="bound it: 'for k in range(max_iterations):' with "
+                                                  "'if not <condition>: break' is differentiable")
             return [s]
         raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
 
@@ -476,14 +478,40 @@ def _count_skeleton(augmented: list[ir.Stmt], written: set[str]) -> tuple[ir.Stm
             break
         live = grown
     skeleton = block(tuple(augmented), live)
+    stale = _stale_loads(tuple(augmented), written)
     for st in ir.walk_stmts(skeleton):
         for e in ir.stmt_exprs(st):
             for x in ir.walk_expr(e):
-                if isinstance(x, ir.Load) and x.array in written:
+                if isinstance(x, ir.Load) and id(x) in stale:
                     raise NotDifferentiableError(
                         f"the tape size depends on '{x.array}', which the kernel overwrites", x.loc,
                         hint="make loop bounds and branch conditions around taped loops independent of it")
     return skeleton
+
+
+def _stale_loads(body: tuple[ir.Stmt, ...], written: set[str]) -> set[int]:
+    """The loads (by id) of written arrays that may run after the thread itself stored into that array: the
+    count skeleton, which drops stores, could see another value there than the primal. A load that runs before
+    any store of its array (earlier in program order, and in no loop that stores into it) sees what the primal
+    sees: no other thread writes what this one reads (the race check refuses such launches)."""
+    out: set[int] = set()
+    stored: set[str] = set()
+
+    def stores(b) -> set[str]:
+        return {st.array for st in ir.walk_stmts(b) if isinstance(st, (ir.Store, ir.AtomicAdd))}
+
+    def visit(b, looping: set[str]) -> None:
+        for st in b:
+            inner = looping | stores((st,)) if isinstance(st, ir.While) else looping
+            for e in ir.stmt_exprs(st):
+                out.update(id(x) for x in ir.walk_expr(e) if isinstance(x, ir.Load) and x.array in written
+                           and (x.array in stored or x.array in inner))
+            if isinstance(st, (ir.Store, ir.AtomicAdd)):
+                stored.add(st.array)
+            for blk in ir.blocks(st):
+                visit(blk, looping | stores((st,)) if isinstance(st, (ir.For, ir.While)) else looping)
+    visit(body, set())
+    return out
 
 
 def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKernels:
