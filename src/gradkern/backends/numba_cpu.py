@@ -368,6 +368,7 @@ class NumbaBackend(Backend):
     splits_interior = True
     serial_when_atomics_mixed = True
     split_reductions = True
+    lane_group = 2
 
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:
