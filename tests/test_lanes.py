@@ -24,7 +24,8 @@ def _copy(x):
     return x.copy() if isinstance(x, np.ndarray) else x
 
 
-def batch_vs_separate(kernel, args, dim, mode, rng, backend="cpu"):
+def batch_vs_separate(kernel, args, dim, mode, rng, backend="cpu", k=K):
+    K = k
     seeds = []
     for a in args:
         if isinstance(a, gk.Duplicated):
@@ -43,24 +44,26 @@ def batch_vs_separate(kernel, args, dim, mode, rng, backend="cpu"):
         res = gk.autodiff(kernel, *call, dim=dim, mode=mode, backend=backend)
         separate.append((call, res))
     call = [plain(a) if s is None else gk.BatchDuplicated(_copy(a.val), tuple(_copy(x) for x in s))
-            for a, s in zip(args, seeds)]
+            if K > 1 else gk.Duplicated(_copy(a.val), _copy(s[0])) for a, s in zip(args, seeds)]
     res = gk.autodiff(kernel, *call, dim=dim, mode=mode, backend=backend)
     changed = 0
     for n, (c, s) in enumerate(zip(call, seeds)):
-        if not isinstance(c, gk.BatchDuplicated):
+        if not isinstance(c, (gk.Duplicated, gk.BatchDuplicated)):
             continue
         np.testing.assert_allclose(_copy(c.val), separate[0][0][n].val, rtol=1e-12, atol=1e-14)
+        dvals = c.dvals if isinstance(c, gk.BatchDuplicated) else (c.dval,)
         for lane in range(K):
             want = separate[lane][0][n].dval
             if isinstance(want, np.ndarray):
-                np.testing.assert_allclose(c.dvals[lane], want, rtol=1e-12, atol=1e-13,
+                np.testing.assert_allclose(dvals[lane], want, rtol=1e-12, atol=1e-13,
                                            err_msg=f"{kernel.name} lane {lane} argument {n}")
-                changed += not np.array_equal(c.dvals[lane], s[lane])
+                changed += not np.array_equal(dvals[lane], s[lane])
     if mode is gk.Reverse:
         for n, r in enumerate(res):
             if r is None:
                 assert all(sep[1][n] is None for sep in separate)
             else:
+                r = r if K > 1 else (r,)
                 assert len(r) == K
                 for lane in range(K):
                     assert r[lane] == pytest.approx(separate[lane][1][n], rel=1e-12, abs=1e-13)
@@ -89,6 +92,94 @@ def test_batch_equals_separate_calls_compiled(label, mode):
     """Gathers, taped loops, privatised atomics and Active scalars, through Numba."""
     kernel, args, dim = CASES[label]
     batch_vs_separate(kernel, args, dim, mode, np.random.default_rng(6))
+
+
+# one case of each kind: gathers (1-D to 3-D), taped loops, in-place updates, atomics, Active scalars,
+# a kernel that reads an array it writes (forward: all lanes in one launch)
+GROUPED = ["reverse/allen_cahn", "reverse/heat_2d", "reverse/loop_sin", "reverse/matvec", "reverse/scatter_hist",
+           "reverse/square", "reverse/read_after_write", "reverse/saxpy", "reverse/volume_3d", "gather/interior_3d",
+           "gather/interior_taped", "hpc/lud_col", "hpc/inplace_2d", "hpc/heat3d", "hpc/particle_push",
+           "tape/layernorm_inplace"]
+
+
+@pytest.fixture
+def lane_group(monkeypatch):
+    """Set the interpreter's lane group (it runs all lanes in one launch by default)."""
+    from gradkern.backends import backend
+
+    def set_to(size: int) -> None:
+        monkeypatch.setattr(backend("interp"), "lane_group", size)
+    return set_to
+
+
+@pytest.mark.parametrize("mode", [gk.Reverse, gk.Forward], ids=["reverse", "forward"])
+@pytest.mark.parametrize("label", GROUPED)
+@pytest.mark.parametrize("group,k", [(1, 3), (2, 3), (2, 1), (3, 7)])
+def test_lane_groups_equal_separate_calls(label, mode, group, k, lane_group):
+    """Lanes run in groups (the CPU's Backend.lane_group), k not a multiple of the group, or one lane:
+    still exactly the k separate calls, the primal run once."""
+    lane_group(group)
+    kernel, args, dim = CASES[label]
+    batch_vs_separate(kernel, args, dim, mode, np.random.default_rng(5), backend="interp", k=k)
+
+
+def test_lane_groups_launch_the_primal_once(lane_group):
+    """A kernel that counts its own runs (an atomic add into a primal array) counts one run per thread
+    whatever the grouping, in both modes; forward splits it into tangent-only groups and a last group."""
+    from gradkern.runtime.forward import prepare_forward
+
+    @gk.kernel
+    def counted(x, y, runs):
+        i = gk.tid()
+        y[i] = x[i] * x[i]
+        gk.atomic_add(runs, 0, 1.0)
+
+    lane_group(2)
+    x = np.linspace(0.5, 1.5, 6)
+    for mode in (gk.Reverse, gk.Forward):
+        runs, y = np.zeros(1), np.zeros(6)
+        dxs, dys = tuple(np.ones(6) for _ in range(5)), tuple(np.full(6, 2.0) for _ in range(5))
+        gk.autodiff(counted, gk.BatchDuplicated(x, dxs), gk.BatchDuplicated(y, dys), gk.Const(runs), mode=mode,
+                    backend="interp")
+        assert runs[0] == 6 and np.array_equal(y, x * x)
+        want = 2 * x * 2.0 if mode is gk.Reverse else 2 * x
+        for d in (dxs if mode is gk.Reverse else dys):
+            np.testing.assert_allclose(d, want + (1.0 if mode is gk.Reverse else 0.0), rtol=1e-15)
+    b, launches = prepare_forward(counted, (gk.BatchDuplicated(x, dxs), gk.BatchDuplicated(y, dys), runs), None,
+                                  "interp")
+    assert [spec.typed.name.endswith("_only") for spec, _ in launches] == [True, True, False]
+
+
+def test_lane_groups_match_finite_differences(rng):
+    """On the CPU (groups of Backend.lane_group lanes), k = 5 lanes of the nonlinear Allen-Cahn step:
+    forward lanes against central differences along each tangent, reverse lanes (and the Active
+    scalar's derivative) against central differences of each lane's loss <w, un>."""
+    from gradkern.backends import backend
+    assert 1 < backend("cpu").lane_group < 5
+    n, k, h = 24, 5, 1e-6
+    u = rng.uniform(0.2, 1, n)
+    ts, ws = [rng.uniform(-1, 1, n) for _ in range(k)], [rng.uniform(-1, 1, n) for _ in range(k)]
+
+    def step(v, c=0.2):
+        out = np.zeros(n)
+        gk.launch(allen_cahn_step, n, v, out, c, 0.01)
+        return out
+    tcs = [float(c) for c in rng.uniform(-1, 1, k)]  # the scalar c's tangent in each lane
+    dun = tuple(np.zeros(n) for _ in range(k))
+    gk.autodiff(allen_cahn_step, gk.BatchDuplicated(u.copy(), tuple(t.copy() for t in ts)),
+                gk.BatchDuplicated(np.zeros(n), dun), gk.BatchDuplicated(0.2, tuple(tcs)), 0.01, mode=gk.Forward)
+    for t, tc, d in zip(ts, tcs, dun):
+        fd = (step(u + h * t, 0.2 + h * tc) - step(u - h * t, 0.2 - h * tc)) / (2 * h)
+        np.testing.assert_allclose(d, fd, rtol=1e-6, atol=1e-8)
+    du = tuple(np.zeros(n) for _ in range(k))
+    grads = gk.autodiff(allen_cahn_step, gk.BatchDuplicated(u.copy(), du),
+                        gk.BatchDuplicated(np.zeros(n), tuple(w.copy() for w in ws)), gk.Active(0.2), 0.01)
+    for lane, (w, d) in enumerate(zip(ws, du)):
+        for i in range(n):
+            e = np.zeros(n)
+            e[i] = h
+            assert d[i] == pytest.approx(w @ (step(u + e) - step(u - e)) / (2 * h), rel=1e-6, abs=1e-8)
+        assert grads[2][lane] == pytest.approx(w @ (step(u, 0.2 + h) - step(u, 0.2 - h)) / (2 * h), rel=1e-6)
 
 
 def test_primal_work_is_shared_between_lanes():

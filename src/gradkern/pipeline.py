@@ -6,7 +6,7 @@ there as `<kernel>.<signature>.<nn>-<stage>.<role>.txt`.
 
     primal:  merge_aliases → infer_types → race_check → bounds → generate
     reverse: primal stages → activity → reverse → gather → no_need → lanes → generate
-    forward: primal stages → activity → tangent → lanes → generate
+    forward: primal stages → activity → tangent → lanes → primal_stores → generate
 
 Nothing here compiles or runs: the backend object's `generate` prints source;
 the runtime compiles and runs it.
@@ -38,7 +38,7 @@ from .transforms.boundscheck import Access, bounds_checked
 from .transforms.dce import eliminate_dead
 from .transforms.forward import forward_kernel
 from .transforms.gather import Gather, gather_kernel, gatherable, without_atomics_on
-from .transforms.lanes import replicate_lanes
+from .transforms.lanes import replicate_lanes, separable_stores, without_primal_stores
 from .transforms.reverse import ReverseKernels, reverse_kernels
 from .transforms.simplify import without_stores_to
 from .transforms.split import split_interior
@@ -60,6 +60,7 @@ class Request:
     strided_shadows: frozenset[tuple[str, int]] = frozenset()  # (primal, lane) of non-contiguous shadows
     no_need: frozenset[str] = frozenset()  # DuplicatedNoNeed arrays
     lanes: int = 1  # k of vector mode
+    primal_stores: bool = True  # forward: False leaves the primal's stores to another launch (lane groups)
     # GRADKERN_BOUNDSCHECK=1 when the specialisation was made: every access checked (transforms/boundscheck.py)
     boundscheck: bool = field(default_factory=lambda: os.environ.get("GRADKERN_BOUNDSCHECK", "") not in ("", "0"))
 
@@ -202,6 +203,11 @@ def _lanes_forward(w: Work) -> None:
         w.kernels["tangent"] = replicate_lanes(w.kernels["tangent"], set(w.tangents.values()), w.request.lanes)
 
 
+def _primal_stores(w: Work) -> None:
+    if not w.request.primal_stores:
+        w.kernels["tangent"] = without_primal_stores(w.kernels["tangent"], w.kernels["primal"])
+
+
 _ACTIVITY = Stage("activity", "which values carry derivatives, from the annotations", _activity)
 REVERSE_STAGES = PRIMAL_STAGES + (
     # a straight-line reassignment then defines a new value instead of destroying one: no tape for it
@@ -216,6 +222,7 @@ FORWARD_STAGES = PRIMAL_STAGES + (
     _ACTIVITY,
     Stage("tangent", "the tangent kernel (forward mode)", _tangent),
     Stage("lanes", "vector mode: the tangent work once per lane, the primal work shared", _lanes_forward),
+    Stage("primal_stores", "a group of lanes run apart from the primal drops its stores", _primal_stores),
 )
 
 
@@ -392,18 +399,23 @@ class ForwardSpecialization:
     tangent: Specialization
     tangents: dict  # primal parameter -> tangent parameter (lane 0 of vector mode)
     lanes: int = 1
+    # the tangent work can run apart from the primal's stores: the kernel reads no array it writes
+    separable: bool = False
 
 
 def specialize_forward(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, backend_name: str,
                        active_arrays: set[str], active_scalars: set[str], strided: frozenset[str] = frozenset(),
                        strided_tangents: frozenset[tuple[str, int]] = frozenset(), lanes: int = 1,
-                       aliases: tuple = ()) -> ForwardSpecialization:
-    """The forward pipeline: type, analyse activity, transform to forward mode (k lanes), verify, print."""
+                       aliases: tuple = (), primal_stores: bool = True) -> ForwardSpecialization:
+    """The forward pipeline: type, analyse activity, transform to forward mode (k lanes), verify, print.
+    `primal_stores=False`: the tangent work alone, for a group of lanes run before the primal's own."""
     r = Request(kernel, types, launch_ndim, backend_name, tuple(aliases), frozenset(strided),
-                frozenset(active_arrays), frozenset(active_scalars), frozenset(strided_tangents), lanes=lanes)
+                frozenset(active_arrays), frozenset(active_scalars), frozenset(strided_tangents), lanes=lanes,
+                primal_stores=primal_stores)
     w = run_stages(FORWARD_STAGES, r)
     spec = _generate(r, w.kernels["tangent"], "tangent", strided=_derivative_strided(r, w.tangents))
-    return ForwardSpecialization(_primal_specialization(w), spec, w.tangents, lanes)
+    return ForwardSpecialization(_primal_specialization(w), spec, w.tangents, lanes,
+                                 separable_stores(w.kernels["primal"]) is not None)
 
 
 # ---- dumps -------------------------------------------------------------------------------------------------------
@@ -413,7 +425,7 @@ def _signature_tag(r: Request) -> str:
     if not os.environ.get("GRADKERN_DUMP"):
         return ""
     key = repr((r.types, r.launch_ndim, r.backend, r.aliases, sorted(r.strided), sorted(r.active_arrays),
-                sorted(r.active_scalars), sorted(r.strided_shadows), sorted(r.no_need), r.lanes))
+                sorted(r.active_scalars), sorted(r.strided_shadows), sorted(r.no_need), r.lanes, r.primal_stores))
     return hashlib.sha256(key.encode()).hexdigest()[:8]
 
 

@@ -40,6 +40,11 @@ class Backend:
     strides_in_key: bool = False
     #: forms of the exact run-time race check this backend gets, the one it runs first
     race_check_forms: tuple[str, ...] = ("serial",)
+    #: vector mode runs its k lanes as launches of at most this many lanes, the primal once (0: all k in one
+    #: launch). A CPU thread streaming every lane's shadows at once misses in cache and does not vectorise: the
+    #: 2-D heat step's 8-lane gather streams 16 arrays, whose equally aligned rows collide in the same cache sets
+    #: (benchmarks/batch.py)
+    lane_group: int = 0
 
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:

@@ -470,6 +470,7 @@ class NumbaBackend(Backend):
     name = "cpu"
     splits_interior = True
     split_reductions = True
+    lane_group = 2
 
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:

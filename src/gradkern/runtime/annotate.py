@@ -153,6 +153,13 @@ def annotate(kernel: KernelFunction, args: tuple, forward: bool = False) -> Anno
     return Annotated(tuple(primals), shadows, tuple(active), tuple(no_need), lanes)
 
 
+def lane_groups(lanes: int, size: int) -> list[tuple[int, int]]:
+    """Vector mode's launches: (first lane, end lane) of each group of at most
+    `size` lanes (one group of all when `size` is 0)."""
+    size = size or lanes
+    return [(lo, min(lo + size, lanes)) for lo in range(0, lanes, size)]
+
+
 def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, tuple]:
     """Shadows of exactly aliased primals must alias the same way (DESIGN §8);
     returns the shadows (one per lane) by parameter of the merged kernel. Any

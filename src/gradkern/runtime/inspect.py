@@ -12,7 +12,7 @@ from ..errors import GradkernError, LaunchError
 from ..ir.printer import format_kernel
 from ..kernel import KernelFunction
 from ..pipeline import Specialization, tangent_param
-from .annotate import annotate, merge_shadows
+from .annotate import annotate, lane_groups, merge_shadows
 from .arrays import is_array
 from .binding import bind, default_dim
 from .launch import check_kernel
@@ -67,6 +67,11 @@ def _private_bytes(spec: Specialization, sizes: dict[str, int], dim: tuple[int, 
     return backend(spec.backend).private_bytes(spec.code, sizes, dim)
 
 
+def _grouped(backend_name: str, lanes: int) -> bool:
+    """Whether vector mode runs its lanes in several launches on this backend (runtime/reverse.py)."""
+    return len(lane_groups(lanes, backend(backend_name).lane_group)) > 1
+
+
 def _summation(spec: Specialization, accumulator: str) -> str:
     return backend(spec.backend).summation(spec.code, accumulator, spec.parallel)
 
@@ -111,7 +116,7 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         sources = _sources(race_check=rs.primal.race_check_source, fused=fused,
                            augmented_primal=rs.augmented_primal, reverse=rs.reverse, count=rs.count,
                            gather=rs.gather)
-        runs = autodiff_plan(rs, bool(ann.active), b.backend)
+        runs = autodiff_plan(rs, bool(ann.active), b.backend, grouped=_grouped(b.backend, ann.lanes))
         summing = getattr(rs, runs[-1])  # the fused kernel or the reverse: where the Active sums are made
         sums = {n: _summation(summing, tangent_param(acc, 0, ann.lanes)) for n, acc in rs.kernels.accumulators.items()}
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,

@@ -6,6 +6,11 @@ program's tape holds a list of them).
 
 Shadows are updated in place with DESIGN §2's semantics; the primals end with
 their post-kernel values, as after `gk.launch`.
+
+Vector mode on a backend with a lane group (`Backend.lane_group`, the CPU) runs
+the primal once, as the augmented primal, then each group of lanes' gather and
+reverse from that one tape: a reverse launch writes only shadows and
+accumulators, so every group sees the post-primal state a split reverse sees.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from ..errors import AnnotationError
 from ..ir.interp import interpret
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization
-from .annotate import Annotated, annotated_binding
+from .annotate import Annotated, annotated_binding, lane_groups
 from .arrays import array_module, is_cupy_array, owned_nbytes, untouched
 from .binding import Binding
 from .bounds_check import check_bounds
@@ -80,7 +85,9 @@ class PreparedReverse:
     b: Binding
     ann: Annotated
     shadows: dict[str, tuple]  # one shadow per lane
-    rs: ReverseSpecialization
+    rs: ReverseSpecialization  # of the first group of lanes, where lanes run in groups
+    # vector mode in groups of lanes: (first lane, end lane, specialisation) per group; () when one launch runs all
+    groups: tuple[tuple[int, int, ReverseSpecialization], ...] = ()
 
     @cached_property
     def key(self) -> tuple:
@@ -89,22 +96,14 @@ class PreparedReverse:
     def fused(self) -> tuple:
         """Primal and reverse in one call (autodiff): returns the Active scalars' derivatives."""
         rs = self.rs
-        plan = autodiff_plan(rs, bool(self.ann.active), self.b.backend)
-        if plan == SPLIT_PLAN:
-            return self.reverse(self.augmented_primal())  # nothing taped: the primal's loop vectorises alone
+        plan = autodiff_plan(rs, bool(self.ann.active), self.b.backend, grouped=bool(self.groups))
+        if plan[-1] == "reverse":  # the augmented primal once, then (each group of lanes') gather and reverse
+            return self.reverse(self.augmented_primal())
         accs = self._accumulators()
         tapes = self._allocate_tape()
-        if plan == ("fused",):
-            self._run(rs.fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
-        elif plan == ("gather", "fused"):
-            # nothing taped: the gather needs only intact inputs and the incoming shadows
+        if plan == ("gather", "fused"):  # nothing taped: the gather needs only intact inputs and the shadows
             self._gather(accs, tapes, self._counts(used=False))
-            self._run(rs.fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
-        else:  # the gather replays each neighbour from its tape: augmented primal, gather, then reverse
-            counts = self._counts(used=rs.kernels.counted)
-            self._run(rs.augmented_primal, [*self.b.kernel_values, *tapes, counts])
-            self._gather(accs, tapes, counts)
-            self._run(rs.reverse, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes, counts])
+        self._run(rs.fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
         return self._results(accs)
 
     def augmented_primal(self) -> Tape:
@@ -120,10 +119,11 @@ class PreparedReverse:
             raise AnnotationError(f"this tape was made by forward for kernel '{tape.kernel}' with another "
                                   "signature or launch shape")
         accs = self._accumulators()
-        if self.rs.gather is not None:
-            self._gather(accs, (tape.values, tape.ints), tape.counts)
-        self._run(self.rs.reverse, [*self.b.kernel_values, *self._adjoint_values(accs), tape.values, tape.ints,
-                                    tape.counts])
+        for lo, hi, rs in self.groups or ((0, self.ann.lanes, self.rs),):
+            if rs.gather is not None:
+                self._gather(accs, (tape.values, tape.ints), tape.counts, rs, lo, hi)
+            self._run(rs.reverse, [*self.b.kernel_values, *self._adjoint_values(accs, lo, hi), tape.values,
+                                   tape.ints, tape.counts])
         return self._results(accs)
 
     # -- pieces ---------------------------------------------------------------------------------------------------
@@ -146,12 +146,15 @@ class PreparedReverse:
             return untouched(self.b.backend, (*(1 for _ in self.b.dim), 2), np.int64)
         return array_module(self.b.backend).zeros((*self.b.dim, 2), np.int64)
 
-    def _gather(self, accs: dict, tapes: tuple, counts):
-        """Run the gather kernel over every element the stencil reaches (past the
-        launch domain), with the launch extents as its neighbours' domain: it
-        must see the incoming shadows, before the reverse zeroes any."""
-        run_spec(self.rs.gather, self.rs.gather_extents(self.b.dim),
-                 [*self.b.kernel_values, *self._adjoint_values(accs), *tapes, counts, *self.b.dim])
+    def _gather(self, accs: dict, tapes: tuple, counts, rs: ReverseSpecialization | None = None, lo: int = 0,
+                hi: int | None = None):
+        """Run the gather kernel (of `rs`, for lanes lo:hi) over every element the
+        stencil reaches (past the launch domain), with the launch extents as its
+        neighbours' domain: it must see the incoming shadows, before the reverse
+        zeroes any."""
+        rs = rs or self.rs
+        run_spec(rs.gather, rs.gather_extents(self.b.dim),
+                 [*self.b.kernel_values, *self._adjoint_values(accs, lo, hi), *tapes, counts, *self.b.dim])
 
     def _accumulators(self) -> dict[str, tuple]:
         """One element per Active scalar and lane: its derivative summed over all
@@ -160,11 +163,11 @@ class PreparedReverse:
         dtype = self.rs.kernels.accumulator_type.numpy
         return {n: tuple(xp.zeros(1, dtype) for _ in range(self.ann.lanes)) for n in self.ann.active}
 
-    def _adjoint_values(self, accs: dict[str, tuple]) -> list:
-        """Shadow and accumulator arguments (lane by lane), in the generated kernels' order."""
+    def _adjoint_values(self, accs: dict[str, tuple], lo: int = 0, hi: int | None = None) -> list:
+        """Shadow and accumulator arguments of lanes lo:hi (lane by lane), in the generated kernels' order."""
         order = [p.name for p in self.rs.primal.typed.params]
-        return [*(dx for n in order if n in self.shadows for dx in self.shadows[n]),
-                *(acc for n in sorted(accs, key=order.index) for acc in accs[n])]
+        return [*(dx for n in order if n in self.shadows for dx in self.shadows[n][lo:hi]),
+                *(acc for n in sorted(accs, key=order.index) for acc in accs[n][lo:hi])]
 
     def _results(self, accs: dict[str, tuple]) -> tuple:
         """Active scalars' derivatives (a tuple of one per lane in vector mode), None for the rest."""
@@ -177,10 +180,13 @@ class PreparedReverse:
 SPLIT_PLAN = ("augmented_primal", "reverse")
 
 
-def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str) -> tuple[str, ...]:
+def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str, grouped: bool = False) -> tuple[str, ...]:
     """The kernels (by role) `gk.autodiff` runs, in order. Where the backend sums Active scalars better
-    apart from the primal (`Backend.split_reductions`) and nothing is taped, augmented primal + reverse."""
+    apart from the primal (`Backend.split_reductions`) and nothing is taped, augmented primal + reverse;
+    lanes in groups (`Backend.lane_group`): the augmented primal once, then each group's gather and reverse."""
     untaped = rs.kernels.static_slots == (0, 0)
+    if grouped:
+        return SPLIT_PLAN if rs.gather is None else ("augmented_primal", "gather", "reverse")
     if rs.gather is None:
         return SPLIT_PLAN if active and untaped and backend_object(backend).split_reductions else ("fused",)
     return ("gather", "fused") if untaped else ("augmented_primal", "gather", "reverse")
@@ -189,11 +195,14 @@ def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str) -> tupl
 def prepare_reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> PreparedReverse:
     """Validate everything and check bounds and races; touches no buffer."""
     ann, b, shadows = annotated_binding(f, args, dim, backend)
-    rs = reverse_specialization(f, b, shadows, ann.active, ann.no_need, ann.lanes)
+    groups = tuple((lo, hi, reverse_specialization(f, b, {n: dxs[lo:hi] for n, dxs in shadows.items()}, ann.active,
+                                                   ann.no_need, hi - lo))
+                   for lo, hi in lane_groups(ann.lanes, backend_object(b.backend).lane_group))
+    rs = groups[0][2]
     check_exclusive_rows(rs.primal, b, f.name, {a for a, form in rs.adjoint_forms if form == "plain add"})
     check_bounds(rs.primal, b)
     check_races(rs.primal, b, f.name)
-    return PreparedReverse(f, b, ann, shadows, rs)
+    return PreparedReverse(f, b, ann, shadows, rs, groups if len(groups) > 1 else ())
 
 
 def reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> tuple:

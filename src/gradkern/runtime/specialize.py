@@ -56,13 +56,16 @@ def reverse_specialization(kernel: KernelFunction, b: Binding, shadows: dict, ac
         strided, no_need, lanes, b.aliases))
 
 
-def forward_specialization(kernel: KernelFunction, b: Binding, tangents: dict, lanes: int) -> ForwardSpecialization:
-    """Forward mode for binding `b` and tangents (one per lane) by parameter."""
+def forward_specialization(kernel: KernelFunction, b: Binding, tangents: dict, lanes: int,
+                           primal_stores: bool = True) -> ForwardSpecialization:
+    """Forward mode for binding `b` and tangents (one per lane) by parameter;
+    `primal_stores=False`: the tangent work alone (pipeline.specialize_forward)."""
     strided = strided_lanes(b, tangents)
-    key = ("forward", b.key, tuple(sorted(tangents)), tuple(sorted(strided)), lanes)
+    key = ("forward", b.key, tuple(sorted(tangents)), tuple(sorted(strided)), lanes, primal_stores)
 
     def build():
         arrays = {n for n in tangents if is_array(tangents[n][0])}
         return specialize_forward(kernel.ir, b.type_map(kernel.ir), len(b.dim), b.backend, arrays,
-                                  set(tangents) - arrays, frozenset(b.strided), strided, lanes, b.aliases)
+                                  set(tangents) - arrays, frozenset(b.strided), strided, lanes, b.aliases,
+                                  primal_stores)
     return _cached(kernel, key, build)

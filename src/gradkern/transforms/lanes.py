@@ -6,6 +6,12 @@ never flow back into primal ones. So every statement that writes a derivative
 entity is copied once per lane with that lane's names, in place, while the
 primal statements between them run once and are shared by all lanes. Each
 lane then executes exactly the statement sequence a one-lane kernel would.
+
+A backend may run the lanes in groups, the primal work once (runtime/). In
+reverse mode the split pair already allows that (the reverse writes only
+shadows); in forward mode every group but the last runs the tangent work
+alone, without the primal's stores, which is exact when the kernel never reads
+an array it writes: each group then reads the memory the primal left intact.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from ..errors import InternalError
 from ..ir import nodes as ir
 from ..ir.names import lane as lane_name
 from ..ir.rewrite import rename_locals, with_blocks
+from .simplify import without
 
 
 def _reads(e: ir.Expr) -> set[str]:
@@ -73,3 +80,26 @@ def replicate_lanes(k: ir.Kernel, seeds: set[str], lanes: int) -> ir.Kernel:
         local_items += [(lane_name(name, n), t) for n in range(lanes)] if name in lane else [(name, t)]
     return replace(k, name=f"{k.name}_x{lanes}", params=tuple(params), body=block(k.body),
                    locals=tuple(sorted(local_items)), interior=None)
+
+
+def _written(k: ir.Kernel) -> set[str]:
+    return {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
+
+
+def separable_stores(primal: ir.Kernel) -> frozenset[str] | None:
+    """The arrays `primal` writes, when it reads none of them (its stores can
+    then be left to another launch); None when it reads one it writes."""
+    written = _written(primal)
+    read = {e.array for e in ir.all_exprs(primal.body) if isinstance(e, ir.Load)}
+    return None if written & read else frozenset(written)
+
+
+def without_primal_stores(tangent: ir.Kernel, primal: ir.Kernel) -> ir.Kernel:
+    """The tangent work of `tangent` alone: its stores (and atomic adds) into the
+    arrays `primal` writes are dropped; the primal must not read them
+    (`separable_stores`)."""
+    written = separable_stores(primal)
+    if written is None:
+        raise InternalError("the tangent work cannot run apart: the kernel reads an array it writes", primal.loc)
+    dropped = without(tangent, lambda s: isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in written)
+    return replace(dropped, name=f"{tangent.name}_only")
