@@ -3,15 +3,17 @@ the parallel launch with private copies read through (issue 18, item 5) against 
 backend ran before it, in one process.
 
 Kernels: one colour of a red-black Gauss-Seidel sweep (in place; du[i, j] read and zeroed by its owner,
-du of the four neighbours accumulated atomically) and LU's rank-1 update below pivot k (dA[i, j] read
-and zeroed by its owner, the pivot row and column accumulated atomically), float64, all arrays
-Duplicated but f. "serial" compiles the same kernel with the pipeline's generate stage forced to
-parallel=False for kernels with mixed atomic targets, as the code before this change did. Each timed
+du of the four neighbours accumulated atomically), LU's rank-1 update below pivot k (dA[i, j] read
+and zeroed by its owner, the pivot row and column accumulated atomically), both float64 on n x n, (the n-body
+force gradient written with gk.vec3 is not mixed: its position shadow only takes atomic adds, and it
+always ran in parallel). "serial" compiles the same kernel
+with the pipeline's generate stage forced to parallel=False for kernels with mixed atomic targets, as
+the code before this change did; "default" is what gradkern does now (serial: the parallel form is on only
+up to GRADKERN_MIXED_PRIVATE_BYTES, 0 by default); "parallel" forces the private copies
+whatever their size; "serial path" runs the parallel entry's own serial branch (no copies). Each timed
 call is `gk.autodiff` (argument validation and the race check included) from the same saved state,
-reset outside the timed region; median of --runs interleaved runs after a warm-up call each. A third
-column runs the parallel version's entry on its serial path (private copies over the memory limit:
-`numba_cpu.PRIVATE_LIMIT` = 0), so the loop and the private copies can be told apart. The versions'
-shadows are checked equal (rtol 1e-12) first: sums in another order only.
+reset outside the timed region; median of --runs interleaved runs after a warm-up call each. The
+versions' shadows are checked equal (rtol 1e-12) first: sums in another order only.
 
     python benchmarks/mixed_cpu.py [--n 2048] [--runs 11]
 """
@@ -45,6 +47,7 @@ def lu_update(A, k):
         A[i, j] -= A[i, k] * A[k, j] / A[k, k]
 
 
+
 @contextlib.contextmanager
 def serial_when_mixed():
     """Generate as before issue 18.5: a kernel with an atomic target also accessed plainly runs serially."""
@@ -64,6 +67,16 @@ def serial_when_mixed():
         pipeline._generate = real
 
 
+@contextlib.contextmanager
+def limits(private: int, mixed: int):
+    saved = numba_cpu.PRIVATE_LIMIT, numba_cpu.MIXED_PRIVATE_LIMIT
+    numba_cpu.PRIVATE_LIMIT, numba_cpu.MIXED_PRIVATE_LIMIT = private, mixed
+    try:
+        yield
+    finally:
+        numba_cpu.PRIVATE_LIMIT, numba_cpu.MIXED_PRIVATE_LIMIT = saved
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=2048)
@@ -73,42 +86,45 @@ def main() -> None:
     rng = np.random.default_rng(0)
     A0 = rng.uniform(-1, 1, (n, n)) + n * np.eye(n)
     cases = [
-        ("red_black_sweep", red_black_sweep,
+        ("red_black_sweep", red_black_sweep, (n, n),
          lambda: (rng.uniform(0.5, 1.5, (n, n)), rng.uniform(-1, 1, (n, n)), rng.uniform(-1, 1, (n, n))),
          lambda s: (gk.Duplicated(s[0], s[2]), gk.Const(s[1]), 1, 0.25)),
-        ("lu_update", lu_update, lambda: (A0.copy(), rng.uniform(-1, 1, (n, n))),
+        ("lu_update", lu_update, (n, n), lambda: (A0.copy(), rng.uniform(-1, 1, (n, n))),
          lambda s: (gk.Duplicated(s[0], s[1]), n // 4)),
     ]
-    print(f"n = {n}, Numba threads {numba.get_num_threads()}, load at start {os.getloadavg()[0]:.2f}")
-    for name, fn, make, annotate in cases:
+    big = 1 << 40
+    print(f"Numba threads {numba.get_num_threads()}, load at start {os.getloadavg()[0]:.2f}")
+    for name, fn, dim, make, annotate in cases:
         state = make()
         versions = {}
-        for label in ("serial", "parallel"):
+        for label in ("serial", "default"):
             k = gk.kernel(fn)  # a kernel object of its own: its specialisations are cached on it
             with serial_when_mixed() if label == "serial" else contextlib.nullcontext():
-                ins = gk.inspect(k, *annotate(state), dim=(n, n), mode=gk.Reverse)
+                ins = gk.inspect(k, *annotate(state), dim=dim, mode=gk.Reverse)
                 work = [a.copy() for a in state]
-                gk.autodiff(k, *annotate(work), dim=(n, n))  # compiles (the serial one under the old rule)
+                gk.autodiff(k, *annotate(work), dim=dim)  # compiles (the serial one under the old rule)
             versions[label] = (k, work, ins.parallel)
-        s, p = versions["serial"][1], versions["parallel"][1]
+        s, p = versions["serial"][1], versions["default"][1]
         for a, b in zip(s, p):
             np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12 * np.abs(a).max())
-        assert not versions["serial"][2] and versions["parallel"][2]
-        versions["no copies"] = versions["parallel"]
-        times = {label: [] for label in versions}
-        limit = numba_cpu.PRIVATE_LIMIT
+        assert not versions["serial"][2] and versions["default"][2]
+        settings = {"serial": (big, big), "default": (numba_cpu.PRIVATE_LIMIT, numba_cpu.MIXED_PRIVATE_LIMIT),
+                    "parallel": (big, big), "serial path": (0, 0)}
+        kernels = {"serial": versions["serial"][0], "default": versions["default"][0],
+                   "parallel": versions["default"][0], "serial path": versions["default"][0]}
+        times = {label: [] for label in settings}
         for _ in range(args.runs):
-            for label, (k, _, _) in versions.items():
-                numba_cpu.PRIVATE_LIMIT = 0 if label == "no copies" else limit
-                work = [a.copy() for a in state]
-                t = time.perf_counter()
-                gk.autodiff(k, *annotate(work), dim=(n, n))
-                times[label].append(time.perf_counter() - t)
-        numba_cpu.PRIVATE_LIMIT = limit
+            for label, limit in settings.items():
+                with limits(*limit):
+                    work = [a.copy() for a in state]
+                    t = time.perf_counter()
+                    gk.autodiff(kernels[label], *annotate(work), dim=dim)
+                    times[label].append(time.perf_counter() - t)
         ms = {label: 1e3 * statistics.median(v) for label, v in times.items()}
-        print(f"{name} {n}x{n}: serial (before) {ms['serial']:.2f} ms, parallel {ms['parallel']:.2f} ms "
-              f"(serial / parallel {ms['serial'] / ms['parallel']:.2f}x), parallel entry's serial path "
-              f"{ms['no copies']:.2f} ms")
+        size = "x".join(map(str, dim)) if isinstance(dim, tuple) else str(dim)
+        print(f"{name} {size}: serial (before) {ms['serial']:.2f} ms, default {ms['default']:.2f} ms "
+              f"(before / default {ms['serial'] / ms['default']:.2f}x), parallel forced {ms['parallel']:.2f} ms, "
+              f"serial path {ms['serial path']:.2f} ms")
     print(f"load at end {os.getloadavg()[0]:.2f}")
 
 

@@ -57,7 +57,7 @@ def test_hit_equals_full_checks(cold, rng, name):
     make, forward = CALLS[name]
     args = make(rng)
     first = annotate.annotated_binding(saxpy, args, None, None, forward)
-    assert annotate._signature(saxpy, args, forward) in annotate._ANNOTATED
+    assert annotate._signature(saxpy, args, forward, None, None) in annotate._ANNOTATED
     second = annotate.annotated_binding(saxpy, args, None, None, forward)
     full = annotate._annotated_binding(saxpy, args, None, None, forward)
     _same(first, full)
@@ -122,7 +122,7 @@ def test_values_not_keyed_take_the_full_path(cold, rng):
                  (gk.Active(1.5), gk.Duplicated(x, strided), gk.Duplicated(y, dy)),
                  (gk.Active(1.5), gk.Duplicated(x, [0.0] * 8), gk.Duplicated(y, dy)),
                  (gk.Active(1.5), gk.BatchDuplicated(x, dx), gk.Duplicated(y, dy))):
-        assert annotate._signature(saxpy, args, False) is None
+        assert annotate._signature(saxpy, args, False, None, None) is None
 
 
 def test_cache_keeps_no_arrays_alive(cold, rng):
@@ -132,3 +132,20 @@ def test_cache_keeps_no_arrays_alive(cold, rng):
     del x, y, dx, dy
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_the_binding_comes_from_the_key_too(cold, rng):
+    """A hit rebuilds the binding from its template: dim and backend are in the key, an int out of int64's
+    range is not keyed (the full binding refuses it), and the binding equals the full one."""
+    x, y, dx, dy = rng.random(8), rng.random(8), np.zeros(8), rng.uniform(-1, 1, 8)
+    gk.autodiff(saxpy, gk.Active(1.5), gk.Duplicated(x, dx), gk.Duplicated(y, dy), dim=8)
+    dx4 = np.zeros(8)
+    gk.autodiff(saxpy, gk.Active(1.5), gk.Duplicated(x, dx4), gk.Duplicated(y, dy), dim=4)
+    np.testing.assert_array_equal(dx4[:4], 1.5 * dy[:4])
+    np.testing.assert_array_equal(dx4[4:], 0.0)
+    args = (gk.Active(1.5), gk.Duplicated(x, dx), gk.Duplicated(y, dy))
+    assert annotate._signature(saxpy, args, False, (8,), None) != annotate._signature(saxpy, args, False, 8, None)
+    assert annotate._signature(saxpy, args, False, np.int64(8), None) is None
+    assert annotate._signature(saxpy, (2**64, gk.Duplicated(x, dx), gk.Duplicated(y, dy)), False, 8, None) is None
+    _same(annotate.annotated_binding(saxpy, args, 8, "cpu"), annotate._annotated_binding(saxpy, args, 8, "cpu", False))
+    _same(annotate.annotated_binding(saxpy, args, 8, "cpu"), annotate._annotated_binding(saxpy, args, 8, "cpu", False))

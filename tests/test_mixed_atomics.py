@@ -1,5 +1,6 @@
 """Launches whose atomic targets are also loaded or stored plainly ("mixed"), on the
-CPU in parallel (backends/numba_cpu.py, PrivatizedSyntax): a thread's plain load
+CPU in parallel (backends/numba_cpu.py, PrivatizedSyntax; off by default, on in
+these tests through GRADKERN_MIXED_PRIVATE_BYTES's variable): a thread's plain load
 sees its own earlier atomic adds, its plain store discards them, and adds by
 other threads to elements nobody accesses plainly are summed over the chunks.
 
@@ -61,6 +62,12 @@ def index_reads_target(x, y, n):
     x[x[i] - n] = x[i] * 2  # the index reads x: evaluated once, before the store
     gk.atomic_add(x, i, 1)
     y[i] = x[i]
+
+
+@pytest.fixture(autouse=True)
+def mixed_in_parallel(monkeypatch):
+    """The parallel form of mixed launches, off by default (GRADKERN_MIXED_PRIVATE_BYTES = 0), on here."""
+    monkeypatch.setattr(numba_cpu, "MIXED_PRIVATE_LIMIT", 1 << 30)
 
 
 def _chunks(monkeypatch, chunks):
@@ -242,8 +249,9 @@ def test_mixed_gradients_run_in_parallel_and_equal_the_serial_ones(monkeypatch, 
 
 
 def test_mixed_launches_above_the_size_limit_run_serially_with_the_same_results(monkeypatch):
-    """GRADKERN_MIXED_PRIVATE_BYTES: mixed launches whose private copies would exceed it take the serial path
-    (gk.inspect reports no private bytes), and give what the parallel form gives, bit for bit."""
+    """GRADKERN_MIXED_PRIVATE_BYTES (0 by default): mixed launches whose private copies would exceed it take
+    the serial path (gk.inspect reports no private bytes), and give what the parallel form gives, bit for
+    bit."""
     _, kernel, make, dim = next(c for c in _mixed_cases(np.random.default_rng(11)) if c[0] == "red_black_sweep")
     args = make()
     parallel = _copies(args)

@@ -185,11 +185,12 @@ class NumbaOptions:
 OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "96"))
 PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
 # A launch whose privatised targets it also reads or writes plainly (a mixed reverse: LU's update, a
-# red-black sweep, n-body forces) runs in parallel only while its private copies take at most this many bytes
-# in all; above, serially. The copies are allocated, zeroed and summed whole at every launch: at 2048^2
-# (32 MiB a copy) that cost several times the serial loop (benchmarks/mixed_cpu.py), while small targets
-# with much work per element (n-body: N^2 interactions into 3N forces) gain every core.
-MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", str(4 << 20)))
+# red-black sweep) runs in parallel only while its private copies take at most this many bytes in all;
+# above, serially. Default 0: serially. The copies are allocated, zeroed and summed whole at every launch,
+# and these kernels do little work per element: on 2 cores the parallel form measured 0.55-0.93x the
+# serial loop at 128^2 to 512^2 and several times slower at 2048^2 (benchmarks/mixed_cpu.py). Where the
+# work per element is large, GRADKERN_MIXED_PRIVATE_BYTES turns it on.
+MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", "0"))
 # A parallel launch of fewer threads than this runs the serial twin of its entry (`generate`): waking the
 # worker threads costs more than a few hundred threads of a loop-free body (benchmarks/overhead.py).
 # 0 turns the twins off.
@@ -205,7 +206,7 @@ def private_chunks(copy_bytes: int, n0: int, mixed: bool = False) -> int:
     """How many private copies a parallel launch with atomics uses: one per
     Numba thread (at most one per outer index), or 0 (the serial path) when
     they would take more than GRADKERN_PRIVATE_BYTES (default 1 GiB), or for a
-    mixed launch GRADKERN_MIXED_PRIVATE_BYTES (default 4 MiB)."""
+    mixed launch GRADKERN_MIXED_PRIVATE_BYTES (default 0: mixed launches run serially)."""
     import numba
 
     chunks = max(1, min(numba.get_num_threads(), n0))

@@ -24,7 +24,17 @@ from .arrays import (
     overlap_reason,
     overlapping_elements,
 )
-from .binding import KEYED_SCALARS, Binding, bind, check_count, default_dim, exactly_aliased, numpy_made
+from .binding import (
+    KEYED_SCALARS,
+    Binding,
+    bind,
+    check_count,
+    default_dim,
+    exactly_aliased,
+    from_template,
+    numpy_made,
+    template_of,
+)
 
 
 @dataclass(frozen=True)
@@ -204,26 +214,25 @@ def annotated_binding(f: KernelFunction, args: tuple, dim: Any, backend: str | N
 
     A call whose annotation signature was validated before (`_signature`) skips
     the checks that depend only on it; the binding has its own cache."""
-    key = _signature(f, args, forward)
+    key = _signature(f, args, forward, dim, backend)
     if key is not None:
         hit = _ANNOTATED.get(key)
         if hit is not None and hit[0] is f:
             ann = _reuse(hit[1], args)
-            if ann is not None:
-                return ann, bind(f.ir, default_dim(f.ir, ann.primals) if dim is None else dim, ann.primals,
-                                 backend), ann.shadows
+            if ann is not None:  # the key holds the binding's signature too (binding._signature)
+                return ann, from_template(hit[2], ann.primals), ann.shadows
     ann, b, shadows = _annotated_binding(f, args, dim, backend, forward)
     if key is not None and not b.aliases:
         if len(_ANNOTATED) >= MAX_ANNOTATED:
             _ANNOTATED.clear()
-        # the template keeps no values: the cache must not keep the caller's arrays alive
+        # the templates keep no values: the cache must not keep the caller's arrays alive
         _ANNOTATED[key] = (f, Annotated((), {n: len(d) for n, d in ann.shadows.items()}, ann.active, ann.no_need,
-                                        ann.lanes))
+                                        ann.lanes), template_of(b))
     return ann, b, shadows
 
 
 MAX_ANNOTATED = 4096  # remembered signatures, all kernels together
-_ANNOTATED: dict[tuple, tuple[KernelFunction, Annotated]] = {}
+_ANNOTATED: dict[tuple, tuple[KernelFunction, Annotated, tuple]] = {}
 
 
 def _value_key(v: Any, arrays: list) -> Any:
@@ -236,15 +245,21 @@ def _value_key(v: Any, arrays: list) -> Any:
             return None
         arrays.append(v)
         return v.dtype, v.shape, v.strides, v.flags.num
+    if t is int and not -2**63 <= v < 2**63:
+        return None
     return t if t in KEYED_SCALARS else None
 
 
-def _signature(f: KernelFunction, args: tuple, forward: bool) -> tuple | None:
-    """The key of a call's validated annotations, or None where they must be
-    checked in full: a value of another kind (see `_value_key`), an unknown
-    annotation, or any two of the call's arrays (primals and shadows) whose
-    memory may overlap (aliasing is decided in full at every such call)."""
-    sig: list = [id(f), forward]
+def _signature(f: KernelFunction, args: tuple, forward: bool, dim: Any, backend: str | None) -> tuple | None:
+    """The key of a call's validated annotations and binding, or None where they
+    must be checked in full: a value of another kind (see `_value_key`), an
+    unknown annotation, a dim that is not None, an int or a tuple of ints, or
+    any two of the call's arrays (primals and shadows) whose memory may overlap
+    (aliasing is decided in full at every such call)."""
+    t = type(dim)
+    if dim is not None and t is not int and not (t is tuple and all(type(n) is int for n in dim)):
+        return None
+    sig: list = [id(f), forward, dim, backend]
     arrays: list = []
     for a in args:
         t = type(a)

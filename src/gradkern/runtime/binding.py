@@ -202,21 +202,30 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
     if key is not None:
         hit = _BOUND.get(key)
         if hit is not None and hit[0] is kernel:
-            template, numpy_types = hit[1], hit[2]
-            values = tuple(a if t is None else t(a) for a, t in zip(args, numpy_types))
-            return Binding(template.dim, template.types, values, template.backend, template.names, (),
-                           template.strided)
+            return from_template(hit[1], args)
     b = _bind(kernel, dim, args, backend, inspect_only)
     if key is not None and not b.aliases:
         if len(_BOUND) >= MAX_BOUND:
             _BOUND.clear()
-        # the template keeps no values: the cache must not keep the caller's arrays alive
-        _BOUND[key] = (kernel, replace(b, values=()), tuple(None if isinstance(t, Array) else t.numpy for t in b.types))
+        _BOUND[key] = (kernel, template_of(b))
     return b
 
 
+def template_of(b: Binding) -> tuple:
+    """What a cache keeps of a binding: everything but its values (the cache must not keep the caller's
+    arrays alive), and how to convert each scalar."""
+    return replace(b, values=()), tuple(None if isinstance(t, Array) else t.numpy for t in b.types)
+
+
+def from_template(template: tuple, args: tuple) -> Binding:
+    """The binding of `args`, whose signature bound to `template` before: only scalars are converted."""
+    b, numpy_types = template
+    values = tuple(a if t is None else t(a) for a, t in zip(args, numpy_types))
+    return Binding(b.dim, b.types, values, b.backend, b.names, (), b.strided)
+
+
 MAX_BOUND = 4096  # remembered signatures, all kernels together; a program varying its shapes endlessly starts over
-_BOUND: dict[tuple, tuple[ir.Kernel, Binding, tuple]] = {}
+_BOUND: dict[tuple, tuple[ir.Kernel, tuple]] = {}
 KEYED_SCALARS = frozenset({float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_})
 
 

@@ -195,9 +195,12 @@ def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str, grouped
 def prepare_reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> PreparedReverse:
     """Validate everything and check bounds and races; touches no buffer."""
     ann, b, shadows = annotated_binding(f, args, dim, backend)
-    groups = tuple((lo, hi, reverse_specialization(f, b, {n: dxs[lo:hi] for n, dxs in shadows.items()}, ann.active,
-                                                   ann.no_need, hi - lo))
-                   for lo, hi in lane_groups(ann.lanes, backend_object(b.backend).lane_group))
+    if ann.lanes == 1:  # the common case, without the lane groups' bookkeeping (per-call cost)
+        groups: tuple = ((0, 1, reverse_specialization(f, b, shadows, ann.active, ann.no_need, 1)),)
+    else:
+        groups = tuple((lo, hi, reverse_specialization(f, b, {n: dxs[lo:hi] for n, dxs in shadows.items()},
+                                                       ann.active, ann.no_need, hi - lo))
+                       for lo, hi in lane_groups(ann.lanes, backend_object(b.backend).lane_group))
     rs = groups[0][2]
     check_exclusive_rows(rs.primal, b, f.name, {a for a, form in rs.adjoint_forms if form == "plain add"})
     check_bounds(rs.primal, b)
