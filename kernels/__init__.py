@@ -1,11 +1,19 @@
-"""Ready-made differentiable HPC kernels (`gradkern.kernels`), and library
-calls with custom rules (DESIGN §7): solves and spectral operators."""
+"""Ready-made differentiable HPC kernels (`gradkern.kernels`), one family per
+module, and library calls with custom rules (DESIGN §7): solves and spectral
+operators. Every kernel's docstring states its maths, which arguments it
+reads, writes or updates in place, and its launch domain."""
 
-from .blas import matvec, saxpy
-from .dense import dense_solve
-from .spectral import poisson_periodic, spectral_derivative
-from .stencils import allen_cahn_step, heat_step_2d, laplace_2d
-from .tridiagonal import tridiagonal_solve
+from . import blas, dense, lattice, losses, particles, sparse, spectral, stencils, transport, tridiagonal
+from .blas import *  # noqa: F403
+from .dense import *  # noqa: F403
+from .lattice import *  # noqa: F403
+from .losses import *  # noqa: F403
+from .particles import *  # noqa: F403
+from .sparse import *  # noqa: F403
+from .spectral import *  # noqa: F403
+from .stencils import *  # noqa: F403
+from .transport import *  # noqa: F403
+from .tridiagonal import *  # noqa: F403
 
-__all__ = ["saxpy", "matvec", "allen_cahn_step", "laplace_2d", "heat_step_2d",
-           "tridiagonal_solve", "dense_solve", "poisson_periodic", "spectral_derivative"]
+FAMILIES = (blas, sparse, stencils, transport, lattice, particles, losses, tridiagonal, dense, spectral)
+__all__ = [name for family in FAMILIES for name in family.__all__]

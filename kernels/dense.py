@@ -19,6 +19,8 @@ import gradkern as gk
 
 from ._arguments import array_module, check_float_arrays, check_output, lanes, same_memory, value
 
+__all__ = ["dense_solve"]
+
 
 def _solve(xp: Any, A: Any, rhs: Any) -> Any:
     """A^{-1} rhs for A (..., n, n) and rhs (..., n), as a new array. rhs is

@@ -37,6 +37,8 @@ from ._arguments import (
     value,
 )
 
+__all__ = ["poisson_periodic", "spectral_derivative"]
+
 
 def _symbol(xp: Any, n: int, length: float, derivative: bool) -> Any:
     """σ_k for k = 0 .. n//2 (the rfft modes)."""

@@ -1,12 +1,18 @@
-"""Stencil kernels of time-stepping codes."""
+"""Stencils of explicit time-stepping codes on uniform grids."""
 
 import gradkern as gk
+
+__all__ = ["allen_cahn_step", "laplace_2d", "heat_step_2d"]
 
 
 @gk.kernel
 def allen_cahn_step(u, un, c, dt):
-    """One explicit step of the 1-D Allen-Cahn equation u_t = u_xx + u - u^3
-    (c = dt/h^2), Dirichlet ends kept fixed: un <- step(u)."""
+    """One explicit step of the 1-D Allen–Cahn equation u_t = u_xx + u − u³:
+    un_i = u_i + c (u_{i-1} − 2u_i + u_{i+1}) + dt (u_i − u_i³), c = dt/h²;
+    Dirichlet ends kept (un_0 = u_0, un_{n-1} = u_{n-1}).
+
+    `u`: (n,), read; `un`: (n,), written; `c`, `dt`: scalars.
+    Launch: n threads, one per point."""
     i = gk.tid()
     if i == 0 or i == u.shape[0] - 1:
         un[i] = u[i]
@@ -17,7 +23,11 @@ def allen_cahn_step(u, un, c, dt):
 
 @gk.kernel
 def laplace_2d(u, out):
-    """5-point Laplacian of u (unit spacing) on the interior; boundary set to 0."""
+    """5-point Laplacian with unit spacing:
+    out_ij = u_{i-1,j} + u_{i+1,j} + u_{i,j-1} + u_{i,j+1} − 4u_ij inside, 0 on the boundary.
+
+    `u`: (nx, ny), read; `out`: (nx, ny), written.
+    Launch: (nx, ny) threads, one per point."""
     i, j = gk.tid()
     if i == 0 or j == 0 or i == u.shape[0] - 1 or j == u.shape[1] - 1:
         out[i, j] = 0.0
@@ -27,7 +37,11 @@ def laplace_2d(u, out):
 
 @gk.kernel
 def heat_step_2d(u, un, c):
-    """One explicit heat-equation step with the 5-point stencil, edges fixed."""
+    """One explicit step of the 2-D heat equation with the 5-point stencil:
+    un = u + c Δ₅u inside (c = κ dt/h², stable for c ≤ 1/4), edges kept.
+
+    `u`: (nx, ny), read; `un`: (nx, ny), written; `c`: scalar.
+    Launch: (nx, ny) threads, one per point."""
     i, j = gk.tid()
     if i == 0 or j == 0 or i == u.shape[0] - 1 or j == u.shape[1] - 1:
         un[i, j] = u[i, j]

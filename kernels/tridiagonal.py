@@ -22,6 +22,8 @@ import gradkern as gk
 
 from ._arguments import array_module, check_float_arrays, check_output, lanes, same_memory, value
 
+__all__ = ["tridiagonal_solve"]
+
 
 @gk.kernel
 def thomas(lower, diag, upper, rhs, x, scratch):

@@ -1,7 +1,8 @@
 """Every kernel signature the test suite launches or differentiates, in one
 list, so that backends can be checked against all of them: the corpus (each
-dtype, primal), the reverse-mode cases, the HPC-style kernels and the
-tape-minimality kernels (primal and reverse), and the race-check kernels."""
+dtype, primal), the reverse-mode cases, the HPC-style kernels, the kernel
+library and the tape-minimality kernels (primal and reverse), and the
+race-check kernels."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import test_races
 import test_reverse
 import test_tape
 from corpus import CORPUS
+from library_cases import CASES as LIBRARY
 
 import gradkern as gk
 
@@ -79,6 +81,9 @@ def reverse_cases(seed: int = 7) -> list[tuple[str, gk.KernelFunction, tuple, An
     for name, make in sorted(test_tape.CASES.items()):  # what the tape leaves out is recomputed or restored
         kernel, args, dim = make(np.random.default_rng(seed))
         out.append((f"tape/{name}", kernel, args, dim))
+    for name, case in sorted(LIBRARY.items()):  # the kernel library, gradkern.kernels
+        args = case.make(np.random.default_rng(seed), np.dtype(np.float64))
+        out.append((f"library/{name}", case.kernel, tuple(case.annotated(args)), case.dim(args)))
     return out
 
 
