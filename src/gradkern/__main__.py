@@ -254,12 +254,16 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="run the CPU demo (an Allen-Cahn time loop and its gradient), or an example",
                        usage="python -m gradkern demo [--list] [--n N] [--steps S] [--grad-n N] [--grad-steps S]\n"
-                             "       python -m gradkern demo NAME [example arguments: --quick, --out DIR, ...]")
+                             "       python -m gradkern demo NAME [example arguments: --quick, --out DIR, ...]",
+                       description="Without NAME: a 1-D Allen-Cahn time loop checked against NumPy, then the "
+                                   "gradient of a program over it checked against finite differences. With NAME: "
+                                   "the example gradkern.examples.NAME (--list names them), given every argument "
+                                   "after NAME.")
     d.add_argument("--list", action="store_true", help="list the examples (gradkern.examples) and exit")
-    d.add_argument("--n", type=int, default=1_000_000)
-    d.add_argument("--steps", type=int, default=200)
-    d.add_argument("--grad-n", type=int, default=2_000)
-    d.add_argument("--grad-steps", type=int, default=200)
+    d.add_argument("--n", type=int, default=1_000_000, help="grid points of the time loop")
+    d.add_argument("--steps", type=int, default=200, help="its time steps")
+    d.add_argument("--grad-n", type=int, default=2_000, help="grid points of the differentiated program")
+    d.add_argument("--grad-steps", type=int, default=200, help="its time steps")
     sub.add_parser("info", help="versions, backends, GPU and nvcc")
     args = parser.parse_args(argv)
     if args.command == "info":
