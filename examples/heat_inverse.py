@@ -1,4 +1,6 @@
-"""An inverse problem with an implicit time loop: recover the diffusion
+"""Implicit 1-D heat equation: recover its diffusion coefficient or initial temperature from noisy data.
+
+An inverse problem with an implicit time loop: recover the diffusion
 coefficient kappa, or the initial temperature, of a 1-D heat equation from
 noisy observations of the final temperature.
 
@@ -7,9 +9,10 @@ noisy observations of the final temperature.
 Each backward-Euler step solves (I - r L) u_new = u_old, r = kappa dt / h^2,
 L the 3-point second difference on the interior (the two end rows of the
 matrix are identity rows, so the ends keep their values). The matrix is
-tridiagonal: the program builds its bands a, b, c from r with a gradkern
-kernel and solves with `gradkern.kernels.tridiagonal_solve`, a custom rule
-whose reverse is the transposed solve. The misfit is
+tridiagonal: the program builds its bands a, b, c from r with the library
+kernel `gradkern.kernels.implicit_heat_rows` and solves with
+`gradkern.kernels.tridiagonal_solve`, a custom rule whose reverse is the
+transposed solve. The misfit is
 E = 1/2 sum_i (u_T[i] - obs[i])^2, summed by a kernel.
 
 `gk.autodiff` of that program gives dE/du0 (the shadow of u) and dE/dkappa
@@ -19,12 +22,15 @@ The gradient is checked once against central finite differences, then
 nonlinear conjugate gradients with a simple line search fit kappa (as
 log kappa, so it stays positive) or the initial state (its interior: the ends
 are boundary data, known; stopped by the discrepancy principle, as fitting
-below the noise would fit the noise). Exits 1 if the finite-difference check
+below the noise would fit the noise). Writes heat_inverse.png (the initial
+and final temperatures, true, first guess and recovered, the observations,
+and the misfit curve) into --out. Exits 1 if the finite-difference check
 fails or the misfit did not fall below half its first value.
 
-    python examples/heat_inverse.py                      # recover kappa
-    python examples/heat_inverse.py --recover initial    # recover the initial temperature
-    python examples/heat_inverse.py --quick              # smaller and fewer iterations (the smoke test)
+    python -m gradkern demo heat_inverse                      # recover kappa
+    python -m gradkern demo heat_inverse --recover initial    # recover the initial temperature
+    python -m gradkern demo heat_inverse --quick --out /tmp   # smaller (the smoke test), the PNG in /tmp
+    python examples/heat_inverse.py ...                       # the same, from a checkout
 """
 
 from __future__ import annotations
@@ -32,25 +38,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 import gradkern as gk
-from gradkern.kernels import tridiagonal_solve
-
-
-@gk.kernel
-def implicit_heat_matrix(a, b, c, r):
-    """The bands of I - r L: identity rows at the two ends, (-r, 1 + 2r, -r) inside."""
-    i = gk.tid()
-    if i == 0 or i == b.shape[0] - 1:
-        a[i] = 0.0
-        b[i] = 1.0
-        c[i] = 0.0
-    else:
-        a[i] = -r
-        b[i] = 1.0 + 2.0 * r
-        c[i] = -r
+from gradkern.kernels import implicit_heat_rows, tridiagonal_solve
 
 
 @gk.kernel
@@ -65,7 +58,7 @@ def heat_misfit(u, obs, E, kappa, dt, h, steps):
     """The program: `steps` backward-Euler steps of u in place, then E += misfit(u, obs)."""
     n = u.shape[0]
     a, b, c = np.empty(n), np.empty(n), np.empty(n)
-    gk.launch(implicit_heat_matrix, n, a, b, c, kappa * dt / h**2)
+    gk.launch(implicit_heat_rows, n, a, b, c, kappa * dt / h**2)
     for _ in range(steps):
         tridiagonal_solve(a, b, c, u, u)  # in place: u_new overwrites u_old
     gk.launch(misfit, n, u, obs, E)
@@ -160,8 +153,47 @@ def descend(value_and_gradient, value, p: np.ndarray, iterations: int, every: in
     return p, history
 
 
+def plot(path: Path, problem: HeatProblem, recover: str, obs: np.ndarray, history: list[float],
+         true: dict, guess: dict, recovered: dict) -> None:
+    """heat_inverse.png: the initial temperature (true, first guess, recovered), the final one with the
+    observations, and the misfit at every iteration."""
+    try:
+        import matplotlib
+    except ImportError:
+        print("matplotlib is not installed: no PNG written")
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = problem.x
+    fig, (ax0, ax1, ax2) = plt.subplots(1, 3, figsize=(15, 4.2), layout="constrained")
+    what = "kappa" if recover == "kappa" else "the initial temperature"
+    fig.suptitle(f"implicit heat equation, n = {problem.n}, {problem.steps} backward-Euler steps: recovering {what}")
+    ax0.plot(x, true["u0"], "k-", lw=2, label="true")
+    if recover == "initial":
+        ax0.plot(x, guess["u0"], "C1--", label="first guess (the observations)")
+        ax0.plot(x, recovered["u0"], "C0-", label="recovered")
+    ax0.set(title="initial temperature u_0" + (" (known)" if recover == "kappa" else ""), xlabel="x")
+    ax0.legend()
+    ax1.plot(x, obs, "k.", ms=4, label="observations (noisy)")
+    for d, style, label in ((true, "k-", "true"), (guess, "C1--", "first guess"), (recovered, "C0-", "recovered")):
+        if recover == "kappa" or d is not true:
+            ax1.plot(x, problem.final_state(d["u0"], d["kappa"]), style, lw=1.5,
+                     label=f"{label}" + (f", kappa = {d['kappa']:.4g}" if recover == "kappa" else ""))
+    ax1.set(title="final temperature u_T", xlabel="x")
+    ax1.legend()
+    ax2.semilogy(range(len(history)), history, "o-")
+    ax2.set(title="misfit E = 1/2 |u_T - obs|^2", xlabel="iteration", ylabel="E")
+    ax2.grid(True, which="both", alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    print(f"wrote {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("."), help="folder of heat_inverse.png (default: .)")
     parser.add_argument("--recover", choices=("kappa", "initial"), default="kappa")
     parser.add_argument("--n", type=int, default=101, help="grid points")
     parser.add_argument("--steps", type=int, default=40, help="time steps")
@@ -198,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         s, history = descend(value_and_gradient, lambda s: problem.misfit(u0, np.exp(s[0]), obs),
                              np.array([np.log(kappa0)]), args.iterations, every)
         kappa = float(np.exp(s[0]))
+        recovered = {"u0": u0, "kappa": kappa}
         print(f"kappa: recovered {kappa:.6f}, true {kappa_true:.6f}, first guess {kappa0:.6f} "
               f"(relative error {abs(kappa - kappa_true) / kappa_true:.1e})")
     else:
@@ -214,11 +247,14 @@ def main(argv: list[str] | None = None) -> int:
             return J, du[1:-1]
         interior, history = descend(value_and_gradient, lambda p: problem.misfit(with_ends(p), kappa0, obs),
                                     u0[1:-1].copy(), args.iterations, every, stop=noise_misfit)
+        recovered = {"u0": with_ends(interior), "kappa": kappa0}
         err = np.linalg.norm(with_ends(interior) - u0_true) / np.linalg.norm(u0_true)
         err0 = np.linalg.norm(u0 - u0_true) / np.linalg.norm(u0_true)
         print(f"initial temperature: relative L2 error {err:.3f}, first guess {err0:.3f} (the backward heat "
               "problem is ill-posed: what diffused below the noise is not recovered)")
     print(f"misfit fell: {history[0]:.6e} -> {history[-1]:.6e} ({time.perf_counter() - t0:.1f} s)")
+    plot(args.out / "heat_inverse.png", problem, args.recover, obs, history,
+         true={"u0": u0_true, "kappa": kappa_true}, guess={"u0": u0, "kappa": kappa0}, recovered=recovered)
     if not ok:
         print("FAILED: the gradient does not match finite differences", file=sys.stderr)
         return 1

@@ -22,7 +22,7 @@ import gradkern as gk
 
 from ._arguments import array_module, check_float_arrays, check_output, lanes, same_memory, value
 
-__all__ = ["tridiagonal_solve"]
+__all__ = ["tridiagonal_solve", "implicit_heat_rows", "implicit_heat_rows_batched"]
 
 
 @gk.kernel
@@ -148,3 +148,65 @@ def _(config: Any, a: Any, b: Any, c: Any, d: Any, x: Any) -> None:
             if band is not None:
                 _subtract(_columns(band)[rows], xv[xrows], r[rows])
         _solve(av[1:], bv, cv[:-1], r, r)
+
+
+# -- the matrices of implicit (backward-Euler) heat steps, the systems tridiagonal_solve takes ----------------------
+
+
+@gk.kernel
+def implicit_heat_rows(a, b, c, r):
+    """The rows of A = I - r L, the matrix of one backward-Euler step of the
+    1-D heat equation u_t = kappa u_xx with fixed (Dirichlet) ends: L is the
+    3-point second difference on the interior rows and r = kappa dt / h^2, so
+
+        A[i, i-1] = a[i] = -r,  A[i, i] = b[i] = 1 + 2 r,  A[i, i+1] = c[i] = -r   (0 < i < n-1),
+        a[i] = 0, b[i] = 1, c[i] = 0                                                  (i = 0, n-1):
+
+    the end rows are identity rows, so `tridiagonal_solve(a, b, c, u, u)`
+    (u_new = A^{-1} u_old) keeps the boundary values. A is strictly
+    diagonally dominant for every r >= 0 (the step is unconditionally stable).
+
+    `a` (written, shape (n,)): the sub-diagonal, in tridiagonal_solve's layout (a[0] unused, 0).
+    `b` (written, shape (n,)): the diagonal.
+    `c` (written, shape (n,)): the super-diagonal (c[n-1] unused, 0).
+    `r` (read, scalar): kappa dt / h^2; the derivatives of a, b and c with respect to it are
+    (0 or -1, 0 or 2, 0 or -1), so an Active r (or kappa, through host arithmetic) gets its
+    derivative back through tridiagonal_solve's rule.
+
+    Launch: n threads, one per row (n = b.shape[0]).
+    """
+    i = gk.tid()
+    if i == 0 or i == b.shape[0] - 1:
+        a[i] = 0.0
+        b[i] = 1.0
+        c[i] = 0.0
+    else:
+        a[i] = -r
+        b[i] = 1.0 + 2.0 * r
+        c[i] = -r
+
+
+@gk.kernel
+def implicit_heat_rows_batched(a, b, c, r):
+    """implicit_heat_rows for m systems at once, one per column of (n, m)
+    arrays (tridiagonal_solve's batched layout): every column holds the rows
+    of A = I - r L (identity rows at i = 0 and i = n-1, (-r, 1 + 2r, -r)
+    between them), the matrix of a backward-Euler heat step of m independent
+    1-D problems with fixed ends, r = kappa dt / h^2.
+
+    `a` (written, shape (n, m)): the sub-diagonals (row 0 unused, 0).
+    `b` (written, shape (n, m)): the diagonals.
+    `c` (written, shape (n, m)): the super-diagonals (row n-1 unused, 0).
+    `r` (read, scalar): kappa dt / h^2, one for every system.
+
+    Launch: (n, m) threads, one per row i of each system j (b.shape).
+    """
+    i, j = gk.tid()
+    if i == 0 or i == b.shape[0] - 1:
+        a[i, j] = 0.0
+        b[i, j] = 1.0
+        c[i, j] = 0.0
+    else:
+        a[i, j] = -r
+        b[i, j] = 1.0 + 2.0 * r
+        c[i, j] = -r

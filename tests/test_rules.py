@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import gradkern as gk
-from gradkern.kernels import tridiagonal_solve
+from gradkern.kernels import implicit_heat_rows, tridiagonal_solve
 from gradkern.testing import check_grad
 
 
@@ -434,20 +434,6 @@ def test_rules_in_a_checkpointed_loop(snapshots):
 # -- an implicit diffusion loop: launches and the shipped tridiagonal rule ----------------------------------------
 
 @gk.kernel
-def implicit_rows(a, b, c, r):
-    """The rows of I - r L (L the 1-D Laplacian), fixed ends."""
-    i = gk.tid()
-    if i == 0 or i == b.shape[0] - 1:
-        a[i] = 0.0
-        b[i] = 1.0
-        c[i] = 0.0
-    else:
-        a[i] = -r
-        b[i] = 1.0 + 2.0 * r
-        c[i] = -r
-
-
-@gk.kernel
 def source(u, s):
     """A nonlinear source between the implicit steps: u <- u + s u (1 - u)."""
     i = gk.tid()
@@ -458,7 +444,7 @@ def implicit_diffusion(loop):
     def prog(u, v, E, kappa, nsteps):
         n = u.size
         a, b, c = np.empty(n), np.empty(n), np.empty(n)
-        gk.launch(implicit_rows, n, a, b, c, kappa * 0.5)  # r = kappa dt / h^2, host arithmetic on an Active scalar
+        gk.launch(implicit_heat_rows, n, a, b, c, kappa * 0.5)  # r = kappa dt / h^2: host arithmetic on an Active
 
         def step(t):
             tridiagonal_solve(a, b, c, u, v)  # ping-pong: v <- A^-1 u

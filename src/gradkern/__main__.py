@@ -1,13 +1,19 @@
-"""`python -m gradkern demo` (the main job, on the CPU) and `python -m gradkern info`."""
+"""`python -m gradkern demo` (the main job, on the CPU), `python -m gradkern demo --list` and
+`demo NAME [args...]` (the examples, gradkern.examples), and `python -m gradkern info`."""
 
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
+import importlib.util
+import pkgutil
 import platform
 import shutil
 import sys
 import time
+from pathlib import Path
+from types import ModuleType
 
 
 def info() -> int:
@@ -189,18 +195,86 @@ def _energy_kernel():
     return allen_cahn_energy
 
 
+def _examples() -> ModuleType:
+    """The package gradkern.examples: installed, or in a development checkout (PYTHONPATH=src) the top-level
+    examples/ folder beside src/, loaded under that name."""
+    try:
+        return importlib.import_module("gradkern.examples")
+    except ModuleNotFoundError as e:
+        if e.name != "gradkern.examples":
+            raise
+    folder = Path(__file__).resolve().parent.parent.parent / "examples"
+    spec = importlib.util.spec_from_file_location("gradkern.examples", folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    if spec is None or not (folder / "__init__.py").is_file():
+        raise ModuleNotFoundError("gradkern.examples is not installed and no examples/ folder is beside src/",
+                                  name="gradkern.examples")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gradkern.examples"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def examples() -> dict[str, str]:
+    """Every example module (name -> the first line of its docstring), read from the source, not imported."""
+    package = _examples()
+    found = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name.startswith("_") or info.ispkg:
+            continue
+        spec = importlib.util.find_spec(f"{package.__name__}.{info.name}")
+        try:
+            doc = ast.get_docstring(ast.parse(Path(spec.origin).read_text())) or ""
+        except (OSError, SyntaxError, TypeError, ValueError) as e:
+            doc = f"(its docstring could not be read: {type(e).__name__})"
+        found[info.name] = doc.strip().splitlines()[0] if doc.strip() else "(no docstring)"
+    return found
+
+
+def run_example(name: str, args: list[str]) -> int:
+    """`demo NAME [args...]`: gradkern.examples.NAME.main(args); an unknown NAME lists the names (exit 2)."""
+    names = examples()
+    if name not in names:
+        print(f"python -m gradkern demo: no example named {name!r}; the examples are: {', '.join(names)} "
+              "(python -m gradkern demo --list)", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"{_examples().__name__}.{name}")
+    argv0, sys.argv[0] = sys.argv[0], f"python -m gradkern demo {name}"  # the example's argparse usage line
+    try:
+        return int(module.main(list(args)) or 0)
+    finally:
+        sys.argv[0] = argv0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if len(argv) >= 2 and argv[0] == "demo" and not argv[1].startswith("-"):
+        return run_example(argv[1], argv[2:])  # everything after NAME is the example's
     parser = argparse.ArgumentParser(prog="python -m gradkern", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    d = sub.add_parser("demo", help="run the CPU demo: an Allen-Cahn time loop and its gradient")
-    d.add_argument("--n", type=int, default=1_000_000)
-    d.add_argument("--steps", type=int, default=200)
-    d.add_argument("--grad-n", type=int, default=2_000)
-    d.add_argument("--grad-steps", type=int, default=200)
+    d = sub.add_parser("demo", help="run the CPU demo (an Allen-Cahn time loop and its gradient), or an example",
+                       usage="python -m gradkern demo [--list] [--n N] [--steps S] [--grad-n N] [--grad-steps S]\n"
+                             "       python -m gradkern demo NAME [example arguments: --quick, --out DIR, ...]",
+                       description="Without NAME: a 1-D Allen-Cahn time loop checked against NumPy, then the "
+                                   "gradient of a program over it checked against finite differences. With NAME: "
+                                   "the example gradkern.examples.NAME (--list names them), given every argument "
+                                   "after NAME.")
+    d.add_argument("--list", action="store_true", help="list the examples (gradkern.examples) and exit")
+    d.add_argument("--n", type=int, default=1_000_000, help="grid points of the time loop")
+    d.add_argument("--steps", type=int, default=200, help="its time steps")
+    d.add_argument("--grad-n", type=int, default=2_000, help="grid points of the differentiated program")
+    d.add_argument("--grad-steps", type=int, default=200, help="its time steps")
     sub.add_parser("info", help="versions, backends, GPU and nvcc")
     args = parser.parse_args(argv)
     if args.command == "info":
         return info()
+    if args.list:
+        names = examples()
+        width = max(map(len, names), default=0)
+        for name, summary in names.items():
+            print(f"{name:<{width}}  {summary}")
+        print("\nrun one: python -m gradkern demo NAME [--quick] [--out DIR]  (NAME --help: its options)")
+        return 0
     return demo(args.n, args.steps, args.grad_n, args.grad_steps)
 
 
