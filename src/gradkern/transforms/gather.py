@@ -66,7 +66,7 @@ class Gather:
 
 class _Offsets:
     """The offsets at which a kernel's accesses index, per axis: tid + c, through
-    locals that hold a tid component or are set once at the top level, and for
+    locals that hold a tid component or are set once before all their uses, and for
     periodic indices a select whose arms are each tid + c + s·M (M the extent
     `x.shape[axis]` of one array, the same for every wrap along that axis)."""
 
@@ -79,12 +79,27 @@ class _Offsets:
                 count[s.name] = count.get(s.name, 0) + 1
             elif isinstance(s, ir.For):
                 count[s.var] = 2
-        self.defs = {s.name: s.value for s in k.body if isinstance(s, ir.Assign) and count[s.name] == 1}
+        uses: dict[str, int] = {}
+        for e in ir.all_exprs(k.body):
+            if isinstance(e, ir.Var):
+                uses[e.name] = uses.get(e.name, 0) + 1
+        # locals set once, in a block before all their uses: every use sees that value
+        self.defs: dict[str, ir.Expr] = {}
+
+        def scan(block: tuple[ir.Stmt, ...]) -> None:
+            for p, s in enumerate(block):
+                if isinstance(s, ir.Assign) and count[s.name] == 1:
+                    after = sum(1 for e in ir.all_exprs(block[p + 1:]) if isinstance(e, ir.Var) and e.name == s.name)
+                    if after == uses.get(s.name, 0):
+                        self.defs[s.name] = s.value
+                for inner in ir.blocks(s):
+                    scan(inner)
+        scan(k.body)
         self.assigned = set(count)
         self.modulus: dict[int, ir.Shape] = {}
 
     def _fixed(self, e: ir.Expr) -> bool:
-        """Whether e reads only locals set once at the top level (or tid aliases) and parameters: its
+        """Whether e reads only locals set once before their uses (or tid aliases) and parameters: its
         value where an add uses a select is the value it had where the select was made."""
         return all(not isinstance(x, ir.Var) or x.name in self.alias or x.name in self.defs
                    or x.name not in self.assigned for x in ir.walk_expr(e))
