@@ -4,7 +4,11 @@ reach gets its contributions (the gather runs over the union of the shifted
 domains, not the launch domain), in 1-D, 2-D and 3-D, with positive and
 negative offsets, several gathered arrays with different offsets, fused,
 split and vector mode, and never outside an array (the interpreter raises
-IndexError on any out-of-bounds access)."""
+IndexError on any out-of-bounds access). Periodic stencils, whose wrap-around
+indices are the thread index plus an offset in every branch
+(`i + 1 if i < n - 1 else i + 1 - n`), are gathered too: full, partial and
+over-long launches, 1-D and 2-D, and arrays so small that two offsets land on
+one element (n = 1, 2)."""
 
 import math
 
@@ -81,6 +85,39 @@ def interior_taped(u, un, n):  # each neighbour is replayed from its tape (a run
     un[i + 1] = s * u[i + 1]
 
 
+@gk.kernel
+def periodic(u, un):  # wrap-around in both directions, through a local n
+    i = gk.tid()
+    n = u.shape[0]
+    im = i - 1 if i > 0 else i - 1 + n
+    ip = i + 1 if i < n - 1 else i + 1 - n
+    un[i] = u[im] * u[ip] + math.sin(u[i])
+
+
+@gk.kernel
+def periodic_guarded(u, un):  # launched past u's end: threads i >= n do nothing
+    i = gk.tid()
+    if i < u.shape[0]:
+        im = i - 2 if i > 1 else i - 2 + u.shape[0]
+        ip = i + 1 if i < u.shape[0] - 1 else i + 1 - u.shape[0]
+        un[i] = u[im] * u[ip] + u[i]
+
+
+@gk.kernel
+def mirrored(u, un):  # a select of two constant offsets: both land on u[1 - i] when n = 2
+    i = gk.tid()
+    k = i + 1 if i == 0 else i - 1
+    un[i] = u[i] * u[k] + math.cos(u[k])
+
+
+@gk.kernel
+def periodic_2d(u, un):  # wraps on both axes, a diagonal neighbour wrapping on both at once
+    i, j = gk.tid()
+    im = i - 1 if i > 0 else i - 1 + u.shape[0]
+    jp = j + 1 if j < u.shape[1] - 1 else j + 1 - u.shape[1]
+    un[i, j] = u[im, j] * u[i, jp] + math.sin(u[im, jp]) * u[i, j]
+
+
 def rand(rng, *shape):
     return rng.uniform(0.2, 1.0, shape)
 
@@ -100,6 +137,15 @@ CASES = {
     "interior_2d": lambda r: (interior_2d, (dup(rand(r, 7, 6), r), dup(rand(r, 7, 6), r)), (4, 3)),
     "interior_3d": lambda r: (interior_3d, (dup(rand(r, 5, 6, 5), r), dup(rand(r, 5, 6, 5), r)), (3, 2, 3)),
     "interior_taped": lambda r: (interior_taped, (dup(rand(r, 9), r), dup(rand(r, 9), r), 3), 6),
+    "periodic": lambda r: (periodic, (dup(rand(r, 9), r), dup(rand(r, 9), r)), 9),
+    "periodic_partial": lambda r: (periodic, (dup(rand(r, 9), r), dup(rand(r, 9), r)), 5),
+    "periodic_n2": lambda r: (periodic, (dup(rand(r, 2), r), dup(rand(r, 2), r)), 2),
+    "periodic_n1": lambda r: (periodic, (dup(rand(r, 1), r), dup(rand(r, 1), r)), 1),
+    "periodic_guarded": lambda r: (periodic_guarded, (dup(rand(r, 6), r), dup(rand(r, 9), r)), 9),
+    "mirrored_n2": lambda r: (mirrored, (dup(rand(r, 2), r), dup(rand(r, 2), r)), 2),
+    "mirrored": lambda r: (mirrored, (dup(rand(r, 7), r), dup(rand(r, 7), r)), 7),
+    "periodic_2d": lambda r: (periodic_2d, (dup(rand(r, 5, 4), r), dup(rand(r, 5, 4), r)), (5, 4)),
+    "periodic_2d_partial": lambda r: (periodic_2d, (dup(rand(r, 5, 4), r), dup(rand(r, 5, 4), r)), (3, 2)),
 }
 
 
@@ -203,3 +249,42 @@ def test_gather_runs_over_the_reach_of_its_arrays():
     y = np.ones((7, 6))
     pr = prepare_reverse(interior_2d, (gk.Duplicated(y, y.copy()), gk.Duplicated(y.copy(), y.copy())), (4, 3), None)
     assert pr.rs.gather_extents((4, 3)) == (6, 5)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_case_is_gathered(name):
+    """No atomics left for the read arrays: the periodic and selected offsets are gathered too."""
+    kernel, args, dim = CASES[name](np.random.default_rng(1))
+    forms = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse).adjoint_forms
+    assert forms["u"] == "gather", forms
+
+
+def test_periodic_gather_covers_the_whole_modulus():
+    """A wrap lands anywhere in its axis: a launch over 5 of 9 elements reads u[8] (thread 0's
+    left neighbour), so the gather runs over all 9; a launch past u's end runs over the launch."""
+    from gradkern.runtime.reverse import prepare_reverse
+
+    x = np.linspace(0.5, 1.0, 9)
+    pr = prepare_reverse(periodic, (gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy())), 5, None)
+    assert pr.rs.gather_extents((5,), {"u": (9,), "un": (9,)}) == (9,)
+    assert pr.rs.gather_extents((9,), {"u": (9,), "un": (9,)}) == (10,)
+    u, un, du, dun = x.copy(), np.zeros(9), np.zeros(9), np.zeros(9)
+    dun[0] = 1.0  # un[0] = u[8] u[1] + sin(u[0])
+    gk.autodiff(periodic, gk.Duplicated(u, du), gk.Duplicated(un, dun), dim=5)
+    want = np.zeros(9)
+    want[8], want[1], want[0] = x[1], x[8], math.cos(x[0])
+    np.testing.assert_array_equal(du, want)
+
+
+def test_index_wrapped_to_a_constant_is_not_gathered_but_right():
+    """`else 0` is no thread-plus-offset branch: the adjoint stays an atomic add (still exact)."""
+    @gk.kernel
+    def wrap_to_zero(u, un):
+        i = gk.tid()
+        ip = i + 1 if i < u.shape[0] - 1 else 0
+        un[i] = u[i] * u[ip]
+
+    r = np.random.default_rng(3)
+    args = (dup(rand(r, 7), r), dup(rand(r, 7), r))
+    assert gk.inspect(wrap_to_zero, *args, mode=gk.Reverse).adjoint_forms["u"] == "atomic add"
+    assert check_grad(wrap_to_zero, *args).ok

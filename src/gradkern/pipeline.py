@@ -346,15 +346,20 @@ class ReverseSpecialization:
     count: Specialization | None
     gather: Specialization | None = None  # computes the gathered shadows, before fused/reverse
     gather_reach: tuple[int, ...] = ()  # per axis, how far past the launch extent the gather runs
+    gather_wraps: tuple = ()  # per axis, (array, axis) of a periodic index's modulus, which the gather covers
     adjoint_forms: tuple[tuple[str, str], ...] = ()
     # the primal arrays whose values the split reverse (and gather) read: a program saves these before a
     # later launch overwrites them (DESIGN §6, 4); the others' old values are never needed
     reverse_reads: frozenset[str] = frozenset()
 
-    def gather_extents(self, dim: tuple[int, ...]) -> tuple[int, ...]:
+    def gather_extents(self, dim: tuple[int, ...], shapes: dict[str, tuple[int, ...]] | None = None) \
+            -> tuple[int, ...]:
         """The gather's launch domain for a launch over `dim`: every element the stencil reaches
-        (none when the launch is empty)."""
-        return dim if 0 in dim else tuple(n + r for n, r in zip(dim, self.gather_reach))
+        (none when the launch is empty); `shapes`: the arrays' shapes by parameter name."""
+        if 0 in dim:
+            return dim
+        wraps, shapes = self.gather_wraps or (None,) * len(dim), shapes or {}
+        return tuple(max(n + r, shapes[w[0]][w[1]] if w else 0) for n, r, w in zip(dim, self.gather_reach, wraps))
 
 
 def tangent_param(name: str, lane: int, lanes: int) -> str:
@@ -387,6 +392,7 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
              for e in ir.all_exprs(w.kernels[role].body) if isinstance(e, ir.Load)} & primal_arrays
     return ReverseSpecialization(_primal_specialization(w), w.reverse, **specs,
                                  gather_reach=w.gather.reach if w.gather is not None else (),
+                                 gather_wraps=w.gather.wraps if w.gather is not None else (),
                                  adjoint_forms=tuple(sorted(w.adjoint_forms.items())),
                                  reverse_reads=frozenset(reads))
 

@@ -153,7 +153,8 @@ class PreparedReverse:
         neighbours' domain: it must see the incoming shadows, before the reverse
         zeroes any."""
         rs = rs or self.rs
-        run_spec(rs.gather, rs.gather_extents(self.b.dim),
+        shapes = {n: v.shape for n, v in zip(self.b.names, self.b.values) if hasattr(v, "shape")}
+        run_spec(rs.gather, rs.gather_extents(self.b.dim, shapes),
                  [*self.b.kernel_values, *self._adjoint_values(accs, lo, hi), *tapes, counts, *self.b.dim])
 
     def _accumulators(self) -> dict[str, tuple]:

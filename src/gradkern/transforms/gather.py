@@ -19,6 +19,16 @@ thread never touches an element outside the array's reach, whatever the
 guards around the accesses. These guards are tests of the thread index
 against launch invariants, so the CPU's interior splitting folds them away.
 
+Periodic stencils. An index written with its wrap-around as the thread
+index plus an offset in every branch, `ip = i + 1 if i < n - 1 else i + 1 - n`
+(n = u.shape[0], the axis's modulus M), reads at one of the offsets
+o = c + s·M (s in -1, 0, 1). Each such offset is a neighbour candidate
+j - o like a constant one; an atomic add whose index has several offsets is
+kept in candidate o's replay only where its index lands on j (tested), and
+only for the first of its offsets with o's value (two can coincide on tiny
+arrays: each thread's contribution is counted once). On an axis with wraps
+the gather runs over the modulus M as well (a wrap lands anywhere in it).
+
 The gather kernel runs after the augmented primal (it may read the tape) and
 before the reverse that zeroes write-only shadows (it reads them), and that
 reverse no longer updates the gathered shadows.
@@ -26,6 +36,7 @@ reverse no longer updates the gathered shadows.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 
 from ..analysis.access import tid_aliases
@@ -39,61 +50,192 @@ from ..ir.types import BOOL, I64
 from .reverse import COUNT
 from .simplify import without
 
+# An offset vector: per launch axis (c, s), the index tid + c + s·M with M the axis's wrap modulus (s = 0: none).
+Offset = tuple[tuple[int, int], ...]
+
 
 @dataclass(frozen=True)
 class Gather:
     kernel: ir.Kernel  # the gather kernel: params of the source, then the launch extents
     arrays: tuple[str, ...]  # the shadows it computes
-    offsets: tuple[tuple[int, ...], ...]
+    offsets: tuple[tuple[int | str, ...], ...]  # per axis c, or "c+M"/"c-M" for a wrap (for reading)
     reach: tuple[int, ...]  # per axis, how far past the launch extent the accesses land
+    # per axis, the (array, axis) whose extent is the wrap modulus M, or None: the gather covers M too
+    wraps: tuple[tuple[str, int] | None, ...] = ()
 
 
-def _offset(e: ir.Expr, alias: dict[str, int]) -> tuple[int, int] | None:
-    """(axis, c) when e is tid[axis] + c for an integer constant c."""
-    if isinstance(e, ir.Tid):
-        return e.axis, 0
-    if isinstance(e, ir.Var) and e.name in alias:
-        return alias[e.name], 0
-    if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and isinstance(e.args[1], ir.Const):
-        inner = _offset(e.args[0], alias)
-        c = e.args[1].value
-        if inner is not None and isinstance(c, int) and not isinstance(c, bool):
-            return inner[0], inner[1] + (c if e.op is Op.ADD else -c)
-    return None
+class _Offsets:
+    """The offsets at which a kernel's accesses index, per axis: tid + c, through
+    locals that hold a tid component or are set once before all their uses, and for
+    periodic indices a select whose arms are each tid + c + s·M (M the extent
+    `x.shape[axis]` of one array, the same for every wrap along that axis)."""
 
+    def __init__(self, k: ir.Kernel):
+        self.alias = tid_aliases(k)
+        self.ndim = k.tid_ndim
+        count: dict[str, int] = {}
+        for s in ir.walk_stmts(k.body):
+            if isinstance(s, ir.Assign):
+                count[s.name] = count.get(s.name, 0) + 1
+            elif isinstance(s, ir.For):
+                count[s.var] = 2
+        uses: dict[str, int] = {}
+        for e in ir.all_exprs(k.body):
+            if isinstance(e, ir.Var):
+                uses[e.name] = uses.get(e.name, 0) + 1
+        # locals set once, in a block before all their uses: every use sees that value
+        self.defs: dict[str, ir.Expr] = {}
 
-def _stencil_offset(idx: tuple[ir.Expr, ...], alias: dict[str, int], ndim: int) -> tuple[int, ...] | None:
-    """The offset vector of an access whose position p is tid[p] + o_p, for all p."""
-    if len(idx) != ndim:
-        return None
-    out = []
-    for pos, e in enumerate(idx):
-        parsed = _offset(e, alias)
-        if parsed is None or parsed[0] != pos:
+        def scan(block: tuple[ir.Stmt, ...]) -> None:
+            for p, s in enumerate(block):
+                if isinstance(s, ir.Assign) and count[s.name] == 1:
+                    after = sum(1 for e in ir.all_exprs(block[p + 1:]) if isinstance(e, ir.Var) and e.name == s.name)
+                    if after == uses.get(s.name, 0):
+                        self.defs[s.name] = s.value
+                for inner in ir.blocks(s):
+                    scan(inner)
+        scan(k.body)
+        self.assigned = set(count)
+        self.modulus: dict[int, ir.Shape] = {}
+
+    def _fixed(self, e: ir.Expr) -> bool:
+        """Whether e reads only locals set once before their uses (or tid aliases) and parameters: its
+        value where an add uses a select is the value it had where the select was made."""
+        return all(not isinstance(x, ir.Var) or x.name in self.alias or x.name in self.defs
+                   or x.name not in self.assigned for x in ir.walk_expr(e))
+
+    def _resolve(self, e: ir.Expr, depth: int = 0) -> ir.Expr:
+        while isinstance(e, ir.Var) and e.name not in self.alias and e.name in self.defs and depth < 64:
+            e, depth = self.defs[e.name], depth + 1
+        return e
+
+    def _shape(self, e: ir.Expr) -> ir.Shape | None:
+        e = self._resolve(e)
+        if isinstance(e, ir.Apply) and e.op is Op.CAST:
+            e = self._resolve(e.args[0])
+        return e if isinstance(e, ir.Shape) else None
+
+    def axis(self, e: ir.Expr, pos: int) -> frozenset[tuple[int, int]] | None:
+        """The offsets (c, s) of index position `pos` holding e, or None."""
+        e = self._resolve(e)
+        if isinstance(e, ir.Tid):
+            return frozenset({(0, 0)}) if e.axis == pos else None
+        if isinstance(e, ir.Var) and e.name in self.alias:
+            return frozenset({(0, 0)}) if self.alias[e.name] == pos else None
+        if isinstance(e, ir.Select):
+            a, b_ = self.axis(e.a, pos), self.axis(e.b, pos)
+            if a is None or b_ is None or not self._fixed(e.cond):
+                return None
+            return a | b_
+        if not (isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB)):
             return None
-        out.append(parsed[1])
-    return tuple(out)
+        x, y = e.args
+        if e.op is Op.ADD and self.axis(x, pos) is None:
+            x, y = y, x  # M + (tid + c), c + tid
+        inner = self.axis(x, pos)
+        if inner is None:
+            return None
+        sign = 1 if e.op is Op.ADD else -1
+        y = self._resolve(y)
+        if isinstance(y, ir.Const) and isinstance(y.value, int) and not isinstance(y.value, bool):
+            return frozenset((c + sign * y.value, w) for c, w in inner)
+        m = self._shape(y)
+        if m is None or self.modulus.setdefault(pos, m) != m:
+            return None
+        out = frozenset((c, w + sign) for c, w in inner)
+        return out if all(-1 <= w <= 1 for _, w in out) else None
+
+    def of(self, idx: tuple[ir.Expr, ...]) -> frozenset[Offset] | None:
+        """The offset vectors of an access, or None when one position is no stencil index."""
+        if len(idx) != self.ndim:
+            return None
+        per_axis = [self.axis(e, pos) for pos, e in enumerate(idx)]
+        if any(a is None for a in per_axis):
+            return None
+        return frozenset(itertools.product(*(sorted(a) for a in per_axis)))
+
+    def value(self, o: Offset, axis: int) -> ir.Expr:
+        """Offset o's value along `axis`: c + s·M."""
+        c, s = o[axis]
+        out = b.const(c, I64)
+        if s:
+            m = self.modulus[axis]
+            out = b.add(out, m) if s > 0 else b.sub(out, m)
+        return out
+
+    def shifted(self, e: ir.Expr, o: Offset) -> ir.Expr:
+        """`e` as thread (tid - o) evaluates it."""
+        def sub(x: ir.Expr) -> ir.Expr:
+            if not isinstance(x, ir.Tid) or o[x.axis] == (0, 0):
+                return x
+            c, s = o[x.axis]
+            out = b.sub(x, b.const(c, I64)) if c else x
+            if s:
+                m = self.modulus[x.axis]
+                out = b.sub(out, m) if s > 0 else b.add(out, m)
+            return out
+        return map_expr(e, sub)
+
+    def is_thread(self, o: Offset) -> ir.Expr:
+        """Whether neighbour tid - o is a thread of the launch: 0 <= tid - o < gn on every axis. A wrap
+        also gets a test of tid against a constant or a shape alone, implied by the others, which the
+        CPU's interior splitting folds to False: for s = 1, tid >= M + c is the same as tid - o >= 0; for
+        s = -1, tid - o < gn gives tid < c where gn <= M (otherwise the launch runs past M)."""
+        tests = []
+        for axis, (c, s) in enumerate(o):
+            tid = ir.Tid(axis, type=I64)
+            t = self.shifted(tid, o)
+            if s > 0:
+                tests.append(b.cmp(Op.GE, tid, b.add(self.modulus[axis], b.const(c, I64))))
+            elif s < 0:
+                past = b.cmp(Op.GT, b.var(f"{EXTENT}{axis}", I64), self.modulus[axis])
+                tests.append(ir.Apply(Op.OR, (b.cmp(Op.LT, tid, b.const(c, I64)), past), type=BOOL))
+            tests += [b.cmp(Op.GE, t, b.const(0, I64)), b.cmp(Op.LT, t, b.var(f"{EXTENT}{axis}", I64))]
+        return _all(tests)
+
+    def _arm(self, e: ir.Expr, pos: int, want: tuple[int, int]) -> ir.Expr | bool:
+        """Whether index position `pos` holding e takes an arm at offset `want`: a condition on the
+        selects' conditions (as the thread evaluates them), or a constant."""
+        e = self._resolve(e)
+        if not isinstance(e, ir.Select):
+            return self.axis(e, pos) == {want}
+        a, other = self._arm(e.a, pos, want), self._arm(e.b, pos, want)
+        if a is True and other is True:
+            return True
+        parts = []
+        if a is not False:
+            parts.append(e.cond if a is True else _all([e.cond, a]))
+        if other is not False:
+            no = ir.Apply(Op.NOT, (e.cond,), type=BOOL)
+            parts.append(no if other is True else _all([no, other]))
+        return _all(parts, Op.OR) if parts else False
+
+    def lands(self, idx: tuple[ir.Expr, ...], o: Offset) -> ir.Expr | bool:
+        """Whether an atomic add at `idx` lands at offset o: True, False or a test of the arms its selects
+        take. Counting each add only at the offset of the arm it takes counts it once, even where two
+        offsets have one value (then both candidates replay the same thread)."""
+        tests = [self._arm(e, p, o[p]) for p, e in enumerate(idx)]
+        if any(t is False for t in tests):
+            return False
+        tests = [t for t in tests if t is not True]
+        return _all(tests) if tests else True
 
 
-def _shift(e: ir.Expr, o: tuple[int, ...]) -> ir.Expr:
-    """`e` as thread (tid - o) evaluates it."""
-    return map_expr(e, lambda x: b.sub(x, b.const(o[x.axis], I64)) if isinstance(x, ir.Tid) and o[x.axis] else x)
-
-
-def _neighbour(body, o: tuple[int, ...], plan: dict, acc: dict[str, str], sums: set[str], alias,
-               ndim) -> tuple[ir.Stmt, ...]:
+def _neighbour(body, o: Offset, plan: dict, acc: dict[str, str], sums: set[str], at: _Offsets) -> tuple[ir.Stmt, ...]:
     """Thread (tid - o)'s statements, keeping of all its writes only the
     contributions to the gathered shadows at offset o (into the accumulators):
     its stores, atomic adds and Active scalars' `sums` are dropped."""
     out: list[ir.Stmt] = []
     for s in body:
         if isinstance(s, ir.AtomicAdd) and s.array in plan:
-            if _stencil_offset(s.indices, alias, ndim) == o:
+            test = at.lands(s.indices, o)
+            if test is not False:
                 a = acc[s.array]
-                out.append(ir.Assign(a, b.add(b.var(a, s.value.type), _shift(s.value, o))))
+                add = ir.Assign(a, b.add(b.var(a, s.value.type), at.shifted(s.value, o)))
+                out.append(add if test is True else ir.If(at.shifted(test, o), (add,)))
         elif not isinstance(s, (ir.Store, ir.AtomicAdd)) and not (isinstance(s, ir.Assign) and s.name in sums):
-            out.append(with_blocks(with_exprs(s, lambda e: _shift(e, o)),
-                                   lambda blk: _neighbour(blk, o, plan, acc, sums, alias, ndim)))
+            out.append(with_blocks(with_exprs(s, lambda e: at.shifted(e, o)),
+                                   lambda blk: _neighbour(blk, o, plan, acc, sums, at)))
     return tuple(out)
 
 
@@ -102,15 +244,6 @@ def _all(tests: list[ir.Expr], op: Op = Op.AND) -> ir.Expr:
     for t in tests[1:]:
         out = ir.Apply(op, (out, t), type=BOOL)
     return out
-
-
-def _is_thread(o: tuple[int, ...]) -> ir.Expr:
-    """Whether neighbour tid - o is a thread of the launch: 0 <= tid - o < gn on every axis."""
-    tests = []
-    for axis, c in enumerate(o):
-        t = b.sub(ir.Tid(axis, type=I64), b.const(c, I64)) if c else ir.Tid(axis, type=I64)
-        tests += [b.cmp(Op.GE, t, b.const(0, I64)), b.cmp(Op.LT, t, b.var(f"{EXTENT}{axis}", I64))]
-    return _all(tests)
 
 
 def _loads(exprs) -> set[str]:
@@ -140,23 +273,23 @@ def _reads_after_writes(body, written: set[str]) -> set[str]:
     return stale
 
 
-def gatherable(k: ir.Kernel, shadows: set[str]) -> dict[str, set[tuple[int, ...]]]:
-    """Shadows that `k` only updates by atomic adds at affine-stencil offsets,
-    with those offsets; none when a thread of `k` reads memory it wrote itself
-    (the gather's replay drops writes, so it could not see them)."""
+def gatherable(k: ir.Kernel, shadows: set[str]) -> dict[str, set[Offset]]:
+    """Shadows that `k` only updates by atomic adds at affine-stencil offsets
+    (periodic ones included), with those offsets; none when a thread of `k`
+    reads memory it wrote itself (the gather's replay drops writes, so it
+    could not see them)."""
     if _reads_after_writes(k.body, set()):
         return {}
-    alias = tid_aliases(k)
-    ndim = k.tid_ndim
+    at = _Offsets(k)
     found: dict[str, set] = {}
     bad: set[str] = set()
     for s in ir.walk_stmts(k.body):
         if isinstance(s, ir.AtomicAdd) and s.array in shadows:
-            o = _stencil_offset(s.indices, alias, ndim)
-            if o is None:
+            offsets = at.of(s.indices)
+            if offsets is None:
                 bad.add(s.array)
             else:
-                found.setdefault(s.array, set()).add(o)
+                found.setdefault(s.array, set()).update(offsets)
         elif isinstance(s, ir.Store) and s.array in shadows:
             bad.add(s.array)
     for e in ir.all_exprs(k.body):
@@ -170,7 +303,7 @@ def without_atomics_on(k: ir.Kernel, arrays: set[str]) -> ir.Kernel:
     return without(k, lambda s: isinstance(s, ir.AtomicAdd) and s.array in arrays)
 
 
-def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], taped: bool = True,
+def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool = True,
                   sums: frozenset[str] = frozenset()) -> Gather:
     """The gather kernel for `plan` (shadow → offsets), built from `source`, a
     reverse kernel that replays every value it needs (the split reverse);
@@ -181,7 +314,10 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], tape
         source = replace(source, body=tuple(
             s for s in source.body
             if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Load) and s.value.array == COUNT)))
-    alias = tid_aliases(source)
+    at = _Offsets(source)
+    for s in ir.walk_stmts(source.body):
+        if isinstance(s, ir.AtomicAdd) and s.array in plan:
+            at.of(s.indices)  # finds the wraps' moduli
     offsets = sorted(set().union(*plan.values()))
     types = {p.name: p.type.dtype for p in source.params if p.name in plan}
     acc = {a: names.gather_accumulator(a) for a in plan}
@@ -192,14 +328,14 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], tape
         # (tid - o), which lets interior splitting fold the neighbour's boundary tests
         renamed = {x: names.neighbour(x, n) for x, _ in source.locals if x not in acc.values() and x not in sums}
         local |= {renamed[x]: t for x, t in source.locals if x in renamed}
-        copy = rename_locals(_neighbour(source.body, o, plan, acc, sums, alias, ndim), renamed)
-        body.append(ir.If(_is_thread(o), copy))
+        copy = rename_locals(_neighbour(source.body, o, plan, acc, sums, at), renamed)
+        body.append(ir.If(at.is_thread(o), copy))
     tids = tuple(ir.Tid(a, type=I64) for a in range(ndim))
     primal_of = {names.shadow(p.name): p.name for p in source.params}
     for a in sorted(plan):
         # tid is in a's reach: some tid - o (o an offset of a) is a thread, and tid is inside a
         # (whose shape is its primal's: the primal keeps its name in every lane of vector mode)
-        reached = _all([_is_thread(o) for o in sorted(plan[a])], Op.OR)
+        reached = _all([at.is_thread(o) for o in sorted(plan[a])], Op.OR)
         inside = [b.cmp(Op.LT, ir.Tid(axis, type=I64), ir.Shape(primal_of[a], axis, type=I64))
                   for axis in range(ndim)]
         body.append(ir.If(_all([reached, *inside]),
@@ -208,5 +344,8 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[tuple[int, ...]]], tape
     param_names = {p.name for p in params}
     kernel = replace(source, name=source.name.replace("_rev", "_gather"), params=params, body=tuple(body),
                      locals=tuple(sorted((n, t) for n, t in local.items() if n not in param_names)), interior=None)
-    reach = tuple(max(0, *(o[axis] for o in offsets)) for axis in range(ndim))
-    return Gather(kernel, tuple(sorted(plan)), tuple(offsets), reach)
+    reach = tuple(max(0, *(c for o in offsets for c, s in [o[axis]] if s == 0)) for axis in range(ndim))
+    wraps = tuple((at.modulus[axis].array, at.modulus[axis].axis) if any(o[axis][1] for o in offsets) else None
+                  for axis in range(ndim))
+    shown = tuple(tuple(c if not s else f"{c}{'+' if s > 0 else '-'}M" for c, s in o) for o in offsets)
+    return Gather(kernel, tuple(sorted(plan)), shown, reach, wraps)
