@@ -112,9 +112,11 @@ def wave_step_2d(u_prev, u, u_next, vel, c):
     if i == 0 or j == 0 or i == u.shape[0] - 1 or j == u.shape[1] - 1:
         u_next[i, j] = 0.0
     else:
+        # the Laplacian inline, not in a local: d/dvel needs it, and the reverse then recomputes it from u (left
+        # intact) where a local of that many operations would be taped (transforms/tape.py, RECOMPUTE_LIMIT)
         v = vel[i, j]
-        lap = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j]
-        u_next[i, j] = 2.0 * u[i, j] - u_prev[i, j] + c * v * v * lap
+        u_next[i, j] = 2.0 * u[i, j] - u_prev[i, j] + c * v * v * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1]
+                                                                  + u[i, j + 1] - 4.0 * u[i, j])
 
 
 @gk.kernel
