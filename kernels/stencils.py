@@ -86,7 +86,7 @@ def laplace9_2d(u, out):
     """The isotropic 9-point Laplacian with unit spacing:
     out_ij = (4 (N + S + E + W) + (NE + NW + SE + SW) − 20 u_ij) / 6 inside (N = u_{i-1,j},
     S = u_{i+1,j}, W = u_{i,j-1}, E = u_{i,j+1}, NE = u_{i-1,j+1}, …), 0 on the boundary.
-    Its truncation error is O(h²) like the 5-point one's, but isotropic to O(h⁴).
+    Its leading error, (h²/12) Δ²u, is rotation-invariant (the 5-point stencil's is not).
 
     `u`: (nx, ny), read; `out`: (nx, ny), written.
     Launch: (nx, ny) threads, one per point."""
