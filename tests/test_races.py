@@ -166,6 +166,25 @@ def test_threads_of_a_2d_launch_writing_one_row_element_race(rng):
     assert_refused(row_broadcast, (3, 2), np.zeros(3), rand(rng, 2))
 
 
+@gk.kernel
+def add_at(u, i, j, amp):
+    u[i, j] += amp
+
+
+def test_a_one_thread_launch_needs_no_race_check_and_more_threads_are_checked(rng):
+    """No thread index: every thread writes u[i, j]. One thread cannot race (proved by the launch's extent,
+    no run-time check, primal and reverse); two threads writing one element are refused."""
+    u = rand(rng, 3, 4)
+    assert not gk.inspect(add_at, u, 1, 2, 0.5, dim=1).race_check
+    reverse = gk.inspect(add_at, gk.Duplicated(u, np.ones_like(u)), 1, 2, gk.Active(0.5), dim=1, mode=gk.Reverse)
+    assert reverse.parallel and not reverse.race_check
+    u0 = u.copy()
+    gk.launch(add_at, 1, u, 1, 2, 0.5)
+    assert u[1, 2] == u0[1, 2] + 0.5
+    assert gk.inspect(add_at, u, 1, 2, 0.5, dim=2).race_check
+    assert_refused(add_at, 2, u, 1, 2, 0.5)
+
+
 def test_a_single_writer_among_readers_of_other_elements_is_accepted(rng):
     x, out = rand(rng, 4), np.zeros(1)
     gk.launch(first_thread_writes, 4, x, out)
