@@ -29,21 +29,9 @@ from pathlib import Path
 import numpy as np
 
 import gradkern as gk
-from gradkern.kernels import shallow_water_2d
+from gradkern.kernels import l2_misfit_2d, shallow_water_2d
 
 G = 9.81
-
-
-@gk.kernel
-def l2_misfit_2d(u, rows, cols, obs, out):
-    """out[0] += 1/2 sum_k (u[rows[k], cols[k]] - obs[k])^2 (the signature of
-    gradkern.kernels.losses.l2_misfit_2d, defined here until that is merged).
-
-    `u`: (nx, ny), read; `rows`, `cols`: (K,) int sensor indices, read; `obs`: (K,), read;
-    `out`: (1,), updated in place by atomic adds. Launch: K threads, one per sensor."""
-    k = gk.tid()
-    d = u[rows[k], cols[k]] - obs[k]
-    gk.atomic_add(out, 0, 0.5 * d * d)
 
 
 def simulate(h, hu, hv, hn, hun, hvn, rows, cols, obs, E, g, c, records, every, snapshots):
