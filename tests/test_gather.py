@@ -4,7 +4,10 @@ reach gets its contributions (the gather runs over the union of the shifted
 domains, not the launch domain), in 1-D, 2-D and 3-D, with positive and
 negative offsets, several gathered arrays with different offsets, fused,
 split and vector mode, and never outside an array (the interpreter raises
-IndexError on any out-of-bounds access)."""
+IndexError on any out-of-bounds access). Periodic neighbours spelled
+`i + 1 if i < n - 1 else 0` / `i - 1 if i > 0 else n - 1` (n an array's
+extent every thread indexes by its tid) and constant indices at the other
+positions (a D2Q9 population's direction) are gathered too."""
 
 import math
 
@@ -81,6 +84,38 @@ def interior_taped(u, un, n):  # each neighbour is replayed from its tape (a run
     un[i + 1] = s * u[i + 1]
 
 
+@gk.kernel
+def periodic(u, un):  # a periodic 3-point stencil: wraps at u's extent
+    i = gk.tid()
+    n = u.shape[0]
+    ip = i + 1 if i < n - 1 else 0
+    im = i - 1 if i > 0 else n - 1
+    un[i] = u[im] * u[ip] - 2.0 * math.sin(u[i]) + u[ip]
+
+
+@gk.kernel
+def periodic_directions(f, fn):  # D2Q9-style pull: a direction index, then wrapped neighbours on both axes
+    i, j = gk.tid()
+    nx = f.shape[1]
+    ny = f.shape[2]
+    ip = i + 1 if i != nx - 1 else 0
+    im = i - 1 if i >= 1 else nx - 1
+    jm = j - 1 if j > 0 else ny - 1
+    a = f[0, i, j]
+    b = f[1, im, j]
+    c = f[2, ip, jm]
+    fn[0, i, j] = a * b + c
+    fn[1, i, j] = math.sin(b) * c
+    fn[2, i, j] = a + b * c
+
+
+@gk.kernel
+def periodic_param(u, un, n):  # wraps at a parameter: threads past n would break the wrap, so atomics
+    i = gk.tid()
+    ip = i + 1 if i < n - 1 else 0
+    un[i] = u[i] * u[ip]
+
+
 def rand(rng, *shape):
     return rng.uniform(0.2, 1.0, shape)
 
@@ -100,6 +135,13 @@ CASES = {
     "interior_2d": lambda r: (interior_2d, (dup(rand(r, 7, 6), r), dup(rand(r, 7, 6), r)), (4, 3)),
     "interior_3d": lambda r: (interior_3d, (dup(rand(r, 5, 6, 5), r), dup(rand(r, 5, 6, 5), r)), (3, 2, 3)),
     "interior_taped": lambda r: (interior_taped, (dup(rand(r, 9), r), dup(rand(r, 9), r), 3), 6),
+    "periodic": lambda r: (periodic, (dup(rand(r, 7), r), dup(rand(r, 7), r)), 7),
+    "periodic_part": lambda r: (periodic, (dup(rand(r, 9), r), dup(rand(r, 9), r)), 6),
+    "periodic_directions": lambda r: (periodic_directions, (dup(rand(r, 3, 5, 4), r), dup(rand(r, 3, 5, 4), r)),
+                                      (5, 4)),
+    "periodic_directions_part": lambda r: (periodic_directions, (dup(rand(r, 3, 5, 4), r),
+                                                                 dup(rand(r, 3, 5, 4), r)), (3, 4)),
+    "periodic_param": lambda r: (periodic_param, (dup(rand(r, 9), r), dup(rand(r, 9), r), 7), 9),
 }
 
 
@@ -203,3 +245,27 @@ def test_gather_runs_over_the_reach_of_its_arrays():
     y = np.ones((7, 6))
     pr = prepare_reverse(interior_2d, (gk.Duplicated(y, y.copy()), gk.Duplicated(y.copy(), y.copy())), (4, 3), None)
     assert pr.rs.gather_extents((4, 3)) == (6, 5)
+
+
+@pytest.mark.parametrize("name, form", [("periodic", "gather"), ("periodic_part", "gather"),
+                                        ("periodic_directions", "gather"), ("periodic_param", "atomic add")])
+def test_periodic_neighbours_are_gathered_where_the_wrap_is_whole(name, form):
+    """A wrap at an extent every thread indexes by its own tid is the neighbour's
+    (tid ± 1) mod n for every thread of any launch the bounds allow; a wrap at a
+    parameter is not (threads at or past n - 1 all land on 0): atomic adds."""
+    kernel, args, dim = CASES[name](np.random.default_rng(3))
+    assert gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse).adjoint_forms[kernel.ir.params[0].name] == form
+
+
+def test_periodic_gather_sums_both_neighbours_exactly():
+    """un_i = u_{i-1} u_{i+1} − 2 sin u_i + u_{i+1} on a ring of 5: du_j gathers
+    u_{j+2} dun_{j+1} (from i = j + 1), u_{j-2} dun_{j-1} + dun_{j-1} (from i = j − 1)
+    and −2 cos u_j dun_j, indices mod 5."""
+    rng = np.random.default_rng(2)
+    u, dun0 = rand(rng, 5), rand(rng, 5)
+    for backend in ("cpu", "interp"):
+        du, dun = np.zeros(5), dun0.copy()
+        gk.autodiff(periodic, gk.Duplicated(u.copy(), du), gk.Duplicated(np.zeros(5), dun), dim=5, backend=backend)
+        want = np.roll(u, -2) * np.roll(dun0, -1) + (np.roll(u, 2) + 1.0) * np.roll(dun0, 1) - 2 * np.cos(u) * dun0
+        np.testing.assert_allclose(du, want, rtol=1e-14)
+        np.testing.assert_array_equal(dun, 0.0)

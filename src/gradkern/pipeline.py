@@ -346,15 +346,22 @@ class ReverseSpecialization:
     count: Specialization | None
     gather: Specialization | None = None  # computes the gathered shadows, before fused/reverse
     gather_reach: tuple[int, ...] = ()  # per axis, how far past the launch extent the gather runs
+    gather_wraps: tuple[tuple[int, str, int], ...] = ()  # (axis, array, position): periodic wraps (Gather.wraps)
     adjoint_forms: tuple[tuple[str, str], ...] = ()
     # the primal arrays whose values the split reverse (and gather) read: a program saves these before a
     # later launch overwrites them (DESIGN §6, 4); the others' old values are never needed
     reverse_reads: frozenset[str] = frozenset()
 
-    def gather_extents(self, dim: tuple[int, ...]) -> tuple[int, ...]:
+    def gather_extents(self, dim: tuple[int, ...], shape=None) -> tuple[int, ...]:
         """The gather's launch domain for a launch over `dim`: every element the stencil reaches
-        (none when the launch is empty)."""
-        return dim if 0 in dim else tuple(n + r for n, r in zip(dim, self.gather_reach))
+        (none when the launch is empty); a periodic wrap reaches up to its array's extent,
+        `shape(array, position)`."""
+        if 0 in dim:
+            return dim
+        out = [n + r for n, r in zip(dim, self.gather_reach)]
+        for axis, array, position in self.gather_wraps:
+            out[axis] = max(out[axis], shape(array, position))
+        return tuple(out)
 
 
 def tangent_param(name: str, lane: int, lanes: int) -> str:
@@ -387,6 +394,7 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
              for e in ir.all_exprs(w.kernels[role].body) if isinstance(e, ir.Load)} & primal_arrays
     return ReverseSpecialization(_primal_specialization(w), w.reverse, **specs,
                                  gather_reach=w.gather.reach if w.gather is not None else (),
+                                 gather_wraps=w.gather.wraps if w.gather is not None else (),
                                  adjoint_forms=tuple(sorted(w.adjoint_forms.items())),
                                  reverse_reads=frozenset(reads))
 

@@ -94,9 +94,11 @@ def tangent(name: str) -> str:
     return f"{PASS}t_{name}"
 
 
-def gather_accumulator(shadow_name: str) -> str:
-    """A gather kernel's per-thread sum for one shadow (transforms/gather.py)."""
-    return f"{PASS}gacc_{shadow_name}"
+def gather_accumulator(shadow_name: str, fixed: tuple[int | None, ...] = ()) -> str:
+    """A gather kernel's per-thread sum for one shadow (transforms/gather.py), one per
+    value of its constant index positions (`fixed`: None at the tid positions)."""
+    suffix = "".join(f"_{v}" if v >= 0 else f"_m{-v}" for v in fixed if v is not None)
+    return f"{PASS}gacc_{shadow_name}{suffix}"
 
 
 GATHER_EXTENT = PASS + "gn"  # + axis: the gather kernel's launch extents

@@ -153,7 +153,9 @@ class PreparedReverse:
         neighbours' domain: it must see the incoming shadows, before the reverse
         zeroes any."""
         rs = rs or self.rs
-        run_spec(rs.gather, rs.gather_extents(self.b.dim),
+        def shape(array: str, position: int) -> int:
+            return self.b.values[self.b.names.index(array)].shape[position]
+        run_spec(rs.gather, rs.gather_extents(self.b.dim, shape),
                  [*self.b.kernel_values, *self._adjoint_values(accs, lo, hi), *tapes, counts, *self.b.dim])
 
     def _accumulators(self) -> dict[str, tuple]:
