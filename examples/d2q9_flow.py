@@ -150,9 +150,11 @@ def plot(path: Path, channel: Channel, true_solid, solid, first_gradient, veloci
         return
     fig, axes = plt.subplots(2, 3, figsize=(15, 7.5))
     kw = dict(origin="lower", aspect="equal")
-    for ax, field, title, cmap in ((axes[0, 0], true_solid, "hidden obstacle (solid fraction)", "Greys"),
-                                   (axes[0, 1], solid, "recovered solid fraction", "Greys")):
-        im = ax.imshow(field.T, cmap=cmap, vmin=0, vmax=1, **kw)
+    inside = np.where(channel.walls, 0.0, solid)  # the walls (1) would hide a faint recovered field
+    for ax, field, title, top in ((axes[0, 0], true_solid, "hidden obstacle (solid fraction)", 1.0),
+                                  (axes[0, 1], inside, "recovered solid fraction (interior; own scale)",
+                                   max(float(inside.max()), 1e-12))):
+        im = ax.imshow(field.T, cmap="Greys", vmin=0, vmax=top, **kw)
         ax.axvline(channel.probe, color="tab:red", lw=1)
         ax.set_title(title)
         fig.colorbar(im, ax=ax, shrink=0.7)
