@@ -174,6 +174,11 @@ def _site(array: str, idx: tuple[ir.Expr, ...], names: _Names, ndim: int) -> Sit
     return Site(array, tuple(fixed), Shift(tuple(offsets), tuple(moduli)))
 
 
+def _order(shift: Shift) -> tuple:
+    """Shifts in the order of their offsets (the order the neighbours are summed in), periodic ones last."""
+    return shift.offsets, tuple(str(m) for m in shift.moduli)
+
+
 def _position(site: Site, axis: int) -> int:
     """The index position that tid[axis] indexes."""
     return [p for p, v in enumerate(site.fixed) if v is None][axis]
@@ -343,7 +348,8 @@ def gatherable(k: ir.Kernel, shadows: set[str]) -> dict[str, list[Site]]:
     for a, sites in found.items():
         if len({tuple(v is None for v in site.fixed) for site in sites}) != 1 or not _wraps_are_whole(k, sites, known):
             bad.add(a)  # tid components at different positions, or a wrap the launch may not keep to
-    return {a: sorted(set(sites), key=str) for a, sites in found.items() if a not in bad}
+    return {a: sorted(set(sites), key=lambda site: (_order(site.shift), site.fixed)) for a, sites in found.items()
+            if a not in bad}
 
 
 def without_atomics_on(k: ir.Kernel, arrays: set[str]) -> ir.Kernel:
@@ -363,10 +369,11 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, list[Site]], taped: bool = 
             s for s in source.body
             if not (isinstance(s, ir.Assign) and isinstance(s.value, ir.Load) and s.value.array == COUNT)))
     known = _Names(source)
-    shifts = sorted({site.shift for sites in plan.values() for site in sites}, key=str)
+    shifts = sorted({site.shift for sites in plan.values() for site in sites}, key=_order)
     types = {p.name: p.type.dtype for p in source.params if p.name in plan}
     # one accumulator per shadow and constant index (a D2Q9 shadow: one per direction)
-    slots = sorted({(site.array, site.fixed) for sites in plan.values() for site in sites}, key=str)
+    slots = sorted({(site.array, site.fixed) for sites in plan.values() for site in sites},
+                   key=lambda slot: (slot[0], tuple(-1 if v is None else v for v in slot[1])))
     acc = {slot: names.gather_accumulator(*slot) for slot in slots}
     local = {n: t for n, t in source.locals if n not in sums} | {acc[slot]: types[slot[0]] for slot in slots}
     body: list[ir.Stmt] = [ir.Assign(acc[slot], b.const(0, types[slot[0]])) for slot in slots]
@@ -384,7 +391,7 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, list[Site]], taped: bool = 
         here = [site for site in plan[a] if site.fixed == fixed]
         # the element is reached: some thread's access lands on it; and it is inside a
         # (whose shape is its primal's: the primal keeps its name in every lane of vector mode)
-        reached = _all([_is_thread(s) for s in sorted({site.shift for site in here}, key=str)], Op.OR)
+        reached = _all([_is_thread(s) for s in sorted({site.shift for site in here}, key=_order)], Op.OR)
         index = tuple(b.const(v, I64) if v is not None else ir.Tid(fixed[:p].count(None), type=I64)
                       for p, v in enumerate(fixed))
         inside = [b.cmp(Op.LT, ir.Tid(axis, type=I64), ir.Shape(primal_of[a], _position(here[0], axis), type=I64))
