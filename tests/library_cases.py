@@ -78,14 +78,18 @@ def scalar(rng: np.random.Generator, lo: float, hi: float) -> float:
     return float(rng.uniform(lo, hi))
 
 
-def _gather() -> dict[str, LibraryCase]:
+def _gather() -> tuple[dict[str, LibraryCase], dict[str, str]]:
     out: dict[str, LibraryCase] = {}
+    aliases: dict[str, str] = {}
     for path in sorted(Path(__file__).parent.glob("cases_*.py")):
         module = importlib.import_module(path.stem)
         clash = set(out) & set(module.CASES)
         assert not clash, f"{path.name}: cases named twice: {sorted(clash)}"
         out.update(module.CASES)
-    return out
+        aliases.update(getattr(module, "ALIASES", {}))
+    return out, aliases
 
 
-CASES: dict[str, LibraryCase] = _gather()
+# ALIASES (from a cases module's optional ALIASES dict): an exported name -> the exported kernel it is bound
+# to (`saxpy = axpy`), tested through its target's case
+CASES, ALIASES = _gather()

@@ -319,3 +319,93 @@ def test_overwritten_is_claimed_only_where_every_element_is_written_unread(kerne
         values[pos][...] = np.nan
         gk.launch(kernel, dim, *values)
         assert not np.isnan(values[pos]).any()
+
+
+@gk.kernel
+def csr_rows(indptr, indices, data, x, y):
+    i = gk.tid()
+    acc = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        acc += data[k] * x[indices[k]]
+    y[i] = acc
+
+
+@gk.kernel
+def csr_scale_rows(indptr, data, s):
+    i = gk.tid()
+    for k in range(indptr[i], indptr[i + 1]):
+        data[k] = data[k] * s[i]
+
+
+@gk.kernel
+def two_pointer_arrays(lo, hi, data, y):
+    i = gk.tid()
+    acc = 0.0
+    for k in range(lo[i], hi[i + 1]):
+        acc += data[k]
+    y[i] = acc
+
+
+@gk.kernel
+def skipping_a_row(indptr, data, y):
+    i = gk.tid()
+    acc = 0.0
+    for k in range(indptr[i], indptr[i + 2]):
+        acc += data[k]
+    y[i] = acc
+
+
+@gk.kernel
+def pointer_written(indptr, data, y):
+    i = gk.tid()
+    acc = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        acc += data[k]
+    indptr[i] = indptr[i]
+    y[i] = acc
+
+
+def _csr(rng):
+    indptr = np.array([0, 3, 3, 7, 9], dtype=np.int64)  # row 1 empty
+    return indptr, np.array([2, 0, 2, 1, 3, 0, 3, 2, 2]), rng.uniform(0.5, 1.5, 9), rng.uniform(0.5, 1.5, 4)
+
+
+def test_an_array_read_in_csr_segments_is_own_under_a_non_decreasing_pointer(rng):
+    """data[k], k in range(indptr[i], indptr[i + 1]): thread i's own entries if indptr is non-decreasing."""
+    indptr, indices, data, x = _csr(rng)
+    facts = _facts(csr_rows, indptr, indices, data, x, np.zeros(4), dim=4)
+    assert facts.segments == (("data", "indptr", 0), ("indices", "indptr", 0))
+    assert {"data", "indices", "y"} <= facts.own and "x" not in facts.own
+    i32 = _facts(csr_rows, indptr.astype(np.int32), indices, data, x, np.zeros(4), dim=4)  # casts to int64
+    assert ("data", "indptr", 0) in i32.segments
+    r = gk.inspect(csr_rows, gk.Const(indptr), gk.Const(indices), gk.Duplicated(data, np.zeros(9)),
+                   gk.Duplicated(x, np.zeros(4)), gk.Duplicated(np.zeros(4), np.ones(4)), dim=4, mode=gk.Reverse)
+    assert r.adjoint_forms["data"] == "plain add" and r.adjoint_forms["x"] == "atomic add"
+    # not segments: a written array (a race proof cannot rest on the data), two pointer arrays, a range
+    # spanning two rows, a pointer array the kernel writes
+    assert _facts(csr_scale_rows, indptr, data, x, dim=4).segments == ()
+    assert "data" not in _facts(csr_scale_rows, indptr, data, x, dim=4).own
+    assert "data" not in _facts(two_pointer_arrays, indptr, indptr.copy(), data, np.zeros(4), dim=4).own
+    assert "data" not in _facts(skipping_a_row, np.append(indptr, 9), data, np.zeros(4), dim=4).own
+    assert "data" not in _facts(pointer_written, indptr, data, np.zeros(4), dim=4).own
+
+
+def test_a_gradient_over_overlapping_segments_is_refused_before_anything_changes(rng):
+    indptr, indices, data, x = _csr(rng)
+    bad = np.array([0, 3, 2, 7, 9])  # row 1 = range(3, 2) is empty but row 2 = range(2, 7) overlaps row 0
+    y, ddata, dx, dy = np.zeros(4), np.zeros(9), np.zeros(4), rng.uniform(0.5, 1.5, 4)
+    before = [a.copy() for a in (data, x, y, ddata, dx, dy)]
+    args = (gk.Duplicated(data, ddata), gk.Duplicated(x, dx), gk.Duplicated(y, dy))
+    with pytest.raises(gk.LaunchError, match=r"'indptr' decreases at this launch \(indptr\[1\] > indptr\[2\]\)"):
+        gk.autodiff(csr_rows, gk.Const(bad), gk.Const(indices), *args, dim=4)
+    for a, b in zip((data, x, y, ddata, dx, dy), before):
+        np.testing.assert_array_equal(a, b)
+    gk.launch(csr_rows, 4, bad, indices, data, x, y)  # the primal only reads data: it runs
+    # only the launched rows' pointers count: rows 0..1 of the same array are in order
+    gk.autodiff(csr_rows, gk.Const(np.array([0, 3, 9, 2, 1])), gk.Const(indices), gk.Duplicated(data, np.zeros(9)),
+                gk.Duplicated(x, np.zeros(4)), gk.Duplicated(y, dy.copy()), dim=2)
+    gk.autodiff(csr_rows, gk.Const(indptr), gk.Const(indices), *args, dim=4)
+    want = np.zeros(9)
+    for i in range(4):  # d y_i / d data_k = x[indices[k]] for k in row i
+        want[indptr[i]:indptr[i + 1]] += before[5][i] * x[indices[indptr[i]:indptr[i + 1]]]
+    np.testing.assert_allclose(ddata, want, rtol=1e-15)

@@ -380,3 +380,53 @@ def test_integer_elimination_and_witnesses():
     assert _point(i_range + [{"tid:0": -1, "": 4}], [nonzero]) == {"tid:0": 4}  # the least thread with i >= 4
     assert _point(odd + [{"j": -1, "": 6}, {"j": 1, "": -9}], [])["j"] == 7  # j >= 6, j <= 9, odd
     assert _point(system, []) is None
+
+
+@gk.kernel
+def bp_csr(indptr, indices, data, x, y):
+    i = gk.tid()
+    acc = 0.0
+    for k in range(indptr[i], indptr[i + 1]):
+        acc += data[k] * x[indices[k]]
+    y[i] = acc
+
+
+@gk.kernel
+def bp_lazy_rows(p, data, y):
+    i = gk.tid()
+    acc = 0.0
+    for k in range(p[i], p[i + 1]):
+        acc += data[k] if data[k] > 0.0 else data[k + 100]  # k + 100 is past data's end: read only if data[k] <= 0
+        acc += 1.0 if data[k] < 0.0 and data[k + 100] > 0.0 else 0.0
+    y[i] = acc
+
+
+def test_the_exact_check_of_loop_bounds_read_from_data_checks_indices_without_the_values(rng):
+    """CSR rows: the loop bounds come from indptr, so the proof cannot decide data[k] and the exact check runs
+    at every launch. It evaluates the indices alone (transforms/boundscheck.py, index_skeleton): no load of
+    data, x or y, no store, yet every access checked."""
+    indptr, indices = np.array([0, 3, 3, 7, 9]), np.array([2, 0, 2, 1, 3, 0, 3, 2, 2])
+    data, x, y = rng.uniform(0.5, 1.5, 9), rng.uniform(0.5, 1.5, 4), np.zeros(4)
+    gk.launch(bp_csr, 4, indptr, indices, data, x, y)
+    spec, b = proof_of(bp_csr, 4, indptr, indices, data, x, y, backend="cpu")
+    assert spec.bounds.verdicts[spec.bounds.key(b.dim, b.kernel_values)] is False
+    source = spec.bounds_checked().code.source
+    assert "indices[" in source and not any(f"{a}[" in source for a in ("data", "x", "y"))
+    after = y.copy()
+    past_x = indices.copy()
+    past_x[8] = 4
+    for pointers, columns, site in ((np.array([0, 3, 3, 7, 10]), indices, r"reads data\[k\]"),  # k = 9
+                                    (indptr, past_x, r"reads x\[indices\[k\]\]")):
+        with pytest.raises(gk.LaunchError, match=r"thread \(3,\) " + site):
+            gk.launch(bp_csr, 4, pointers, columns, data, x, y)
+        unchanged((y, after))
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interp"])
+def test_the_exact_check_evaluates_conditional_accesses_only_where_the_kernel_does(backend, rng):
+    p, data, y = np.array([0, 2, 2, 5]), rng.uniform(0.5, 1.5, 5), np.zeros(3)
+    gk.launch(bp_lazy_rows, 3, p, data, y, backend=backend)  # data[k + 100] is never read
+    np.testing.assert_allclose(y, [data[0] + data[1], 0.0, data[2:].sum()], rtol=1e-15)
+    data[3] = -1.0
+    with pytest.raises(gk.LaunchError, match=r"thread \(2,\) reads data\[\(k \+ 100\)\]"):
+        gk.launch(bp_lazy_rows, 3, p, data, y, backend=backend)

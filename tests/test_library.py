@@ -8,7 +8,9 @@ its primal and reverse launches, or, for a kernel that accumulates by atomic
 adds, run with repeated indices. A kernel added to kernels/ without a case
 fails test_every_library_kernel_is_covered, as does a function with a custom
 rule without a case in test_rules_library.py (RULES), or a kernel only such a
-rule launches (not exported) without one there (RULE_KERNELS).
+rule launches (not exported) without one there (RULE_KERNELS). An exported
+alias of a kernel (`saxpy = axpy`, listed in a cases module's ALIASES) is
+covered by its target's case.
 
 Tolerances. float64 launches against NumPy: rtol 1e-12 plus 1e-13 of the
 largest magnitude involved (both evaluate the same few-term formulas, in
@@ -22,7 +24,7 @@ import pkgutil
 
 import numpy as np
 import pytest
-from library_cases import CASES
+from library_cases import ALIASES, CASES
 from test_rules_library import RULE_KERNELS, RULES
 
 import gradkern as gk
@@ -46,11 +48,16 @@ def _library_objects(kind: type) -> dict:
 
 def test_every_library_kernel_is_covered():
     kernels, rules = _library_objects(gk.KernelFunction), _library_objects(CustomRule)
+    # an alias (`saxpy = axpy`) is the very object its exported target is, and exported too
+    assert all(kernels.get(alias) is kernels.get(target) is not None and target in CASES
+               for alias, target in ALIASES.items()), ALIASES
+    kernels = {name: k for name, k in kernels.items() if name not in ALIASES}
     exported = {name: k for name, k in kernels.items() if name in library.__all__}
     assert sorted(exported) == sorted(CASES)
     assert sorted(set(kernels) - set(exported)) == sorted(RULE_KERNELS)  # launched only inside rules
     assert sorted(rules) == sorted(RULES)
-    assert sorted(library.__all__) == sorted([*CASES, *RULES])
+    assert sorted(library.__all__) == sorted([*CASES, *RULES, *ALIASES])
+    assert all(getattr(library, alias) is getattr(library, target) for alias, target in ALIASES.items())
     assert all(getattr(library, name) is f for name, f in (exported | rules).items())
     assert all(CASES[name].kernel is k for name, k in exported.items())
     assert all(RULE_KERNELS[name][0] is k for name, k in kernels.items() if name in RULE_KERNELS)

@@ -34,7 +34,7 @@ from .ir.printer import format_kernel
 from .ir.types import Type
 from .ir.verify import verify
 from .transforms.aliasing import merge_aliases
-from .transforms.boundscheck import Access, bounds_checked
+from .transforms.boundscheck import Access, bounds_checked, index_skeleton
 from .transforms.dce import eliminate_dead
 from .transforms.forward import forward_kernel
 from .transforms.gather import Gather, gather_kernel, gatherable, without_atomics_on
@@ -289,6 +289,8 @@ def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
     if request.boundscheck:
         printed, sites = bounds_checked(printed)
         printed = verify(printed, "bounds checks")
+        if role == "bounds_check":  # the runtime's exact check, not a launch: the checks alone
+            printed = verify(index_skeleton(printed), "bounds checks alone")
     printed = replace(printed, thread_indices=frozenset(tid_aliases(printed)))
     tag = _signature_tag(request)
     if parallel and be.splits_interior:

@@ -25,6 +25,16 @@ into such an array's shadow with plain adds is refused at a launch where they
 may fail (runtime/race_check.py). As everywhere, elements are compared by
 index, which is exact for accesses inside their arrays (DESIGN §3).
 
+A *segment* counts as a slab too, for an array the kernel only reads: the
+loop variable k of `for k in range(p[t], p[t + 1])` (every loop binding k
+alike), t a tid component and p an integer array the kernel never writes —
+the CSR pattern `data[k]` for k in row t's entries. Distinct threads get
+disjoint segments exactly when p is non-decreasing on [0, dim[t's axis]],
+which only the data says: such arrays are listed in `LaunchFacts.segments`
+with their p, and a gradient that accumulates into their shadows with plain
+adds checks p at each launch (runtime/race_check.py). They never take part in
+race proofs (the kernel does not write them).
+
 These facts drive the rest:
 
 * races (analysis/races.py): a kernel whose written arrays are all own, and
@@ -58,6 +68,9 @@ class LaunchFacts:
     # arrays every thread stores at its own tid on every path and the kernel never reads: a launch whose
     # dim is such an array's shape overwrites all of it without reading it
     overwritten: frozenset[str] = frozenset()
+    # own arrays read in segments (module doc): (array, pointer array p, tid axis); their slabs are the
+    # threads' own only at launches where p[0 .. dim[axis]] is non-decreasing
+    segments: tuple[tuple[str, str, int], ...] = ()
 
     def exactness(self, arrays) -> Exactness:
         """The checks under which the own slabs of `arrays` are exclusive (analysis/overflow.py)."""
@@ -101,6 +114,7 @@ class _Context:
                 self.loops.setdefault(s.var, []).append(s)
         ints = {p.name for p in k.params if isinstance(p.type, ir.Scalar) and p.type.is_int}
         self.params = ints - self.assigned - set(self.loops)
+        self.written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
 
     def tid_axis(self, e: ir.Expr) -> int | None:
         if isinstance(e, ir.Tid):
@@ -184,6 +198,30 @@ class _Context:
             checks |= c
         return checks
 
+    def segment(self, e: ir.Expr) -> tuple | None:
+        """("segment", axis, p) when e is a loop variable every binding of which is
+        `range(p[t], p[t + 1])` (a positive constant step), t a tid component of
+        `axis` and p an integer array the kernel never writes: thread t's values
+        of e lie in [p[t], p[t + 1])."""
+        if not self.loop_var(e):
+            return None
+        found = set()
+        for f in self.loops[e.name]:
+            start, stop = _uncast(f.start), _uncast(f.stop)
+            if not (isinstance(f.step, ir.Const) and f.step.value > 0 and isinstance(start, ir.Load)
+                    and isinstance(stop, ir.Load) and start.array == stop.array and len(start.indices) == 1
+                    and len(stop.indices) == 1 and start.array not in self.written):
+                return None
+            axis = self.tid_axis(_uncast(start.indices[0]))
+            if axis is None or _plus_one(_uncast(stop.indices[0])) is None \
+                    or self.tid_axis(_plus_one(_uncast(stop.indices[0]))) != axis:
+                return None
+            found.add((axis, start.array))
+        if len(found) != 1:
+            return None
+        axis, pointer = found.pop()
+        return ("segment", axis, pointer)
+
     def row(self, e: ir.Expr) -> tuple[tuple, frozenset] | None:
         """(("row", axis, stride), checks) when e is tid * stride + r with 0 <= r <
         stride: distinct threads then get distinct rows if tid * stride + r does not wrap."""
@@ -228,16 +266,36 @@ class _Context:
         return Exactness(checks, tuple(Loop(u, ranges[u]) for u in order if u in ranges))
 
 
+def _uncast(e: ir.Expr) -> ir.Expr:
+    while isinstance(e, ir.Apply) and e.op is Op.CAST:
+        e = e.args[0]
+    return e
+
+
+def _plus_one(e: ir.Expr) -> ir.Expr | None:
+    """t (casts removed) when e is `t + 1` or `1 + t`, else None."""
+    if isinstance(e, ir.Apply) and e.op is Op.ADD:
+        for a, b in (e.args, e.args[::-1]):
+            if isinstance(b, ir.Const) and b.value == 1:
+                return _uncast(a)
+    return None
+
+
 def _slab(indices: tuple[ir.Expr, ...], ctx: _Context) -> tuple[tuple, frozenset]:
     """(position, tid axis) for each index position that is exactly a tid
-    component, or (position, ("row", axis, stride)) for a flattened own row;
-    with the checks the rows rely on."""
+    component, (position, ("row", axis, stride)) for a flattened own row, or
+    (position, ("segment", axis, p)) for a segment; with the checks the rows
+    rely on."""
     out = []
     checks = frozenset()
     for pos, e in enumerate(indices):
         axis = ctx.tid_axis(e)
         if axis is not None:
             out.append((pos, axis))
+            continue
+        segment = ctx.segment(e)
+        if segment is not None:
+            out.append((pos, segment))
             continue
         row = ctx.row(e)
         if row is not None:
@@ -251,11 +309,11 @@ def own_arrays(k: ir.Kernel) -> frozenset[str]:
     return _own(k)[0]
 
 
-def _own(k: ir.Kernel) -> tuple[frozenset[str], dict[str, Exactness]]:
-    """`own_arrays`, and for those with flattened rows, the checks under which
-    the rows are exact."""
+def _own(k: ir.Kernel) -> tuple[frozenset[str], dict[str, Exactness], tuple]:
+    """`own_arrays`, for those with flattened rows the checks under which
+    the rows are exact, and those read in segments as (array, p, axis)."""
     if k.tid_ndim == 0:
-        return frozenset(), {}
+        return frozenset(), {}, ()
     ctx = _Context(k)
     slabs: dict[str, set] = {}
     checks: dict[str, frozenset] = {}
@@ -272,24 +330,31 @@ def _own(k: ir.Kernel) -> tuple[frozenset[str], dict[str, Exactness]]:
         if isinstance(e, ir.Load):
             note(e.array, e.indices)
     out = set()
+    segments = []
     for a, found in slabs.items():
         if len(found) != 1:
             continue
-        axes = [x if isinstance(x, int) else x[1] for _, x in next(iter(found))]
-        if sorted(axes) == list(range(k.tid_ndim)):
-            out.add(a)
-    return frozenset(out), {a: ctx.exactness(checks[a]) for a in sorted(out) if checks[a]}
+        slab = next(iter(found))
+        axes = [x if isinstance(x, int) else x[1] for _, x in slab]
+        if sorted(axes) != list(range(k.tid_ndim)):
+            continue
+        segmented = [(a, x[2], x[1]) for _, x in slab if isinstance(x, tuple) and x[0] == "segment"]
+        if segmented and a in ctx.written:  # disjoint only if p is non-decreasing: never for a race proof
+            continue
+        out.add(a)
+        segments += segmented
+    return frozenset(out), {a: ctx.exactness(checks[a]) for a in sorted(out) if checks[a]}, tuple(sorted(segments))
 
 
 def launch_facts(k: ir.Kernel) -> LaunchFacts:
     """The access facts of one typed kernel (see module doc)."""
     written = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd)))
     atomic = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd))
-    own, rows = _own(k)
+    own, rows, segments = _own(k)
     loaded = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)} | atomic
     alias = tid_aliases(k)
     overwritten = frozenset(a for a in written - loaded if _stores_own_element(k.body, a, alias, k.tid_ndim))
-    return LaunchFacts(own, atomic, written, tuple(rows.items()), overwritten)
+    return LaunchFacts(own, atomic, written, tuple(rows.items()), overwritten, segments)
 
 
 def _is_own_element(indices: tuple, alias: dict[str, int], ndim: int) -> bool:

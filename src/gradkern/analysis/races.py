@@ -296,7 +296,7 @@ def _prune(body: tuple[ir.Stmt, ...], live: set[str], written: set[str]) -> tupl
     return tuple(out)
 
 
-def _reads_written_for_control(body, live: set[str], written: set[str]) -> bool:
+def reads_written_for_control(body, live: set[str], written: set[str]) -> bool:
     """Whether a value the skeleton keeps is loaded from an array the kernel writes."""
     for s in ir.walk_stmts(body):
         if isinstance(s, ir.Assign) and s.name in live:
@@ -324,7 +324,7 @@ def _instrumented(k: ir.Kernel, launch_ndim: int, mode: str, tracked: set[str]):
     written = written_arrays(k)
     live = control_locals(k.body)
     body = inst.block(k.body)
-    copies = _reads_written_for_control(k.body, live, written)
+    copies = reads_written_for_control(k.body, live, written)
     if not copies:
         body = _prune(body, live, written)
     nsites = len(inst.sites)

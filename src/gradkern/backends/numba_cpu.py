@@ -67,7 +67,7 @@ _IMPORTS = ["import math as _gk_math", "", "import numpy as _gk_np",
 
 # ir.InBounds: an index outside [0, n) records the access and the thread (the first one wins; one
 # int64 store, so a racing store from another thread cannot mix its fields in) and becomes 0
-_CHECK = ["@_gk_njit(cache=True, error_model='numpy')",
+_CHECK = ["@_gk_njit(cache=True, error_model='numpy', inline='always')",
           "def _gkb_check(i, n, site, nsites, oob, thread):",
           "    if i >= 0 and i < n:",
           "        return _gk_int64(i)",

@@ -118,3 +118,4 @@ def version(name: str, k: int) -> str:
 
 
 OOB = PASS + "oob"  # the out-of-bounds flag of a bounds-checked kernel (transforms/boundscheck.py)
+BOUNDS_INDEX = PASS + "bi_"  # + index type: an index the exact bounds check evaluates only to check it

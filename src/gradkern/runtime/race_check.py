@@ -41,7 +41,9 @@ def needs_race_check(spec: Specialization, b: Binding) -> bool:
 def check_exclusive_rows(spec: Specialization, b: Binding, kernel_name: str, arrays) -> None:
     """Refuse a gradient whose shadows of `arrays` are accumulated with plain
     adds because their flattened rows `tid * s + r` are the thread's own, when
-    at this launch those rows may wrap around int64 and meet another thread's."""
+    at this launch those rows may wrap around int64 and meet another thread's;
+    or because their segments `range(p[t], p[t + 1])` are (analysis/access.py),
+    when at this launch p is not non-decreasing, so that segments may overlap."""
     facts = spec.facts
     for name, exact in facts.row_exactness:
         if name in arrays and not exact.holds(b.dim, *launch_bounds(spec, b)):
@@ -49,6 +51,26 @@ def check_exclusive_rows(spec: Specialization, b: Binding, kernel_name: str, arr
                 f"kernel '{kernel_name}': at this launch the flattened index of '{name}' (tid * stride + r) may "
                 f"overflow int64, so its rows may not be the threads' own and the plain accumulation into its "
                 f"shadow would race; no buffer was changed", hint="launch fewer threads or use smaller strides")
+    names = [p.name for p in spec.typed.params]
+    for name, pointer, axis in facts.segments:
+        if name in arrays:
+            _check_non_decreasing(array_module(b.backend), b.kernel_values[names.index(pointer)], b.dim[axis],
+                                  kernel_name, name, pointer)
+
+
+def _check_non_decreasing(xp, p, threads: int, kernel_name: str, name: str, pointer: str) -> None:
+    """p[0] <= p[1] <= ... <= p[threads] (as far as p reaches: a shorter p is the bounds check's to refuse)."""
+    n = min(threads, p.shape[0] - 1)
+    if n < 1:
+        return
+    drops = xp.flatnonzero(p[1:n + 1] < p[:n])
+    if drops.size:  # on the GPU: this launch's one read-back
+        t = int(drops[0])
+        raise LaunchError(
+            f"kernel '{kernel_name}': '{pointer}' decreases at this launch ({pointer}[{t}] > {pointer}[{t + 1}]), so "
+            f"the ranges {pointer}[t] .. {pointer}[t + 1] of different threads may overlap and the plain "
+            f"accumulation into the shadow of '{name}' would race; no buffer was changed",
+            hint=f"'{pointer}' must be non-decreasing, as a CSR row pointer is")
 
 
 def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
