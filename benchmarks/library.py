@@ -75,9 +75,32 @@ GOAL_PRIMAL = 3.0  # gradient / primal
 GOAL_HAND = 1.3  # gradient / hand-written primal + adjoint
 SECTION = "## library.py"
 PNG = HERE / "library.png"
-COPY_ELEMENTS = 2**24  # 128 MiB of float64: far beyond the caches
-# Why a kernel misses a goal, by row name, once that is understood (shown in the table's last column).
-REASONS: dict[str, str] = {}
+COPY_ELEMENTS = 2**24  # 128 MiB of float64: beyond the caches of most machines (not a 260 MiB L3: RESULTS.md)
+# Why a kernel misses a goal, by row name, from gk.inspect's plan and the bytes each pass moves (shown in the
+# table's last column). "Not profiled" where the cause is not known yet.
+_STENCIL = ("byte bound: the gradient re-runs the primal and zeroes the output's shadow after the gather, "
+            "~3x the primal's traffic")
+_WRAP = ("wrap-aware gather replays every neighbour candidate (3 in 1-D, 9 in 2-D) with its flux; the hand "
+         "adjoint computes each face flux once (suspected, not profiled)")
+REASONS: dict[str, str] = {
+    "axpy": "two passes (augmented primal, reverse) plus Active a's partial sums: 7 streams for the primal's 3",
+    "scal": "in place with Active a: the old x is taped (8 B per element, allocated each call), 3x at best",
+    "ger": "x's and y's shadows take atomic adds (every thread of a row or column adds into them), privatised",
+    "gemv_t": "one thread per column walks A with stride n on the CPU (the GPU's layout); x's shadow atomic",
+    "d2q9_step": ("f's shadow takes atomic adds, privatised per chunk: the gather rewrite does not take the "
+                  "constant direction index of f[q, i, j]; the hand adjoint is a two-pass pull"),
+    "d2q9_equilibrium": "fused reverse without atomics; not profiled",
+    "l2_misfit": "u's shadow takes atomic adds (sensors may repeat): a private copy of all of u per chunk",
+    "l2_misfit_2d": "u's shadow takes atomic adds (sensors may repeat): a private copy of all of u per chunk",
+    "nbody_forces": "pos and mass shadows take atomic adds (thread i reads every j), privatised; 24 B/thread tape",
+    "spmv_t": "not profiled (the same random dy reads as the hand adjoint)",
+    "laplace_2d": _STENCIL, "heat_step_2d": _STENCIL, "wave_step_2d": _STENCIL,
+    "heat_step_3d": _STENCIL + "; vs hand: the 3-D gather's frame, not profiled",
+    "laplace9_2d": _STENCIL + "; vs hand: the 9-point gather's frame, not profiled",
+    "allen_cahn_step_2d": _STENCIL + "; vs hand: not profiled",
+    "add_source": "one point: host cost per call, not bandwidth (a bare Numba call: 23 us)",
+    "upwind_1d": _WRAP, "upwind_2d": _WRAP, "burgers_rusanov_1d": _WRAP, "shallow_water_2d": _WRAP,
+}
 
 
 # -- the rows ----------------------------------------------------------------------------------------------------

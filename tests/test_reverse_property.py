@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gradkern.testing import check_grad
@@ -47,6 +47,9 @@ def load_kernel(tmp_path, body: str):
 @settings(max_examples=6, deadline=None)
 @given(e1=expressions(3), e2=expressions(2), loop=st.booleans(), inplace=st.booleans(),
        seed=st.integers(0, 2**16))
+# out = 3500 everywhere: the loss's rounding (eps x 2.5e4 / h) exceeded check_grad's atol before its finite
+# differences allowed for it (gradkern.testing._roundoff)
+@example(e1="((math.exp(math.tanh(1.5))) ** 3) ** 3", e2="x[i]", loop=False, inplace=False, seed=65536)
 def test_random_kernels_pass_check_grad(tmp_path_factory, e1, e2, loop, inplace, seed):
     import gradkern as gk
 
