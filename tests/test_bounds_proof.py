@@ -430,3 +430,24 @@ def test_the_exact_check_evaluates_conditional_accesses_only_where_the_kernel_do
     data[3] = -1.0
     with pytest.raises(gk.LaunchError, match=r"thread \(2,\) reads data\[\(k \+ 100\)\]"):
         gk.launch(bp_lazy_rows, 3, p, data, y, backend=backend)
+
+
+@gk.kernel
+def bp_heat3d(u, un, c):
+    i, j, k = gk.tid()
+    if i == 0 or j == 0 or k == 0 or i == u.shape[0] - 1 or j == u.shape[1] - 1 or k == u.shape[2] - 1:
+        un[i, j, k] = u[i, j, k]
+    else:
+        un[i, j, k] = u[i, j, k] + c * (u[i - 1, j, k] + u[i + 1, j, k] + u[i, j - 1, k] + u[i, j + 1, k]
+                                        + u[i, j, k - 1] + u[i, j, k + 1] - 6.0 * u[i, j, k])
+
+
+def test_a_guard_of_more_disjunctions_than_the_split_takes_is_still_proved(rng):
+    """The 3-D stencil's else holds six disjunctions (i != 0, ...), past MAX_SPLITS: each access is proved by
+    its own (before: the exact check ran, and compiling it cost ~50 s); a launch one past the end is never
+    proved (no thread is named past MAX_SPLITS: the exact check decides it)."""
+    u = rng.uniform(0.5, 1.5, (5, 6, 7))
+    spec, b = proof_of(bp_heat3d, u.shape, u, np.zeros_like(u), 0.1, backend="cpu")
+    assert spec.bounds.decide(b.dim, b.kernel_values) is True
+    assert decide(bp_heat3d, (5, 6, 8), u, np.zeros_like(u), 0.1) is not True  # k reaches 7 = the extent
+    assert decide(bp_heat3d, (5, 6, 7), u[:, :, :6], np.zeros((5, 6, 6)), 0.1) is not True
