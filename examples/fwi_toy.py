@@ -236,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     inside = survey.true != survey.background
     print(f"velocity in the disc: true {survey.true[inside].mean():.3f}, start {start[inside].mean():.3f}, "
           f"recovered {recovered[inside].mean():.3f}")
+    Path(args.out).mkdir(parents=True, exist_ok=True)
     plot(Path(args.out) / "fwi_toy.png", survey, start, gradient, recovered, history)
     print(f"misfit fell: {history[0]:.6e} -> {history[-1]:.6e} ({time.perf_counter() - t0:.1f} s)")
     if not ok:
