@@ -31,8 +31,10 @@ Part 2, compile latency of the Allen-Cahn adjoint, each measured in a fresh `pyt
 of 3: the time from just before the first `gk.autodiff` call to its return, with GRADKERN_CACHE_DIR a
 fresh empty folder (cold) or one populated by an earlier process (warm); and the same for the
 hand-written Allen-Cahn primal + adjoint (their source, taken from this file, written to a temporary
-module): cold = `numba.njit(cache=False)`, warm = `cache=True` with a populated NUMBA_CACHE_DIR. The
-whole process's wall time (interpreter start, imports, compile, run) is reported as well.
+module): cold = `numba.njit(cache=False)`, warm = `cache=True` with a populated NUMBA_CACHE_DIR. Both
+processes import Numba before the timed call (gradkern imports it lazily, at its first compile: the first
+call alone would otherwise count ~0.15-0.3 s of `import numba` that the hand-written process pays at
+import). The whole process's wall time (interpreter start, imports, compile, run) is reported as well.
 Goals: gradkern cold <= 1.5x hand-written cold; gradkern warm <= 0.5 s.
 
     python benchmarks/reverse_cpu.py            # full sizes, print the tables
@@ -413,6 +415,7 @@ import json, time
 t0 = time.perf_counter()
 import numpy as np
 import gradkern as gk
+import numba  # gradkern imports Numba at its first compile; the hand-written module imports it here too
 from gradkern.kernels import allen_cahn_step
 t1 = time.perf_counter()
 n = {n}
@@ -517,9 +520,11 @@ def latency_table(lat: dict[str, Latency]) -> str:
         lines.append(f"| {label} | {c.first_s:.3f} | {c.wall_s:.3f} | {w.first_s:.3f} | {w.wall_s:.3f} | "
                      f"{w.import_s:.3f} |")
     cold_ratio = lat["gk cold"].first_s / lat["hand cold"].first_s
+    wall_ratio = lat["gk cold"].wall_s / lat["hand cold"].wall_s
     warm = lat["gk warm"].first_s
     lines += ["", f"* gradkern cold / hand-written cold (first call): {cold_ratio:.2f}x "
                   f"(goal <= {GOAL_COLD:g}x: {'ok' if cold_ratio <= GOAL_COLD else 'MISSED'})",
+              f"* the same, whole cold process (interpreter, imports, compile, run): {wall_ratio:.2f}x",
               f"* gradkern warm first call: {warm:.3f} s (goal <= {GOAL_WARM:g} s: "
               f"{'ok' if warm <= GOAL_WARM else 'MISSED'})"]
     return "\n".join(lines)

@@ -139,13 +139,19 @@ class PrivatizedSyntax(NumbaSyntax):
     stores or atomically adds, and receives atomic adds where the primal loads.) Results differ from
     the serial loop's only in the order of the atomic adds' sums."""
 
-    def __init__(self, launch_ndim: int = 1, mixed: frozenset[str] = frozenset()):
+    def __init__(self, launch_ndim: int = 1, mixed: frozenset[str] = frozenset(),
+                 accumulators: dict[tuple[str, tuple[str, ...]], str] | None = None):
         super().__init__(launch_ndim)
         self.mixed = mixed
+        self.accumulators = accumulators or {}
         self.temporaries = 0
 
     def atomic_index(self, array: str, indices: list[str]) -> str:
         return f"_gkb_priv_{array}[{', '.join(['_gkb_c', *indices])}]"
+
+    def atomic(self, array: str, indices: list[str], value: str) -> str:
+        acc = self.accumulators.get((array, tuple(indices)))
+        return f"{acc} += {value}" if acc is not None else super().atomic(array, indices, value)
 
     def load(self, e: ir.Load, indices: list[str]) -> str:
         if e.array not in self.mixed:
@@ -237,12 +243,13 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     # Locals whose first mention is a top-level assignment are defined before any use on every path and
     # need no prologue: leaving them out keeps them single-definition, and Numba's SSA reconstruction
     # costs time quadratic in the multiply-defined names of a long body.
-    defined_first = _defined_before_use(k.body)
-    if k.interior is not None:
-        defined_first &= _defined_before_use(k.interior.body)
-    prologue = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals
-                     if n not in k.thread_indices and n not in defined_first)
+    # Each body (the general one, the interior's) has its own: the interior's straight-line copies define
+    # their locals first where the general body's guarded copies cannot.
     k = _tid_copies_unaliased(k)
+    firsts = {id(k.body): _defined_before_use(k.body)}
+    if k.interior is not None:
+        firsts[id(k.interior.body)] = _defined_before_use(k.interior.body)
+    zeros = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals if n not in k.thread_indices)
     outline = _statements(k.body) > OUTLINE_STATEMENTS
 
     # A long thread body is printed once as a serial function that the launch loops call: Numba's parfor
@@ -258,7 +265,8 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         body leave dozens of locals no copy mentions)."""
         p = Printer(syntax)
         reads = {e.name for e in ir.all_exprs(body) if isinstance(e, ir.Var)}
-        own_prologue = tuple(a for a in prologue if a.name in reads)
+        first = firsts[id(body)]
+        own_prologue = tuple(a for a in zeros if a.name in reads and a.name not in first)
         if not outline:
             p.block(own_prologue + body, depth)
             return p.lines
@@ -274,7 +282,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         return p.lines
 
     def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True,
-                  merge: bool = False, edges_only: bool = False) -> list[str]:
+                  merge: bool = False, edges_only: bool = False, chunked: bool = False) -> list[str]:
         """The launch loops around the body. With an interior (transforms/split.py), each split axis
         has its range computed before its loop: the innermost is printed three times (edge, interior,
         edge), an outer one runs the rest of the nest towards the interior inside an `if` on its index
@@ -296,6 +304,11 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
             r = inner.on(axis) if inside else None
             if r is None:
                 p.line(d, f"for _gkb_t{axis} in {header}:")
+                if axis == 0 and chunked:
+                    # always true, but LLVM cannot see that a chunk's range starts at or above 0: without
+                    # the test every index keeps Numba's negative-index wrap and the loop is not vectorised
+                    p.line(d + 1, "if _gkb_t0 >= 0:")
+                    d += 1
                 nest(axis + 1, d + 1, inside)
                 return
             n, lo_, hi_ = f"_gkb_n{axis}", f"_gkb_lo{axis}", f"_gkb_hi{axis}"
@@ -354,10 +367,16 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         for a in private:
             lines.append(f"        _gkb_priv_{a} = _gk_np.zeros((_gkb_chunks,) + {a}.shape, {a}.dtype)")
         lines.append("        for _gkb_c in _gk_prange(_gkb_chunks):")
+        accumulators = {} if outline else _accumulators(k, private, options.mixed)
+        types = {p.name: p.type for p in k.params}
+        sx = NumbaSyntax(launch_ndim)
+        lines += [f"            {acc} = {sx.literal(0, types[a].dtype)}" for (a, _), acc in accumulators.items()]
         # chunks split axis 0; only an inner axis may be split further
-        lines += loop_nest(PrivatizedSyntax(launch_ndim, frozenset(options.mixed)), 3,
+        lines += loop_nest(PrivatizedSyntax(launch_ndim, frozenset(options.mixed), accumulators), 3,
                            "range(_gkb_c * _gkb_n0 // _gkb_chunks, (_gkb_c + 1) * _gkb_n0 // _gkb_chunks)",
-                           split=launch_ndim > 1)
+                           split=launch_ndim > 1, chunked=True)
+        lines += [f"            _gkb_priv_{a}[{', '.join(['_gkb_c', *idx])}] += {acc}"
+                  for (a, idx), acc in accumulators.items()]
         lines.append("        for _gkb_c in range(_gkb_chunks):")
         lines += [f"            {a} += _gkb_priv_{a}[_gkb_c]" for a in private]
         lines.append("    else:")
@@ -376,6 +395,30 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         at = lines.index(f"@_gk_njit({flags})") - 2
         lines[at:at] = outlined
     return "\n".join(lines) + "\n", entry
+
+
+def _accumulators(k: ir.Kernel, private: tuple[str, ...],
+                  mixed: tuple[str, ...]) -> dict[tuple[str, tuple[str, ...]], str]:
+    """A register accumulator per element that a privatised float target's atomic adds all hit at
+    constant indices (an Active scalar's sum): `acc += v` in the chunk's loop, added to the chunk's
+    private copy once after it. The copy's element would otherwise be loaded and stored at every
+    thread (LLVM cannot keep it in a register beside the other stores), a chain through memory that
+    made saxpy's gradient latency-bound. The same additions in the same order: the same result."""
+    bodies = k.body + (k.interior.body if k.interior is not None else ())
+    adds = [s for s in ir.walk_stmts(bodies) if isinstance(s, ir.AtomicAdd)]
+    types = {p.name: p.type for p in k.params}
+    sx = NumbaSyntax(k.tid_ndim)
+    out: dict[tuple[str, tuple[str, ...]], str] = {}
+    for a in private:
+        mine = [s for s in adds if s.array == a]
+        if a in mixed or not types[a].dtype.is_float or \
+                not all(isinstance(i, ir.Const) for s in mine for i in s.indices) or \
+                any(s.value.type != types[a].dtype for s in mine):  # a wider sum would round differently
+            continue
+        for s in mine:
+            key = (a, tuple(sx.literal(i.value, i.type) for i in s.indices))
+            out.setdefault(key, f"_gkb_acc{len(out)}")
+    return out
 
 
 def _statements(body: tuple[ir.Stmt, ...]) -> int:
@@ -513,8 +556,9 @@ class NumbaBackend(Backend):
 
     def summation(self, code: Generated, accumulator: str, parallel: bool) -> str:
         if parallel and accumulator in code.launch:
-            return ("per-chunk partial sums: each Numba thread's chunk sums into its own float64 slot, and the "
-                    "slots are added once after the loop (no atomics)")
+            where = "a register" if f"\n            _gkb_priv_{accumulator}[_gkb_c" in code.source else "its own slot"
+            return (f"per-chunk partial sums: each Numba thread's chunk sums its threads' terms in order into {where}, "
+                    "and the chunks' sums are added once after the loop (no atomics)")
         return super().summation(code, accumulator, parallel)
 
     def private_bytes(self, code: Generated, sizes: dict[str, int], dim: tuple[int, ...]) -> int:

@@ -1,0 +1,53 @@
+"""Atomic adds at constant indices (an Active scalar's sum, `out[0] += ...`) in a parallel CPU launch:
+each chunk sums its threads' terms in a register, in thread order, and adds that sum to its private
+slot once (backends/numba_cpu.py `_accumulators`). The result must be exactly the chunk-ordered sum
+(the same additions as the slot form it replaced), for any chunk count, in float32 and float64."""
+
+import numpy as np
+import pytest
+
+import gradkern as gk
+from gradkern.backends import numba_cpu
+from gradkern.kernels import saxpy
+
+
+@gk.kernel
+def two_sums(x, out):
+    i = gk.tid()
+    gk.atomic_add(out, 0, x[i] * x[i])
+    if i % 3 == 1:
+        gk.atomic_add(out, 2, x[i])  # a second constant element, hit by some threads only
+
+
+def _chunk_ordered(terms: np.ndarray, chunks: int, start: np.ndarray) -> np.ndarray:
+    """The serial oracle: chunk c's terms summed in order from zero, chunks added to `start` in order."""
+    n, out = len(terms), start.copy()
+    for c in range(chunks):
+        s = terms.dtype.type(0)
+        for t in terms[c * n // chunks:(c + 1) * n // chunks]:
+            s = terms.dtype.type(s + t)
+        out = (out + s).astype(terms.dtype)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("chunks", [1, 2, 3, 7])
+def test_constant_index_sums_are_chunk_ordered_sums(monkeypatch, dtype, chunks):
+    monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", 0)  # the parallel entry, not its twin
+    monkeypatch.setattr(numba_cpu, "private_chunks", lambda copy_bytes, n0, mixed=False: min(chunks, n0))
+    rng = np.random.default_rng(chunks)
+    n = 1001
+    x = rng.uniform(-1, 1, n).astype(dtype)
+    out = rng.uniform(-1, 1, 3).astype(dtype)
+    want0 = _chunk_ordered((x * x).astype(dtype), chunks, out[:1])[0]
+    want2 = _chunk_ordered(np.where(np.arange(n) % 3 == 1, x, 0).astype(dtype), chunks, out[2:])[0]
+    gk.launch(two_sums, n, x, out)
+    assert out[0] == want0 and out[2] == want2
+    ins = gk.inspect(two_sums, x, out, dim=n)
+    assert "_gkb_acc0 +=" in ins.source and "_gkb_acc1 +=" in ins.source
+
+
+def test_saxpy_active_scalar_sums_in_a_register(rng):
+    n = 64
+    args = gk.Active(1.5), gk.Duplicated(rng.random(n), np.zeros(n)), gk.Duplicated(rng.random(n), rng.random(n))
+    assert "in order into a register" in gk.inspect(saxpy, *args, mode=gk.Reverse).active_sums["a"]
