@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 import gradkern as gk
+from gradkern.ir import nodes as ir
+from gradkern.ir.ops import Op
 from gradkern.kernels import allen_cahn_step, heat_step_2d, laplace_2d
 from gradkern.testing import check_grad
 
@@ -233,3 +235,15 @@ def test_interior_loop_of_fused_and_gather_kernels_has_no_branch(kernel, ndim):
         assert start.isdigit() and "if " not in interior and "_gkb_interior" not in interior, (role, interior)
         assert all(f"if _gkb_t{a} >= {'1' if role == 'fused' else '2'} and _gkb_t{a} < _gkb_hi{a}:" in src
                    for a in range(last)), role
+
+
+def test_constant_folding_leaves_a_sum_that_would_wrap():
+    """simplify folds integer constants only where the result fits the type: a folded 2**63 would print
+    as a literal Numba types as uint64, where the arithmetic it replaces wraps to -2**63."""
+    from gradkern.ir.types import I64
+    from gradkern.transforms.simplify import simplify_expr
+
+    big = ir.Apply(Op.ADD, (ir.Const(2**63 - 1, type=I64), ir.Const(1, type=I64)), type=I64)
+    assert simplify_expr(big) == big
+    small = ir.Apply(Op.SUB, (ir.Const(3, type=I64), ir.Const(1, type=I64)), type=I64)
+    assert simplify_expr(small) == ir.Const(2, type=I64)

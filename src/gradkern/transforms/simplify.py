@@ -37,7 +37,10 @@ def _fold(e: ir.Expr) -> ir.Expr:
         if e.op is Op.NOT and _bool(args[0]) is not None:
             return ir.Const(not _bool(args[0]), type=e.type)
         if e.op in _INT_FOLD and e.type.is_int and all(isinstance(a, ir.Const) for a in args):
-            return ir.Const(_INT_FOLD[e.op](*(a.value for a in args)), type=e.type)
+            value = _INT_FOLD[e.op](*(int(a.value) for a in args))
+            bits = 8 * e.type.itemsize
+            if -2 ** (bits - 1) <= value < 2 ** (bits - 1):  # one that wraps is left to the backend's arithmetic
+                return ir.Const(value, type=e.type)
         return e
     if isinstance(e, ir.Select):
         known = _bool(e.cond)
