@@ -5,6 +5,7 @@ the GPU. Goal: batch >= 1.5x faster on the CPU, >= 3x on the GPU.
 
     python benchmarks/batch.py               # CPU (and GPU if present), writes RESULTS.md
     python benchmarks/batch.py --quick       # small sizes, a smoke test
+    python benchmarks/batch.py --no-gpu --no-write --lane-group 2   # another CPU lane group (measuring)
 """
 
 from __future__ import annotations
@@ -59,20 +60,27 @@ def bench(xp, n: int, reps: int, sync) -> dict:
         calls[(mode, "separate")]()
         err = max(float(xp.max(xp.abs(g - a))) for g, a in zip(got, du + dun))
         assert err <= 1e-12 * max(1.0, max(float(xp.max(xp.abs(a))) for a in du + dun)), (mode, err)
-    out = {}
-    for key, fn in calls.items():
+    for fn in calls.values():  # compile and warm
         reset()
-        fn()  # compile and warm
-        times = []
-        for _ in range(reps):
+        fn()
+    # rounds: each round times every variant once, in a rotated order, so that a busy spell of a shared
+    # machine does not fall on one column
+    times: dict = {key: [] for key in calls}
+    keys = list(calls)
+    for r in range(reps):
+        for key in keys[r % len(keys):] + keys[:r % len(keys)]:
             reset()
             sync()
             t = time.perf_counter()
-            fn()
+            calls[key]()
             sync()
-            times.append(time.perf_counter() - t)
-        out[key] = float(np.median(times))
-    return out
+            times[key].append(time.perf_counter() - t)
+    return {key: float(np.median(ts)) for key, ts in times.items()}
+
+
+def cpu_group() -> str:
+    from gradkern.backends import backend
+    return str(backend("cpu").lane_group or K)
 
 
 def main() -> None:
@@ -85,7 +93,12 @@ def main() -> None:
     ap.add_argument("--gpu-n", type=int, nargs="+", default=[1024, 4096])
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--lane-group", type=int, default=None,
+                    help="run the CPU's lanes in groups of this many (Backend.lane_group; 0: all in one launch)")
     a = ap.parse_args()
+    if a.lane_group is not None:
+        from gradkern.backends import backend
+        backend("cpu").lane_group = a.lane_group
     if a.quick:
         a.cpu_n, a.gpu_n, a.reps = [128], [256], 2
     import numba
@@ -111,7 +124,8 @@ def main() -> None:
              f"{' --quick' if a.quick else ''}`; revision {git_revision()}",
              f"- 2-D heat step (`gradkern.kernels.heat_step_2d`), float64, k = {K} shadows: one "
              "`gk.BatchDuplicated` call against 8 `gk.Duplicated` calls (median of "
-             f"{a.reps}, each call synchronised)" + (f"; {gpu_note}" if gpu_note else ""),
+             f"{a.reps} rounds, the variants interleaved in each, each call synchronised); CPU lanes in groups "
+             f"of {cpu_group()}" + (f"; {gpu_note}" if gpu_note else ""),
              "",
              "| device | size | mode | 8 separate calls (ms) | one batch call (ms) | speed-up | goal |",
              "|---|---|---|---:|---:|---:|---|"]

@@ -347,3 +347,54 @@ def test_inspect_answers_for_every_signature_on_the_cpu():
             seen_batch += 1
             assert ins.private_bytes >= 0
     assert seen_batch > 0
+
+
+def test_grouped_gathers_then_one_fused_launch(lane_group, monkeypatch):
+    """Lanes in groups with a gather and nothing taped: each group's gather, then one fused launch of all
+    lanes (primal and every lane's zeroing), the primal not run apart: ceil(k / group) + 1 launches."""
+    import gradkern.runtime.reverse as reverse
+    ran = []
+    run = reverse.run_spec
+    monkeypatch.setattr(reverse, "run_spec", lambda spec, dim, values: (ran.append(spec.typed.name),
+                                                                        run(spec, dim, values)))
+    lane_group(2)
+    kernel, args, dim = CASES["reverse/heat_2d"]
+    batch_vs_separate(kernel, args, dim, gk.Reverse, np.random.default_rng(8), backend="interp", k=5)
+    assert ran[-4:] == ["heat_step_2d_gather_x2", "heat_step_2d_gather_x2", "heat_step_2d_gather",
+                        "heat_step_2d_grad_x5"]
+    assert gk.inspect(kernel, *_lanes(args, 5), dim=dim, mode=gk.Reverse).runs == ("gather", "fused")
+
+
+def _lanes(args: tuple, k: int) -> tuple:
+    return tuple(gk.BatchDuplicated(a.val, tuple(a.dval.copy() for _ in range(k))) if isinstance(a, gk.Duplicated)
+                 else a for a in args)
+
+
+@pytest.mark.parametrize("label", ["reverse/heat_2d", "reverse/allen_cahn", "gather/periodic_2d"])
+def test_grouped_gathers_are_exact_compiled(label, monkeypatch):
+    """Through Numba, lanes in groups of 2 (k = 5: groups of 2, 2 and 1), gathers then one fused launch: every
+    shadow and Active derivative bit for bit what the 5 separate calls give, and the primal's result too."""
+    from gradkern.backends import backend
+    monkeypatch.setattr(backend("cpu"), "lane_group", 2)
+    kernel, args, dim = CASES[label]
+    rng = np.random.default_rng(3)
+    k = 5
+    seeds = [[rng.uniform(-1, 1, a.val.shape) for _ in range(k)] if isinstance(a, gk.Duplicated) else None
+             for a in args]
+
+    def plain(a):
+        return gk.Const(_copy(a.val)) if isinstance(a, gk.Const) else a
+    separate = []
+    for lane in range(k):
+        call = [plain(a) if s is None else gk.Duplicated(_copy(a.val), s[lane].copy()) for a, s in zip(args, seeds)]
+        separate.append((call, gk.autodiff(kernel, *call, dim=dim)))
+    call = [plain(a) if s is None else gk.BatchDuplicated(_copy(a.val), tuple(x.copy() for x in s))
+            for a, s in zip(args, seeds)]
+    got = gk.autodiff(kernel, *call, dim=dim)
+    for n, c in enumerate(call):
+        if isinstance(c, gk.BatchDuplicated):
+            assert np.array_equal(c.val, separate[0][0][n].val)
+            for lane in range(k):
+                assert np.array_equal(c.dvals[lane], separate[lane][0][n].dval), (label, n, lane)
+        if got[n] is not None:
+            assert got[n] == tuple(sep[1][n] for sep in separate)

@@ -11,6 +11,13 @@ Vector mode on a backend with a lane group (`Backend.lane_group`, the CPU) runs
 the primal once, as the augmented primal, then each group of lanes' gather and
 reverse from that one tape: a reverse launch writes only shadows and
 accumulators, so every group sees the post-primal state a split reverse sees.
+Where a gather exists and nothing is taped (the fused plan gather + fused), each
+group's gather runs on the memory as it was on entry, then one fused launch runs
+the primal and every lane's remaining reverse work (for a stencil: zeroing the
+written arrays' shadows): k / group + 1 launches instead of 2 k / group + 1. A
+gather writes only its own lanes' gathered shadows and reads no shadow another
+group's gather writes (those are the arrays it gathers, each lane its own), so
+each lane sees exactly what its one-lane call would.
 """
 
 from __future__ import annotations
@@ -88,6 +95,9 @@ class PreparedReverse:
     rs: ReverseSpecialization  # of the first group of lanes, where lanes run in groups
     # vector mode in groups of lanes: (first lane, end lane, specialisation) per group; () when one launch runs all
     groups: tuple[tuple[int, int, ReverseSpecialization], ...] = ()
+    # lanes in groups with a gather and nothing taped: the specialisation of all lanes, whose fused kernel runs
+    # once after the groups' gathers (None: each group runs its own gather and reverse)
+    whole: ReverseSpecialization | None = None
 
     @cached_property
     def key(self) -> tuple:
@@ -102,8 +112,11 @@ class PreparedReverse:
         accs = self._accumulators()
         tapes = self._allocate_tape()
         if plan == ("gather", "fused"):  # nothing taped: the gather needs only intact inputs and the shadows
-            self._gather(accs, tapes, self._counts(used=False))
-        self._run(rs.fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
+            counts = self._counts(used=False)
+            for lo, hi, group in self.groups or ((0, self.ann.lanes, rs),):  # each group's lanes, then all lanes
+                self._gather(accs, tapes, counts, group, lo, hi)
+        fused = (self.whole or rs).fused
+        self._run(fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
         return self._results(accs)
 
     def augmented_primal(self) -> Tape:
@@ -184,9 +197,13 @@ SPLIT_PLAN = ("augmented_primal", "reverse")
 def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str, grouped: bool = False) -> tuple[str, ...]:
     """The kernels (by role) `gk.autodiff` runs, in order. Where the backend sums Active scalars better
     apart from the primal (`Backend.split_reductions`) and nothing is taped, augmented primal + reverse;
-    lanes in groups (`Backend.lane_group`): the augmented primal once, then each group's gather and reverse."""
+    lanes in groups (`Backend.lane_group`): the augmented primal once, then each group's gather and reverse,
+    or, with a gather and nothing taped (`grouped_fuses`), each group's gather then one fused launch of all
+    lanes."""
     untaped = rs.kernels.static_slots == (0, 0)
     if grouped:
+        if grouped_fuses(rs):
+            return ("gather", "fused")
         return SPLIT_PLAN if rs.gather is None else ("augmented_primal", "gather", "reverse")
     if rs.gather is None:
         return SPLIT_PLAN if active and untaped and backend_object(backend).split_reductions else ("fused",)
@@ -203,10 +220,19 @@ def prepare_reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | Non
                                                        ann.active, ann.no_need, hi - lo))
                        for lo, hi in lane_groups(ann.lanes, backend_object(b.backend).lane_group))
     rs = groups[0][2]
+    whole = None
+    if len(groups) > 1 and grouped_fuses(rs):
+        whole = reverse_specialization(f, b, shadows, ann.active, ann.no_need, ann.lanes)
     check_exclusive_rows(rs.primal, b, f.name, {a for a, form in rs.adjoint_forms if form == "plain add"})
     check_bounds(rs.primal, b)
     check_races(rs.primal, b, f.name)
-    return PreparedReverse(f, b, ann, shadows, rs, groups if len(groups) > 1 else ())
+    return PreparedReverse(f, b, ann, shadows, rs, groups if len(groups) > 1 else (), whole)
+
+
+def grouped_fuses(rs: ReverseSpecialization) -> bool:
+    """Whether vector mode in groups runs each group's gather then one fused launch of all lanes: where
+    there is a gather and nothing is taped (its one-lane plan is gather + fused)."""
+    return rs.gather is not None and rs.kernels.static_slots == (0, 0)
 
 
 def reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> tuple:
