@@ -88,14 +88,15 @@ def test_runs_matches_the_call(rng, monkeypatch, case):
 
 
 def test_vector_mode_in_groups_of_lanes_reports_the_split_plan(rng):
-    """On the CPU lanes run in groups (Backend.lane_group): the primal once, then each group's reverse."""
+    """On the CPU lanes run in groups (Backend.lane_group): with a gather and nothing taped, each group's
+    gather, then one fused launch of all lanes; otherwise the primal once, then each group's reverse."""
     from gradkern.backends import backend
 
     k = backend("cpu").lane_group + 1  # more lanes than one group holds
     n = 40
     heat = (gk.BatchDuplicated(rng.random((8, 8)), tuple(np.zeros((8, 8)) for _ in range(k))),
             gk.BatchDuplicated(rng.random((8, 8)), tuple(rng.random((8, 8)) for _ in range(k))), gk.Const(0.1))
-    assert gk.inspect(heat_step_2d, *heat, mode=gk.Reverse).runs == ("augmented_primal", "gather", "reverse")
+    assert gk.inspect(heat_step_2d, *heat, mode=gk.Reverse).runs == ("gather", "fused")
     x, y = rng.random(n), rng.random(n)
     ins = gk.inspect(saxpy, gk.Active(1.5), gk.BatchDuplicated(x, tuple(np.zeros(n) for _ in range(k))),
                      gk.BatchDuplicated(y, tuple(rng.random(n) for _ in range(k))), mode=gk.Reverse)

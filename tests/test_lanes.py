@@ -362,7 +362,12 @@ def test_grouped_gathers_then_one_fused_launch(lane_group, monkeypatch):
     batch_vs_separate(kernel, args, dim, gk.Reverse, np.random.default_rng(8), backend="interp", k=5)
     assert ran[-4:] == ["heat_step_2d_gather_x2", "heat_step_2d_gather_x2", "heat_step_2d_gather",
                         "heat_step_2d_grad_x5"]
-    assert gk.inspect(kernel, *_lanes(args, 5), dim=dim, mode=gk.Reverse).runs == ("gather", "fused")
+    assert gk.inspect(kernel, *_lanes(args, 5), dim=dim, mode=gk.Reverse, backend="interp").runs == \
+        ("gather", "fused")
+    # a taped gather keeps the primal apart: its reverse needs the tape
+    kernel, args, dim = CASES["gather/interior_taped"]
+    assert gk.inspect(kernel, *_lanes(args, 5), dim=dim, mode=gk.Reverse, backend="interp").runs == \
+        ("augmented_primal", "gather", "reverse")
 
 
 def _lanes(args: tuple, k: int) -> tuple:

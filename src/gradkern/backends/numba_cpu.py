@@ -201,6 +201,13 @@ MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", "0"))
 # worker threads costs more than a few hundred threads of a loop-free body (benchmarks/overhead.py).
 # 0 turns the twins off.
 SERIAL_THREADS = int(os.environ.get("GRADKERN_SERIAL_THREADS", "256"))
+# Vector mode runs its k lanes in launches of at most this many lanes, the primal once (Backend.lane_group;
+# 0: all k in one launch). On the 2-core Intel Xeon (260 MiB L3) the heat step's gather costs about the same
+# per launch for 1 to 4 lanes and twice that for 8, and every launch of a loaded machine can stall at its
+# barrier: 4 was the fastest group measured there, reverse and forward, 1 and 2 threads; 8 equalled it except
+# under load; the 2-core AMD EPYC (32 MiB L3), where the 8-lane gather's equally aligned rows collide in cache
+# sets, measured 2 best and 4 within 16% (benchmarks/batch.py, RESULTS.md).
+LANE_GROUP = int(os.environ.get("GRADKERN_LANE_GROUP", "4"))
 # A 1-D parallel launch split into an interior (transforms/split.py) runs its edge threads, at most this
 # many, serially beside the interior's `prange`: each `prange` is a gufunc Numba compiles apart (about 0.4 s
 # each, cold), and the edges of a stencil are a few threads. Wider edges (an interior bounded by a parameter)
@@ -514,7 +521,7 @@ class NumbaBackend(Backend):
     name = "cpu"
     splits_interior = True
     split_reductions = True
-    lane_group = 2
+    lane_group = LANE_GROUP
 
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:
