@@ -6,6 +6,7 @@ the GPU. Goal: batch >= 1.5x faster on the CPU, >= 3x on the GPU.
     python benchmarks/batch.py               # CPU (and GPU if present), writes RESULTS.md
     python benchmarks/batch.py --quick       # small sizes, a smoke test
     python benchmarks/batch.py --no-gpu --no-write --lane-group 2   # another CPU lane group (measuring)
+    python benchmarks/batch.py --no-gpu --no-write --launches       # where each call's time goes
 """
 
 from __future__ import annotations
@@ -24,7 +25,41 @@ K = 8
 C = 0.1
 
 
-def bench(xp, n: int, reps: int, sync) -> dict:
+def launch_times(calls: dict, reps: int, reset) -> dict:
+    """Per variant, each kernel's median total time per call (ms) and the launches per call: where a call's
+    time goes (--launches). Times the launches through the runtime's run_spec, CPU only (no sync)."""
+    import gradkern.runtime.forward as forward
+    import gradkern.runtime.reverse as reverse
+    run = reverse.run_spec
+    seen: list = []
+
+    def timed(spec, dim, values):
+        t = time.perf_counter()
+        run(spec, dim, values)
+        seen.append((spec.typed.name, time.perf_counter() - t))
+    reverse.run_spec = forward.run_spec = timed
+    try:
+        out = {}
+        for key, fn in calls.items():
+            per: dict = {}
+            counts = []
+            for _ in range(reps):
+                reset()
+                seen.clear()
+                fn()
+                counts.append(len(seen))
+                total: dict = {}
+                for name, dt in seen:
+                    total[name] = total.get(name, 0.0) + dt
+                for name, dt in total.items():
+                    per.setdefault(name, []).append(dt)
+            out[key] = ({name: float(np.median(ts)) * 1e3 for name, ts in per.items()}, int(np.median(counts)))
+        return out
+    finally:
+        reverse.run_spec = forward.run_spec = run
+
+
+def bench(xp, n: int, reps: int, sync, launches: bool = False) -> dict:
     import gradkern as gk
     from gradkern.kernels.stencils import heat_step_2d
 
@@ -75,6 +110,10 @@ def bench(xp, n: int, reps: int, sync) -> dict:
             calls[key]()
             sync()
             times[key].append(time.perf_counter() - t)
+    if launches:
+        for (mode, variant), (per, count) in launch_times(calls, reps, reset).items():
+            print(f"{n}x{n} {mode} {variant}: {count} launches; " +
+                  ", ".join(f"{name} {ms:.2f} ms" for name, ms in per.items()))
     return {key: float(np.median(ts)) for key, ts in times.items()}
 
 
@@ -93,6 +132,8 @@ def main() -> None:
     ap.add_argument("--gpu-n", type=int, nargs="+", default=[1024, 4096])
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--no-gpu", action="store_true")
+    ap.add_argument("--launches", action="store_true",
+                    help="also print each kernel's time per call (CPU), and how many launches a call makes")
     ap.add_argument("--lane-group", type=int, default=None,
                     help="run the CPU's lanes in groups of this many (Backend.lane_group; 0: all in one launch)")
     a = ap.parse_args()
@@ -106,7 +147,7 @@ def main() -> None:
     rows = []
     for n in a.cpu_n:
         rows.append(("CPU", f"{cpu_model()}, {numba.get_num_threads()} Numba threads", n,
-                     bench(np, n, a.reps, lambda: None), 1.5))
+                     bench(np, n, a.reps, lambda: None, a.launches), 1.5))
     gpu_note = "no GPU here"
     if not a.no_gpu:
         try:

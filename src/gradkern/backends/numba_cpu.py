@@ -202,11 +202,11 @@ MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", "0"))
 # 0 turns the twins off.
 SERIAL_THREADS = int(os.environ.get("GRADKERN_SERIAL_THREADS", "256"))
 # Vector mode runs its k lanes in launches of at most this many lanes, the primal once (Backend.lane_group;
-# 0: all k in one launch). On the 2-core Intel Xeon (260 MiB L3) the heat step's gather costs about the same
-# per launch for 1 to 4 lanes and twice that for 8, and every launch of a loaded machine can stall at its
-# barrier: 4 was the fastest group measured there, reverse and forward, 1 and 2 threads; 8 equalled it except
-# under load; the 2-core AMD EPYC (32 MiB L3), where the 8-lane gather's equally aligned rows collide in cache
-# sets, measured 2 best and 4 within 16% (benchmarks/batch.py, RESULTS.md).
+# 0: all k in one launch). The 2-D heat step's gather costs about the same per launch for 1 to 4 lanes at
+# 1024^2, and a parallel launch on a loaded machine can stall at its barrier: on the 2-core Intel Xeon (260 MiB
+# L3) 4 was the fastest group of 1/2/4/8 in both modes at 256^2 and 1024^2 (1 and 2 threads), 8 about as fast.
+# 2 was chosen on a 2-core AMD EPYC (32 MiB L3), whose 8-lane gather's equally aligned rows collided in cache
+# sets; 4 measured within 16% of 2 there (benchmarks/batch.py --lane-group, RESULTS.md).
 LANE_GROUP = int(os.environ.get("GRADKERN_LANE_GROUP", "4"))
 # A 1-D parallel launch split into an interior (transforms/split.py) runs its edge threads, at most this
 # many, serially beside the interior's `prange`: each `prange` is a gufunc Numba compiles apart (about 0.4 s
