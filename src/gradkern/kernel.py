@@ -20,6 +20,29 @@ from .frontend.parse import ParsedFunction, parse_function
 from .ir import nodes as ir
 
 
+class SpecCache(dict):
+    """A kernel's specialisations by key. `generation` counts the times it was emptied: the runtime's
+    per-signature call plans (runtime/plans.py) hold specialisations and are valid for one generation."""
+
+    generation = 0
+
+    def clear(self) -> None:
+        self.generation += 1
+        super().clear()
+
+    def __delitem__(self, key) -> None:
+        self.generation += 1
+        super().__delitem__(key)
+
+    def pop(self, *args):
+        self.generation += 1
+        return super().pop(*args)
+
+    def popitem(self):
+        self.generation += 1
+        return super().popitem()
+
+
 class KernelFunction(KernelMarker):
     """A compute kernel: launched over a 1-3-D domain with `gk.launch`."""
 
@@ -29,7 +52,7 @@ class KernelFunction(KernelMarker):
         self.name = fn.__name__
         self._parsed: ParsedFunction = parse_function(fn)
         self._ir: ir.Kernel | None = None
-        self._specs: dict[tuple, Any] = {}
+        self._specs: SpecCache = SpecCache()
         self._lock = threading.Lock()
         try:
             self._ir = lower_kernel(self._parsed)

@@ -214,25 +214,54 @@ def annotated_binding(f: KernelFunction, args: tuple, dim: Any, backend: str | N
 
     A call whose annotation signature was validated before (`_signature`) skips
     the checks that depend only on it; the binding has its own cache."""
+    return annotated_entry(f, args, dim, backend, forward)[:3]
+
+
+def annotated_entry(f: KernelFunction, args: tuple, dim: Any, backend: str | None, forward: bool = False
+                    ) -> tuple[Annotated, Binding, dict[str, tuple], AnnotatedEntry | None]:
+    """`annotated_binding`, and the cache entry of the call's signature (None where it has none), where
+    the runtime keeps the signature's call plan (runtime/plans.py)."""
     key = _signature(f, args, forward, dim, backend)
     if key is not None:
         hit = _ANNOTATED.get(key)
-        if hit is not None and hit[0] is f:
-            ann = _reuse(hit[1], args)
+        if hit is not None and hit.kernel is f:
+            ann = _reuse(hit.ann, args)
             if ann is not None:  # the key holds the binding's signature too (binding._signature)
-                return ann, from_template(hit[2], ann.primals), ann.shadows
+                return ann, from_template(hit.template, ann.primals), ann.shadows, hit
     ann, b, shadows = _annotated_binding(f, args, dim, backend, forward)
-    if key is not None and not b.aliases:
-        if len(_ANNOTATED) >= MAX_ANNOTATED:
-            _ANNOTATED.clear()
-        # the templates keep no values: the cache must not keep the caller's arrays alive
-        _ANNOTATED[key] = (f, Annotated((), {n: len(d) for n, d in ann.shadows.items()}, ann.active, ann.no_need,
-                                        ann.lanes), template_of(b))
-    return ann, b, shadows
+    if key is None or b.aliases:
+        return ann, b, shadows, None
+    if len(_ANNOTATED) >= MAX_ANNOTATED:
+        _ANNOTATED.clear()
+    # the templates keep no values: the cache must not keep the caller's arrays alive
+    entry = _ANNOTATED[key] = AnnotatedEntry(
+        f, Annotated((), {n: len(d) for n, d in ann.shadows.items()}, ann.active, ann.no_need, ann.lanes),
+        template_of(b))
+    return ann, b, shadows, entry
+
+
+class AnnotatedEntry:
+    """What the annotation cache keeps of a signature: the annotations' structure (no values), the
+    binding's template, and the call's plan (runtime/plans.py), built by the mode that runs it."""
+
+    __slots__ = ("kernel", "ann", "template", "plan")
+
+    def __init__(self, kernel: KernelFunction, ann: Annotated, template: tuple):
+        self.kernel, self.ann, self.template, self.plan = kernel, ann, template, None
+
+
+def cached_annotations(f: KernelFunction, args: tuple, dim: Any, backend: str | None, forward: bool
+                       ) -> AnnotatedEntry | None:
+    """The cache entry of this call's signature, or None (then `annotated_binding` validates it in full)."""
+    key = _signature(f, args, forward, dim, backend)
+    if key is None:
+        return None
+    hit = _ANNOTATED.get(key)
+    return hit if hit is not None and hit.kernel is f else None
 
 
 MAX_ANNOTATED = 4096  # remembered signatures, all kernels together
-_ANNOTATED: dict[tuple, tuple[KernelFunction, Annotated, tuple]] = {}
+_ANNOTATED: dict[tuple, AnnotatedEntry] = {}
 
 
 def _value_key(v: Any, arrays: list) -> Any:

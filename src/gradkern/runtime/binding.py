@@ -198,17 +198,48 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
     only its scalar values are converted again. Every check the full binding
     makes is a function of that key, except the value checks `_signature`
     repeats: the int64 range of Python ints and the overlap of the buffers."""
+    return bind_entry(kernel, dim, args, backend, inspect_only)[0]
+
+
+def bind_entry(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, inspect_only: bool = False
+               ) -> tuple[Binding, BoundEntry | None]:
+    """`bind`, and the cache entry of the launch's signature (None where it has none), where the runtime
+    keeps the signature's call plan (runtime/plans.py)."""
     key = None if inspect_only else _signature(kernel, dim, args, backend)
     if key is not None:
         hit = _BOUND.get(key)
-        if hit is not None and hit[0] is kernel:
-            return from_template(hit[1], args)
+        if hit is not None and hit.kernel is kernel:
+            return from_template(hit.template, args), hit
     b = _bind(kernel, dim, args, backend, inspect_only)
-    if key is not None and not b.aliases:
-        if len(_BOUND) >= MAX_BOUND:
-            _BOUND.clear()
-        _BOUND[key] = (kernel, template_of(b))
-    return b
+    if key is None or b.aliases:
+        return b, None
+    if len(_BOUND) >= MAX_BOUND:
+        _BOUND.clear()
+    entry = _BOUND[key] = BoundEntry(kernel, template_of(b))
+    return b, entry
+
+
+class BoundEntry:
+    """What the binding cache keeps of a signature: its binding's template, and the launch's call plan."""
+
+    __slots__ = ("kernel", "template", "plan")
+
+    def __init__(self, kernel: ir.Kernel, template: tuple):
+        self.kernel, self.template, self.plan = kernel, template, None
+
+
+def cached_entry(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None) -> BoundEntry | None:
+    """The cache entry of this launch's signature, or None (then `bind` validates it in full)."""
+    key = _signature(kernel, dim, args, backend)
+    if key is None:
+        return None
+    hit = _BOUND.get(key)
+    return hit if hit is not None and hit.kernel is kernel else None
+
+
+def scalar_values(template: tuple, args: tuple) -> list:
+    """The kernel's values for `args`, whose signature bound to `template`: scalars converted."""
+    return [a if t is None else t(a) for a, t in zip(args, template[1])]
 
 
 def template_of(b: Binding) -> tuple:
@@ -225,7 +256,7 @@ def from_template(template: tuple, args: tuple) -> Binding:
 
 
 MAX_BOUND = 4096  # remembered signatures, all kernels together; a program varying its shapes endlessly starts over
-_BOUND: dict[tuple, tuple[ir.Kernel, tuple]] = {}
+_BOUND: dict[tuple, BoundEntry] = {}
 KEYED_SCALARS = frozenset({float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_})
 
 

@@ -9,9 +9,11 @@ from typing import Any
 
 from ..errors import LaunchError
 from ..kernel import KernelFunction
-from .binding import bind
+from ..pipeline import Specialization
+from .binding import Binding, bind_entry, cached_entry, from_template, scalar_values
 from .bounds_check import check_bounds
 from .execute import run_spec
+from .plans import Checks, Runner, checks_settled, int_positions, valid
 from .race_check import check_races
 from .recording import active_recorder
 from .specialize import primal_specialization
@@ -28,20 +30,51 @@ def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = N
     """Run `kernel` over the launch domain `dim` (int or tuple of 1-3 ints).
     Arrays are updated in place; every argument is validated first. Inside a
     program being differentiated, the program's recorder takes the launch."""
-    k = check_kernel(kernel)
+    k = kernel if type(kernel) is KernelFunction else check_kernel(kernel)
     recorder = active_recorder()
     if recorder is not None:
         recorder.launch(k, dim, args, backend)
         return
-    spec, b = prepare_launch(k, dim, args, backend)
+    entry = cached_entry(k.ir, dim, args, backend)
+    plan = None if entry is None else entry.plan
+    if valid(plan, k):  # a signature launched before (runtime/plans.py)
+        values = scalar_values(entry.template, args)
+        if not plan.checks.settled(values):
+            b = from_template(entry.template, args)
+            check_bounds(plan.spec, b)
+            check_races(plan.spec, b, k.name)
+            if checks_settled(plan.spec, b):
+                plan.checks.record(values)
+        plan.runner(plan.dim, values)
+        return
+    spec, b, entry = _prepare(k, dim, args, backend)
     run_spec(spec, b.dim, list(b.kernel_values))
+    if entry is not None:
+        entry.plan = LaunchPlan(k, spec, b)
+
+
+class LaunchPlan:
+    """A launch signature's plan: its specialisation, run directly, and its checks' outcomes."""
+
+    __slots__ = ("kernel", "generation", "spec", "dim", "runner", "checks")
+
+    def __init__(self, k: KernelFunction, spec: Specialization, b: Binding):
+        self.kernel, self.generation = k, k._specs.generation
+        self.spec, self.dim, self.runner = spec, b.dim, Runner(spec)
+        self.checks = Checks(int_positions(spec))
+        if checks_settled(spec, b):
+            self.checks.record(b.kernel_values)
 
 
 def prepare_launch(k: KernelFunction, dim: Any, args: tuple, backend: str | None):
     """Validate a launch, fetch its specialisation, check bounds and races; touches no buffer.
     Returns (specialisation, binding)."""
-    b = bind(k.ir, dim, args, backend)
+    return _prepare(k, dim, args, backend)[:2]
+
+
+def _prepare(k: KernelFunction, dim: Any, args: tuple, backend: str | None):
+    b, entry = bind_entry(k.ir, dim, args, backend)
     spec = primal_specialization(k, b)
     check_bounds(spec, b)
     check_races(spec, b, k.name)
-    return spec, b
+    return spec, b, entry

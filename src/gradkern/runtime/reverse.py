@@ -23,22 +23,23 @@ each lane sees exactly what its one-lane call would.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
+from math import isfinite
 from typing import Any
 
 import numpy as np
 
-from ..annotations import Annotation, Const
+from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
 from ..backends import backend as backend_object
 from ..errors import AnnotationError
 from ..ir.interp import interpret
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization
-from .annotate import Annotated, annotated_binding, lane_groups
+from .annotate import Annotated, AnnotatedEntry, annotated_entry, cached_annotations, lane_groups
 from .arrays import array_module, is_cupy_array, owned_nbytes, untouched
-from .binding import Binding
+from .binding import Binding, scalar_values
 from .bounds_check import check_bounds
 from .execute import run_spec
+from .plans import Checks, Runner, checks_settled, int_positions, valid
 from .race_check import check_exclusive_rows, check_races
 from .specialize import reverse_specialization
 
@@ -84,7 +85,82 @@ class Tape:
         return owned_nbytes(self.values) + owned_nbytes(self.ints) + owned_nbytes(self.counts)
 
 
-@dataclass(frozen=True)
+class ReversePlan:
+    """What every reverse-mode call of one signature shares (runtime/plans.py): the specialisations,
+    which kernels autodiff runs, the order of the adjoint arguments, the tape's and accumulators' types
+    and the checks' outcomes. Holds no arrays of the caller's."""
+
+    def __init__(self, f: KernelFunction, b: Binding, ann: Annotated, shadows: dict, rs: ReverseSpecialization,
+                 groups: tuple, whole: ReverseSpecialization | None = None):
+        self.kernel, self.generation = f, f._specs.generation
+        self.rs, self.groups, self.whole, self.lanes, self.active = rs, groups, whole, ann.lanes, ann.active
+        self.backend, self.xp = b.backend, array_module(b.backend)
+        self.key = (b.key, tuple(sorted(shadows)), ann.active, ann.lanes)
+        self.roles = autodiff_plan(rs, bool(ann.active), b.backend, grouped=bool(groups))
+        order = [p.name for p in rs.primal.typed.params]
+        self.shadow_order = tuple(n for n in order if n in shadows)  # the adjoint arguments' order
+        self.acc_order = tuple(sorted(ann.active, key=order.index))
+        self.acc_type = rs.kernels.accumulator_type.numpy
+        self.results = tuple(p.name if p.name in ann.active else None for p in f.ir.params)
+        self.shadow_names = tuple(shadows)  # in argument order, as annotate._reuse lists them
+        self.plain_adds = frozenset(a for a, form in rs.adjoint_forms if form == "plain add")
+        self.checks = Checks(int_positions(rs.primal))
+        # a CPU launch's stand-ins for tapes and counters no kernel reads, made once (arrays.untouched)
+        self.cpu = b.backend == "cpu"
+        self.stand_ins: dict[tuple, Any] = {}
+        self.tape_type = rs.kernels.tape_float.numpy
+        self.runners: dict[int, tuple[Any, Runner]] = {}
+
+    def runner(self, spec) -> Runner:
+        """Runs `spec` (one of this signature's specialisations) as run_spec would."""
+        hit = self.runners.get(id(spec))
+        if hit is None or hit[0] is not spec:
+            hit = self.runners[id(spec)] = (spec, Runner(spec))
+        return hit[1]
+
+    def untouched(self, shape: tuple, dtype) -> Any:
+        if not self.cpu:
+            return untouched(self.backend, shape, dtype)
+        key = (shape, dtype)
+        a = self.stand_ins.get(key)
+        if a is None:
+            a = self.stand_ins[key] = untouched(self.backend, shape, dtype)
+        return a
+
+    def prepare(self, entry: AnnotatedEntry, args: tuple) -> PreparedReverse | None:
+        """The call of `args`, whose signature is this plan's; None where a value check fails (a
+        non-finite Active value): the full path then raises what a first call would."""
+        primals, shadows = [], []
+        for a in args:
+            t = type(a)
+            if t is Duplicated or t is DuplicatedNoNeed:
+                shadows.append((a.dval,))
+                primals.append(a.val)
+            elif t is Active:
+                if not isfinite(a.val):
+                    return None
+                primals.append(a.val)
+            elif t is Const:
+                primals.append(a.val)
+            elif t is BatchDuplicated:
+                shadows.append(tuple(a.dvals))
+                primals.append(a.val)
+            else:
+                primals.append(a)
+        template = entry.template
+        values = scalar_values(template, primals)
+        tb = template[0]
+        b = Binding(tb.dim, tb.types, tuple(values), tb.backend, tb.names, (), tb.strided)
+        shadows = dict(zip(self.shadow_names, shadows))
+        if not self.checks.settled(values):
+            _check(self.kernel, self.rs, b, self.plain_adds)
+            if checks_settled(self.rs.primal, b, self.plain_adds):
+                self.checks.record(values)
+        ann = Annotated(tuple(primals), shadows, self.active, entry.ann.no_need, self.lanes)
+        return PreparedReverse(self.kernel, b, ann, shadows, self.rs, self.groups, self.whole, self)
+
+
+@dataclass(eq=False)
 class PreparedReverse:
     """A validated reverse-mode call: binding, annotations, shadows, specialisation."""
 
@@ -98,20 +174,25 @@ class PreparedReverse:
     # lanes in groups with a gather and nothing taped: the specialisation of all lanes, whose fused kernel runs
     # once after the groups' gathers (None: each group runs its own gather and reverse)
     whole: ReverseSpecialization | None = None
+    plan: ReversePlan | None = None  # what the calls of this signature share; made here when not given
 
-    @cached_property
+    def __post_init__(self):
+        if self.plan is None:
+            self.plan = ReversePlan(self.kernel, self.b, self.ann, self.shadows, self.rs, self.groups, self.whole)
+
+    @property
     def key(self) -> tuple:
-        return (self.b.key, tuple(sorted(self.shadows)), self.ann.active, self.ann.lanes)
+        return self.plan.key
 
     def fused(self) -> tuple:
         """Primal and reverse in one call (autodiff): returns the Active scalars' derivatives."""
         rs = self.rs
-        plan = autodiff_plan(rs, bool(self.ann.active), self.b.backend, grouped=bool(self.groups))
-        if plan[-1] == "reverse":  # the augmented primal once, then (each group of lanes') gather and reverse
+        roles = self.plan.roles
+        if roles[-1] == "reverse":  # the augmented primal once, then (each group of lanes') gather and reverse
             return self.reverse(self.augmented_primal())
         accs = self._accumulators()
         tapes = self._allocate_tape()
-        if plan == ("gather", "fused"):  # nothing taped: the gather needs only intact inputs and the shadows
+        if roles == ("gather", "fused"):  # nothing taped: the gather needs only intact inputs and the shadows
             counts = self._counts(used=False)
             for lo, hi, group in self.groups or ((0, self.ann.lanes, rs),):  # each group's lanes, then all lanes
                 self._gather(accs, tapes, counts, group, lo, hi)
@@ -141,23 +222,24 @@ class PreparedReverse:
 
     # -- pieces ---------------------------------------------------------------------------------------------------
     def _run(self, spec, values: list):
-        run_spec(spec, self.b.dim, values)
+        self.plan.runner(spec)(self.b.dim, values)
 
     def _allocate_tape(self) -> tuple:
         """The float and int tapes, sized by tape_slots, on the launch's device."""
+        plan = self.plan
         nf, ni = tape_slots(self.rs, self.b)
-        be, xp = self.b.backend, array_module(self.b.backend)
-        floats, ints = (*self.b.dim, nf), (*self.b.dim, ni)
-        float_type = self.rs.kernels.tape_float.numpy
-        return (xp.zeros(floats, float_type) if nf else untouched(be, floats, float_type),
-                xp.zeros(ints, np.int64) if ni else untouched(be, ints, np.int64))
+        dim = self.b.dim
+        floats, ints = (*dim, nf), (*dim, ni)
+        float_type = plan.tape_type
+        return (plan.xp.zeros(floats, float_type) if nf else plan.untouched(floats, float_type),
+                plan.xp.zeros(ints, np.int64) if ni else plan.untouched(ints, np.int64))
 
     def _counts(self, used: bool = True):
         """Per-thread push counters of an augmented primal, on the launch's device
         (a one-element stand-in where no kernel reads them)."""
         if not used:
-            return untouched(self.b.backend, (*(1 for _ in self.b.dim), 2), np.int64)
-        return array_module(self.b.backend).zeros((*self.b.dim, 2), np.int64)
+            return self.plan.untouched((*(1 for _ in self.b.dim), 2), np.int64)
+        return self.plan.xp.zeros((*self.b.dim, 2), np.int64)
 
     def _gather(self, accs: dict, tapes: tuple, counts, rs: ReverseSpecialization | None = None, lo: int = 0,
                 hi: int | None = None):
@@ -167,28 +249,34 @@ class PreparedReverse:
         zeroes any."""
         rs = rs or self.rs
         shapes = {n: v.shape for n, v in zip(self.b.names, self.b.values) if hasattr(v, "shape")}
-        run_spec(rs.gather, rs.gather_extents(self.b.dim, shapes),
-                 [*self.b.kernel_values, *self._adjoint_values(accs, lo, hi), *tapes, counts, *self.b.dim])
+        self.plan.runner(rs.gather)(rs.gather_extents(self.b.dim, shapes),
+                                    [*self.b.kernel_values, *self._adjoint_values(accs, lo, hi), *tapes, counts,
+                                     *self.b.dim])
 
     def _accumulators(self) -> dict[str, tuple]:
         """One element per Active scalar and lane: its derivative summed over all
         threads, in float64 also for float32 kernels (transforms/reverse.py)."""
-        xp = array_module(self.b.backend)
-        dtype = self.rs.kernels.accumulator_type.numpy
-        return {n: tuple(xp.zeros(1, dtype) for _ in range(self.ann.lanes)) for n in self.ann.active}
+        plan = self.plan
+        zeros, dtype = plan.xp.zeros, plan.acc_type
+        if plan.lanes == 1:
+            return {n: (zeros(1, dtype),) for n in plan.acc_order}
+        return {n: tuple(zeros(1, dtype) for _ in range(plan.lanes)) for n in plan.acc_order}
 
     def _adjoint_values(self, accs: dict[str, tuple], lo: int = 0, hi: int | None = None) -> list:
-        """Shadow and accumulator arguments of lanes lo:hi (lane by lane), in the generated kernels' order."""
-        order = [p.name for p in self.rs.primal.typed.params]
-        return [*(dx for n in order if n in self.shadows for dx in self.shadows[n][lo:hi]),
-                *(acc for n in sorted(accs, key=order.index) for acc in accs[n][lo:hi])]
+        """Shadow and accumulator arguments of lanes lo:hi (lane by lane), in the generated kernels' order
+        (the accumulators' dict is in that order: `_accumulators`)."""
+        shadows = self.shadows
+        if lo == 0 and hi is None:
+            return [*(dx for n in self.plan.shadow_order for dx in shadows[n]),
+                    *(acc for lanes in accs.values() for acc in lanes)]
+        return [*(dx for n in self.plan.shadow_order for dx in shadows[n][lo:hi]),
+                *(acc for lanes in accs.values() for acc in lanes[lo:hi])]
 
     def _results(self, accs: dict[str, tuple]) -> tuple:
         """Active scalars' derivatives (a tuple of one per lane in vector mode), None for the rest."""
-        def value(lanes):
-            got = tuple(float(a[0]) for a in lanes)
-            return got[0] if self.ann.lanes == 1 else got
-        return tuple(value(accs[p.name]) if p.name in accs else None for p in self.kernel.ir.params)
+        if self.plan.lanes == 1:
+            return tuple(None if n is None else float(accs[n][0][0]) for n in self.plan.results)
+        return tuple(None if n is None else tuple(float(a[0]) for a in accs[n]) for n in self.plan.results)
 
 
 SPLIT_PLAN = ("augmented_primal", "reverse")
@@ -211,8 +299,14 @@ def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str, grouped
 
 
 def prepare_reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> PreparedReverse:
-    """Validate everything and check bounds and races; touches no buffer."""
-    ann, b, shadows = annotated_binding(f, args, dim, backend)
+    """Validate everything and check bounds and races; touches no buffer. A signature prepared before
+    reuses its plan (ReversePlan, runtime/plans.py): the checks of the call's values are made again."""
+    entry = cached_annotations(f, args, dim, backend, False)
+    if entry is not None and valid(entry.plan, f):
+        prepared = entry.plan.prepare(entry, args)
+        if prepared is not None:
+            return prepared
+    ann, b, shadows, entry = annotated_entry(f, args, dim, backend)
     if ann.lanes == 1:  # the common case, without the lane groups' bookkeeping (per-call cost)
         groups: tuple = ((0, 1, reverse_specialization(f, b, shadows, ann.active, ann.no_need, 1)),)
     else:
@@ -223,16 +317,28 @@ def prepare_reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | Non
     whole = None
     if len(groups) > 1 and grouped_fuses(rs):
         whole = reverse_specialization(f, b, shadows, ann.active, ann.no_need, ann.lanes)
-    check_exclusive_rows(rs.primal, b, f.name, {a for a, form in rs.adjoint_forms if form == "plain add"})
-    check_bounds(rs.primal, b)
-    check_races(rs.primal, b, f.name)
-    return PreparedReverse(f, b, ann, shadows, rs, groups if len(groups) > 1 else (), whole)
+    plain_adds = frozenset(a for a, form in rs.adjoint_forms if form == "plain add")
+    _check(f, rs, b, plain_adds)
+    prepared = PreparedReverse(f, b, ann, shadows, rs, groups if len(groups) > 1 else (), whole)
+    if entry is not None:
+        plan = prepared.plan
+        if checks_settled(rs.primal, b, plain_adds):
+            plan.checks.record(b.kernel_values)
+        entry.plan = plan
+    return prepared
 
 
 def grouped_fuses(rs: ReverseSpecialization) -> bool:
     """Whether vector mode in groups runs each group's gather then one fused launch of all lanes: where
     there is a gather and nothing is taped (its one-lane plan is gather + fused)."""
     return rs.gather is not None and rs.kernels.static_slots == (0, 0)
+
+
+def _check(f: KernelFunction, rs: ReverseSpecialization, b: Binding, plain_adds: frozenset[str]) -> None:
+    """The checks of a reverse-mode call that read its values: rows, bounds, races."""
+    check_exclusive_rows(rs.primal, b, f.name, plain_adds)
+    check_bounds(rs.primal, b)
+    check_races(rs.primal, b, f.name)
 
 
 def reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> tuple:
