@@ -32,6 +32,7 @@ from .binding import (
     default_dim,
     exactly_aliased,
     from_template,
+    may_share_memory,
     numpy_made,
     template_of,
 )
@@ -290,10 +291,21 @@ def _signature(f: KernelFunction, args: tuple, forward: bool, dim: Any, backend:
         return None
     sig: list = [id(f), forward, dim, backend]
     arrays: list = []
+    ndarray = np.ndarray
     for a in args:
         t = type(a)
         if t is Duplicated or t is DuplicatedNoNeed:
-            k = (t, _value_key(a.val, arrays), _value_key(a.dval, arrays))
+            v, d = a.val, a.dval
+            if type(v) is ndarray and type(d) is ndarray:  # the common case, `_value_key` of both inline
+                vb, db = v.base, d.base
+                if not ((vb is None or (type(vb) is ndarray and vb.flags.owndata))
+                        and (db is None or (type(db) is ndarray and db.flags.owndata))):
+                    return None
+                arrays.append(v)
+                arrays.append(d)
+                sig.append((t, v.dtype, v.shape, v.strides, v.flags.num, d.dtype, d.shape, d.strides, d.flags.num))
+                continue
+            k = (t, _value_key(v, arrays), _value_key(d, arrays))
         elif t is BatchDuplicated:
             dvals = a.dvals
             if type(dvals) is not tuple and type(dvals) is not list:
@@ -308,10 +320,9 @@ def _signature(f: KernelFunction, args: tuple, forward: bool, dim: Any, backend:
         if any(v is None for v in k):  # `is`: a dtype compares equal to None
             return None
         sig.append(k)
-    may_share = np.may_share_memory
     for n, a in enumerate(arrays):
         for b in arrays[n + 1:]:
-            if may_share(a, b):
+            if may_share_memory(a, b):
                 return None
     return tuple(sig)
 

@@ -257,6 +257,8 @@ def from_template(template: tuple, args: tuple) -> Binding:
 
 MAX_BOUND = 4096  # remembered signatures, all kernels together; a program varying its shapes endlessly starts over
 _BOUND: dict[tuple, BoundEntry] = {}
+# np.may_share_memory without its __array_function__ dispatch (the keys test plain NumPy arrays only)
+may_share_memory = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
 KEYED_SCALARS = frozenset({float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_})
 
 
@@ -286,7 +288,7 @@ def _signature(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None) ->
             return None
     for n, a in enumerate(arrays):
         for b in arrays[n + 1:]:
-            if np.may_share_memory(a, b):
+            if may_share_memory(a, b):
                 return None
     return tuple(sig)
 

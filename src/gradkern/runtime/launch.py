@@ -40,17 +40,11 @@ def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = N
     if valid(plan, k):  # a signature launched before (runtime/plans.py)
         values = scalar_values(entry.template, args)
         if not plan.checks.settled(values):
-            b = from_template(entry.template, args)
-            check_bounds(plan.spec, b)
-            check_races(plan.spec, b, k.name)
-            if checks_settled(plan.spec, b):
-                plan.checks.record(values)
+            plan.check(from_template(entry.template, args))
         plan.runner(plan.dim, values)
         return
-    spec, b, entry = _prepare(k, dim, args, backend)
+    spec, b = prepare_launch(k, dim, args, backend)
     run_spec(spec, b.dim, list(b.kernel_values))
-    if entry is not None:
-        entry.plan = LaunchPlan(k, spec, b)
 
 
 class LaunchPlan:
@@ -65,16 +59,26 @@ class LaunchPlan:
         if checks_settled(spec, b):
             self.checks.record(b.kernel_values)
 
+    def check(self, b: Binding) -> None:
+        """Check bounds and races for binding `b` of this signature; remember the outcome where it is settled."""
+        check_bounds(self.spec, b)
+        check_races(self.spec, b, self.kernel.name)
+        if checks_settled(self.spec, b):
+            self.checks.record(b.kernel_values)
+
 
 def prepare_launch(k: KernelFunction, dim: Any, args: tuple, backend: str | None):
     """Validate a launch, fetch its specialisation, check bounds and races; touches no buffer.
-    Returns (specialisation, binding)."""
-    return _prepare(k, dim, args, backend)[:2]
-
-
-def _prepare(k: KernelFunction, dim: Any, args: tuple, backend: str | None):
+    Returns (specialisation, binding). A signature prepared before reuses its plan."""
     b, entry = bind_entry(k.ir, dim, args, backend)
+    plan = None if entry is None else entry.plan
+    if valid(plan, k):
+        if not plan.checks.settled(b.kernel_values):
+            plan.check(b)
+        return plan.spec, b
     spec = primal_specialization(k, b)
     check_bounds(spec, b)
     check_races(spec, b, k.name)
-    return spec, b, entry
+    if entry is not None:
+        entry.plan = LaunchPlan(k, spec, b)
+    return spec, b

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..backends import backend as backend_object
+from ..ir.types import Array
 from ..kernel import KernelFunction
 from ..pipeline import Specialization
 from .binding import Binding
@@ -47,7 +48,8 @@ class Runner:
 def int_positions(spec: Specialization) -> tuple[int, ...]:
     """Positions of the integer and bool scalar parameters among the kernel's values: with the signature,
     what the bounds proof, the race proof and the row-exactness facts of a launch depend on."""
-    return tuple(n for n, p in enumerate(spec.typed.params) if not p.is_array and (p.type.is_int or p.type.is_bool))
+    return tuple(n for n, p in enumerate(spec.typed.params)
+                 if not isinstance(p.type, Array) and (p.type.is_int or p.type.is_bool))
 
 
 def checks_settled(spec: Specialization, b: Binding, plain_adds: frozenset[str] = frozenset()) -> bool:
@@ -87,6 +89,15 @@ class Checks:
         if len(self.passed) >= MAX_PASSED:
             self.passed.clear()
         self.passed.add(self.key(values))
+
+
+def made(cls: type, **fields: Any) -> Any:
+    """An instance of dataclass `cls` with these fields, made without its __init__: a frozen dataclass's
+    __init__ sets each field through object.__setattr__, a cost a call pays for every such record. Only
+    for dataclasses without __post_init__ and with every field given (or defaulted on the class)."""
+    obj = object.__new__(cls)
+    obj.__dict__.update(fields)
+    return obj
 
 
 def valid(plan: Any, kernel: KernelFunction) -> bool:

@@ -39,7 +39,7 @@ from .arrays import array_module, is_cupy_array, owned_nbytes, untouched
 from .binding import Binding, scalar_values
 from .bounds_check import check_bounds
 from .execute import run_spec
-from .plans import Checks, Runner, checks_settled, int_positions, valid
+from .plans import Checks, Runner, checks_settled, int_positions, made, valid
 from .race_check import check_exclusive_rows, check_races
 from .specialize import reverse_specialization
 
@@ -150,13 +150,15 @@ class ReversePlan:
         template = entry.template
         values = scalar_values(template, primals)
         tb = template[0]
-        b = Binding(tb.dim, tb.types, tuple(values), tb.backend, tb.names, (), tb.strided)
+        b = made(Binding, dim=tb.dim, types=tb.types, values=tuple(values), backend=tb.backend, names=tb.names,
+                 aliases=(), strided=tb.strided)
         shadows = dict(zip(self.shadow_names, shadows))
         if not self.checks.settled(values):
             _check(self.kernel, self.rs, b, self.plain_adds)
             if checks_settled(self.rs.primal, b, self.plain_adds):
                 self.checks.record(values)
-        ann = Annotated(tuple(primals), shadows, self.active, entry.ann.no_need, self.lanes)
+        ann = made(Annotated, primals=tuple(primals), shadows=shadows, active=self.active,
+                   no_need=entry.ann.no_need, lanes=self.lanes)
         return PreparedReverse(self.kernel, b, ann, shadows, self.rs, self.groups, self.whole, self)
 
 
@@ -205,7 +207,8 @@ class PreparedReverse:
         values, ints = self._allocate_tape()
         counts = self._counts(used=self.rs.kernels.counted)
         self._run(self.rs.augmented_primal, [*self.b.kernel_values, values, ints, counts])
-        return Tape(self.kernel.name, self.key, self.b.dim, values, ints, counts)
+        return made(Tape, kernel=self.kernel.name, key=self.plan.key, dim=self.b.dim, values=values, ints=ints,
+                    counts=counts)
 
     def reverse(self, tape: Tape) -> tuple:
         """The reverse on the arrays in their post-primal state; returns what autodiff would."""
