@@ -331,3 +331,24 @@ def test_records_made_without_init_have_every_field(cold, rng):
             prepared.b.strided) == (full[1].dim, full[1].types, full[1].backend, full[1].names, full[1].aliases,
                                     full[1].strided)
     assert all(a is b for a, b in zip(prepared.b.values[1:], full[1].values[1:], strict=True))
+
+
+def test_overlap_is_decided_per_allocation(cold, rng):
+    """binding.disjoint: arrays of two allocations never overlap; views of one (or a view and its base)
+    are asked of np.may_share_memory, so a launch of overlapping views is still refused after a hit."""
+    whole = rng.random(24)
+    x, y, z = whole[:8], whole[8:16], whole[4:12]
+    own = [binding.memory_owner(a, a.flags.num) for a in (whole, x, y, z)]
+    assert own == [whole, whole, whole, whole]
+    assert binding.disjoint([x, y], own[1:3])
+    assert not binding.disjoint([x, z], [whole, whole]) and not binding.disjoint([whole, y], own[:1] + own[2:3])
+    a, b = rng.random(8), rng.random(8)
+    assert binding.disjoint([a, b], [a, b]) and not binding.disjoint([a, a], [a, a])
+    for _ in range(3):
+        gk.launch(saxpy, 8, 1.5, x, y)
+    before = whole.copy()
+    with pytest.raises(AliasingError, match="overlap"):
+        gk.launch(saxpy, 8, 1.5, x, z)
+    np.testing.assert_array_equal(whole, before)
+    assert binding._signature(saxpy.ir, 8, (1.5, x, z), None) is None
+    assert binding._signature(saxpy.ir, 8, (1.5, x, y), None) is not None

@@ -26,13 +26,15 @@ from .arrays import (
 )
 from .binding import (
     KEYED_SCALARS,
+    OWNDATA,
     Binding,
     bind,
     check_count,
     default_dim,
+    disjoint,
     exactly_aliased,
     from_template,
-    may_share_memory,
+    memory_owner,
     numpy_made,
     template_of,
 )
@@ -291,6 +293,7 @@ def _signature(f: KernelFunction, args: tuple, forward: bool, dim: Any, backend:
         return None
     sig: list = [id(f), forward, dim, backend]
     arrays: list = []
+    owners: list = []
     ndarray = np.ndarray
     for a in args:
         t = type(a)
@@ -301,9 +304,16 @@ def _signature(f: KernelFunction, args: tuple, forward: bool, dim: Any, backend:
                 if not ((vb is None or (type(vb) is ndarray and vb.flags.owndata))
                         and (db is None or (type(db) is ndarray and db.flags.owndata))):
                     return None
+                vf, df = v.flags.num, d.flags.num
+                vo = vb if vb is not None else v if vf & OWNDATA else None  # binding.memory_owner
+                do = db if db is not None else d if df & OWNDATA else None
+                if vo is None or do is None:
+                    return None
                 arrays.append(v)
                 arrays.append(d)
-                sig.append((t, v.dtype, v.shape, v.strides, v.flags.num, d.dtype, d.shape, d.strides, d.flags.num))
+                owners.append(vo)
+                owners.append(do)
+                sig.append((t, v.dtype, v.shape, v.strides, vf, d.dtype, d.shape, d.strides, df))
                 continue
             k = (t, _value_key(v, arrays), _value_key(d, arrays))
         elif t is BatchDuplicated:
@@ -320,11 +330,11 @@ def _signature(f: KernelFunction, args: tuple, forward: bool, dim: Any, backend:
         if any(v is None for v in k):  # `is`: a dtype compares equal to None
             return None
         sig.append(k)
-    for n, a in enumerate(arrays):
-        for b in arrays[n + 1:]:
-            if may_share_memory(a, b):
-                return None
-    return tuple(sig)
+    if len(owners) < len(arrays):  # arrays keyed by `_value_key`
+        owners = [memory_owner(a, a.flags.num) for a in arrays]
+        if any(o is None for o in owners):
+            return None
+    return tuple(sig) if disjoint(arrays, owners) else None
 
 
 def _reuse(template: Annotated, args: tuple) -> Annotated | None:

@@ -272,25 +272,52 @@ def _signature(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None) ->
     if t is not int and not (t is tuple and all(type(n) is int for n in dim)):
         return None
     sig: list = [id(kernel), backend, dim]
-    arrays = []
+    arrays, owners = [], []
     for a in args:
         t = type(a)
         if t is np.ndarray:
             if not numpy_made(a):
                 return None
-            sig.append((a.dtype, a.shape, a.strides, a.flags.num))
+            flags = a.flags.num
+            owner = memory_owner(a, flags)
+            if owner is None:
+                return None
+            sig.append((a.dtype, a.shape, a.strides, flags))
             arrays.append(a)
+            owners.append(owner)
         elif t in KEYED_SCALARS:
             if t is int and not -2**63 <= a < 2**63:
                 return None
             sig.append(t)
         else:
             return None
+    return tuple(sig) if disjoint(arrays, owners) else None
+
+
+OWNDATA = 0x0004  # NPY_ARRAY_OWNDATA, a bit of ndarray.flags.num
+
+
+def memory_owner(a: np.ndarray, flags: int) -> Any:
+    """The array whose allocation holds the memory of `a` (a `numpy_made` array with these flags.num): `a`
+    where it owns its data, its base where NumPy sliced it from one that does; None where unknown (no base,
+    but not its own data either: memory a C extension wrapped; a signature then takes the full path)."""
+    base = a.base
+    if base is not None:
+        return base
+    return a if flags & OWNDATA else None
+
+
+def disjoint(arrays: list, owners: list) -> bool:
+    """Whether no two of these `numpy_made` arrays may share memory, given their `memory_owner`s (none
+    None). Arrays of different allocations never do (a view NumPy sliced lies inside its base's memory:
+    `numpy_made`), so where every owner differs, none do; otherwise np.may_share_memory decides each pair."""
+    if len(set(map(id, owners))) == len(owners):
+        return True
     for n, a in enumerate(arrays):
         for b in arrays[n + 1:]:
             if may_share_memory(a, b):
-                return None
-    return tuple(sig)
+                return False
+    return True
 
 
 def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect_only: bool) -> Binding:
