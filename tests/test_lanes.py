@@ -352,11 +352,11 @@ def test_inspect_answers_for_every_signature_on_the_cpu():
 def test_grouped_gathers_then_one_fused_launch(lane_group, monkeypatch):
     """Lanes in groups with a gather and nothing taped: each group's gather, then one fused launch of all
     lanes (primal and every lane's zeroing), the primal not run apart: ceil(k / group) + 1 launches."""
-    import gradkern.runtime.reverse as reverse
+    import gradkern.runtime.plans as plans
     ran = []
-    run = reverse.run_spec
-    monkeypatch.setattr(reverse, "run_spec", lambda spec, dim, values: (ran.append(spec.typed.name),
-                                                                        run(spec, dim, values)))
+    run = plans.Runner.__call__  # every launch of a reverse-mode call (runtime/plans.py)
+    monkeypatch.setattr(plans.Runner, "__call__", lambda self, dim, values: (ran.append(self.spec.typed.name),
+                                                                             run(self, dim, values)))
     lane_group(2)
     kernel, args, dim = CASES["reverse/heat_2d"]
     batch_vs_separate(kernel, args, dim, gk.Reverse, np.random.default_rng(8), backend="interp", k=5)
