@@ -1,16 +1,16 @@
 """Gradients whose atomically updated shadow is also read and stored plainly ("mixed"), on the CPU:
-the parallel launch with private copies read through (issue 18, item 5) against the serial loop the CPU
+the parallel launch (issue 18, item 5: backends/numba_cpu.py's MixedPlan) against the serial loop the CPU
 backend ran before it, in one process.
 
 Kernels: one colour of a red-black Gauss-Seidel sweep (in place; du[i, j] read and zeroed by its owner,
-du of the four neighbours accumulated atomically), LU's rank-1 update below pivot k (dA[i, j] read
-and zeroed by its owner, the pivot row and column accumulated atomically), both float64 on n x n, (the n-body
-force gradient written with gk.vec3 is not mixed: its position shadow only takes atomic adds, and it
-always ran in parallel). "serial" compiles the same kernel
-with the pipeline's generate stage forced to parallel=False for kernels with mixed atomic targets, as
-the code before this change did; "default" is what gradkern does now (serial: the parallel form is on only
-up to GRADKERN_MIXED_PRIVATE_BYTES, 0 by default); "parallel" forces the private copies
-whatever their size; "serial path" runs the parallel entry's own serial branch (no copies). Each timed
+du of the four neighbours accumulated atomically: rows i - 1, i, i + 1, so straight into du, the chunks
+in two phases), LU's rank-1 update below pivot k (dA[i, j] read and zeroed by its owner, dA[i, k] added
+straight, the pivot row dA[k, j] into per-slot copies kept between launches), both float64 on n x n (the
+n-body force gradient written with gk.vec3 is not mixed: its position shadow only takes atomic adds, and
+it always ran in parallel). "serial (before)" compiles the same kernel with the pipeline's generate stage
+forced to parallel=False for kernels with mixed atomic targets, as the code before this change did (and
+as the default did until GRADKERN_MIXED_PRIVATE_BYTES defaulted to 0); "default" is what gradkern does
+now; "serial path" runs the parallel entry's own serial branch (`_gkb_chunks` = 0, no chunks). Each timed
 call is `gk.autodiff` (argument validation and the race check included) from the same saved state,
 reset outside the timed region; median of --runs interleaved runs after a warm-up call each. The
 versions' shadows are checked equal (rtol 1e-12) first: sums in another order only.
@@ -68,13 +68,15 @@ def serial_when_mixed():
 
 
 @contextlib.contextmanager
-def limits(private: int, mixed: int):
-    saved = numba_cpu.PRIVATE_LIMIT, numba_cpu.MIXED_PRIVATE_LIMIT
-    numba_cpu.PRIVATE_LIMIT, numba_cpu.MIXED_PRIVATE_LIMIT = private, mixed
+def serial_path(on: bool):
+    """With `on`, privatised launches take their entry's serial branch (no chunks)."""
+    real = numba_cpu.private_chunks
+    if on:
+        numba_cpu.private_chunks = lambda *args, **kwargs: 0
     try:
         yield
     finally:
-        numba_cpu.PRIVATE_LIMIT, numba_cpu.MIXED_PRIVATE_LIMIT = saved
+        numba_cpu.private_chunks = real
 
 
 def main() -> None:
@@ -92,7 +94,6 @@ def main() -> None:
         ("lu_update", lu_update, (n, n), lambda: (A0.copy(), rng.uniform(-1, 1, (n, n))),
          lambda s: (gk.Duplicated(s[0], s[1]), n // 4)),
     ]
-    big = 1 << 40
     print(f"Numba threads {numba.get_num_threads()}, load at start {os.getloadavg()[0]:.2f}")
     for name, fn, dim, make, annotate in cases:
         state = make()
@@ -108,23 +109,21 @@ def main() -> None:
         for a, b in zip(s, p):
             np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-12 * np.abs(a).max())
         assert not versions["serial"][2] and versions["default"][2]
-        settings = {"serial": (big, big), "default": (numba_cpu.PRIVATE_LIMIT, numba_cpu.MIXED_PRIVATE_LIMIT),
-                    "parallel": (big, big), "serial path": (0, 0)}
         kernels = {"serial": versions["serial"][0], "default": versions["default"][0],
-                   "parallel": versions["default"][0], "serial path": versions["default"][0]}
-        times = {label: [] for label in settings}
+                   "serial path": versions["default"][0]}
+        times = {label: [] for label in kernels}
         for _ in range(args.runs):
-            for label, limit in settings.items():
-                with limits(*limit):
+            for label, k in kernels.items():
+                with serial_path(label == "serial path"):
                     work = [a.copy() for a in state]
                     t = time.perf_counter()
-                    gk.autodiff(kernels[label], *annotate(work), dim=dim)
+                    gk.autodiff(k, *annotate(work), dim=dim)
                     times[label].append(time.perf_counter() - t)
         ms = {label: 1e3 * statistics.median(v) for label, v in times.items()}
         size = "x".join(map(str, dim)) if isinstance(dim, tuple) else str(dim)
         print(f"{name} {size}: serial (before) {ms['serial']:.2f} ms, default {ms['default']:.2f} ms "
-              f"(before / default {ms['serial'] / ms['default']:.2f}x), parallel forced {ms['parallel']:.2f} ms, "
-              f"serial path {ms['serial path']:.2f} ms")
+              f"(before / default {ms['serial'] / ms['default']:.2f}x), serial path {ms['serial path']:.2f} ms, "
+              f"load {os.getloadavg()[0]:.2f}")
     print(f"load at end {os.getloadavg()[0]:.2f}")
 
 

@@ -1,14 +1,16 @@
-"""Launches whose atomic targets are also loaded or stored plainly ("mixed"), on the
-CPU in parallel (backends/numba_cpu.py, PrivatizedSyntax; off by default, on in
-these tests through GRADKERN_MIXED_PRIVATE_BYTES's variable): a thread's plain load
-sees its own earlier atomic adds, its plain store discards them, and adds by
-other threads to elements nobody accesses plainly are summed over the chunks.
+"""Launches whose atomic targets are also loaded or stored plainly ("mixed"), on the CPU in parallel
+(backends/numba_cpu.py, PrivatizedSyntax and MixedPlan; on by default up to GRADKERN_MIXED_PRIVATE_BYTES):
+an add marked as landing in the thread's own row plus a constant goes straight to the target (chunks that
+run at once never reach a common row that way), every other one to the running slot's copy, which a plain
+load reads through and a plain store zeroes; adds by other threads to elements nobody accesses plainly are
+summed over the slots.
 
 Values are small integers and dyadic rationals, so every sum is exact whatever
 its order: the parallel results must equal the serial ones (the interpreter,
 or the CPU entry's serial path, `_gkb_chunks` = 0) bit for bit. The chunk
 count is forced (many more chunks than the machine's threads, one per outer
-index, and the serial path) by replacing `private_chunks`."""
+index, and the serial path) by replacing `private_chunks`. With values that are not dyadic, the
+parallel entry and its serial twin must still agree bit for bit (the same chunks in the same order)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from test_hpc_kernels import fdtd_ey, lud_col, trisolv
 from test_race_fuzz import load_kernels
 
 import gradkern as gk
+from gradkern.backends import backend as get_backend
 from gradkern.backends import numba_cpu
 from gradkern.testing import check_grad
 
@@ -64,15 +67,25 @@ def index_reads_target(x, y, n):
     y[i] = x[i]
 
 
+@gk.kernel
+def index_reads_target_shared(x, y, n, z):
+    """The same, its first add at `i + z` (z = 0): not a row the pipeline marks, so x gets slot copies."""
+    i = gk.tid()
+    gk.atomic_add(x, i + z, n)
+    x[x[i] - n] = x[i] * 2
+    gk.atomic_add(x, i, 1)
+    y[i] = x[i]
+
+
 @pytest.fixture(autouse=True)
 def mixed_in_parallel(monkeypatch):
-    """The parallel form of mixed launches, off by default (GRADKERN_MIXED_PRIVATE_BYTES = 0), on here."""
+    """The parallel form of mixed launches, whatever GRADKERN_MIXED_PRIVATE_BYTES the environment sets."""
     monkeypatch.setattr(numba_cpu, "MIXED_PRIVATE_LIMIT", 1 << 30)
 
 
 def _chunks(monkeypatch, chunks):
     """Run privatised launches with min(chunks, n0) private copies (0: the serial path)."""
-    monkeypatch.setattr(numba_cpu, "private_chunks", lambda copy_bytes, n0, mixed=False: min(chunks, n0))
+    monkeypatch.setattr(numba_cpu, "private_chunks", lambda copy_bytes, n0, mixed=False, width=0: min(chunks, n0))
 
 
 def _both(kernel, dim, make, monkeypatch, chunks):
@@ -131,12 +144,17 @@ def test_2d_launches_split_axis_0_into_chunks(monkeypatch, chunks, kernel):
 
 @pytest.mark.parametrize("chunks", CHUNKS)
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
-def test_a_store_whose_index_reads_the_target(monkeypatch, chunks, dtype):
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_store_whose_index_reads_the_target(monkeypatch, chunks, dtype, shared):
     n = 23
-    make = lambda: [np.arange(n, dtype=dtype), np.zeros(n, dtype), n]  # noqa: E731
-    source = gk.inspect(index_reads_target, *make()).source
-    assert "_gkb_s0 = " in source  # the store's index is bound once
-    cpu, interp = _both(index_reads_target, n, make, monkeypatch, chunks)
+    kernel = index_reads_target_shared if shared else index_reads_target
+    make = lambda: [np.arange(n, dtype=dtype), np.zeros(n, dtype), n] + [0] * shared  # noqa: E731
+    source = gk.inspect(kernel, *make()).source
+    if shared:
+        assert "_gkb_s0 = " in source  # the store's index is bound once
+    else:  # both adds land in the thread's own row: straight into x, no copies, no bound index
+        assert "_gkb_pb_" not in source and "_gkb_priv_" not in source and "_gkb_s0 = " not in source
+    cpu, interp = _both(kernel, n, make, monkeypatch, chunks)
     _assert_same(cpu, interp)
     np.testing.assert_array_equal(cpu[0], 2 * (np.arange(n) + n) + 1)
 
@@ -228,8 +246,14 @@ def test_mixed_gradients_run_in_parallel_and_equal_the_serial_ones(monkeypatch, 
     _, kernel, make, dim = next(c for c in _mixed_cases(np.random.default_rng(11)) if c[0] == name)
     args = make()
     ins = gk.inspect(kernel, *_copies(args), dim=dim, mode=gk.Reverse)
-    assert ins.parallel and "_gkb_priv_" in ins.source and "atomic add" in ins.adjoint_forms.values()
-    assert ins.private_bytes > 0
+    assert ins.parallel and "_gk_prange(" in ins.source and "atomic add" in ins.adjoint_forms.values()
+    # adds at a parameter's or a loop variable's row (LU's pivot row dA[k, j]; trisolv, one thread looping
+    # over i) take slot copies; the others land in rows tid[0] + c and go straight to the shadow, in two
+    # phases where c varies (red-black: c = -1, 0, 1)
+    assert ("_gkb_pb_" in ins.source) == (name in ("lu_update", "lud_col", "trisolv"))
+    assert ("for _gkb_ph in range(2):" in ins.source) == (name == "red_black_sweep")
+    copies = "_gkb_pb_" in ins.source or "_gkb_priv_" in ins.source
+    assert (ins.private_bytes > 0) == copies
     runs = {}
     for chunks in (0, 3, 10**6):  # the serial path, and private copies
         _chunks(monkeypatch, chunks)
@@ -249,10 +273,10 @@ def test_mixed_gradients_run_in_parallel_and_equal_the_serial_ones(monkeypatch, 
 
 
 def test_mixed_launches_above_the_size_limit_run_serially_with_the_same_results(monkeypatch):
-    """GRADKERN_MIXED_PRIVATE_BYTES (0 by default): mixed launches whose private copies would exceed it take
-    the serial path (gk.inspect reports no private bytes), and give what the parallel form gives, bit for
-    bit."""
-    _, kernel, make, dim = next(c for c in _mixed_cases(np.random.default_rng(11)) if c[0] == "red_black_sweep")
+    """GRADKERN_MIXED_PRIVATE_BYTES (by default GRADKERN_PRIVATE_BYTES'): mixed launches whose private copies
+    would exceed it take the serial path (gk.inspect reports no private bytes), and give what the parallel
+    form gives, bit for bit."""
+    _, kernel, make, dim = next(c for c in _mixed_cases(np.random.default_rng(11)) if c[0] == "lu_update")
     args = make()
     parallel = _copies(args)
     gk.autodiff(kernel, *parallel, dim=dim)
@@ -263,6 +287,82 @@ def test_mixed_launches_above_the_size_limit_run_serially_with_the_same_results(
     gk.autodiff(kernel, *serial, dim=dim)
     _assert_same(_arrays(serial), _arrays(parallel))
     assert numba_cpu.private_chunks(1 << 20, 8) > 0  # the limit of launches that are not mixed is untouched
+
+
+def _parallel_vs_twin_vs_serial(monkeypatch, kernel, args, dim, chunks):
+    """The arrays after the parallel entry, its serial twin and the serial path, from copies of `args`."""
+    out = []
+    for threads, forced in ((0, chunks), (1 << 40, chunks), (0, 0)):  # SERIAL_THREADS: 0 never takes the twin
+        monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", threads)
+        _chunks(monkeypatch, forced)
+        mine = _copies(args)
+        gk.autodiff(kernel, *mine, dim=dim)
+        out.append(_arrays(mine))
+    return out
+
+
+@pytest.mark.parametrize("name", ["red_black_sweep", "lu_update"])
+def test_every_chunk_count_and_extent_gives_the_serial_result(monkeypatch, name):
+    """Chunk counts 1..5 (more chunks than rows included: the entry makes them at least `width` rows wide)
+    on n x n, n = 1..9: dyadic values equal the serial path's bit for bit; values that are not dyadic equal
+    between the parallel entry and its serial twin bit for bit, and the serial path's to rounding."""
+    kernel = red_black_sweep if name == "red_black_sweep" else lu_update
+    for n in range(1, 10):
+        for dyadic in (True, False):
+            rng = np.random.default_rng(100 * n + dyadic)
+
+            def val(*shape, rng=rng, dyadic=dyadic):
+                return _dyadic(rng, *shape) if dyadic else rng.uniform(-1, 1, shape)
+            if kernel is red_black_sweep:
+                args = [gk.Duplicated(val(n, n), val(n, n)), gk.Duplicated(val(n, n), val(n, n)), n % 2, 0.5]
+            else:  # pivot 2 at k = 0: every quotient of dyadic values is dyadic
+                A = val(n, n)
+                A[0, 0] = 2.0
+                args = [gk.Duplicated(A, val(n, n)), 0]
+            for chunks in range(1, 6):
+                par, twin, serial = _parallel_vs_twin_vs_serial(monkeypatch, kernel, args, (n, n), chunks)
+                _assert_same(par, twin)
+                if dyadic:
+                    _assert_same(par, serial)
+                else:  # sums in another order: a few ulps of the largest magnitude involved
+                    for a, b in zip(par, serial):
+                        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-13)
+
+
+def test_the_slot_copies_are_cached_zero_and_dropped_when_a_launch_raises(monkeypatch):
+    """LU's slot copies come back all zero after a launch (only the flagged rows were summed), are reused by
+    the next launch, and a launch that raises drops them: the next one allocates fresh zeroed ones."""
+    _, kernel, make, dim = next(c for c in _mixed_cases(np.random.default_rng(11)) if c[0] == "lu_update")
+    args = make()
+    monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", 0)
+    numba_cpu._spare.clear()
+    first = _copies(args)
+    gk.autodiff(kernel, *first, dim=dim)
+    assert len(numba_cpu._spare) == 1
+    (key, (copies, flags)), = numba_cpu._spare.items()
+    assert copies.shape[1:] == args[0].val.shape and not copies.any() and not flags.any()
+    again = _copies(args)
+    gk.autodiff(kernel, *again, dim=dim)
+    assert numba_cpu._spare[key][0] is copies  # reused
+    _assert_same(_arrays(again), _arrays(first))
+
+    backend = get_backend("cpu")
+    real = backend._take
+
+    def take_and_dirty(k):
+        pair = real(k)
+        pair[0][...] = 1.0  # a launch that dies half-way leaves its copies dirty
+        raise RuntimeError("launch failed")
+
+    monkeypatch.setattr(backend, "_take", take_and_dirty)
+    with pytest.raises(RuntimeError, match="launch failed"):
+        gk.autodiff(kernel, *_copies(args), dim=dim)
+    assert key not in numba_cpu._spare  # dropped
+    monkeypatch.setattr(backend, "_take", real)
+    after = _copies(args)
+    gk.autodiff(kernel, *after, dim=dim)
+    _assert_same(_arrays(after), _arrays(first))
+    assert not numba_cpu._spare[key][0].any()
 
 
 def test_red_black_gradient_passes_finite_differences_and_the_dot_product_test():

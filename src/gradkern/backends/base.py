@@ -23,6 +23,7 @@ class Generated:
     serial: str | None = None  # the CPU: the entry's serial twin, run for launches of few threads
     edges: str | None = None  # the CPU: a 1-D entry's parallel loop over edges too wide to run serially
     mixed: tuple = ()  # the CPU: privatised targets the kernel also loads or stores plainly
+    plan: Any = None  # the CPU: how a parallel launch with mixed targets runs (numba_cpu.MixedPlan)
 
 
 class Backend:
@@ -31,6 +32,8 @@ class Backend:
     name: str = ""
     #: the CPU loops print an interior without edge tests (transforms/split.py)
     splits_interior: bool = False
+    #: the pipeline marks which atomic adds land at `tid[0] + c` on array axis 0 (analysis/rows.py)
+    private_rows: bool = False
     #: autodiff runs augmented primal + reverse instead of the fused kernel when Active scalars are summed
     #: over threads and nothing is taped: a loop carrying a float sum cannot vectorise (its order is fixed),
     #: so fused, the primal's arithmetic would run scalar too (measured on the CPU: saxpy 6.4 ms fused,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -125,24 +126,30 @@ class NumbaSyntax(Syntax):
 
 
 class PrivatizedSyntax(NumbaSyntax):
-    """Atomic adds go to the running chunk's private copy of their target. A *mixed* target (one the
-    kernel also loads or stores plainly) is read as `X[idx] + _gkb_priv_X[c, idx]`, and a store to it
-    also zeroes `_gkb_priv_X[c, idx]`.
+    """Atomic adds go to the running chunk's private copy of their target, `_gkb_priv_X[c]`, summed into X
+    after the loop. A *mixed* target X (one the kernel also loads or stores plainly) has no such copy
+    (`MixedPlan`): an add the pipeline marked as landing in row `tid[0] + c` (`ir.AtomicAdd.row`,
+    analysis/rows.py) goes straight to X, since chunks running at once never reach a common row that way;
+    every other add to X goes to the running slot's copy `_gkb_pb_X[s]` (its row flagged in
+    `_gkb_rows_X[s]`), and then a plain load of X reads `X[idx] + _gkb_pb_X[s, idx]` and a plain store
+    also zeroes `_gkb_pb_X[s, idx]`.
 
     Why this is the serial result: a launch runs only once it is known race-free (proved, or checked
     exactly at run time: analysis/races.py, where an atomic add conflicts with another thread's plain
     access of the element). So an element a thread accesses plainly receives atomic adds from that
-    thread alone, and at such an access the chunk's copy holds exactly this thread's earlier adds: a
-    load sees them, a store discards them, and the adds after the store reach X in the sum after the
-    loop. Elements no thread accesses plainly are summed over the chunks as before. (Derivative
-    kernels inherit the property from their primal: a shadow is accessed plainly where the primal
-    stores or atomically adds, and receives atomic adds where the primal loads.) Results differ from
-    the serial loop's only in the order of the atomic adds' sums."""
+    thread alone: at such an access X holds its straight adds and the slot's copy its other ones, a
+    load sees both, a store discards both, and the adds after the store reach X directly or in the sum
+    after the loop. Elements no thread accesses plainly are summed over the chunks (or slots) as before.
+    (Derivative kernels inherit the property from their primal: a shadow is accessed plainly where the
+    primal stores or atomically adds, and receives atomic adds where the primal loads.) Results differ
+    from the serial loop's only in the order of the atomic adds' sums."""
 
     def __init__(self, launch_ndim: int = 1, mixed: frozenset[str] = frozenset(),
+                 shared: frozenset[str] = frozenset(),
                  accumulators: dict[tuple[str, tuple[str, ...]], str] | None = None):
         super().__init__(launch_ndim)
         self.mixed = mixed
+        self.shared = shared  # mixed targets with adds not marked with a row: per-slot copies
         self.accumulators = accumulators or {}
         self.temporaries = 0
 
@@ -153,16 +160,27 @@ class PrivatizedSyntax(NumbaSyntax):
         acc = self.accumulators.get((array, tuple(indices)))
         return f"{acc} += {value}" if acc is not None else super().atomic(array, indices, value)
 
+    def shared_index(self, array: str, indices: list[str]) -> str:
+        return f"_gkb_pb_{array}[{', '.join(['_gkb_s', *indices])}]"
+
+    def atomic_stmt(self, s: ir.AtomicAdd, indices: list[str], value: str) -> str:
+        if s.array not in self.mixed:
+            return self.atomic(s.array, indices, value)
+        if s.row is not None:  # chunks running at once never add to a common row this way
+            return f"{self.index(s.array, indices)} += {value}"
+        # the row index is printed twice: index expressions have no side effects
+        return f"{self.shared_index(s.array, indices)} += {value}; _gkb_rows_{s.array}[_gkb_s, {indices[0]}] = 1"
+
     def load(self, e: ir.Load, indices: list[str]) -> str:
-        if e.array not in self.mixed:
+        if e.array not in self.shared:
             return super().load(e, indices)
         # the indices are printed twice: index expressions have no side effects (an ir.InBounds records
         # the same first out-of-bounds access again), and nothing is written between the two reads
-        text = f"({self.index(e.array, indices)} + {self.atomic_index(e.array, indices)})"
+        text = f"({self.index(e.array, indices)} + {self.shared_index(e.array, indices)})"
         return f"_gk_int32({text})" if e.type.name == "int32" else text  # Numba adds int32s as int64
 
     def store_lines(self, s: ir.Store, indices: list[str], value: str) -> list[str]:
-        if s.array not in self.mixed:
+        if s.array not in self.shared:
             return super().store_lines(s, indices, value)
         lines = []
         if any(isinstance(x, ir.Load) and x.array == s.array for i in s.indices for x in ir.walk_expr(i)):
@@ -172,7 +190,36 @@ class PrivatizedSyntax(NumbaSyntax):
             lines += [f"{n} = {i}" for n, i in zip(names, indices)]
             indices = names
         # the value (which may read X[idx]) is evaluated before either write
-        return lines + [f"{self.index(s.array, indices)} = {value}", f"{self.atomic_index(s.array, indices)} = 0"]
+        return lines + [f"{self.index(s.array, indices)} = {value}", f"{self.shared_index(s.array, indices)} = 0"]
+
+
+@dataclass(frozen=True)
+class MixedPlan:
+    """How a parallel launch with mixed atomic targets runs (issue 18.5; `PrivatizedSyntax`).
+
+    `width`: the largest cmax - cmin over the mixed targets' adds marked `tid[0] + c`. Chunk c runs
+    tid[0] in [a, b) and adds straight to rows [a + cmin, b + cmax): with width 0 no two chunks reach a
+    common row, and otherwise the chunks run in two phases (the even chunks, then the odd ones), every
+    chunk at least `width` threads wide, so the chunks of one phase never do (chunk c + 2 starts adding at
+    row b' + cmin >= b + width + cmin = b + cmax, b' the end of chunk c + 1). A thread order like any other:
+    the launch is race-free. `shared`: mixed targets with other adds (LU's pivot row `dA[k, j]`), each
+    with one copy per slot (the chunks running at once: chunk // phases) that the backend allocates once
+    and keeps, all zero between launches, and one flag per row and slot: after the loop only the flagged
+    rows are summed into the target and zeroed again."""
+
+    width: int
+    shared: tuple[str, ...]
+
+    @property
+    def phases(self) -> int:
+        return 2 if self.width > 0 else 1
+
+    def chunks(self, chunks: int, n0: int) -> int:
+        """`chunks` (0: the serial path) made at least `width` threads wide (the entry does the same)."""
+        return max(1, min(chunks, n0 // self.width)) if chunks > 0 and self.width > 0 else chunks
+
+    def slots(self, chunks: int) -> int:
+        return -(-chunks // self.phases)
 
 
 @dataclass(frozen=True)
@@ -181,6 +228,7 @@ class NumbaOptions:
     boundscheck: bool = False
     privatized: tuple[str, ...] = ()  # atomic targets, in a parallel launch
     mixed: tuple[str, ...] = ()  # those of them the kernel also loads or stores plainly (PrivatizedSyntax)
+    plan: MixedPlan | None = None  # how the launch runs when some are mixed
     serial_twin: bool = False  # also print `<entry>_serial`, the entry without parallel=True
 
 
@@ -190,13 +238,11 @@ class NumbaOptions:
 # took 63 ms instead of 15 ms at 2048^2); a reverse body of ten straight-line source statements is ~100.
 OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "96"))
 PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
-# A launch whose privatised targets it also reads or writes plainly (a mixed reverse: LU's update, a
-# red-black sweep) runs in parallel only while its private copies take at most this many bytes in all;
-# above, serially. Default 0: serially. The copies are allocated, zeroed and summed whole at every launch,
-# and these kernels do little work per element: on 2 cores the parallel form measured 0.55-0.93x the
-# serial loop at 128^2 to 512^2 and several times slower at 2048^2 (benchmarks/mixed_cpu.py). Where the
-# work per element is large, GRADKERN_MIXED_PRIVATE_BYTES turns it on.
-MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", "0"))
+# A launch whose privatised targets it also reads or writes plainly ("mixed": the reverse of a red-black
+# sweep, LU's update) runs in parallel while its private copies take at most this many bytes in all (default:
+# GRADKERN_PRIVATE_BYTES); above, serially. Most of its adds need no copy (MixedPlan): a red-black sweep's
+# gradient has none, LU's update one per slot, kept between launches.
+MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", str(PRIVATE_LIMIT)))
 # A parallel launch of fewer threads than this runs the serial twin of its entry (`generate`): waking the
 # worker threads costs more than a few hundred threads of a loop-free body (benchmarks/overhead.py).
 # 0 turns the twins off.
@@ -215,14 +261,16 @@ LANE_GROUP = int(os.environ.get("GRADKERN_LANE_GROUP", "4"))
 SERIAL_EDGES = 256
 
 
-def private_chunks(copy_bytes: int, n0: int, mixed: bool = False) -> int:
-    """How many private copies a parallel launch with atomics uses: one per
-    Numba thread (at most one per outer index), or 0 (the serial path) when
-    they would take more than GRADKERN_PRIVATE_BYTES (default 1 GiB), or for a
-    mixed launch GRADKERN_MIXED_PRIVATE_BYTES (default 0: mixed launches run serially)."""
+def private_chunks(copy_bytes: int, n0: int, mixed: bool = False, width: int = 0) -> int:
+    """How many chunks a parallel launch with atomics splits axis 0 into: one per Numba thread (at most
+    one per outer index; for a mixed launch whose chunks run in two phases, `MixedPlan`, two per thread,
+    each at least `width` threads wide), or 0 (the serial path) when their private copies, `copy_bytes`
+    each, would take more than GRADKERN_PRIVATE_BYTES (default 1 GiB), or for a mixed launch
+    GRADKERN_MIXED_PRIVATE_BYTES (default the same)."""
     import numba
 
-    chunks = max(1, min(numba.get_num_threads(), n0))
+    plan = MixedPlan(width, ())
+    chunks = plan.chunks(max(1, min(numba.get_num_threads() * plan.phases, n0)), n0)
     return chunks if chunks * copy_bytes <= (MIXED_PRIVATE_LIMIT if mixed else PRIVATE_LIMIT) else 0
 
 
@@ -234,7 +282,11 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     entry = f"{k.name}_{launch_ndim}d"
     dims = [f"_gkb_n{a}" for a in range(launch_ndim)]
     private = options.privatized if options.parallel else ()
-    params = dims + [p.name for p in k.params] + (["_gkb_chunks"] if private else [])
+    plan = options.plan if private else None
+    shared = plan.shared if plan is not None else ()
+    copied = tuple(a for a in private if plan is None or a not in options.mixed)  # per-chunk private copies
+    params = dims + [p.name for p in k.params] + (["_gkb_chunks"] if private else []) + \
+        [f"_gkb_{b}_{a}" for a in shared for b in ("pb", "rows")]
     flags = f"parallel={options.parallel}, cache=True, error_model='numpy', boundscheck={options.boundscheck}"
     lines = [f"# {line}" for line in header.splitlines()]
     lines += _IMPORTS
@@ -277,7 +329,8 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         if not outline:
             p.block(own_prologue + body, depth)
             return p.lines
-        private_args = ["_gkb_c", *[f"_gkb_priv_{a}" for a in private]] if isinstance(syntax, PrivatizedSyntax) else []
+        private_args = ["_gkb_c", *(["_gkb_s"] if shared else []), *[f"_gkb_priv_{a}" for a in copied]] \
+            if isinstance(syntax, PrivatizedSyntax) else []
         name = f"_gkb_{role}{'_private' if private_args else ''}"
         args = ", ".join(thread_args + private_args + params)
         if not any(line.startswith(f"def {name}(") for line in outlined):
@@ -371,21 +424,47 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
             lines.append(f"    return _gkb_w0 <= {SERIAL_EDGES}")
     else:
         lines.append("    if _gkb_chunks > 0:")
-        for a in private:
+        for a in copied:
             lines.append(f"        _gkb_priv_{a} = _gk_np.zeros((_gkb_chunks,) + {a}.shape, {a}.dtype)")
-        lines.append("        for _gkb_c in _gk_prange(_gkb_chunks):")
+        depth = 3
+        if plan is not None and plan.phases == 2:
+            # the even chunks, then the odd ones, each at least `width` threads wide (MixedPlan)
+            lines.append(f"        _gkb_chunks = max(1, min(_gkb_chunks, _gkb_n0 // {plan.width}))")
+            lines.append("        for _gkb_ph in range(2):")
+            lines.append("            for _gkb_q in _gk_prange((_gkb_chunks + 1 - _gkb_ph) // 2):")
+            lines.append("                _gkb_s = _gk_int64(_gkb_q)")
+            lines.append("                _gkb_c = _gkb_s * 2 + _gkb_ph")
+            depth = 4
+        else:
+            lines.append("        for _gkb_c in _gk_prange(_gkb_chunks):")
+            if shared:
+                lines.append("            _gkb_s = _gk_int64(_gkb_c)")
         accumulators = {} if outline else _accumulators(k, private, options.mixed)
         types = {p.name: p.type for p in k.params}
         sx = NumbaSyntax(launch_ndim)
-        lines += [f"            {acc} = {sx.literal(0, types[a].dtype)}" for (a, _), acc in accumulators.items()]
+        pad = "    " * depth
+        lines += [f"{pad}{acc} = {sx.literal(0, types[a].dtype)}" for (a, _), acc in accumulators.items()]
         # chunks split axis 0; only an inner axis may be split further
-        lines += loop_nest(PrivatizedSyntax(launch_ndim, frozenset(options.mixed), accumulators), 3,
+        lines += loop_nest(PrivatizedSyntax(launch_ndim, frozenset(options.mixed) if plan else frozenset(),
+                                            frozenset(shared), accumulators), depth,
                            "range(_gkb_c * _gkb_n0 // _gkb_chunks, (_gkb_c + 1) * _gkb_n0 // _gkb_chunks)",
                            split=launch_ndim > 1, chunked=True)
-        lines += [f"            _gkb_priv_{a}[{', '.join(['_gkb_c', *idx])}] += {acc}"
+        lines += [f"{pad}_gkb_priv_{a}[{', '.join(['_gkb_c', *idx])}] += {acc}"
                   for (a, idx), acc in accumulators.items()]
-        lines.append("        for _gkb_c in range(_gkb_chunks):")
-        lines += [f"            {a} += _gkb_priv_{a}[_gkb_c]" for a in private]
+        if copied:
+            lines.append("        for _gkb_c in range(_gkb_chunks):")
+            lines += [f"            {a} += _gkb_priv_{a}[_gkb_c]" for a in copied]
+        for a in shared:  # the flagged rows of each slot's copy, in slot order; zeroed again
+            rest = [f"_gkb_r{d}" for d in range(1, k.param(a).type.ndim)]
+            at = ", ".join(["_gkb_r0", *rest])
+            lines += [f"        for _gkb_s in range(_gkb_pb_{a}.shape[0]):",
+                      f"            for _gkb_r0 in range({a}.shape[0]):",
+                      f"                if _gkb_rows_{a}[_gkb_s, _gkb_r0]:",
+                      f"                    _gkb_rows_{a}[_gkb_s, _gkb_r0] = 0"]
+            for d, r in enumerate(rest, 1):
+                lines.append(f"{'    ' * (4 + d)}for {r} in range({a}.shape[{d}]):")
+            pad = "    " * (5 + len(rest))
+            lines += [f"{pad}{a}[{at}] += _gkb_pb_{a}[_gkb_s, {at}]", f"{pad}_gkb_pb_{a}[_gkb_s, {at}] = 0"]
         lines.append("    else:")
         lines += loop_nest(NumbaSyntax(launch_ndim), 2, "range(_gkb_n0)", split=launch_ndim > 1)
     if options.serial_twin:
@@ -520,6 +599,7 @@ class NumbaBackend(Backend):
 
     name = "cpu"
     splits_interior = True
+    private_rows = True
     split_reductions = True
     lane_group = LANE_GROUP
 
@@ -532,11 +612,12 @@ class NumbaBackend(Backend):
         # a serial twin for tiny launches only where each thread's work is bounded: no loop in the body
         twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(k.body))
         mixed = tuple(a for a in atomic if a in plain)
-        options = NumbaOptions(parallel=parallel, privatized=atomic, mixed=mixed, serial_twin=twin)
+        plan = _mixed_plan(k, mixed) if parallel and mixed else None
+        options = NumbaOptions(parallel=parallel, privatized=atomic, mixed=mixed, plan=plan, serial_twin=twin)
         source, entry = generate(k, launch_ndim, options, header)
         edges = f"{entry}_edges" if f"\ndef {entry}_edges(" in source else None
         return Generated(source, entry, atomic if parallel else (), f"{entry}_serial" if twin else None, edges,
-                         mixed if parallel else ())
+                         mixed if parallel else (), plan)
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -550,12 +631,54 @@ class NumbaBackend(Backend):
         main = entry
         if code.serial is not None and _threads(dim) < SERIAL_THREADS:
             entry = _serial_twin(entry, code.serial)
-        if code.launch:  # privatised atomic targets: how many private copies fit the memory limit
+        if code.launch and code.plan is not None:
+            self._run_mixed(typed, code, entry, dim, values)
+        elif code.launch:  # privatised atomic targets: how many private copies fit the memory limit
             names = [p.name for p in typed.params]
             copy_bytes = sum(values[names.index(a)].nbytes for a in code.launch)
             entry(*dim, *values, private_chunks(copy_bytes, dim[0], bool(code.mixed)))
         elif entry(*dim, *values) is False:  # edges too wide to run serially: their parallel loop
             _sibling(main, code.edges)(*dim, *values)
+
+    def _run_mixed(self, typed: ir.Kernel, code: Generated, entry: Any, dim: tuple[int, ...], values: list) -> None:
+        """A launch with mixed targets (`MixedPlan`): the shared targets' slot copies come from the cache
+        and go back to it, all zero, after a launch that returns; a launch that raises drops them."""
+        import numpy
+
+        plan: MixedPlan = code.plan
+        arrays = {p.name: values[n] for n, p in enumerate(typed.params) if p.name in code.launch}
+        copy_bytes = _copy_bytes(code, {a: x.nbytes for a, x in arrays.items()})
+        chunks = plan.chunks(private_chunks(copy_bytes, dim[0], True, plan.width), dim[0])
+        if chunks == 0 or not plan.shared:
+            # the serial branch: empty buffers of the cached ones' types (no other specialisation to compile)
+            empty = [x for a in plan.shared for x in (numpy.zeros((0,) * (arrays[a].ndim + 1), arrays[a].dtype),
+                                                      numpy.zeros((0, 0), numpy.uint8))]
+            entry(*dim, *values, chunks, *empty)
+            return
+        slots = plan.slots(chunks)
+        keys = [(arrays[a].shape, arrays[a].dtype.str, slots, a) for a in plan.shared]
+        buffers = [self._take(key) for key in keys]
+        entry(*dim, *values, chunks, *[x for pair in buffers for x in pair])  # raises: the buffers are dropped
+        for key, pair in zip(keys, buffers):
+            self._keep(key, pair)
+
+    def _take(self, key: tuple) -> tuple[Any, Any]:
+        """Zeroed slot copies and row flags for a shared target of this shape and dtype: cached, or new."""
+        import numpy
+
+        with _spare_lock:
+            pair = _spare.pop(key, None)
+        if pair is None:
+            shape, dtype, slots, _ = key
+            pair = numpy.zeros((slots, *shape), dtype), numpy.zeros((slots, shape[0]), numpy.uint8)
+        return pair
+
+    def _keep(self, key: tuple, pair: tuple[Any, Any]) -> None:
+        """Cache zeroed buffers for the next launch, keeping the cache under GRADKERN_PRIVATE_BYTES."""
+        with _spare_lock:
+            _spare[key] = pair
+            while sum(p.nbytes + f.nbytes for p, f in _spare.values()) > PRIVATE_LIMIT:
+                del _spare[next(iter(_spare))]  # the oldest first
 
     def array_module(self) -> Any:
         import numpy
@@ -563,7 +686,8 @@ class NumbaBackend(Backend):
 
     def summation(self, code: Generated, accumulator: str, parallel: bool) -> str:
         if parallel and accumulator in code.launch:
-            where = "a register" if f"\n            _gkb_priv_{accumulator}[_gkb_c" in code.source else "its own slot"
+            flush = rf"\n +_gkb_priv_{re.escape(accumulator)}\[_gkb_c\b[^\n]*\] \+= _gkb_acc\d+\n"  # at any depth
+            where = "a register" if re.search(flush, code.source) else "its own slot"
             return (f"per-chunk partial sums: each Numba thread's chunk sums its threads' terms in order into {where}, "
                     "and the chunks' sums are added once after the loop (no atomics)")
         return super().summation(code, accumulator, parallel)
@@ -571,5 +695,34 @@ class NumbaBackend(Backend):
     def private_bytes(self, code: Generated, sizes: dict[str, int], dim: tuple[int, ...]) -> int:
         if not code.launch or 0 in dim:
             return 0
+        if code.plan is not None:  # the per-chunk copies of the targets that are not mixed, the shared slots
+            plan: MixedPlan = code.plan
+            chunks = plan.chunks(private_chunks(_copy_bytes(code, sizes), dim[0], True, plan.width), dim[0])
+            copied = sum(sizes[a] for a in code.launch if a not in code.mixed)
+            return chunks * copied + plan.slots(chunks) * sum(sizes[a] for a in plan.shared) if chunks else 0
         copy = sum(sizes[a] for a in code.launch)
         return private_chunks(copy, dim[0], bool(code.mixed)) * copy
+
+
+# the shared targets' slot copies and row flags (MixedPlan) between launches, by (shape, dtype, slots, name):
+# all zero; a launch takes them out while it runs, so two at once never share them
+_spare: dict[tuple, tuple[Any, Any]] = {}
+_spare_lock = threading.Lock()
+
+
+def _copy_bytes(code: Generated, sizes: dict[str, int]) -> int:
+    """Bytes of private copies per chunk of a mixed launch: the targets that are not mixed, and the shared
+    ones (one copy per slot, at most one per chunk)."""
+    return sum(sizes[a] for a in code.launch if a not in code.mixed) + sum(sizes[a] for a in code.plan.shared)
+
+
+def _mixed_plan(k: ir.Kernel, mixed: tuple[str, ...]) -> MixedPlan:
+    """The plan of a parallel launch whose targets `mixed` are also accessed plainly, from the rows the
+    pipeline marked on its atomic adds (ir.AtomicAdd.row)."""
+    bodies = k.body + (k.interior.body if k.interior is not None else ())
+    adds = [s for s in ir.walk_stmts(bodies) if isinstance(s, ir.AtomicAdd) and s.array in mixed]
+    width = 0
+    for a in mixed:  # chunks at least this wide never reach a common row of any target within one phase
+        rows = [s.row for s in adds if s.array == a and s.row is not None]
+        width = max(width, max(rows) - min(rows) if rows else 0)
+    return MixedPlan(width, tuple(a for a in mixed if any(s.array == a and s.row is None for s in adds)))

@@ -63,6 +63,10 @@ class Syntax:
         """The statement `array[indices] += value`, performed atomically."""
         return self.atomic_add.format(self.atomic_index(array, indices), value)
 
+    def atomic_stmt(self, s: ir.AtomicAdd, indices: list[str], value: str) -> str:
+        """The atomic add `s` (a backend may print it by its analysed form: `s.row`)."""
+        return self.atomic(s.array, indices, value)
+
     def shape_of(self, array: str, axis: int) -> str:
         return self.shape.format(array, axis)
 
@@ -145,7 +149,7 @@ class Printer:
                 for text in sx.store_lines(s, [self.expr(i) for i in s.indices], self.expr(s.value)):
                     self.line(depth, text + end)
             elif isinstance(s, ir.AtomicAdd):
-                self.line(depth, sx.atomic(s.array, [self.expr(i) for i in s.indices], self.expr(s.value)) + end)
+                self.line(depth, sx.atomic_stmt(s, [self.expr(i) for i in s.indices], self.expr(s.value)) + end)
             elif isinstance(s, ir.If):
                 self.line(depth, sx.if_open.format(self.expr(s.cond)))
                 self.block(s.then, depth + 1)

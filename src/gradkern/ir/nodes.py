@@ -202,6 +202,10 @@ class AtomicAdd(Stmt):
     indices: tuple[Expr, ...]
     value: Expr
     loc: Loc | None = field(**_loc)
+    # set by analysis/rows.py where the pipeline prepares a parallel CPU launch: c when the index on array
+    # axis 0 is the thread's launch index on axis 0 plus the constant c (through tid aliases), None otherwise
+    # or not analysed (ir/verify.py checks a set value against the index)
+    row: int | None = field(default=None, kw_only=True)
 
     def __str__(self) -> str:
         return f"atomic_add({self.target}, {self.value})"

@@ -94,6 +94,8 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
             elif isinstance(s, (ir.Store, ir.AtomicAdd)):
                 if array(s.array, len(s.indices), s).dtype != s.value.type:
                     bad("stored value type differs from the array's dtype", s)
+                if isinstance(s, ir.AtomicAdd) and s.row is not None and _row(s.indices[0], tid0()) != s.row:
+                    bad(f"atomic add marked as row tid[0] + {s.row}, which its index is not", s)
             elif isinstance(s, (ir.If, ir.While)):
                 if s.cond.type != BOOL:
                     bad("non-bool condition", s)
@@ -105,6 +107,25 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
             inner = loop_vars | ({s.var} if isinstance(s, ir.For) else set())
             for b in ir.blocks(s):
                 block(b, inner)
+
+    aliases: list[frozenset[str]] = []
+
+    def tid0() -> frozenset[str]:
+        """Locals every binding of which (body and interior) is tid[0] or a copy of one, loop variables excluded."""
+        if not aliases:
+            bodies = k.body + (k.interior.body if k.interior is not None else ())
+            binds: dict[str, list] = {}
+            for s in ir.walk_stmts(bodies):
+                if isinstance(s, ir.Assign):
+                    binds.setdefault(s.name, []).append(s.value)
+                elif isinstance(s, ir.For):
+                    binds.setdefault(s.var, []).append(None)
+            found: set[str] = set()
+            while more := {n for n, vs in binds.items() if n not in found and all(
+                    isinstance(v, ir.Tid) and v.axis == 0 or isinstance(v, ir.Var) and v.name in found for v in vs)}:
+                found |= more
+            aliases.append(frozenset(found))
+        return aliases[0]
 
     block(k.body, set())
     if k.interior is not None:
@@ -125,3 +146,18 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
                         bad(f"interior bound of axis {r.axis} reads memory or branches", e)
         block(k.interior.body, set())
     return k
+
+
+def _row(e: ir.Expr, tid0: frozenset[str]) -> int | None:
+    """c when `e` is tid[0] + c, c an integer constant (AtomicAdd.row; analysis/rows.py marks it)."""
+    if isinstance(e, ir.Tid) and e.axis == 0 or isinstance(e, ir.Var) and e.name in tid0:
+        return 0
+    if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and len(e.args) == 2:
+        a, b = e.args
+        if isinstance(b, ir.Const) and b.type.is_int:
+            r = _row(a, tid0)
+            return None if r is None else r + (int(b.value) if e.op is Op.ADD else -int(b.value))
+        if e.op is Op.ADD and isinstance(a, ir.Const) and a.type.is_int:
+            r = _row(b, tid0)
+            return None if r is None else r + int(a.value)
+    return None
