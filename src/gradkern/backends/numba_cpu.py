@@ -3,10 +3,13 @@
 The launch domain becomes a loop nest whose outer loop is `prange` for a
 launch known to be race-free (serial otherwise). CPUs have no atomic float
 add, so in a parallel launch each atomic target gets per-chunk private copies
-(chunk c accumulates into `_gkb_priv_X[c]`), summed into X after the loop (plain
-loads and stores of a target go through the chunk's copy too: PrivatizedSyntax); the
-runtime passes `_gkb_chunks` = 0 to take the serial path instead when the
-copies would exceed the memory limit (`private_chunks`). A parallel entry
+(chunk c accumulates into `_gkb_priv_X[c]`), summed into X after the loop. A
+target the launch also loads or stores plainly ("mixed": the reverse of LU's
+update, of a red-black sweep) has none: its adds at row `tid[0] + c` go straight
+to X, the chunks in two phases where c varies, and its other adds to per-slot
+copies kept between launches, which its plain loads and stores go through
+(PrivatizedSyntax, MixedPlan). The runtime passes `_gkb_chunks` = 0 to take the
+serial path instead when the copies would exceed the memory limit (`private_chunks`). A parallel entry
 whose thread body has no loop gets a serial twin, the same function compiled
 without parallel=True, run for launches of fewer than SERIAL_THREADS threads.
 Generated modules are written to the cache directory under a content hash and
