@@ -365,6 +365,26 @@ def test_the_slot_copies_are_cached_zero_and_dropped_when_a_launch_raises(monkey
     assert not numba_cpu._spare[key][0].any()
 
 
+def test_an_active_scalar_beside_a_phased_mixed_target_sums_in_a_register(monkeypatch):
+    """red-black with Active h2: du is mixed (two phases, no copies), h2's derivative a per-chunk register
+    sum flushed into its per-chunk copy; gk.inspect says so, and the results equal the serial path's."""
+    rng = np.random.default_rng(13)
+    args = [gk.Duplicated(_dyadic(rng, 11, 10), _dyadic(rng, 11, 10)),
+            gk.Duplicated(_dyadic(rng, 11, 10), _dyadic(rng, 11, 10)), 1, gk.Active(0.5)]
+    ins = gk.inspect(red_black_sweep, *_copies(args), dim=(11, 10), mode=gk.Reverse)
+    assert "for _gkb_ph in range(2):" in ins.source and "_gkb_pb_" not in ins.source
+    assert "into a register" in ins.active_sums["h2"]
+    assert ins.private_bytes > 0  # the Active scalar's per-chunk copies
+    runs = []
+    for chunks in (0, 4):
+        monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", 0)
+        _chunks(monkeypatch, chunks)
+        mine = _copies(args)
+        runs.append((_arrays(mine), gk.autodiff(red_black_sweep, *mine, dim=(11, 10))))
+    _assert_same(runs[0][0], runs[1][0])
+    assert runs[0][1] == runs[1][1]
+
+
 def test_red_black_gradient_passes_finite_differences_and_the_dot_product_test():
     rng = np.random.default_rng(12)
     u, f = rng.uniform(0.5, 1.5, (11, 10)), rng.uniform(-1, 1, (11, 10))
