@@ -26,7 +26,6 @@ def allen_cahn_step_1d(_gkb_n0, u, un, c, dt):
                 ui = u[i]
                 un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
     for _gkb_t0 in _gk_prange(1, _gkb_hi0):
-        ui = _gk_float32(0.0)
         i = _gkb_t0
         ui = u[i]
         un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
@@ -49,7 +48,6 @@ def allen_cahn_step_1d_serial(_gkb_n0, u, un, c, dt):
                 ui = u[i]
                 un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
     for _gkb_t0 in _gk_prange(1, _gkb_hi0):
-        ui = _gk_float32(0.0)
         i = _gkb_t0
         ui = u[i]
         un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
