@@ -482,11 +482,12 @@ def test_gather_in_3d(rng):
 def test_written_array_with_shared_reads_accumulates_atomically_in_parallel(rng):
     """LU writes A[i, j] but every thread reads the pivot row and column: their
     shadow is shared although A is written, so its adds are atomic; on the CPU
-    the launch is parallel, its plain accesses of the shadow reading through the
-    private copies (tests/test_mixed_atomics.py)."""
+    the launch is parallel: the adds to the thread's own row go straight to the
+    shadow, those to the pivot row to per-slot copies that its plain accesses
+    read through (backends/numba_cpu.py MixedPlan, tests/test_mixed_atomics.py)."""
     A = rand(rng, 12, 12) + 6 * np.eye(12)
     r = gk.inspect(lu_update, gk.Duplicated(A, np.zeros_like(A)), 2, mode=gk.Reverse)
-    assert r.adjoint_forms == {"A": "atomic add"} and r.parallel and "_gkb_priv__gk_d_A" in r.source
+    assert r.adjoint_forms == {"A": "atomic add"} and r.parallel and "_gkb_pb__gk_d_A" in r.source
     assert check_grad(lu_update, gk.Duplicated(A, np.zeros_like(A)), 2, max_coords=200).ok
 
 
