@@ -9,16 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..annotations import BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
 from ..backends import backend as backend_object
 from ..errors import InternalError
 from ..kernel import KernelFunction
 from ..pipeline import tangent_param
 from .annotate import annotated_entry, cached_annotations, lane_groups
 from .arrays import is_array
-from .binding import Binding, scalar_values
+from .binding import Binding
 from .bounds_check import check_bounds
-from .plans import Checks, Runner, checks_settled, int_positions, made, valid
+from .plans import Checks, Runner, checks_settled, int_positions, planned_call, valid
 from .race_check import check_races
 from .specialize import forward_specialization
 
@@ -98,24 +97,8 @@ class ForwardPlan:
 
     def prepare(self, entry: Any, args: tuple) -> tuple[Binding, list] | None:
         """The binding and launches of `args`, whose signature is this plan's."""
-        primals, tangents = [], []
-        for a in args:
-            t = type(a)
-            if t is Duplicated or t is DuplicatedNoNeed:
-                tangents.append((a.dval,))
-                primals.append(a.val)
-            elif t is Const:
-                primals.append(a.val)
-            elif t is BatchDuplicated:
-                tangents.append(tuple(a.dvals))
-                primals.append(a.val)
-            else:
-                primals.append(a)
-        template = entry.template
-        values = tuple(scalar_values(template, primals))
-        tb = template[0]
-        b = made(Binding, dim=tb.dim, types=tb.types, values=values, backend=tb.backend, names=tb.names, aliases=(),
-                 strided=tb.strided)
+        b, _, tangents = planned_call(entry.template, args)  # no Active in forward mode: never None
+        values = b.values
         if not self.checks.settled(values):
             check_bounds(self.primal, b)
             check_races(self.primal, b, self.kernel.name)

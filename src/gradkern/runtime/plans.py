@@ -13,13 +13,15 @@ specialisation cache (kernel.SpecCache): emptying that cache drops every plan bu
 
 from __future__ import annotations
 
+from math import isfinite
 from typing import Any
 
+from ..annotations import Active, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
 from ..backends import backend as backend_object
 from ..ir.types import Array
 from ..kernel import KernelFunction
 from ..pipeline import Specialization
-from .binding import Binding
+from .binding import Binding, scalar_values
 from .execute import entry_of, run_spec
 from .race_check import needs_race_check
 
@@ -103,3 +105,30 @@ def made(cls: type, **fields: Any) -> Any:
 def valid(plan: Any, kernel: KernelFunction) -> bool:
     """A plan built for `kernel` from the current generation of its specialisation cache."""
     return plan is not None and plan.kernel is kernel and plan.generation == kernel._specs.generation
+
+
+def planned_call(template: Any, args: tuple) -> tuple[Binding, list, list] | None:
+    """A planned derivative call's binding, primal values and derivative buffers (a tuple of lanes per
+    differentiated argument) from its annotated `args`, whose signature `template` was made for; None when
+    an Active value is not finite (the full path then raises what a first call would)."""
+    primals, derivatives = [], []
+    for a in args:
+        t = type(a)
+        if t is Duplicated or t is DuplicatedNoNeed:
+            derivatives.append((a.dval,))
+            primals.append(a.val)
+        elif t is Active:
+            if not isfinite(a.val):
+                return None
+            primals.append(a.val)
+        elif t is Const:
+            primals.append(a.val)
+        elif t is BatchDuplicated:
+            derivatives.append(tuple(a.dvals))
+            primals.append(a.val)
+        else:
+            primals.append(a)
+    tb = template[0]
+    b = made(Binding, dim=tb.dim, types=tb.types, values=tuple(scalar_values(template, primals)), backend=tb.backend,
+             names=tb.names, aliases=(), strided=tb.strided)
+    return b, primals, derivatives

@@ -23,12 +23,11 @@ each lane sees exactly what its one-lane call would.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import isfinite
 from typing import Any
 
 import numpy as np
 
-from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
+from ..annotations import Annotation, Const
 from ..backends import backend as backend_object
 from ..errors import AnnotationError
 from ..ir.interp import interpret
@@ -36,10 +35,10 @@ from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization
 from .annotate import Annotated, AnnotatedEntry, annotated_entry, cached_annotations, lane_groups
 from .arrays import array_module, is_cupy_array, owned_nbytes, untouched
-from .binding import Binding, scalar_values
+from .binding import Binding
 from .bounds_check import check_bounds
 from .execute import run_spec
-from .plans import Checks, Runner, checks_settled, int_positions, made, valid
+from .plans import Checks, Runner, checks_settled, int_positions, made, planned_call, valid
 from .race_check import check_exclusive_rows, check_races
 from .specialize import reverse_specialization
 
@@ -130,28 +129,11 @@ class ReversePlan:
     def prepare(self, entry: AnnotatedEntry, args: tuple) -> PreparedReverse | None:
         """The call of `args`, whose signature is this plan's; None where a value check fails (a
         non-finite Active value): the full path then raises what a first call would."""
-        primals, shadows = [], []
-        for a in args:
-            t = type(a)
-            if t is Duplicated or t is DuplicatedNoNeed:
-                shadows.append((a.dval,))
-                primals.append(a.val)
-            elif t is Active:
-                if not isfinite(a.val):
-                    return None
-                primals.append(a.val)
-            elif t is Const:
-                primals.append(a.val)
-            elif t is BatchDuplicated:
-                shadows.append(tuple(a.dvals))
-                primals.append(a.val)
-            else:
-                primals.append(a)
-        template = entry.template
-        values = scalar_values(template, primals)
-        tb = template[0]
-        b = made(Binding, dim=tb.dim, types=tb.types, values=tuple(values), backend=tb.backend, names=tb.names,
-                 aliases=(), strided=tb.strided)
+        called = planned_call(entry.template, args)
+        if called is None:
+            return None
+        b, primals, shadows = called
+        values = b.values
         shadows = dict(zip(self.shadow_names, shadows))
         if not self.checks.settled(values):
             _check(self.kernel, self.rs, b, self.plain_adds)
