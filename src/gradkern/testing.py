@@ -20,6 +20,13 @@ dot product; the default runs all three.
 A check passes when |analytic - numeric| <= atol + rtol * max(|analytic|, |numeric|).
 The default tolerances are those of central differences with h ~ 1e-6 in
 float64 (rtol 1e-5), or of float32 arithmetic (rtol 2e-3).
+
+The step: by default coordinate c moves by h = eps·max(1, |x_c|) and the
+random directions are O(1) per element. `relative=True` scales both by each
+element's own magnitude (h = eps·|x_c|, eps where x_c = 0): for inputs far
+below 1 (or of very different magnitudes), where an absolute step is too
+coarse. docs/testing.md says how to choose, and why a long polynomial whose
+terms cancel needs a larger eps, not a smaller one.
 """
 
 from __future__ import annotations
@@ -70,11 +77,12 @@ def _float64(x):
 
 def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Reverse, seed: int = 0,
                rtol: float | None = None, atol: float | None = None, eps: float = 1e-6, max_coords: int = 64,
-               raise_on_failure: bool = True) -> GradCheckReport:
+               raise_on_failure: bool = True, relative: bool = False) -> GradCheckReport:
     """Check the reverse- and forward-mode derivatives of `kernel` at `args`
     (annotated as for reverse-mode autodiff; shadow contents are ignored and the
-    arguments are not modified). Raises AssertionError with the report on
-    failure unless raise_on_failure is False."""
+    arguments are not modified). `relative`: steps relative to each input
+    element's magnitude (module docstring). Raises AssertionError with the
+    report on failure unless raise_on_failure is False."""
     if mode is not Reverse and mode is not Forward:
         raise AnnotationError(f"check_grad: mode must be gk.Reverse or gk.Forward, got {mode!r}")
     program = not isinstance(kernel, KernelFunction)
@@ -110,6 +118,8 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     report = GradCheckReport(getattr(kernel, "name", getattr(kernel, "__name__", "program")))
     base = [_float64(p) for p in primals]
     v = {n: rng.standard_normal(np.shape(primals[index[n]])) for n in dup + act}
+    if relative:  # each element's direction in proportion to its magnitude
+        v = {n: d * _magnitude(base[index[n]]) for n, d in v.items()}
     plus = [b.copy() if isinstance(b, np.ndarray) else b for b in base]
     minus = [b.copy() if isinstance(b, np.ndarray) else b for b in base]
     for n in dup + act:
@@ -171,8 +181,8 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
         coords = [coords[k] for k in rng.choice(len(coords), max_coords, replace=False)]
     for n, c in coords:
         x = base[index[n]]
-        scale = max(1.0, abs(float(x[c] if isinstance(x, np.ndarray) else x)))
-        h = eps * scale
+        h = eps * float(_magnitude(x[c] if isinstance(x, np.ndarray) else x) if relative else
+                        max(1.0, abs(float(x[c] if isinstance(x, np.ndarray) else x))))
         (up, up_size), (down, down_size) = loss(_bumped(base, index[n], c, h)), loss(_bumped(base, index[n], c, -h))
         numeric = (up - down) / (2 * h)
         got = float(analytic[n][c])
@@ -187,6 +197,12 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     if raise_on_failure and not report.ok:
         raise AssertionError(str(report))
     return report
+
+
+def _magnitude(x: Any) -> Any:
+    """|x| elementwise, 1 where x is 0 (a relative step needs a nonzero scale)."""
+    a = np.abs(np.asarray(x, np.float64))
+    return np.where(a > 0, a, 1.0)
 
 
 def _dim(values):

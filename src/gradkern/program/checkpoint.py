@@ -38,6 +38,7 @@ from ..runtime.execute import run_spec
 from ..runtime.launch import prepare_launch
 from ..runtime.recording import Recorder
 from .guard import HostWriteGuard
+from .hostcode import unwrap_args
 from .record import ProgramRecorder, overwritten_whole
 from .rulestep import installed, run_plain
 from .scalars import ActiveScalar
@@ -114,7 +115,16 @@ class _Untaped(Recorder):
     def __init__(self, loop: LoopEntry, t: int):
         self.loop, self.t = loop, t
 
-    def launch(self, kernel: KernelFunction, dim: Any, args: tuple, backend: str | None) -> None:
+    @property
+    def host(self) -> Any:
+        return self.loop.outer.host
+
+    @property
+    def guard(self) -> Any:
+        return self.loop.guard
+
+    def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
+        args = unwrap_args(given, f"a launch of kernel '{kernel.name}' in step {self.t} of the checkpointed loop")
         plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
         arrays = [a for a in plain if is_array(a)]
         if self.loop.first_forward:
@@ -130,6 +140,7 @@ class _Untaped(Recorder):
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         """A rule call of an untaped step: its primal, with the loop's bookkeeping as for a launch."""
+        given = unwrap_args(given, f"a call of rule '{rule.name}' in step {self.t} of the checkpointed loop")
         loop = self.loop
         if loop.first_forward:
             loop.wants_shadows([rule.may_write(n) for n in range(len(given))], given)
@@ -312,7 +323,7 @@ class LoopEntry(LoopHooks):
         if self.first_forward:
             self._make_wanted_shadows()
         shadows = self.outer.shadows
-        rec = ProgramRecorder(shadows, self.guard)
+        rec = ProgramRecorder(shadows, self.guard, host=self.outer.host)
         rec.in_loop = True
         if n0 == 0:  # what the program before the loop still reads, saved before the loop overwrites it
             rec.needed = {k: True for k in self.entry_needed}

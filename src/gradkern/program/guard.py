@@ -50,6 +50,28 @@ class HostWriteGuard:
             raise ProgramError(f"GRADKERN_HOST_WRITE_CHECK must be one of {', '.join(_MODES)}; got {mode!r}")
         self.mode = mode
         self.prints: dict[int, tuple[Any, int, Any]] = {}  # id(buffer) -> (reference, fingerprint, step after)
+        # id(buffer) -> weak references to the views of it the program holds (TrackedArrays), locked with it
+        self.followers: dict[int, list] = {}
+
+    def follow(self, views: list) -> None:
+        """Lock `views` whenever their buffer is locked, and now if it is: a view made while its buffer was
+        writable keeps its own write flag otherwise (and a launch's plain view of it would be writable)."""
+        for v in views:
+            root = memory_root(v)
+            refs = self.followers.setdefault(id(root), [])
+            if not any(r() is v for r in refs):
+                refs.append(weakref.ref(v))
+            if self._holds(root) and v.flags.writeable:
+                v.flags.writeable = False
+                self.arrays[id(v)] = weakref.ref(v)
+
+    def _followers(self, root: Any) -> list:
+        refs = self.followers.get(id(root))
+        if not refs:
+            return []
+        alive = [r for r in refs if r() is not None]
+        self.followers[id(root)] = alive
+        return [r() for r in alive]
 
     def _fingerprinted(self, a: Any) -> bool:
         return self.mode == "fingerprint" or (self.mode == "auto" and not isinstance(a, np.ndarray))
@@ -63,7 +85,7 @@ class HostWriteGuard:
             if not isinstance(a, np.ndarray):
                 continue
             root = memory_root(a)
-            for x in (root, a):
+            for x in (root, a, *self._followers(root)):
                 # a view made while its buffer was locked is read-only only because of us
                 if not self._holds(x) and (x.flags.writeable or self._holds(root)):
                     self.arrays[id(x)] = weakref.ref(x)
@@ -86,6 +108,17 @@ class HostWriteGuard:
                         f"{_after(step)}, found {before}; no shadow was changed",
                         hint="change arrays inside a program with launches, gk.copy(dst, src) or gk.fill(dst, "
                              "value), which are differentiated")
+
+    def refuse_write(self, a: Any) -> None:
+        """ProgramError before a host write changes `a` if its buffer is fingerprinted (the tape depends on
+        it); NumPy's read-only flag refuses the others."""
+        root = memory_root(a)
+        entry = self.prints.get(id(root))
+        if entry is not None and entry[0]() is root:
+            raise ProgramError(f"a host write to {_name_of(root)}, which the program's derivative depends on, "
+                               f"{_after(entry[2])}, refused before it changed anything; no shadow was changed",
+                               hint="change arrays inside a program with launches, gk.copy(dst, src) or "
+                                    "gk.fill(dst, value), which are differentiated")
 
     @contextmanager
     def unlocked(self, arrays: list, before: str = "before the next launch") -> Iterator[None]:
@@ -115,6 +148,7 @@ class HostWriteGuard:
         for x in sorted(self._locked(), key=lambda x: x.base is not None):
             x.flags.writeable = True
         self.arrays.clear()
+        self.followers.clear()
 
     def host_write_error(self, exc: ValueError) -> ProgramError | None:
         """The ProgramError for NumPy's read-only failure inside the program, naming the array where the

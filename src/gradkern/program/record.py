@@ -29,6 +29,7 @@ from ..runtime.launch import prepare_launch
 from ..runtime.recording import Recorder
 from ..runtime.reverse import prepare_reverse
 from .guard import HostWriteGuard
+from .hostcode import HostTracker, unwrap_args
 from .rulestep import annotate_array, record_forward, record_reverse, tangent_scalar
 from .scalars import ActiveScalar
 from .shadows import ShadowMap, memory_root
@@ -53,9 +54,11 @@ def overwritten_whole(params, binding: Any, facts: Any) -> list:
 class ProgramRecorder(Recorder):
     """Records the launches of one program call."""
 
-    def __init__(self, shadows: ShadowMap, guard: HostWriteGuard, observer: Any = None):
+    def __init__(self, shadows: ShadowMap, guard: HostWriteGuard, observer: Any = None,
+                 host: HostTracker | None = None):
         self.shadows = shadows
         self.guard = guard
+        self.host = host or HostTracker(shadows)  # host code on the program's arrays (hostcode.py)
         # told (kernel name, written views, binding, buffers overwritten whole) before each launch runs
         self.observer = observer
         self.steps: list[Step] = []
@@ -68,8 +71,9 @@ class ProgramRecorder(Recorder):
         self.alone = False
         self.no_need: dict[int, bool] = {}  # argument position -> DuplicatedNoNeed (top level only)
 
-    def launch(self, kernel: KernelFunction, dim: Any, args: tuple, backend: str | None) -> None:
+    def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
+        args = unwrap_args(given, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
         annotated, scalars = [], {}
         plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
         active = any(isinstance(a, ActiveScalar) for a in args) or any(
@@ -101,7 +105,7 @@ class ProgramRecorder(Recorder):
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         """A call of a function with a custom rule (rulestep.py)."""
-        return record_reverse(self, rule, given)
+        return record_reverse(self, rule, unwrap_args(given, f"rule call {len(self.steps) + 1} ('{rule.name}')"))
 
     def _run(self, kernel, dim, plain, annotated, scalars, active, backend) -> tuple[Step, list, list]:
         """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
@@ -151,10 +155,12 @@ class ForwardRecorder(Recorder):
     def __init__(self, tangents: ShadowMap, guard: HostWriteGuard):
         self.tangents = tangents
         self.guard = guard
+        self.host = HostTracker(tangents)
         self.count = 0
 
-    def launch(self, kernel: KernelFunction, dim: Any, args: tuple, backend: str | None) -> None:
+    def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
+        args = unwrap_args(given, f"launch {self.count + 1} (kernel '{kernel.name}')")
         active = any(isinstance(a, ActiveScalar) for a in args) or any(
             is_array(a) and self.tangents.find(a) is not None for a in args)
         annotated = []
@@ -174,4 +180,4 @@ class ForwardRecorder(Recorder):
         self.guard.lock(arrays, Launched(self.count, kernel.name))
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
-        return record_forward(self, rule, given)
+        return record_forward(self, rule, unwrap_args(given, f"a call of rule '{rule.name}'"))

@@ -20,6 +20,7 @@ from ..errors import AnnotationError, ProgramError
 from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array
 from .guard import HostWriteGuard
+from .hostcode import TrackedArray, track
 from .record import ForwardRecorder, ProgramRecorder
 from .report import LaunchRow, ProgramInspection
 from .rulestep import installed, pattern
@@ -130,7 +131,7 @@ def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
             for dx in dxs:
                 check_shadow(f"argument {n}", a.val, dx, "shadow")
             lanes[n] = len(dxs) if isinstance(a, BatchDuplicated) else 0
-            out.append(a.val)
+            out.append(track(a.val))
         elif isinstance(a, Active):
             if not isinstance(a.val, (int, float, np.integer, np.floating)) or isinstance(a.val, (bool, np.bool_)):
                 raise AnnotationError(f"argument {n} is Active but is {type(a.val).__name__}, not a real number",
@@ -138,17 +139,19 @@ def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
             roots[n] = ActiveScalar(a.val)
             out.append(roots[n])
         elif isinstance(a, Const):
-            out.append(a.val)
+            out.append(track(a.val))
         elif isinstance(a, Annotation):
             raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
         else:
-            out.append(a)
+            out.append(track(a))
     return tuple(out), _shadow_map(args, lanes), roots
 
 
 def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> None:
     """Call `fn` with `recorder` taking its launches; a host write to a locked array becomes
-    ProgramError; every array is writable again afterwards."""
+    ProgramError; every array is writable again afterwards. `fn` gets its NumPy float arrays as
+    TrackedArray views (hostcode.py), locked with their buffers."""
+    guard.follow([a for a in call if isinstance(a, TrackedArray)])
     try:
         with installed(recorder):
             fn(*call)
@@ -160,6 +163,7 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
         raise
     finally:
         guard.release()
+        recorder.host.checking = False  # a sweep's recomputed steps were checked when recorded
 
 
 def record(fn: Callable, args: tuple, alone: bool = False) -> ProgramTape:
@@ -278,13 +282,13 @@ def forward(fn: Callable, args: tuple) -> None:
                 raise AnnotationError(f"argument {n} of the program is {type(a).__name__} but is not a float array")
             for dx in dxs:
                 check_shadow(f"argument {n}", a.val, dx, "tangent")
-            call.append(a.val)
+            call.append(track(a.val))
         elif isinstance(a, Const):
-            call.append(a.val)
+            call.append(track(a.val))
         elif isinstance(a, Annotation):
             raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
         else:
-            call.append(a)
+            call.append(track(a))
     guard = HostWriteGuard()
     _run_guarded(fn, call, ForwardRecorder(_shadow_map(args, lanes), guard), guard)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..annotations import Const
 from ..errors import LaunchError
 from ..kernel import KernelFunction
 from ..pipeline import Specialization
@@ -42,6 +43,9 @@ def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = N
         if not plan.checks.settled(values):
             plan.check(from_template(entry.template, args))
         plan.runner(plan.dim, values)
+        return
+    if any(isinstance(a, Const) for a in args):  # gk.Const(x): x, with no derivative wanted (docs/host-code.md)
+        launch(k, dim, *(a.val if isinstance(a, Const) else a for a in args), backend=backend)
         return
     spec, b = prepare_launch(k, dim, args, backend)
     run_spec(spec, b.dim, list(b.kernel_values))

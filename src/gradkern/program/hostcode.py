@@ -1,0 +1,401 @@
+"""Host computations on a program's arrays (docs/host-code.md): NumPy code in
+`fn` that makes an array from an active one (`u.copy()`, `u * 2.0`,
+`np.sin(u)`, `np.copyto(w, u)`, `u[idx]`) would hand later launches values
+whose derivative the tape cannot see. Each is differentiated or refused,
+never dropped:
+
+* `fn` receives its NumPy float arrays as `TrackedArray` views, whose NumPy
+  operations come here. Copies (`u.copy()`, `np.copy`, `np.copyto`, `astype`
+  to a float type, `w[...] = u`, `w[:] = 0.0`, `w.fill(c)`) become `gk.copy` /
+  `gk.fill` launches, recorded and differentiated like any launch.
+* Any other operation with an active input (one that shares memory with an
+  array that has a shadow, or is itself such a result) makes a float result
+  that remembers where it came from (`Origin`); a launch or rule call that
+  takes it raises `gk.ProgramError` naming the operation, the arrays and the
+  line, before anything is touched. `gk.Const(w)` says no derivative is wanted.
+* A host write into an active array that is not a copy or a fill
+  (`u *= 2`, `np.sin(u, out=u)`) raises `gk.ProgramError` before it writes;
+  so does any host write into an array a launch has taken (guard.py), copies
+  and fills included: those go through `gk.copy`/`gk.fill` by name.
+
+Results keep the class, so what is computed from them is seen too. Values
+reduced to Python numbers (`float(u.max())`) are constants, as `.item()` is
+in PyTorch. What is not seen: arrays that reach NumPy as plain `ndarray`
+(`np.asarray(u)`, `np.array(u)`, arrays `fn` allocates with `np.zeros(n)` and
+a launch later makes active); docs/host-code.md lists them.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..annotations import Const
+from ..errors import ProgramError
+from ..runtime.arrays import byte_bounds
+from ..runtime.recording import active_recorder
+from .hostops import copy as gk_copy
+from .hostops import fill as gk_fill
+from .scalars import ActiveScalar
+from .shadows import memory_root
+
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the gradkern package
+_NUMPY = os.path.dirname(os.path.abspath(np.__file__))
+_FIX = ("compute it in a kernel (gk.launch), copy with gk.copy(dst, src) or u.copy() (differentiated), "
+        "or pass gk.Const(x) to the launch to say that no derivative through it is wanted")
+_COPYABLE = tuple(np.dtype(t) for t in ("float32", "float64", "int32", "int64"))  # what a kernel's array holds
+_LIKE = ("zeros_like", "empty_like", "ones_like", "full_like")  # new arrays whose values depend on no input
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where host code made an array from an active one: the operation, its array inputs, the user's line."""
+
+    op: str
+    inputs: str
+    where: str
+    line: str
+
+    def describe(self) -> str:
+        src = f" (`{self.line}`)" if self.line else ""
+        return f"`{self.op}` of {self.inputs} at {self.where}{src}"
+
+
+def _user_frame() -> Any:
+    """The innermost frame outside gradkern and NumPy: the user's line."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith((_OURS, _NUMPY)):
+        f = f.f_back
+    return f
+
+
+def _names(frame: Any, arrays: list) -> str:
+    """'u', 'u' and 'v', or 'an array': the names the user's frame gives `arrays`."""
+    out = []
+    for a in arrays:
+        root = memory_root(a)
+        hits = [n for n, v in (frame.f_locals.items() if frame is not None else ())
+                if isinstance(v, np.ndarray) and (v is a or memory_root(v) is root)]
+        exact = [n for n in hits if frame.f_locals[n] is a]
+        name = (exact or hits or [None])[0]
+        text = f"'{name}'" if name else f"an array of shape {tuple(a.shape)}"
+        if text not in out:
+            out.append(text)
+    return " and ".join(out) if out else "an array"
+
+
+def _origin(op: str, inputs: list) -> Origin:
+    frame = _user_frame()
+    if frame is None:
+        return Origin(op, _names(None, inputs), "an unknown line", "")
+    where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+    return Origin(op, _names(frame, inputs), where, linecache.getline(frame.f_code.co_filename,
+                                                                     frame.f_lineno).strip())
+
+
+class HostTracker:
+    """One program call's view of its host code: which arrays are active (have shadows or tangents) and
+    which buffers host code wrote derived values into. `checking` is False while a reverse sweep
+    recomputes checkpointed steps (what recording accepted is not refused halfway through a sweep)."""
+
+    def __init__(self, shadows: Any):
+        self.shadows = shadows
+        # id(buffer) -> (weak reference to the buffer, origin of its contents)
+        self.tainted: dict[int, tuple[Any, Origin]] = {}
+        self.checking = True
+
+    def active(self, a: Any) -> bool:
+        """`a` shares memory with an array that has a shadow (or tangent)."""
+        if not isinstance(a, np.ndarray) or a.size == 0:
+            return False
+        lo, hi = byte_bounds(a)
+        return any(lo < e.hi and e.lo < hi for e in self.shadows.entries)
+
+    def origin(self, a: Any) -> Origin | None:
+        """Where `a`'s values were computed on the host from an active array (None: they were not)."""
+        got = getattr(a, "_gk_origin", None)
+        if got is not None:
+            return got
+        kept = self.tainted.get(id(memory_root(a))) if isinstance(a, np.ndarray) else None
+        return kept[1] if kept is not None and kept[0]() is memory_root(a) else None
+
+    def derived(self, a: Any) -> bool:
+        return self.active(a) or self.origin(a) is not None
+
+    def taint(self, buffer: Any, origin: Origin) -> None:
+        root = memory_root(buffer)
+        self.tainted[id(root)] = (weakref.ref(root), origin)
+
+
+def tracker() -> HostTracker | None:
+    return getattr(active_recorder(), "host", None)
+
+
+def _guard() -> Any:
+    """The host-write guard of the recorder taking launches now (a checkpointed loop's recomputation has its
+    own), or None."""
+    return getattr(active_recorder(), "guard", None)
+
+
+# -- the array class fn receives ----------------------------------------------------------------------------------
+
+
+def plain(x: Any) -> Any:
+    """`x` as a plain ndarray view (TrackedArray), its items so (tuples, lists), else itself."""
+    if isinstance(x, TrackedArray):
+        return x.view(np.ndarray)
+    if isinstance(x, (tuple, list)):
+        return type(x)(plain(v) for v in x)
+    return x
+
+
+def _arrays_in(x: Any) -> list:
+    if isinstance(x, np.ndarray):
+        return [x]
+    if isinstance(x, (tuple, list)):
+        return [a for v in x for a in _arrays_in(v)]
+    if isinstance(x, dict):
+        return [a for v in x.values() for a in _arrays_in(v)]
+    return []
+
+
+def track(a: Any) -> Any:
+    """`a` as a TrackedArray view when it is a NumPy float array, else `a`."""
+    if type(a) is np.ndarray and a.dtype.kind == "f":
+        return a.view(TrackedArray)
+    return a
+
+
+def _result(r: Any, inputs: list, op: str, host: HostTracker | None) -> Any:
+    """Wrap what an operation returned: a view of an input inherits its origin; a new float array made from
+    a derived input gets an origin; other results are returned as they are."""
+    if isinstance(r, (tuple, list)):
+        return type(r)(_result(x, inputs, op, host) for x in r)
+    if not isinstance(r, np.ndarray) or type(r) is not np.ndarray or r.dtype.kind not in "fc":
+        return r
+    out = r.view(TrackedArray)
+    root = memory_root(r)
+    for a in inputs:
+        if memory_root(a) is root:  # a view of an input
+            out._gk_origin = getattr(a, "_gk_origin", None) or (host.origin(a) if host else None)
+            return out
+    if host is not None:
+        sources = [a for a in inputs if host.derived(a)]
+        if sources:
+            out._gk_origin = _origin(op, sources)
+    return out
+
+
+class TrackedArray(np.ndarray):
+    """A view of a program's array whose NumPy operations are differentiated, marked or refused
+    (module docstring). Outside a program it behaves as the ndarray it views."""
+
+    _gk_origin: Origin | None = None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        if not isinstance(obj, TrackedArray):
+            return
+        if self.base is not None and memory_root(self) is memory_root(obj):  # a view: same values, same origin
+            self._gk_origin = obj._gk_origin
+            return
+        host = tracker()  # a copy made by an ndarray method this class does not handle by name
+        if host is not None and host.derived(obj) and self.dtype.kind in "fc":
+            self._gk_origin = _origin("an ndarray method", [obj])
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, out: Any = None, **kwargs: Any) -> Any:
+        host = tracker()
+        op = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        arrays = _arrays_in(inputs)
+        if out is not None:
+            _check_write(host, op, _arrays_in(out), arrays)
+            kwargs["out"] = plain(out)
+        r = getattr(ufunc, method)(*plain(inputs), **kwargs)
+        if out is not None:
+            return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        return _result(r, arrays, op, host)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        name = func.__name__
+        if name == "copy" and args and isinstance(args[0], TrackedArray):
+            return args[0].copy()
+        if name == "copyto":
+            return _copyto(*args, **kwargs)
+        host = tracker()
+        op = f"np.{name}"
+        arrays = _arrays_in(args) + _arrays_in(kwargs)
+        if "out" in kwargs and kwargs["out"] is not None:
+            _check_write(host, op, _arrays_in(kwargs["out"]), arrays)
+        r = func(*plain(args), **{k: plain(v) for k, v in kwargs.items()})
+        if name in _LIKE:
+            return r.view(TrackedArray) if type(r) is np.ndarray and r.dtype.kind == "f" else r
+        return _result(r, arrays, op, host)
+
+    def __getitem__(self, key: Any) -> Any:
+        return _result(plain(self)[plain(key)], [self], "indexing with an index array", tracker())
+
+    # -- copies: launches, so that they are differentiated ---------------------------------------------------------
+    def copy(self, order: str = "C") -> Any:
+        return self._copied("ndarray.copy", None, order)
+
+    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+               copy: bool = True) -> Any:
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype and not copy:
+            return self
+        if dtype.kind != "f":  # an integer or boolean image of the values: no derivative flows through it
+            return np.ndarray.astype(plain(self), dtype, order=order, casting=casting, copy=copy)
+        return self._copied("ndarray.astype", dtype, "C" if order in ("K", "A") else order)
+
+    def _copied(self, op: str, dtype: Any, order: str) -> Any:
+        src = plain(self)
+        host = tracker()
+        if _launchable(src) and active_recorder() is not None and self._gk_origin is None \
+                and (host is None or host.origin(src) is None):
+            out = np.empty(src.shape, dtype or src.dtype, order="F" if order == "F" else "C")
+            gk_copy(out, src)
+            return out.view(TrackedArray)
+        r = np.array(src, dtype=dtype, order=order, copy=True)
+        return _result(r, [self], op, host)
+
+    def fill(self, value: Any) -> None:
+        self[...] = value
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        host = tracker()
+        if host is None or active_recorder() is None:
+            np.ndarray.__setitem__(plain(self), key, plain(value))
+            return
+        whole = plain(self)
+        _writable(whole, host)
+        target = whole[_view_key(key)]
+        if target.base is None or memory_root(target) is not memory_root(whole):  # an index array: a copy
+            if host.active(whole) or host.derived(plain(value)) or isinstance(value, ActiveScalar):
+                frame = _user_frame()
+                raise ProgramError(f"a host write to {_names(frame, [whole])} through an index array at "
+                                   f"{_where(frame)} inside a differentiated program involves an active array; "
+                                   "nothing was written", hint="write it in a kernel")
+            np.ndarray.__setitem__(whole, key, plain(value))
+            return
+        _write(host, "an assignment", target, value)
+
+    def __repr__(self) -> str:
+        return repr(plain(self))
+
+
+def _view_key(key: Any) -> Any:
+    """`key` with an Ellipsis, so that a basic index gives a view (a 0-d one for one element)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return parts if any(p is Ellipsis for p in parts) else (*parts, Ellipsis)
+
+
+def _launchable(a: Any) -> bool:
+    return isinstance(a, np.ndarray) and a.dtype.kind == "f" and 1 <= a.ndim <= 3 and a.size > 0
+
+
+def _check_write(host: HostTracker | None, op: str, outs: list, inputs: list) -> None:
+    """A host operation writes `outs`: refused into an active array; its output buffers remember a derived
+    input's origin."""
+    if host is None:
+        return
+    for o in outs:
+        _writable(plain(o), host)
+        if host.active(plain(o)):
+            frame = _user_frame()
+            raise ProgramError(f"`{op}` writes its result into {_names(frame, [plain(o)])}, an active array, on the "
+                               f"host at {_where(frame)}: its derivative would be lost; nothing was written",
+                               hint="write it as a kernel, or compute into a new array and gk.copy(dst, it)")
+    sources = [a for a in inputs if host.derived(plain(a))]
+    if sources:
+        origin = _origin(op, [plain(a) for a in sources])
+        for o in outs:
+            host.taint(plain(o), origin)
+
+
+def _where(frame: Any) -> str:
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "an unknown line"
+
+
+def _writable(dst: Any, host: HostTracker) -> None:
+    """A host write into an array the program's tape depends on is refused as the host-write guard refuses
+    it (program/guard.py), naming the array and the launch after which it happened, whatever the operation:
+    a read-only array as NumPy refuses it, a fingerprinted one before it changes."""
+    if isinstance(dst, np.ndarray) and not dst.flags.writeable:
+        raise ValueError("assignment destination is read-only")
+    guard = _guard()
+    if guard is not None:
+        guard.refuse_write(dst)
+
+
+def _write(host: HostTracker, op: str, dst: Any, value: Any) -> None:
+    """dst[...] = value inside a program: a launch where a derivative is involved, else NumPy's write."""
+    _writable(dst, host)
+    value = plain(value)
+    if isinstance(value, ActiveScalar) or (isinstance(value, (int, float, np.number)) and host.active(dst)):
+        if dst.ndim == 0:
+            dst = dst.reshape(1)
+        if not _launchable(dst):
+            raise ProgramError(f"{op} to an active array of shape {dst.shape} inside a differentiated program",
+                               hint="write it in a kernel")
+        gk_fill(dst, value)
+        return
+    if isinstance(value, np.ndarray) and (host.active(dst) or host.derived(value)):
+        if host.origin(value) is not None and not host.active(dst):
+            host.taint(dst, host.origin(value))
+            np.copyto(dst, value)
+            return
+        if dst.ndim == 0 and value.size == 1:
+            dst, value = dst.reshape(1), value.reshape(1)
+        if value.shape != dst.shape or not _launchable(dst) or value.dtype not in _COPYABLE:
+            frame = _user_frame()
+            raise ProgramError(f"{op} of an array of shape {value.shape} to {_names(frame, [dst])} of shape "
+                               f"{dst.shape} at {_where(frame)} involves an active array and is not a plain copy "
+                               "(same shape, float, 1-3 axes); nothing was written", hint="write it in a kernel")
+        gk_copy(dst, value)
+        return
+    np.copyto(dst, value)
+
+
+def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    host = tracker()
+    if host is None or active_recorder() is None:
+        np.copyto(plain(dst), plain(src), casting=casting, where=plain(where))
+        return
+    if where is not True:
+        _check_write(host, "np.copyto", [dst], _arrays_in(src))
+        np.copyto(plain(dst), plain(src), casting=casting, where=plain(where))
+        return
+    _write(host, "np.copyto", plain(dst), src)
+
+
+# -- launches and rule calls --------------------------------------------------------------------------------------
+
+
+def unwrap_args(args: tuple, what: str) -> tuple:
+    """A launch's or rule call's arguments as the runtime takes them: TrackedArrays as plain views,
+    `gk.Const(x)` as x. ProgramError if one was computed on the host from an active array (and is not
+    wrapped in Const): `what` names the launch."""
+    host, guard = tracker(), _guard()
+    if guard is not None:  # locked with their buffers from now on
+        guard.follow([a.val if isinstance(a, Const) else a for a in args
+                      if isinstance(a.val if isinstance(a, Const) else a, TrackedArray)])
+    out, views = [], {}  # an array passed twice is one view twice (a rule's in-place argument pair)
+    for n, a in enumerate(args):
+        if isinstance(a, Const):
+            out.append(views.setdefault(id(a.val), plain(a.val)))
+            continue
+        if host is not None and host.checking and isinstance(a, np.ndarray):
+            origin = host.origin(a)
+            if origin is not None:
+                frame = _user_frame()
+                raise ProgramError(f"{what} takes {_names(frame, [plain(a)])} (argument {n}) at {_where(frame)}, "
+                                   f"which host code computed from an active array: {origin.describe()}; its "
+                                   "derivative would be lost, so it did not run and no shadow changed",
+                                   hint=_FIX)
+        out.append(views.setdefault(id(a), plain(a)) if isinstance(a, TrackedArray) else a)
+    return tuple(out)

@@ -1,0 +1,333 @@
+"""Host NumPy code on active arrays inside programs (program/hostcode.py, docs/host-code.md): every
+operation that makes an array from an active one is differentiated (copies, fills) or refused before
+anything changes; arrays made from nothing active stay plain inputs."""
+
+import numpy as np
+import pytest
+
+import gradkern as gk
+from gradkern.testing import check_grad
+
+
+@gk.kernel
+def square_into(x, y):
+    i = gk.tid()
+    y[i] = x[i] * x[i]
+
+
+@gk.kernel
+def energy(u, E):
+    i = gk.tid()
+    gk.atomic_add(E, 0, u[i] * u[i])
+
+
+@gk.kernel
+def heat(u, un, c):
+    i = gk.tid()
+    if i == 0 or i == u.shape[0] - 1:
+        un[i] = u[i]
+    else:
+        un[i] = u[i] + c * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+
+
+N = 7
+
+
+def _u(rng):
+    return rng.random(N) + 0.5  # away from zero: every derivative below is nonzero
+
+
+# -- differentiated: copies and fills -----------------------------------------------------------------------------
+
+def p_copy(u, E):
+    u_old = u.copy()
+    v = np.zeros_like(u)
+    gk.launch(square_into, N, u_old, v)
+    gk.launch(energy, N, v, E)
+
+
+def p_np_copy(u, E):
+    w = np.copy(u)
+    gk.launch(energy, N, w, E)
+
+
+def p_copyto(u, E):
+    w = np.empty_like(u)
+    np.copyto(w, u)
+    gk.launch(energy, N, w, E)
+
+
+def p_setitem(u, E):
+    w = np.zeros_like(u)
+    w[1:] = u[:-1]
+    w[0] = 0.5
+    gk.launch(energy, N, w, E)
+
+
+def p_astype(u, E):
+    w = u.astype(np.float32)
+    v = np.zeros_like(w)
+    gk.launch(square_into, N, w, v)
+    gk.launch(energy, N, v.astype(np.float64), E)
+
+
+def time_loop(steps):
+    """The most common line of a time loop: keep the old state, then step from it."""
+    def prog(u, E, c):
+        un = np.zeros_like(u)
+        for _ in range(steps):
+            u_old = u.copy()
+            gk.launch(heat, N, u_old, un, c)
+            gk.copy(u, un)
+        gk.launch(energy, N, u, E)
+    return prog
+
+
+p_time_loop = time_loop(3)
+
+
+def _grad(prog, u, *extra):
+    du, E = np.zeros_like(u), np.zeros(1)
+    out = gk.autodiff(prog, gk.Duplicated(u.copy(), du), gk.Duplicated(E, np.ones(1)), *extra)
+    return du, out
+
+
+@pytest.mark.parametrize("prog, expected", [
+    (p_copy, lambda u: 4 * u ** 3),
+    (p_np_copy, lambda u: 2 * u),
+    (p_copyto, lambda u: 2 * u),
+    (p_setitem, lambda u: np.r_[2 * u[:-1], 0.0]),
+])
+def test_copies_are_differentiated(rng, prog, expected):
+    u = _u(rng)
+    du, _ = _grad(prog, u)
+    np.testing.assert_allclose(du, expected(u), rtol=1e-12)  # exact formulas; float64 rounding only
+
+
+def test_astype_is_differentiated(rng):
+    u = _u(rng)
+    du, _ = _grad(p_astype, u)
+    # float32 in the middle: relative error of a few float32 ulps in u**3
+    np.testing.assert_allclose(du, 4 * u ** 3, rtol=1e-5)
+
+
+@pytest.mark.parametrize("mode", [gk.Reverse, gk.Forward])
+def test_time_loop_with_copy_check_grad(rng, mode):
+    u = _u(rng)
+    check_grad(p_time_loop, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.zeros(1)),
+               gk.Active(0.2), mode=mode)
+
+
+def test_copy_inside_checkpointed_loop(rng):
+    """A recomputed step makes the same launches: u.copy() is a launch whenever a program records."""
+    def prog(u, E, c):
+        un = np.zeros_like(u)
+
+        def step(t):
+            u_old = u.copy()
+            gk.launch(heat, N, u_old, un, c)
+            gk.copy(u, un)
+        gk.checkpointed_loop(step, 6, snapshots=2)
+        gk.launch(energy, N, u, E)
+    u = _u(rng)
+    check_grad(prog, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.zeros(1)), gk.Active(0.2))
+    du_loop, g_loop = _grad(prog, u, gk.Active(0.2))
+    du_plain, g_plain = _grad(time_loop(6), u, gk.Active(0.2))
+    np.testing.assert_allclose(du_loop, du_plain, rtol=1e-13)  # the same operations in the same order
+    assert g_loop[2] == pytest.approx(g_plain[2], rel=1e-13)
+
+
+# -- refused: derived arrays reaching a launch --------------------------------------------------------------------
+
+def p_scale(u, E):
+    w = u * 2.0
+    gk.launch(energy, N, w, E)
+
+
+def p_sin(u, E):
+    w = np.sin(u)
+    gk.launch(energy, N, w, E)
+
+
+def p_add(u, E):
+    w = u + np.ones(N)
+    gk.launch(energy, N, w, E)
+
+
+def p_fancy(u, E):
+    w = u[np.arange(N)[::-1]]
+    gk.launch(energy, N, w, E)
+
+
+def p_chain(u, E):
+    w = u * 2.0
+    z = np.concatenate([w[:3], w[3:]]) + 1.0  # computed from a derived array: derived too
+    gk.launch(energy, N, z, E)
+
+
+def p_out(u, E):
+    w = np.empty(N)
+    np.multiply(u, 3.0, out=w)  # a plain buffer written with derived values
+    gk.launch(energy, N, w, E)
+
+
+def p_later_launch_of_temporary(u, E):
+    v = np.zeros_like(u)
+    gk.launch(square_into, N, u, v)  # v is active now
+    w = v - 1.0
+    gk.launch(energy, N, w, E)
+
+
+@pytest.mark.parametrize("prog, op", [
+    (p_scale, "np.multiply"), (p_sin, "np.sin"), (p_add, "np.add"), (p_fancy, "indexing with an index array"),
+    (p_chain, "np.add"), (p_out, "np.multiply"), (p_later_launch_of_temporary, "np.subtract"),
+])
+@pytest.mark.parametrize("mode", ["reverse", "forward", "split"])
+def test_derived_arrays_are_refused(rng, prog, op, mode):
+    u = _u(rng)
+    u0 = u.copy()
+    du, E, dE = np.full(N, 0.25), np.zeros(1), np.ones(1)
+    args = (gk.Duplicated(u, du), gk.Duplicated(E, dE))
+    with pytest.raises(gk.ProgramError) as info:
+        if mode == "reverse":
+            gk.autodiff(prog, *args)
+        elif mode == "forward":
+            gk.autodiff(prog, *args, mode=gk.Forward)
+        else:
+            forward, _ = gk.autodiff_thunk(prog, gk.Duplicated, gk.Duplicated)
+            forward(*args)
+    msg = str(info.value)
+    assert f"`{op}`" in msg and "test_host_code.py" in msg and "derivative would be lost" in msg
+    assert "gk.Const" in msg  # the fix is named
+    assert "gradkern/program" not in msg  # the user's lines only
+    # nothing was launched: every buffer as it was (the derived array reached the program's first launch,
+    # or, for the temporary, a launch that wrote only the temporary)
+    np.testing.assert_array_equal(u, u0)
+    np.testing.assert_array_equal(du, np.full(N, 0.25))
+    np.testing.assert_array_equal(E, np.zeros(1))
+    np.testing.assert_array_equal(dE, np.ones(1))
+
+
+def test_refusal_names_arrays_and_lines(rng):
+    u = _u(rng)
+    with pytest.raises(gk.ProgramError) as info:
+        gk.autodiff(p_scale, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))
+    msg = str(info.value)
+    assert "'w'" in msg and "'u'" in msg and "`w = u * 2.0`" in msg and "launch 1 (kernel 'energy')" in msg
+
+
+def p_inplace(u, E):
+    u *= 2.0
+    gk.launch(energy, N, u, E)
+
+
+def p_inplace_ufunc(u, E):
+    np.sin(u, out=u)
+    gk.launch(energy, N, u, E)
+
+
+def p_mask_write(u, E):
+    u[u > 1.0] = 0.0
+    gk.launch(energy, N, u, E)
+
+
+@pytest.mark.parametrize("prog", [p_inplace, p_inplace_ufunc, p_mask_write])
+def test_host_writes_into_active_arrays_are_refused(rng, prog):
+    u = _u(rng)
+    u0 = u.copy()
+    du = np.full(N, 0.5)
+    with pytest.raises(gk.ProgramError, match="active array"):
+        gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(np.zeros(1), np.ones(1)))
+    np.testing.assert_array_equal(u, u0)
+    np.testing.assert_array_equal(du, np.full(N, 0.5))
+
+
+def test_rule_call_with_derived_argument_is_refused(rng):
+    @gk.custom_rule(writes=("y",))
+    def double(x, y):
+        y[...] = 2.0 * x
+
+    @double.augmented_primal
+    def _(config, x, y):
+        double.primal(x.val, y.val)
+
+    @double.reverse
+    def _(config, tape, x, y):
+        x.dval[...] += 2.0 * y.dval
+        y.dval[...] = 0.0
+        return (None, None)
+
+    def prog(u, E):
+        y = np.zeros_like(u)
+        double(np.exp(u), y)
+        gk.launch(energy, N, y, E)
+    u = _u(rng)
+    with pytest.raises(gk.ProgramError, match=r"rule call 1 \('\S*double'\).*`np.exp`"):
+        gk.autodiff(prog, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))
+
+
+# -- accepted: constants --------------------------------------------------------------------------------------------
+
+def p_const(u, E):
+    w = u * 2.0
+    gk.launch(energy, N, gk.Const(w), E)  # no derivative through w wanted
+    gk.launch(energy, N, u, E)
+
+
+def p_from_nothing(u, E):
+    grid = np.linspace(0.0, 1.0, N)
+    ones = np.ones(N)
+    gk.launch(energy, N, grid * ones, E)
+    gk.launch(energy, N, u, E)
+
+
+def p_reduced(u, E):
+    scale = float(u.max())  # a time step from the state: a constant, as .item() in PyTorch
+    total = u.sum()
+    mask = u > np.median(u)  # booleans carry no derivative
+    w = np.full_like(u, scale * total)
+    w[mask] = 1.0  # a host write into an array nothing active reached
+    gk.launch(energy, N, w, E)
+    gk.launch(energy, N, u, E)
+
+
+@pytest.mark.parametrize("prog", [p_const, p_from_nothing, p_reduced])
+def test_constants_are_accepted(rng, prog):
+    u = _u(rng)
+    du, _ = _grad(prog, u)
+    np.testing.assert_allclose(du, 2 * u, rtol=1e-12)  # only the last launch carries u's derivative
+
+
+def test_const_launch_argument_outside_a_program(rng):
+    u = _u(rng)
+    E = np.zeros(1)
+    gk.launch(energy, N, gk.Const(u), E)
+    assert E[0] == pytest.approx(np.sum(u * u), rel=1e-12)
+
+
+def test_views_and_plain_calls_unchanged(rng):
+    """Outside a derivative the program runs as plain code; views of tracked arrays are views."""
+    u = _u(rng)
+    E = np.zeros(1)
+    p_copy(u, E)
+    assert E[0] == pytest.approx(np.sum(u ** 4), rel=1e-12)
+
+    def prog(u, E):
+        inner = u[1:-1]
+        assert np.shares_memory(inner, u) and inner.base is not None
+        gk.launch(energy, N - 2, inner, E)
+    du, _ = _grad(prog, u)
+    np.testing.assert_allclose(du, np.r_[0.0, 2 * u[1:-1], 0.0], rtol=1e-12)
+
+
+def test_tracked_argument_is_locked_with_its_buffer(rng):
+    """The view fn received is read-only after a launch took a view of its buffer (guard.follow)."""
+    def prog(u, E):
+        gk.launch(energy, N - 1, u[1:], E)
+        u.sort()  # an in-place method: NumPy's read-only flag refuses it
+    u = _u(rng)
+    u0 = u.copy()
+    with pytest.raises(gk.ProgramError, match="host write"):
+        gk.autodiff(prog, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))
+    np.testing.assert_array_equal(u, u0)
+    assert u.flags.writeable
