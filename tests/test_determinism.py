@@ -20,15 +20,15 @@ SEEDS = ("0", "1", "2", "12345")
 
 
 def _env(seed: str, **extra: str) -> dict[str, str]:
-    env = dict(os.environ, PYTHONHASHSEED=seed, **extra)
-    env.pop("GRADKERN_DUMP", None)
-    env.pop("GRADKERN_BOUNDSCHECK", None)
-    return env
+    env = {k: v for k, v in os.environ.items() if k not in ("GRADKERN_DUMP", "GRADKERN_BOUNDSCHECK")}
+    return env | {"PYTHONHASHSEED": seed, **extra}
 
 
-def _sources(seed: str, *flags: str) -> dict[str, str]:
-    """Every source of tests/determinism_sources.py's calls, generated in a process with hash seed `seed`."""
-    proc = subprocess.run([sys.executable, str(HERE / "determinism_sources.py"), *flags], env=_env(seed),
+def _sources(seed: str, *flags: str, dump: Path | None = None) -> dict[str, str]:
+    """Every source of tests/determinism_sources.py's calls, generated in a process with hash seed `seed`;
+    with `dump`, each stage's text goes there too (GRADKERN_DUMP)."""
+    env = _env(seed, **({"GRADKERN_DUMP": str(dump)} if dump else {}))
+    proc = subprocess.run([sys.executable, str(HERE / "determinism_sources.py"), *flags], env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, f"generating sources failed (PYTHONHASHSEED={seed}):\n{proc.stderr}"
     return json.loads(proc.stdout)
@@ -44,22 +44,33 @@ def _assert_same(runs: dict[str, dict[str, str]]) -> None:
                             f"e.g. {differ[:5]}")
 
 
-def _runs(seeds: tuple[str, ...], *flags: str) -> dict[str, dict[str, str]]:
+def _runs(seeds: tuple[str, ...], *flags: str, dumps: Path | None = None) -> dict[str, dict[str, str]]:
     """The sources of one process per seed, run at once (each is one core's work). Every other process
-    makes its calls in the opposite order: no source may depend on what the process generated before it."""
+    makes its calls in the opposite order: no source may depend on what the process generated before it.
+    With `dumps`, process n dumps every stage into dumps/n."""
     with concurrent.futures.ThreadPoolExecutor(len(seeds)) as pool:
-        found = [pool.submit(_sources, seed, *flags, *(("--reverse-order",) if n % 2 else ()))
-                 for n, seed in enumerate(seeds)]
+        found = [pool.submit(_sources, seed, *flags, *(("--reverse-order",) if n % 2 else ()),
+                             dump=dumps / str(n) if dumps else None) for n, seed in enumerate(seeds)]
         return {seed: f.result() for seed, f in zip(seeds, found)}
 
 
-def test_a_sample_of_sources_is_the_same_under_every_hash_seed():
-    """A sample that covers every role (tests/determinism_sources.py --sample), on both backends."""
-    runs = _runs(SEEDS, "--sample")
+def _dumped(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def test_a_sample_of_sources_is_the_same_under_every_hash_seed(tmp_path):
+    """A sample that covers every role (tests/determinism_sources.py --sample), on both backends; what
+    GRADKERN_DUMP writes (every stage's IR and notes) too, for the two processes that make their calls
+    in the same order (a kernel name shared by two test modules is dumped twice, the later one kept)."""
+    runs = _runs(SEEDS, "--sample", dumps=tmp_path)
     roles = {k.rsplit("/", 1)[1] for k in runs[SEEDS[0]]}
     assert {"primal", "race_check", "race_note", "race_look", "bounds_check", "fused", "augmented_primal",
             "reverse", "count", "gather", "forward_mode"} <= roles, roles
     _assert_same(runs)
+    first, third = _dumped(tmp_path / "0"), _dumped(tmp_path / "2")
+    assert first and first.keys() == third.keys()
+    differ = sorted(name for name in first if first[name] != third[name])
+    assert not differ, f"GRADKERN_DUMP files differ between PYTHONHASHSEED={SEEDS[0]} and {SEEDS[2]}: {differ[:5]}"
 
 
 @pytest.mark.slow
