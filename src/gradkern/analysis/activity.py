@@ -20,6 +20,12 @@ class Activity:
     scalars: frozenset[str]  # Active scalar parameters
     locals: frozenset[str]  # active locals
 
+    def __str__(self) -> str:
+        """The sets sorted (GRADKERN_DUMP's text is the same in every process, docs/caching.md)."""
+        return "; ".join(f"active {what}: {', '.join(sorted(names)) or '-'}"
+                         for what, names in (("arrays", self.arrays), ("scalars", self.scalars),
+                                             ("locals", self.locals)))
+
     def expr(self, e: ir.Expr) -> bool:
         """Whether expression `e` carries a derivative."""
         if not e.type.is_float:

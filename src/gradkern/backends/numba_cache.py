@@ -47,6 +47,13 @@ from ..errors import CacheWarning
 
 _memory_only: set[Path] = set()  # directories found unusable in this process
 
+# What this process's disk-cached functions did, one "<module>.<function>" per signature: loaded from the
+# cache, or compiled afresh (a miss or a damaged entry). A warm cache compiles nothing, whatever the
+# process's PYTHONHASHSEED, since generated source depends only on the kernel and its signature
+# (docs/caching.md; tests/test_determinism.py reads these).
+loaded: list[str] = []
+compiled: list[str] = []
+
 
 def load_module(name: str, source: str, directory: Path) -> ModuleType:
     """Execute the generated module `name` from `directory/name.py`, writing
@@ -221,14 +228,19 @@ class _HealingCache(FunctionCache):
                                              self._cache_file._source_stamp)
 
     def load_overload(self, sig, target_context):
+        name = f"{self._py_func.__module__}.{self._py_func.__qualname__}"
         try:
-            return super().load_overload(sig, target_context)
+            found = super().load_overload(sig, target_context)
         except _Damaged as e:
             path, cause = e.path, e.cause
         except Exception as e:  # loaded but not rebuilt: the entry is unusable all the same
             path, cause = self._cache_file._index_path, e
+        else:
+            (compiled if found is None else loaded).append(name)
+            return found
         self._discard_entry()
         _warn_damaged(Path(path), f"{type(cause).__name__}: {cause}")
+        compiled.append(name)
         return None  # a miss: Numba compiles, then saves a fresh entry
 
     def save_overload(self, sig, data):

@@ -531,7 +531,8 @@ def lower_kernel(parsed: ParsedFunction) -> ir.Kernel:
         if name in low.array_names:
             raise KernelSyntaxError(f"array parameter '{name}' is assigned a value", s.loc,
                                     hint="store into its elements (a[i] = ...) or use a new local")
-    for name in low.array_names & (used_as_scalar | assigned):
+    # sorted: the same error in every process, whatever the hash seed (docs/caching.md)
+    for name in sorted(low.array_names & (used_as_scalar | assigned)):
         node = next((e for e in ir.all_exprs(low.body) if isinstance(e, ir.Var) and e.name == name), None)
         raise KernelSyntaxError(f"array parameter '{name}' is used as a scalar value", node.loc if node else low.loc,
                                 hint="arrays can only be indexed, passed to device functions or asked for .shape")

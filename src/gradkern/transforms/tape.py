@@ -173,36 +173,44 @@ class _Planner:
     def __init__(self, k: ir.Kernel, act: Activity):
         self.act = act
         self.written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
-        self._assigned: dict[int, frozenset[str]] = {}
+        self._assigned: dict[int, tuple[str, ...]] = {}
         self.assigned = set(self.assigns(k.body))
         self.frames: list[_Frame] = []
         self.definitions: dict[Path, _Value] = {}  # each assignment's value, expanded (rule 4)
         self.final_at: dict[tuple[Path, str], int] = {}
+        self.final_rank: dict[tuple[Path, str], int] = {}  # the local's place among final_at's locals (`assigns`)
         self.kept: set[tuple[Path, str]] = set()
         self.types: dict[str, Scalar] = {}
         self.wanted: set[tuple[Path, str]] = set()  # restores some reverse statement reads
         self.plan = TapePlan()
 
-    def assigns(self, body) -> frozenset[str]:
-        """The locals a block assigns (loop variables included), nested blocks included."""
-        out: set[str] = set()
+    def assigns(self, body) -> tuple[str, ...]:
+        """The locals a block assigns (loop variables included), nested blocks included, in the
+        program order of their first assignment (an order that never depends on string hashing:
+        it places the restores a statement fixes, docs/caching.md)."""
+        out: dict[str, None] = {}
         for s in body:
             key = id(s)
             if key not in self._assigned:
-                mine = {s.name} if isinstance(s, ir.Assign) else {s.var} if isinstance(s, ir.For) else set()
+                mine = dict.fromkeys((s.name,) if isinstance(s, ir.Assign) else (s.var,) if isinstance(s, ir.For)
+                                     else ())
                 for blk in ir.blocks(s):
-                    mine |= self.assigns(blk)
-                self._assigned[key] = frozenset(mine)
-            out |= self._assigned[key]
-        return frozenset(out)
+                    mine.update(dict.fromkeys(self.assigns(blk)))
+                self._assigned[key] = tuple(mine)
+            out.update(dict.fromkeys(self._assigned[key]))
+        return tuple(out)
 
     # -- the scan, in program order -----------------------------------------------------------------------------
     def block(self, body, path: Path, owner: ir.Stmt | None):
-        final = {n: j for j, s in enumerate(body) for n in self.assigns((s,))}
+        final, rank = {}, {}  # local -> the last statement assigning it, and its place among that statement's
+        for j, s in enumerate(body):
+            for r, n in enumerate(self.assigns((s,))):
+                final[n], rank[n] = j, r
         in_loop = any(isinstance(f.owner, (ir.For, ir.While)) for f in self.frames) or \
             isinstance(owner, (ir.For, ir.While))
         for n, j in final.items():
             self.final_at[(path, n)] = j
+            self.final_rank[(path, n)] = rank[n]
             if not in_loop and all(f.final.get(n) == f.index for f in self.frames):
                 self.kept.add((path, n))
         frame = _Frame(path, body, owner, final, set(self.assigns(body)))
@@ -326,9 +334,14 @@ class _Planner:
         return Needs(tuple(taped), tuple(recomputed.items()))
 
     # -- restores ------------------------------------------------------------------------------------------------
+    def _program_order(self, key: tuple[Path, str]) -> tuple[Path, int, int]:
+        return key[0], self.final_at[key], self.final_rank[key]
+
     def restores(self) -> dict[Path, tuple[Restore, ...]]:
-        """Each block's restores (rule 2), in program order of their definitions."""
-        todo, chosen = list(self.wanted), {}
+        """Each block's restores (rule 2), in program order of their definitions: by the statement that
+        fixes them, then by their first assignment in it (a loop fixes several locals at once). The order is
+        total, so the tape's layout never follows the iteration order of a set (docs/caching.md)."""
+        todo, chosen = list(self.wanted), {}  # `chosen` is a closure: the same whatever the order of `todo`
         while todo:
             key = todo.pop()
             if key in chosen:
@@ -340,7 +353,7 @@ class _Planner:
             if replay:
                 todo += [r for r in x.restored if r not in chosen]
         out: dict[Path, list] = {}
-        for (path, name), value in sorted(chosen.items(), key=lambda kv: (kv[0][0], self.final_at[kv[0]])):
+        for (path, name), value in sorted(chosen.items(), key=lambda kv: self._program_order(kv[0])):
             out.setdefault(path, []).append(Restore(name, self.types[name], value, (path, name) in self.kept))
         return {p: tuple(rs) for p, rs in out.items()}
 
