@@ -141,10 +141,25 @@ class Unroller:
         for node in ast.walk(ast.Module(body, [])):
             if isinstance(node, ast.Subscript):
                 base, index = _chain(node)
-                if isinstance(base, ast.Name) and (base.id in self.arrays or self.table(base.id) is not None) \
+                if (isinstance(base, ast.Tuple) or isinstance(base, ast.Name)
+                        and (base.id in self.arrays or self.table(base.id) is not None)) \
                         and any(isinstance(n, ast.Name) and n.id == var for i in index for n in ast.walk(i)):
                     return True
         return False
+
+    def element_of(self, body: list[ast.stmt], var: str) -> tuple[str, list[ast.expr]] | None:
+        """For the loop frontend/literal_loops.py made of `for v in (a, b)`: v and the elements, when v is
+        bound only by its element pick (`v = (a, b)[var]`), so each copy of the body can read the element
+        itself; None otherwise."""
+        picks = [s for s in ast.walk(ast.Module(body, [])) if isinstance(s, ast.Assign)
+                 and isinstance(s.value, ast.Subscript) and isinstance(s.value.value, ast.Tuple)
+                 and isinstance(s.value.slice, ast.Name) and s.value.slice.id == var]
+        if len(picks) != 1:
+            return None
+        name = picks[0].targets[0].id
+        stores = sum(1 for n in ast.walk(ast.Module(body, [])) if isinstance(n, ast.Name) and n.id == name
+                     and not isinstance(n.ctx, ast.Load))
+        return (name, picks[0].value.value.elts) if stores == 1 else None
 
     # -- statements --------------------------------------------------------------------------------------------
     def block(self, stmts: list[ast.stmt], env: dict[str, int]) -> list[ast.stmt]:
@@ -201,9 +216,13 @@ class Unroller:
                       "index by a smaller loop, or keep the values in an array argument")
         if s.orelse:
             self.fail(s, "'for ... else' over an unrolled loop is not supported")
+        picked = self.element_of(s.body, var)
         out: list[ast.stmt] = []
         for v in values:
-            out += self.block(copy.deepcopy(s.body), {**env, var: v})
+            body = copy.deepcopy(s.body)
+            if picked is not None:  # v is its element everywhere in this copy (frontend/literal_loops.py)
+                body = [_Substitute(picked[0], picked[1][v]).visit(x) for x in body]
+            out += self.block(body, {**env, var: v})
         return out
 
     # -- expressions -------------------------------------------------------------------------------------------
@@ -275,6 +294,10 @@ class _Rewrite(ast.NodeTransformer):
         return e
 
     def visit_Subscript(self, e: ast.Subscript) -> ast.AST:
+        if isinstance(e.value, ast.Tuple) and isinstance(e.ctx, ast.Load):  # a literal loop's element pick
+            k = self.un.fold(self.visit(e.slice))
+            if type(k) is int and 0 <= k < len(e.value.elts):
+                return self.visit(copy.deepcopy(e.value.elts[k]))
         base, index = _chain(e)
         if isinstance(base, ast.Name) and base.id in self.un.arrays:
             shape, _ = self.un.arrays[base.id]
@@ -322,11 +345,25 @@ class _Rewrite(ast.NodeTransformer):
         return self.generic_visit(e)
 
 
+class _Substitute(ast.NodeTransformer):
+    """Every read of `name` replaced by a copy of `value`."""
+
+    def __init__(self, name: str, value: ast.expr):
+        self.name, self.value = name, value
+
+    def visit_Name(self, e: ast.Name) -> ast.AST:
+        if e.id == self.name and isinstance(e.ctx, ast.Load):
+            return ast.copy_location(copy.deepcopy(self.value), e)
+        return e
+
+
 def uses_locals(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], lookup: Callable[[str], Any],
                 local_names: set[str]) -> bool:
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and resolve(n.func) is gk.local:
             return True
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Tuple):
+            return True  # a literal loop's element pick (frontend/literal_loops.py)
         if isinstance(n, ast.Name) and n.id not in local_names and \
                 isinstance(lookup(n.id), (tuple, list, np.ndarray)):
             return True
