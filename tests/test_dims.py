@@ -11,9 +11,10 @@ them too."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
-from test_cuda import bundle, needs_nvcc, nvcc
 
 import gradkern as gk
 from gradkern.backends.cuda import stride
@@ -78,6 +79,9 @@ def tuple_weights(a, out, c):
     for off in (0, 1, -1):
         if 0 < i and i < a.shape[0] - 1:
             s += a[i + off] * c
+    for off, wt in ((0, 1.5), (1, c)):  # one name per component
+        if i < a.shape[0] - 1:
+            s += wt * a[i + off]
     out[i] = s
 
 
@@ -95,6 +99,18 @@ def tuple_jumps(a, out):
     else:
         s += 10.0 * a[i]
     out[i] = s + k * a[i]
+
+
+@gk.kernel
+def tuple_of_arrays(x, y, out):
+    """Array parameters and functions as elements: each copy of the body reads the element itself."""
+    i = gk.tid()
+    s = 0.0
+    for arr in (x, y):
+        s += arr[i] * arr[i]
+    for f in (math.sin, math.cos):
+        s += f(x[i])
+    out[i] = s
 
 
 def _jumps_reference(x: float) -> float:
@@ -194,7 +210,17 @@ def test_primal_values():
     gk.launch(tuple_weights, 7, a, out, 0.7)
     want = (0.5 + 0.7 + 1.4 + a * a) * a
     want[1:-1] += 0.7 * (a[1:-1] + a[2:] + a[:-2])
+    want[:-1] += 1.5 * a[:-1] + 0.7 * a[1:]
     np.testing.assert_allclose(out, want, rtol=1e-14)
+
+
+def test_tuple_of_arrays_and_functions():
+    rng = np.random.default_rng(5)
+    x, y, out = rng.uniform(-1, 1, 6), rng.uniform(-1, 1, 6), np.zeros(6)
+    gk.launch(tuple_of_arrays, 6, x, y, out)
+    np.testing.assert_allclose(out, x * x + y * y + np.sin(x) + np.cos(x), rtol=1e-15)
+    report = check_grad(tuple_of_arrays, _dup(rng, x), _dup(rng, y), _dup(rng, out), dim=6)
+    assert report.ok, str(report)
 
 
 @pytest.mark.parametrize("name", ["salt_step", "isoneutral_flux", "column_sum5", "tuple_jumps"])
@@ -316,10 +342,12 @@ def test_strided_5d_views():
 
 
 # -- the CUDA backend --------------------------------------------------------------------------------------------------
-@needs_nvcc
 def test_generated_cuda_for_4d_and_5d_compiles_with_nvcc(tmp_path):
     """Every kernel of every mode of these cases (primal, race check, fused, augmented primal, reverse, count,
     gather, tangent), contiguous and strided, as NVRTC would get it."""
+    from test_cuda import NVCC, bundle, nvcc  # here: test_cuda imports signatures, which imports this module
+    if NVCC is None:
+        pytest.skip("nvcc is not on the PATH")
     sources = {}
     for name, make in sorted(CASES.items()):
         kernel, args, dim = make(np.random.default_rng(0))

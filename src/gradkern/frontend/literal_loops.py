@@ -11,14 +11,17 @@ may change meanwhile (it reads an array or a local, or calls something) is
 evaluated into a temporary `t` first, in order; one that cannot (numbers,
 parameters and globals the kernel never assigns, their `.shape[k]`, and
 arithmetic of these) stays as written, so the analyses see `u[i + 1]`, not a
-local. A loop that may `break` also binds `v` to the first element before
-it (its first iteration does anyway): jumps.py guards each iteration by the
-break flag, and the definite-assignment check must still see `v` bound after
-a loop of one or more elements, as Python does. The range loop is an ordinary loop to frontend/jumps.py, so `break`,
+local. The range loop is an ordinary loop to frontend/jumps.py, so `break`,
 `continue` and `else` keep Python's meaning, and frontend/unroll.py unrolls
 it (its body indexes a literal tuple by `e`): each copy binds `v` to its
 element, which also replaces `v` in the copy when `v` is assigned nowhere
 else, so `for kr in (0, 1): a[i + kr]` reads `a[i + 0]` and `a[i + 1]`.
+`for p, q in ((0, 1), (1, 0))` binds each name to its component the same way.
+
+A loop that may `break`, where `v` is read after it, also binds `v` to the
+first element before it (its first iteration does anyway): jumps.py guards
+each iteration by the break flag, and the definite-assignment check must
+still see `v` bound after a loop of one or more elements, as Python does.
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ class _Rewriter:
         self.new_name = new_name
         self.fail = fail
         self.assigned = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        loads: dict[str, int] = {}
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+                loads[n.id] = loads.get(n.id, 0) + 1
+        self.loads = loads
 
     def stable(self, e: ast.expr) -> bool:
         """Whether `e` has one value for the whole loop: no array element, no local, no call."""
@@ -81,31 +89,58 @@ class _Rewriter:
         spelled = ", ".join(ast.unparse(e) for e in it.elts) + ("," if len(it.elts) == 1 else "")
         if isinstance(it, ast.List):
             self.fail(it, "a kernel cannot loop over a list", f"loop over a tuple: 'for ... in ({spelled}):'")
-        if not isinstance(s.target, ast.Name):
-            self.fail(s.target, f"a loop over a tuple binds one name, not '{ast.unparse(s.target)}'",
-                      f"write 'for v in ({spelled}):' and use v")
+        names = self.names(s.target, it)
         pre: list[ast.stmt] = []
-        elements: list[ast.expr] = []
+        columns: list[list[ast.expr]] = [[] for _ in names]  # per name, its value in each iteration
         for e in it.elts:
-            if isinstance(e, (ast.Starred, ast.Tuple, ast.List, ast.Set, ast.Dict)):
-                self.fail(e, f"a loop over a tuple takes numbers, names or scalar expressions, not "
-                             f"'{ast.unparse(e)}'", "loop over a tuple of numbers, e.g. 'for kr in (0, 1):'")
-            if self.stable(e):
-                elements.append(e)
-                continue
-            t = self.new_name("tup")  # evaluated before the loop, as Python does
-            pre.append(ast.copy_location(ast.Assign([ast.Name(t, ast.Store())], e), e))
-            elements.append(ast.copy_location(ast.Name(t, ast.Load()), e))
+            parts = e.elts if len(names) > 1 else [e]
+            for column, x in zip(columns, parts):
+                if isinstance(x, (ast.Starred, ast.Tuple, ast.List, ast.Set, ast.Dict)):
+                    self.fail(x, f"a loop over a tuple takes numbers, names or scalar expressions, not "
+                                 f"'{ast.unparse(x)}'", "loop over a tuple of numbers, e.g. 'for kr in (0, 1):'")
+                if self.stable(x):
+                    column.append(x)
+                    continue
+                t = self.new_name("tup")  # evaluated before the loop, in order, as Python does
+                pre.append(ast.copy_location(ast.Assign([ast.Name(t, ast.Store())], x), x))
+                column.append(ast.copy_location(ast.Name(t, ast.Load()), x))
         index = self.new_name("elt")
-        pick = ast.Subscript(ast.Tuple(elements, ast.Load()), ast.Name(index, ast.Load()), ast.Load())
-        bind = ast.copy_location(ast.Assign([ast.Name(s.target.id, ast.Store())], ast.copy_location(pick, it)), s)
-        count = ast.Call(ast.Name("range", ast.Load()), [ast.Constant(len(elements))], [])
+        binds = []
+        for name, column in zip(names, columns):
+            pick = ast.copy_location(ast.Subscript(ast.Tuple(column, ast.Load()), ast.Name(index, ast.Load()),
+                                                   ast.Load()), it)
+            binds.append(ast.copy_location(ast.Assign([ast.Name(name, ast.Store())], pick), s))
+            if it.elts and _breaks(s.body) and self.read_outside(name, s):  # bound after it whatever `break` does
+                first = ast.Assign([ast.Name(name, ast.Store())], copy.deepcopy(column[0]))
+                pre.append(ast.copy_location(first, s))
+        count = ast.Call(ast.Name("range", ast.Load()), [ast.Constant(len(it.elts))], [])
         loop = ast.copy_location(ast.For(ast.Name(index, ast.Store()), ast.copy_location(count, it),
-                                         [bind, *s.body], s.orelse, None), s)
-        if elements and _breaks(s.body):  # bound before the loop too: bound after it whatever `break` does
-            first = ast.Assign([ast.Name(s.target.id, ast.Store())], copy.deepcopy(elements[0]))
-            pre.append(ast.copy_location(first, s))
+                                         [*binds, *s.body], s.orelse, None), s)
         return [*pre, loop]
+
+    def read_outside(self, name: str, s: ast.For) -> bool:
+        """Whether the function reads `name` outside loop `s`'s body."""
+        def reads(node: ast.AST) -> int:
+            return sum(1 for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == name
+                       and isinstance(n.ctx, ast.Load))
+        return self.loads.get(name, 0) > sum(reads(x) for x in s.body)
+
+    def names(self, target: ast.expr, it: ast.Tuple) -> list[str]:
+        """The names a loop over a tuple binds: one, or one per component of tuple elements (`for p, q in
+        ((0, 1), (1, 0))`)."""
+        if isinstance(target, ast.Name):
+            return [target.id]
+        parts = target.elts if isinstance(target, ast.Tuple) else []
+        if not parts or not all(isinstance(t, ast.Name) for t in parts):
+            self.fail(target, f"a loop over a tuple binds a name or a tuple of names, not '{ast.unparse(target)}'",
+                      "write 'for v in (a, b, c):' or 'for p, q in ((0, 1), (1, 0)):'")
+        spelled = ", ".join(t.id for t in parts)
+        for e in it.elts:
+            if not isinstance(e, ast.Tuple) or len(e.elts) != len(parts):
+                self.fail(e, f"'{spelled}' unpacks {len(parts)} values, so every element is a tuple of "
+                             f"{len(parts)}, but not '{ast.unparse(e)}'",
+                          f"give each element one value per name: ({', '.join(f'{t.id}0' for t in parts)})")
+        return [t.id for t in parts]
 
 
 def lower_literal_loops(tree: ast.FunctionDef, new_name: Callable[[str], str],

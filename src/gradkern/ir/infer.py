@@ -31,7 +31,8 @@ def _dims(n: int) -> str:
 
 
 def _unpack_mismatch(e: ir.Shape, ndim: int) -> tuple:
-    """The message, place and hint of `a, b, c = x.shape` for an array without one dimension per name."""
+    """The message, place and hint of `a, b, c = x.shape` for an array without one dimension per name
+    (docs/language.md)."""
     names, x = e.unpacked, e.array
     message = (f"'{', '.join(names)} = {x}.shape' unpacks {len(names)} names but the argument passed for "
                f"'{x}' has {_dims(ndim)}")

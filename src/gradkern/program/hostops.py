@@ -35,7 +35,7 @@ def _copy3(dst, src):
 
 
 @kernel
-def _copy4(dst, src):  # 4-D and 5-D: a launch has at most three axes, the trailing ones are loops
+def _copy4(dst, src):  # 4-D and 5-D: a launch has at most three axes, the trailing ones are loops (docs/language.md)
     i, j, k = gk.tid()
     for m in range(dst.shape[3]):
         dst[i, j, k, m] = src[i, j, k, m]

@@ -396,7 +396,7 @@ _ARRAY_TYPES: dict[tuple, Array] = {}
 
 
 def _ndim_hint(name: str, ndim: int) -> str:
-    """What to pass instead of an array with no dimensions or more than a kernel takes."""
+    """What to pass instead of an array with no dimensions or more than a kernel takes (docs/language.md)."""
     if ndim == 0:
         return f"pass a 1-D array: {name}.reshape(1)"
     return (f"merge trailing axes: {name}.reshape({', '.join(f'{name}.shape[{a}]' for a in range(MAX_NDIM - 1))}, -1),"
