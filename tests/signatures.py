@@ -1,6 +1,6 @@
 """Every kernel signature the test suite launches or differentiates, in one
 list, so that backends can be checked against all of them: the corpus (each
-dtype, primal), the reverse-mode cases, the HPC-style kernels, the kernel
+dtype, primal), the reverse-mode cases, the HPC-style kernels, 4-D and 5-D arrays, the kernel
 library and the tape-minimality kernels (primal and reverse), and the
 race-check kernels."""
 
@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import test_dims
 import test_gather
 import test_hpc_kernels
 import test_kinks
@@ -78,6 +79,9 @@ def reverse_cases(seed: int = 7) -> list[tuple[str, gk.KernelFunction, tuple, An
     for name, make in sorted(test_local_arrays.CASES.items()):  # local arrays, tables, break, continue
         kernel, args, dim = make(np.random.default_rng(seed))
         out.append((f"local/{name}", kernel, args, dim))
+    for name, make in sorted(test_dims.CASES.items()):  # 4-D and 5-D arrays, literal-tuple loops
+        kernel, args, dim = make(np.random.default_rng(seed))
+        out.append((f"dims/{name}", kernel, args, dim))
     for name, make in sorted(test_tape.CASES.items()):  # what the tape leaves out is recomputed or restored
         kernel, args, dim = make(np.random.default_rng(seed))
         out.append((f"tape/{name}", kernel, args, dim))

@@ -142,7 +142,7 @@ def _cases() -> dict[str, Callable[[np.random.Generator], Case]]:
     # a 0-d array with the default dim: the array is the problem, not dim (14.8)
     c["0d-array-default-dim"] = lambda r: Case(
         saxpy, (2.0, dup(r, np.array(1.5)), dup(r, rand(r, N))), gk.LaunchError,
-        ("argument 'x' has 0 dimensions", "1-D to 3-D", "first array argument"), wrt="y",
+        ("argument 'x' has 0 dimensions", "1-D to 5-D", "first array argument"), wrt="y",
         verbs=tuple(v for v in VERBS if v != "launch"))
     c["default-dim-with-the-wrong-entries"] = lambda r: Case(
         scale_rows, (dup(r, rand(r, N, 2)), dup(r, rand(r, N, 2))), gk.LaunchError,
@@ -150,7 +150,7 @@ def _cases() -> dict[str, Callable[[np.random.Generator], Case]]:
         verbs=tuple(v for v in VERBS if v != "launch"))
     c["0d-array-explicit-dim"] = lambda r: Case(
         saxpy, (2.0, dup(r, rand(r, N)), dup(r, np.array(1.5))), gk.LaunchError,
-        ("argument 'y' has 0 dimensions", "1-D to 3-D"), dim=N, wrt="x")
+        ("argument 'y' has 0 dimensions", "1-D to 5-D"), dim=N, wrt="x")
 
     # overlapping elements (14.3): written arrays and every shadow
     def overlap(r, which):

@@ -2,7 +2,9 @@
 from templates, launched at random dims, shapes and scalars, checked against a
 brute-force oracle.
 
-The templates read an array `a` (1-D or 2-D) at affine indices — offsets,
+The templates read an array `a` (1-D to 5-D: 1-D to 3-D launches, and 4-D or
+5-D arrays whose trailing axes are indexed by constants, `a.shape[r] - c` and
+loop variables; docs/language.md) at affine indices — offsets,
 strides, reversed `n - 1 - i`, constants (-1 included), flattened rows
 `i * m + k` — under guards (`i < n`, ranges, `!=` from `not (i == 0 or ...)`,
 shapes, data-dependent `x[i % 8] > 0.5`), inside conditional expressions and
@@ -60,6 +62,10 @@ class _Generator:
         self.r = rng
         self.name = name
         self.ndim = 1 + int(rng.random() < 0.35)
+        self.extra = 0  # trailing axes of `a` past the launch's: a 4-D or 5-D array
+        if rng.random() < 0.3:
+            self.ndim = self.pick([1, 2, 3])
+            self.extra = self.pick([4, 5]) - self.ndim
         self.lines: list[str] = []
         self.features: set[str] = set()
         self.loops = 0
@@ -74,8 +80,27 @@ class _Generator:
         self.lines.append("    " * depth + text)
 
     def index(self, loop: str | None = None) -> str:
-        """An affine index of `a` (a tuple's text for 2-D)."""
+        """An affine index of `a` (a tuple's text for 2-D and more)."""
+        if self.extra:
+            self.features.add(f"{self.ndim + self.extra}-D array")
+            return ", ".join([self.launch_index(loop)] + [self.trailing(r, loop) for r in range(self.ndim,
+                                                                                              self.ndim + self.extra)])
+        return self.launch_index(loop)
+
+    def trailing(self, r: int, loop: str | None) -> str:
+        """An index on axis r of `a`, past the launch's axes."""
+        forms = ["0", "1", str(self.c()), "-1", f"a.shape[{r}] - 1", f"a.shape[{r}] - {self.c()}"]
+        if loop:
+            forms += [loop, loop, f"{loop} + 1", f"a.shape[{r}] - 1 - {loop}"]
+        return self.pick(forms)
+
+    def launch_index(self, loop: str | None = None) -> str:
         c = self.c()
+        if self.ndim == 3:
+            forms = ["i, j, l", "i, j, l", f"i + {c}, j, l", f"i, j, l - {c}", "l, j, i", f"i, {self.c(1)}, l"]
+            if loop:
+                forms += [f"i, j, {loop}", f"{loop}, j, l"]
+            return self.pick(forms)
         if self.ndim == 1:
             forms = ["i", "i", f"i + {c}", f"i - {c}", f"2 * i + {c}", "n - 1 - i", f"{self.pick([-1, 0, 2, 5])}"]
             if loop:
@@ -89,7 +114,7 @@ class _Generator:
 
     def guard(self) -> str:
         c = self.c(2)
-        t = self.pick(["i", "j"]) if self.ndim == 2 else "i"
+        t = self.pick(["i", "j", "l"][:self.ndim]) if self.ndim > 1 else "i"
         g = self.pick([f"{t} < n", f"{t} >= {c} and {t} < n - {c}", f"{t} < a.shape[0] - {c}",
                        f"{t} != 0 and {t} != n - 1", f"not ({t} == 0 or {t} >= n - 1)", "x[i % 8] > 0.5",
                        f"{t} > {c} and x[i % 8] > 0.5", f"{t} + {c} <= m"])
@@ -119,7 +144,8 @@ class _Generator:
         k = f"k{self.loops}"
         self.loops += 1
         lo = self.pick(["0", "1", "i", f"{self.c()}"])
-        hi = self.pick(["m", "n", "a.shape[0]", f"i + {self.c()}"] + (["a.shape[1]"] if self.ndim == 2 else []))
+        hi = self.pick(["m", "n", "a.shape[0]", f"i + {self.c()}"] + (["a.shape[1]"] if self.ndim == 2 else [])
+                       + [f"a.shape[{r}]" for r in range(self.ndim, self.ndim + self.extra)] * 2)
         step = self.pick([1, 1, 2, -1])
         if step == -1:
             self.features.add("downward loop")
@@ -130,7 +156,7 @@ class _Generator:
         self.read(depth + 1, k)
 
     def source(self) -> str:
-        head = "i, j = gk.tid()" if self.ndim == 2 else "i = gk.tid()"
+        head = ("i", "i, j", "i, j, l")[self.ndim - 1] + " = gk.tid()"
         self.lines = [f"def {self.name}(a, x, out, n, m):", f"    {head}", "    s = 0.0"]
         for _ in range(1 + self.c(1)):
             what = self.pick(["read", "read", "loop", "while"])
@@ -147,7 +173,8 @@ class _Generator:
                 self.emit(2, f"{w} += 1")
                 self.emit(2, "s += 0.5")
         c = self.c(2)
-        target = self.pick(["i, j", "i, j", f"i + {c}, j", "j, i"]) if self.ndim == 2 else \
+        target = "i, j, l" if self.ndim == 3 else \
+            self.pick(["i, j", "i, j", f"i + {c}, j", "j, i"]) if self.ndim == 2 else \
             self.pick(["i", "i", "i", f"i + {c}", "n - 1 - i", "2 * i"])
         if self.r.random() < 0.3:
             self.emit(1, f"if {self.guard()}:")
@@ -245,8 +272,9 @@ def _arguments(rng: np.random.Generator, g: _Generator):
     if g.ndim == 1:
         dim = (int(rng.integers(1, 13)),)
     else:
-        dim = (int(rng.integers(1, 6)), int(rng.integers(1, 6)))
-    a = rng.uniform(0.0, 1.0, tuple(extent(d) for d in dim))
+        dim = tuple(int(rng.integers(1, 6 if g.ndim == 2 else 4)) for _ in range(g.ndim))
+    trailing = tuple(int(rng.integers(1, 5)) for _ in range(g.extra))
+    a = rng.uniform(0.0, 1.0, tuple(extent(d) for d in dim) + trailing)
     out = np.zeros(tuple(extent(d) for d in dim))
     n, m = int(rng.integers(0, dim[0] + 4)), int(rng.integers(0, 7))
     return dim, {"a": a, "x": rng.uniform(0.0, 1.0, 8), "out": out}, n, m

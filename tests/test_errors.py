@@ -132,12 +132,15 @@ def _cases() -> dict[str, Callable[[np.random.Generator], Case]]:
     c["1d-array-for-2-indices"] = lambda r: Case(
         scale_2d, (2, 4), (rand(r, N), rand(r, (2, 4))), gk.KernelTypeError,
         ("'a'", "2 indices", "1 dimension", "2-D"))
-    c["4d-array"] = lambda r: Case(
-        saxpy, N, (2.0, rand(r, (2, 2, 1, 2)), rand(r, N)), gk.LaunchError,
-        ("'x'", "4 dimensions", "1-D to 3-D"))
+    c["6d-array"] = lambda r: Case(
+        saxpy, N, (2.0, rand(r, (2, 2, 1, 2, 1, 1)), rand(r, N)), gk.LaunchError,
+        ("'x'", "6 dimensions", "1-D to 5-D", "x.reshape("))
+    c["4d-array-for-1-index"] = lambda r: Case(
+        saxpy, N, (2.0, rand(r, (2, 2, 1, 2)), rand(r, N)), gk.KernelTypeError,
+        ("'x'", "1 index", "4 dimensions", "x[i, j, k, l]"))
     c["0d-array"] = lambda r: Case(
         saxpy, N, (2.0, np.array(1.5), rand(r, N)), gk.LaunchError,
-        ("'x'", "0 dimensions", "1-D to 3-D"))
+        ("'x'", "0 dimensions", "1-D to 5-D", "x.reshape(1)"))
     # argument count
     c["too-few-args"] = lambda r: Case(
         saxpy, N, (2.0, rand(r, N)), gk.LaunchError,

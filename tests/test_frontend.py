@@ -515,3 +515,116 @@ def test_unsupported_calls_suggest_the_closest_spelling(tmp_path, call, hint):
         gk.launch(module.k, 3, np.ones(3), y)
     assert hint in str(info.value)
     np.testing.assert_array_equal(y, 0.0)
+
+
+# -- 4-D and 5-D arrays, literal-tuple loops, shape unpacking (docs/language.md) ---------------------------------------
+def test_loop_over_a_list_names_the_tuple_spelling():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            for kr in [0, 1]:  # E:loop-over-list
+                a[i] += kr
+    syntax_error(info, "loop-over-list", "cannot loop over a list", "'for ... in (0, 1):'")
+
+
+def test_loop_over_a_tuple_binds_names():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            for a[0] in (0, 1):  # E:tuple-loop-target
+                a[i] += 1.0
+    syntax_error(info, "tuple-loop-target", "binds a name or a tuple of names, not 'a[0]'",
+                 "'for v in (a, b, c):'")
+
+
+def test_loop_over_a_tuple_unpacks_tuples_of_one_length():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            for p, q in ((0, 1), (1, 0, 2)):  # E:tuple-loop-unpack
+                a[i] += p * q
+    syntax_error(info, "tuple-loop-unpack", "'p, q' unpacks 2 values", "not '(1, 0, 2)'")
+
+
+def test_loop_over_a_tuple_of_tuples():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            for p in ((0, 1), 2):  # E:tuple-loop-element
+                a[i] += p
+    syntax_error(info, "tuple-loop-element", "numbers, names or scalar expressions", "(0, 1)",
+                 "'for kr in (0, 1):'")
+
+
+def test_loop_over_another_iterable_names_both_spellings():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            for v in reversed(a):  # E:loop-over-call
+                a[i] += v
+    syntax_error(info, "loop-over-call", "range(...) or a literal tuple", "'for k in range(start, stop, step):'",
+                 "'for v in (a, b, c):'")
+
+
+def test_six_indices_are_refused():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            a[i, 0, 0, 0, 0, 0] = 1.0  # E:six-indices
+    syntax_error(info, "six-indices", "one to 5 dimensions, not 6")
+
+
+def test_tuple_assignment_of_the_wrong_length():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            n, m = 1, 2, 3  # E:tuple-length
+            a[i] = n + m
+    syntax_error(info, "tuple-length", "2 names are assigned 3 values", "'n, m = v0, v1'")
+
+
+def test_tuple_assignment_from_something_else_names_the_spellings():
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def k(a):
+            i = gk.tid()
+            n, m = a[i]  # E:tuple-from-element
+            a[i] = n + m
+    syntax_error(info, "tuple-from-element", "gk.tid(), an array's .shape", "'n, m = gk.tid()'", "'n, m = x.shape'")
+
+
+def test_shape_axis_past_the_arrays_dimensions_is_a_type_error(rng):
+    @gk.kernel
+    def k(a):
+        i = gk.tid()
+        a[i, 0, 0, 0] = a.shape[4] * 1.0  # E:shape-axis
+
+    a = rng.uniform(size=(2, 1, 1, 1))
+    before = a.copy()
+    with pytest.raises(gk.KernelTypeError) as info:
+        gk.launch(k, 2, a)
+    check_located(info.value, "shape-axis", "'a.shape[4]'", "4 dimensions", "index a.shape by 0 to 3")
+    assert np.array_equal(a, before)
+
+
+def test_shape_unpacking_with_fewer_names_than_dimensions_is_a_type_error(rng):
+    @gk.kernel
+    def k(a):
+        i = gk.tid()
+        n, m = a.shape  # E:shape-unpack
+        a[i, 0, 0, 0] = n * m * 1.0
+
+    a = rng.uniform(size=(2, 3, 1, 1))
+    before = a.copy()
+    with pytest.raises(gk.KernelTypeError) as info:
+        gk.launch(k, 2, a)
+    check_located(info.value, "shape-unpack", "unpacks 2 names", "4 dimensions", "'n, m = a.shape[0], a.shape[1]'",
+                  "'n, m, n2, n3 = a.shape'")
+    assert np.array_equal(a, before)

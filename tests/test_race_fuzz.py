@@ -7,7 +7,8 @@ rebound by assignments, augmented assignments, tuple swaps, branches and
 `while` loops (the thread index itself included), guards, flattened indices
 `i * n + k`, indirect indices `idx[i]`, thread-dependent loop bounds
 `range(i + 1, m)`, negative steps, early returns, index arithmetic that wraps
-(`np.int32(i * 2**32)`, `i * 2**62`), 1-D and 2-D launches and arrays, reads
+(`np.int32(i * 2**32)`, `i * 2**62`), 1-D to 3-D launches, arrays of 1, 2, 4
+and 5 dimensions (docs/language.md), reads
 and writes of one array at different indices, atomic adds; a third of them
 mutate an HPC pattern the static analysis decides (gemm's own rows, LU's
 guarded update, correlation's mirrored write, stencils, triangular rows,
@@ -60,6 +61,7 @@ SEED = int(os.environ.get("GRADKERN_FUZZ_SEED", "0"))
 CPU_EVERY = int(os.environ.get("GRADKERN_FUZZ_CPU_EVERY", "10"))
 LAUNCHES = 3  # per kernel
 L1, L2 = 64, 16  # extents of the 1-D written array, and of each axis of the 2-D one
+L_HIGH = {4: 12, 5: 9}  # of each axis of a 4-D and a 5-D one
 WRAP64 = 4611686018427387904  # 2**62: i * WRAP64 * 4 == i * 2**64 wraps to 0
 WRAP32 = 4294967296  # 2**32: int32(i * 2**32) == 0
 
@@ -78,16 +80,20 @@ class _Generator:
         self.pattern = PATTERNS[int(rng.integers(len(PATTERNS)))] if rng.random() < 0.35 else None
         if self.pattern is None:
             self.ndim = 1 + int(rng.random() < 0.35)  # launch dimensions
-            self.a2 = rng.random() < 0.3  # whether `a` is 2-D
+            r = rng.random()
+            self.rank = 2 if r < 0.3 else 4 if r < 0.45 else 5 if r < 0.57 else 1  # `a`'s dimensions
+            if self.rank > 2 and rng.random() < 0.4:
+                self.ndim = 3
         else:
-            self.ndim, self.a2 = {"rows": (1, False), "lu": (2, True), "mirror": (1, False),
-                                  "stencil": (1, False), "triangle": (1, False), "tile": (2, False)}[self.pattern]
+            self.ndim, self.rank = {"rows": (1, 1), "lu": (2, 2), "mirror": (1, 1),
+                                    "stencil": (1, 1), "triangle": (1, 1), "tile": (2, 1)}[self.pattern]
+        self.tids = ["i", "j", "t"][:self.ndim]
         self.wild = rng.random() < 0.4  # indirect indices and data-dependent or non-affine guards too
         self.tame = not self.wild and rng.random() < 0.5
-        self.atoms = ["i", "p", "q", "k", "r"] + (["j"] if self.ndim == 2 else [])
+        self.atoms = ["i", "p", "q", "k", "r"] + self.tids[1:]
         self.lines: list[str] = []
         self.loops: list[str] = []  # the variables of the loops around: the frontend refuses assigning them
-        self.features: set[str] = {f"{self.ndim}-D launch", "2-D array" if self.a2 else "1-D array"}
+        self.features: set[str] = {f"{self.ndim}-D launch", f"{self.rank}-D array"}
 
     def pick(self, xs):
         return xs[int(self.r.integers(len(xs)))]
@@ -115,7 +121,7 @@ class _Generator:
             return f"{self.c(2) + 2} * {a} + {c}"
         if t < 56 and flat:
             self.features.add("flattened index")
-            return f"{self.pick(['i', 'p'])} * n + {self.pick(['k', 'r'] + (['j'] if self.ndim == 2 else []))}"
+            return f"{self.pick(['i', 'p'])} * n + {self.pick(['k', 'r'] + self.tids[1:])}"
         if t < 64 and self.wild:
             self.features.add("indirect index")
             return f"idx[{a}]"
@@ -131,9 +137,26 @@ class _Generator:
                               f"{a} * {WRAP64} * 4 + {a}", f"np.int32({a} * {WRAP32} + {a})"])
         return a
 
+    def position_high(self) -> str:
+        """One index position of a 4-D or 5-D array: tamer, so that the accesses of all positions together
+        often stay inside the array."""
+        a, t = self.atom(), int(self.r.integers(100))
+        if t < 60:
+            return a if t < 30 else f"{a} + {self.c()}"
+        if t < 75:
+            return str(self.c())
+        if t < 83:
+            return f"2 * {a}"
+        if t < 91 and self.wild:
+            self.features.add("indirect index")
+            return f"idx[{a}] % 4"
+        return f"{a} % 3"
+
     def index(self) -> str:
-        if self.a2:
-            return f"{self.position(False)}, {self.position(False)}"
+        if self.rank > 2:
+            return ", ".join(self.position_high() for _ in range(self.rank))
+        if self.rank > 1:
+            return ", ".join(self.position(False) for _ in range(self.rank))
         return self.position(True)
 
     def condition(self) -> str:
@@ -177,7 +200,7 @@ class _Generator:
         elif t < 45:
             idx = self.index()
             self.features.add("atomic add")
-            self.emit(depth, f"gk.atomic_add(a, {'(' + idx + ')' if self.a2 else idx}, 1.0)")
+            self.emit(depth, f"gk.atomic_add(a, {'(' + idx + ')' if self.rank > 1 else idx}, 1.0)")
         elif t < 58 and depth < 2:
             self.features.add("guard")
             self.emit(depth, f"if {self.condition()}:")
@@ -207,7 +230,7 @@ class _Generator:
         y = self.pick([v for v in free if v != x])
         t = int(self.r.integers(100))
         if t < 22:
-            values = ["i", "i + 1", "m - 1", self.atom(), str(self.c())] + (["j"] if self.ndim == 2 else [])
+            values = ["i", "i + 1", "m - 1", self.atom(), str(self.c())] + self.tids[1:]
             self.emit(depth, f"{x} = {self.pick(values + (['idx[i]'] if self.wild else []))}")
         elif t < 40:  # the loop variable outlives its loop
             self.features.add("loop variable outlives its loop")
@@ -228,7 +251,7 @@ class _Generator:
             self.emit(depth, f"while {x} < m:")
             self.emit(depth + 1, f"{x} += 1")
         elif t < 95:  # the thread index itself, rebound by a loop
-            tid = self.pick(["i"] + (["j"] if self.ndim == 2 else []))
+            tid = self.pick(self.tids)
             self.features.add("thread index rebound")
             self.emit(depth, f"for {tid} in range({self.pick(['m', 'n', '2'])}):")
             self.emit(depth + 1, "pass")
@@ -237,9 +260,9 @@ class _Generator:
             self.emit(depth, f"i = {self.pick(['i + 0', 'i + 1', 'p'])}")
 
     def source(self) -> str:
-        head = "i, j = gk.tid()" if self.ndim == 2 else "i = gk.tid()"
+        head = f"{', '.join(self.tids)} = gk.tid()"
         self.lines = [f"def {self.name}(a, b, idx, out, m, n):", f"    {head}", "    p = i",
-                      f"    q = {'j' if self.ndim == 2 else 'i + 1'}", f"    k = {self.pick(['0', 'i'])}",
+                      f"    q = {'j' if self.ndim > 1 else 'i + 1'}", f"    k = {self.pick(['0', 'i'])}",
                       "    r = i", "    s = 0.0"]
         if self.pattern is None:
             self.block(0, 2 + self.c(4))
@@ -250,7 +273,7 @@ class _Generator:
             getattr(self, "pattern_" + self.pattern)()
             if self.chance(0.3):
                 self.statement(0)
-        self.emit(0, "out[i, j] = s" if self.ndim == 2 else "out[i] = s")
+        self.emit(0, f"out[{', '.join(self.tids)}] = s")
         return "\n".join(self.lines) + "\n"
 
     # -- HPC patterns, each with mutations that may make it race -----------------------------------------------------
@@ -433,8 +456,9 @@ class Stats:
 
 
 def _arguments(rng: np.random.Generator, g: _Generator):
-    dim = (int(rng.integers(1, 9)),) if g.ndim == 1 else (int(rng.integers(1, 5)), int(rng.integers(1, 5)))
-    shape = (L2, L2) if g.a2 else (L1,)
+    dim = (int(rng.integers(1, 9)),) if g.ndim == 1 else \
+        tuple(int(rng.integers(1, 5 if g.ndim == 2 else 4)) for _ in range(g.ndim))
+    shape = (L1,) if g.rank == 1 else (L2, L2) if g.rank == 2 else (L_HIGH[g.rank],) * g.rank
     arrays = {"a": rng.uniform(0.0, 1.0, shape), "b": rng.uniform(0.0, 1.0, shape),
               "idx": (rng.permutation(16) % L2 if rng.random() < 0.5 else rng.integers(0, L2, 16)).astype(np.int64),
               "out": np.zeros(dim)}

@@ -25,8 +25,8 @@ from ..ir import nodes as ir
 from ..ir.names import RESERVED, Namer, is_generated, private
 from ..ir.ops import Op
 from ..ir.rewrite import rename_locals
-from ..ir.types import F32, F64, I32, I64
-from . import jumps, suggest, unroll, vectors
+from ..ir.types import F32, F64, I32, I64, MAX_NDIM
+from . import jumps, literal_loops, suggest, unroll, vectors
 from .callables import DeviceFunctionMarker, KernelMarker, Lowered
 from .inline import inline_call
 from .parse import ParsedFunction
@@ -101,6 +101,7 @@ class _Lowerer:
         tree = vectors.scalarize(parsed.tree, self.quiet_callee, self.fail, self.params)
         if tree is not parsed.tree:  # small vectors became scalars (frontend/vectors.py)
             self.ns.update(vectors.NAMESPACE)
+        tree = literal_loops.lower_literal_loops(tree, self.namer.numbered, self.fail)  # for v in (a, b)
         tree = jumps.lower_jumps(tree, self.namer.numbered, self.fail)  # break/continue → flags
         tree = unroll.unroll(tree, lambda n: self.ns.get(n, getattr(builtins, n, None)), self.quiet_callee,
                              self.fail, self.locals)  # local arrays and tables → scalars and literals
@@ -191,6 +192,11 @@ class _Lowerer:
                 self.note_tid(value, len(names))
                 for axis, n in enumerate(names):
                     self.emit(ir.Assign(n, ir.Tid(axis, loc=loc), loc=loc))
+            elif isinstance(value, ast.Attribute) and value.attr == "shape":
+                # one dimension per name, checked against the argument by type inference (docs/language.md)
+                arr = self.array_name(value.value)
+                for axis, n in enumerate(names):
+                    self.emit(ir.Assign(n, ir.Shape(arr, axis, loc=loc, unpacked=tuple(names)), loc=loc))
             elif isinstance(value, ast.Tuple) and len(value.elts) == len(names):
                 # a, b = b, a: every right-hand side is evaluated before any name is bound
                 temps = []
@@ -201,7 +207,15 @@ class _Lowerer:
                 for n, t in zip(names, temps):
                     self.emit(ir.Assign(n, ir.Var(t, loc=loc), loc=loc))
             else:
-                self.fail(value, "tuple assignment needs gk.tid() or a tuple of the same length on the right")
+                left = ", ".join(names)
+                if isinstance(value, ast.Tuple):
+                    self.fail(value, f"{len(names)} names are assigned {len(value.elts)} values",
+                              hint="give one value per name: "
+                                   f"'{left} = {', '.join(f'v{n}' for n in range(len(names)))}'")
+                self.fail(value, "tuple assignment needs gk.tid(), an array's .shape or a tuple of values of the "
+                                 "same length on the right",
+                          hint=f"write '{left} = gk.tid()', '{left} = x.shape' (x an array parameter) or "
+                               f"'{left} = {', '.join(f'v{n}' for n in range(len(names)))}'")
         else:
             self.unsupported(target, f"assignment to {type(target).__name__}")
 
@@ -232,11 +246,11 @@ class _Lowerer:
         it = s.iter
         if not (isinstance(it, ast.Call) and self.resolve_callee(it.func) is builtins.range):
             over = ast.unparse(it.args[0] if isinstance(it, ast.Call) and it.args else it)
-            self.fail(it, "kernels can only loop over range(...)",
+            self.fail(it, "kernels can only loop over range(...) or a literal tuple",
                       hint=f"write 'for k in range(len({over})):' and index {over}[k] (a constant table or a local "
                            "array: the loop is unrolled)" if isinstance(it, ast.Name) or
                       (isinstance(it, ast.Call) and ast.unparse(it.func) in ("enumerate", "zip")) else
-                      "write 'for k in range(start, stop, step)'")
+                      "write 'for k in range(start, stop, step):' or 'for v in (a, b, c):'")
         if not 1 <= len(it.args) <= 3 or it.keywords:
             self.fail(it, "range() takes one to three arguments")
         args = [self.expr(a) for a in it.args]
@@ -411,8 +425,8 @@ class _Lowerer:
             if isinstance(x, ast.Slice):
                 self.unsupported(x, "slices")
             out.append(self.expr(x))
-        if not 1 <= len(out) <= 3:
-            self.fail(s, "arrays have one to three dimensions")
+        if not 1 <= len(out) <= MAX_NDIM:
+            self.fail(s, f"arrays have one to {MAX_NDIM} dimensions, not {len(out)}")
         return tuple(out)
 
     def array_name(self, e: ast.expr) -> str:

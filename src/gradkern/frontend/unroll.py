@@ -75,6 +75,7 @@ class Unroller:
         self.fail = fail
         self.local_names = local_names
         self.arrays: dict[str, tuple[tuple[int, ...], str]] = {}
+        self.reads: dict[str, int] = {}  # how often the function reads each name (set by `unroll`)
 
     # -- what names are ----------------------------------------------------------------------------------------
     def is_local_call(self, e: ast.expr) -> bool:
@@ -141,10 +142,27 @@ class Unroller:
         for node in ast.walk(ast.Module(body, [])):
             if isinstance(node, ast.Subscript):
                 base, index = _chain(node)
-                if isinstance(base, ast.Name) and (base.id in self.arrays or self.table(base.id) is not None) \
+                if (isinstance(base, ast.Tuple) or isinstance(base, ast.Name)
+                        and (base.id in self.arrays or self.table(base.id) is not None)) \
                         and any(isinstance(n, ast.Name) and n.id == var for i in index for n in ast.walk(i)):
                     return True
         return False
+
+    def elements_of(self, body: list[ast.stmt], var: str) -> list[tuple[str, list[ast.expr]]]:
+        """For a loop frontend/literal_loops.py made of `for v in (a, b)`: each name v bound only by its
+        element pick (`v = (a, b)[var]`) with its elements, so each copy of the body can read the element
+        itself (docs/language.md)."""
+        out = []
+        for s in ast.walk(ast.Module(body, [])):
+            if isinstance(s, ast.Assign) and isinstance(s.value, ast.Subscript) \
+                    and isinstance(s.value.value, ast.Tuple) and isinstance(s.value.slice, ast.Name) \
+                    and s.value.slice.id == var:
+                name = s.targets[0].id
+                stores = sum(1 for n in ast.walk(ast.Module(body, [])) if isinstance(n, ast.Name) and n.id == name
+                             and not isinstance(n.ctx, ast.Load))
+                if stores == 1:
+                    out.append((name, s.value.value.elts))
+        return out
 
     # -- statements --------------------------------------------------------------------------------------------
     def block(self, stmts: list[ast.stmt], env: dict[str, int]) -> list[ast.stmt]:
@@ -201,9 +219,16 @@ class Unroller:
                       "index by a smaller loop, or keep the values in an array argument")
         if s.orelse:
             self.fail(s, "'for ... else' over an unrolled loop is not supported")
+        picked = self.elements_of(s.body, var)
+        # a name read only in this loop is read nowhere once replaced: its binding goes too (an array's or a
+        # function's would be refused as a value)
+        unread = {name for name, _ in picked if _reads(s.body, name) == self.reads.get(name, 0)}
         out: list[ast.stmt] = []
         for v in values:
-            out += self.block(copy.deepcopy(s.body), {**env, var: v})
+            body = copy.deepcopy(s.body)
+            for name, elements in picked:  # its element everywhere in this copy (frontend/literal_loops.py)
+                body = _Substitute(name, elements[v], var if name in unread else None).block(body)
+            out += self.block(body, {**env, var: v})
         return out
 
     # -- expressions -------------------------------------------------------------------------------------------
@@ -275,6 +300,10 @@ class _Rewrite(ast.NodeTransformer):
         return e
 
     def visit_Subscript(self, e: ast.Subscript) -> ast.AST:
+        if isinstance(e.value, ast.Tuple) and isinstance(e.ctx, ast.Load):  # a literal loop's element pick
+            k = self.un.fold(self.visit(e.slice))
+            if type(k) is int and 0 <= k < len(e.value.elts):
+                return self.visit(copy.deepcopy(e.value.elts[k]))
         base, index = _chain(e)
         if isinstance(base, ast.Name) and base.id in self.un.arrays:
             shape, _ = self.un.arrays[base.id]
@@ -322,11 +351,47 @@ class _Rewrite(ast.NodeTransformer):
         return self.generic_visit(e)
 
 
+class _Substitute(ast.NodeTransformer):
+    """Every read of `name` replaced by a copy of `value`; with `index`, its pick `name = (...)[index]` dropped."""
+
+    def __init__(self, name: str, value: ast.expr, index: str | None):
+        self.name, self.value, self.index = name, value, index
+
+    def visit_Name(self, e: ast.Name) -> ast.AST:
+        if e.id == self.name and isinstance(e.ctx, ast.Load):
+            return ast.copy_location(copy.deepcopy(self.value), e)
+        return e
+
+    def visit_Assign(self, s: ast.Assign) -> ast.AST | None:
+        v = s.value
+        if self.index is not None and isinstance(s.targets[0], ast.Name) and s.targets[0].id == self.name \
+                and isinstance(v, ast.Subscript) and isinstance(v.value, ast.Tuple) \
+                and isinstance(v.slice, ast.Name) and v.slice.id == self.index:
+            return None
+        return self.generic_visit(s)
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        node = super().generic_visit(node)
+        if isinstance(node, (ast.If, ast.For, ast.While)) and not node.body:  # left empty by a dropped pick
+            node.body = [ast.copy_location(ast.Pass(), node)]
+        return node
+
+    def block(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        return [y for y in (self.visit(x) for x in body) if y is not None]
+
+
+def _reads(body: list[ast.stmt] | ast.AST, name: str) -> int:
+    nodes = ast.walk(ast.Module(body, [])) if isinstance(body, list) else ast.walk(body)
+    return sum(1 for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
+
+
 def uses_locals(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], lookup: Callable[[str], Any],
                 local_names: set[str]) -> bool:
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and resolve(n.func) is gk.local:
             return True
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Tuple):
+            return True  # a literal loop's element pick (frontend/literal_loops.py)
         if isinstance(n, ast.Name) and n.id not in local_names and \
                 isinstance(lookup(n.id), (tuple, list, np.ndarray)):
             return True
@@ -340,6 +405,9 @@ def unroll(tree: ast.FunctionDef, lookup: Callable[[str], Any], resolve: Callabl
         return tree
     tree = copy.deepcopy(tree)
     un = Unroller(lookup, resolve, fail, local_names)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
+            un.reads[n.id] = un.reads.get(n.id, 0) + 1
     un.collect(tree)
     tree.body = un.block(tree.body, {})
     ast.fix_missing_locations(tree)

@@ -23,6 +23,28 @@ def default_float(arg_types: dict[str, Type]) -> Scalar:
     return max(floats, key=lambda t: t.itemsize) if floats else F64
 
 
+_INDEX_NAMES = ("i", "j", "k", "l", "m")  # one per dimension, for hints (MAX_NDIM of them)
+
+
+def _dims(n: int) -> str:
+    return f"{n} dimension{'s' * (n != 1)}"
+
+
+def _unpack_mismatch(e: ir.Shape, ndim: int) -> tuple:
+    """The message, place and hint of `a, b, c = x.shape` for an array without one dimension per name
+    (docs/language.md)."""
+    names, x = e.unpacked, e.array
+    message = (f"'{', '.join(names)} = {x}.shape' unpacks {len(names)} names but the argument passed for "
+               f"'{x}' has {_dims(ndim)}")
+    if len(names) < ndim:
+        first = ", ".join(f"{x}.shape[{a}]" for a in range(len(names)))
+        every = ", ".join((*names, *(f"n{a}" for a in range(len(names), ndim))))
+        hint = f"take the first {len(names)}: '{', '.join(names)} = {first}', or unpack all: '{every} = {x}.shape'"
+    else:
+        hint = f"pass a {len(names)}-D array, or unpack one name per dimension: '{', '.join(names[:ndim])} = {x}.shape'"
+    return message, e.loc, hint
+
+
 class _Inference:
     def __init__(self, kernel: ir.Kernel, arg_types: dict[str, Type]):
         self.k = kernel
@@ -46,8 +68,8 @@ class _Inference:
         if nidx is not None and nidx != t.ndim:
             raise KernelTypeError(
                 f"'{name}' is indexed with {nidx} ind{'ex' if nidx == 1 else 'ices'} but the argument "
-                f"passed for it has {t.ndim} dimension{'s' * (t.ndim > 1)}", loc,
-                hint=f"pass a {nidx}-D array, or index it as {name}[{', '.join('ijk'[:t.ndim])}]")
+                f"passed for it has {_dims(t.ndim)}", loc,
+                hint=f"pass a {nidx}-D array, or index it as {name}[{', '.join(_INDEX_NAMES[:t.ndim])}]")
         return t
 
     def cast(self, e: ir.Expr, t: Scalar) -> ir.Expr:
@@ -112,9 +134,14 @@ class _Inference:
             return replace(e, type=I64)
         if isinstance(e, ir.Shape):
             t = self.array(e.array, None, e.loc)
+            if e.unpacked and len(e.unpacked) != t.ndim:
+                raise KernelTypeError(*_unpack_mismatch(e, t.ndim))
             if e.axis >= t.ndim:
-                raise KernelTypeError(f"'{e.array}.shape[{e.axis}]' but '{e.array}' has {t.ndim} dimension(s)", e.loc)
-            return replace(e, type=I64)
+                raise KernelTypeError(f"'{e.array}.shape[{e.axis}]' but the argument passed for '{e.array}' has "
+                                      f"{_dims(t.ndim)}", e.loc,
+                                      hint=f"index {e.array}.shape by 0 to {t.ndim - 1}, or pass an array with "
+                                           f"{e.axis + 1} dimensions or more")
+            return replace(e, type=I64, unpacked=())
         if isinstance(e, ir.Load):
             t = self.array(e.array, len(e.indices), e.loc)
             return replace(e, indices=self.indices(e.indices), type=t.dtype)

@@ -150,10 +150,15 @@ class InBounds(Expr):
 
 @dataclass(frozen=True)
 class Shape(Expr):
+    """`array.shape[axis]`. `unpacked`, set by the frontend only, holds the names of
+    `a, b, c = array.shape`: type inference checks that the array has one dimension
+    per name, then clears it (docs/language.md)."""
+
     array: str
     axis: int
     type: Scalar | None = None
     loc: Loc | None = field(**_loc)
+    unpacked: tuple[str, ...] = field(default=(), compare=False, repr=False, kw_only=True)
 
     def __str__(self) -> str:
         return f"{self.array}.shape[{self.axis}]"

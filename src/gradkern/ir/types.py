@@ -1,7 +1,7 @@
 """Kernel-language types and the promotion rules of type inference.
 
 Scalars are float32/float64/int32/int64/bool; arrays have a scalar dtype and
-1-3 dimensions (any strides: strides are a run-time property, not a type).
+1 to MAX_NDIM (5) dimensions (any strides: strides are a run-time property, not a type).
 Promotion follows C more than Python so that float32 kernels stay float32:
 int op float -> that float; float32 op float64 -> float64; int op int -> int64
 (as Numba, so flattened indices never overflow int32).
@@ -54,6 +54,9 @@ class Array:
 
 
 Type = Scalar | Array
+
+MAX_NDIM = 5  # an array's dimensions (DESIGN §3, docs/language.md)
+MAX_LAUNCH_NDIM = 3  # a launch's axes (gk.tid())
 
 F32 = Scalar("float32")
 F64 = Scalar("float64")

@@ -10,6 +10,7 @@ from typing import Any
 
 from .. import intrinsics as gk
 from ..errors import LaunchError
+from ..ir.types import MAX_LAUNCH_NDIM, MAX_NDIM
 from ..kernel import kernel
 from ..runtime.arrays import is_array
 from ..runtime.launch import launch
@@ -34,6 +35,21 @@ def _copy3(dst, src):
 
 
 @kernel
+def _copy4(dst, src):  # 4-D and 5-D: a launch has at most three axes, the trailing ones are loops (docs/language.md)
+    i, j, k = gk.tid()
+    for m in range(dst.shape[3]):
+        dst[i, j, k, m] = src[i, j, k, m]
+
+
+@kernel
+def _copy5(dst, src):
+    i, j, k = gk.tid()
+    for m in range(dst.shape[3]):
+        for n in range(dst.shape[4]):
+            dst[i, j, k, m, n] = src[i, j, k, m, n]
+
+
+@kernel
 def _fill1(dst, value):
     i = gk.tid()
     dst[i] = value
@@ -51,9 +67,28 @@ def _fill3(dst, value):
     dst[i, j, k] = value
 
 
+@kernel
+def _fill4(dst, value):
+    i, j, k = gk.tid()
+    for m in range(dst.shape[3]):
+        dst[i, j, k, m] = value
+
+
+@kernel
+def _fill5(dst, value):
+    i, j, k = gk.tid()
+    for m in range(dst.shape[3]):
+        for n in range(dst.shape[4]):
+            dst[i, j, k, m, n] = value
+
+
+_COPY = (_copy1, _copy2, _copy3, _copy4, _copy5)
+_FILL = (_fill1, _fill2, _fill3, _fill4, _fill5)
+
+
 def _check(name: str, dst: Any) -> None:
-    if not is_array(dst) or not 1 <= dst.ndim <= 3:
-        raise LaunchError(f"gk.{name}: dst must be a 1-D to 3-D array; got {type(dst).__name__}"
+    if not is_array(dst) or not 1 <= dst.ndim <= MAX_NDIM:
+        raise LaunchError(f"gk.{name}: dst must be a 1-D to {MAX_NDIM}-D array; got {type(dst).__name__}"
                           + (f" with {dst.ndim} dimensions" if is_array(dst) else ""))
 
 
@@ -63,10 +98,10 @@ def copy(dst: Any, src: Any) -> None:
     if not is_array(src) or tuple(src.shape) != tuple(dst.shape):
         raise LaunchError(f"gk.copy: src must be an array of dst's shape {tuple(dst.shape)}; got "
                           f"{tuple(src.shape) if is_array(src) else type(src).__name__}")
-    launch((_copy1, _copy2, _copy3)[dst.ndim - 1], tuple(dst.shape), dst, src)
+    launch(_COPY[dst.ndim - 1], tuple(dst.shape[:MAX_LAUNCH_NDIM]), dst, src)
 
 
 def fill(dst: Any, value: Any) -> None:
     """dst[...] = value, as a launch (differentiated inside a program; value may be an Active scalar)."""
     _check("fill", dst)
-    launch((_fill1, _fill2, _fill3)[dst.ndim - 1], tuple(dst.shape), dst, value)
+    launch(_FILL[dst.ndim - 1], tuple(dst.shape[:MAX_LAUNCH_NDIM]), dst, value)

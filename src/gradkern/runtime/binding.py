@@ -18,7 +18,7 @@ from ..backends import backend as backend_object
 from ..errors import AliasingError, LaunchError
 from ..ir import nodes as ir
 from ..ir.infer import default_float
-from ..ir.types import ARRAY_DTYPES, BOOL, I32, I64, SCALARS, Array, Scalar, Type
+from ..ir.types import ARRAY_DTYPES, BOOL, I32, I64, MAX_LAUNCH_NDIM, MAX_NDIM, SCALARS, Array, Scalar, Type
 from .arrays import (
     INSTALL_HINT,
     byte_bounds,
@@ -141,15 +141,20 @@ def check_count(kernel: ir.Kernel, args: tuple) -> None:
 
 def default_dim(kernel: ir.Kernel, args: tuple) -> tuple[int, ...]:
     """The launch extent when none is given (DESIGN §1): the shape of the first
-    array argument, which must then be a kernel's array (1-D to 3-D)."""
+    array argument, which must then have 1 to 3 dimensions (a launch's axes)."""
     check_count(kernel, args)
     for p, a in zip(kernel.params, args):
         if is_array(a):
-            if not 1 <= a.ndim <= 3:
-                raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to 3-D arrays "
-                                  f"(dim defaults to the shape of '{p.name}', the first array argument)",
-                                  hint=f"pass a 1-D array (e.g. {p.name}.reshape(1)), or give dim")
+            if not 1 <= a.ndim <= MAX_NDIM:
+                raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to "
+                                  f"{MAX_NDIM}-D arrays (dim defaults to the shape of '{p.name}', the first array "
+                                  "argument)", hint=_ndim_hint(p.name, a.ndim) + ", or give dim")
             n = kernel.tid_ndim
+            if a.ndim > MAX_LAUNCH_NDIM:
+                axes = n or MAX_LAUNCH_NDIM
+                raise LaunchError(f"dim defaults to the shape {tuple(a.shape)} of '{p.name}', the first array "
+                                  f"argument, but a launch has 1 to {MAX_LAUNCH_NDIM} axes",
+                                  hint=f"give dim, e.g. dim={p.name}.shape[:{axes}]")
             if n and a.ndim != n:
                 raise LaunchError(f"kernel '{kernel.name}' unpacks gk.tid() into {n} ind{'ex' if n == 1 else 'ices'}, "
                                   f"but dim defaults to the shape {tuple(a.shape)} of '{p.name}', the first array "
@@ -345,8 +350,9 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
             if t is None:
                 raise LaunchError(f"argument '{p.name}' has dtype {a.dtype}; kernels take arrays of "
                                   "float32, float64, int32 or int64", hint=_dtype_hint(p.name, a.dtype))
-            if not 1 <= a.ndim <= 3:
-                raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to 3-D arrays")
+            if not 1 <= a.ndim <= MAX_NDIM:
+                raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to "
+                                  f"{MAX_NDIM}-D arrays", hint=_ndim_hint(p.name, a.ndim))
             flags = a.flags
             if p.written and isinstance(a, np.ndarray) and not flags.writeable:
                 raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' "
@@ -387,6 +393,14 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
 
 
 _ARRAY_TYPES: dict[tuple, Array] = {}
+
+
+def _ndim_hint(name: str, ndim: int) -> str:
+    """What to pass instead of an array with no dimensions or more than a kernel takes (docs/language.md)."""
+    if ndim == 0:
+        return f"pass a 1-D array: {name}.reshape(1)"
+    return (f"merge trailing axes: {name}.reshape({', '.join(f'{name}.shape[{a}]' for a in range(MAX_NDIM - 1))}, -1),"
+            " and index the merged axis by a flattened index")
 
 
 def _array_type(t: Scalar, ndim: int) -> Array:
