@@ -38,6 +38,7 @@ import numpy as np
 
 from ..annotations import Const
 from ..errors import ProgramError
+from ..ir.types import MAX_NDIM
 from ..runtime.arrays import byte_bounds
 from ..runtime.recording import active_recorder
 from .hostops import copy as gk_copy
@@ -295,7 +296,7 @@ def _view_key(key: Any) -> Any:
 
 
 def _launchable(a: Any) -> bool:
-    return isinstance(a, np.ndarray) and a.dtype.kind == "f" and 1 <= a.ndim <= 3 and a.size > 0
+    return isinstance(a, np.ndarray) and a.dtype.kind == "f" and 1 <= a.ndim <= MAX_NDIM and a.size > 0
 
 
 def _check_write(host: HostTracker | None, op: str, outs: list, inputs: list) -> None:
@@ -355,7 +356,7 @@ def _write(host: HostTracker, op: str, dst: Any, value: Any) -> None:
             frame = _user_frame()
             raise ProgramError(f"{op} of an array of shape {value.shape} to {_names(frame, [dst])} of shape "
                                f"{dst.shape} at {_where(frame)} involves an active array and is not a plain copy "
-                               "(same shape, float, 1-3 axes); nothing was written", hint="write it in a kernel")
+                               "(same shape, float, 1-5 axes); nothing was written", hint="write it in a kernel")
         gk_copy(dst, value)
         return
     np.copyto(dst, value)
