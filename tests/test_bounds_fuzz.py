@@ -8,9 +8,12 @@ loop variables; docs/language.md) at affine indices — offsets,
 strides, reversed `n - 1 - i`, constants (-1 included), flattened rows
 `i * m + k` — under guards (`i < n`, ranges, `!=` from `not (i == 0 or ...)`,
 shapes, data-dependent `x[i % 8] > 0.5`), inside conditional expressions and
-`and` operands, in loops with parameter bounds, unit or other steps, upward
-or downward, and after `while` loops; then write `out` at an injective index
-(so no launch races), guarded or not.
+`and` operands, under bool locals (`ok = i < n`, maybe changed in a branch;
+`if not ok:`), in loops (one or two deep) with parameter bounds, unit or other
+steps, upward or downward, after `if <guard>: continue` or `break` (maybe
+inside another `if`, some guards data-dependent), after an early `return`,
+and after `while` loops (some with a `continue`); then write `out` at an
+injective index (so no launch races), guarded or not.
 
 The oracle runs the kernel's Python source thread by thread with arrays that
 raise on an index outside their axis (negative ones included), so it knows
@@ -121,8 +124,43 @@ class _Generator:
         self.features.add("data-dependent guard" if "x[" in g else "!=" if "!=" in g or "not" in g else "guard")
         return g
 
+    def jump_guard(self, k: str) -> str:
+        """A condition on loop variable `k` (and the thread) for a `continue` or `break`."""
+        c = self.c(2)
+        t = self.pick(["i", "j"]) if self.ndim == 2 else "i"
+        g = self.pick([f"{k} == {c}", f"{k} == 0 and {t} == 0", f"{k} + {t} >= n", f"{k} >= a.shape[0] - {c}",
+                       f"{k} - {c} < 0", f"{k} < {c} or {k} >= m - {c}", f"{k} != {c}", f"x[{k} % 8] > 0.5",
+                       f"{k} + {t} >= n or {t} == {c}", self.guard()])
+        return g
+
+    def flag(self, depth: int, loop: str | None):
+        """A bool local the kernel computes, maybe changed in a branch, then guarding a read."""
+        self.features.add("bool local")
+        self.emit(depth, f"ok = {self.guard() if loop is None or self.r.random() < 0.5 else self.jump_guard(loop)}")
+        if self.r.random() < 0.5:
+            self.emit(depth, f"if {self.guard()}:")
+            self.emit(depth + 1, f"ok = {self.pick(['False', 'True', self.guard()])}")
+        self.emit(depth, f"if {self.pick(['', 'not '])}ok:")
+        self.emit(depth + 1, f"s += a[{self.index(loop)}]")
+
+    def jump(self, depth: int, k: str):
+        """`if <guard>: continue` (or break), maybe inside another `if`, before a read in loop `k`'s body."""
+        word = self.pick(["continue", "continue", "break"])
+        self.features.add(word)
+        if self.r.random() < 0.3:
+            self.emit(depth, f"if {self.guard()}:")
+            depth += 1
+        self.emit(depth, f"if {self.jump_guard(k)}:")
+        if self.r.random() < 0.3:
+            self.emit(depth + 1, "s += 0.25")
+        self.emit(depth + 1, word)
+        self.read(depth, k)
+
     def read(self, depth: int, loop: str | None = None):
-        kind = self.pick(["plain", "plain", "if", "else", "select", "and"])
+        kind = self.pick(["plain", "plain", "if", "else", "select", "and", "flag"])
+        if kind == "flag":
+            self.flag(depth, loop)
+            return
         idx = self.index(loop)
         if kind == "plain":
             self.emit(depth, f"s += a[{idx}]")
@@ -153,14 +191,34 @@ class _Generator:
         else:
             self.features.add("loop" if step == 1 else "loop of step 2")
             self.emit(depth, f"for {k} in range({lo}, {hi}{', 2' if step == 2 else ''}):")
-        self.read(depth + 1, k)
+        if depth == 1 and self.r.random() < 0.3:  # an inner loop whose variable the jump guards test too
+            k2 = f"k{self.loops}"
+            self.loops += 1
+            self.emit(depth + 1, f"for {k2} in range({self.pick(['2', 'm', f'{k} + 1'])}):")
+            depth += 1
+            k = self.pick([k, k2])
+        if self.r.random() < 0.5:
+            self.jump(depth + 1, k)
+        else:
+            self.read(depth + 1, k)
+        if self.r.random() < 0.2:  # a read after the jump's `if`, and after the loop's other iterations
+            self.read(depth + 1, k)
 
     def source(self) -> str:
         head = ("i", "i, j", "i, j, l")[self.ndim - 1] + " = gk.tid()"
         self.lines = [f"def {self.name}(a, x, out, n, m):", f"    {head}", "    s = 0.0"]
         for _ in range(1 + self.c(1)):
-            what = self.pick(["read", "read", "loop", "while"])
+            what = self.pick(["read", "read", "loop", "loop", "while", "return"])
             if what == "read":
+                self.read(1)
+            elif what == "return":  # an early return (the frontend refuses one inside a loop)
+                self.features.add("return")
+                depth = 1
+                if self.r.random() < 0.3:
+                    self.emit(depth, f"if {self.guard()}:")
+                    depth += 1
+                self.emit(depth, f"if {self.pick([self.guard(), 'i >= n - 1', 'i == 0 or i > n - 2'])}:")
+                self.emit(depth + 1, "return")
                 self.read(1)
             elif what == "loop":
                 self.loop(1)
@@ -171,6 +229,10 @@ class _Generator:
                 self.emit(1, f"{w} = 0")
                 self.emit(1, f"while {w} < m:")
                 self.emit(2, f"{w} += 1")
+                if self.r.random() < 0.3:
+                    self.features.add("continue")
+                    self.emit(2, f"if {w} == {self.c(2)}:")
+                    self.emit(3, "continue")
                 self.emit(2, "s += 0.5")
         c = self.c(2)
         target = "i, j, l" if self.ndim == 3 else \

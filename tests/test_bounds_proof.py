@@ -451,3 +451,93 @@ def test_a_guard_of_more_disjunctions_than_the_split_takes_is_still_proved(rng):
     assert spec.bounds.decide(b.dim, b.kernel_values) is True
     assert decide(bp_heat3d, (5, 6, 8), u, np.zeros_like(u), 0.1) is not True  # k reaches 7 = the extent
     assert decide(bp_heat3d, (5, 6, 7), u[:, :, :6], np.zeros((5, 6, 6)), 0.1) is not True
+
+
+@gk.kernel
+def bp_isoneutral(a, dz, out):
+    """The shape of Veros' isoneutral mixing, ported (issue 29): each cell's vertical half-cells k + kr - 1
+    skip the top and bottom by `continue`, the horizontal neighbours i - 1, i + 1 the edges by `continue` and
+    `break`. Before, the proof ignored what the jumps establish, and compiling the two bounds-checked kernels
+    took 136 s of a 292 s first gradient."""
+    i, k = gk.tid()
+    nz = a.shape[1]
+    s = 0.0
+    for kr in range(2):
+        if k == 0 and kr == 0:
+            continue
+        if k == nz - 1 and kr == 1:
+            continue
+        for ip in range(2):
+            if i == 0 and ip == 0:
+                continue
+            if i == a.shape[0] - 1 and ip == 1:
+                break
+            s += (a[i + 2 * ip - 1, k + kr - 1] - a[i, k]) * dz[k + kr - 1]
+    out[i, k] = s
+
+
+@gk.func
+def bp_left(u, i):
+    if i == 0:
+        return u[i]
+    return u[i - 1]
+
+
+@gk.kernel
+def bp_returns(u, un, n, m):
+    i = gk.tid()
+    if i >= n - 1:
+        return
+    s = 0.0
+    for k in range(m):
+        if i + k >= n - 1:
+            break
+        s += u[i + k + 1] + bp_left(u, i + k)
+    inside = i > 0 and i < n - 2
+    if not inside:
+        un[i] = s
+        return
+    un[i] = s + u[i - 1] + u[i + 2]
+
+
+def test_continue_break_and_return_guards_are_proved(rng):
+    """After `if c: continue` (or break) the rest of the body runs under `not c`, after `if c: return` the
+    rest of the kernel: the proof knows it (the lowered jump flags, bool locals in general: analysis/
+    conditions.py), so no bounds-checked kernel is built, in any mode (docs/bounds.md)."""
+    a, dz = rng.uniform(0.5, 1.5, (5, 6)), rng.uniform(0.5, 1.5, 6)
+    u = rng.uniform(0.5, 1.5, 9)
+    for kernel, dim, args in (((bp_isoneutral, (5, 6), (a, dz, np.zeros((5, 6))))),
+                              (bp_returns, 9, (u, np.zeros(9), 9, 3))):
+        spec, b = proof_of(kernel, dim, *args)
+        assert spec.bounds.decide(b.dim, b.kernel_values) is True, kernel.name
+        assert not gk.inspect(kernel, *args, dim=dim, backend="interp").bounds_check
+        gk.launch(kernel, dim, *args, backend="interp")
+        assert spec.bounds_checked.cache_info().currsize == 0  # the checked kernel was never built
+    out, dout = np.zeros((5, 6)), rng.uniform(0.5, 1.5, (5, 6))
+    da, ddz = np.zeros_like(a), np.zeros_like(dz)
+    ins = gk.inspect(bp_isoneutral, gk.Duplicated(a, da), gk.Duplicated(dz, ddz), gk.Duplicated(out, dout),
+                     mode=gk.Reverse)
+    assert not ins.bounds_check  # the primal's proof covers every mode
+    # dz one short: dz[k + kr - 1] reaches 4 (k = 4, kr = 1 or k = 5, kr = 0)
+    with pytest.raises(gk.LaunchError, match=r"dz\[\(\(k \+ kr\) - 1\)\].*outside 'dz' of shape \(4,\)"):
+        gk.launch(bp_isoneutral, (5, 6), a, dz[:4], np.zeros((5, 6)), backend="interp")
+    assert decide(bp_returns, 9, u[:8], np.zeros(9), 9, 3) is not True  # u[i + k + 1] reaches 8
+    assert decide(bp_returns, 9, u, np.zeros(9), 10, 3) is not True  # n past u's end
+
+
+def test_bool_locals_carry_what_their_value_implies():
+    """A bool local's value stands for the condition it was computed from, through branches that change it:
+    `ok` below is `i < n - 1 and not (i == 0)`; soundness is fuzzed (tests/test_bounds_fuzz.py)."""
+
+    @gk.kernel
+    def bp_flag(u, out, n):
+        i = gk.tid()
+        ok = i < n - 1
+        if i == 0:
+            ok = False
+        if ok:
+            out[i] = u[i - 1] + u[i + 1]
+
+    u = np.ones(8)
+    assert decide(bp_flag, 8, u, np.zeros(8), 8) is True
+    assert isinstance(decide(bp_flag, 8, u, np.zeros(8), 9), Outside)  # thread 7 reads u[8]

@@ -87,3 +87,40 @@ def test_the_gather_loses_its_dead_neighbour_values():
     assert _statements(pruned.body) < 0.7 * _statements(gather.body)
     assert len(pruned.locals) < len(gather.locals)
     assert eliminate_dead(pruned) == pruned  # a fixpoint
+
+
+@gk.kernel
+def dce_skip(a, out, n):
+    i = gk.tid()
+    s = 0.0
+    for k in range(n):
+        if k != 2:
+            continue
+        if not (i == 0 or i >= n - 1):
+            s += a[i + 2]
+    out[i] = s
+
+
+def test_a_loop_statement_kept_only_for_a_pruned_read_goes_too():
+    """The reverse kernel of dce_skip reads its taped `continue` flag through a tape cursor, `p = p - 1` each
+    iteration; the flag only guards dead adjoints, so its load goes, and then the cursor's decrement must go
+    too: kept, it read a cursor whose load before the loop was pruned (the interpreter raised KeyError)."""
+    from gradkern.frontend.structure import check_definite_assignment
+    from gradkern.runtime.annotate import annotated_binding
+    from gradkern.runtime.specialize import reverse_specialization
+
+    rng = np.random.default_rng(0)
+    a, out, dout = rng.uniform(0.5, 1.5, 12), np.zeros(11), rng.uniform(0.5, 1.5, 11)
+    args = (gk.Duplicated(a, np.zeros(12)), gk.Duplicated(out, dout.copy()), gk.Const(7))
+    ann, b, shadows = annotated_binding(dce_skip, args, 6, "interp")
+    rs = reverse_specialization(dce_skip, b, shadows, ann.active, ann.no_need, ann.lanes)
+    for k in (rs.reverse.typed, rs.fused.typed):
+        pruned = eliminate_dead(k)
+        check_definite_assignment(pruned.body, {p.name for p in pruned.params})
+        assert eliminate_dead(pruned) == pruned
+    da = np.zeros(12)
+    gk.autodiff(dce_skip, gk.Duplicated(a, da), gk.Duplicated(out, dout.copy()), gk.Const(7), dim=6,
+                backend="interp")
+    expected = np.zeros(12)
+    expected[3:8] = dout[1:6]  # threads 1..5 (not 0, not past n - 2 = 5) add a[i + 2] once (k = 2)
+    np.testing.assert_array_equal(da, expected)

@@ -6,7 +6,8 @@ and how indices are computed: loop variables outliving their loops, locals
 rebound by assignments, augmented assignments, tuple swaps, branches and
 `while` loops (the thread index itself included), guards, flattened indices
 `i * n + k`, indirect indices `idx[i]`, thread-dependent loop bounds
-`range(i + 1, m)`, negative steps, early returns, index arithmetic that wraps
+`range(i + 1, m)`, negative steps, early returns, `if <condition>: continue`
+(or break) in loops, bool locals guarding blocks, index arithmetic that wraps
 (`np.int32(i * 2**32)`, `i * 2**62`), 1-D to 3-D launches, arrays of 1, 2, 4
 and 5 dimensions (docs/language.md), reads
 and writes of one array at different indices, atomic adds; a third of them
@@ -188,6 +189,21 @@ class _Generator:
             self.statement(depth)
 
     def statement(self, depth: int):
+        if self.loops and self.chance(0.08):  # the rest of the loop's body runs under `not <condition>`
+            word = self.pick(["continue", "continue", "break"])
+            self.features.add(word)
+            self.emit(depth, f"if {self.condition()}:")
+            self.emit(depth + 1, word)
+            return
+        if depth < 2 and self.chance(0.04):  # what a bool local's value implies guards the block
+            self.features.add("bool local")
+            self.emit(depth, f"ok = {self.condition()}")
+            if self.chance(0.5):
+                self.emit(depth, f"if {self.condition()}:")
+                self.emit(depth + 1, f"ok = {self.pick(['False', 'True', self.condition()])}")
+            self.emit(depth, f"if {self.pick(['', 'not '])}ok:")
+            self.block(depth + 1, 1 + self.c(2))
+            return
         t = int(self.r.integers(100))
         if self.tame and t >= 70:  # fewer rebindings: more kernels the static analysis can decide
             t = int(self.r.integers(70))

@@ -31,6 +31,13 @@ Why it is sound — each form is the value the thread computes:
 * A `while` condition's loads are taken in the state of any iteration (what
   the body binds forgotten), and it constrains the body only through names the
   body does not bind.
+* A bool local is followed the same way, as a `Flag`: what its value being
+  true, or false, implies (analysis/conditions.py). After an `if` that binds
+  it, it holds (c and its value at the end of the then branch) or (not c and
+  its value at the end of the else branch); a condition on it in a branch fixes
+  its value there. This is how the guards of `continue` and `break`, which the
+  frontend lowers to flags (frontend/jumps.py), reach the accesses after them
+  (docs/bounds.md).
 * Machine integers wrap: every operation a form relies on (`+ - *`, negation,
   a narrowing cast, and r * s and r * s + c of a flattened index) contributes a
   `Check` that its exact value fits its type. The proof is returned as those
@@ -57,6 +64,8 @@ from fractions import Fraction
 
 from ..ir import nodes as ir
 from ..ir.ops import Op
+from ..ir.types import BOOL
+from .conditions import ALWAYS, CONSTANT, NEVER, NOTHING, Either, Flag, Implied, both, either, known, merge_flag
 from .overflow import Check, Exactness, Loop, add, linear, mul, tid_unknown
 
 Form = dict  # unknown name ("" for the constant) -> integer coefficient
@@ -114,28 +123,6 @@ class Lin:
     checks: frozenset = frozenset()
 
 
-@dataclass(frozen=True)
-class Either:
-    """At least one of `alternatives` holds, each a conjunction of forms f <= 0
-    (`!=`, `or`, a negated `and`); `checks`: what their forms rely on."""
-
-    alternatives: tuple[tuple[dict, ...], ...]
-    checks: frozenset = frozenset()
-
-
-MAX_ALTERNATIVES = 4  # per Either: a disjunction of conjunctions of disjunctions is expanded up to this
-
-
-def _expand(constraints: list[Form], eithers: list[Either]) -> list[tuple] | None:
-    """`constraints ∧ eithers` as alternatives (conjunctions), or None past MAX_ALTERNATIVES."""
-    alternatives = [tuple(constraints)]
-    for e in eithers:
-        alternatives = [a + b for a in alternatives for b in e.alternatives]
-        if len(alternatives) > MAX_ALTERNATIVES:
-            return None
-    return alternatives
-
-
 @dataclass
 class _Context:
     constraints: list  # forms f meaning f <= 0
@@ -178,7 +165,7 @@ class Linearizer:
         if isinstance(e, ir.Shape):
             return Lin({f"shape:{e.array}:{e.axis}": 1})  # shared by both threads
         if isinstance(e, ir.Var):
-            if e.name in env:
+            if isinstance(env.get(e.name), Lin):
                 return env[e.name]
             return Lin({f"param:{e.name}": 1}) if e.name in self.params else None
         if not isinstance(e, ir.Apply):
@@ -216,27 +203,26 @@ class Linearizer:
         constraints, checks, _, _ = self.implied(e, env, holds)
         return constraints, checks
 
-    def implied(self, e: ir.Expr, env: dict, holds: bool) -> tuple[list[Form], frozenset, list[Either], bool]:
+    def implied(self, e: ir.Expr, env: dict, holds: bool) -> Implied:
         """`condition`, the disjunctions `e` being `holds` implies, and whether
         these say all it does (they hold exactly when `e` is `holds`)."""
         if isinstance(e, ir.Apply) and e.op is Op.NOT:
             return self.implied(e.args[0], env, not holds)
+        if isinstance(e, ir.Const) and isinstance(e.value, bool):
+            return ALWAYS if e.value == holds else NEVER
+        if isinstance(e, ir.Var):  # a bool local: what its value implies (analysis/conditions.py)
+            flag = env.get(e.name)
+            return flag.when(holds) if isinstance(flag, Flag) else NOTHING
         if isinstance(e, ir.Apply) and e.op in (Op.AND, Op.OR):
-            a, ca, ea, xa = self.implied(e.args[0], env, holds)
-            b, cb, eb, xb = self.implied(e.args[1], env, holds)
-            if (e.op is Op.AND) == holds:  # a conjunction: both parts hold
-                return a + b, ca | cb, ea + eb, xa and xb
-            # a disjunction says nothing linear, but one of its parts holds
-            alternatives = [_expand(a, ea), _expand(b, eb)]
-            if None in alternatives or () in alternatives[0] + alternatives[1]:
-                return [], frozenset(), [], False  # a part that says nothing: so does the disjunction
-            checks = ca | cb | {c for x in ea + eb for c in x.checks}
-            return [], frozenset(), [Either(tuple(alternatives[0] + alternatives[1]), checks)], xa and xb
+            a = self.implied(e.args[0], env, holds)
+            b = self.implied(e.args[1], env, holds)
+            # a conjunction: both parts hold; a disjunction says nothing linear, but one of its parts holds
+            return both(a, b) if (e.op is Op.AND) == holds else either(a, b)
         if not (isinstance(e, ir.Apply) and e.op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE)):
-            return [], frozenset(), [], False
+            return NOTHING
         a, b = self.form(e.args[0], env), self.form(e.args[1], env)
         if a is None or b is None:
-            return [], frozenset(), [], False
+            return NOTHING
         d = add_forms(a.form, b.form, -1)  # a - b, exactly: no machine operation computes it
         op = e.op if holds else {Op.LT: Op.GE, Op.LE: Op.GT, Op.GT: Op.LE, Op.GE: Op.LT,
                                  Op.EQ: Op.NE, Op.NE: Op.EQ}[e.op]
@@ -278,6 +264,12 @@ def accesses(k: ir.Kernel, lin: Linearizer, bounds: bool = False) -> list[Access
         constraints, checks, eithers, exact = lin.implied(cond, ctx.env, holds)
         return ctx.inner(constraints, checks, eithers=eithers, exact=exact)
 
+    def under(ctx: _Context, cond: ir.Expr, holds: bool) -> _Context:
+        """`given`, for a block: the bool locals `cond` fixes are known there (`if not cnt:`)."""
+        inner = given(ctx, cond, holds)
+        inner.env |= {n: CONSTANT[v] for n, v in known(cond, holds).items()}
+        return inner
+
     def exprs(e: ir.Expr, ctx: _Context):
         if not bounds:
             for x in ir.walk_expr(e):
@@ -304,7 +296,7 @@ def accesses(k: ir.Kernel, lin: Linearizer, bounds: bool = False) -> list[Access
                 # the condition runs before every iteration: with what the body binds unknown
                 head = ctx.inner(forget=bound_names(s.body), exact=False)
                 exprs(s.cond, head)
-                block(s.body, given(head, s.cond, True))
+                block(s.body, under(head, s.cond, True))
                 ctx.env = head.env
                 after_while = True
                 continue
@@ -312,6 +304,8 @@ def accesses(k: ir.Kernel, lin: Linearizer, bounds: bool = False) -> list[Access
                 exprs(e, ctx)
             if isinstance(s, ir.Assign):
                 f = lin.form(s.value, ctx.env)
+                if f is None and s.value.type == BOOL:
+                    f = Flag.of(lin.implied(s.value, ctx.env, True), lin.implied(s.value, ctx.env, False))
                 if f is None:
                     ctx.env.pop(s.name, None)
                 else:
@@ -319,12 +313,22 @@ def accesses(k: ir.Kernel, lin: Linearizer, bounds: bool = False) -> list[Access
             elif isinstance(s, (ir.Store, ir.AtomicAdd)):
                 record(s, True, ctx, isinstance(s, ir.AtomicAdd))
             elif isinstance(s, ir.If):
-                after = []
-                for branch, holds in ((s.then, True), (s.orelse, False)):
-                    inner = given(ctx, s.cond, holds)
+                after, conds = [], [lin.implied(s.cond, ctx.env, holds) for holds in (True, False)]
+                for branch, holds in zip((s.then, s.orelse), (True, False)):
+                    inner = under(ctx, s.cond, holds)
                     block(branch, inner)
                     after.append(inner.env)
+                before = ctx.env
                 ctx.env = {n: v for n, v in after[0].items() if after[1].get(n) == v}
+                bound = bound_names(s.then + s.orelse)
+                for n in {n for env in (before, *after) for n, v in env.items() if isinstance(v, Flag)}:
+                    ctx.env.pop(n, None)
+                    if n not in bound:  # what `under` knew in a branch, not a new value
+                        flag = before.get(n)
+                    else:  # v <=> (c and v_then) or (not c and v_else)
+                        flag = merge_flag(*conds, *(e.get(n) if isinstance(e.get(n), Flag) else None for e in after))
+                    if flag is not None:
+                        ctx.env[n] = flag
             elif isinstance(s, ir.For):
                 loop(s, ctx)
 

@@ -9,7 +9,11 @@ access, the linear form of each index and the linear constraints that hold
 where the access runs: 0 <= tid, loop ranges, the comparisons of enclosing
 conditions (and, here, of the `and`/`or` operands and conditional-expression
 branches that evaluate it only when a condition holds), with disjunctions
-(`!=`, `or`, a negated `and`) kept as alternatives. Products such as `i * n`
+(`!=`, `or`, a negated `and`) kept as alternatives. A condition on a bool
+local counts as the condition its value was computed from
+(analysis/conditions.py), so the guards `continue`, `break` and early
+`return` establish count too: `return` is structured into if/else by the
+frontend, `continue` and `break` into flags (docs/bounds.md). Products such as `i * n`
 are forms too, with `param:n*tid:0` an unknown: linear once the launch
 substitutes its scalars and shapes. A launch adds 0 <= tid[a] <= dim[a] - 1,
 and then

@@ -70,8 +70,14 @@ _IMPORTS = ["import math as _gk_math", "", "import numpy as _gk_np",
 
 
 # ir.InBounds: an index outside [0, n) records the access and the thread (the first one wins; one
-# int64 store, so a racing store from another thread cannot mix its fields in) and becomes 0
-_CHECK = ["@_gk_njit(cache=True, error_model='numpy', inline='always')",
+# int64 store, so a racing store from another thread cannot mix its fields in) and becomes 0.
+# Inlined by Numba (inline='always', in its IR, before typing) only in a kernel of at most
+# INLINE_CHECKS checked indices: there it makes the check ~5x faster (spmv's exact check at 2**20
+# rows: 68 ms inlined, 333 ms called); in a larger kernel each inlined copy adds blocks to Numba's
+# IR, and compile time grows faster than the sites (46 sites: 28 s CPU inlined, 8.6 s called; a
+# gradient of 649: over 460 s inlined, 118 s called). docs/bounds.md has the measurements.
+INLINE_CHECKS = 8
+_CHECK = ["@_gk_njit(cache=True, error_model='numpy'{inline})",
           "def _gkb_check(i, n, site, nsites, oob, thread):",
           "    if i >= 0 and i < n:",
           "        return _gk_int64(i)",
@@ -293,8 +299,10 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     flags = f"parallel={options.parallel}, cache=True, error_model='numpy', boundscheck={options.boundscheck}"
     lines = [f"# {line}" for line in header.splitlines()]
     lines += _IMPORTS
-    if any(isinstance(e, ir.InBounds) for e in ir.all_exprs(k.body)):
-        lines += ["", "", *_CHECK]
+    checks = sum(isinstance(e, ir.InBounds) for e in ir.all_exprs(k.body + (k.interior.body if k.interior else ())))
+    if checks:
+        inline = ", inline='always'" if checks <= INLINE_CHECKS else ""
+        lines += ["", "", _CHECK[0].format(inline=inline), *_CHECK[1:]]
     lines += ["", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
 
     # Every local is defined at the top of each thread's body. Numba privatises a

@@ -20,6 +20,9 @@ with the taped flags (a few instructions and one taped flag each: a loop of
 of a 10-iteration loop, on the CPU backend; a taped trip count that stops the
 loop would need a `For` with a run-time exit in the IR). A flag is a bool local
 named by the lowerer's Namer (`_gk<n>_brk`), so it is reserved and unique.
+The analyses read `if not cnt:` as the negation of the condition that set the
+flag (they follow bool locals: analysis/conditions.py, docs/bounds.md), so the
+rest of a body after `if c: continue` is analysed under `not c`, as written.
 """
 
 from __future__ import annotations

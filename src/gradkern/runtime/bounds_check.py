@@ -26,21 +26,34 @@ from .execute import out_of_bounds, outside_error, run_flagged
 MAX_KEYS = 4096  # cached verdicts per specialisation: a program that varies its shapes without end starts over
 
 
-def check_bounds(spec: Specialization, b: Binding) -> None:
-    """Raise LaunchError if this launch would touch an element outside its array.
-    Reads the arguments only (the exact check runs on scratch copies)."""
+def _verdict(spec: Specialization, b: Binding) -> bool | Outside:
+    """The bounds proof's verdict on this launch (BoundsProof.decide), cached per launch key; True where
+    nothing needs proving (GRADKERN_BOUNDSCHECK=1 checks in the generated code, or no thread runs)."""
     proof = spec.bounds
-    if proof is None or 0 in b.dim:  # checked by the generated code (GRADKERN_BOUNDSCHECK=1), or nothing runs
-        return
-    values = b.kernel_values
-    key = proof.key(b.dim, values)
+    if proof is None or 0 in b.dim:
+        return True
+    key = proof.key(b.dim, b.kernel_values)
     verdict = proof.verdicts.get(key)
     if verdict is None:
         if len(proof.verdicts) >= MAX_KEYS:
             proof.verdicts.clear()
-        verdict = proof.verdicts[key] = proof.decide(b.dim, values)
+        verdict = proof.verdicts[key] = proof.decide(b.dim, b.kernel_values)
+    return verdict
+
+
+def needs_bounds_check(spec: Specialization, b: Binding) -> bool:
+    """Whether the proof leaves this launch to the exact check (the bounds-checked kernel is built and run:
+    `gk.inspect(...).bounds_check`). False also where the proof names a thread outside: the launch is refused."""
+    return _verdict(spec, b) is False
+
+
+def check_bounds(spec: Specialization, b: Binding) -> None:
+    """Raise LaunchError if this launch would touch an element outside its array.
+    Reads the arguments only (the exact check runs on scratch copies)."""
+    verdict = _verdict(spec, b)
     if verdict is True:
         return
+    proof, values = spec.bounds, b.kernel_values
     if isinstance(verdict, Outside):
         site = verdict.site
         shape = tuple(values[[p.name for p in spec.typed.params].index(site.array)].shape)

@@ -15,6 +15,7 @@ from ..pipeline import Specialization, tangent_param
 from .annotate import annotate, lane_groups, merge_shadows
 from .arrays import is_array
 from .binding import bind, default_dim
+from .bounds_check import needs_bounds_check
 from .launch import check_kernel
 from .race_check import needs_race_check
 from .reverse import autodiff_plan, tape_bytes_per_thread
@@ -25,8 +26,10 @@ from .specialize import forward_specialization, primal_specialization, reverse_s
 class Inspection:
     """What gradkern generates for one signature: readable IR and backend
     source; whether the launch runs in parallel, after an exact run-time race
-    check or not; the arrays updated by atomic adds (privatised per chunk on
-    the CPU) and the memory those private copies take; for reverse mode, each
+    check or not; whether its bounds are left to the exact run-time check
+    (`bounds_check`: the bounds proof decided neither way, so the bounds-checked
+    kernel is built and run first); the arrays updated by atomic adds
+    (privatised per chunk on the CPU) and the memory those private copies take; for reverse mode, each
     shadow's accumulation form and the tape bytes per thread (0 for a primal
     launch). `sources` holds every kernel the call may run, by role (primal,
     race_check; fused, augmented_primal, reverse, count, gather in reverse
@@ -43,6 +46,7 @@ class Inspection:
     sources: dict = field(default_factory=dict)
     runs: tuple[str, ...] = ()
     active_sums: dict = field(default_factory=dict)
+    bounds_check: bool = False
 
     def __str__(self) -> str:
         return self.ir + "\n" + self.source
@@ -101,7 +105,8 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         sizes = _with_derivatives(_byte_sizes(fs.primal.typed.params, b.kernel_values), fs.tangents, fs.lanes)
         return Inspection(format_kernel(t.typed), t.source or "", t.parallel, needs_race_check(fs.primal, b),
                           tuple(sorted(t.facts.atomic_targets)), 0, {}, _private_bytes(t, sizes, b.dim),
-                          _sources(race_check=fs.primal.race_check_source, forward_mode=t))
+                          _sources(race_check=fs.primal.race_check_source, forward_mode=t),
+                          bounds_check=needs_bounds_check(fs.primal, b))
     if mode is Reverse:
         ann = annotate(k, args)
         b = bind(k.ir, dim, ann.primals, backend, inspect_only=True)
@@ -121,10 +126,12 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         sums = {n: _summation(summing, tangent_param(acc, 0, ann.lanes)) for n, acc in rs.kernels.accumulators.items()}
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
                           needs_race_check(rs.primal, b), tuple(sorted(fused.facts.atomic_targets)), tape_bytes,
-                          dict(rs.adjoint_forms), _private_bytes(fused, sizes, b.dim), sources, runs, sums)
+                          dict(rs.adjoint_forms), _private_bytes(fused, sizes, b.dim), sources, runs, sums,
+                          needs_bounds_check(rs.primal, b))
     b = bind(k.ir, dim, primals, backend, inspect_only=True)
     spec = primal_specialization(k, b)
     sizes = _byte_sizes(spec.typed.params, b.kernel_values)
     return Inspection(format_kernel(spec.typed), spec.source or "", spec.parallel, needs_race_check(spec, b),
                       tuple(sorted(spec.facts.atomic_targets)), 0, {}, _private_bytes(spec, sizes, b.dim),
-                      _sources(primal=spec, race_check=spec.race_check_source))
+                      _sources(primal=spec, race_check=spec.race_check_source),
+                      bounds_check=needs_bounds_check(spec, b))

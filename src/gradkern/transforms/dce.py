@@ -68,8 +68,14 @@ def _prune(body: tuple[ir.Stmt, ...], live: set[str]) -> tuple[ir.Stmt, ...]:
             if not s.then and not s.orelse:
                 continue  # its condition is pure
         elif isinstance(s, (ir.For, ir.While)):
-            head = _loop_head(s, live)
-            s = with_blocks(s, lambda b, head=head: _prune(b, head))
+            while True:  # until the pruned body's own liveness keeps all of it: a statement kept only for a
+                # read that was pruned (a tape cursor's `p = p - 1` beside its dropped load) goes too, or it
+                # would read a local whose definition before the loop is pruned by the pruned loop's liveness
+                head = _loop_head(s, live)
+                pruned = with_blocks(s, lambda b, head=head: _prune(b, head))
+                if pruned == s:
+                    break
+                s = pruned
             if isinstance(s, ir.For) and not s.body and s.var not in live:
                 continue  # an empty counted loop ends (a while loop is kept: it may not)
         live = _stmt_live_in(s, live)
