@@ -365,3 +365,42 @@ def test_tape_count_still_refuses_a_branch_on_the_threads_own_store(rng):
         gk.autodiff(branch_after_own_store, gk.Duplicated(x, dx), gk.Duplicated(y, dy), 4, dim=5)
     for a, b in zip((x, y, dx, dy), before):
         np.testing.assert_array_equal(a, b)
+
+
+@gk.kernel
+def first_above(x, thr, out):
+    """Where a row first exceeds its threshold: the loop variable read after a break."""
+    i = gk.tid()
+    k = 0
+    for k in range(x.shape[1]):
+        if x[i, k] > thr[i]:
+            break
+    out[i] = x[i, k] * 2.0 + k
+
+
+def _first_above_python(x, thr):
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        k = 0
+        for k in range(x.shape[1]):
+            if x[i, k] > thr[i]:
+                break
+        out[i] = x[i, k] * 2.0 + k
+    return out
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interp"])
+def test_loop_variable_after_break_is_its_value_at_the_break(rng, backend):
+    """The remaining iterations run as no-ops (frontend/jumps.py) but leave k where the break left it
+    (found by the race fuzzer's break templates: k used to end at its last iteration's value)."""
+    x, thr, out = rng.random((9, 6)), rng.random(9), np.zeros(9)
+    thr[0] = 2.0  # a row that never breaks: k ends at its last value, as in Python
+    gk.launch(first_above, 9, x, thr, out, backend=backend)
+    np.testing.assert_array_equal(out, _first_above_python(x, thr))
+
+
+@pytest.mark.parametrize("mode", [gk.Reverse, gk.Forward])
+def test_loop_variable_after_break_gradient(rng, mode):
+    x, thr = rng.random((5, 4)), rng.random(5)
+    check_grad(first_above, gk.Duplicated(x, np.zeros_like(x)), thr, gk.Duplicated(np.zeros(5), np.zeros(5)),
+               dim=5, mode=mode)

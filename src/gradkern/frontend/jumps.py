@@ -20,6 +20,11 @@ with the taped flags (a few instructions and one taped flag each: a loop of
 of a 10-iteration loop, on the CPU backend; a taped trip count that stops the
 loop would need a `For` with a run-time exit in the IR). A flag is a bool local
 named by the lowerer's Namer (`_gk<n>_brk`), so it is reserved and unique.
+Because the remaining iterations still run, a `for` loop's variable would end
+at its last value: a `break` also keeps the variable (`atbrk = k`), restored
+after the loop (`if brk: k = atbrk`), so code after the loop reads the value
+it had at the break, as in Python (dead-code elimination drops both where
+nothing reads it).
 The analyses read `if not cnt:` as the negation of the condition that set the
 flag (they follow bool locals: analysis/conditions.py, docs/bounds.md), so the
 rest of a body after `if c: continue` is analysed under `not c`, as written.
@@ -34,10 +39,12 @@ from typing import Any
 
 
 class _Loop:
-    def __init__(self, new_name: Callable[[str], str]):
+    def __init__(self, new_name: Callable[[str], str], target: str | None = None):
         self.new_name = new_name
         self.brk: str | None = None
         self.cnt: str | None = None
+        self.target = target  # a `for` loop's variable: its value at a break is kept (`at_break`)
+        self.at_break: str | None = None
 
     def flag(self, kind: str) -> str:
         if kind == "brk":
@@ -112,6 +119,11 @@ class Lowering:
             if loop is None:
                 self.fail(s, f"'{word}' outside a loop", "'break' and 'continue' go inside 'for' or 'while' loops")
             flag = loop.flag("brk" if isinstance(s, ast.Break) else "cnt")
+            if isinstance(s, ast.Break) and loop.target is not None:
+                # the remaining iterations still run (as no-ops) and move the loop variable on: keep its value
+                loop.at_break = loop.at_break or self.new_name("atbrk")
+                keep = ast.copy_location(ast.Assign([_name(loop.at_break, True)], _name(loop.target)), s)
+                return [keep, _set(flag, True, s)], {flag}
             return [_set(flag, True, s)], {flag}
         if isinstance(s, ast.If):
             s.body, a = self.block(s.body, loop)
@@ -129,9 +141,15 @@ class Lowering:
         if not _jumps(s.body):
             s.body, _ = self.block(s.body, None)  # nested loops only
             return [s, *orelse], flags
-        inner = _Loop(self.new_name)
+        target = s.target.id if isinstance(s, ast.For) and isinstance(s.target, ast.Name) else None
+        inner = _Loop(self.new_name, target)
         body, _ = self.block(s.body, inner)
         pre: list[ast.stmt] = []
+        post: list[ast.stmt] = []
+        if inner.at_break:  # after the loop, the variable is what it was at the break, as in Python
+            pre.append(ast.copy_location(ast.Assign([_name(inner.at_break, True)], ast.Constant(0)), s))
+            post.append(ast.copy_location(ast.If(_name(inner.brk), [ast.copy_location(
+                ast.Assign([_name(target, True)], _name(inner.at_break)), s)], []), s))
         if inner.cnt:
             body = [_set(inner.cnt, False, s), *body]
         if inner.brk:
@@ -143,7 +161,7 @@ class Lowering:
             if orelse:
                 orelse = [ast.copy_location(ast.If(_none_of([inner.brk], s), orelse, []), s)]
         s.body = body
-        return [*pre, s, *orelse], flags
+        return [*pre, s, *post, *orelse], flags
 
 
 def lower_jumps(tree: ast.FunctionDef, new_name: Callable[[str], str], fail: Callable[..., Any]) -> ast.FunctionDef:
