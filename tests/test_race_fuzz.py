@@ -317,10 +317,8 @@ class _Generator:
 
     def pattern_loopvar(self):
         """Loop-variable offsets: `for ip in range(2)` reads (or writes) `x[i + ip]`, a stencil once unrolled."""
-        loop = self.pick(["range(2)", "range(2)", "range(3)", "range(1, 3)", "range(0, 4, 2)", "(0, 1)",
+        loop = self.pick(["range(2)", "range(2)", "range(3)", "range(1, 3)", "range(0, 4, 2)", "range(2, 0, -1)",
                           "range(n)"])
-        if loop.startswith("("):
-            self.features.add("literal tuple loop")
         src = self.pick(["b", "b", "a"])
         self.emit(0, f"for ip in {loop}:")
         at = self.at(self.pick(["i + ip", "i + ip", "ip + i", "i + 1 + ip"]))
