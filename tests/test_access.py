@@ -1,11 +1,14 @@
 """Access analysis (analysis/access.py): when the launch loop may run in parallel."""
 
+import math
+
 import numpy as np
 import pytest
 from corpus import gemm_flat
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, heat_step_2d, matvec, saxpy
+from gradkern.testing import check_grad
 
 
 @gk.kernel
@@ -409,3 +412,75 @@ def test_a_gradient_over_overlapping_segments_is_refused_before_anything_changes
     for i in range(4):  # d y_i / d data_k = x[indices[k]] for k in row i
         want[indptr[i]:indptr[i + 1]] += before[5][i] * x[indices[indptr[i]:indptr[i + 1]]]
     np.testing.assert_allclose(ddata, want, rtol=1e-15)
+
+
+# -- thread-own at an offset (issue 29.3, docs/adjoint-forms.md) ----------------------------------------------------
+@gk.kernel
+def offset_own(x, y, K):  # Veros's loop nests start at 1: every access of K, x and y is at (ti + 1, tj)
+    ti, tj = gk.tid()
+    i = ti + 1
+    K[i, tj] = x[i, tj] * x[i, tj]
+    y[1 + ti, tj] = K[i, tj] * math.sin(x[i, tj]) + y[i, tj]
+
+
+@gk.kernel
+def offset_mixed(x, y):  # x at ti + 1 and at ti + 2: element t + 2 is read by threads t and t + 1
+    ti = gk.tid()
+    i = ti + 1
+    y[i] = x[i] * x[i + 1]
+
+
+@gk.kernel
+def offset_rebound(x, y, n):  # i is ti + 1 or ti + 2: no one offset, so x and y are not own
+    ti = gk.tid()
+    i = ti + 1
+    if ti < n:
+        i = ti + 2
+    y[i] = x[i] * 2.0
+
+
+def test_the_offset_recogniser_follows_copies_and_offsets_but_no_other_binding():
+    from gradkern.ir.infer import infer_types
+    from gradkern.ir.offsets import offset_aliases
+    from gradkern.runtime.binding import bind
+
+    @gk.kernel
+    def aliases(x, n):
+        ti, tj = gk.tid()
+        i = ti + 1
+        im = i - 2
+        j = 3 + tj
+        k = ti
+        k = ti + 1  # two bindings, two offsets: none
+        a = ti
+        for a in range(2):  # a loop variable never is one
+            x[a, 0] = 0.0
+        c = n
+        c = c + 1
+        x[i, j] = x[im + 1, k] + x[c, 0]
+
+    args = (np.ones((8, 8)), 3)
+    typed = infer_types(aliases.ir, bind(aliases.ir, (4, 4), args).type_map(aliases.ir))
+    assert offset_aliases(typed) == {"ti": (0, 0), "tj": (1, 0), "i": (0, 1), "im": (0, -1), "j": (1, 3)}
+
+
+def test_arrays_accessed_at_one_constant_offset_of_tid_are_own_and_plain_added(rng):
+    x, y, K = (rng.uniform(0.5, 1.5, (6, 3)) for _ in range(3))
+    assert own(offset_own, x, y, K, dim=(5, 3)) == {"x", "y", "K"}
+    assert proven(offset_own, x, y, K, dim=(5, 3))
+    args = [gk.Duplicated(a, np.ones_like(a)) for a in (x, y, K)]
+    r = gk.inspect(offset_own, *args, dim=(5, 3), mode=gk.Reverse)
+    assert r.adjoint_forms == {"K": "plain add", "x": "plain add", "y": "plain add"}
+    assert r.atomic_targets == () and "_gkb_priv" not in r.source
+    assert check_grad(offset_own, *args, dim=(5, 3)).ok
+
+
+def test_different_offsets_or_a_rebound_offset_alias_are_not_own(rng):
+    x, y = rng.uniform(0.5, 1.5, 8), rng.uniform(0.5, 1.5, 8)
+    assert own(offset_mixed, x, y, dim=6) == {"y"}
+    assert gk.inspect(offset_mixed, gk.Duplicated(x, np.ones(8)), gk.Duplicated(y, np.ones(8)), dim=6,
+                      mode=gk.Reverse).adjoint_forms == {"x": "gather", "y": "plain add"}
+    assert own(offset_rebound, x, y, 3, dim=6) == set()
+    forms = gk.inspect(offset_rebound, gk.Duplicated(x, np.ones(8)), gk.Duplicated(y, np.ones(8)), 3, dim=6,
+                       mode=gk.Reverse).adjoint_forms
+    assert forms["x"] != "plain add", forms

@@ -1,7 +1,9 @@
 """Atomic adds at constant indices (an Active scalar's sum, `out[0] += ...`) in a parallel CPU launch:
 each chunk sums its threads' terms in a register, in thread order, and adds that sum to its private
 slot once (backends/numba_cpu.py `_accumulators`). The result must be exactly the chunk-ordered sum
-(the same additions as the slot form it replaced), for any chunk count, in float32 and float64."""
+(the same additions as the slot form it replaced), for any chunk count, in float32 and float64.
+The chunks' private copies of several targets (of different shapes and dtypes) are summed in one
+parallel region, in chunk order: the same chunk-ordered sums (docs/adjoint-forms.md)."""
 
 import numpy as np
 import pytest
@@ -51,3 +53,37 @@ def test_saxpy_active_scalar_sums_in_a_register(rng):
     n = 64
     args = gk.Active(1.5), gk.Duplicated(rng.random(n), np.zeros(n)), gk.Duplicated(rng.random(n), rng.random(n))
     assert "in order into a register" in gk.inspect(saxpy, *args, mode=gk.Reverse).active_sums["a"]
+
+
+@gk.kernel
+def scatter_many(idx, x, h, counts, grid):  # three atomic targets: float64 1-D, int64 1-D, float64 2-D
+    i = gk.tid()
+    gk.atomic_add(h, idx[i], x[i])
+    gk.atomic_add(counts, idx[i] % 5, 1)
+    gk.atomic_add(grid, (idx[i] % 3, i % 4), x[i] * x[i])
+
+
+@pytest.mark.parametrize("chunks", [1, 2, 3, 7])
+def test_private_copies_of_several_targets_are_summed_in_one_region_in_chunk_order(monkeypatch, chunks):
+    monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", 0)
+    monkeypatch.setattr(numba_cpu, "private_chunks", lambda copy_bytes, n0, mixed=False: min(chunks, n0))
+    rng = np.random.default_rng(chunks)
+    n = 403
+    idx, x = rng.integers(0, 9, n), rng.uniform(-1, 1, n)
+    h, counts, grid = rng.uniform(-1, 1, 9), rng.integers(0, 3, 5), rng.uniform(-1, 1, (3, 4))
+    want = [h.copy(), counts.copy(), grid.copy()]
+    for c in range(chunks):  # each chunk's copy: its threads' terms in thread order from zero, then added
+        t = np.arange(c * n // chunks, (c + 1) * n // chunks)
+        copies = [np.zeros_like(w) for w in want]
+        np.add.at(copies[0], idx[t], x[t])
+        np.add.at(copies[1], idx[t] % 5, 1)
+        np.add.at(copies[2], (idx[t] % 3, t % 4), x[t] * x[t])
+        want = [w + cp for w, cp in zip(want, copies)]
+    gk.launch(scatter_many, n, idx, x, h, counts, grid)
+    for got, w in zip((h, counts, grid), want):
+        np.testing.assert_array_equal(got, w)
+    source = gk.inspect(scatter_many, idx, x, h, counts, grid, dim=n).source
+    entry = source[source.index("def scatter_many_1d("):]
+    entry = entry[:entry.index("    else:\n")]  # the parallel branch
+    # one parallel region runs the chunks, one sums the copies: no np.zeros, no whole-array `+=`
+    assert entry.count("_gk_prange(") == 2 and "_gk_np.zeros" not in entry, entry

@@ -288,3 +288,63 @@ def test_index_wrapped_to_a_constant_is_not_gathered_but_right():
     args = (dup(rand(r, 7), r), dup(rand(r, 7), r))
     assert gk.inspect(wrap_to_zero, *args, mode=gk.Reverse).adjoint_forms["u"] == "atomic add"
     assert check_grad(wrap_to_zero, *args).ok
+
+
+# -- loop-variable offsets (issue 29.3, transforms/unroll.py, docs/adjoint-forms.md) ---------------------------------
+@gk.kernel
+def loop_offsets(x, y, n):  # the issue's kernel: x at ti + 0 and ti + 1 through ip, y at ti + 1
+    ti, tj = gk.tid()
+    i = ti + 1
+    s = 0.0
+    for ip in range(2):
+        s += x[i + ip - 1, tj] * x[i, tj]
+    y[i, tj] = s
+
+
+@gk.kernel
+def loop_offsets_3(u, un, c):  # a 3-point stencil as a loop; k is read after it (its last value, 1)
+    i = gk.tid()
+    s = 0.0
+    k = 0
+    for k in range(-1, 2):
+        s += c * u[i + 1 + k] * u[i + 1 + k]
+    un[i] = s * (k + 1.0)
+
+
+@gk.kernel
+def loop_run_time(u, un, m):  # a run-time trip count: not unrolled, the adjoint of u stays atomic
+    i = gk.tid()
+    s = 0.0
+    for k in range(m):
+        s += u[i + k]
+    un[i] = s
+
+
+@gk.kernel
+def loop_flat_row(c, x):  # c[i * 4 + k]: a flattened own row while k is a loop variable, so not unrolled
+    i = gk.tid()
+    for k in range(4):
+        c[i * 4 + k] = c[i * 4 + k] * x[k]
+
+
+def test_constant_loops_whose_variable_offsets_tid_are_unrolled_and_gathered():
+    r = np.random.default_rng(7)
+    x, y = rand(r, 7, 4), rand(r, 7, 4)
+    args = (dup(x, r), dup(y, r), 7)
+    assert gk.inspect(loop_offsets, *args, dim=(5, 4), mode=gk.Reverse).adjoint_forms == {"x": "gather",
+                                                                                           "y": "plain add"}
+    assert check_grad(loop_offsets, *args, dim=(5, 4)).ok
+    u, un = rand(r, 9), rand(r, 8)
+    args = (dup(u, r), dup(un, r), gk.Active(0.7))
+    assert gk.inspect(loop_offsets_3, *args, dim=7, mode=gk.Reverse).adjoint_forms == {"u": "gather",
+                                                                                        "un": "plain add"}
+    assert check_grad(loop_offsets_3, *args, dim=7).ok
+
+
+def test_loops_that_gain_nothing_from_unrolling_stay_loops():
+    r = np.random.default_rng(8)
+    args = (dup(rand(r, 12), r), dup(rand(r, 8), r), 3)
+    assert gk.inspect(loop_run_time, *args, dim=8, mode=gk.Reverse).adjoint_forms["u"] == "atomic add"
+    assert check_grad(loop_run_time, *args, dim=8).ok
+    args = (dup(rand(r, 20), r), dup(rand(r, 4), r))
+    assert gk.inspect(loop_flat_row, *args, dim=5, mode=gk.Reverse).adjoint_forms["c"] == "plain add"

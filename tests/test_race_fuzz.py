@@ -67,7 +67,7 @@ WRAP64 = 4611686018427387904  # 2**62: i * WRAP64 * 4 == i * 2**64 wraps to 0
 WRAP32 = 4294967296  # 2**32: int32(i * 2**32) == 0
 
 
-PATTERNS = ("rows", "lu", "mirror", "stencil", "triangle", "tile")
+PATTERNS = ("rows", "lu", "mirror", "stencil", "triangle", "tile", "offset", "loopvar")
 
 
 # -- the generator ---------------------------------------------------------------------------------------------------
@@ -86,8 +86,10 @@ class _Generator:
             if self.rank > 2 and rng.random() < 0.4:
                 self.ndim = 3
         else:
+            two = rng.random() < 0.5
             self.ndim, self.rank = {"rows": (1, 1), "lu": (2, 2), "mirror": (1, 1),
-                                    "stencil": (1, 1), "triangle": (1, 1), "tile": (2, 1)}[self.pattern]
+                                    "stencil": (1, 1), "triangle": (1, 1), "tile": (2, 1),
+                                    "offset": (1 + two, 1 + two), "loopvar": (1 + two, 1 + two)}[self.pattern]
         self.tids = ["i", "j", "t"][:self.ndim]
         self.wild = rng.random() < 0.4  # indirect indices and data-dependent or non-affine guards too
         self.tame = not self.wild and rng.random() < 0.5
@@ -332,6 +334,38 @@ class _Generator:
         self.emit(2, f"s += a[i * n + {self.pick(['k', 'k', 'k + 1'])}]")
         self.emit(1, f"a[i * n + {self.pick(['i', 'i', 'p', 'q'])}] = s")
 
+    def at(self, row: str) -> str:
+        """An index of `a` (or `b`) at row `row`: `row, j` for a 2-D array in a 2-D launch."""
+        return f"{row}, {self.pick(['j', 'j', 'j', 'j + 1'])}" if self.rank == 2 else row
+
+    def pattern_offset(self):
+        """Veros's offset writes: `i1 = i + c` indexes the accesses of `a` (thread-own at tid + c while
+        every access has the same offset); mutations read or write at another offset or rebind i1."""
+        c = self.pick(["1", "1", "2", "0"])
+        self.emit(0, f"i1 = {self.pick([f'i + {c}', f'i + {c}', f'{c} + i', f'p + {c}'])}")
+        if self.chance(0.2):
+            self.features.add("offset alias rebound")
+            self.emit(0, self.pick(["if i < m:", "if i > 1:"]))
+            self.emit(1, f"i1 = {self.pick(['i + 2', 'i', f'i + {c}'])}")
+        if self.chance(0.1):
+            self.emit(0, "i1 += 0")
+        read = self.pick(["i1", "i1", "i1", "i1 + 1", "i1 - 1", f"i + {c}"])
+        self.emit(0, f"a[{self.at('i1')}] = b[{self.at('i')}] * 2.0 + a[{self.at(read)}]")
+        if self.chance(0.5):
+            self.emit(0, f"s += a[{self.at(self.pick(['i1', 'i1', 'i1 + 1', f'i + {c}']))}] * b[{self.at('i1')}]")
+
+    def pattern_loopvar(self):
+        """Loop-variable offsets: `for ip in range(2)` reads (or writes) `x[i + ip]`, a stencil once unrolled."""
+        loop = self.pick(["range(2)", "range(2)", "range(3)", "range(1, 3)", "range(0, 4, 2)", "range(2, 0, -1)",
+                          "range(n)"])
+        src = self.pick(["b", "b", "a"])
+        self.emit(0, f"for ip in {loop}:")
+        at = self.at(self.pick(["i + ip", "i + ip", "ip + i", "i + 1 + ip"]))
+        self.emit(1, f"s += {src}[{at}] * {src}[{self.at('i + 1')}]")
+        if self.chance(0.3):
+            self.emit(1, f"a[{self.at(self.pick(['i + ip', 'i + 1']))}] = s")
+        self.emit(0, f"a[{self.at(self.pick(['i + 1', 'i + 1', 'i', 'i + 2']))}] = s")
+
     def pattern_tile(self):
         """A 2-D launch over a flattened tile: a[i * n + j] where j < n."""
         self.emit(0, f"if {self.pick(['j < n', 'j < n', 'j <= n', 'i < m'])}:")
@@ -411,6 +445,7 @@ def _range(*args):
 class Verdict:
     racy: bool
     arrays: dict  # the arrays after the serial run
+    shared: frozenset = frozenset()  # arrays with an element two threads touch (in any way)
 
 
 def oracle(function_source: str, name: str, dim: tuple, arrays: dict, m: int, n: int) -> Verdict | None:
@@ -433,15 +468,17 @@ def oracle(function_source: str, name: str, dim: tuple, arrays: dict, m: int, n:
     for array, element, kind, thread in log:
         touched.setdefault((array, element), []).append((thread, kind))
     racy = False
-    for accesses in touched.values():
+    shared = set()
+    for (array, _), accesses in touched.items():
         writers = {t for t, k in accesses if k == "w"}
         plain = {t for t, k in accesses if k != "a"}
         atomic = {t for t, k in accesses if k == "a"}
         others = {t for t, _ in accesses}
+        if len(others) > 1:
+            shared.add(array)
         if any(others - {w} for w in writers) or any(plain - {x} for x in atomic):
             racy = True
-            break
-    return Verdict(racy, data)
+    return Verdict(racy, data, frozenset(shared))
 
 
 # -- the run ---------------------------------------------------------------------------------------------------------
@@ -457,6 +494,8 @@ class Stats:
     checked_race_free: int = 0  # of those, race-free: the static analysis could not prove them
     cpu_launches: int = 0
     gradients: int = 0  # race-free launches differentiated (gk.autodiff, interpreter)
+    plain_adds: int = 0  # of their arrays, those whose adjoint is a plain add (checked: no element shared)
+    gathers: int = 0  # ... a gather (checked, as every form, by the dot-product test against forward mode)
     features: dict = field(default_factory=dict)  # template feature -> [launches, racy, proven]
     disagreements: list = field(default_factory=list)  # proven race-free, but racy: must stay empty
     wrong: list = field(default_factory=list)  # RaceError iff racy, buffers, results: must stay empty
@@ -466,7 +505,8 @@ class Stats:
         return (f"{self.kernels} kernels, {self.launches} launches ({self.skipped_out_of_bounds} more skipped: an "
                 f"access out of bounds); oracle: {self.racy} racy, {self.race_free} race-free; statically proven: "
                 f"{self.proven}, run-time checked: {self.checked} ({self.checked_race_free} of them race-free); "
-                f"on the compiled CPU backend: {self.cpu_launches}; differentiated: {self.gradients}; "
+                f"on the compiled CPU backend: {self.cpu_launches}; differentiated: {self.gradients} (plain adds: "
+                f"{self.plain_adds}, gathers: {self.gathers}); "
                 f"disagreements: {len(self.disagreements)}; wrong end-to-end: {len(self.wrong)}; "
                 f"other failures: {len(self.other)}")
 
@@ -590,6 +630,44 @@ def _check_gradient(stats: Stats, arrays: dict, dim, m: int, n: int, verdict: Ve
     stats.gradients += 1
     if verdict.racy:
         stats.wrong.append("autodiff ran a racy launch: " + case)
+        return
+    _check_adjoint_forms(stats, arrays, dim, m, n, verdict, kernel, case)
+
+
+def _check_adjoint_forms(stats: Stats, arrays: dict, dim, m: int, n: int, verdict: Verdict, kernel, case: str):
+    """A race-free launch's adjoint forms (docs/adjoint-forms.md): an array whose shadow takes plain adds
+    has no element two threads touch in the oracle's run (else the adds would race on a parallel
+    backend, silently), and the gradient, whatever its forms, passes the dot-product test against
+    forward mode, <w, J v> = <J^T w, v>, which has no gathers, atomics or plain adds to get wrong."""
+    rng = np.random.default_rng(len(case))
+
+    def annotated(seeds: dict):  # fresh primals each time: every mode starts from the launch's inputs
+        return (gk.Duplicated(arrays["a"].copy(), seeds["a"]), gk.Const(arrays["b"].copy()),
+                gk.Const(arrays["idx"].copy()), gk.Duplicated(arrays["out"].copy(), seeds["out"]), m, n)
+
+    forms = gk.inspect(kernel, *annotated({k: np.zeros_like(arrays[k]) for k in ("a", "out")}), dim=dim,
+                       mode=gk.Reverse).adjoint_forms
+    for array, form in forms.items():
+        stats.plain_adds += form == "plain add"
+        stats.gathers += form == "gather"
+        if form == "plain add" and array in verdict.shared:
+            stats.disagreements.append(f"'{array}' takes plain adds, but two threads touch an element: {case}")
+    v = {k: rng.standard_normal(arrays[k].shape) for k in ("a", "out")}
+    w = {k: rng.standard_normal(arrays[k].shape) for k in ("a", "out")}
+    tangents = {k: x.copy() for k, x in v.items()}
+    adjoints = {k: x.copy() for k, x in w.items()}
+    try:
+        gk.autodiff(kernel, *annotated(tangents), dim=dim, mode=gk.Forward, backend="interp")
+    except gk.GradkernError as e:
+        stats.other.append(f"forward mode: {type(e).__name__}: {e}\n{case}")
+        return
+    gk.autodiff(kernel, *annotated(adjoints), dim=dim, backend="interp")
+    terms = [w[k] * tangents[k] for k in w] + [adjoints[k] * v[k] for k in v]
+    forward, reverse = sum(float(t.sum()) for t in terms[:2]), sum(float(t.sum()) for t in terms[2:])
+    # the same products summed in different orders: float64 rounding, ~1e-16 per term of the scale
+    scale = sum(float(np.abs(t).sum()) for t in terms)
+    if not abs(forward - reverse) <= 1e-12 * scale + 1e-300:
+        stats.wrong.append(f"dot-product test: <w, Jv> = {forward!r}, <J^T w, v> = {reverse!r} ({forms}): {case}")
 
 
 def test_static_proofs_are_sound_and_the_run_time_check_exact(tmp_path):

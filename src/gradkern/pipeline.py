@@ -5,7 +5,7 @@ checks each kernel the stage made, and with GRADKERN_DUMP=dir each is written
 there as `<kernel>.<signature>.<nn>-<stage>.<role>.txt`.
 
     primal:  merge_aliases → infer_types → race_check → bounds → generate
-    reverse: primal stages → activity → reverse → gather → no_need → lanes → generate
+    reverse: primal stages → unroll → versions → activity → reverse → gather → no_need → lanes → generate
     forward: primal stages → activity → tangent → lanes → primal_stores → generate
 
 Nothing here compiles or runs: the backend object's `generate` prints source;
@@ -43,6 +43,7 @@ from .transforms.lanes import replicate_lanes, separable_stores, without_primal_
 from .transforms.reverse import ReverseKernels, reverse_kernels
 from .transforms.simplify import without_stores_to
 from .transforms.split import split_interior
+from .transforms.unroll import unroll_offset_loops
 from .transforms.versions import version_locals
 
 
@@ -139,8 +140,14 @@ PRIMAL_STAGES = (
 
 # ---- derivative stages -------------------------------------------------------------------------------------------
 
+def _unroll(w: Work) -> None:
+    unrolled = unroll_offset_loops(w.kernels["primal"])
+    if unrolled is not w.kernels["primal"]:
+        w.kernels["unrolled"] = unrolled
+
+
 def _versions(w: Work) -> None:
-    w.kernels["versioned"] = version_locals(w.kernels["primal"])
+    w.kernels["versioned"] = version_locals(w.kernels.get("unrolled", w.kernels["primal"]))
 
 
 def _derivative_input(w: Work) -> ir.Kernel:
@@ -211,6 +218,9 @@ def _primal_stores(w: Work) -> None:
 
 _ACTIVITY = Stage("activity", "which values carry derivatives, from the annotations", _activity)
 REVERSE_STAGES = PRIMAL_STAGES + (
+    # the loop's accesses become constant offsets of the thread index: thread-own or gathered, not atomic
+    Stage("unroll", "short constant loops whose variable indexes arrays, unrolled (docs/adjoint-forms.md)",
+          _unroll),
     # a straight-line reassignment then defines a new value instead of destroying one: no tape for it
     Stage("versions", "every top-level redefinition of a local gets a name of its own", _versions),
     _ACTIVITY,

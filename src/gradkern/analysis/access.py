@@ -2,21 +2,25 @@
 
 For each array it decides whether every access stays in the thread's own
 *slab* (the positions indexed by the thread's own tid components, all of them,
-the same positions at every access): then no two threads share an element of
-it. A flattened index `i * s + r` counts as a row of its own: i a tid
+the same positions at every access, each plus a constant offset that is the
+same at every access: `K[i, j]`, or `K[ti + 1, j]` through `i = ti + 1`;
+ir/offsets.py, docs/adjoint-forms.md): then no two threads share an element
+of it. A flattened index `i * s + r` counts as a row of its own: i a tid
 component, s the same loop-invariant stride at every access, and r a loop
 variable whose range provably lies in [0, s) (gemm's `c[i*n + j]` for j in
 range(n)).
 
 Why it is sound. Names are followed flow-insensitively, so every binding
-counts: a tid component is recognised only through `gk.tid()` itself or a
-local every binding of which is that same component (a loop variable, an
-augmented assignment, a tuple swap or a branch assigning anything else
-disqualifies it); the row's r must be bound only by loops, each of range(start,
-s) with start >= 0 and a positive step, so it holds a value in [0, s) wherever
-it is read, its loops included or not; s must be built from constants, shapes
-and parameters nothing binds. Distinct threads then differ in some tid
-component, hence at that slab position, hence touch distinct elements —
+counts: a tid component plus c is recognised only through `gk.tid()` itself,
+`+`/`-` of integer constants, or a local every binding of which is that same
+component plus the same c (a loop variable, an augmented assignment, a tuple
+swap or a branch assigning anything else disqualifies it; ir/offsets.py);
+the row's r must be bound only by loops, each of range(start, s) with start
+>= 0 and a positive step, so it holds a value in [0, s) wherever it is read,
+its loops included or not; s must be built from constants, shapes and
+parameters nothing binds. Distinct threads then differ in some tid component,
+hence at that slab position (tid + c is injective, in machine integers too:
+adding a constant modulo 2^w is a bijection), hence touch distinct elements —
 provided the row arithmetic is exact: `tid * s` and `tid * s + r` (and the
 arithmetic in s and in the loops' starts) must not wrap. Those are `Check`s
 (analysis/overflow.py), kept per array in `LaunchFacts.row_exactness`: the race
@@ -54,6 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import nodes as ir
+from ..ir.offsets import offset_aliases, tid_offset
 from ..ir.ops import Op
 from .overflow import Check, Exactness, Loop, Poly, add, const, mul, tid_unknown, unknown
 
@@ -82,9 +87,10 @@ class LaunchFacts:
 
 
 def tid_aliases(k: ir.Kernel) -> dict[str, int]:
-    """Locals that hold a tid component everywhere they are visible: every
-    binding of them is the same `Tid(axis)` (a reverse sweep replays it); a
-    loop variable never is one."""
+    """Locals every binding of which is the node `Tid(axis)` itself (a reverse
+    sweep replays it); a loop variable never is one. The CPU backend prints them
+    as plain aliases of its loop index (`ir.Kernel.thread_indices`); for what an
+    index's value is, ask ir/offsets.py (copies and offsets included)."""
     assigns: dict[str, list[ir.Expr]] = {}
     for s in ir.walk_stmts(k.body):
         if isinstance(s, ir.Assign):
@@ -106,7 +112,8 @@ class _Context:
     a value of one of its ranges), a parameter of the tests by nothing."""
 
     def __init__(self, k: ir.Kernel):
-        self.alias = tid_aliases(k)
+        self.offsets = offset_aliases(k)  # locals holding tid[axis] + c (ir/offsets.py)
+        self.alias = {n: axis for n, (axis, c) in self.offsets.items() if c == 0}
         self.assigned = {s.name for s in ir.walk_stmts(k.body) if isinstance(s, ir.Assign)}
         self.loops: dict[str, list[ir.For]] = {}
         for s in ir.walk_stmts(k.body):  # outer loops first
@@ -117,11 +124,9 @@ class _Context:
         self.written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
 
     def tid_axis(self, e: ir.Expr) -> int | None:
-        if isinstance(e, ir.Tid):
-            return e.axis
-        if isinstance(e, ir.Var) and e.name in self.alias:
-            return self.alias[e.name]
-        return None
+        """The axis when e is exactly a tid component (offset 0)."""
+        found = tid_offset(e, self.offsets)
+        return found[0] if found is not None and found[1] == 0 else None
 
     def loop_var(self, e: ir.Expr) -> bool:
         return isinstance(e, ir.Var) and e.name in self.loops and e.name not in self.assigned
@@ -213,8 +218,7 @@ class _Context:
                     and len(stop.indices) == 1 and start.array not in self.written):
                 return None
             axis = self.tid_axis(_uncast(start.indices[0]))
-            if axis is None or _plus_one(_uncast(stop.indices[0])) is None \
-                    or self.tid_axis(_plus_one(_uncast(stop.indices[0]))) != axis:
+            if axis is None or tid_offset(_uncast(stop.indices[0]), self.offsets) != (axis, 1):
                 return None
             found.add((axis, start.array))
         if len(found) != 1:
@@ -272,26 +276,17 @@ def _uncast(e: ir.Expr) -> ir.Expr:
     return e
 
 
-def _plus_one(e: ir.Expr) -> ir.Expr | None:
-    """t (casts removed) when e is `t + 1` or `1 + t`, else None."""
-    if isinstance(e, ir.Apply) and e.op is Op.ADD:
-        for a, b in (e.args, e.args[::-1]):
-            if isinstance(b, ir.Const) and b.value == 1:
-                return _uncast(a)
-    return None
-
-
 def _slab(indices: tuple[ir.Expr, ...], ctx: _Context) -> tuple[tuple, frozenset]:
-    """(position, tid axis) for each index position that is exactly a tid
-    component, (position, ("row", axis, stride)) for a flattened own row, or
-    (position, ("segment", axis, p)) for a segment; with the checks the rows
-    rely on."""
+    """(position, ("tid", axis, c)) for each index position that is a tid
+    component plus a constant c (ir/offsets.py), (position, ("row", axis,
+    stride)) for a flattened own row, or (position, ("segment", axis, p)) for a
+    segment; with the checks the rows rely on."""
     out = []
     checks = frozenset()
     for pos, e in enumerate(indices):
-        axis = ctx.tid_axis(e)
-        if axis is not None:
-            out.append((pos, axis))
+        offset = tid_offset(e, ctx.offsets)
+        if offset is not None:
+            out.append((pos, ("tid", *offset)))
             continue
         segment = ctx.segment(e)
         if segment is not None:
@@ -335,7 +330,7 @@ def _own(k: ir.Kernel) -> tuple[frozenset[str], dict[str, Exactness], tuple]:
         if len(found) != 1:
             continue
         slab = next(iter(found))
-        axes = [x if isinstance(x, int) else x[1] for _, x in slab]
+        axes = [x[1] for _, x in slab]
         if sorted(axes) != list(range(k.tid_ndim)):
             continue
         segmented = [(a, x[2], x[1]) for _, x in slab if isinstance(x, tuple) and x[0] == "segment"]
@@ -352,23 +347,17 @@ def launch_facts(k: ir.Kernel) -> LaunchFacts:
     atomic = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd))
     own, rows, segments = _own(k)
     loaded = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)} | atomic
-    alias = tid_aliases(k)
+    alias = offset_aliases(k)
     overwritten = frozenset(a for a in written - loaded if _stores_own_element(k.body, a, alias, k.tid_ndim))
     return LaunchFacts(own, atomic, written, tuple(rows.items()), overwritten, segments)
 
 
-def _is_own_element(indices: tuple, alias: dict[str, int], ndim: int) -> bool:
+def _is_own_element(indices: tuple, alias: dict[str, tuple[int, int]], ndim: int) -> bool:
     """Whether `indices` are exactly (tid[0], ..., tid[ndim - 1])."""
-    if len(indices) != ndim:
-        return False
-    for axis, e in enumerate(indices):
-        if not (isinstance(e, ir.Tid) and e.axis == axis) and not (
-                isinstance(e, ir.Var) and alias.get(e.name) == axis):
-            return False
-    return True
+    return len(indices) == ndim and all(tid_offset(e, alias) == (axis, 0) for axis, e in enumerate(indices))
 
 
-def _stores_own_element(body, array: str, alias: dict[str, int], ndim: int) -> bool:
+def _stores_own_element(body, array: str, alias: dict[str, tuple[int, int]], ndim: int) -> bool:
     """Whether every path through `body` stores `array` at the thread's own element (the IR has no early
     exit: a return is lowered to branches): a store on both sides of a branch counts, one inside a loop does
     not (the loop may run no iteration)."""

@@ -435,8 +435,12 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
             lines.append(f"    return _gkb_w0 <= {SERIAL_EDGES}")
     else:
         lines.append("    if _gkb_chunks > 0:")
+        # one parallel region for the chunks and one for the sums, whatever the number of targets
+        # (docs/adjoint-forms.md): np.zeros and `X += copy[c]` would each be a parallel region of their own
+        # (a fork and a join per target, and per target and chunk). Each chunk zeroes its own copy, flat.
         for a in copied:
-            lines.append(f"        _gkb_priv_{a} = _gk_np.zeros((_gkb_chunks,) + {a}.shape, {a}.dtype)")
+            lines += [f"        _gkb_priv_{a} = _gk_np.empty((_gkb_chunks,) + {a}.shape, {a}.dtype)",
+                      f"        _gkb_flat_{a} = _gkb_priv_{a}.reshape((_gkb_chunks, {a}.size))"]
         depth = 3
         if plan is not None and plan.phases == 2:
             # the even chunks, then the odd ones, each at least `width` threads wide (MixedPlan)
@@ -454,6 +458,9 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         types = {p.name: p.type for p in k.params}
         sx = NumbaSyntax(launch_ndim)
         pad = "    " * depth
+        for a in copied:
+            lines += [f"{pad}for _gkb_e in range({a}.size):",
+                      f"{pad}    _gkb_flat_{a}[_gkb_c, _gkb_e] = {sx.literal(0, types[a].dtype)}"]
         lines += [f"{pad}{acc} = {sx.literal(0, types[a].dtype)}" for (a, _), acc in accumulators.items()]
         # chunks split axis 0; only an inner axis may be split further
         lines += loop_nest(PrivatizedSyntax(launch_ndim, frozenset(options.mixed) if plan else frozenset(),
@@ -463,8 +470,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         lines += [f"{pad}_gkb_priv_{a}[{', '.join(['_gkb_c', *idx])}] += {acc}"
                   for (a, idx), acc in accumulators.items()]
         if copied:
-            lines.append("        for _gkb_c in range(_gkb_chunks):")
-            lines += [f"            {a} += _gkb_priv_{a}[_gkb_c]" for a in copied]
+            lines += _private_sums(copied, {a: types[a].ndim for a in copied})
         for a in shared:  # the flagged rows of each slot's copy, in slot order; zeroed again
             rest = [f"_gkb_r{d}" for d in range(1, k.param(a).type.ndim)]
             at = ", ".join(["_gkb_r0", *rest])
@@ -492,6 +498,27 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         at = lines.index(f"@_gk_njit({flags})") - 2
         lines[at:at] = outlined
     return "\n".join(lines) + "\n", entry
+
+
+def _private_sums(copied: tuple[str, ...], ndims: dict[str, int]) -> list[str]:
+    """The chunks' private copies summed into their targets in one parallel loop over the targets' rows
+    (each row of each target by one worker): every element gets its copies' values in chunk order, the
+    order of the serial sums `X += copy[c]`, so the same result."""
+    rows = ", ".join(f"{a}.shape[0]" for a in copied)
+    lines = [f"        for _gkb_r0 in _gk_prange({f'max({rows})' if len(copied) > 1 else rows}):"]
+    for a in copied:
+        rest = [f"_gkb_r{d}" for d in range(1, ndims[a])]
+        at = ", ".join(["_gkb_r0", *rest])
+        lines.append(f"            if _gkb_r0 < {a}.shape[0]:")
+        for d, r in enumerate(rest, 1):
+            lines.append(f"{'    ' * (3 + d)}for {r} in range({a}.shape[{d}]):")
+        pad = "    " * (4 + len(rest))
+        # a sum of its own per target: one name for all would take the widest type, and round differently
+        lines += [f"{pad}_gkb_v_{a} = {a}[{at}]",
+                  f"{pad}for _gkb_k in range(_gkb_chunks):",
+                  f"{pad}    _gkb_v_{a} += _gkb_priv_{a}[_gkb_k, {at}]",
+                  f"{pad}{a}[{at}] = _gkb_v_{a}"]
+    return lines
 
 
 def _accumulators(k: ir.Kernel, private: tuple[str, ...],

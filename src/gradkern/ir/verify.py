@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..errors import InternalError
 from . import nodes as ir
+from .offsets import offset_aliases, tid_offset
 from .ops import ARITHMETIC, COMPARISONS, LOGIC, Op
 from .types import BOOL, I64, Array, Scalar
 
@@ -108,23 +109,12 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
             for b in ir.blocks(s):
                 block(b, inner)
 
-    aliases: list[frozenset[str]] = []
+    aliases: list[dict] = []
 
-    def tid0() -> frozenset[str]:
-        """Locals every binding of which (body and interior) is tid[0] or a copy of one, loop variables excluded."""
+    def tid0() -> dict:
+        """The kernel's tid offset aliases (ir/offsets.py), found once."""
         if not aliases:
-            bodies = k.body + (k.interior.body if k.interior is not None else ())
-            binds: dict[str, list] = {}
-            for s in ir.walk_stmts(bodies):
-                if isinstance(s, ir.Assign):
-                    binds.setdefault(s.name, []).append(s.value)
-                elif isinstance(s, ir.For):
-                    binds.setdefault(s.var, []).append(None)
-            found: set[str] = set()
-            while more := {n for n, vs in binds.items() if n not in found and all(
-                    isinstance(v, ir.Tid) and v.axis == 0 or isinstance(v, ir.Var) and v.name in found for v in vs)}:
-                found |= more
-            aliases.append(frozenset(found))
+            aliases.append(offset_aliases(k))
         return aliases[0]
 
     block(k.body, set())
@@ -148,16 +138,7 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
     return k
 
 
-def _row(e: ir.Expr, tid0: frozenset[str]) -> int | None:
+def _row(e: ir.Expr, aliases: dict) -> int | None:
     """c when `e` is tid[0] + c, c an integer constant (AtomicAdd.row; analysis/rows.py marks it)."""
-    if isinstance(e, ir.Tid) and e.axis == 0 or isinstance(e, ir.Var) and e.name in tid0:
-        return 0
-    if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and len(e.args) == 2:
-        a, b = e.args
-        if isinstance(b, ir.Const) and b.type.is_int:
-            r = _row(a, tid0)
-            return None if r is None else r + (int(b.value) if e.op is Op.ADD else -int(b.value))
-        if e.op is Op.ADD and isinstance(a, ir.Const) and a.type.is_int:
-            r = _row(b, tid0)
-            return None if r is None else r + int(a.value)
-    return None
+    found = tid_offset(e, aliases)
+    return found[1] if found is not None and found[0] == 0 else None

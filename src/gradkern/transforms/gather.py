@@ -39,11 +39,11 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, replace
 
-from ..analysis.access import tid_aliases
 from ..ir import build as b
 from ..ir import names
 from ..ir import nodes as ir
 from ..ir.names import GATHER_EXTENT as EXTENT
+from ..ir.offsets import offset_aliases
 from ..ir.ops import Op
 from ..ir.rewrite import map_expr, rename_locals, with_blocks, with_exprs
 from ..ir.types import BOOL, I64
@@ -66,12 +66,12 @@ class Gather:
 
 class _Offsets:
     """The offsets at which a kernel's accesses index, per axis: tid + c, through
-    locals that hold a tid component or are set once before all their uses, and for
+    locals that hold tid + c (ir/offsets.py) or are set once before all their uses, and for
     periodic indices a select whose arms are each tid + c + s·M (M the extent
     `x.shape[axis]` of one array, the same for every wrap along that axis)."""
 
     def __init__(self, k: ir.Kernel):
-        self.alias = tid_aliases(k)
+        self.alias = offset_aliases(k)  # locals holding tid[axis] + c (ir/offsets.py)
         self.ndim = k.tid_ndim
         count: dict[str, int] = {}
         for s in ir.walk_stmts(k.body):
@@ -121,7 +121,8 @@ class _Offsets:
         if isinstance(e, ir.Tid):
             return frozenset({(0, 0)}) if e.axis == pos else None
         if isinstance(e, ir.Var) and e.name in self.alias:
-            return frozenset({(0, 0)}) if self.alias[e.name] == pos else None
+            axis, c = self.alias[e.name]
+            return frozenset({(c, 0)}) if axis == pos else None
         if isinstance(e, ir.Select):
             a, b_ = self.axis(e.a, pos), self.axis(e.b, pos)
             if a is None or b_ is None or not self._fixed(e.cond):

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from ..ir import build as b
 from ..ir import nodes as ir
+from ..ir.offsets import axis_aliases, offset_aliases, tid_offset
 from ..ir.ops import COMPARISONS, Op
 from ..ir.rewrite import map_expr, with_blocks, with_exprs
 from ..ir.types import I64
@@ -61,39 +62,17 @@ class _Splitter:
         self.k = k
         self.axis = axis
         self.params = {p.name for p in k.params}
-        assigns: dict[str, list] = {}
-        for s in ir.walk_stmts(k.body):
-            if isinstance(s, ir.Assign):
-                assigns.setdefault(s.name, []).append(s.value)
-            elif isinstance(s, ir.For):
-                assigns.setdefault(s.var, []).append(None)
-        self.assigned = set(assigns)
-        # locals that hold tid[axis] + c wherever they are set (c an integer constant), directly or through
-        # other such locals (`j = tid[1]`, then `jm = j - 1`): grown until no binding adds one
-        self.aliases: dict[str, int] = {}
-        grown = True
-        while grown:
-            grown = False
-            for n, vs in assigns.items():
-                offsets = {None if v is None else self.offset(v) for v in vs}
-                if n not in self.aliases and len(offsets) == 1 and None not in offsets:
-                    self.aliases[n] = offsets.pop()
-                    grown = True
+        self.assigned = {s.name for s in ir.walk_stmts(k.body) if isinstance(s, ir.Assign)} | \
+            {s.var for s in ir.walk_stmts(k.body) if isinstance(s, ir.For)}
+        # locals that hold tid[axis] + c wherever they are set (`j = tid[1]`, then `jm = j - 1`; ir/offsets.py)
+        self.aliases = axis_aliases(offset_aliases(k), axis)
         self.lower: list[ir.Expr] = []
         self.upper: list[ir.Expr] = []
 
     def offset(self, e: ir.Expr) -> int | None:
-        """c when e is tid[axis] + c (c an integer constant), through aliases, else None."""
-        if isinstance(e, ir.Tid) and e.axis == self.axis:
-            return 0
-        if isinstance(e, ir.Var) and e.name in self.aliases:
-            return self.aliases[e.name]
-        if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB) and isinstance(e.args[1], ir.Const):
-            inner = self.offset(e.args[0])
-            c = e.args[1].value
-            if inner is not None and isinstance(c, int) and not isinstance(c, bool):
-                return inner + c if e.op is Op.ADD else inner - c
-        return None
+        """c when e is tid[axis] + c (c an integer constant), through aliases, else None (ir/offsets.py)."""
+        found = tid_offset(e, self.aliases)
+        return found[1] if found is not None and found[0] == self.axis else None
 
     def invariant(self, e: ir.Expr) -> bool:
         """Constant along this axis and every inner one, and computable before their
