@@ -82,3 +82,38 @@ def test_wide_edges_of_a_gradient(rng):
     sources = gk.inspect(head, gk.Duplicated(u, du), gk.Duplicated(out, d_out), gk.Const(m),
                          mode=gk.Reverse).sources
     assert any(name.endswith("_edges") and done for src in sources.values() for name, done in _compiled(src).items())
+
+
+@gk.kernel
+def matvec_lazy(A, x, y, n):
+    """x[j] is read by every thread: its shadow takes per-chunk private copies in a gradient."""
+    i = gk.tid()
+    s = 0.0
+    for j in range(n):
+        s += A[i, j] * x[j]
+    y[i] = s
+
+
+def test_the_serial_path_of_private_copies_compiles_only_when_a_launch_takes_it(rng, monkeypatch):
+    """A gradient whose atomic adds go to per-chunk private copies compiles its parallel entry; the serial
+    path that runs when the copies would pass the memory limit (`_gkb_chunks` = 0) is `<entry>_atomics_serial`,
+    compiled by the first launch that takes it, with the same result up to the order of the sums."""
+    m, n = 40, 30
+    A, x, w = rng.uniform(-1.0, 1.0, (m, n)), rng.uniform(-1.0, 1.0, n), rng.uniform(-1.0, 1.0, m)
+
+    def gradient():
+        dA, dx = np.zeros((m, n)), np.zeros(n)
+        args = (gk.Duplicated(A, dA), gk.Duplicated(x, dx), gk.Duplicated(np.zeros(m), w.copy()), gk.Const(n))
+        gk.autodiff(matvec_lazy, *args, dim=m)
+        return dA, dx, gk.inspect(matvec_lazy, *args, dim=m, mode=gk.Reverse)
+    dA, dx, ins = gradient()
+    np.testing.assert_allclose(dx, A.T @ w, rtol=1e-13)
+    (role,) = ins.runs
+    entry = f"matvec_lazy_{'grad' if role == 'fused' else role}_1d"
+    compiled = _compiled(ins.sources[role])
+    assert compiled[entry] and not compiled[f"{entry}_atomics_serial"], compiled
+    monkeypatch.setattr(numba_cpu, "private_chunks", lambda copy_bytes, n0, mixed=False, width=0: 0)
+    dA2, dx2, _ = gradient()
+    assert _compiled(ins.sources[role])[f"{entry}_atomics_serial"]
+    np.testing.assert_array_equal(dA2, dA)  # each element's one plain add
+    np.testing.assert_allclose(dx2, dx, rtol=1e-13)  # the same adds, summed in another order

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -347,25 +348,64 @@ def specialize(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: int, back
     return _primal_specialization(run_stages(PRIMAL_STAGES, request))
 
 
+REVERSE_ROLES = ("fused", "augmented_primal", "reverse", "count", "gather")
+
+
 @dataclass(frozen=True)
 class ReverseSpecialization:
     """The reverse-mode kernels of one signature and activity pattern: fused
     (autodiff), the split pair augmented_primal/reverse (autodiff_thunk and
-    programs), the tape-count skeleton and the gather, where there are."""
+    programs), the tape-count skeleton and the gather (computes the gathered
+    shadows, before fused/reverse), where there are.
+
+    Each role's backend code is printed on first use (`make`): `gk.autodiff`
+    runs the fused kernel and a program the split pair, so neither pays for
+    printing the other's (docs/compile-time.md)."""
 
     primal: Specialization
     kernels: ReverseKernels
-    fused: Specialization
-    augmented_primal: Specialization
-    reverse: Specialization
-    count: Specialization | None
-    gather: Specialization | None = None  # computes the gathered shadows, before fused/reverse
+    roles: frozenset[str]  # the roles of REVERSE_ROLES this specialisation has
+    make: Callable[[str], Specialization] = field(compare=False, repr=False)
     gather_reach: tuple[int, ...] = ()  # per axis, how far past the launch extent the gather runs
     gather_wraps: tuple = ()  # per axis, (array, axis) of a periodic index's modulus, which the gather covers
     adjoint_forms: tuple[tuple[str, str], ...] = ()
     # the primal arrays whose values the split reverse (and gather) read: a program saves these before a
     # later launch overwrites them (DESIGN §6, 4); the others' old values are never needed
     reverse_reads: frozenset[str] = frozenset()
+    made: dict = field(default_factory=dict, compare=False, repr=False)
+    lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
+
+    def role(self, name: str) -> Specialization | None:
+        """The specialisation of role `name` (None where this one has none), printed once."""
+        if name not in self.roles:
+            return None
+        spec = self.made.get(name)
+        if spec is None:
+            with self.lock:
+                spec = self.made.get(name)
+                if spec is None:
+                    spec = self.made[name] = self.make(name)
+        return spec
+
+    @property
+    def fused(self) -> Specialization:
+        return self.role("fused")
+
+    @property
+    def augmented_primal(self) -> Specialization:
+        return self.role("augmented_primal")
+
+    @property
+    def reverse(self) -> Specialization:
+        return self.role("reverse")
+
+    @property
+    def count(self) -> Specialization | None:
+        return self.role("count")
+
+    @property
+    def gather(self) -> Specialization | None:
+        return self.role("gather")
 
     def gather_extents(self, dim: tuple[int, ...], shapes: dict[str, tuple[int, ...]] | None = None) \
             -> tuple[int, ...]:
@@ -400,12 +440,12 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
                 frozenset(no_need), lanes)
     w = run_stages(REVERSE_STAGES, r)
     strided_all = _derivative_strided(r, w.reverse.shadows)
-    specs = {role: _generate(r, w.kernels[role], role, strided=strided_all) if role in w.kernels else None
-             for role in ("fused", "augmented_primal", "reverse", "count", "gather")}
+    kernels = {role: w.kernels[role] for role in REVERSE_ROLES if role in w.kernels}
     primal_arrays = {p.name for p in w.kernels["primal"].params if p.is_array}
     reads = {e.array for role in ("reverse", "gather") if role in w.kernels
              for e in ir.all_exprs(w.kernels[role].body) if isinstance(e, ir.Load)} & primal_arrays
-    return ReverseSpecialization(_primal_specialization(w), w.reverse, **specs,
+    return ReverseSpecialization(_primal_specialization(w), w.reverse, frozenset(kernels),
+                                 lambda role: _generate(r, kernels[role], role, strided=strided_all),
                                  gather_reach=w.gather.reach if w.gather is not None else (),
                                  gather_wraps=w.gather.wraps if w.gather is not None else (),
                                  adjoint_forms=tuple(sorted(w.adjoint_forms.items())),

@@ -8,8 +8,9 @@ target the launch also loads or stores plainly ("mixed": the reverse of LU's
 update, of a red-black sweep) has none: its adds at row `tid[0] + c` go straight
 to X, the chunks in two phases where c varies, and its other adds to per-slot
 copies kept between launches, which its plain loads and stores go through
-(PrivatizedSyntax, MixedPlan). The runtime passes `_gkb_chunks` = 0 to take the
-serial path instead when the copies would exceed the memory limit (`private_chunks`). A parallel entry
+(PrivatizedSyntax, MixedPlan). The runtime passes `_gkb_chunks` = 0 when the copies
+would exceed the memory limit (`private_chunks`): the entry then returns False and
+the serial path runs, `<entry>_atomics_serial`, compiled only then. A parallel entry
 whose thread body has no loop gets a serial twin, the same function compiled
 without parallel=True, run for launches of fewer than SERIAL_THREADS threads.
 Generated modules are written to the cache directory under a content hash and
@@ -349,7 +350,13 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
             f.block(own_prologue + body, 1)
             outlined.extend(["", "", f"@_gk_njit(cache=True, error_model='numpy', boundscheck={options.boundscheck})",
                              f"def {name}({args}):", *f.lines])
-        p.line(depth, f"{name}({args})")
+        # the indices pass as int64: Numba types the call twice, in the entry before its parfor pass and in
+        # the gufunc the `prange` loop becomes, where the loop's index is unsigned; an unsigned index would
+        # compile the body a second time, for a second signature (docs/compile-time.md)
+        indices = len(thread_args) + (1 + bool(shared) if private_args else 0)  # with _gkb_c and _gkb_s
+        call = [f"_gk_int64({a})" for a in (thread_args + private_args)[:indices]] + \
+            (thread_args + private_args)[indices:] + params
+        p.line(depth, f"{name}({', '.join(call)})")
         return p.lines
 
     def loop_nest(syntax, depth: int, outer: str, loop: str = "range", split: bool = True,
@@ -482,8 +489,9 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
                 lines.append(f"{'    ' * (4 + d)}for {r} in range({a}.shape[{d}]):")
             pad = "    " * (5 + len(rest))
             lines += [f"{pad}{a}[{at}] += _gkb_pb_{a}[_gkb_s, {at}]", f"{pad}_gkb_pb_{a}[_gkb_s, {at}] = 0"]
-        lines.append("    else:")
-        lines += loop_nest(NumbaSyntax(launch_ndim), 2, "range(_gkb_n0)", split=launch_ndim > 1)
+        # the serial path (chunks = 0: the copies would pass the memory limit) is a function of its own,
+        # `<entry>_atomics_serial`, which Numba compiles only when a launch takes it (docs/compile-time.md)
+        lines += ["        return True", "    return False"]
     if options.serial_twin:
         # the same function, compiled without parallel=True (prange is then range): the same chunks in the
         # same order, so the same results, bit for bit, without waking the worker threads
@@ -494,6 +502,10 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         # compiled only when a launch's edges are wider than SERIAL_EDGES (NumbaBackend.run)
         lines += ["", "", f"@_gk_njit({flags})", f"def {entry}_edges({', '.join(params)}):",
                   *loop_nest(NumbaSyntax(launch_ndim), 1, "_gk_prange(_gkb_n0)", "_gk_prange", edges_only=True)]
+    if private:
+        lines += ["", "", f"@_gk_njit({flags.replace('parallel=True', 'parallel=False')})",
+                  f"def {entry}_atomics_serial({', '.join(params)}):",
+                  *loop_nest(NumbaSyntax(launch_ndim), 1, "range(_gkb_n0)", split=launch_ndim > 1)]
     if outlined:  # the body functions go before the entry that calls them
         at = lines.index(f"@_gk_njit({flags})") - 2
         lines[at:at] = outlined
@@ -674,7 +686,9 @@ class NumbaBackend(Backend):
         elif code.launch:  # privatised atomic targets: how many private copies fit the memory limit
             names = [p.name for p in typed.params]
             copy_bytes = sum(values[names.index(a)].nbytes for a in code.launch)
-            entry(*dim, *values, private_chunks(copy_bytes, dim[0], bool(code.mixed)))
+            chunks = private_chunks(copy_bytes, dim[0], bool(code.mixed))
+            if entry(*dim, *values, chunks) is False:  # no chunks: the serial path
+                _sibling(main, f"{code.entry}_atomics_serial")(*dim, *values, chunks)
         elif entry(*dim, *values) is False:  # edges too wide to run serially: their parallel loop
             _sibling(main, code.edges)(*dim, *values)
 
@@ -691,7 +705,8 @@ class NumbaBackend(Backend):
             # the serial branch: empty buffers of the cached ones' types (no other specialisation to compile)
             empty = [x for a in plan.shared for x in (numpy.zeros((0,) * (arrays[a].ndim + 1), arrays[a].dtype),
                                                       numpy.zeros((0, 0), numpy.uint8))]
-            entry(*dim, *values, chunks, *empty)
+            if entry(*dim, *values, chunks, *empty) is False:
+                _sibling(entry, f"{code.entry}_atomics_serial")(*dim, *values, chunks, *empty)
             return
         slots = plan.slots(chunks)
         keys = [(arrays[a].shape, arrays[a].dtype.str, slots, a) for a in plan.shared]
