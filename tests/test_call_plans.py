@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import gradkern as gk
-from gradkern.errors import AliasingError, AnnotationError, LaunchError, RaceError
+from gradkern.errors import AliasingError, AnnotationError, KernelTypeError, LaunchError, RaceError
 from gradkern.kernels.blas import saxpy
 from gradkern.runtime import annotate, binding
 
@@ -139,7 +139,8 @@ def _readonly(a):
 LAUNCH_REFUSED = {
     "read-only y": (lambda r, x, y: (8, 1.5, x, _readonly(y.copy())), LaunchError, "read-only"),
     "int8 y": (lambda r, x, y: (8, 1.5, x, np.zeros(8, np.int8)), LaunchError, "dtype int8"),
-    "4-D x": (lambda r, x, y: (8, 1.5, r.random((2, 2, 2, 1)), y), LaunchError, "dimensions"),
+    # a 4-D array is a valid argument since arrays have 1-5 dimensions (docs/language.md): refused by type
+    "4-D x": (lambda r, x, y: (8, 1.5, r.random((2, 2, 2, 1)), y), KernelTypeError, "has 4 dimensions"),
     "short x": (lambda r, x, y: (8, 1.5, r.random(7), y), LaunchError, "outside 'x'"),
     "wider dim": (lambda r, x, y: (9, 1.5, x, y), LaunchError, "outside"),
     "dim tuple": (lambda r, x, y: ((2, 4), 1.5, x, y), LaunchError, "unpacks|outside|dim"),
