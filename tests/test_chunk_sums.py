@@ -84,6 +84,6 @@ def test_private_copies_of_several_targets_are_summed_in_one_region_in_chunk_ord
         np.testing.assert_array_equal(got, w)
     source = gk.inspect(scatter_many, idx, x, h, counts, grid, dim=n).source
     entry = source[source.index("def scatter_many_1d("):]
-    entry = entry[:entry.index("    else:\n")]  # the parallel branch
+    entry = entry[:entry.index("        return True\n")]  # the parallel branch (the serial path is a function)
     # one parallel region runs the chunks, one sums the copies: no np.zeros, no whole-array `+=`
     assert entry.count("_gk_prange(") == 2 and "_gk_np.zeros" not in entry, entry
