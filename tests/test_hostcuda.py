@@ -60,7 +60,9 @@ def _params(labels):
 def run(s, backend_name: str, split: bool = False):
     """Run signature `s` as its test does, on `backend_name`: returns (its arguments after, the call's result)."""
     if s.mode is None:
-        gk.launch(s.kernel, s.dim, *s.args, backend=backend_name)
+        # no dim: the shape of the first array argument (DESIGN §1), as autodiff takes it
+        dim = s.dim if s.dim is not None else next(a.shape for a in s.args if isinstance(a, np.ndarray))
+        gk.launch(s.kernel, dim, *s.args, backend=backend_name)
         return s.args, None
     if split:
         forward, reverse = gk.autodiff_thunk(s.kernel, *(type(a) if isinstance(a, gk.Annotation) else gk.Const
