@@ -43,16 +43,22 @@ def _reverse(label: str) -> bool:
 
 
 def _sampled(label: str) -> bool:
-    """The signatures the quick suite runs: every tenth by a stable hash, plus every racy launch and every
-    signature of the families where the CUDA path has its own code (gathers past the launch, 4-D/5-D arrays,
-    local arrays, tapes, vector lanes); the rest is marked slow (`pytest -m slow tests/test_hostcuda.py`)."""
+    """The signatures CI runs: every tenth by a stable hash, plus every racy launch and every signature of the
+    families where the CUDA path has code of its own (4-D/5-D arrays, local arrays, tapes, vector lanes)."""
     family = label.split("/")[0]
     return (zlib.crc32(label.encode()) % 10 == 0 or family in ("racy", "dims", "local", "tape")
             or label.endswith("/batch") or label.endswith("/batch-tangent"))
 
 
+# The rest of the corpus runs with GRADKERN_HOSTCUDA_ALL=1: its Numba references alone (split mode for every
+# reverse case, which no other test file compiles) took over 40 minutes on the 2-core CI machine from a cold
+# cache, past CI's budget (docs/hostcuda.md, "CI time").
+ALL = os.environ.get("GRADKERN_HOSTCUDA_ALL") == "1"
+_REST = [pytest.mark.slow, pytest.mark.skipif(not ALL, reason="outside the CI sample: set GRADKERN_HOSTCUDA_ALL=1")]
+
+
 def _params(labels):
-    return [pytest.param(label, marks=() if _sampled(label) else pytest.mark.slow) for label in labels]
+    return [pytest.param(label, marks=() if _sampled(label) else _REST) for label in labels]
 
 
 # ---- running a signature on a backend ---------------------------------------------------------------------------
@@ -327,7 +333,7 @@ def test_shuffled_schedules_on_host_threads_equal_cpu(label):
 
 # ---- choosing it --------------------------------------------------------------------------------------------------
 
-def test_set_default_makes_hostcuda_the_backend_of_numpy_launches():
+def test_set_default_makes_hostcuda_the_backend_of_numpy_launches(monkeypatch):
     """The default of NumPy launches (GRADKERN_BACKEND, or set_default in a process) is part of every cache key:
     a signature launched on the CPU before runs on hostcuda after the switch, and back."""
     from gradkern.kernels.blas import saxpy
@@ -335,12 +341,15 @@ def test_set_default_makes_hostcuda_the_backend_of_numpy_launches():
     gk.launch(saxpy, 8, 2.0, x, y)
     assert gk.inspect(saxpy, 2.0, x, y).backend == "cpu"
     hc = backend("hostcuda")
+    grids = []
+    launch = hc.launch
+    monkeypatch.setattr(hc, "launch", lambda lib, grid, block, args: (grids.append(grid),
+                                                                      launch(lib, grid, block, args)))
     before = set_default("hostcuda")
     try:
-        seen = len(hc._libraries)
         gk.launch(saxpy, 8, 2.0, x, y)
         assert gk.inspect(saxpy, 2.0, x, y).backend == "hostcuda"
-        assert len(hc._libraries) > seen or any(lib.entry == "saxpy_1d" for lib in hc._libraries.values())
+        assert grids == [1]  # one block of the CUDA C ran
     finally:
         set_default(before)
     np.testing.assert_array_equal(y, 4.0 * np.arange(8) + 1.0)
