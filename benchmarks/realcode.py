@@ -19,10 +19,8 @@ Each comes with a hand-written Numba version of its primal
 (`numba.njit(parallel=True)`, `prange` over the outer axis, no fastmath) and a
 JAX version (for `jax.jit(jax.grad(...))`, imported only when asked for).
 
-The slopes of the isoneutral program are 5-D in the original, `(x, y, z, 2, 2)`;
-the language has 1-3-D arrays on this branch, so they are 3-D views
-`(x, y, 4 z)` indexed `[i, j, 4 k + 2 ip + kr]`. FOUR_D: where the 5-D outputs go
-once the language has them (`Ai_ez[i, j, k, ip, kr]`).
+The slopes of the isoneutral program are 5-D, `(x, y, z, 2, 2)`, indexed
+`Ai_ez[i, j, k, ip, kr]` as in the original.
 """
 
 from __future__ import annotations
@@ -184,7 +182,7 @@ def slopes_east(drdT, drdS, dTdx, dSdx, dTdz, dSdz, maskU, K_iso, dzw, dzt, K_11
             sxe = -drodxe / (min(0.0, drodze) - EPSLN)
             t = taper(sxe)
             sumz += dzw[k + kr - 1] * maskU[i, j, k] * max(K_ISO_STEEP, diffloc * t)
-            Ai_ez[i, j, 4 * k + 2 * ip + kr] = t * sxe * maskU[i, j, k]  # FOUR_D: Ai_ez[i, j, k, ip, kr]
+            Ai_ez[i, j, k, ip, kr] = t * sxe * maskU[i, j, k]
     K_11[i, j, k] = sumz / (4.0 * dzt[k])
 
 
@@ -204,7 +202,7 @@ def slopes_north(drdT, drdS, dTdy, dSdy, dTdz, dSdz, maskV, K_iso, dzw, dzt, K_2
             syn = -drodyn / (min(0.0, drodzn) - EPSLN)
             t = taper(syn)
             sumz += dzw[k + kr - 1] * maskV[i, j, k] * max(K_ISO_STEEP, diffloc * t)
-            Ai_nz[i, j, 4 * k + 2 * jp + kr] = t * syn * maskV[i, j, k]  # FOUR_D: Ai_nz[i, j, k, jp, kr]
+            Ai_nz[i, j, k, jp, kr] = t * syn * maskV[i, j, k]
     K_22[i, j, k] = sumz / (4.0 * dzt[k])
 
 
@@ -225,7 +223,7 @@ def slopes_bottom_x(drdT, drdS, dTdx, dSdx, dTdz, dSdz, maskW, K_iso, dxu, dxt, 
             sxb = -drodxb / (min(0.0, drodzb) - EPSLN)
             t = taper(sxb)
             sumx += dxu[i - 1 + ip] * K_iso[i, j, k] * t * sxb * sxb * maskW[i, j, k]
-            Ai_bx[i, j, 4 * k + 2 * ip + kr] = t * sxb * maskW[i, j, k]  # FOUR_D: Ai_bx[i, j, k, ip, kr]
+            Ai_bx[i, j, k, ip, kr] = t * sxb * maskW[i, j, k]
     K_33[i, j, k] = sumx / (4.0 * dxt[i])
 
 
@@ -246,7 +244,7 @@ def slopes_bottom_y(drdT, drdS, dTdy, dSdy, dTdz, dSdz, maskW, K_iso, dyu, dyt, 
             syb = -drodyb / (min(0.0, drodzb) - EPSLN)
             t = taper(syb)
             sumy += dyu[j - 1 + jp] * K_iso[i, j, k] * t * syb * syb * maskW[i, j, k]
-            Ai_by[i, j, 4 * k + 2 * jp + kr] = t * syb * maskW[i, j, k]  # FOUR_D: Ai_by[i, j, k, jp, kr]
+            Ai_by[i, j, k, jp, kr] = t * syb * maskW[i, j, k]
     if k == nz - 1:
         K_33[i, j, k] = 0.0
     else:
@@ -290,7 +288,7 @@ def isoneutral_inputs(shape, seed=0) -> dict:
     for name in ("K_11", "K_22", "K_33"):
         a[name] = np.zeros(shape)
     for name in ("Ai_ez", "Ai_nz", "Ai_bx", "Ai_by"):
-        a[name] = np.zeros((nx, ny, 4 * nz))  # FOUR_D: np.zeros((nx, ny, nz, 2, 2))
+        a[name] = np.zeros((nx, ny, nz, 2, 2))
     return a
 
 
@@ -345,7 +343,7 @@ def isoneutral_numba(maskT, maskU, maskV, maskW, dxt, dxu, dyt, dyu, dzt, dzw, c
                         sxe = -drodxe / (min(0.0, drodze) - EPSLN)
                         t = _taper_nb(sxe)
                         sumz += dzw[k + kr - 1] * maskU[i, j, k] * max(K_ISO_STEEP, diffloc * t)
-                        Ai_ez[i, j, 4 * k + 2 * ip + kr] = t * sxe * maskU[i, j, k]
+                        Ai_ez[i, j, k, ip, kr] = t * sxe * maskU[i, j, k]
                 K_11[i, j, k] = sumz / (4.0 * dzt[k])
     for i in numba.prange(1, nx - 2):
         for j in range(2, ny - 2):
@@ -362,7 +360,7 @@ def isoneutral_numba(maskT, maskU, maskV, maskW, dxt, dxu, dyt, dyu, dzt, dzw, c
                         syn = -drodyn / (min(0.0, drodzn) - EPSLN)
                         t = _taper_nb(syn)
                         sumz += dzw[k + kr - 1] * maskV[i, j, k] * max(K_ISO_STEEP, diffloc * t)
-                        Ai_nz[i, j, 4 * k + 2 * jp + kr] = t * syn * maskV[i, j, k]
+                        Ai_nz[i, j, k, jp, kr] = t * syn * maskV[i, j, k]
                 K_22[i, j, k] = sumz / (4.0 * dzt[k])
     for i in numba.prange(1, nx - 2):
         for j in range(2, ny - 2):
@@ -378,7 +376,7 @@ def isoneutral_numba(maskT, maskU, maskV, maskW, dxt, dxu, dyt, dyu, dzt, dzw, c
                         sxb = -drodxb / (min(0.0, drodzb) - EPSLN)
                         t = _taper_nb(sxb)
                         sumx += dxu[i - 1 + ip] * K_iso[i, j, k] * t * sxb * sxb * maskW[i, j, k]
-                        Ai_bx[i, j, 4 * k + 2 * ip + kr] = t * sxb * maskW[i, j, k]
+                        Ai_bx[i, j, k, ip, kr] = t * sxb * maskW[i, j, k]
                 K_33[i, j, k] = sumx / (4.0 * dxt[i])
     for i in numba.prange(1, nx - 2):
         for j in range(2, ny - 2):
@@ -394,7 +392,7 @@ def isoneutral_numba(maskT, maskU, maskV, maskW, dxt, dxu, dyt, dyu, dzt, dzw, c
                         syb = -drodyb / (min(0.0, drodzb) - EPSLN)
                         t = _taper_nb(syb)
                         sumy += dyu[j - 1 + jp] * K_iso[i, j, k] * t * syb * syb * maskW[i, j, k]
-                        Ai_by[i, j, 4 * k + 2 * jp + kr] = t * syb * maskW[i, j, k]
+                        Ai_by[i, j, k, jp, kr] = t * syb * maskW[i, j, k]
                 if k == nz - 1:
                     K_33[i, j, k] = 0.0
                 else:
@@ -451,7 +449,7 @@ def isoneutral_jax_loss():
                     sumz = sumz + jnp.where(valid, dzw * m * jnp.maximum(K_ISO_STEEP, diffloc * tp), 0.0)
                     a = a.at[:, :, :, p, kr].set(jnp.where(valid, tp * sl * m, 0.0))
             out[name] = zero.at[II, JJ].set(sumz / (4.0 * c["dzt"][None, None, :]))
-            out[ai] = jnp.zeros((nx, ny, nz, 2, 2)).at[II, JJ].set(a).reshape(nx, ny, 4 * nz)
+            out[ai] = jnp.zeros((nx, ny, nz, 2, 2)).at[II, JJ].set(a)
         # bottom faces: kr in (0, 1) uses level k + kr, skipped at k == nz - 1, kr == 1
         K_33 = zero
         for ai, dXdT, dXdS, di, dj in (("Ai_bx", dTdx, dSdx, 1, 0), ("Ai_by", dTdy, dSdy, 0, 1)):
@@ -474,7 +472,7 @@ def isoneutral_jax_loss():
             part = ssum / (4.0 * c["dxt"][II][:, None, None]) if di else \
                 ssum / (4.0 * (c["dyt"] * c["cost"])[JJ][None, :, None])
             K_33 = K_33.at[II, JJ].add(part)
-            out[ai] = jnp.zeros((nx, ny, nz, 2, 2)).at[II, JJ].set(a).reshape(nx, ny, 4 * nz)
+            out[ai] = jnp.zeros((nx, ny, nz, 2, 2)).at[II, JJ].set(a)
         out["K_33"] = K_33.at[:, :, nz - 1].set(0.0)
         return out
 

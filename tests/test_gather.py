@@ -348,3 +348,101 @@ def test_loops_that_gain_nothing_from_unrolling_stay_loops():
     assert check_grad(loop_run_time, *args, dim=8).ok
     args = (dup(rand(r, 20), r), dup(rand(r, 4), r))
     assert gk.inspect(loop_flat_row, *args, dim=5, mode=gk.Reverse).adjoint_forms["c"] == "plain add"
+
+
+# -- a thread's writes to distinct elements do not block the gather (transforms/gather.py, `_Written`) ------------
+@gk.kernel
+def slopes(r, dz, A, K):  # Veros' slope kernel's shape: A[i, j, k, ip, kr] written per unrolled copy, r gathered
+    ti, tj, k = gk.tid()
+    i = ti + 1
+    s = 0.0
+    for kr in range(2):
+        if k == 0 and kr == 0:
+            continue
+        for ip in range(2):
+            g = r[i + ip, tj, k] * dz[i + ip, tj, k + kr - 1]
+            t = math.tanh(g)
+            s += t * g
+            A[i, tj, k, ip, kr] = t * r[i, tj, k]
+    K[i, tj, k] = s
+
+
+@gk.kernel
+def reread(u, v, w):  # v[i, 0] written, then read back by the same thread: the gather must not replay it
+    i = gk.tid()
+    v[i, 0] = u[i] * u[i + 1]
+    v[i, 1] = v[i, 0] * u[i + 2]
+    w[i] = v[i, 1] + math.sin(v[i, 0])
+
+
+def test_unrolled_copies_writing_own_elements_are_still_gathered():
+    r = np.random.default_rng(9)
+    nx, ny, nz = 6, 3, 3
+    args = (dup(rand(r, nx, ny, nz), r), dup(rand(r, nx, ny, nz), r), dup(rand(r, nx, ny, nz, 2, 2), r),
+            dup(rand(r, nx, ny, nz), r))
+    dim = (nx - 2, ny, nz - 1)
+    forms = gk.inspect(slopes, *args, dim=dim, mode=gk.Reverse).adjoint_forms
+    assert forms == {"r": "gather", "dz": "gather", "A": "plain add", "K": "plain add"}
+    assert check_grad(slopes, *args, dim=dim).ok
+
+
+def test_a_thread_reading_back_what_it_wrote_is_not_gathered_and_right():
+    r = np.random.default_rng(10)
+    args = (dup(rand(r, 9), r), dup(rand(r, 7, 2), r), dup(rand(r, 7), r))
+    forms = gk.inspect(reread, *args, dim=7, mode=gk.Reverse).adjoint_forms
+    assert forms["u"] == "atomic add"  # its reverse reads dv[i, 0] after adding into it
+    assert check_grad(reread, *args, dim=7).ok
+
+
+def _reread_source(rng: np.random.Generator, name: str) -> str:
+    """A kernel that writes its own row of v at constant columns and reads columns back, beside a stencil
+    read of u: the gather may replay it only where no read sees the thread's own earlier write."""
+    lines = [f"def {name}(u, v, w):", "    i = gk.tid()", "    s = 0.0"]
+    for _ in range(int(rng.integers(2, 5))):
+        (c, c2), (o, o2) = (int(x) for x in rng.integers(0, 5, 2)), (int(x) for x in rng.integers(0, 3, 2))
+        lines.append(["    v[i, {c}] = u[i + {o}] * u[i + {o2}] + s",
+                      "    s += math.sin(v[i, {c}]) * u[i + {o}]",
+                      "    v[i, {c}] = v[i, {c2}] * u[i + {o}]",
+                      "    v[i, {c} + 1 - 1] = s * u[i + {o2}]"][int(rng.integers(4))].format(c=c, c2=c2, o=o, o2=o2))
+    lines.append("    w[i] = s + v[i, 0] * u[i + 1]")
+    return "\n".join(lines) + "\n"
+
+
+def test_gather_of_kernels_rereading_their_own_writes_passes_the_dot_product_test(tmp_path):
+    """Fuzz of `_Written` (transforms/gather.py) against forward mode, which has no gathers: a gather that
+    replayed a read of the thread's own earlier write would fail <w, J v> = <J^T w, v>."""
+    import importlib.util
+    import sys
+
+    rng = np.random.default_rng(11)
+    names = [f"reread_{k}" for k in range(40)]
+    path = tmp_path / "reread_kernels.py"
+    path.write_text("import math\n\nimport gradkern as gk\n\n" +
+                    "".join("\n@gk.kernel\n" + _reread_source(rng, n) for n in names))
+    spec = importlib.util.spec_from_file_location("reread_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["reread_kernels"] = module
+    spec.loader.exec_module(module)
+    gathered = 0
+    for n in names:
+        kernel, dim = getattr(module, n), 5
+        u, v, w = rng.uniform(0.5, 1.5, 7), rng.uniform(0.5, 1.5, (5, 5)), rng.uniform(0.5, 1.5, 5)
+
+        def run(seeds, mode, kernel=kernel, dim=dim, primals=(u, v, w)):
+            gk.autodiff(kernel, *(gk.Duplicated(a.copy(), s) for a, s in zip(primals, seeds)), dim=dim, mode=mode,
+                        backend="interp")
+        vs = [rng.standard_normal(x.shape) for x in (u, v, w)]
+        ws = [rng.standard_normal(x.shape) for x in (u, v, w)]
+        tangents, adjoints = [x.copy() for x in vs], [x.copy() for x in ws]
+        run(tangents, gk.Forward)
+        run(adjoints, gk.Reverse)
+        forward = sum(float((a * b).sum()) for a, b in zip(ws, tangents))
+        reverse = sum(float((a * b).sum()) for a, b in zip(adjoints, vs))
+        # the same products summed in other orders: float64 rounding, ~1e-16 per term of the scale
+        scale = sum(float(np.abs(a * b).sum()) for a, b in zip(ws, tangents)) + \
+            sum(float(np.abs(a * b).sum()) for a, b in zip(adjoints, vs))
+        assert abs(forward - reverse) <= 1e-12 * scale, (n, _reread_source.__name__, forward, reverse)
+        forms = gk.inspect(kernel, *(gk.Duplicated(x.copy(), np.zeros_like(x)) for x in (u, v, w)), dim=dim,
+                           mode=gk.Reverse).adjoint_forms
+        gathered += forms["u"] == "gather"
+    assert 10 <= gathered <= len(names) - 5  # both outcomes reached

@@ -233,8 +233,23 @@ def test_interior_loop_of_fused_and_gather_kernels_has_no_branch(kernel, ndim):
         interior = "\n".join(deeper)
         assert interior.strip(), role
         assert start.isdigit() and "if " not in interior and "_gkb_interior" not in interior, (role, interior)
-        assert all(f"if _gkb_t{a} >= {'1' if role == 'fused' else '2'} and _gkb_t{a} < _gkb_hi{a}:" in src
-                   for a in range(last)), role
+        # an outer axis's range is a bool the innermost axis reads, not a branch around a copy of the nest
+        lo = '1' if role == 'fused' else '2'
+        assert all(f"_gkb_in{a} = _gkb_t{a} >= {lo} and _gkb_t{a} < _gkb_hi{a}" in src for a in range(last)), role
+        if last:
+            assert f"if not _gkb_in{last - 1}:" in src, role
+
+
+@pytest.mark.parametrize("kernel, ndim", [(heat_step_2d, 2), (heat_step_3d, 3)])
+def test_a_split_nest_prints_the_body_twice_whatever_its_axes(kernel, ndim):
+    """Race-free parallel launches print the general body once (the edges of every split axis) and the
+    interior once: each copy is compiled again (docs/compile-time.md), so 1 + axes copies cost compile time."""
+    x = np.ones((6,) * ndim)
+    src = gk.inspect(kernel, x, x.copy(), 0.2).source
+    assert all(f"_gkb_hi{a}" in src for a in range(ndim))
+    entry = src.split("_serial(")[0]  # the parallel entry, not its serial twin (the same text again)
+    stores = [line for line in entry.splitlines() if line.strip().startswith("un[")]
+    assert len(stores) == 3, stores  # the general body's two (edge cell, stencil), the interior's one
 
 
 def test_constant_folding_leaves_a_sum_that_would_wrap():

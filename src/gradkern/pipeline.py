@@ -306,9 +306,9 @@ def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
     printed = replace(printed, thread_indices=frozenset(tid_aliases(printed)))
     tag = _signature_tag(request)
     if parallel and be.splits_interior:
-        printed = split_interior(printed)
-        if printed.interior is not None:
-            verify(printed, "interior splitting")
+        split = split_interior(printed)
+        if split.interior is not None and be.keeps_interior(split):
+            printed = verify(split, "interior splitting")
             _dump(request.kernel.name, tag, f"generate.{role}.interior", format_kernel(printed))
     if parallel and be.private_rows:  # which atomic adds land in rows relative to the thread's own
         printed = verify(mark_rows(printed), "atomic add rows marked")

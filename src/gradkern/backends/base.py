@@ -50,6 +50,11 @@ class Backend:
     #: gathers are followed by one fused launch of all lanes (runtime/reverse.py)
     lane_group: int = 0
 
+    def keeps_interior(self, k: ir.Kernel) -> bool:
+        """Whether `k`, split into an interior (`k.interior` set), is worth printing so: every copy of
+        a body is compiled, so a backend prints the interior only where it pays (docs/compile-time.md)."""
+        return True
+
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:
         raise NotImplementedError

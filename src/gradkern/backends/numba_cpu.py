@@ -247,6 +247,12 @@ class NumbaOptions:
 # neighbour) stay inline, where their vectorised loop is the point (outlined, the 2-D heat step's gradient
 # took 63 ms instead of 15 ms at 2048^2); a reverse body of ten straight-line source statements is ~100.
 OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "96"))
+# An interior whose body still branches (data-dependent `if`s, early returns the split could not fold) is kept
+# only up to this many expression nodes: it does not vectorise, so the split saves a few well-predicted edge
+# tests per thread, and each extra copy of a long body costs its compile again (superbee's first primal: 136 s
+# split, 54 s not; the launch 81 vs 87 ms; docs/compile-time.md). Periodic gathers of 1-D stencils (~300)
+# stay split; superbee (457) and a 2-D periodic gather (940) do not.
+SPLIT_BRANCHY_OPS = 400
 PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
 # A launch whose privatised targets it also reads or writes plainly ("mixed": the reverse of a red-black
 # sweep, LU's update) runs in parallel while its private copies take at most this many bytes in all (default:
@@ -372,14 +378,21 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
         last = launch_ndim - 1
         inner = k.interior if split and k.interior is not None else None
 
-        def nest(axis: int, d: int, inside: bool) -> None:
-            # inside: this thread is inside the range of every split axis so far
+        def nest(axis: int, d: int, inside: bool, flag: str | None = None) -> None:
+            # inside: this thread is inside the range of every split axis so far (`flag`: where merged,
+            # the name of a bool that says whether it is)
             if axis == launch_ndim:
                 p.lines.extend(thread_body(syntax, d, inner.body if inside else k.body,
                                            "interior" if inside else "body"))
                 return
             header = outer if axis == 0 else f"range(_gkb_n{axis})"
             r = inner.on(axis) if inside else None
+            if flag is not None and axis == last and r is None:  # the merged outer tests decide here
+                p.line(d, f"if {flag}:")
+                nest(axis, d + 1, True)
+                p.line(d, "else:")
+                nest(axis, d + 1, False)
+                return
             if r is None:
                 p.line(d, f"for _gkb_t{axis} in {header}:")
                 if axis == 0 and chunked:
@@ -387,7 +400,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
                     # the test every index keeps Numba's negative-index wrap and the loop is not vectorised
                     p.line(d + 1, "if _gkb_t0 >= 0:")
                     d += 1
-                nest(axis + 1, d + 1, inside)
+                nest(axis + 1, d + 1, inside, flag)
                 return
             n, lo_, hi_ = f"_gkb_n{axis}", f"_gkb_lo{axis}", f"_gkb_hi{axis}"
             # a constant start is printed literally: LLVM then knows j >= start, drops Numba's
@@ -399,13 +412,25 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
                     p.line(d, f"{lo_} = max({p.expr(r.lo)}, 0)")
                 p.line(d, f"{hi_} = {n if r.hi is None else p.expr(r.hi)}")
                 p.line(d, f"for _gkb_t{axis} in {header}:")
-                p.line(d + 1, f"if _gkb_t{axis} >= {start} and _gkb_t{axis} < {hi_}:")
+                test = f"_gkb_t{axis} >= {start} and _gkb_t{axis} < {hi_}"
+                if merge:
+                    # no branch here: a bool the innermost axis reads, so that the general body is printed
+                    # once whatever the number of split axes (two copies of the body in all, not 1 + axes)
+                    p.line(d + 1, f"_gkb_in{axis} = {test}{f' and {flag}' if flag else ''}")
+                    nest(axis + 1, d + 1, True, f"_gkb_in{axis}")
+                    return
+                p.line(d + 1, f"if {test}:")
                 nest(axis + 1, d + 2, True)
                 p.line(d + 1, "else:")
                 nest(axis + 1, d + 2, False)
                 return
             p.line(d, f"{lo_} = min({start if const_lo else f'max({p.expr(r.lo)}, 0)'}, {n})")
             p.line(d, f"{hi_} = {n if r.hi is None else f'min(max({p.expr(r.hi)}, {lo_}), {n})'}")
+            if flag is not None:
+                # a thread outside an outer range: the whole row is edge (an empty interior at [0, 0))
+                p.line(d, f"if not {flag}:")
+                p.line(d + 1, f"{lo_} = 0")
+                p.line(d + 1, f"{hi_} = 0")
             if merge or edges_only:
                 e, w = f"_gkb_e{axis}", f"_gkb_w{axis}"
                 p.line(d, f"{w} = {lo_} + {n} - {hi_}")
@@ -652,6 +677,15 @@ class NumbaBackend(Backend):
     private_rows = True
     split_reductions = True
     lane_group = LANE_GROUP
+
+    def keeps_interior(self, k: ir.Kernel) -> bool:
+        """Not for a body long enough to be outlined (a serial function per thread gains no vectorisation
+        from the split, and its interior would be a second function to compile), nor for a long one whose
+        interior still branches (SPLIT_BRANCHY_OPS)."""
+        if _statements(k.body) > OUTLINE_STATEMENTS:
+            return False
+        branches = any(isinstance(s, (ir.If, ir.While)) for s in ir.walk_stmts(k.interior.body))
+        return not branches or sum(1 for _ in ir.all_exprs(k.body)) <= SPLIT_BRANCHY_OPS
 
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:

@@ -251,26 +251,96 @@ def _loads(exprs) -> set[str]:
     return {e.array for x in exprs for e in ir.walk_expr(x) if isinstance(e, ir.Load)}
 
 
-def _reads_after_writes(body, written: set[str]) -> set[str]:
-    """Arrays a thread of `body` may load after it stored or atomically added into them (`written`: the
-    arrays written before `body`, updated in place). The replay drops every write, so such a load would
-    read memory as it was before the thread's own write."""
+def _kept_loads(s: ir.Stmt) -> list[ir.Load]:
+    """The loads of statement `s` itself (not of its blocks) that a neighbour's replay evaluates: `_neighbour`
+    drops every store with what it reads (a plain add's `dx[i] = dx[i] + g` included) and keeps the rest."""
+    if isinstance(s, ir.Store):
+        return []
+    return [e for x in ir.stmt_exprs(s) for e in ir.walk_expr(x) if isinstance(e, ir.Load)]
+
+
+def _split_constant(e: ir.Expr) -> tuple[ir.Expr | None, int]:
+    """e as base + c, c an integer constant folded from e's constant terms (base None: e is constant)."""
+    if isinstance(e, ir.Const) and isinstance(e.value, int) and not isinstance(e.value, bool):
+        return None, e.value
+    if isinstance(e, ir.Apply) and e.op in (Op.ADD, Op.SUB, Op.MUL) and len(e.args) == 2:
+        (bx, cx), (by, cy) = _split_constant(e.args[0]), _split_constant(e.args[1])
+        if e.op is Op.MUL:
+            return (None, cx * cy) if bx is None and by is None else (e, 0)
+        if by is None:
+            return bx, cx + cy if e.op is Op.ADD else cx - cy
+        if bx is None and e.op is Op.ADD:
+            return by, cx + cy
+    return e, 0
+
+
+class _Written:
+    """Per array, the indices a thread wrote so far (None: anywhere, as a loop's writes), and whether a load
+    may see one of them: not when some position is `base + c` in both with one base whose every name keeps
+    its value through the thread (a tid alias or a name nobody assigns) and two different constants. Unrolled
+    copies of a loop (`Ai[i, j, k, ip, kr]`) write and read distinct elements that way."""
+
+    def __init__(self, fixed: frozenset[str], at: dict | None = None):
+        self.fixed = fixed
+        self.at: dict[str, list | None] = dict(at or {})
+
+    def copy(self) -> _Written:
+        return _Written(self.fixed, {a: (None if w is None else list(w)) for a, w in self.at.items()})
+
+    def add(self, array: str, indices: tuple[ir.Expr, ...] | None) -> None:
+        if array in self.at and self.at[array] is None:
+            return
+        if indices is None:
+            self.at[array] = None
+        else:
+            self.at.setdefault(array, []).append(tuple(indices))
+
+    def merge(self, other: _Written) -> None:
+        for a, w in other.at.items():
+            for idx in [None] if w is None else w:
+                if idx is None or idx not in (self.at.get(a) or []):
+                    self.add(a, idx)
+
+    def _apart(self, x: ir.Expr, y: ir.Expr) -> bool:
+        (bx, cx), (by, cy) = _split_constant(x), _split_constant(y)
+        # |cx - cy| < 2^31: distinct in any integer type an index has (int32 wraps at 2^32)
+        if cx == cy or abs(cx - cy) >= 2**31 or bx != by:
+            return False
+        return bx is None or all(v.name in self.fixed for v in ir.walk_expr(bx) if isinstance(v, ir.Var))
+
+    def stale(self, load: ir.Load) -> bool:
+        if load.array not in self.at:
+            return False
+        done = self.at[load.array]
+        if done is None:
+            return True
+        idx = load.indices
+        return not all(len(w) == len(idx) and any(self._apart(a, b) for a, b in zip(idx, w)) for w in done)
+
+
+def _reads_after_writes(body, written: _Written) -> set[str]:
+    """Arrays a thread of `body` may load, in what a neighbour's replay evaluates, after it stored or
+    atomically added into the same element (`written`: what was written before `body`, updated in place).
+    The replay drops every write, so such a load would read memory as it was before the thread's own write."""
     stale: set[str] = set()
     for s in body:
         if isinstance(s, (ir.For, ir.While)):
             inside = {x.array for x in ir.walk_stmts(s.body) if isinstance(x, (ir.Store, ir.AtomicAdd))}
-            # a later iteration reads what an earlier one wrote
-            stale |= (_loads(ir.stmt_exprs(s)) | _loads(ir.all_exprs(s.body))) & (written | inside)
-            written |= inside
+            for a in inside:  # a later iteration may read what an earlier one wrote, at any index
+                written.add(a, None)
+            loads = _kept_loads(s) + [e for x in ir.walk_stmts(s.body) for e in _kept_loads(x)]
+            stale |= {e.array for e in loads if written.stale(e)}
         elif isinstance(s, ir.If):
-            stale |= _loads(ir.stmt_exprs(s)) & written
-            then, orelse = set(written), set(written)
+            stale |= {e.array for e in _kept_loads(s) if written.stale(e)}
+            then, orelse = written.copy(), written.copy()
             stale |= _reads_after_writes(s.then, then) | _reads_after_writes(s.orelse, orelse)
-            written |= then | orelse
+            written.merge(then)
+            written.merge(orelse)
         else:
-            stale |= _loads(ir.stmt_exprs(s)) & written  # a store's value and indices are read before it writes
+            # a write's own value and indices are read before it writes
+            stale |= {e.array for e in _kept_loads(s) if written.stale(e)}
             if isinstance(s, (ir.Store, ir.AtomicAdd)):
-                written.add(s.array)
+                written.add(s.array, s.indices)
     return stale
 
 
@@ -279,9 +349,12 @@ def gatherable(k: ir.Kernel, shadows: set[str]) -> dict[str, set[Offset]]:
     (periodic ones included), with those offsets; none when a thread of `k`
     reads memory it wrote itself (the gather's replay drops writes, so it
     could not see them)."""
-    if _reads_after_writes(k.body, set()):
-        return {}
     at = _Offsets(k)
+    assigned = {s.name for s in ir.walk_stmts(k.body) if isinstance(s, ir.Assign)} | \
+        {s.var for s in ir.walk_stmts(k.body) if isinstance(s, ir.For)}
+    fixed = frozenset(at.alias) | frozenset(p.name for p in k.params if p.name not in assigned)
+    if _reads_after_writes(k.body, _Written(fixed)):
+        return {}
     found: dict[str, set] = {}
     bad: set[str] = set()
     for s in ir.walk_stmts(k.body):
