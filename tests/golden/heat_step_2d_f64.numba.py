@@ -14,57 +14,47 @@ from numpy import int64 as _gk_int64
 def heat_step_2d_2d(_gkb_n0, _gkb_n1, u, un, c):
     _gkb_hi0 = (u.shape[0] - 1)
     for _gkb_t0 in _gk_prange(_gkb_n0):
-        if _gkb_t0 >= 1 and _gkb_t0 < _gkb_hi0:
-            _gkb_lo1 = min(1, _gkb_n1)
-            _gkb_hi1 = min(max((u.shape[1] - 1), _gkb_lo1), _gkb_n1)
-            _gkb_w1 = _gkb_lo1 + _gkb_n1 - _gkb_hi1
-            for _gkb_e1 in range(_gkb_w1):
-                _gkb_t1 = _gk_int64(_gkb_e1) if _gkb_e1 < _gkb_lo1 else _gk_int64(_gkb_e1) + (_gkb_hi1 - _gkb_lo1)
-                i = _gkb_t0
-                j = _gkb_t1
-                if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
-                    un[i, j] = u[i, j]
-                else:
-                    un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
-            for _gkb_t1 in range(1, _gkb_hi1):
-                i = _gkb_t0
-                j = _gkb_t1
+        _gkb_in0 = _gkb_t0 >= 1 and _gkb_t0 < _gkb_hi0
+        _gkb_lo1 = min(1, _gkb_n1)
+        _gkb_hi1 = min(max((u.shape[1] - 1), _gkb_lo1), _gkb_n1)
+        if not _gkb_in0:
+            _gkb_lo1 = 0
+            _gkb_hi1 = 0
+        _gkb_w1 = _gkb_lo1 + _gkb_n1 - _gkb_hi1
+        for _gkb_e1 in range(_gkb_w1):
+            _gkb_t1 = _gk_int64(_gkb_e1) if _gkb_e1 < _gkb_lo1 else _gk_int64(_gkb_e1) + (_gkb_hi1 - _gkb_lo1)
+            i = _gkb_t0
+            j = _gkb_t1
+            if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
+                un[i, j] = u[i, j]
+            else:
                 un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
-        else:
-            for _gkb_t1 in range(_gkb_n1):
-                i = _gkb_t0
-                j = _gkb_t1
-                if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
-                    un[i, j] = u[i, j]
-                else:
-                    un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
+        for _gkb_t1 in range(1, _gkb_hi1):
+            i = _gkb_t0
+            j = _gkb_t1
+            un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
 
 
 @_gk_njit(parallel=False, cache=True, error_model='numpy', boundscheck=False)
 def heat_step_2d_2d_serial(_gkb_n0, _gkb_n1, u, un, c):
     _gkb_hi0 = (u.shape[0] - 1)
     for _gkb_t0 in _gk_prange(_gkb_n0):
-        if _gkb_t0 >= 1 and _gkb_t0 < _gkb_hi0:
-            _gkb_lo1 = min(1, _gkb_n1)
-            _gkb_hi1 = min(max((u.shape[1] - 1), _gkb_lo1), _gkb_n1)
-            _gkb_w1 = _gkb_lo1 + _gkb_n1 - _gkb_hi1
-            for _gkb_e1 in range(_gkb_w1):
-                _gkb_t1 = _gk_int64(_gkb_e1) if _gkb_e1 < _gkb_lo1 else _gk_int64(_gkb_e1) + (_gkb_hi1 - _gkb_lo1)
-                i = _gkb_t0
-                j = _gkb_t1
-                if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
-                    un[i, j] = u[i, j]
-                else:
-                    un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
-            for _gkb_t1 in range(1, _gkb_hi1):
-                i = _gkb_t0
-                j = _gkb_t1
+        _gkb_in0 = _gkb_t0 >= 1 and _gkb_t0 < _gkb_hi0
+        _gkb_lo1 = min(1, _gkb_n1)
+        _gkb_hi1 = min(max((u.shape[1] - 1), _gkb_lo1), _gkb_n1)
+        if not _gkb_in0:
+            _gkb_lo1 = 0
+            _gkb_hi1 = 0
+        _gkb_w1 = _gkb_lo1 + _gkb_n1 - _gkb_hi1
+        for _gkb_e1 in range(_gkb_w1):
+            _gkb_t1 = _gk_int64(_gkb_e1) if _gkb_e1 < _gkb_lo1 else _gk_int64(_gkb_e1) + (_gkb_hi1 - _gkb_lo1)
+            i = _gkb_t0
+            j = _gkb_t1
+            if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
+                un[i, j] = u[i, j]
+            else:
                 un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
-        else:
-            for _gkb_t1 in range(_gkb_n1):
-                i = _gkb_t0
-                j = _gkb_t1
-                if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
-                    un[i, j] = u[i, j]
-                else:
-                    un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
+        for _gkb_t1 in range(1, _gkb_hi1):
+            i = _gkb_t0
+            j = _gkb_t1
+            un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
