@@ -38,6 +38,16 @@ def test_info_reports_versions_and_backends():
     assert f"numpy      {numpy.__version__}" in r.stdout
     assert f"numba      {numba.__version__}" in r.stdout
     assert "cpu (numba)" in r.stdout and "nvcc" in r.stdout
+    assert "g++ " in r.stdout and "default    " in r.stdout  # hostcuda's compiler, found or not
+
+
+def test_info_says_when_gpp_is_missing(tmp_path):
+    """Without g++ on the PATH, info names it and says hostcuda is unavailable."""
+    r = subprocess.run([sys.executable, "-m", "gradkern", "info"], capture_output=True, text=True,
+                       env={**os.environ, "PATH": str(tmp_path)})
+    assert r.returncode == 0, r.stderr
+    assert "g++        not on PATH (backend hostcuda unavailable)" in r.stdout
+    assert "hostcuda (" not in r.stdout
 
 
 def test_demo_runs_matches_numpy_and_checks_its_gradient():

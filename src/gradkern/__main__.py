@@ -46,6 +46,9 @@ def info() -> int:
     print(f"gpu        {gpu}")
     nvcc = shutil.which("nvcc")
     print(f"nvcc       {nvcc or 'not on PATH'}")
+    from .backends.hostcuda import COMPILER, compiler
+    cxx = compiler()
+    print(f"{COMPILER:<10} {cxx or 'not on PATH (backend hostcuda unavailable)'}")
     backends = ["interp (reference interpreter)"]
     try:
         importlib.import_module("numba")
@@ -54,7 +57,16 @@ def info() -> int:
         pass
     backends.append("cuda (CUDA C through CuPy/NVRTC)" if names else
                     "cuda: code generation only (gk.inspect(..., backend='cuda')); running needs CuPy and a GPU")
+    if cxx:
+        backends.append("hostcuda (the CUDA C run on the host through g++: a test backend)")
     print(f"backends   {', '.join(backends)}")
+    from .backends import default_name
+    from .errors import LaunchError
+    try:
+        default = default_name()
+    except LaunchError as e:
+        default = f"invalid ({e.message})"
+    print(f"default    {default} (of NumPy launches; GRADKERN_BACKEND)")
     print(f"cache      {cache_dir()}")
     return 0
 

@@ -69,16 +69,16 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
     raise _not_differentiable(f, "autodiff_thunk")
 
 
-def inspect(f: Any, *args: Any, dim: Any = None, mode: Any = None, backend: str = "cpu") -> Any:
+def inspect(f: Any, *args: Any, dim: Any = None, mode: Any = None, backend: str | None = None) -> Any:
     """What gradkern generates for a kernel call (runtime.inspect: nothing compiled or run), or what a
     program's reverse keeps, launch by launch: `gk.inspect(tape)` of a ProgramTape, or `gk.inspect(fn, *args)`,
     which records the program (running it, as autodiff_thunk's forward does) and frees the tape."""
     if isinstance(f, program.ProgramTape):
-        if args or dim is not None or mode is not None or backend != "cpu":
+        if args or dim is not None or mode is not None or backend is not None:
             raise LaunchError("gk.inspect(tape) takes the program tape alone")
         return f.inspect()
     if _is_program(f):
-        if dim is not None or mode is not None or backend != "cpu":
+        if dim is not None or mode is not None or backend is not None:
             raise LaunchError("dim=, mode= and backend= belong to kernels; gk.inspect of a program records it "
                               "in reverse mode")
         return program.inspect(f, args)

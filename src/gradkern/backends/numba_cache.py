@@ -31,19 +31,15 @@ import glob
 import hashlib
 import linecache
 import os
-import shutil
 import sys
 import tempfile
-import threading
-import warnings
 from pathlib import Path
 from types import ModuleType
 
-import numba
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
-from ..errors import CacheWarning
+from .cache_files import discard, warn, warn_damaged, write_exact
 
 _memory_only: set[Path] = set()  # directories found unusable in this process
 
@@ -64,10 +60,10 @@ def load_module(name: str, source: str, directory: Path) -> ModuleType:
         path = directory / f"{name}.py"
         try:
             _prepare(directory)
-            _write_source(path, source)
+            write_exact(path, source.encode("utf-8"))
         except OSError as e:
             _memory_only.add(directory)
-            _warn(f"cannot use the cache directory {directory} ({e}); compiled code is kept in memory "
+            warn(f"cannot use the cache directory {directory} ({e}); compiled code is kept in memory "
                   "for the rest of this process (set GRADKERN_CACHE_DIR to a writable directory)")
         else:
             mod = _execute(name, compile(source, str(path), "exec"), str(path))
@@ -109,61 +105,11 @@ def _prepare(directory: Path) -> None:
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except FileExistsError:
-            _discard(folder)
+            discard(folder)
             folder.mkdir(exist_ok=True)
-            _warn_damaged(folder, "a file where a folder should be")
+            warn_damaged(folder, "a file where a folder should be")
     # Numba probes the same way; failing it, Numba would cache outside gradkern's directory
     tempfile.TemporaryFile(dir=directory / "__pycache__").close()
-
-
-def _write_source(path: Path, source: str) -> None:
-    """Write the generated source to `path` unless it is already there, byte for
-    byte; anything else there is damage, replaced. Raises OSError when it cannot be."""
-    data = source.encode("utf-8")
-    try:
-        if path.read_bytes() == data:
-            return
-        damage = "not the source gradkern wrote"
-    except FileNotFoundError:
-        damage = None
-    except IsADirectoryError:
-        damage = "a directory where a file should be"
-    except OSError as e:
-        damage = f"{type(e).__name__}: {e}"
-    if damage is not None:
-        _discard(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
-    if damage is not None:
-        _warn_damaged(path, damage)
-
-
-def _discard(path: Path) -> None:
-    """Remove a file or a directory tree; another process may have removed it first."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-_INSIDE = tuple(str(Path(p).resolve().parent) + os.sep for p in (Path(__file__).parent, numba.__file__))
-
-
-def _warn(message: str) -> None:
-    """Warn once, at the user's line: the innermost frame outside gradkern and Numba."""
-    frame, level = sys._getframe(0), 1
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_INSIDE):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(f"gradkern cache: {message}", CacheWarning, stacklevel=level)
-
-
-def _warn_damaged(path: Path, what: str) -> None:
-    _warn(f"{path} was damaged ({what}); discarded and rebuilt")
 
 
 class _Damaged(Exception):
@@ -239,7 +185,7 @@ class _HealingCache(FunctionCache):
             (compiled if found is None else loaded).append(name)
             return found
         self._discard_entry()
-        _warn_damaged(Path(path), f"{type(cause).__name__}: {cause}")
+        warn_damaged(Path(path), f"{type(cause).__name__}: {cause}")
         compiled.append(name)
         return None  # a miss: Numba compiles, then saves a fresh entry
 
@@ -254,15 +200,15 @@ class _HealingCache(FunctionCache):
         try:
             super().save_overload(sig, data)
         except Exception as e:
-            _warn(f"could not save compiled code to {path} ({e}); it is kept in memory for this process")
+            warn(f"could not save compiled code to {path} ({e}); it is kept in memory for this process")
         else:
-            _warn_damaged(Path(path), f"{type(cause).__name__}: {cause}")
+            warn_damaged(Path(path), f"{type(cause).__name__}: {cause}")
 
     def _discard_entry(self) -> None:
         """Remove the function's index and every data file it may refer to."""
         base = os.path.join(glob.escape(self._cache_path), glob.escape(self._impl.filename_base))
         for name in [*glob.glob(base + ".nbi"), *glob.glob(base + ".*.nbc")]:
             try:
-                _discard(Path(name))
+                discard(Path(name))
             except OSError:
                 pass  # left as it is: the save that follows reports what it cannot replace

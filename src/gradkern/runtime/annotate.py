@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
+from ..backends import default_name
 from ..errors import AliasingError, AnnotationError
 from ..kernel import KernelFunction
 from .arrays import (
@@ -291,7 +292,7 @@ def _signature(f: KernelFunction, args: tuple, forward: bool, dim: Any, backend:
     t = type(dim)
     if dim is not None and t is not int and not (t is tuple and all(type(n) is int for n in dim)):
         return None
-    sig: list = [id(f), forward, dim, backend]
+    sig: list = [id(f), forward, dim, backend or default_name()]
     arrays: list = []
     owners: list = []
     ndarray = np.ndarray

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..backends import NAMES as BACKENDS
 from ..backends import backend as backend_object
+from ..backends import default_name
 from ..errors import AliasingError, LaunchError
 from ..ir import nodes as ir
 from ..ir.infer import default_float
@@ -100,8 +101,9 @@ def _scalar_type(x: Any) -> Scalar | None:
 
 
 def select_backend(names: list[str], args: tuple, backend: str | None, inspect_only: bool = False) -> str:
-    """The backend the arrays' device implies (CuPy → 'cuda', NumPy → 'cpu'),
-    checked against an explicit `backend`. Generating CUDA C (inspect) needs no GPU."""
+    """The backend the arrays' device implies (CuPy → 'cuda', NumPy → the default, 'cpu' unless
+    $GRADKERN_BACKEND names another), checked against an explicit `backend`. Generating CUDA C (inspect)
+    needs no GPU."""
     gpu = [n for n, a in zip(names, args) if is_device_array(a)]
     cpu = [n for n, a in zip(names, args) if isinstance(a, np.ndarray)]
     if gpu and cpu:
@@ -116,7 +118,7 @@ def select_backend(names: list[str], args: tuple, backend: str | None, inspect_o
             raise LaunchError(f"argument '{other[0]}' is a GPU array but not a CuPy array",
                               hint=f"wrap it without copying: cupy.asarray({other[0]})")
         if backend not in (None, "cuda"):
-            raise LaunchError(f"backend={backend!r} runs on the CPU but CuPy arrays were passed ({', '.join(gpu)})",
+            raise LaunchError(f"backend={backend!r} runs on the host but CuPy arrays were passed ({', '.join(gpu)})",
                               hint="pass NumPy arrays, or leave backend unset")
         cupy_module(f"CuPy arrays were passed ({', '.join(gpu)})")
         return "cuda"
@@ -125,7 +127,7 @@ def select_backend(names: list[str], args: tuple, backend: str | None, inspect_o
         if cpu:
             raise LaunchError(f"backend='cuda' needs CuPy arrays; NumPy arrays were passed ({', '.join(cpu)})",
                               hint="move them to the GPU with cupy.asarray")
-    return backend or "cpu"
+    return backend or default_name()
 
 
 def check_count(kernel: ir.Kernel, args: tuple) -> None:
@@ -276,7 +278,7 @@ def _signature(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None) ->
     t = type(dim)
     if t is not int and not (t is tuple and all(type(n) is int for n in dim)):
         return None
-    sig: list = [id(kernel), backend, dim]
+    sig: list = [id(kernel), backend or default_name(), dim]  # CuPy arrays have no key: None below
     arrays, owners = [], []
     for a in args:
         t = type(a)

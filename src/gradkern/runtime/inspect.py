@@ -47,6 +47,7 @@ class Inspection:
     runs: tuple[str, ...] = ()
     active_sums: dict = field(default_factory=dict)
     bounds_check: bool = False
+    backend: str = ""  # the backend the call runs on: the one asked for, or the arrays' and the default's
 
     def __str__(self) -> str:
         return self.ir + "\n" + self.source
@@ -81,16 +82,18 @@ def _summation(spec: Specialization, accumulator: str) -> str:
 
 
 def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = None,
-            backend: str = "cpu") -> Inspection:
+            backend: str | None = None) -> Inspection:
     """Generate (but do not compile or run) `kernel` for `args`, as `launch`
     would, or its fused gradient kernel with mode=gk.Reverse, or its tangent
     kernel with mode=gk.Forward (args annotated as for autodiff). `dim`
     defaults to the shape of the first array argument.
-    backend="cuda" prints CUDA C for NumPy or CuPy arguments, without a GPU.
+    backend="cuda" prints CUDA C for NumPy or CuPy arguments, without a GPU; with no backend, the call's own
+    (CuPy arrays: 'cuda'; NumPy arrays: the default, 'cpu' unless $GRADKERN_BACKEND names another), named by
+    the result's `backend`.
     `tape_bytes_per_thread` is what the augmented primal tapes per thread; when
     a loop tapes, the reference interpreter runs the count pass to find it."""
     k = check_kernel(kernel)
-    if backend not in NAMES:
+    if backend is not None and backend not in NAMES:
         raise LaunchError(f"backend must be one of {NAMES}, got {backend!r}")
     if mode is not None and mode is not Reverse and mode is not Forward:
         raise GradkernError(f"mode must be None, gk.Reverse or gk.Forward, got {mode!r}")
@@ -106,7 +109,7 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         return Inspection(format_kernel(t.typed), t.source or "", t.parallel, needs_race_check(fs.primal, b),
                           tuple(sorted(t.facts.atomic_targets)), 0, {}, _private_bytes(t, sizes, b.dim),
                           _sources(race_check=fs.primal.race_check_source, forward_mode=t),
-                          bounds_check=needs_bounds_check(fs.primal, b))
+                          bounds_check=needs_bounds_check(fs.primal, b), backend=b.backend)
     if mode is Reverse:
         ann = annotate(k, args)
         b = bind(k.ir, dim, ann.primals, backend, inspect_only=True)
@@ -127,11 +130,11 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
                           needs_race_check(rs.primal, b), tuple(sorted(fused.facts.atomic_targets)), tape_bytes,
                           dict(rs.adjoint_forms), _private_bytes(fused, sizes, b.dim), sources, runs, sums,
-                          needs_bounds_check(rs.primal, b))
+                          needs_bounds_check(rs.primal, b), b.backend)
     b = bind(k.ir, dim, primals, backend, inspect_only=True)
     spec = primal_specialization(k, b)
     sizes = _byte_sizes(spec.typed.params, b.kernel_values)
     return Inspection(format_kernel(spec.typed), spec.source or "", spec.parallel, needs_race_check(spec, b),
                       tuple(sorted(spec.facts.atomic_targets)), 0, {}, _private_bytes(spec, sizes, b.dim),
                       _sources(primal=spec, race_check=spec.race_check_source),
-                      bounds_check=needs_bounds_check(spec, b))
+                      bounds_check=needs_bounds_check(spec, b), backend=b.backend)

@@ -1,0 +1,81 @@
+"""Files of gradkern's disk cache, written and healed the same way by every
+backend that keeps compiled code on disk (numba_cache.py, hostcuda.py).
+
+Every write is a temporary file moved in place with `os.replace`, so several
+processes may share a cache; a file that is not what gradkern wrote is damage:
+discarded and rebuilt, with one `CacheWarning` naming it (docs/caching.md).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import warnings
+from pathlib import Path
+
+from ..errors import CacheWarning
+
+_GRADKERN = str(Path(__file__).resolve().parent.parent) + os.sep
+
+
+def write_exact(path: Path, data: bytes) -> None:
+    """Write `data` to `path` unless it is already there, byte for byte; anything
+    else there is damage, replaced. Raises OSError when it cannot be."""
+    try:
+        if path.read_bytes() == data:
+            return
+        damage = "not the source gradkern wrote"
+    except FileNotFoundError:
+        damage = None
+    except IsADirectoryError:
+        damage = "a directory where a file should be"
+    except OSError as e:
+        damage = f"{type(e).__name__}: {e}"
+    if damage is not None:
+        discard(path)
+    replace_with(path, lambda tmp: tmp.write_bytes(data))
+    if damage is not None:
+        warn_damaged(path, damage)
+
+
+def replace_with(path: Path, write) -> None:
+    """Call `write(tmp)` on a temporary path beside `path`, then move it in place."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def discard(path: Path) -> None:
+    """Remove a file or a directory tree; another process may have removed it first."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _inside(file: str) -> bool:
+    """Whether a frame's file belongs to gradkern or to Numba (whose cache machinery calls back into gradkern)."""
+    path = str(Path(file).resolve())
+    if path.startswith(_GRADKERN):
+        return True
+    numba = sys.modules.get("numba")
+    origin = getattr(numba, "__file__", None)
+    return origin is not None and path.startswith(str(Path(origin).resolve().parent) + os.sep)
+
+
+def warn(message: str) -> None:
+    """Warn once, at the user's line: the innermost frame outside gradkern and Numba."""
+    frame, level = sys._getframe(0), 1
+    while frame is not None and _inside(frame.f_code.co_filename):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(f"gradkern cache: {message}", CacheWarning, stacklevel=level)
+
+
+def warn_damaged(path: Path, what: str) -> None:
+    warn(f"{path} was damaged ({what}); discarded and rebuilt")
