@@ -443,7 +443,7 @@ def source(u, s):
 def implicit_diffusion(loop):
     def prog(u, v, E, kappa, nsteps):
         n = u.size
-        a, b, c = np.empty(n), np.empty(n), np.empty(n)
+        a, b, c = np.empty_like(u), np.empty_like(u), np.empty_like(u)  # CuPy u: CuPy bands (NEP 18)
         gk.launch(implicit_heat_rows, n, a, b, c, kappa * 0.5)  # r = kappa dt / h^2: host arithmetic on an Active
 
         def step(t):

@@ -1,0 +1,113 @@
+"""The prepared GPU check (issue 30, docs/hostcuda.md "What only a real GPU checks"): one command for a
+machine with a CUDA GPU and CuPy, within 8 minutes on an H100/H200.
+
+Phases, each a subprocess with its own time limit (a phase that runs out is killed and reported, the
+next one still runs):
+
+1. env         nvidia-smi, versions, `python -m gradkern info`
+2. gpu-tests   the GPU tests on real CuPy against the Numba CPU backend (tests/test_gpu*.py;
+               test_cuda.py's nvcc compiles run in CI)
+3. bench-gpu   benchmarks/gpu.py: Allen-Cahn, generated vs hand-written CUDA, JAX, PyTorch
+4. bench-rules benchmarks/rules.py --gpu
+5. bench-lib   benchmarks/library.py --gpu
+6. vs-hostcuda tests/test_gpu.py again with GRADKERN_BACKEND=hostcuda: CuPy against the *same* CUDA C
+               run on the host, so a difference is device behaviour (math ulps, FMA contraction), not
+               the printer. Tolerances are test_gpu.py's: float64 1e-12 relative, float32 1e-5 (a few
+               ulps of CUDA's device math, docs/hostcuda.md), sums scaled by their largest term.
+
+Every phase's log and one summary table go to --out (default $OUT, else ./gpucheck-out); the summary
+is what RESULTS.md's "GPU check" section quotes.
+
+    python ci/gpu_check.py                 # all phases, about 7 minutes
+    python ci/gpu_check.py --budget 300    # scale every phase's limit down
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+WORKERS = str(min(16, os.cpu_count() or 2))
+
+# (name, seconds of an 420-second budget, command, extra environment)
+PHASES = [
+    ("env", 20, f"nvidia-smi; {PY} -c 'import cupy, numba, numpy; print(\"cupy\", cupy.__version__, "
+     "\"numba\", numba.__version__, \"numpy\", numpy.__version__); print(cupy.cuda.runtime.getDeviceProperties(0)"
+     f"[\"name\"])'; {PY} -m gradkern info", {}),
+    ("gpu-tests", 170, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/test_gpu.py "
+     "tests/test_gpu_programs.py tests/test_library_benchmark.py", {}),
+    ("bench-gpu", 70, f"{PY} benchmarks/gpu.py --no-write --reps 5", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
+    ("bench-rules", 35, f"{PY} benchmarks/rules.py --gpu --runs 3", {}),
+    ("bench-lib", 45, f"{PY} benchmarks/library.py --gpu --runs 5", {}),
+    ("vs-hostcuda", 80, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/test_gpu.py",
+     {"GRADKERN_BACKEND": "hostcuda"}),
+]
+
+
+def _outcome(log: str, rc: int | None) -> str:
+    """pytest's last summary line, or the exit status."""
+    m = re.findall(r"^=* ?(\d+ (?:passed|failed|error).*?) in [\d.]+s", log, re.M)
+    if m:
+        return m[-1].strip("= ")
+    return "killed at its limit" if rc is None else f"exit {rc}"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--budget", type=float, default=420.0, help="seconds for all phases together")
+    p.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "gpucheck-out"))
+    p.add_argument("--only", default=None, help="comma-separated phase names")
+    args = p.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    scale = args.budget / sum(s for _, s, _, _ in PHASES)
+    only = set(args.only.split(",")) if args.only else None
+    rows = []
+    t_all = time.perf_counter()
+    for name, seconds, cmd, extra in PHASES:
+        if only and name not in only:
+            continue
+        limit = seconds * scale
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **extra)
+        print(f"\n##### {name}: {cmd}  (limit {limit:.0f} s)", flush=True)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(["bash", "-c", cmd], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            log, _ = proc.communicate(timeout=limit)
+            rc = proc.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            log, _ = proc.communicate()
+            rc = None
+        dt = time.perf_counter() - t0
+        (args.out / f"{name}.log").write_text(f"$ {cmd}\n{log}")
+        print(log[-6000:], flush=True)
+        rows.append((name, _outcome(log, rc), dt))
+        _write_summary(args.out, rows, time.perf_counter() - t_all)
+    print(_write_summary(args.out, rows, time.perf_counter() - t_all))
+    return 0 if all(r[1].startswith(("exit 0",)) or ("failed" not in r[1] and "error" not in r[1]
+                                                       and "killed" not in r[1] and "exit" not in r[1])
+                    for r in rows) else 1
+
+
+def _write_summary(out: Path, rows, total: float) -> str:
+    lines = [f"GPU check, {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "
+             f"`python ci/gpu_check.py` ({shlex.quote(' '.join(sys.argv[1:]))}), total {total:.0f} s", "",
+             "| phase | outcome | seconds |", "|---|---|---|"]
+    lines += [f"| {n} | {o} | {s:.0f} |" for n, o, s in rows]
+    text = "\n".join(lines) + "\n"
+    (out / "summary.md").write_text(text)
+    return text
+
+
+if __name__ == "__main__":
+    sys.exit(main())
