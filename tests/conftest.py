@@ -3,6 +3,7 @@ import tempfile
 
 import numpy as np
 import pytest
+from devices import device_params
 
 # Compile into a per-session cache so tests never depend on a developer's cache. pytest-xdist's
 # workers start after this runs in the controller and inherit its environment: they share one
@@ -13,6 +14,12 @@ if not os.environ.get("GRADKERN_CACHE_DIR"):
 # (backends/numba_cpu.py), and the prange code users run at scale would go untested. The suite runs the
 # parallel entries; tests/test_serial_twin.py checks the twins against them.
 os.environ.setdefault("GRADKERN_SERIAL_THREADS", "0")
+
+
+@pytest.fixture(params=device_params())
+def device(request):
+    """Each device the GPU tests run on (tests/devices.py): CuPy on a GPU, hostcuda everywhere g++ is."""
+    return request.param
 
 
 @pytest.fixture

@@ -1,15 +1,16 @@
-"""Programs, checkpointed loops and custom rules on CuPy arrays (DESIGN §6, 8;
-§6.1; §7): saves, snapshots and internal shadows on the device, the
-fingerprint host-write guard, and the shipped rules over cupy.fft /
-cupy.linalg / the CUDA Thomas kernel give the gradients the NumPy run gives
-(float64: 1e-10 relative, the two backends' kernels and libraries round
-differently in the last bits and the loops compound it). Skipped where
-there is no GPU."""
+"""Programs, checkpointed loops and custom rules on a device (tests/devices.py; DESIGN §6, 8; §6.1; §7): on
+CuPy, saves, snapshots and internal shadows on the device, the fingerprint host-write guard, and the shipped
+rules over cupy.fft / cupy.linalg / the CUDA Thomas kernel; on hostcuda, every kernel a program launches runs
+the CUDA backend's C. Both give the gradients the NumPy run on the Numba backend gives (float64: 1e-10
+relative, the backends' kernels and libraries round differently in the last bits and the loops compound it)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
+from devices import CUPY, HAS_GPU
 from test_checkpoint import heat_ping_pong
 from test_programs import ping_pong
 from test_rules import implicit_diffusion
@@ -17,28 +18,25 @@ from test_rules import implicit_diffusion
 import gradkern as gk
 import gradkern.kernels as library
 
-cupy = pytest.importorskip("cupy")
-try:
-    _HAS_GPU = cupy.cuda.runtime.getDeviceCount() > 0
-except Exception:  # no driver
-    _HAS_GPU = False
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not _HAS_GPU, reason="no CUDA GPU")]
+pytestmark = pytest.mark.gpu
 
 RTOL = 1e-10
 
 
-def _gradients(prog, arrays, scalars, seeds, xp):
-    """gk.autodiff of prog on `xp` arrays: the shadows (on the host) and the Active derivatives."""
-    prim = [xp.asarray(a.copy()) for a in arrays]
-    shadows = [xp.asarray(s.copy()) for s in seeds]
-    got = gk.autodiff(prog, *[gk.Duplicated(p, d) for p, d in zip(prim, shadows)], *scalars)
-    host = [cupy.asnumpy(d) if xp is cupy else d for d in shadows]
-    return host, [g for g in got if g is not None], [cupy.asnumpy(p) if xp is cupy else p for p in prim]
+def _gradients(prog, arrays, scalars, seeds, device=None):
+    """gk.autodiff of prog on `device` (None: NumPy on the Numba backend): the shadows and primals (on the host)
+    and the Active derivatives."""
+    to = device.to if device else np.copy
+    prim, shadows = [to(a) for a in arrays], [to(s) for s in seeds]
+    with device.running() if device else contextlib.nullcontext():
+        got = gk.autodiff(prog, *[gk.Duplicated(p, d) for p, d in zip(prim, shadows)], *scalars)
+    host = device.host if device else np.asarray
+    return [host(d) for d in shadows], [g for g in got if g is not None], [host(p) for p in prim]
 
 
-def _same(prog, arrays, scalars, seeds):
-    want = _gradients(prog, arrays, scalars, seeds, np)
-    got = _gradients(prog, arrays, scalars, seeds, cupy)
+def _same(device, prog, arrays, scalars, seeds):
+    want = _gradients(prog, arrays, scalars, seeds)
+    got = _gradients(prog, arrays, scalars, seeds, device)
     for a, b in zip(want[0] + want[2], got[0] + got[2]):
         np.testing.assert_allclose(b, a, rtol=RTOL, atol=1e-13)
     np.testing.assert_allclose(got[1], want[1], rtol=RTOL)
@@ -49,19 +47,23 @@ def _inputs(n, seed=0):
     return [r.uniform(0.2, 0.8, n), r.uniform(0.2, 0.8, n), np.zeros(1)], [np.zeros(n), np.zeros(n), np.ones(1)]
 
 
-def test_program_on_gpu_equals_cpu():
+def test_program_on_gpu_equals_cpu(device):
     arrays, seeds = _inputs(64)
-    _same(ping_pong, arrays, (gk.Active(0.2), 5), seeds)
+    _same(device, ping_pong, arrays, (gk.Active(0.2), 5), seeds)
 
 
 @pytest.mark.parametrize("storage", ["device", "host"])
-def test_checkpointed_loop_on_gpu_equals_cpu(storage):
+def test_checkpointed_loop_on_gpu_equals_cpu(storage, device):
     arrays, seeds = _inputs(64, 1)
     prog = heat_ping_pong(lambda step, nsteps: gk.checkpointed_loop(step, nsteps, snapshots=3, storage=storage))
-    _same(prog, arrays, (gk.Active(0.2), 9), seeds)
+    _same(device, prog, arrays, (gk.Active(0.2), 9), seeds)
 
 
+@pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU (CuPy): the fingerprint guard is for CuPy arrays, which "
+                    "cannot be made read-only (NumPy's guard: test_programs.py)")
 def test_host_write_to_a_device_array_is_refused():
+    cupy = CUPY.xp
+
     def prog(u, v, E, c):
         gk.launch(library.allen_cahn_step, u.shape[0], u, v, c, 0.01)
         v[0] = 3.0  # a host write CuPy cannot refuse: the fingerprint finds it before the next launch
@@ -75,7 +77,7 @@ def test_host_write_to_a_device_array_is_refused():
 
 
 @pytest.mark.parametrize("loop", ["plain", "checkpointed"])
-def test_implicit_diffusion_with_rules_on_gpu_equals_cpu(loop):
+def test_implicit_diffusion_with_rules_on_gpu_equals_cpu(loop, device):
     def plain(step, nsteps):
         for t in range(nsteps):
             step(t)
@@ -84,11 +86,11 @@ def test_implicit_diffusion_with_rules_on_gpu_equals_cpu(loop):
     r = np.random.default_rng(2)
     n = 33
     arrays = [r.uniform(0.2, 0.8, n), r.uniform(0.2, 0.8, n), r.random(n)]
-    _same(prog, arrays, (gk.Active(0.8), 4), [np.zeros(n), np.zeros(n), r.random(n)])
+    _same(device, prog, arrays, (gk.Active(0.8), 4), [np.zeros(n), np.zeros(n), r.random(n)])
 
 
 @pytest.mark.parametrize("rule", ["tridiagonal_solve", "dense_solve", "poisson_periodic", "spectral_derivative"])
-def test_shipped_rules_on_gpu_equal_cpu(rule):
+def test_shipped_rules_on_gpu_equal_cpu(rule, device):
     """Each shipped rule alone: primal and reverse on CuPy equal NumPy's."""
     r = np.random.default_rng(3)
     n, m = 16, 3
@@ -108,4 +110,4 @@ def test_shipped_rules_on_gpu_equal_cpu(rule):
 
     def prog(*xs):
         fn(*xs)
-    _same(prog, args, scalars, seeds)
+    _same(device, prog, args, scalars, seeds)
