@@ -65,18 +65,24 @@ def test_every_signature_and_mode_generates_cuda():
 
 @pytest.mark.slow
 @needs_nvcc
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_generated_cuda_compiles_with_nvcc(tmp_path, arch):
-    result = nvcc(tmp_path, bundle(generated()), f"-arch={arch}", "-cubin", "-o", "kernels.cubin")
+@pytest.mark.parametrize("half", [0, 1])
+def test_generated_cuda_compiles_with_nvcc(tmp_path, half):
+    """Every generated kernel through nvcc, for sm_90 (the H100/H200 the project runs on), in two halves that
+    CI's two workers compile side by side (one bundle took 3.5 minutes of one core). One architecture is
+    enough for the whole corpus: the generated C uses nothing architecture-specific (double atomicAdd needs
+    sm_60); sm_80 compiles a single unit below."""
+    sources = dict(sorted(generated().items())[half::2])
+    result = nvcc(tmp_path, bundle(sources), "-arch=sm_90", "-cubin", "-o", "kernels.cubin")
     assert result.returncode == 0, result.stderr[-6000:]
     assert (tmp_path / "kernels.cubin").stat().st_size > 0
 
 
 @needs_nvcc
-def test_a_single_translation_unit_compiles_as_generated(tmp_path):
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_a_single_translation_unit_compiles_as_generated(tmp_path, arch):
     """What NVRTC gets at run time: one self-contained unit, no bundling."""
     src = generated()["reverse/allen_cahn/gather"]
-    result = nvcc(tmp_path, src, "-arch=sm_90", "-cubin", "-o", "k.cubin")
+    result = nvcc(tmp_path, src, f"-arch={arch}", "-cubin", "-o", "k.cubin")
     assert result.returncode == 0, result.stderr[-4000:]
 
 

@@ -42,10 +42,14 @@ def _reverse(label: str) -> bool:
 
 def _sampled(label: str) -> bool:
     """The signatures CI runs: every tenth by a stable hash, plus every racy launch and every signature of the
-    families where the CUDA path has code of its own (4-D/5-D arrays, local arrays, tapes, vector lanes)."""
+    families where the CUDA path has code of its own (4-D/5-D arrays, local arrays, tapes), and the vector-lane
+    signatures of the small test kernels. The lanes of the library's and the HPC ports' kernels (d2q9, 2-D/3-D
+    stencils, syrk...) are `full`: the same lane code on bodies whose Numba references cost 10-40 s of CPU
+    each, 480 s of the sample's 970 (session 37, under load); like the rest of the corpus they run with -m full."""
     family = label.split("/")[0]
+    lanes = label.endswith("/batch") or label.endswith("/batch-tangent")
     return (zlib.crc32(label.encode()) % 10 == 0 or family in ("racy", "dims", "local", "tape")
-            or label.endswith("/batch") or label.endswith("/batch-tangent"))
+            or (lanes and family not in ("library", "hpc")))
 
 
 # The rest of the corpus is marked `full` and deselected by default (pyproject.toml's addopts; run it with
