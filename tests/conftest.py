@@ -35,3 +35,15 @@ def pytest_addoption(parser):
 @pytest.fixture
 def update_golden(request):
     return request.config.getoption("--update-golden")
+
+
+# GRADKERN_TEST_TIMES=FILE: one line per test as it finishes ("seconds<TAB>outcome<TAB>test id", appended by
+# the controlling process only), so a suite over its time budget shows where the time goes even when it is
+# stopped before pytest's --durations table (docs/testing.md).
+_TIMES = os.environ.get("GRADKERN_TEST_TIMES")
+
+
+def pytest_runtest_logreport(report):
+    if _TIMES and report.when == "call" and "PYTEST_XDIST_WORKER" not in os.environ:
+        with open(_TIMES, "a", encoding="utf-8") as f:
+            f.write(f"{report.duration:.2f}\t{report.outcome}\t{report.nodeid}\n")
