@@ -94,9 +94,14 @@ def main() -> int:
         rows.append((name, _outcome(log, rc), dt))
         _write_summary(args.out, rows, time.perf_counter() - t_all)
     print(_write_summary(args.out, rows, time.perf_counter() - t_all))
-    return 0 if all(r[1].startswith(("exit 0",)) or ("failed" not in r[1] and "error" not in r[1]
-                                                       and "killed" not in r[1] and "exit" not in r[1])
-                    for r in rows) else 1
+    return 0 if all(_passed(outcome) for _, outcome, _ in rows) else 1
+
+
+def _passed(outcome: str) -> bool:
+    """A phase passed: exit 0, or a pytest summary with no failure or error."""
+    if outcome.startswith("exit ") or outcome == "killed at its limit":
+        return outcome == "exit 0"
+    return "failed" not in outcome and "error" not in outcome
 
 
 def _write_summary(out: Path, rows, total: float) -> str:
