@@ -10,7 +10,6 @@ import contextlib
 
 import numpy as np
 import pytest
-from devices import CUPY, HAS_GPU
 from test_checkpoint import heat_ping_pong
 from test_programs import ping_pong
 from test_rules import implicit_diffusion
@@ -53,27 +52,67 @@ def test_program_on_gpu_equals_cpu(device):
 
 
 @pytest.mark.parametrize("storage", ["device", "host"])
-def test_checkpointed_loop_on_gpu_equals_cpu(storage, device):
+def test_checkpointed_loop_on_gpu_equals_cpu(storage, device, monkeypatch):
+    """storage="host" snapshots go out of device memory and back (program/checkpoint.py), on hostcuda too."""
+    import gradkern.program.checkpoint as checkpoint
+    moved = []
+    for name in ("to_host", "from_host"):
+        real = getattr(checkpoint, name)
+        monkeypatch.setattr(checkpoint, name, lambda *a, real=real, name=name: moved.append(name) or real(*a))
     arrays, seeds = _inputs(64, 1)
     prog = heat_ping_pong(lambda step, nsteps: gk.checkpointed_loop(step, nsteps, snapshots=3, storage=storage))
     _same(device, prog, arrays, (gk.Active(0.2), 9), seeds)
+    if storage == "host":
+        assert "to_host" in moved and "from_host" in moved
+    else:
+        assert not moved
 
 
-@pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU (CuPy): the fingerprint guard is for CuPy arrays, which "
-                    "cannot be made read-only (NumPy's guard: test_programs.py)")
-def test_host_write_to_a_device_array_is_refused():
-    cupy = CUPY.xp
+def test_host_write_to_a_device_array_is_refused(device):
+    """A host write through a view made before the call: device memory's fingerprint finds it before the next
+    launch (CuPy has no read-only flag; on hostcuda NumPy's flags, which cannot see such a view, stay too), and
+    no shadow changes."""
+    r = np.random.default_rng(4)
+    u, v, du, dv, E, dE = (device.to(a) for a in (r.random(16), r.random(16), r.random(16), r.random(16),
+                                                   np.zeros(1), np.ones(1)))
+    alias = v[:]
 
     def prog(u, v, E, c):
         gk.launch(library.allen_cahn_step, u.shape[0], u, v, c, 0.01)
-        v[0] = 3.0  # a host write CuPy cannot refuse: the fingerprint finds it before the next launch
+        alias[0] = 3.0
         gk.launch(library.allen_cahn_step, u.shape[0], v, u, c, 0.01)
-    u, v = cupy.asarray(np.random.rand(16)), cupy.asarray(np.random.rand(16))
-    du, dv = cupy.zeros(16), cupy.ones(16)
-    with pytest.raises(gk.ProgramError, match="host write"):
-        gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(cupy.zeros(1), cupy.ones(1)),
-                    gk.Active(0.2))
-    assert float(du.sum()) == 0.0 and float(dv.sum()) == 16.0
+    shadows = [device.host(a).copy() for a in (du, dv, dE)]
+    with device.running(), pytest.raises(gk.ProgramError, match="host write to .*'v'.*found before launch 2") as err:
+        gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, dE), gk.Active(0.2))
+    assert "read-only" not in str(err.value)  # found by the fingerprint, not refused by a NumPy flag
+    for before, after in zip(shadows, (du, dv, dE)):
+        np.testing.assert_array_equal(device.host(after), before)
+    if device.xp is np:
+        assert u.flags.writeable and v.flags.writeable
+
+
+def test_rule_writing_outside_its_writes_on_a_device_is_refused(device):
+    """A rule call in a program that writes an argument its writes= does not list: RuleError from the
+    fingerprint on device memory (NumPy's flag elsewhere: test_rules.py), shadows unchanged."""
+    r = np.random.default_rng(5)
+    x, dx, y, dy = (device.to(r.random(8)) for _ in range(4))
+    alias = y[:]  # made before the call: NumPy's flag (hostcuda) cannot see a write through it, the fingerprint can
+
+    @gk.custom_rule(writes=("x",))
+    def sloppy(x, y, c):
+        alias[...] = c * x
+
+    @sloppy.reverse
+    def _(config, tape, x, y, c):
+        return None, None, 0.0
+
+    def prog(x, y, c):
+        sloppy(x, y, c)
+    before = [device.host(a).copy() for a in (dx, dy)]
+    with device.running(), pytest.raises(gk.RuleError, match="writes="):
+        gk.autodiff(prog, gk.Duplicated(x, dx), gk.Duplicated(y, dy), gk.Active(2.0))
+    for b, a in zip(before, (dx, dy)):
+        np.testing.assert_array_equal(device.host(a), b)
 
 
 @pytest.mark.parametrize("loop", ["plain", "checkpointed"])

@@ -59,8 +59,8 @@ def p_copyto(u, E):
 
 def p_setitem(u, E):
     w = np.zeros_like(u)
+    w[0] = 0.5  # a fill first: once the copy below has taken w, host writes to it are refused
     w[1:] = u[:-1]
-    w[0] = 0.5
     gk.launch(energy, N, w, E)
 
 
@@ -318,6 +318,26 @@ def test_views_and_plain_calls_unchanged(rng):
         gk.launch(energy, N - 2, inner, E)
     du, _ = _grad(prog, u)
     np.testing.assert_allclose(du, np.r_[0.0, 2 * u[1:-1], 0.0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("check", ["auto", "fingerprint"])
+def test_write_through_an_earlier_view_of_a_taken_buffer_is_refused(rng, monkeypatch, check):
+    """w was made before the copy took a view of its buffer, so NumPy left w writable: the guard refuses the
+    write by its buffer (flags or fingerprints alike), before anything changed."""
+    monkeypatch.setenv("GRADKERN_HOST_WRITE_CHECK", check)
+
+    def prog(u, E):
+        w = np.zeros_like(u)
+        w[1:] = u[:-1]
+        w[0] = 0.5
+        gk.launch(energy, N, w, E)
+    u = _u(rng)
+    du, dE = rng.random(N), np.ones(1)
+    before = [u.copy(), du.copy(), dE.copy()]
+    with pytest.raises(gk.ProgramError, match=r"host write to 'w'.*after launch 1 \(kernel '_copy1'\)"):
+        gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(np.zeros(1), dE))
+    for a, b in zip(before, (u, du, dE)):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_tracked_argument_is_locked_with_its_buffer(rng):

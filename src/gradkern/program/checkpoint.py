@@ -33,7 +33,7 @@ from checkpoint_schedules import StorageType
 from ..errors import ProgramError
 from ..kernel import KernelFunction
 from ..rules import CustomRule
-from ..runtime.arrays import is_array, is_cupy_array
+from ..runtime.arrays import device_memory, from_host, is_array, is_cupy_array, to_host
 from ..runtime.execute import run_spec
 from ..runtime.launch import prepare_launch
 from ..runtime.recording import Recorder
@@ -246,8 +246,8 @@ class LoopEntry(LoopHooks):
                                    hint="a schedule storing in RAM (storage='host' keeps it in host memory)")
             self.disk = self.disk or DiskSnapshots()
             return ("disk", self.disk.write([root]))
-        if self.storage == "host" and is_cupy_array(root):
-            return ("host", root.get())
+        if self.storage == "host" and device_memory(root):
+            return ("host", to_host(root))
         return ("copy", root.copy())
 
     def load(self, root: Any, data: Any) -> None:
@@ -257,7 +257,7 @@ class LoopEntry(LoopHooks):
         if kind == "disk":
             self.disk.read_into(payload, [root])
         elif kind == "host":
-            root.set(payload)
+            from_host(root, payload)
         else:
             root[...] = payload
 

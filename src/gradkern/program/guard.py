@@ -11,10 +11,16 @@ launch that takes them (fingerprint.py) and checked before the next launch
 that takes them and when the program returns, so a host write is found
 before any launch could save or read the changed contents. That costs two
 extra reads of each launched buffer per launch; GRADKERN_HOST_WRITE_CHECK
-chooses: `auto` (the default: flags on NumPy, fingerprints elsewhere),
+chooses: `auto` (the default: flags on NumPy, fingerprints on device memory),
 `fingerprint` (fingerprints everywhere, which also catches writes through
 views made before the call), `off` (no fingerprints: CuPy writes unguarded;
 NumPy's flags cost nothing and stay).
+
+While hostcuda is the default backend, NumPy arrays are device memory
+(runtime/arrays.py `device_memory`) and get both: the flags, so that a host
+write is refused before it changes anything as on the CPU, and the
+fingerprints, so that CI runs the GPU's guard (it finds what the flags cannot
+see, a write through a view made before the call; docs/hostcuda.md).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProgramError
+from ..runtime.arrays import device_memory
 from .fingerprint import fingerprint
 from .shadows import memory_root
 
@@ -52,6 +59,7 @@ class HostWriteGuard:
         self.prints: dict[int, tuple[Any, int, Any]] = {}  # id(buffer) -> (reference, fingerprint, step after)
         # id(buffer) -> weak references to the views of it the program holds (TrackedArrays), locked with it
         self.followers: dict[int, list] = {}
+        self.locked_after: dict[int, Any] = {}  # id(flag-locked buffer) -> the step after which it was locked
 
     def follow(self, views: list) -> None:
         """Lock `views` whenever their buffer is locked, and now if it is: a view made while its buffer was
@@ -74,17 +82,18 @@ class HostWriteGuard:
         return [r() for r in alive]
 
     def _fingerprinted(self, a: Any) -> bool:
-        return self.mode == "fingerprint" or (self.mode == "auto" and not isinstance(a, np.ndarray))
+        auto = not isinstance(a, np.ndarray) or device_memory(a)
+        return self.mode == "fingerprint" or (self.mode == "auto" and auto)
 
     def lock(self, arrays: list, step: Any) -> None:
         for a in arrays:
             if self._fingerprinted(a):
                 root = memory_root(a)
                 self.prints[id(root)] = (_reference(root), fingerprint(root), step)
-                continue
-            if not isinstance(a, np.ndarray):
+            if not isinstance(a, np.ndarray) or self.mode == "fingerprint":
                 continue
             root = memory_root(a)
+            self.locked_after[id(root)] = step
             for x in (root, a, *self._followers(root)):
                 # a view made while its buffer was locked is read-only only because of us
                 if not self._holds(x) and (x.flags.writeable or self._holds(root)):
@@ -96,7 +105,7 @@ class HostWriteGuard:
         """ProgramError if a fingerprinted buffer of `arrays` (of every one when None) changed since the
         launch that last took it; `before` says where the change was found."""
         roots = self.prints if arrays is None else {id(memory_root(a)): None for a in arrays}
-        for key in roots:
+        for key in list(roots):  # a freed buffer's entry is dropped on the way
             if key in self.prints:
                 ref, fp, step = self.prints[key]
                 root = ref()
@@ -114,6 +123,8 @@ class HostWriteGuard:
         it); NumPy's read-only flag refuses the others."""
         root = memory_root(a)
         entry = self.prints.get(id(root))
+        if entry is None and self._holds(root):  # locked by its flag; `a`, a view made before, kept its own
+            entry = (lambda: root, None, self.locked_after.get(id(root), self.last))
         if entry is not None and entry[0]() is root:
             raise ProgramError(f"a host write to {_name_of(root)}, which the program's derivative depends on, "
                                f"{_after(entry[2])}, refused before it changed anything; no shadow was changed",
@@ -149,6 +160,7 @@ class HostWriteGuard:
             x.flags.writeable = True
         self.arrays.clear()
         self.followers.clear()
+        self.locked_after.clear()
 
     def host_write_error(self, exc: ValueError) -> ProgramError | None:
         """The ProgramError for NumPy's read-only failure inside the program, naming the array where the

@@ -9,7 +9,7 @@ copy-on-write (a later step that overwrites them saves them first).
 
 What a rule may write is its `writes=` (every array argument without it).
 The others are read-only during the call (NumPy flags; fingerprints on
-other arrays), so a write outside `writes=` is a RuleError, never a
+device memory), so a write outside `writes=` is a RuleError, never a
 silently stale save.
 """
 
@@ -25,7 +25,7 @@ import numpy as np
 from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
 from ..errors import RuleError
 from ..rules import CustomRule, RuleConfig, handling
-from ..runtime.arrays import is_array
+from ..runtime.arrays import device_memory, is_array
 from ..runtime.recording import recording
 from .fingerprint import fingerprint
 from .guard import HostWriteGuard
@@ -150,12 +150,11 @@ def _others_read_only(call: Call) -> Iterator[None]:
         yield
         return
     flagged, prints = [], []
-    for n, a in others:
-        if isinstance(a, np.ndarray):
-            if a.flags.writeable:
-                a.flags.writeable = False
-                flagged.append(a)
-        else:
+    for n, a in others:  # device memory is fingerprinted (on hostcuda, NumPy's flags stay too)
+        if isinstance(a, np.ndarray) and a.flags.writeable:
+            a.flags.writeable = False
+            flagged.append(a)
+        if not isinstance(a, np.ndarray) or device_memory(a):
             prints.append((n, a, fingerprint(a)))
     try:
         yield

@@ -45,6 +45,14 @@ def memory_root(x: Any) -> Any:
     return x
 
 
+def _module(a: Any) -> Any:
+    """The array module of `a`'s memory: cupy for device arrays, numpy on the host (hostcuda included)."""
+    if is_cupy_array(a):
+        import cupy
+        return cupy
+    return np
+
+
 class _Keep:
     """An __array_interface__ exporter that keeps the memory's owner alive."""
 
@@ -115,11 +123,8 @@ class ShadowMap:
     def internal(self, a: Any) -> tuple:
         """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them."""
         root = memory_root(a)
-        if is_cupy_array(root):
-            import cupy
-            shadows = tuple(cupy.zeros_like(root) for _ in range(self.lanes))
-        else:
-            shadows = tuple(np.zeros_like(root) for _ in range(self.lanes))
+        xp = _module(root)
+        shadows = tuple(xp.zeros_like(root) for _ in range(self.lanes))
         if tuple(shadows[0].strides) != tuple(root.strides):
             raise ProgramError(f"an array of shape {tuple(root.shape)} and strides {tuple(root.strides)} needs a "
                                "shadow laid out like it, which zeros_like does not give",

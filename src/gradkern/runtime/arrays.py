@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import backend
+from ..backends import backend, default_name
 from ..errors import BackendUnavailableError
 
 INSTALL_HINT = 'install CuPy for your CUDA version: pip install "gradkern[cuda12]" or "gradkern[cuda13]"'
@@ -51,6 +51,28 @@ def _address(x: Any) -> int:
     data = getattr(x, "data", None)
     ptr = getattr(data, "ptr", None)  # CuPy: no export, no synchronisation
     return ptr if isinstance(ptr, int) else x.__cuda_array_interface__["data"][0]
+
+
+def device_memory(x: Any) -> bool:
+    """Whether `x` is treated as device memory (programs: fingerprints instead of read-only flags, host
+    snapshots copied out of it): a CuPy array, or a NumPy array while 'hostcuda' is the default backend of
+    NumPy launches, the host's stand-in for a GPU, so that CI runs those paths (docs/hostcuda.md)."""
+    if isinstance(x, np.ndarray):
+        return default_name() == "hostcuda"
+    return is_cupy_array(x)
+
+
+def to_host(x: Any) -> np.ndarray:
+    """A NumPy copy of device memory `x` (device to host on a GPU; a copy of the buffer on hostcuda)."""
+    return x.get() if is_cupy_array(x) else np.array(x, copy=True)
+
+
+def from_host(x: Any, values: np.ndarray) -> None:
+    """Write the NumPy array `values` into device memory `x` (host to device on a GPU)."""
+    if is_cupy_array(x):
+        x.set(values)
+    else:
+        x[...] = values
 
 
 def is_array(x: Any) -> bool:
