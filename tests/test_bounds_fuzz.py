@@ -31,7 +31,9 @@ Properties, per launch:
 
 GRADKERN_FUZZ_BOUNDS sets the number of kernels (CI default 40),
 GRADKERN_FUZZ_SEED the seed, GRADKERN_FUZZ_CPU_EVERY how often a kernel also
-runs on the compiled CPU backend (default every 20th; the rest run on the
+runs on the compiled CPU backend (default every 20th),
+GRADKERN_FUZZ_HOSTCUDA_EVERY how often on hostcuda (default every 5th: its
+exact check runs the CUDA backend's bounds-checked kernel; the rest run on the
 reference interpreter, which runs the same proof and exact check).
 A local long run: GRADKERN_FUZZ_BOUNDS=2000 pytest -s -n0 tests/test_bounds_fuzz.py
 """
@@ -44,7 +46,7 @@ import os
 from dataclasses import dataclass, field
 
 import numpy as np
-from test_race_fuzz import fuzz_kernels
+from test_race_fuzz import _HAS_GPP, HOSTCUDA_EVERY, fuzz_kernels
 
 import gradkern as gk
 from gradkern.analysis.bounds import Outside
@@ -309,6 +311,7 @@ class Stats:
     undecided: int = 0  # the proof: neither (the exact check runs)
     refused: int = 0  # LaunchError
     cpu_launches: int = 0
+    hostcuda_launches: int = 0
     gradients: int = 0  # launches also made through gk.autodiff (reverse mode, interpreter)
     features: dict = field(default_factory=dict)  # feature -> [launches, proved or named]
     unsound: list = field(default_factory=list)  # must stay empty
@@ -322,7 +325,8 @@ class Stats:
         return (f"{self.kernels} kernels, {self.launches} launches ({self.outside} leave an array per the oracle); "
                 f"proof conclusive at {self.conclusive} ({self.proved} proved inside, {self.named} named a thread "
                 f"outside), undecided at {self.undecided} (exact check); LaunchError at {self.refused}; on the "
-                f"compiled CPU backend: {self.cpu_launches}; through gk.autodiff: {self.gradients}; "
+                f"compiled CPU backend: {self.cpu_launches}, on hostcuda: {self.hostcuda_launches}; "
+                f"through gk.autodiff: {self.gradients}; "
                 f"unsound: {len(self.unsound)}; wrong end-to-end: {len(self.wrong)}")
 
 
@@ -342,9 +346,11 @@ def _arguments(rng: np.random.Generator, g: _Generator):
     return dim, {"a": a, "x": rng.uniform(0.0, 1.0, 8), "out": out}, n, m
 
 
-def fuzz(directory: str, count: int = N_KERNELS, seed: int = SEED, cpu_every: int = CPU_EVERY) -> Stats:
+def fuzz(directory: str, count: int = N_KERNELS, seed: int = SEED, cpu_every: int = CPU_EVERY,
+         hostcuda_every: int = HOSTCUDA_EVERY) -> Stats:
     """Generate `count` kernels and check every launch (see module doc)."""
-    return fuzz_kernels(directory, Stats(), _Generator, "bfuzz", _check_launch, LAUNCHES, count, seed, cpu_every)
+    return fuzz_kernels(directory, Stats(), _Generator, "bfuzz", _check_launch, LAUNCHES, count, seed, cpu_every,
+                        hostcuda_every=hostcuda_every)
 
 
 def _check_launch(stats: Stats, rng, g: _Generator, src: str, kernel, backend: str):
@@ -368,6 +374,7 @@ def _check_launch(stats: Stats, rng, g: _Generator, src: str, kernel, backend: s
     if isinstance(verdict, Outside) and oracle(src, g.name, dim, arrays, n, m, [verdict.thread]) is not None:
         stats.unsound.append(f"named thread {verdict.thread} ({verdict.site.text}), which stays inside: " + case)
     stats.cpu_launches += backend == "cpu"
+    stats.hostcuda_launches += backend == "hostcuda"
     try:
         gk.launch(kernel, dim, *args, backend=backend)
         refused = False
@@ -423,3 +430,4 @@ def test_the_bounds_proof_is_sound_and_launches_are_refused_exactly(tmp_path):
     assert not stats.wrong, "\n\n".join(stats.wrong[:5])
     # the generator must reach every verdict
     assert stats.proved and stats.named and stats.undecided and stats.refused < stats.launches
+    assert stats.hostcuda_launches or not _HAS_GPP or not HOSTCUDA_EVERY

@@ -14,6 +14,11 @@ import numpy as np
 import pytest
 
 import gradkern as gk
+from gradkern.backends.hostcuda import compiler
+
+# hostcuda runs the CUDA backend's bounds-checked C on the host (docs/hostcuda.md)
+BACKENDS = ["cpu", "interp", pytest.param("hostcuda", marks=pytest.mark.skipif(
+    compiler() is None, reason="g++ is not on the PATH: backend hostcuda is unavailable"))]
 
 
 @gk.kernel
@@ -47,7 +52,7 @@ def boundscheck(monkeypatch):
     monkeypatch.setenv("GRADKERN_BOUNDSCHECK", "1")
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interp"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_launch_past_its_arrays_is_caught_in_parallel_and_writes_nothing_outside_them(backend, rng):
     """Issue 14.7: dim 13 on 8-element views of 16-element buffers wrote elements 8-12 of the buffer."""
     xbuf, ybuf = rng.uniform(0.5, 1.5, 16), rng.uniform(0.5, 1.5, 16)
@@ -61,7 +66,7 @@ def test_a_launch_past_its_arrays_is_caught_in_parallel_and_writes_nothing_outsi
     np.testing.assert_array_equal(ybuf[8:], before[8:])  # nothing outside the view changed
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interp"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_indirect_and_2d_accesses_are_checked(backend, rng):
     x, out = rng.uniform(0.5, 1.5, 6), np.zeros(5)
     idx = np.array([0, 5, 2, 6, 1])
@@ -88,7 +93,7 @@ def test_derivative_kernels_are_checked_too(rng):
     np.testing.assert_allclose(da, x.sum(), rtol=1e-14)
 
 
-@pytest.mark.parametrize("backend", ["cpu", "interp"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_taped_value_of_a_branch_not_taken_is_not_read(backend, rng):
     """The augmented primal tapes z[i - 5] for the reverse; it must not read it
     where the conditional expression does not (threads 0-4: z[-5] ... z[-1])."""

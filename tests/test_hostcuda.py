@@ -70,6 +70,12 @@ def _split_sampled(label: str) -> bool:
     return label.split("/")[0] in ("tape", "local") or zlib.crc32(label.encode()) % 40 == 0
 
 
+def _bounds_sampled(label: str) -> bool:
+    """The signatures CI runs bounds-checked (GRADKERN_BOUNDSCHECK=1): one in fifty by a stable hash, outside
+    the library's and the HPC ports' long bodies, whose checked Numba references cost the most to compile."""
+    return zlib.crc32(label.encode()) % 50 == 7 and label.split("/")[0] not in ("library", "hpc")
+
+
 # ---- running a signature on a backend ---------------------------------------------------------------------------
 
 def run(s, backend_name: str, split: bool = False):
@@ -171,6 +177,14 @@ def test_split_reverse_on_hostcuda_equals_cpu(label):
 
 
 # ---- the source is the CUDA backend's ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("label", _params(LABELS, _bounds_sampled))
+def test_bounds_checked_signature_on_hostcuda_equals_cpu(label, monkeypatch):
+    """Every access checked in the generated code, on the CUDA path as on the CPU: the same results, and the
+    same refusals with nothing changed."""
+    monkeypatch.setenv("GRADKERN_BOUNDSCHECK", "1")
+    differential(label, copies=(5, 6))
+
 
 @pytest.mark.parametrize("label", [label for label in LABELS if _sampled(label)][::4])
 def test_source_is_the_cuda_backends_byte_for_byte(label):

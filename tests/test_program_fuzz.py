@@ -24,6 +24,8 @@ import numpy as np
 import pytest
 
 import gradkern as gk
+from gradkern.backends import set_default
+from gradkern.backends.hostcuda import compiler
 from gradkern.testing import check_grad
 
 N_PROGRAMS = int(os.environ.get("GRADKERN_FUZZ_PROGRAMS", "12"))
@@ -215,6 +217,13 @@ def checkpointed_loop(step, nsteps, snapshots, schedule):
     gk.checkpointed_loop(step, nsteps, snapshots=snapshots, schedule=made)
 
 
+def checkpointed_loop_on_host(step, nsteps, snapshots, schedule):
+    """As checkpointed_loop, with storage="host": on a device, snapshots copied out of device memory."""
+    made = None if schedule == "binomial" else cs.Revolve(nsteps, snapshots) if schedule == "revolve" else \
+        cs.MixedCheckpointSchedule(nsteps, snapshots)
+    gk.checkpointed_loop(step, nsteps, snapshots=snapshots, schedule=made, storage="host")
+
+
 def _inputs(seed):
     r = np.random.default_rng(seed)
     return [r.uniform(0.2, 0.8, N) for _ in range(3)] + [np.zeros(1)]
@@ -246,3 +255,28 @@ def test_random_programs_against_finite_differences_and_the_plain_loop(case):
             np.testing.assert_array_equal(a, b)
     except (AssertionError, gk.GradkernError) as e:
         raise AssertionError(f"program {case} (seed {SEED}): {text}\n{e}") from e
+
+
+@pytest.mark.skipif(compiler() is None, reason="g++ is not on the PATH: backend hostcuda is unavailable")
+@pytest.mark.parametrize("case", range(0, N_PROGRAMS, 4))
+def test_random_programs_on_hostcuda_equal_the_cpu(case):
+    """The fuzzer's slice on the CUDA path (docs/hostcuda.md): with hostcuda the default backend, every launch
+    runs the CUDA backend's C and the program takes its device paths (fingerprint guard, storage="host"
+    snapshots copied out and back). Gradients and primals equal the compiled CPU backend's to 1e-12 relative:
+    the same operations, except that atomic adds into the loss sum in the schedule's order on hostcuda
+    (float64 sums of at most 2 N terms of like size: tests/test_hostcuda.py's RTOL derivation)."""
+    rng = np.random.default_rng(SEED * 100_003 + case)
+    make, text = _program(rng)
+    program = make(checkpointed_loop_on_host)
+    want = _gradient(program, case)
+    before = set_default("hostcuda")
+    try:
+        got = _gradient(program, case)
+    finally:
+        set_default(before)
+    try:
+        for a, b in zip(want[0] + list(want[2]), got[0] + list(got[2])):
+            np.testing.assert_allclose(b, a, rtol=1e-12, atol=1e-14)
+        assert abs(got[1] - want[1]) <= 1e-12 * max(abs(want[1]), 1e-300)
+    except AssertionError as e:
+        raise AssertionError(f"program {case} (seed {SEED}) on hostcuda: {text}\n{e}") from e

@@ -39,7 +39,9 @@ Properties, per launch:
 
 GRADKERN_FUZZ_RACES sets the number of kernels (CI default 60),
 GRADKERN_FUZZ_SEED the seed, GRADKERN_FUZZ_CPU_EVERY how often a kernel also
-runs on the compiled CPU backend (default every 10th; the rest run on the
+runs on the compiled CPU backend (default every 10th),
+GRADKERN_FUZZ_HOSTCUDA_EVERY how often on hostcuda, the generated CUDA C run
+on the host (default every 5th, where g++ is; the rest run on the
 reference interpreter, which runs the same pipeline and run-time check).
 A local long run: GRADKERN_FUZZ_RACES=3000 pytest -s -n0 tests/test_race_fuzz.py
 """
@@ -56,10 +58,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import gradkern as gk
+from gradkern.backends.hostcuda import compiler
+
+_HAS_GPP = compiler() is not None
 
 N_KERNELS = int(os.environ.get("GRADKERN_FUZZ_RACES", "60"))
 SEED = int(os.environ.get("GRADKERN_FUZZ_SEED", "0"))
 CPU_EVERY = int(os.environ.get("GRADKERN_FUZZ_CPU_EVERY", "10"))
+# how often a kernel runs on hostcuda, the CUDA backend's C on the host (docs/hostcuda.md): its run-time check
+# and launch code are the CUDA path's own. Compiling one costs g++ about 0.1-0.3 s, less than Numba.
+HOSTCUDA_EVERY = int(os.environ.get("GRADKERN_FUZZ_HOSTCUDA_EVERY", "5"))
 LAUNCHES = 3  # per kernel
 L1, L2 = 64, 16  # extents of the 1-D written array, and of each axis of the 2-D one
 L_HIGH = {4: 12, 5: 9}  # of each axis of a 4-D and a 5-D one
@@ -493,6 +501,7 @@ class Stats:
     checked: int = 0  # launches that ran the exact run-time check
     checked_race_free: int = 0  # of those, race-free: the static analysis could not prove them
     cpu_launches: int = 0
+    hostcuda_launches: int = 0
     gradients: int = 0  # race-free launches differentiated (gk.autodiff, interpreter)
     plain_adds: int = 0  # of their arrays, those whose adjoint is a plain add (checked: no element shared)
     gathers: int = 0  # ... a gather (checked, as every form, by the dot-product test against forward mode)
@@ -505,7 +514,8 @@ class Stats:
         return (f"{self.kernels} kernels, {self.launches} launches ({self.skipped_out_of_bounds} more skipped: an "
                 f"access out of bounds); oracle: {self.racy} racy, {self.race_free} race-free; statically proven: "
                 f"{self.proven}, run-time checked: {self.checked} ({self.checked_race_free} of them race-free); "
-                f"on the compiled CPU backend: {self.cpu_launches}; differentiated: {self.gradients} (plain adds: "
+                f"on the compiled CPU backend: {self.cpu_launches}, on hostcuda: {self.hostcuda_launches}; "
+                f"differentiated: {self.gradients} (plain adds: "
                 f"{self.plain_adds}, gathers: {self.gathers}); "
                 f"disagreements: {len(self.disagreements)}; wrong end-to-end: {len(self.wrong)}; "
                 f"other failures: {len(self.other)}")
@@ -536,12 +546,21 @@ def load_kernels(path: str, sources: list[str]):
     return module
 
 
+def fuzz_backend(index: int, cpu_every: int, hostcuda_every: int) -> str:
+    """The backend kernel `index` of a fuzz run launches on: the compiled CPU backend for every `cpu_every`-th,
+    hostcuda for every `hostcuda_every`-th of the others (where g++ is), else the interpreter."""
+    if cpu_every and index % cpu_every == 0:
+        return "cpu"
+    if hostcuda_every and index % hostcuda_every == hostcuda_every // 2 and _HAS_GPP:
+        return "hostcuda"
+    return "interp"
+
+
 def fuzz_kernels(directory: str, stats, generator, name: str, check, launches: int, count: int, seed: int,
-                 cpu_every: int, batch: int = 100):
+                 cpu_every: int, batch: int = 100, hostcuda_every: int = 0):
     """Make `count` random kernels with `generator(rng, kernel_name)`, load them `batch` at a
     time from module files in `directory`, and `check(stats, rng, generator, source, kernel,
-    backend)` each `launches` times: on the compiled CPU backend for every `cpu_every`-th
-    kernel, else on the interpreter. Returns `stats`."""
+    backend)` each `launches` times on the backend fuzz_backend picks. Returns `stats`."""
     rng = np.random.default_rng(seed)
     for first in range(0, count, batch):
         gens = [generator(rng, f"{name}_{seed}_{first + x}") for x in range(min(batch, count - first))]
@@ -549,15 +568,17 @@ def fuzz_kernels(directory: str, stats, generator, name: str, check, launches: i
         module = load_kernels(os.path.join(directory, f"{name}_module_{seed}_{first}.py"), sources)
         for x, (g, src) in enumerate(zip(gens, sources)):
             stats.kernels += 1
-            backend = "cpu" if cpu_every and (first + x) % cpu_every == 0 else "interp"
+            backend = fuzz_backend(first + x, cpu_every, hostcuda_every)
             for _ in range(launches):
                 check(stats, rng, g, src, getattr(module, g.name), backend)
     return stats
 
 
-def fuzz(directory: str, count: int = N_KERNELS, seed: int = SEED, cpu_every: int = CPU_EVERY) -> Stats:
+def fuzz(directory: str, count: int = N_KERNELS, seed: int = SEED, cpu_every: int = CPU_EVERY,
+         hostcuda_every: int = HOSTCUDA_EVERY) -> Stats:
     """Generate `count` kernels and check every launch (see module doc)."""
-    return fuzz_kernels(directory, Stats(), _Generator, "fuzz", _check_launch, LAUNCHES, count, seed, cpu_every)
+    return fuzz_kernels(directory, Stats(), _Generator, "fuzz", _check_launch, LAUNCHES, count, seed, cpu_every,
+                        hostcuda_every=hostcuda_every)
 
 
 def _check_launch(stats: Stats, rng, g: _Generator, src: str, kernel, backend: str):
@@ -584,6 +605,7 @@ def _check_launch(stats: Stats, rng, g: _Generator, src: str, kernel, backend: s
     if not checked and verdict.racy:
         stats.disagreements.append("proven race-free, but it races: " + case)
     stats.cpu_launches += backend == "cpu"
+    stats.hostcuda_launches += backend == "hostcuda"
     try:
         gk.launch(kernel, dim, *args, backend=backend)
         refused = False
@@ -681,3 +703,4 @@ def test_static_proofs_are_sound_and_the_run_time_check_exact(tmp_path):
     assert not stats.wrong, "\n\n".join(stats.wrong[:5])
     # the generator must reach both verdicts and both paths
     assert stats.racy and stats.race_free and stats.proven and stats.checked
+    assert stats.hostcuda_launches or not _HAS_GPP or not HOSTCUDA_EVERY

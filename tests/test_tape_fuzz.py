@@ -55,8 +55,11 @@ Oracle, per kernel:
 
 GRADKERN_FUZZ_TAPE sets the number of kernels (CI default 40), GRADKERN_FUZZ_SEED
 the seed, GRADKERN_FUZZ_CPU_EVERY how often a kernel runs on the compiled CPU
-backend (default every 20th; the rest run everything, check_grad included, on
-the reference interpreter, which runs the same pipeline and tape plan).
+backend (default every 20th), GRADKERN_FUZZ_HOSTCUDA_EVERY how often on
+hostcuda, the CUDA backend's C on the host (default every 5th, where g++ is:
+its device tape is laid out by the CUDA printer); the rest run everything,
+check_grad included, on the reference interpreter, which runs the same
+pipeline and tape plan.
 Kernels the reverse refuses (NotDifferentiableError: "the tape size depends on
 'out', which the kernel overwrites", a branch around taped values in a loop
 reads an array the kernel writes) are counted, not failed.
@@ -77,6 +80,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
+from test_race_fuzz import _HAS_GPP, HOSTCUDA_EVERY, fuzz_backend
 
 import gradkern as gk
 import gradkern.testing
@@ -450,6 +454,7 @@ class Stats:
     kernels: int = 0
     checked: int = 0
     cpu: int = 0
+    hostcuda: int = 0
     redrawn: int = 0  # inputs drawn again: a condition too near its tie
     skipped: int = 0  # no inputs far enough from every tie
     max_tape_bytes: int = 0
@@ -459,7 +464,8 @@ class Stats:
     failures: list = field(default_factory=list)
 
     def __str__(self) -> str:
-        return (f"{self.kernels} kernels, {self.checked} checked ({self.cpu} on the compiled CPU backend), "
+        return (f"{self.kernels} kernels, {self.checked} checked ({self.cpu} on the compiled CPU backend, "
+                f"{self.hostcuda} on hostcuda), "
                 f"{self.skipped} skipped near a kink, inputs redrawn {self.redrawn} times; {self.taped} tape "
                 f"something (at most {self.max_tape_bytes} B per thread); {sum(len(v) for v in self.refused.values())} "
                 f"refused (NotDifferentiableError); failures: {len(self.failures)}")
@@ -558,6 +564,7 @@ def check_kernel(stats: Stats, rng: np.random.Generator, g: _Generator, text: st
         return
     stats.checked += 1
     stats.cpu += backend == "cpu"
+    stats.hostcuda += backend == "hostcuda"
     for f in g.features:
         stats.features[f] = stats.features.get(f, 0) + 1
     case = _case(g, text, src, values, backend, seed)
@@ -630,7 +637,7 @@ def check_kernel(stats: Stats, rng: np.random.Generator, g: _Generator, text: st
 
 
 def fuzz(directory: str, count: int = N_KERNELS, seed: int = SEED, cpu_every: int = CPU_EVERY,
-         batch: int = 50) -> Stats:
+         batch: int = 50, hostcuda_every: int = HOSTCUDA_EVERY) -> Stats:
     stats = Stats()
     rng = np.random.default_rng(seed)
     for first in range(0, count, batch):
@@ -640,7 +647,7 @@ def fuzz(directory: str, count: int = N_KERNELS, seed: int = SEED, cpu_every: in
         module = load_kernels(os.path.join(directory, f"tfuzz_module_{seed}_{first}.py"), sources)
         for x, (g, text, src) in enumerate(zip(gens, texts, sources)):
             stats.kernels += 1
-            backend = "cpu" if cpu_every and (first + x) % cpu_every == 0 else "interp"
+            backend = fuzz_backend(first + x, cpu_every, hostcuda_every)
             check_kernel(stats, rng, g, text, src, getattr(module, g.name), backend, seed)
     return stats
 
@@ -655,6 +662,7 @@ def test_tape_plans_give_the_gradients_of_random_kernels(tmp_path):
     assert not stats.failures, "\n\n".join(stats.failures[:3])
     refused = sum(len(v) for v in stats.refused.values())
     assert stats.checked - refused >= 0.75 * stats.kernels and stats.taped
+    assert stats.hostcuda or not _HAS_GPP or not HOSTCUDA_EVERY
     assert stats.features.keys() >= {"loop-carried local", "if/else on data", "conditional expression",
                                      "overwrite of a read element", "chain > RECOMPUTE_LIMIT ops", "short chain"}
 
