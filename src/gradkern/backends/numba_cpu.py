@@ -587,10 +587,14 @@ def _statements(body: tuple[ir.Stmt, ...]) -> int:
 
 
 def _defined_before_use(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
-    """Locals whose first mention, in program order, is an assignment at the top
-    level of the thread body (so it runs on every path before any read)."""
+    """Locals defined before any read on every path that reads them: those whose first mention, in program
+    order, is an assignment at the top level of `body`, and those mentioned only inside one nested block (a
+    branch, a loop body) that are so defined there (a gather's neighbour copies, each inside its own `if`:
+    their locals stay single-definition, docs/compile-time.md)."""
     seen: set[str] = set()
     first: set[str] = set()
+    where: dict[str, set[int]] = {}  # name -> the nested blocks mentioning it (-1: a statement's own parts)
+    nested: list[tuple[ir.Stmt, ...]] = []
     for s in body:
         if isinstance(s, ir.Assign):
             reads = {e.name for e in ir.walk_expr(s.value) if isinstance(e, ir.Var)}
@@ -598,15 +602,37 @@ def _defined_before_use(body: tuple[ir.Stmt, ...]) -> frozenset[str]:
             if s.name not in seen:
                 first.add(s.name)
             seen.add(s.name)
-            continue
-        for e in ir.all_exprs((s,)):
-            seen |= {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
-        for inner in ir.walk_stmts((s,)):
-            if isinstance(inner, ir.Assign):
-                seen.add(inner.name)
-            elif isinstance(inner, ir.For):
-                seen.add(inner.var)
+        else:
+            for e in ir.all_exprs((s,)):
+                seen |= {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
+            for inner in ir.walk_stmts((s,)):
+                if isinstance(inner, ir.Assign):
+                    seen.add(inner.name)
+                elif isinstance(inner, ir.For):
+                    seen.add(inner.var)
+        for n in _own_mentions(s):
+            where.setdefault(n, set()).add(-1)
+        for blk in ir.blocks(s):
+            nested.append(blk)
+            for n in _mentions(blk):
+                where.setdefault(n, set()).add(len(nested) - 1)
+    for x, blk in enumerate(nested):
+        first |= {n for n in _defined_before_use(blk) if where.get(n) == {x}}
     return frozenset(first)
+
+
+def _own_mentions(s: ir.Stmt) -> set[str]:
+    """Names a statement reads, assigns or indexes itself (not in its nested blocks)."""
+    out = {x.name for e in ir.stmt_exprs(s) for x in ir.walk_expr(e) if isinstance(x, (ir.Var,))}
+    out |= {x.array for e in ir.stmt_exprs(s) for x in ir.walk_expr(e) if isinstance(x, ir.Load)}
+    for attr in ("name", "var", "array"):
+        if isinstance(getattr(s, attr, None), str):
+            out.add(getattr(s, attr))
+    return out
+
+
+def _mentions(body: tuple[ir.Stmt, ...]) -> set[str]:
+    return {n for s in ir.walk_stmts(body) for n in _own_mentions(s)}
 
 
 def _tid_copies_unaliased(k: ir.Kernel) -> ir.Kernel:
