@@ -26,6 +26,7 @@ import math
 import os
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -34,7 +35,7 @@ from typing import Any
 from ..errors import InternalError
 from ..ir import nodes as ir
 from ..ir.ops import Op
-from ..ir.rewrite import with_blocks
+from ..ir.rewrite import rename_locals, with_blocks
 from ..ir.types import Scalar
 from .base import Backend, Generated, check_launch_ndim
 from .printer import Printer, Syntax
@@ -323,6 +324,7 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     # Each body (the general one, the interior's) has its own: the interior's straight-line copies define
     # their locals first where the general body's guarded copies cannot.
     k = _tid_copies_unaliased(k)
+    k = _single_definitions(k)
     firsts = {id(k.body): _defined_before_use(k.body)}
     if k.interior is not None:
         firsts[id(k.interior.body)] = _defined_before_use(k.interior.body)
@@ -633,6 +635,62 @@ def _own_mentions(s: ir.Stmt) -> set[str]:
 
 def _mentions(body: tuple[ir.Stmt, ...]) -> set[str]:
     return {n for s in ir.walk_stmts(body) for n in _own_mentions(s)}
+
+
+def _single_definitions(k: ir.Kernel) -> ir.Kernel:
+    """`k` with each local that one block assigns several times at its top level, before any read there, and
+    that nothing outside the block mentions, renamed at each assignment after the first (x, x__1, x__2...):
+    the same operations on the same values, one definition per name. A reverse body's adjoint accumulations
+    (`_gk_d_x = _gk_d_x + g`) are such names, and Numba's SSA reconstruction costs time proportional to the
+    multiply-defined names times the function's length (docs/compile-time.md)."""
+    taken = {p.name for p in k.params} | set(k.thread_indices)
+
+    def fresh(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+        total = _mention_counts(body)
+        taken.update(total)
+        return _versioned(body, total, frozenset(k.thread_indices), taken)
+    interior = k.interior if k.interior is None else replace(k.interior, body=fresh(k.interior.body))
+    return replace(k, body=fresh(k.body), interior=interior)
+
+
+def _mention_counts(body: tuple[ir.Stmt, ...]) -> Counter:
+    return Counter(n for s in ir.walk_stmts(body) for n in _own_mentions(s))
+
+
+def _versioned(body: tuple[ir.Stmt, ...], total: Counter, keep: frozenset[str], taken: set[str]
+               ) -> tuple[ir.Stmt, ...]:
+    body = tuple(with_blocks(s, lambda blk: _versioned(blk, total, keep, taken)) for s in body)
+    assigned = Counter(s.name for s in body if isinstance(s, ir.Assign))
+    if not any(c > 1 for c in assigned.values()):
+        return body
+    inside = _mention_counts(body)
+    nested = {x.name if isinstance(x, ir.Assign) else x.var for s in body for blk in ir.blocks(s)
+              for x in ir.walk_stmts(blk) if isinstance(x, (ir.Assign, ir.For))}
+    first = _defined_before_use(body)
+    names = {n for n, c in assigned.items()
+             if c > 1 and inside[n] == total[n] and n not in nested and n in first and n not in keep}
+    if not names:
+        return body
+    current: dict[str, str] = {}
+    seen: Counter = Counter()
+    out = []
+    for s in body:
+        if current:
+            target = s.name if isinstance(s, ir.Assign) else None
+            s = rename_locals((s,), current)[0]
+            if target is not None:
+                s = replace(s, name=target)
+        if isinstance(s, ir.Assign) and s.name in names:
+            seen[s.name] += 1
+            if seen[s.name] > 1:
+                new = f"{s.name}__{seen[s.name] - 1}"
+                while new in taken:
+                    new += "_"
+                taken.add(new)
+                current[s.name] = new
+                s = replace(s, name=new)
+        out.append(s)
+    return tuple(out)
 
 
 def _tid_copies_unaliased(k: ir.Kernel) -> ir.Kernel:
