@@ -312,6 +312,34 @@ def short_name(key: str, outer: int, inner: int) -> str:
             JAX_TWO: f"JAX {outer}x{inner}"}.get(key, f"gk s={key[4:]}")
 
 
+def gpu_main(args) -> None:
+    """Store-all and checkpointed on a GPU, snapshots on the device or copied to the host, against hand-written
+    CUDA (gpu_loops.py): time and the peak of CuPy's memory pool."""
+    import cupy
+    import gpu_loops as gl
+    n, steps = args.n, args.steps
+    if args.quick:
+        n, steps, args.runs = 2 ** 14, 100, 1
+    u0 = cupy.asarray(np.random.default_rng(0).uniform(-0.9, 0.9, n))
+    hand = "hand-written store-all (CUDA)"
+    rows = {"gradkern store-all": gl.gradkern_runner(cupy, steps)}
+    for s in (10, 30):
+        rows[f"gradkern checkpointed, {s} snapshots on the device"] = gl.gradkern_runner(cupy, steps, s)
+    rows["gradkern checkpointed, 10 snapshots on the host"] = gl.gradkern_runner(cupy, steps, 10, "host")
+    rows[hand] = gl.hand_runner(cupy, steps)
+    times, peaks = gl.run_rows(cupy, rows, u0, args.runs)
+    text = "\n".join([
+        "## checkpoint.py --gpu", "",
+        "checkpoint.py's Allen-Cahn loop on a GPU, float64, CuPy arrays (benchmarks/gpu_loops.py: the rows, the "
+        "timing and the peak of CuPy's memory pool during one call, inputs excluded; one state = N x 8 bytes). "
+        f"Median of {args.runs} interleaved runs after a warm-up, each ended by a synchronisation; every gradient "
+        "checked against gradkern store-all's (rtol 1e-9). Snapshots \"on the host\": `storage=\"host\"`.", "",
+        *run_lines(f"python benchmarks/checkpoint.py --gpu{' --write' if args.write else ''}"), gl.device_line(cupy),
+        f"* N = {n:,}, T = {steps}", "",
+        *gl.table(times, peaks, hand, n * 8), ""])
+    publish(text, "## checkpoint.py --gpu", args.write)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=2 ** 18)
@@ -322,7 +350,11 @@ def main() -> None:
     p.add_argument("--write", action="store_true")
     p.add_argument("--no-jax", action="store_true", help="leave the JAX rows out")
     p.add_argument("--one", help=argparse.SUPPRESS)
+    p.add_argument("--gpu", action="store_true", help="CuPy arrays, the generated CUDA kernels (gpu_loops.py)")
     args = p.parse_args()
+    if args.gpu:
+        gpu_main(args)
+        return
     if args.quick:
         args.n, args.steps, args.outer, args.runs = 2 ** 14, 100, 10, 1
     if args.steps % 2 or args.steps % args.outer:

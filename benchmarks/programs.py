@@ -143,6 +143,30 @@ def peak_memory(f) -> int:
     return peak
 
 
+def gpu_main(args) -> None:
+    """The same gradient on a GPU: gradkern's program against hand-written CUDA and JAX (gpu_loops.py)."""
+    import cupy
+    import gpu_loops as gl
+    n, steps = args.n, args.steps + args.steps % 2
+    u0 = cupy.asarray(np.random.default_rng(0).uniform(-0.9, 0.9, n))
+    hand = "hand-written store-all (CUDA)"
+    rows = {"gradkern program (gk.autodiff)": gl.gradkern_runner(cupy, steps), hand: gl.hand_runner(cupy, steps)}
+    jrun = gl.jax_runner(steps)
+    if jrun is not None:
+        rows["JAX jit(grad) (fori_loop)"] = jrun
+    times, peaks = gl.run_rows(cupy, rows, u0, args.runs)
+    text = "\n".join([
+        "## programs.py --gpu", "",
+        "The gradient of programs.py's Allen-Cahn program on a GPU, float64, CuPy arrays (benchmarks/gpu_loops.py: "
+        "the rows, the timing and the peak of CuPy's memory pool during one call, inputs excluded). Median of "
+        f"{args.runs} interleaved runs after a warm-up, each ended by a synchronisation; every gradient checked "
+        "against gradkern's (rtol 1e-9).", "",
+        *run_lines(f"python benchmarks/programs.py --gpu{' --write' if args.write else ''}"), gl.device_line(cupy),
+        f"* N = {n:,}, T = {steps}; JAX: {'importable' if jrun is not None else 'not importable, no row'}", "",
+        *gl.table(times, peaks, hand, n * 8), ""])
+    publish(text, "## programs.py --gpu", args.write)
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=1_000_000)
@@ -150,9 +174,13 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--write", action="store_true")
+    p.add_argument("--gpu", action="store_true", help="CuPy arrays, the generated CUDA kernels (gpu_loops.py)")
     args = p.parse_args()
     if args.quick:
         args.n, args.steps, args.runs = 1000, 10, 2
+    if args.gpu:
+        gpu_main(args)
+        return
     n, steps = args.n, args.steps + args.steps % 2
     rng = np.random.default_rng(0)
     u0 = rng.uniform(-0.9, 0.9, n)

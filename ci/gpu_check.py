@@ -10,7 +10,10 @@ next one still runs):
 3. bench-gpu   benchmarks/gpu.py: Allen-Cahn, generated vs hand-written CUDA, JAX, PyTorch
 4. bench-rules benchmarks/rules.py --gpu
 5. bench-lib   benchmarks/library.py --gpu
-6. vs-hostcuda tests/test_gpu.py again with GRADKERN_BACKEND=hostcuda: CuPy against the *same* CUDA C
+6. bench-programs   benchmarks/programs.py --gpu: a program's gradient against hand-written CUDA and JAX
+7. bench-checkpoint benchmarks/checkpoint.py --gpu: store-all and checkpointed (device and host
+               snapshots) against hand-written CUDA, with CuPy's pool peak
+8. vs-hostcuda tests/test_gpu.py again with GRADKERN_BACKEND=hostcuda: CuPy against the *same* CUDA C
                run on the host, so a difference is device behaviour (math ulps, FMA contraction), not
                the printer. Tolerances are test_gpu.py's: float64 1e-12 relative, float32 1e-5 (a few
                ulps of CUDA's device math, docs/hostcuda.md), sums scaled by their largest term.
@@ -38,17 +41,19 @@ ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 WORKERS = str(min(16, os.cpu_count() or 2))
 
-# (name, seconds of an 420-second budget, command, extra environment)
+# (name, seconds of a 440-second budget, scaled to --budget; command; extra environment)
 PHASES = [
     ("env", 20, f"nvidia-smi; {PY} -c 'import cupy, numba, numpy; print(\"cupy\", cupy.__version__, "
      "\"numba\", numba.__version__, \"numpy\", numpy.__version__); print(cupy.cuda.runtime.getDeviceProperties(0)"
      f"[\"name\"])'; {PY} -m gradkern info", {}),
-    ("gpu-tests", 170, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/test_gpu.py "
+    ("gpu-tests", 150, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/test_gpu.py "
      "tests/test_gpu_programs.py tests/test_library_benchmark.py", {}),
-    ("bench-gpu", 70, f"{PY} benchmarks/gpu.py --no-write --reps 5", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
+    ("bench-gpu", 60, f"{PY} benchmarks/gpu.py --no-write --reps 5", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
     ("bench-rules", 35, f"{PY} benchmarks/rules.py --gpu --runs 3", {}),
     ("bench-lib", 45, f"{PY} benchmarks/library.py --gpu --runs 5", {}),
-    ("vs-hostcuda", 80, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/test_gpu.py",
+    ("bench-programs", 30, f"{PY} benchmarks/programs.py --gpu --runs 3", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
+    ("bench-checkpoint", 40, f"{PY} benchmarks/checkpoint.py --gpu --runs 3", {}),
+    ("vs-hostcuda", 60, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/test_gpu.py",
      {"GRADKERN_BACKEND": "hostcuda"}),
 ]
 

@@ -1,0 +1,231 @@
+"""The Allen-Cahn time loop's gradient on a GPU (issue 30 item 6): what
+`programs.py --gpu` and `checkpoint.py --gpu` run.
+
+The problem is theirs, on CuPy arrays in float64: u0 of N elements, T steps of
+`gradkern.kernels.allen_cahn_step` over ping-pong buffers, then E = sum u^2 by
+a kernel; the gradient of E w.r.t. u0 and c. Rows:
+
+* gradkern store-all: `gk.autodiff` of the program with a plain loop (saves on
+  the device, copy-on-write);
+* gradkern checkpointed: the loop as `gk.checkpointed_loop(step, T,
+  snapshots=s, storage=...)`, snapshots in device memory or copied to the host;
+* hand-written store-all CUDA: a (T + 1, N) buffer of every state, the step
+  kernel, then a gather adjoint per step (each thread sums its own element's
+  adjoint, no atomics) whose dE/dc terms go into a per-element vector summed
+  once at the end;
+* JAX `jit(grad)` of the same loop with `lax.fori_loop` on the GPU, where JAX
+  is importable (programs.py only).
+
+Time: every row warmed up and its gradient checked against gradkern
+store-all's (rtol 1e-9), then the median of interleaved runs, each ended by a
+device synchronisation. Peak device memory: the bytes CuPy's memory pool hands
+out during one more call, through a `cupy.cuda.MemoryHook` (JAX's allocator is
+not CuPy's: not reported), the inputs excluded.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import numpy as np
+
+import gradkern as gk
+from gradkern.kernels import allen_cahn_step
+
+DT = 1e-5
+C = 0.2
+
+# Float64 and the contract of gk.autodiff: the adjoint of a step overwrites du (the step's output adjoint is
+# consumed by the swap), and the dE/dc term of each interior element is summed into dcv[j] by its own thread.
+HAND = r"""
+extern "C" __global__ void ac_step(const double* __restrict__ u, double* __restrict__ un, double c, double dt,
+                                   long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        if (i == 0 || i == n - 1) {
+            un[i] = u[i];
+        } else {
+            double ui = u[i];
+            un[i] = ui + c * (u[i - 1] - 2.0 * ui + u[i + 1]) + dt * (ui - ui * ui * ui);
+        }
+    }
+}
+
+extern "C" __global__ void ac_adjoint(const double* __restrict__ u, const double* __restrict__ dun,
+                                      double* __restrict__ du, double* __restrict__ dcv, double c, double dt,
+                                      long long n) {
+    for (long long j = blockIdx.x * (long long)blockDim.x + threadIdx.x; j < n;
+         j += (long long)blockDim.x * gridDim.x) {
+        double g;
+        if (j == 0 || j == n - 1) {
+            g = dun[j];
+        } else {
+            double uj = u[j];
+            g = dun[j] * (1.0 - 2.0 * c + dt * (1.0 - 3.0 * uj * uj));
+            dcv[j] += dun[j] * (u[j - 1] - 2.0 * uj + u[j + 1]);
+        }
+        if (j - 1 >= 1 && j - 1 <= n - 2) g += c * dun[j - 1];
+        if (j + 1 >= 1 && j + 1 <= n - 2) g += c * dun[j + 1];
+        du[j] = g;
+    }
+}
+"""
+
+
+@gk.kernel
+def sum_squares(u, E):
+    i = gk.tid()
+    gk.atomic_add(E, 0, u[i] * u[i])
+
+
+def program(steps: int, snapshots: int | None = None, storage: str = "device"):
+    """Step t launches u -> v (t even) or v -> u (t odd); E = sum u^2 after the loop (T even: the state is u)."""
+    def simulate(u, v, E, c):
+        n = u.shape[0]
+
+        def step(t):
+            if t % 2 == 0:
+                gk.launch(allen_cahn_step, n, u, v, c, DT)
+            else:
+                gk.launch(allen_cahn_step, n, v, u, c, DT)
+        if snapshots is None:
+            for t in range(steps):
+                step(t)
+        else:
+            gk.checkpointed_loop(step, steps, snapshots=snapshots, storage=storage)
+        gk.launch(sum_squares, n, u, E)
+    return simulate
+
+
+def gradkern_runner(cupy, steps: int, snapshots: int | None = None, storage: str = "device"):
+    f = program(steps, snapshots, storage)
+
+    def run(u0):
+        n = u0.size
+        du = cupy.zeros(n)
+        grads = gk.autodiff(f, gk.Duplicated(u0.copy(), du), gk.Duplicated(cupy.zeros(n), cupy.zeros(n)),
+                            gk.Duplicated(cupy.zeros(1), cupy.ones(1)), gk.Active(C))
+        return du, float(grads[3])
+    return run
+
+
+def hand_runner(cupy, steps: int):
+    module = cupy.RawModule(code=HAND)
+    step, adjoint = module.get_function("ac_step"), module.get_function("ac_adjoint")
+    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    c, dt = np.float64(C), np.float64(DT)
+
+    def run(u0):
+        n = u0.size
+        grid, block, m = (min(-(-n // 256), sms * 32),), (256,), np.int64(n)
+        states = cupy.empty((steps + 1, n))
+        states[0] = u0
+        for t in range(steps):
+            step(grid, block, (states[t], states[t + 1], c, dt, m))
+        lam, nxt, dcv = 2.0 * states[steps], cupy.empty(n), cupy.zeros(n)
+        for t in reversed(range(steps)):
+            adjoint(grid, block, (states[t], lam, nxt, dcv, c, dt, m))
+            lam, nxt = nxt, lam
+        return lam, float(dcv.sum())
+    return run
+
+
+def jax_runner(steps: int):
+    """JAX's jit(grad) of the loop on its default device, or None where JAX is not importable."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+
+    def one(u, c):
+        inner = u[1:-1] + c * (u[:-2] - 2.0 * u[1:-1] + u[2:]) + DT * (u[1:-1] - u[1:-1] ** 3)
+        return jnp.concatenate([u[:1], inner, u[-1:]])
+
+    def loss(u0, c):
+        return jnp.sum(jax.lax.fori_loop(0, steps, lambda _, u: one(u, c), u0) ** 2)
+
+    g = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    cache: dict = {}
+
+    def run(u0):
+        key = id(u0)
+        if key not in cache:  # the input moved to JAX's device once, as CuPy's is already there
+            cache.clear()
+            cache[key] = jax.device_put(np.asarray(u0.get()))
+        du, dc = g(cache[key], C)
+        return du.block_until_ready(), float(dc)
+    return run
+
+
+def peak_bytes(cupy, fn) -> int:
+    """The most bytes CuPy's memory pool had handed out at once during fn() (the inputs excluded)."""
+    class Peak(cupy.cuda.MemoryHook):
+        name = "gradkern_benchmark_peak"
+
+        def __init__(self):
+            self.now = self.peak = 0
+
+        def malloc_postprocess(self, **kw):
+            self.now += kw["mem_size"]
+            self.peak = max(self.peak, self.now)
+
+        def free_postprocess(self, **kw):
+            self.now -= kw["mem_size"]
+
+    hook = Peak()
+    cupy.cuda.Device().synchronize()
+    with hook:
+        fn()
+        cupy.cuda.Device().synchronize()
+    return hook.peak
+
+
+def as_numpy(x) -> np.ndarray:
+    return x.get() if hasattr(x, "get") else np.asarray(x)
+
+
+def run_rows(cupy, rows: dict, u0, runs: int) -> tuple[dict, dict]:
+    """Warm up and check each row against the first, then time `runs` interleaved rounds (each call ended by
+    a synchronisation) and measure each row's peak pool bytes. Returns (median seconds, peak bytes or None)."""
+    ref = None
+    for name, f in rows.items():
+        du, dc = f(u0)
+        du = as_numpy(du)
+        if ref is None:
+            ref = du, dc
+            continue
+        scale = float(np.max(np.abs(ref[0])))
+        assert np.allclose(du, ref[0], rtol=1e-9, atol=1e-12 * scale), name
+        assert abs(dc - ref[1]) <= 1e-9 * max(abs(ref[1]), 1e-30), (name, dc, ref[1])
+    sync = cupy.cuda.Device().synchronize
+    times: dict[str, list[float]] = {name: [] for name in rows}
+    for _ in range(runs):
+        for name, f in rows.items():
+            sync()
+            t0 = time.perf_counter()
+            f(u0)
+            sync()
+            times[name].append(time.perf_counter() - t0)
+    peaks = {name: None if name.startswith("JAX") else peak_bytes(cupy, lambda f=f: f(u0))
+             for name, f in rows.items()}
+    return {name: statistics.median(t) for name, t in times.items()}, peaks
+
+
+def device_line(cupy) -> str:
+    props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
+    name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+    return f"* GPU: {name}, {props['totalGlobalMem'] / 2 ** 30:.0f} GiB; CuPy {cupy.__version__}"
+
+
+def table(times: dict, peaks: dict, hand: str, state_bytes: int) -> list[str]:
+    """Markdown rows: time, ratio to the hand-written row, peak pool memory in MB and in states."""
+    lines = ["| method | time (s) | vs hand-written | peak device memory (MB) | peak (states) |",
+             "|---|---:|---:|---:|---:|"]
+    for name, t in times.items():
+        p = peaks[name]
+        mem = ("n/a", "") if p is None else (f"{p / 1e6:.1f}", f"{p / state_bytes:.1f}")
+        lines.append(f"| {name} | {t:.4f} | {t / times[hand]:.2f} | {mem[0]} | {mem[1]} |")
+    return lines
