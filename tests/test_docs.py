@@ -67,3 +67,15 @@ def test_readme_links_lead_to_files():
     assert len(links) >= 10
     missing = [link for link in links if "://" not in link and not (ROOT / link).exists()]
     assert not missing, f"README.md links to {missing}"
+
+
+def test_the_package_cites_its_own_docs():
+    """The code explains itself through docs/ (docs/architecture.md, "Where the former design sections went"):
+    no citation of the design document outside the repository, and every docs page it names exists."""
+    sources = {p: p.read_text(encoding="utf-8") for p in (ROOT / "src" / "gradkern").rglob("*.py")}
+    stale = [str(p.relative_to(ROOT)) for p, text in sources.items() if "DESIGN §" in text]
+    assert not stale, f"cite docs/ pages instead of DESIGN §: {stale}"
+    cited = {m for text in sources.values() for m in re.findall(r"docs/([\w-]+\.md)", text)}
+    assert len(cited) >= 10
+    missing = sorted(m for m in cited if not (ROOT / "docs" / m).exists())
+    assert not missing, f"the package cites docs pages that do not exist: {missing}"

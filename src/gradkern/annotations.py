@@ -1,4 +1,4 @@
-"""Activity annotations (Enzyme's vocabulary, DESIGN §1) and mode markers.
+"""Activity annotations (Enzyme's vocabulary, docs/getting-started.md) and mode markers.
 
 An annotation wraps a primal argument and says how its derivative is carried:
 `Const(x)` (none), `Active(s)` (a scalar whose derivative is returned),
@@ -66,7 +66,7 @@ class BatchDuplicated(Annotation):
 
     @property
     def dval(self) -> tuple:
-        """The k shadows, under the name a rule reads (DESIGN §7: `.dval` is a tuple of k shadows)."""
+        """The k shadows, under the name a rule reads (docs/custom-rules.md: `.dval` is a tuple of k shadows)."""
         return self.dvals
 
 

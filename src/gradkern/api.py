@@ -1,4 +1,4 @@
-"""The user's verbs (DESIGN §1). `autodiff` and `autodiff_thunk` dispatch on
+"""The user's verbs (docs/getting-started.md). `autodiff` and `autodiff_thunk` dispatch on
 what `f` is: a kernel, a function with a custom rule (§7), or a program (§6:
 a Python function that launches kernels)."""
 
@@ -31,7 +31,7 @@ def _is_program(f: Any) -> bool:
 
 
 def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: str | None = None) -> Any:
-    """Differentiate `f` at the annotated arguments (DESIGN §1-§2).
+    """Differentiate `f` at the annotated arguments (docs/getting-started.md, docs/shadows-and-modes.md).
 
     Reverse mode (default): shadows of Duplicated arrays are accumulated in
     place; returns one entry per argument, the derivative for Active scalars

@@ -58,7 +58,7 @@ class GradkernError(Exception):
 
 
 class KernelSyntaxError(GradkernError):
-    """The kernel uses a construct outside the kernel language (DESIGN §3)."""
+    """The kernel uses a construct outside the kernel language (docs/kernel-language.md)."""
 
 
 class KernelTypeError(GradkernError):
@@ -79,13 +79,13 @@ class AliasingError(LaunchError):
 
 
 class ProgramError(GradkernError):
-    """A program (a function that launches kernels, DESIGN §6) did something its
+    """A program (a function that launches kernels, docs/programs.md) did something its
     derivative cannot follow: a host write to an array the tape depends on,
     host arithmetic that would drop a derivative."""
 
 
 class RuleError(GradkernError):
-    """A custom rule (DESIGN §7) is malformed or missing: a reverse returning the
+    """A custom rule (docs/custom-rules.md) is malformed or missing: a reverse returning the
     wrong number of entries, a derivative for a non-Active argument, an array
     where a scalar is due, no reverse (or forward) where the mode needs one."""
 

@@ -100,7 +100,7 @@ class DeviceFunction(DeviceFunctionMarker):
 
 
 def kernel(fn: Callable[..., Any]) -> KernelFunction:
-    """Decorate a compute kernel written in the kernel language (DESIGN §3)."""
+    """Decorate a compute kernel written in the kernel language (docs/kernel-language.md)."""
     return KernelFunction(fn)
 
 

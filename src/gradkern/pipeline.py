@@ -1,4 +1,4 @@
-"""The compile pipeline, as lists of named stages (DESIGN §4; Numba's pass
+"""The compile pipeline, as lists of named stages (docs/architecture.md; Numba's pass
 manager): each stage has a name, a one-line purpose and a function that takes
 the work so far and returns what it produced. After every stage the verifier
 checks each kernel the stage made, and with GRADKERN_DUMP=dir each is written
@@ -131,11 +131,12 @@ def _bounds(w: Work) -> None:
 
 
 PRIMAL_STAGES = (
-    Stage("merge_aliases", "exactly aliased array parameters become one (DESIGN §8)", _merge_aliases, typed=False),
+    Stage("merge_aliases", "exactly aliased array parameters become one (docs/launches.md)", _merge_aliases,
+          typed=False),
     Stage("infer_types", "types from the launch signature; every cast explicit", _infer_types),
     Stage("race_check", "the exact run-time race check, unless the access analysis proves the launch race-free",
           _race_check),
-    Stage("bounds", "the affine accesses whose bounds each launch proves (DESIGN §3)", _bounds),
+    Stage("bounds", "the affine accesses whose bounds each launch proves (docs/launches.md)", _bounds),
 )
 
 
@@ -370,7 +371,7 @@ class ReverseSpecialization:
     gather_wraps: tuple = ()  # per axis, (array, axis) of a periodic index's modulus, which the gather covers
     adjoint_forms: tuple[tuple[str, str], ...] = ()
     # the primal arrays whose values the split reverse (and gather) read: a program saves these before a
-    # later launch overwrites them (DESIGN §6, 4); the others' old values are never needed
+    # later launch overwrites them (docs/programs.md); the others' old values are never needed
     reverse_reads: frozenset[str] = frozenset()
     made: dict = field(default_factory=dict, compare=False, repr=False)
     lock: threading.Lock = field(default_factory=threading.Lock, compare=False, repr=False)
@@ -434,7 +435,7 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
                        aliases: tuple = ()) -> ReverseSpecialization:
     """The reverse pipeline: type, analyse activity, transform, verify, print.
     `no_need`: DuplicatedNoNeed arrays, whose stores the fused kernel drops
-    when the kernel never reads them (DESIGN §5.1); `lanes`: k of vector mode."""
+    when the kernel never reads them (docs/shadows-and-modes.md); `lanes`: k of vector mode."""
     r = Request(kernel, types, launch_ndim, backend_name, tuple(aliases), frozenset(strided),
                 frozenset(active_arrays), frozenset(active_scalars), frozenset(strided_shadows),
                 frozenset(no_need), lanes)

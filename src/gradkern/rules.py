@@ -1,4 +1,4 @@
-"""Custom rules (DESIGN §7, after EnzymeRules): the derivative of something
+"""Custom rules (docs/custom-rules.md, after EnzymeRules): the derivative of something
 gradkern cannot see into (a library call, host code, a kernel with a
 hand-written adjoint), given by the user as an augmented primal, a reverse
 and a forward, and checked here: the registered functions' signatures when
@@ -26,7 +26,7 @@ from .errors import RuleError
 
 @dataclass(frozen=True)
 class RuleConfig:
-    """What a rule is told about its call (DESIGN §7)."""
+    """What a rule is told about its call (docs/custom-rules.md)."""
 
     needs_primal: bool  # False only when every Duplicated argument is DuplicatedNoNeed
     needs_shadow: bool  # some argument carries a shadow (or tangent)

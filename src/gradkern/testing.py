@@ -1,4 +1,4 @@
-"""`check_grad`: test a kernel's (or a program's, DESIGN §6) derivatives against
+"""`check_grad`: test a kernel's (or a program's, docs/programs.md) derivatives against
 finite differences. A program is any Python function that launches kernels;
 its arguments are annotated as for `gk.autodiff(fn, ...)`.
 

@@ -27,7 +27,7 @@ arithmetic in s and in the loops' starts) must not wrap. Those are `Check`s
 proof holds only at launches where they hold, and a gradient that accumulates
 into such an array's shadow with plain adds is refused at a launch where they
 may fail (runtime/race_check.py). As everywhere, elements are compared by
-index, which is exact for accesses inside their arrays (DESIGN §3).
+index, which is exact for accesses inside their arrays (docs/launches.md).
 
 A *segment* counts as a slab too, for an array the kernel only reads: the
 loop variable k of `for k in range(p[t], p[t + 1])` (every loop binding k

@@ -1,4 +1,4 @@
-"""Static race proofs for affine accesses under guards (DESIGN §5).
+"""Static race proofs for affine accesses under guards (docs/launches.md).
 
 What is proved: for a set of arrays, that in a launch no element of them is
 touched by two different threads with at least one of the two writing it
@@ -44,7 +44,7 @@ Why it is sound — each form is the value the thread computes:
   checks (analysis/overflow.py's `Exactness`): it holds at every launch where
   they hold, and a launch where they do not gets the exact run-time check.
 * Elements are compared by their index tuples, which is exact for accesses
-  that stay inside their arrays (DESIGN §3: an index outside its array,
+  that stay inside their arrays (docs/launches.md: an index outside its array,
   negative ones included, is an error, not another element).
 Failing to prove only sends the launch to the exact run-time check.
 

@@ -1,4 +1,4 @@
-"""Bounds proofs for affine accesses, decided at each launch (DESIGN §3).
+"""Bounds proofs for affine accesses, decided at each launch (docs/launches.md).
 
 What is proved: at a launch (its dim, integer scalars and array shapes), that
 every index position of every access whose index is affine stays inside its

@@ -1,5 +1,5 @@
 """Race detection: prove statically that no thread touches an element another
-thread writes, or build the exact run-time check (DESIGN §5).
+thread writes, or build the exact run-time check (docs/launches.md).
 
 The static proof (`race_proof`) is sound for every kernel the language
 accepts: it follows every binding of every name and treats index arithmetic

@@ -10,7 +10,7 @@ load) keeps None. backends/numba_cpu.py reads the field; ir/verify.py checks it 
 Sound because the form is syntactic (ir/offsets.py, the recogniser every pass shares): a local counts only
 if every binding of it, in the body and the interior, is tid[0] + c with one c (`i = ti + 1`), so wherever
 it is read it holds that value; `+`/`-` of an integer constant keeps the form. Integer wrap-around
-would need an index outside its array, which is an error (DESIGN §3), not another row.
+would need an index outside its array, which is an error (docs/launches.md), not another row.
 """
 
 from __future__ import annotations

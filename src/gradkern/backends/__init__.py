@@ -1,4 +1,4 @@
-"""The backends, one object each behind one small interface (DESIGN §4):
+"""The backends, one object each behind one small interface (docs/architecture.md):
 generate source from typed IR, compile it, run it over a launch domain.
 The pipeline and the runtime ask the object; nothing tests backend names.
 

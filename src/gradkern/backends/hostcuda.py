@@ -1,4 +1,4 @@
-"""The test backend `hostcuda`: the CUDA path without a GPU (DESIGN §10, docs/hostcuda.md).
+"""The test backend `hostcuda`: the CUDA path without a GPU (docs/hostcuda.md).
 
 It is the CUDA backend in every respect but where the code runs: the source is
 the CUDA backend's, unchanged (the very text NVRTC gets), compiled by g++ as

@@ -120,7 +120,7 @@ class _Lowerer:
     def unsupported(self, node: ast.AST, what: str | None = None):
         what = what or _CONSTRUCT_NAMES.get(type(node).__name__, f"'{type(node).__name__}'")
         self.fail(node, f"{what} {'are' if what.endswith('s') else 'is'} not supported in gradkern kernels",
-                  hint=suggest.CONSTRUCT_HINTS.get(type(node).__name__, "see DESIGN §3 for the kernel language"))
+                  hint=suggest.CONSTRUCT_HINTS.get(type(node).__name__, "see docs/kernel-language.md"))
 
     # -- blocks -----------------------------------------------------------------
     def lower(self) -> Lowered:

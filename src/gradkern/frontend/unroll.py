@@ -18,8 +18,8 @@ see scalar locals and literals only.
 
 An `if` whose test folds to a constant keeps only the branch taken, so
 `if q == 0:` in an unrolled body costs nothing. In reverse mode an element
-overwritten is a reassigned local like any other, taped or recomputed per
-DESIGN §5.
+overwritten is a reassigned local like any other, taped or recomputed
+(docs/shadows-and-modes.md).
 """
 
 from __future__ import annotations

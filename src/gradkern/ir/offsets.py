@@ -11,7 +11,7 @@ one). A local is bound before it is read on every path (the frontend's rule), so
 read it holds the value of its last binding, which is tid[axis] + c of this thread. In machine integers
 `x + c` wraps, but x ↦ x + c is a bijection modulo 2^w: distinct thread indices give distinct values of
 tid[axis] + c, which is all that an own slab (one element per thread) needs; a value that wrapped would
-also leave its array, which is an error (DESIGN §3), not another element.
+also leave its array, which is an error (docs/launches.md), not another element.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ class Array:
 
 Type = Scalar | Array
 
-MAX_NDIM = 5  # an array's dimensions (DESIGN §3, docs/language.md)
+MAX_NDIM = 5  # an array's dimensions (docs/kernel-language.md, docs/language.md)
 MAX_LAUNCH_NDIM = 3  # a launch's axes (gk.tid())
 
 F32 = Scalar("float32")

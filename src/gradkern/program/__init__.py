@@ -1,4 +1,4 @@
-"""Programs (DESIGN §6): derivatives of Python functions that launch many
+"""Programs (docs/programs.md): derivatives of Python functions that launch many
 kernels. Recorded through the runtime's hook; never reads a kernel body."""
 
 from .report import LaunchRow, ProgramInspection

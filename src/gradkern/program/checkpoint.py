@@ -1,4 +1,4 @@
-"""Checkpointed loops (DESIGN §6.1): `gk.checkpointed_loop(step, nsteps, snapshots=s)`.
+"""Checkpointed loops (docs/checkpointed-loops.md): `gk.checkpointed_loop(step, nsteps, snapshots=s)`.
 
 Outside a reverse-mode program it is a plain loop (forward mode included: a
 tangent needs no checkpoints). Inside one, the loop becomes one entry of the

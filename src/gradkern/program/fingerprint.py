@@ -1,5 +1,5 @@
 """Fingerprints of array contents, for the host-write guard where arrays have
-no read-only flag (CuPy; DESIGN §6, 6).
+no read-only flag (CuPy; docs/programs.md).
 
 A fingerprint is the sum, modulo 2**64, of a bijective 64-bit mix (the
 splitmix64 finaliser) of each word plus its position. Changing any one word

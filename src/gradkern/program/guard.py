@@ -1,4 +1,4 @@
-"""Host writes are refused, never silently wrong (DESIGN §6, 6). While a
+"""Host writes are refused, never silently wrong (docs/programs.md). While a
 program records, every NumPy array a launch has taken is read-only: a host
 write to it (`u *= 2`, `u[3] = 0`, `u[:] = v`) fails at once in NumPy, and the
 program turns that failure into `gk.ProgramError` naming the array and the

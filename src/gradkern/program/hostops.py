@@ -1,4 +1,4 @@
-"""The differentiable host operations a program needs (DESIGN §6, 6):
+"""The differentiable host operations a program needs (docs/programs.md):
 `gk.copy(dst, src)` and `gk.fill(dst, value)`, launches of small kernels, so
 that inside a program they are recorded like any launch (with their
 derivatives: a copy passes the adjoint of dst to src, a fill consumes it and,

@@ -1,4 +1,4 @@
-"""`gk.checkpointed_loop` (DESIGN §6.1): a plain loop outside a reverse-mode
+"""`gk.checkpointed_loop` (docs/checkpointed-loops.md): a plain loop outside a reverse-mode
 program, a checkpointed one inside (checkpoint.py, imported on first use so
 that `import gradkern` does not pay for checkpoint_schedules)."""
 

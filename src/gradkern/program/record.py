@@ -1,4 +1,4 @@
-"""Recording a program (DESIGN §6): `fn` runs once, eagerly; every launch it
+"""Recording a program (docs/programs.md): `fn` runs once, eagerly; every launch it
 makes, at any depth, arrives here through the runtime's hook, is prepared
 (validated, specialised, race-checked) as a split reverse-mode call and run as
 its augmented primal. What the reverse will need is kept: each step's kernel
@@ -148,7 +148,7 @@ class ProgramRecorder(Recorder):
 
 
 class ForwardRecorder(Recorder):
-    """Forward mode of a program (DESIGN §6, 7): each launch runs its tangent
+    """Forward mode of a program (docs/programs.md): each launch runs its tangent
     kernel, tangents following memory like shadows (temporaries get zero
     tangents when an active value is first written into them); nothing is saved."""
 

@@ -1,4 +1,4 @@
-"""What a program's tape holds, launch by launch (DESIGN §6, 4): `gk.inspect`
+"""What a program's tape holds, launch by launch (docs/programs.md): `gk.inspect`
 of a program or of its tape. Counts come from the recorded steps; nothing is
 run or compiled to make the report."""
 

@@ -1,4 +1,4 @@
-"""Calls of functions with custom rules inside a program (DESIGN §7), recorded
+"""Calls of functions with custom rules inside a program (docs/custom-rules.md), recorded
 like launches: arguments annotated from the program's shadows (an array the
 rule may write gets an internal shadow as a temporary written by a launch
 does), the old contents of what the rule may write saved when an earlier

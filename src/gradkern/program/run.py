@@ -1,4 +1,4 @@
-"""Reverse mode of a program (DESIGN §6): `gk.autodiff(fn, *args)` and the split
+"""Reverse mode of a program (docs/programs.md): `gk.autodiff(fn, *args)` and the split
 pair of `gk.autodiff_thunk(fn, *activities)`. The forward records `fn`
 (record.py); the reverse sweeps the recorded steps backwards, each step's
 reverse on the arrays as that step left them: after a step's reverse, what it
@@ -236,7 +236,7 @@ def _shadows_of(a: Annotation) -> tuple:
 
 
 def rule_alone(fn: Callable, args: tuple, mode: Any) -> Any:
-    """`gk.autodiff` of a function with a rule (DESIGN §7): the call recorded alone (every `overwritten`
+    """`gk.autodiff` of a function with a rule (docs/custom-rules.md): the call recorded alone (every `overwritten`
     False) and its reverse run, or its forward rule; every buffer is left as it was if the rule fails."""
     kept = _kept_buffers(args)
     try:

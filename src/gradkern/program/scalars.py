@@ -1,4 +1,4 @@
-"""Active scalars inside a program (DESIGN §6, 3). `fn` receives each Active
+"""Active scalars inside a program (docs/programs.md). `fn` receives each Active
 argument as an `ActiveScalar`: launches recognise it (and sum its derivative
 over every launch it reaches), host arithmetic on it (`r = c * dt / h**2`) is
 recorded on a small scalar tape and differentiated. What would lose the

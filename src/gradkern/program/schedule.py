@@ -1,4 +1,4 @@
-"""Drives a checkpointing schedule (DESIGN §6.1): the actions of a
+"""Drives a checkpointing schedule (docs/checkpointed-loops.md): the actions of a
 `checkpoint_schedules` schedule turned into calls on a loop's hooks.
 
 A checkpointed loop keeps a few snapshots of its state and recomputes the steps

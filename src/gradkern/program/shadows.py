@@ -1,4 +1,4 @@
-"""Shadows follow memory (DESIGN §6, 2): a launch argument that is an
+"""Shadows follow memory (docs/programs.md): a launch argument that is an
 annotated array, or any view inside one, gets the same view of its shadow; an
 array nothing annotates gets a zero shadow for its whole buffer when a
 derivative step first writes it (a temporary, a captured array, a `Const`).

@@ -1,4 +1,4 @@
-"""The recorded steps of a program's tape (DESIGN §6, 4): a launch (or a rule
+"""The recorded steps of a program's tape (docs/programs.md): a launch (or a rule
 call, rulestep.py) with what its reverse needs, its kernel tape and the
 copy-on-write saves of what it overwrote, written back when the reverse
 passes it."""

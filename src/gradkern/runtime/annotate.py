@@ -1,4 +1,4 @@
-"""The annotations of a derivative call (DESIGN §1, §8, §9), checked for every
+"""The annotations of a derivative call (docs/getting-started.md, docs/launches.md, docs/errors.md), checked for every
 mode: each annotation against its argument, vector-mode widths, and the
 aliasing of shadows with each other and with the primals. Nothing is touched.
 """
@@ -175,7 +175,7 @@ def lane_groups(lanes: int, size: int) -> list[tuple[int, int]]:
 
 
 def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, tuple]:
-    """Shadows of exactly aliased primals must alias the same way (DESIGN §8);
+    """Shadows of exactly aliased primals must alias the same way (docs/launches.md);
     returns the shadows (one per lane) by parameter of the merged kernel. Any
     other overlap of a shadow with a primal or another shadow is refused."""
     for m, rep in aliases.items():

@@ -1,4 +1,4 @@
-"""Argument binding and validation for a launch (DESIGN §9).
+"""Argument binding and validation for a launch (docs/errors.md).
 
 Everything here only looks at the arguments: no buffer is touched, so a failed
 check leaves every array exactly as it was. The result, `Binding`, carries the
@@ -142,7 +142,7 @@ def check_count(kernel: ir.Kernel, args: tuple) -> None:
 
 
 def default_dim(kernel: ir.Kernel, args: tuple) -> tuple[int, ...]:
-    """The launch extent when none is given (DESIGN §1): the shape of the first
+    """The launch extent when none is given (docs/getting-started.md): the shape of the first
     array argument, which must then have 1 to 3 dimensions (a launch's axes)."""
     check_count(kernel, args)
     for p, a in zip(kernel.params, args):
@@ -445,7 +445,7 @@ def exactly_aliased(a: Any, b: Any) -> bool:
 
 
 def _aliases(kernel: ir.Kernel, args: tuple) -> tuple[tuple[str, str], ...]:
-    """Exactly aliased arrays are merged (DESIGN §8); any other overlap with a
+    """Exactly aliased arrays are merged (docs/launches.md); any other overlap with a
     written array is refused."""
     arrays = [(p, a, byte_bounds(a)) for p, a in zip(kernel.params, args) if is_array(a)]
     out: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""Refuse a launch that would touch an element outside its array (DESIGN §3),
+"""Refuse a launch that would touch an element outside its array (docs/launches.md),
 before anything is written, with `gk.LaunchError` naming the access, a thread
 and the array's shape.
 

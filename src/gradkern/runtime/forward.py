@@ -1,6 +1,6 @@
 """Forward mode for one kernel (`gk.autodiff(..., mode=gk.Forward)`): validate
 the annotations, build (or fetch) the tangent kernel, check bounds and races, run it.
-Tangents live in the shadows (DESIGN §2): for an array the kernel changes, its
+Tangents live in the shadows (docs/shadows-and-modes.md): for an array the kernel changes, its
 shadow becomes the tangent of the new value; shadows of arrays it only reads
 are left as they are. Scalars take tangents as `Duplicated(2.0, 1.0)`.
 """

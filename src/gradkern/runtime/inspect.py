@@ -1,5 +1,5 @@
 """`gk.inspect`: what gradkern generates for one call, without compiling or
-running anything (DESIGN §5: tape bytes per thread, adjoint forms)."""
+running anything (docs/shadows-and-modes.md: tape bytes per thread, adjoint forms)."""
 
 from __future__ import annotations
 

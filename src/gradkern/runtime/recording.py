@@ -1,4 +1,4 @@
-"""The hook through which a program records its launches (DESIGN §6, 1): while
+"""The hook through which a program records its launches (docs/programs.md): while
 a recorder is installed, `gk.launch` hands each launch to it instead of
 running it. The runtime defines the hook; `gradkern.program` installs
 recorders (the runtime never imports it). A context variable, so threads and

@@ -4,7 +4,7 @@ a reverse that takes it. Both run a `PreparedReverse`: a validated,
 specialised, bounds- and race-checked call, built once and run as often as needed (a
 program's tape holds a list of them).
 
-Shadows are updated in place with DESIGN §2's semantics; the primals end with
+Shadows are updated in place with docs/shadows-and-modes.md's semantics; the primals end with
 their post-kernel values, as after `gk.launch`.
 
 Vector mode on a backend with a lane group (`Backend.lane_group`, the CPU) runs

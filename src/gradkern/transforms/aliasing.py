@@ -1,6 +1,6 @@
 """Exactly aliased array arguments (same memory, shape, strides, dtype) are
 one array: the kernel is specialised with those parameters merged into the
-first of them (DESIGN §8), so every later analysis sees the real accesses,
+first of them (docs/launches.md), so every later analysis sees the real accesses,
 e.g. a stencil launched with its input as its output becomes the racy
 in-place stencil it is."""
 

@@ -6,7 +6,7 @@ Active expressions are lowered to temporaries first (each operation's primal
 value and its partials, then the tangent), so nothing is recomputed and a
 `Select` becomes an `If`: the branch not taken is never evaluated, as in the
 primal (it may load out of bounds). A store writes the tangent array at the
-same element as the primal (DESIGN §2: when the kernel changes x, dx becomes
+same element as the primal (docs/shadows-and-modes.md: when the kernel changes x, dx becomes
 the tangent of the new value); the tangent is computed before the primal store,
 from the values the primal's right-hand side read. Partials are primal
 temporaries, so vector mode (transforms/lanes.py) shares them between lanes.

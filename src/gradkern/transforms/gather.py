@@ -1,4 +1,4 @@
-"""Scatter → gather rewrite of affine-stencil adjoints (DESIGN §5).
+"""Scatter → gather rewrite of affine-stencil adjoints (docs/adjoint-forms.md).
 
 A read `u[i + o]` (o a constant offset per axis) has the adjoint scatter
 `du[i + o] += g_o(i)`: threads collide, so it would need atomics. Instead a

@@ -13,7 +13,7 @@ and popped by its reverse, a loop's bounds and a branch's condition after
 it (popped before the reverse loop or branch), a block's restored locals at
 its end (popped at the start of its reverse).
 
-Shadow semantics (DESIGN §2): a store `y[idx] = e` reads g = dy[idx], sets
+Shadow semantics (docs/shadows-and-modes.md): a store `y[idx] = e` reads g = dy[idx], sets
 dy[idx] = 0 (the overwritten value no longer reaches the loss) and sends g
 into e; a load `x[idx]` adds its adjoint into dx[idx].
 

@@ -1,5 +1,5 @@
 """What the reverse sweep reads and where it gets it: the tape, a
-recomputation, or a local restored once per block (DESIGN §5: tape only what
+recomputation, or a local restored once per block (docs/shadows-and-modes.md: tape only what
 is needed and destroyed).
 
 The values the reverse needs (`needed`): what the partials of active
@@ -43,7 +43,7 @@ Each is built from leaves, and each leaf comes from one place:
 
 A loop-carried value (a running sum at iteration j, `s` in
 `for k in range(n): s = sin(s) * 1.5`) is never recomputable: taped per
-iteration when needed (DESIGN §5.1). A load is recomputed only from an
+iteration when needed (docs/shadows-and-modes.md). A load is recomputed only from an
 array the kernel never writes, so the memory it reads is intact.
 """
 
