@@ -18,7 +18,6 @@ def allen_cahn_step_1d(_gkb_n0, u, un, c, dt):
     if _gkb_w0 <= 256:
         for _gkb_e0 in range(_gkb_w0):
             _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
-            ui = _gk_float32(0.0)
             i = _gkb_t0
             if ((i == 0) or (i == (u.shape[0] - 1))):
                 un[i] = u[i]
@@ -40,7 +39,6 @@ def allen_cahn_step_1d_serial(_gkb_n0, u, un, c, dt):
     if _gkb_w0 <= 256:
         for _gkb_e0 in range(_gkb_w0):
             _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
-            ui = _gk_float32(0.0)
             i = _gkb_t0
             if ((i == 0) or (i == (u.shape[0] - 1))):
                 un[i] = u[i]
@@ -61,7 +59,6 @@ def allen_cahn_step_1d_edges(_gkb_n0, u, un, c, dt):
     _gkb_w0 = _gkb_lo0 + _gkb_n0 - _gkb_hi0
     for _gkb_e0 in _gk_prange(_gkb_w0):
         _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
-        ui = _gk_float32(0.0)
         i = _gkb_t0
         if ((i == 0) or (i == (u.shape[0] - 1))):
             un[i] = u[i]

@@ -102,6 +102,14 @@ def gather_accumulator(shadow_name: str) -> str:
 GATHER_EXTENT = PASS + "gn"  # + axis: the gather kernel's launch extents
 
 
+def gather_offset(axis: int) -> str:
+    """The offset along `axis` of the neighbour a looped gather kernel replays (transforms/gather.py)."""
+    return f"{PASS}goff{axis}"
+
+
+GATHER_NEIGHBOUR = PASS + "gnb"  # a looped gather kernel's loop over its offsets
+
+
 def neighbour(name: str, n: int) -> str:
     """A local of the n-th neighbour copy in a gather kernel."""
     return f"{name}_n{n}"

@@ -51,6 +51,12 @@ from .reverse import COUNT
 from .simplify import without
 
 # An offset vector: per launch axis (c, s), the index tid + c + s·M with M the axis's wrap modulus (s = 0: none).
+
+# The statements of all neighbour copies past which a gather replays its neighbours in a loop over
+# the offsets instead of one copy per offset (docs/compile-time.md, finding 10): a copy is a reverse body, and
+# Numba's compile time grows with the code it is given; bodies this long are outlined into a serial function on
+# the CPU (backends/numba_cpu.py, OUTLINE_STATEMENTS = 96), which is not vectorised either way.
+LOOP_STATEMENTS = 192
 Offset = tuple[tuple[int, int], ...]
 
 
@@ -194,6 +200,19 @@ class _Offsets:
             tests += [b.cmp(Op.GE, t, b.const(0, I64)), b.cmp(Op.LT, t, b.var(f"{EXTENT}{axis}", I64))]
         return _all(tests)
 
+    def shifted_by(self, e: ir.Expr, at: tuple[ir.Expr, ...]) -> ir.Expr:
+        """`e` as thread (tid - o) evaluates it, o's value along each axis (c + s·M) the expressions `at`."""
+        return map_expr(e, lambda x: b.sub(x, at[x.axis]) if isinstance(x, ir.Tid) else x)
+
+    def is_thread_at(self, at: tuple[ir.Expr, ...]) -> ir.Expr:
+        """Whether neighbour tid - o is a thread of the launch, o's values the expressions `at` (without the
+        tests `is_thread` adds for the interior split, which they imply)."""
+        tests = []
+        for axis, o in enumerate(at):
+            t = b.sub(ir.Tid(axis, type=I64), o)
+            tests += [b.cmp(Op.GE, t, b.const(0, I64)), b.cmp(Op.LT, t, b.var(f"{EXTENT}{axis}", I64))]
+        return _all(tests)
+
     def _arm(self, e: ir.Expr, pos: int, want: tuple[int, int]) -> ir.Expr | bool:
         """Whether index position `pos` holding e takes an arm at offset `want`: a condition on the
         selects' conditions (as the thread evaluates them), or a constant."""
@@ -238,6 +257,71 @@ def _neighbour(body, o: Offset, plan: dict, acc: dict[str, str], sums: set[str],
             out.append(with_blocks(with_exprs(s, lambda e: at.shifted(e, o)),
                                    lambda blk: _neighbour(blk, o, plan, acc, sums, at)))
     return tuple(out)
+
+
+def _neighbour_at(body, n: ir.Expr, offsets: list, at: tuple[ir.Expr, ...], plan: dict, acc: dict[str, str],
+                  sums: set[str], where: _Offsets) -> tuple[ir.Stmt, ...]:
+    """`_neighbour` for offset number `n` (a loop index) of `offsets`, whose values along the axes are the
+    expressions `at`: an atomic add lands where it lands at that offset (`lands`, per offset number)."""
+    out: list[ir.Stmt] = []
+    for s in body:
+        if isinstance(s, ir.AtomicAdd) and s.array in plan:
+            cases = []
+            for k, o in enumerate(offsets):
+                test = where.lands(s.indices, o)
+                if test is not False:
+                    is_k = b.cmp(Op.EQ, n, b.const(k, I64))
+                    cases.append(is_k if test is True else _all([is_k, test]))
+            if cases:
+                a = acc[s.array]
+                add = ir.Assign(a, b.add(b.var(a, s.value.type), where.shifted_by(s.value, at)))
+                out.append(ir.If(where.shifted_by(_all(cases, Op.OR), at), (add,)))
+        elif not isinstance(s, (ir.Store, ir.AtomicAdd)) and not (isinstance(s, ir.Assign) and s.name in sums):
+            out.append(with_blocks(with_exprs(s, lambda e: where.shifted_by(e, at)),
+                                   lambda blk: _neighbour_at(blk, n, offsets, at, plan, acc, sums, where)))
+    return tuple(out)
+
+
+def _statement_count(body) -> int:
+    return sum(1 for _ in ir.walk_stmts(body))
+
+
+def _offset_loop(source: ir.Kernel, offsets: list, plan: dict, acc: dict[str, str], sums: set[str],
+                 at: _Offsets, local: dict) -> ir.Stmt:
+    """One replay inside a loop over the offsets (their components chosen by the loop index): the neighbour's
+    statements printed once instead of once per offset. Locals the replay may read before it assigns them
+    are set to zero at each iteration, as each unrolled copy's own names start at zero."""
+    n = b.var(names.GATHER_NEIGHBOUR, I64)
+    comps = tuple(b.var(names.gather_offset(axis), I64) for axis in range(source.tid_ndim))
+    choose = []
+    for axis, comp in enumerate(comps):
+        value = at.value(offsets[-1], axis)
+        for k in range(len(offsets) - 2, -1, -1):
+            value = b.select(b.cmp(Op.EQ, n, b.const(k, I64)), at.value(offsets[k], axis), value)
+        choose.append(ir.Assign(comp.name, value))
+        local[comp.name] = I64
+    local[n.name] = I64
+    copy = _neighbour_at(source.body, n, offsets, comps, plan, acc, sums, at)
+    first: set[str] = set()
+    seen: set[str] = set()
+    for s in copy:
+        if isinstance(s, ir.Assign):
+            seen |= {e.name for e in ir.walk_expr(s.value) if isinstance(e, ir.Var)}
+            if s.name not in seen:
+                first.add(s.name)
+            seen.add(s.name)
+        else:
+            seen |= {e.name for e in ir.all_exprs((s,)) if isinstance(e, ir.Var)}
+            seen |= {x.name for x in ir.walk_stmts((s,)) if isinstance(x, ir.Assign)}
+    loop_vars = {x.var for x in ir.walk_stmts(copy) if isinstance(x, ir.For)}
+    mentioned = {e.name for e in ir.all_exprs(copy) if isinstance(e, ir.Var)} | \
+        {x.name for x in ir.walk_stmts(copy) if isinstance(x, ir.Assign)}
+    params = {p.name for p in source.params}
+    zero = tuple(ir.Assign(x, b.const(0, local[x])) for x in sorted(mentioned)
+                 if x in local and x not in first and x not in loop_vars and x not in params
+                 and x not in acc.values() and x not in (n.name, *(c.name for c in comps)))
+    return ir.For(n.name, b.const(0, I64), b.const(len(offsets), I64), b.const(1, I64),
+                  (*choose, ir.If(at.is_thread_at(comps), zero + copy)))
 
 
 def _all(tests: list[ir.Expr], op: Op = Op.AND) -> ir.Expr:
@@ -397,12 +481,16 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool =
     acc = {a: names.gather_accumulator(a) for a in plan}
     local = {n: t for n, t in source.locals if n not in sums} | {acc[a]: types[a] for a in plan}
     body: list[ir.Stmt] = [ir.Assign(acc[a], b.const(0, types[a])) for a in sorted(plan)]
-    for n, o in enumerate(offsets):
+    copies = [_neighbour(source.body, o, plan, acc, sums, at) for o in offsets]
+    looped = len(offsets) > 1 and sum(_statement_count(c) for c in copies) > LOOP_STATEMENTS
+    if looped:
+        body.append(_offset_loop(source, offsets, plan, acc, sums, at, local))
+    for n, o in enumerate([] if looped else offsets):
         # each neighbour gets its own names: its index locals are then assigned once
         # (tid - o), which lets interior splitting fold the neighbour's boundary tests
         renamed = {x: names.neighbour(x, n) for x, _ in source.locals if x not in acc.values() and x not in sums}
         local |= {renamed[x]: t for x, t in source.locals if x in renamed}
-        copy = rename_locals(_neighbour(source.body, o, plan, acc, sums, at), renamed)
+        copy = rename_locals(copies[n], renamed)
         body.append(ir.If(at.is_thread(o), copy))
     tids = tuple(ir.Tid(a, type=I64) for a in range(ndim))
     primal_of = {names.shadow(p.name): p.name for p in source.params}
