@@ -1,0 +1,207 @@
+"""How the CPU backend spells IR as Python for Numba: the operators, the
+generated module's imports, the bounds-check helper, and the syntax of a thread
+body (`NumbaSyntax`) and of one whose atomic adds go to private copies
+(`PrivatizedSyntax`, with `MixedPlan` for targets also accessed plainly).
+backends/numba_cpu.py prints kernels with them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..ir import nodes as ir
+from ..ir.ops import Op
+from ..ir.types import Scalar
+from .printer import Syntax
+
+PY_OPS = {
+    Op.ADD: "({0} + {1})", Op.SUB: "({0} - {1})", Op.MUL: "({0} * {1})", Op.DIV: "({0} / {1})",
+    Op.FLOORDIV: "({0} // {1})", Op.MOD: "({0} % {1})", Op.POW: "({0} ** {1})", Op.NEG: "(-{0})",
+    Op.EQ: "({0} == {1})", Op.NE: "({0} != {1})", Op.LT: "({0} < {1})", Op.LE: "({0} <= {1})",
+    Op.GT: "({0} > {1})", Op.GE: "({0} >= {1})",
+    Op.AND: "({0} and {1})", Op.OR: "({0} or {1})", Op.NOT: "(not {0})",
+    Op.SIN: "_gk_math.sin({0})", Op.COS: "_gk_math.cos({0})", Op.TAN: "_gk_math.tan({0})",
+    Op.EXP: "_gk_math.exp({0})", Op.LOG: "_gk_math.log({0})", Op.SQRT: "_gk_math.sqrt({0})",
+    Op.TANH: "_gk_math.tanh({0})", Op.ABS: "abs({0})", Op.MIN: "min({0}, {1})", Op.MAX: "max({0}, {1})",
+    # np.floor keeps float32 a float32 (math.floor returns an int in Numba)
+    Op.FLOOR: "_gk_np.floor({0})",
+    **{op: f"_gk_math.{op.value}({{0}})" for op in (Op.ASIN, Op.ACOS, Op.ATAN, Op.SINH, Op.COSH, Op.ASINH,
+                                                    Op.ACOSH, Op.ATANH, Op.ERF, Op.EXPM1, Op.LOG1P)},
+    Op.ATAN2: "_gk_math.atan2({0}, {1})", Op.HYPOT: "_gk_math.hypot({0}, {1})",
+    Op.COPYSIGN: "_gk_math.copysign({0}, {1})", Op.FMOD: "_gk_np.fmod({0}, {1})",  # Numba has no math.fmod
+    Op.BITAND: "({0} & {1})", Op.BITOR: "({0} | {1})", Op.BITXOR: "({0} ^ {1})", Op.INVERT: "(~{0})",
+    # int64 shifts by an amount outside [0, 64) are poison in LLVM: the amount is tested first (Op.LSHIFT)
+    Op.LSHIFT: "(({0} << {1}) if {1} >= 0 and {1} < 64 else 0)",
+    Op.RSHIFT: "(({0} >> {1}) if {1} >= 0 and {1} < 64 else ({0} >> 63))",
+}
+# The generated module's own names are all reserved (_gk...), so a kernel's
+# parameters and locals (np, math, float32, ...) cannot shadow them. Names the
+# printer itself introduces (launch extents, thread indices, chunks, interior
+# bounds, private copies) start with _gkb_, a prefix no IR pass generates:
+# a pass's fresh local _gk_n1 must never clobber the launch extent.
+IMPORTS = ["import math as _gk_math", "", "import numpy as _gk_np",
+            "from numba import njit as _gk_njit", "from numba import prange as _gk_prange",
+            "from numpy import float32 as _gk_float32", "from numpy import float64 as _gk_float64",
+            "from numpy import int32 as _gk_int32", "from numpy import int64 as _gk_int64"]
+
+
+# ir.InBounds: an index outside [0, n) records the access and the thread (the first one wins; one
+# int64 store, so a racing store from another thread cannot mix its fields in) and becomes 0.
+# Inlined by Numba (inline='always', in its IR, before typing) only in a kernel of at most
+# INLINE_CHECKS checked indices: there it makes the check ~5x faster (spmv's exact check at 2**20
+# rows: 68 ms inlined, 333 ms called); in a larger kernel each inlined copy adds blocks to Numba's
+# IR, and compile time grows faster than the sites (46 sites: 28 s CPU inlined, 8.6 s called; a
+# gradient of 649: over 460 s inlined, 118 s called). docs/bounds.md has the measurements.
+INLINE_CHECKS = 8
+CHECK = ["@_gk_njit(cache=True, error_model='numpy'{inline})",
+          "def _gkb_check(i, n, site, nsites, oob, thread):",
+          "    if i >= 0 and i < n:",
+          "        return _gk_int64(i)",
+          "    if oob[0] == 0:",
+          "        oob[0] = thread * nsites + site + 1",
+          "    return _gk_int64(0)"]
+
+
+class NumbaSyntax(Syntax):
+    def __init__(self, launch_ndim: int = 1):
+        super().__init__(ops=PY_OPS, empty_block="pass", tid="_gkb_t{0}")
+        self.launch_ndim = launch_ndim
+
+    def copy(self, name: str, value: str, is_int: bool) -> str:
+        # m = int64(i), not m = i: Numba's parfor pass refuses a later write to a
+        # plain alias of the prange index (m = i; m += 2). The index itself stays
+        # a plain alias, which keeps indexing free of negative-index checks.
+        return f"{name} = _gk_int64({value})" if is_int else f"{name} = {value}"
+
+    def literal(self, value, t: Scalar) -> str:
+        if t.is_bool:
+            return "True" if value else "False"
+        if t.is_int:
+            v = int(value)
+            # parenthesised when negative: -2 ** 2 would parse as -(2 ** 2)
+            return (repr(v) if v >= 0 else f"({v})") if t.name == "int64" else f"_gk_int32({v})"
+        v = float(value)
+        if math.isfinite(v):
+            text = repr(v) if v >= 0 else f"({v!r})"
+        else:
+            text = "_gk_math.nan" if math.isnan(v) else ("_gk_math.inf" if v > 0 else "(-_gk_math.inf)")
+        return text if t.name == "float64" else f"_gk_float32({text})"
+
+    def cast(self, operand: str, src: Scalar, dst: Scalar) -> str:
+        return f"bool({operand})" if dst.is_bool else f"_gk_{dst.name}({operand})"
+
+    def index(self, array: str, indices: list[str]) -> str:
+        return f"{array}[{', '.join(indices)}]"
+
+    def apply(self, e: ir.Apply, args: list[str]) -> str | None:
+        base, expo = (e.args + (None,))[:2]
+        if e.op is not Op.POW or not (base.type.is_float and expo.type.is_int):
+            return None
+        # Numba's float ** negative int raises ZeroDivisionError at 0 (whatever the error
+        # model); a float exponent gives IEEE's inf there, as the interpreter and CUDA do
+        negative = f"({args[0]} ** _gk_{base.type.name}({args[1]}))"
+        if isinstance(expo, ir.Const):
+            return negative if expo.value < 0 else None
+        return f"(({args[0]} ** {args[1]}) if {args[1]} >= 0 else {negative})"
+
+    def for_open(self, var, start, stop, step, step_node) -> list[str]:
+        if isinstance(step_node, ir.Const) and step_node.value == 1:
+            return [f"for {var} in range({start}, {stop}):"]
+        return [f"for {var} in range({start}, {stop}, {step}):"]
+
+
+class PrivatizedSyntax(NumbaSyntax):
+    """Atomic adds go to the running chunk's private copy of their target, `_gkb_priv_X[c]`, summed into X
+    after the loop. A *mixed* target X (one the kernel also loads or stores plainly) has no such copy
+    (`MixedPlan`): an add the pipeline marked as landing in row `tid[0] + c` (`ir.AtomicAdd.row`,
+    analysis/rows.py) goes straight to X, since chunks running at once never reach a common row that way;
+    every other add to X goes to the running slot's copy `_gkb_pb_X[s]` (its row flagged in
+    `_gkb_rows_X[s]`), and then a plain load of X reads `X[idx] + _gkb_pb_X[s, idx]` and a plain store
+    also zeroes `_gkb_pb_X[s, idx]`.
+
+    Why this is the serial result: a launch runs only once it is known race-free (proved, or checked
+    exactly at run time: analysis/races.py, where an atomic add conflicts with another thread's plain
+    access of the element). So an element a thread accesses plainly receives atomic adds from that
+    thread alone: at such an access X holds its straight adds and the slot's copy its other ones, a
+    load sees both, a store discards both, and the adds after the store reach X directly or in the sum
+    after the loop. Elements no thread accesses plainly are summed over the chunks (or slots) as before.
+    (Derivative kernels inherit the property from their primal: a shadow is accessed plainly where the
+    primal stores or atomically adds, and receives atomic adds where the primal loads.) Results differ
+    from the serial loop's only in the order of the atomic adds' sums."""
+
+    def __init__(self, launch_ndim: int = 1, mixed: frozenset[str] = frozenset(),
+                 shared: frozenset[str] = frozenset(),
+                 accumulators: dict[tuple[str, tuple[str, ...]], str] | None = None):
+        super().__init__(launch_ndim)
+        self.mixed = mixed
+        self.shared = shared  # mixed targets with adds not marked with a row: per-slot copies
+        self.accumulators = accumulators or {}
+        self.temporaries = 0
+
+    def atomic_index(self, array: str, indices: list[str]) -> str:
+        return f"_gkb_priv_{array}[{', '.join(['_gkb_c', *indices])}]"
+
+    def atomic(self, array: str, indices: list[str], value: str) -> str:
+        acc = self.accumulators.get((array, tuple(indices)))
+        return f"{acc} += {value}" if acc is not None else super().atomic(array, indices, value)
+
+    def shared_index(self, array: str, indices: list[str]) -> str:
+        return f"_gkb_pb_{array}[{', '.join(['_gkb_s', *indices])}]"
+
+    def atomic_stmt(self, s: ir.AtomicAdd, indices: list[str], value: str) -> str:
+        if s.array not in self.mixed:
+            return self.atomic(s.array, indices, value)
+        if s.row is not None:  # chunks running at once never add to a common row this way
+            return f"{self.index(s.array, indices)} += {value}"
+        # the row index is printed twice: index expressions have no side effects
+        return f"{self.shared_index(s.array, indices)} += {value}; _gkb_rows_{s.array}[_gkb_s, {indices[0]}] = 1"
+
+    def load(self, e: ir.Load, indices: list[str]) -> str:
+        if e.array not in self.shared:
+            return super().load(e, indices)
+        # the indices are printed twice: index expressions have no side effects (an ir.InBounds records
+        # the same first out-of-bounds access again), and nothing is written between the two reads
+        text = f"({self.index(e.array, indices)} + {self.shared_index(e.array, indices)})"
+        return f"_gk_int32({text})" if e.type.name == "int32" else text  # Numba adds int32s as int64
+
+    def store_lines(self, s: ir.Store, indices: list[str], value: str) -> list[str]:
+        if s.array not in self.shared:
+            return super().store_lines(s, indices, value)
+        lines = []
+        if any(isinstance(x, ir.Load) and x.array == s.array for i in s.indices for x in ir.walk_expr(i)):
+            # an index that reads X would read it again after the first write: evaluate each once
+            names = [f"_gkb_s{self.temporaries + n}" for n in range(len(indices))]
+            self.temporaries += len(indices)
+            lines += [f"{n} = {i}" for n, i in zip(names, indices)]
+            indices = names
+        # the value (which may read X[idx]) is evaluated before either write
+        return lines + [f"{self.index(s.array, indices)} = {value}", f"{self.shared_index(s.array, indices)} = 0"]
+
+
+@dataclass(frozen=True)
+class MixedPlan:
+    """How a parallel launch with mixed atomic targets runs (issue 18.5; `PrivatizedSyntax`).
+
+    `width`: the largest cmax - cmin over the mixed targets' adds marked `tid[0] + c`. Chunk c runs
+    tid[0] in [a, b) and adds straight to rows [a + cmin, b + cmax): with width 0 no two chunks reach a
+    common row, and otherwise the chunks run in two phases (the even chunks, then the odd ones), every
+    chunk at least `width` threads wide, so the chunks of one phase never do (chunk c + 2 starts adding at
+    row b' + cmin >= b + width + cmin = b + cmax, b' the end of chunk c + 1). A thread order like any other:
+    the launch is race-free. `shared`: mixed targets with other adds (LU's pivot row `dA[k, j]`), each
+    with one copy per slot (the chunks running at once: chunk // phases) that the backend allocates once
+    and keeps, all zero between launches, and one flag per row and slot: after the loop only the flagged
+    rows are summed into the target and zeroed again."""
+
+    width: int
+    shared: tuple[str, ...]
+
+    @property
+    def phases(self) -> int:
+        return 2 if self.width > 0 else 1
+
+    def chunks(self, chunks: int, n0: int) -> int:
+        """`chunks` (0: the serial path) made at least `width` threads wide (the entry does the same)."""
+        return max(1, min(chunks, n0 // self.width)) if chunks > 0 and self.width > 0 else chunks
+
+    def slots(self, chunks: int) -> int:
+        return -(-chunks // self.phases)
