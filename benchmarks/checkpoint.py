@@ -86,8 +86,9 @@ def sum_squares(u, E):
     gk.atomic_add(E, 0, u[i] * u[i])
 
 
-def program(steps: int, snapshots: int | None):
-    """The loop as a program: step t launches u -> v (t even) or v -> u (t odd); E = sum u^2 after it."""
+def program(steps: int, snapshots: int | None, storage: str = "device"):
+    """The loop as a program: step t launches u -> v (t even) or v -> u (t odd); E = sum u^2 after it
+    (`storage`: where a checkpointed loop keeps its snapshots)."""
     def simulate(u, v, E, c):
         n = u.shape[0]
 
@@ -100,7 +101,7 @@ def program(steps: int, snapshots: int | None):
             for t in range(steps):
                 step(t)
         else:
-            gk.checkpointed_loop(step, steps, snapshots=snapshots)
+            gk.checkpointed_loop(step, steps, snapshots=snapshots, storage=storage)
         gk.launch(sum_squares, n, u, E)
     return simulate
 

@@ -1,7 +1,8 @@
 """The Allen-Cahn time loop's gradient on a GPU (issue 30 item 6): what
 `programs.py --gpu` and `checkpoint.py --gpu` run.
 
-The problem is theirs, on CuPy arrays in float64: u0 of N elements, T steps of
+The problem is theirs (checkpoint.py's program, programs.py's JAX gradient), on CuPy arrays in
+float64: u0 of N elements, T steps of
 `gradkern.kernels.allen_cahn_step` over ping-pong buffers, then E = sum u^2 by
 a kernel; the gradient of E w.r.t. u0 and c. Rows:
 
@@ -28,12 +29,13 @@ from __future__ import annotations
 import statistics
 import time
 
+import checkpoint
 import numpy as np
+import programs
 
 import gradkern as gk
-from gradkern.kernels import allen_cahn_step
 
-DT = 1e-5
+DT = checkpoint.DT
 C = 0.2
 
 # Float64 and the contract of gk.autodiff: the adjoint of a step overwrites du (the step's output adjoint is
@@ -73,33 +75,8 @@ extern "C" __global__ void ac_adjoint(const double* __restrict__ u, const double
 """
 
 
-@gk.kernel
-def sum_squares(u, E):
-    i = gk.tid()
-    gk.atomic_add(E, 0, u[i] * u[i])
-
-
-def program(steps: int, snapshots: int | None = None, storage: str = "device"):
-    """Step t launches u -> v (t even) or v -> u (t odd); E = sum u^2 after the loop (T even: the state is u)."""
-    def simulate(u, v, E, c):
-        n = u.shape[0]
-
-        def step(t):
-            if t % 2 == 0:
-                gk.launch(allen_cahn_step, n, u, v, c, DT)
-            else:
-                gk.launch(allen_cahn_step, n, v, u, c, DT)
-        if snapshots is None:
-            for t in range(steps):
-                step(t)
-        else:
-            gk.checkpointed_loop(step, steps, snapshots=snapshots, storage=storage)
-        gk.launch(sum_squares, n, u, E)
-    return simulate
-
-
 def gradkern_runner(cupy, steps: int, snapshots: int | None = None, storage: str = "device"):
-    f = program(steps, snapshots, storage)
+    f = checkpoint.program(steps, snapshots, storage)
 
     def run(u0):
         n = u0.size
@@ -132,22 +109,12 @@ def hand_runner(cupy, steps: int):
 
 
 def jax_runner(steps: int):
-    """JAX's jit(grad) of the loop on its default device, or None where JAX is not importable."""
-    try:
-        import jax
-        import jax.numpy as jnp
-    except ImportError:
+    """JAX's jit(grad) of the loop on its default device (programs.py's), or None where JAX is not
+    importable."""
+    g = programs.jax_gradient(steps)
+    if g is None:
         return None
-    jax.config.update("jax_enable_x64", True)
-
-    def one(u, c):
-        inner = u[1:-1] + c * (u[:-2] - 2.0 * u[1:-1] + u[2:]) + DT * (u[1:-1] - u[1:-1] ** 3)
-        return jnp.concatenate([u[:1], inner, u[-1:]])
-
-    def loss(u0, c):
-        return jnp.sum(jax.lax.fori_loop(0, steps, lambda _, u: one(u, c), u0) ** 2)
-
-    g = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    import jax
     cache: dict = {}
 
     def run(u0):

@@ -109,7 +109,9 @@ def run_hand(u0, c, steps):
     return adj, dc
 
 
-def jax_runner(steps):
+def jax_gradient(steps):
+    """JAX's jit(grad) of the loop (`lax.fori_loop`, float64) w.r.t. (u0, c), or None where JAX is not
+    importable (also benchmarks/gpu_loops.py's JAX row)."""
     try:
         import jax
         import jax.numpy as jnp
@@ -125,7 +127,13 @@ def jax_runner(steps):
         u = jax.lax.fori_loop(0, steps, lambda _, u: step(u, c), u0)
         return jnp.sum(u * u)
 
-    g = jax.jit(jax.grad(loss, argnums=(0, 1)))
+    return jax.jit(jax.grad(loss, argnums=(0, 1)))
+
+
+def jax_runner(steps):
+    g = jax_gradient(steps)
+    if g is None:
+        return None
 
     def run(u0, c):
         du, dc = g(u0, c)
