@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.arrays import is_cupy_array
+from ..runtime.arrays import module_of
 
 _CHUNK = 1 << 21  # words per pass: 16 MB of uint64 temporaries
 _MASK = (1 << 64) - 1
@@ -36,7 +36,7 @@ def _words(a: Any, xp: Any) -> Any:
 
 def fingerprint(a: Any) -> int:
     """A 64-bit fingerprint of `a`'s contents (and shape and dtype)."""
-    xp = _module(a)
+    xp = module_of(a)
     words = _words(a, xp)
     h = hash((tuple(a.shape), str(a.dtype))) & _MASK
     for start in range(0, words.size, _CHUNK):
@@ -51,8 +51,3 @@ def fingerprint(a: Any) -> int:
     return h
 
 
-def _module(a: Any) -> Any:
-    if is_cupy_array(a):
-        import cupy
-        return cupy
-    return np

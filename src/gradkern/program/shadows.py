@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProgramError
-from ..runtime.arrays import byte_bounds, is_cupy_array
+from ..runtime.arrays import byte_bounds, is_cupy_array, module_of
 
 
 @dataclass
@@ -45,12 +45,6 @@ def memory_root(x: Any) -> Any:
     return x
 
 
-def _module(a: Any) -> Any:
-    """The array module of `a`'s memory: cupy for device arrays, numpy on the host (hostcuda included)."""
-    if is_cupy_array(a):
-        import cupy
-        return cupy
-    return np
 
 
 class _Keep:
@@ -123,7 +117,7 @@ class ShadowMap:
     def internal(self, a: Any) -> tuple:
         """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them."""
         root = memory_root(a)
-        xp = _module(root)
+        xp = module_of(root)
         shadows = tuple(xp.zeros_like(root) for _ in range(self.lanes))
         if tuple(shadows[0].strides) != tuple(root.strides):
             raise ProgramError(f"an array of shape {tuple(root.shape)} and strides {tuple(root.strides)} needs a "

@@ -54,12 +54,20 @@ def _address(x: Any) -> int:
 
 
 def device_memory(x: Any) -> bool:
-    """Whether `x` is treated as device memory (programs: fingerprints instead of read-only flags, host
-    snapshots copied out of it): a CuPy array, or a NumPy array while 'hostcuda' is the default backend of
+    """Whether `x` is treated as device memory (programs: fingerprinted, host snapshots copied out of it):
+    a CuPy array, or a NumPy array while 'hostcuda' is the default backend of
     NumPy launches, the host's stand-in for a GPU, so that CI runs those paths (docs/hostcuda.md)."""
     if isinstance(x, np.ndarray):
         return default_name() == "hostcuda"
     return is_cupy_array(x)
+
+
+def module_of(x: Any) -> Any:
+    """The array module of `x`'s memory: cupy for a CuPy array, numpy otherwise (hostcuda included)."""
+    if is_cupy_array(x):
+        import cupy
+        return cupy
+    return np
 
 
 def to_host(x: Any) -> np.ndarray:
