@@ -27,19 +27,12 @@ C = 0.1
 
 def launch_times(calls: dict, reps: int, reset) -> dict:
     """Per variant, each kernel's median total time per call (ms) and the launches per call: where a call's
-    time goes (--launches). Times the launches through the runtime's run_spec, CPU only (no sync)."""
-    import gradkern.runtime.forward as forward
-    import gradkern.runtime.reverse as reverse
-    run = reverse.run_spec
+    time goes (--launches). Times every run of the prepared calls through the runtime's seam
+    (runtime/call.py: observing), CPU only (no sync)."""
+    from gradkern.runtime.call import observing
     seen: list = []
-
-    def timed(spec, dim, values):
-        t = time.perf_counter()
-        run(spec, dim, values)
-        seen.append((spec.typed.name, time.perf_counter() - t))
-    reverse.run_spec = forward.run_spec = timed
-    try:
-        out = {}
+    out = {}
+    with observing(lambda run, dim, seconds: seen.append((run.spec.typed.name, seconds))):
         for key, fn in calls.items():
             per: dict = {}
             counts = []
@@ -54,9 +47,7 @@ def launch_times(calls: dict, reps: int, reset) -> dict:
                 for name, dt in total.items():
                     per.setdefault(name, []).append(dt)
             out[key] = ({name: float(np.median(ts)) * 1e3 for name, ts in per.items()}, int(np.median(counts)))
-        return out
-    finally:
-        reverse.run_spec = forward.run_spec = run
+    return out
 
 
 def bench(xp, n: int, reps: int, sync, launches: bool = False) -> dict:

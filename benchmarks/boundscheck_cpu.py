@@ -71,13 +71,14 @@ if what in ("primal", "gradient"):
 else:
     from gradkern.kernels import spmv
     from gradkern.runtime.bounds_check import _exact_check
-    from gradkern.runtime.launch import prepare_launch
+    from gradkern.runtime.call import prepare
     m, per = 2 ** 20, 8
     indptr = np.arange(0, m * per + 1, per, dtype=np.int64)
     indices = rng.integers(0, m, m * per)
     data, x, y = rng.uniform(0.5, 1.5, m * per), rng.uniform(0.5, 1.5, m), np.zeros(m)
     gk.launch(spmv, m, indptr, indices, data, x, y)
-    spec, bnd = prepare_launch(spmv, m, (indptr, indices, data, x, y), None)
+    prepared, bound = prepare(spmv, (indptr, indices, data, x, y), m, None, "launch")
+    spec, bnd = prepared.spec, bound.b
     launches, checks = [], []
     for _ in range(7):
         s = time.perf_counter()

@@ -312,11 +312,11 @@ def _over_2d(x, y):
 def test_overwritten_is_claimed_only_where_every_element_is_written_unread(kernel, args, claimed):
     """The fact checkpointed loops rely on to skip dead buffers, against a brute-force oracle: each claimed
     array, filled with NaN and launched over its shape, holds no NaN afterwards (every element written)."""
-    from gradkern.runtime.launch import prepare_launch
+    from gradkern.runtime.call import prepare
     values = args(np.random.default_rng(0))
     dim = values[0].shape
-    spec, _ = prepare_launch(kernel, dim, values, None)
-    assert set(spec.facts.overwritten) == claimed
+    prepared, _ = prepare(kernel, values, dim, None, "launch")
+    assert set(prepared.spec.facts.overwritten) == claimed
     for name in claimed:
         pos = [p.name for p in kernel.ir.params].index(name)
         values[pos][...] = np.nan

@@ -1,4 +1,4 @@
-"""The annotation cache of runtime/annotate.py: a derivative call whose
+"""The one signature cache (runtime/call.py, docs/prepared-call.md) for derivative calls: a derivative call whose
 annotation signature was validated before skips the checks that depend only
 on it, and a changed shape, flag, dtype, value or alias pattern is checked
 (and refused) as on a first call, with every buffer left as it was."""
@@ -14,27 +14,33 @@ import pytest
 import gradkern as gk
 from gradkern.errors import AliasingError, AnnotationError
 from gradkern.kernels.blas import saxpy
-from gradkern.runtime import annotate
+from gradkern.runtime import annotate, call
 
 
 @pytest.fixture
 def cold():
-    annotate._ANNOTATED.clear()
+    call._CALLS.clear()
     yield
-    annotate._ANNOTATED.clear()
+    call._CALLS.clear()
 
 
 def _same(got, want):
-    """Equal (Annotated, Binding, shadows) triples, arrays compared by identity."""
-    (ga, gb, gs), (wa, wb, ws) = got, want
-    assert (ga.active, ga.no_need, ga.lanes) == (wa.active, wa.no_need, wa.lanes)
-    for a, b in zip(ga.primals, wa.primals, strict=True):
-        assert a is b
-    for shadows_g, shadows_w in ((ga.shadows, wa.shadows), (gs, ws)):
-        assert list(shadows_g) == list(shadows_w)
-        for n in shadows_w:
-            assert all(a is b for a, b in zip(shadows_g[n], shadows_w[n], strict=True))
+    """A prepared call's values (call.Bound) equal to the full checks' (Annotated, Binding, shadows) triple:
+    arrays compared by identity, scalars by type and value."""
+    wa, wb, ws = want
+    gb = got.b
+    if got.call.mode == "reverse":
+        assert (got.call.layout.active, got.call.layout.lanes) == (wa.active, wa.lanes)
+    for a, b in zip(gb.values, wb.values, strict=True):
+        assert a is b if isinstance(b, np.ndarray) else (type(a) is type(b) and a == b)
+    assert list(got.derivatives) == list(ws)
+    for n in ws:
+        assert all(a is b for a, b in zip(got.derivatives[n], ws[n], strict=True))
     assert (gb.dim, gb.types, gb.backend, gb.aliases) == (wb.dim, wb.types, wb.backend, wb.aliases)
+
+
+def _prepared(args, forward, dim=None, backend=None):
+    return call.prepare(saxpy, args, dim, backend, "forward" if forward else "reverse")[1]
 
 
 CALLS = {
@@ -56,10 +62,10 @@ CALLS = {
 def test_hit_equals_full_checks(cold, rng, name):
     make, forward = CALLS[name]
     args = make(rng)
-    first = annotate.annotated_binding(saxpy, args, None, None, forward)
-    assert annotate._signature(saxpy, args, forward, None, None) in annotate._ANNOTATED
-    second = annotate.annotated_binding(saxpy, args, None, None, forward)
-    full = annotate._annotated_binding(saxpy, args, None, None, forward)
+    first = _prepared(args, forward)
+    assert call.signature(saxpy, "forward" if forward else "reverse", None, None, args) in call._CALLS
+    second = _prepared(args, forward)
+    full = annotate.annotated_binding(saxpy, args, None, None, forward)
     _same(first, full)
     _same(second, full)
 
@@ -122,7 +128,7 @@ def test_values_not_keyed_take_the_full_path(cold, rng):
                  (gk.Active(1.5), gk.Duplicated(x, strided), gk.Duplicated(y, dy)),
                  (gk.Active(1.5), gk.Duplicated(x, [0.0] * 8), gk.Duplicated(y, dy)),
                  (gk.Active(1.5), gk.BatchDuplicated(x, dx), gk.Duplicated(y, dy))):
-        assert annotate._signature(saxpy, args, False, None, None) is None
+        assert call.signature(saxpy, "reverse", None, None, args) is None
 
 
 def test_cache_keeps_no_arrays_alive(cold, rng):
@@ -144,8 +150,8 @@ def test_the_binding_comes_from_the_key_too(cold, rng):
     np.testing.assert_array_equal(dx4[:4], 1.5 * dy[:4])
     np.testing.assert_array_equal(dx4[4:], 0.0)
     args = (gk.Active(1.5), gk.Duplicated(x, dx), gk.Duplicated(y, dy))
-    assert annotate._signature(saxpy, args, False, (8,), None) != annotate._signature(saxpy, args, False, 8, None)
-    assert annotate._signature(saxpy, args, False, np.int64(8), None) is None
-    assert annotate._signature(saxpy, (2**64, gk.Duplicated(x, dx), gk.Duplicated(y, dy)), False, 8, None) is None
-    _same(annotate.annotated_binding(saxpy, args, 8, "cpu"), annotate._annotated_binding(saxpy, args, 8, "cpu", False))
-    _same(annotate.annotated_binding(saxpy, args, 8, "cpu"), annotate._annotated_binding(saxpy, args, 8, "cpu", False))
+    assert call.signature(saxpy, "reverse", (8,), None, args) != call.signature(saxpy, "reverse", 8, None, args)
+    assert call.signature(saxpy, "reverse", np.int64(8), None, args) is None
+    assert call.signature(saxpy, "reverse", 8, None, (2**64, gk.Duplicated(x, dx), gk.Duplicated(y, dy))) is None
+    _same(_prepared(args, False, 8, "cpu"), annotate.annotated_binding(saxpy, args, 8, "cpu", False))
+    _same(_prepared(args, False, 8, "cpu"), annotate.annotated_binding(saxpy, args, 8, "cpu", False))

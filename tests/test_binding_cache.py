@@ -1,5 +1,5 @@
-"""The binding cache of runtime/binding.py: a launch whose signature was bound
-before reuses the checks that depend only on it, and a changed shape, stride,
+"""The one signature cache (runtime/call.py, docs/prepared-call.md) for launches: a launch whose
+signature was prepared before reuses the checks that depend only on it, and a changed shape, stride,
 dtype, flag, dim type or alias pattern is bound (and refused) as on a first
 launch, with every buffer left as it was."""
 
@@ -13,7 +13,7 @@ import pytest
 import gradkern as gk
 from gradkern.errors import AliasingError, LaunchError
 from gradkern.kernels.blas import saxpy
-from gradkern.runtime import binding
+from gradkern.runtime import binding, call
 
 
 @gk.kernel
@@ -40,17 +40,17 @@ def _same(b1, b2):
 
 @pytest.fixture
 def cold():
-    binding._BOUND.clear()
+    call._CALLS.clear()
     yield
-    binding._BOUND.clear()
+    call._CALLS.clear()
 
 
 def _hit(kernel, dim, args):
-    """Bind twice (the second a cache hit) and check both against the full binding."""
-    first = binding.bind(kernel.ir, dim, args)
-    key = binding._signature(kernel.ir, dim, args, None)
-    assert key is not None and key in binding._BOUND
-    second = binding.bind(kernel.ir, dim, args)
+    """Prepare twice (the second a cache hit) and check both bindings against the full binding."""
+    first = call.prepare(kernel, args, dim, None, "launch")[1].b
+    key = call.signature(kernel, "launch", dim, None, args)
+    assert key is not None and key in call._CALLS
+    second = call.prepare(kernel, args, dim, None, "launch")[1].b
     _same(first, _full(kernel, dim, args))
     _same(second, _full(kernel, dim, args))
     return second
@@ -72,7 +72,7 @@ def test_scalar_values_are_converted_on_every_hit(cold, rng):
     x = rng.random(8)
     y = rng.random(8)
     b1 = _hit(shift_scale, 8, (x, y, 1.0))
-    b2 = binding.bind(shift_scale.ir, 8, (x, y, 2.5))
+    b2 = call.prepare(shift_scale, (x, y, 2.5), 8, None, "launch")[1].b
     assert b1.values[2] == 1.0 and b2.values[2] == 2.5 and type(b2.values[2]) is np.float64
     expected = x * 2.0 + 2.5
     gk.launch(shift_scale, 8, x, y, 2.5)
@@ -98,7 +98,8 @@ def test_changed_strides_are_bound_again(cold, rng):
     gk.launch(saxpy, 8, 1.5, x, y)
     base = rng.random(16)
     xs = base[::2]
-    assert binding._signature(saxpy.ir, 8, (1.5, xs, y), None) != binding._signature(saxpy.ir, 8, (1.5, x, y), None)
+    assert call.signature(saxpy, "launch", 8, None, (1.5, xs, y)) != call.signature(saxpy, "launch", 8, None,
+                                                                                     (1.5, x, y))
     expected = 1.5 * xs + y
     gk.launch(saxpy, 8, 1.5, xs, y)
     np.testing.assert_array_equal(y, expected)
@@ -151,7 +152,7 @@ def test_changed_alias_pattern_is_bound_again(cold, rng):
         gk.launch(saxpy, 8, 1.5, z[:-1], z[1:])
     np.testing.assert_array_equal(z, before)
     gk.launch(saxpy, 8, 1.5, z[:-1], y)  # the same signature, no overlap: cached again
-    assert binding._signature(saxpy.ir, 8, (1.5, z[:-1], y), None) in binding._BOUND
+    assert call.signature(saxpy, "launch", 8, None, (1.5, z[:-1], y)) in call._CALLS
 
 
 def test_changed_shadow_alias_pattern_is_checked(cold, rng):
@@ -179,11 +180,11 @@ def test_values_that_keys_do_not_hold_are_checked(cold, rng):
 
 def test_arguments_not_keyed_take_the_full_path(cold, rng):
     x, y = rng.random(8), rng.random(8)
-    assert binding._signature(saxpy.ir, 8, (1.5, np.ma.masked_array(x), y), None) is None
+    assert call.signature(saxpy, "launch", 8, None, (1.5, np.ma.masked_array(x), y)) is None
     strided = np.lib.stride_tricks.as_strided(x, (8,), (8,))
-    assert binding._signature(saxpy.ir, 8, (1.5, strided, y), None) is None
-    assert binding._signature(saxpy.ir, 8, (1.5, x, [1.0] * 8), None) is None
-    assert binding._signature(saxpy.ir, np.int64(8), (1.5, x, y), None) is None
+    assert call.signature(saxpy, "launch", 8, None, (1.5, strided, y)) is None
+    assert call.signature(saxpy, "launch", 8, None, (1.5, x, [1.0] * 8)) is None
+    assert call.signature(saxpy, "launch", np.int64(8), None, (1.5, x, y)) is None
 
 
 def test_cache_keeps_no_arrays_alive(cold, rng):

@@ -1,5 +1,5 @@
-"""Per-signature call plans (runtime/plans.py): a launch or derivative call whose signature was prepared
-before runs the plan kept in its signature's cache entry. Pinned here: a planned call's results equal
+"""Prepared calls (runtime/call.py, docs/prepared-call.md): a launch or derivative call whose signature was
+prepared before runs the prepared call kept in the one signature cache. Pinned here: a planned call's results equal
 the full path's bit for bit; every component of the signature, and every value the plan does not
 settle (the overlap of buffers, int64 range, a finite Active value, integer scalars the bounds depend
 on, data a race or segment check reads), is checked again after a hit and refused with the same error,
@@ -17,7 +17,7 @@ import pytest
 import gradkern as gk
 from gradkern.errors import AliasingError, AnnotationError, KernelTypeError, LaunchError, RaceError
 from gradkern.kernels.blas import saxpy
-from gradkern.runtime import annotate, binding
+from gradkern.runtime import annotate, binding, call
 
 
 @gk.kernel
@@ -43,11 +43,9 @@ def csr_rows(indptr, indices, data, x, y):
 
 @pytest.fixture
 def cold():
-    binding._BOUND.clear()
-    annotate._ANNOTATED.clear()
+    call._CALLS.clear()
     yield
-    binding._BOUND.clear()
-    annotate._ANNOTATED.clear()
+    call._CALLS.clear()
 
 
 def _no_full_path(monkeypatch):
@@ -55,7 +53,7 @@ def _no_full_path(monkeypatch):
     def full(*args, **kwargs):
         raise AssertionError("the full path was taken")
     monkeypatch.setattr(binding, "_bind", full)
-    monkeypatch.setattr(annotate, "_annotated_binding", full)
+    monkeypatch.setattr(annotate, "annotate", full)
 
 
 def _inputs(seed):
@@ -103,14 +101,14 @@ def test_a_planned_call_equals_the_full_path(cold, monkeypatch, name):
 def test_plans_are_kept_per_signature(cold):
     x, y, s, t = _inputs(0)
     gk.launch(saxpy, 8, 1.5, x, y)
-    entry = binding.cached_entry(saxpy.ir, 8, (1.5, x, y), None)
-    assert entry is not None and entry.plan is not None and entry.plan.spec in saxpy._specs.values()
+    prepared = call.cached(saxpy, "launch", 8, None, (1.5, x, y))
+    assert prepared is not None and prepared.spec in saxpy._specs.values()
     args = (gk.Active(1.5), gk.Duplicated(x, s), gk.Duplicated(y, t))
     gk.autodiff(saxpy, *args)
-    assert annotate.cached_annotations(saxpy, args, None, None, False).plan is not None
+    assert call.cached(saxpy, "reverse", None, None, args) is not None
     fargs = (gk.Duplicated(1.5, 1.0), gk.Duplicated(x, s), gk.Duplicated(y, t))
     gk.autodiff(saxpy, *fargs, mode=gk.Forward)
-    assert annotate.cached_annotations(saxpy, fargs, None, None, True).plan is not None
+    assert call.cached(saxpy, "forward", None, None, fargs) is not None
 
 
 def test_emptying_the_specialisation_cache_drops_the_plans(cold):
@@ -118,16 +116,16 @@ def test_emptying_the_specialisation_cache_drops_the_plans(cold):
     args = (gk.Active(1.5), gk.Duplicated(x, s), gk.Duplicated(y, t))
     gk.launch(saxpy, 8, 1.5, x, y)
     gk.autodiff(saxpy, *args)
-    launch_plan = binding.cached_entry(saxpy.ir, 8, (1.5, x, y), None).plan
-    reverse_plan = annotate.cached_annotations(saxpy, args, None, None, False).plan
+    launch_plan = call.cached(saxpy, "launch", 8, None, (1.5, x, y))
+    reverse_plan = call.cached(saxpy, "reverse", None, None, args)
     saxpy._specs.clear()
     gk.launch(saxpy, 8, 1.5, x, y)
     gk.autodiff(saxpy, *args)
-    new_launch = binding.cached_entry(saxpy.ir, 8, (1.5, x, y), None).plan
-    new_reverse = annotate.cached_annotations(saxpy, args, None, None, False).plan
+    new_launch = call.cached(saxpy, "launch", 8, None, (1.5, x, y))
+    new_reverse = call.cached(saxpy, "reverse", None, None, args)
     assert new_launch is not launch_plan and new_launch.spec is not launch_plan.spec
     assert new_launch.spec in saxpy._specs.values()
-    assert new_reverse is not reverse_plan and new_reverse.rs is not reverse_plan.rs
+    assert new_reverse is not reverse_plan and new_reverse.spec is not reverse_plan.spec
 
 
 def _readonly(a):
@@ -302,8 +300,7 @@ def test_a_programs_reverse_sweep_validates_nothing(cold, monkeypatch, rng):
 
     def refused(*a, **k):
         raise AssertionError("validated during the sweep")
-    for module, name in ((annotate, "_signature"), (annotate, "_annotated_binding"), (binding, "_signature"),
-                         (binding, "_bind")):
+    for module, name in ((call, "signature"), (annotate, "annotate"), (binding, "_bind")):
         monkeypatch.setattr(module, name, refused)
     got = rev(*args, tape)
     monkeypatch.undo()
@@ -315,19 +312,19 @@ def test_a_programs_reverse_sweep_validates_nothing(cold, monkeypatch, rng):
 
 
 def test_records_made_without_init_have_every_field(cold, rng):
-    """plans.made builds Binding, Annotated and Tape records without their __init__: every field is set."""
+    """call.made builds Binding and Tape records without their __init__: every field is set."""
     import dataclasses
 
     from gradkern.runtime import reverse
 
     x, y, dx, dy = rng.random(8), rng.random(8), rng.random(8), rng.random(8)
     args = (gk.Active(1.5), gk.Duplicated(x, dx), gk.Duplicated(y, dy))
-    reverse.prepare_reverse(saxpy, args, None, None)
-    prepared = reverse.prepare_reverse(saxpy, args, None, None)  # from the plan
-    tape = prepared.augmented_primal()
-    for record in (prepared.b, prepared.ann, tape):
+    call.prepare(saxpy, args, None, None, "reverse")
+    _, prepared = call.prepare(saxpy, args, None, None, "reverse")  # refilled
+    tape = reverse.run_augmented_primal(prepared)
+    for record in (prepared.b, tape):
         assert set(vars(record)) == {f.name for f in dataclasses.fields(record)}
-    full = annotate._annotated_binding(saxpy, args, None, None, False)
+    full = annotate.annotated_binding(saxpy, args, None, None, False)
     assert (prepared.b.dim, prepared.b.types, prepared.b.backend, prepared.b.names, prepared.b.aliases,
             prepared.b.strided) == (full[1].dim, full[1].types, full[1].backend, full[1].names, full[1].aliases,
                                     full[1].strided)
@@ -351,5 +348,5 @@ def test_overlap_is_decided_per_allocation(cold, rng):
     with pytest.raises(AliasingError, match="overlap"):
         gk.launch(saxpy, 8, 1.5, x, z)
     np.testing.assert_array_equal(whole, before)
-    assert binding._signature(saxpy.ir, 8, (1.5, x, z), None) is None
-    assert binding._signature(saxpy.ir, 8, (1.5, x, y), None) is not None
+    assert call.signature(saxpy, "launch", 8, None, (1.5, x, z)) is None
+    assert call.signature(saxpy, "launch", 8, None, (1.5, x, y)) is not None

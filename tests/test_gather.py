@@ -238,17 +238,18 @@ def test_write_only_shadow_is_zeroed_after_every_gather_read_it(rng):
 def test_gather_runs_over_the_reach_of_its_arrays():
     """Its domain per axis is the launch extent plus the largest positive offset
     (u's 4 along the only axis here; 2 along both axes of interior_2d)."""
-    from gradkern.runtime.reverse import prepare_reverse
+    from gradkern.runtime.call import prepare
 
     x = np.ones(11)
     args = (gk.Duplicated(x, x.copy()), gk.Duplicated(x[:9].copy(), x[:9].copy()),
             gk.Duplicated(x[:10].copy(), x[:10].copy()))
-    pr = prepare_reverse(two_arrays, args, 6, None)
-    assert dict(pr.rs.adjoint_forms)["u"] == dict(pr.rs.adjoint_forms)["v"] == "gather"
-    assert pr.rs.gather_extents((6,)) == (10,)
+    pr, _ = prepare(two_arrays, args, 6, None, "reverse")
+    assert dict(pr.spec.adjoint_forms)["u"] == dict(pr.spec.adjoint_forms)["v"] == "gather"
+    assert pr.spec.gather_extents((6,)) == (10,)
     y = np.ones((7, 6))
-    pr = prepare_reverse(interior_2d, (gk.Duplicated(y, y.copy()), gk.Duplicated(y.copy(), y.copy())), (4, 3), None)
-    assert pr.rs.gather_extents((4, 3)) == (6, 5)
+    pr, _ = prepare(interior_2d, (gk.Duplicated(y, y.copy()), gk.Duplicated(y.copy(), y.copy())), (4, 3), None,
+                    "reverse")
+    assert pr.spec.gather_extents((4, 3)) == (6, 5)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -262,12 +263,12 @@ def test_every_case_is_gathered(name):
 def test_periodic_gather_covers_the_whole_modulus():
     """A wrap lands anywhere in its axis: a launch over 5 of 9 elements reads u[8] (thread 0's
     left neighbour), so the gather runs over all 9; a launch past u's end runs over the launch."""
-    from gradkern.runtime.reverse import prepare_reverse
+    from gradkern.runtime.call import prepare
 
     x = np.linspace(0.5, 1.0, 9)
-    pr = prepare_reverse(periodic, (gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy())), 5, None)
-    assert pr.rs.gather_extents((5,), {"u": (9,), "un": (9,)}) == (9,)
-    assert pr.rs.gather_extents((9,), {"u": (9,), "un": (9,)}) == (10,)
+    pr, _ = prepare(periodic, (gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy())), 5, None, "reverse")
+    assert pr.spec.gather_extents((5,), {"u": (9,), "un": (9,)}) == (9,)
+    assert pr.spec.gather_extents((9,), {"u": (9,), "un": (9,)}) == (10,)
     u, un, du, dun = x.copy(), np.zeros(9), np.zeros(9), np.zeros(9)
     dun[0] = 1.0  # un[0] = u[8] u[1] + sin(u[0])
     gk.autodiff(periodic, gk.Duplicated(u, du), gk.Duplicated(un, dun), dim=5)

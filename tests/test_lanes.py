@@ -129,7 +129,7 @@ def test_lane_groups_equal_separate_calls(label, mode, group, k, lane_group):
 def test_lane_groups_launch_the_primal_once(lane_group):
     """A kernel that counts its own runs (an atomic add into a primal array) counts one run per thread
     whatever the grouping, in both modes; forward splits it into tangent-only groups and a last group."""
-    from gradkern.runtime.forward import prepare_forward
+    from gradkern.runtime.call import prepare
 
     @gk.kernel
     def counted(x, y, runs):
@@ -148,9 +148,9 @@ def test_lane_groups_launch_the_primal_once(lane_group):
         want = 2 * x * 2.0 if mode is gk.Reverse else 2 * x
         for d in (dxs if mode is gk.Reverse else dys):
             np.testing.assert_allclose(d, want + (1.0 if mode is gk.Reverse else 0.0), rtol=1e-15)
-    b, launches = prepare_forward(counted, (gk.BatchDuplicated(x, dxs), gk.BatchDuplicated(y, dys), runs), None,
-                                  "interp")
-    assert [spec.typed.name.endswith("_only") for spec, _ in launches] == [True, True, False]
+    prepared, _ = prepare(counted, (gk.BatchDuplicated(x, dxs), gk.BatchDuplicated(y, dys), runs), None, "interp",
+                          "forward")
+    assert [run.spec.typed.name.endswith("_only") for run in prepared.runs] == [True, True, False]
 
 
 def test_lane_groups_match_finite_differences(rng):
@@ -349,17 +349,15 @@ def test_inspect_answers_for_every_signature_on_the_cpu():
     assert seen_batch > 0
 
 
-def test_grouped_gathers_then_one_fused_launch(lane_group, monkeypatch):
+def test_grouped_gathers_then_one_fused_launch(lane_group):
     """Lanes in groups with a gather and nothing taped: each group's gather, then one fused launch of all
     lanes (primal and every lane's zeroing), the primal not run apart: ceil(k / group) + 1 launches."""
-    import gradkern.runtime.plans as plans
+    from gradkern.runtime.call import observing
     ran = []
-    run = plans.Runner.__call__  # every launch of a reverse-mode call (runtime/plans.py)
-    monkeypatch.setattr(plans.Runner, "__call__", lambda self, dim, values: (ran.append(self.spec.typed.name),
-                                                                             run(self, dim, values)))
     lane_group(2)
     kernel, args, dim = CASES["reverse/heat_2d"]
-    batch_vs_separate(kernel, args, dim, gk.Reverse, np.random.default_rng(8), backend="interp", k=5)
+    with observing(lambda run, dim, seconds: ran.append(run.spec.typed.name)):  # every launch of a call
+        batch_vs_separate(kernel, args, dim, gk.Reverse, np.random.default_rng(8), backend="interp", k=5)
     assert ran[-4:] == ["heat_step_2d_gather_x2", "heat_step_2d_gather_x2", "heat_step_2d_gather",
                         "heat_step_2d_grad_x5"]
     assert gk.inspect(kernel, *_lanes(args, 5), dim=dim, mode=gk.Reverse, backend="interp").runs == \

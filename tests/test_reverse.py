@@ -614,16 +614,18 @@ def test_active_scalar_autodiff_runs_split_on_the_cpu_with_the_fused_result():
     """With Active scalars and nothing taped, the CPU's autodiff runs augmented primal + reverse (their sum
     cannot vectorise the fused loop): the same derivatives as the fused kernel, which a vector-width-1 call
     through autodiff_thunk's pair also computes; equal to float64 rounding of a differently ordered sum."""
-    from gradkern.runtime.reverse import prepare_reverse
+    from gradkern.runtime import reverse
+    from gradkern.runtime.call import Run, prepare
     r = np.random.default_rng(1)
     n = 1000
     x, y, dy = r.random(n), r.random(n), r.random(n)
-    prepared = prepare_reverse(saxpy, (gk.Active(0.7), gk.Duplicated(x.copy(), np.zeros(n)),
-                                       gk.Duplicated(y.copy(), dy.copy())), n, None)
-    accs = prepared._accumulators()
-    tapes = prepared._allocate_tape()
-    prepared._run(prepared.rs.fused, [*prepared.b.kernel_values, *prepared._adjoint_values(accs), *tapes])
-    fused = prepared._results(accs)[0]
+    prepared, bound = prepare(saxpy, (gk.Active(0.7), gk.Duplicated(x.copy(), np.zeros(n)),
+                                      gk.Duplicated(y.copy(), dy.copy())), n, None, "reverse")
+    accs = reverse._accumulators(prepared)
+    tapes = reverse._allocate_tape(bound)
+    Run("fused", prepared.spec.fused, 0, 1, prepared.spec)(
+        prepared.dim, [*bound.values, *reverse._adjoint_values(bound, accs, 0, 1), *tapes])
+    fused = reverse._results(prepared, accs)[0]
     dx = np.zeros(n)
     y2 = y.copy()
     split = gk.autodiff(saxpy, gk.Active(0.7), gk.Duplicated(x.copy(), dx), gk.Duplicated(y2, dy.copy()))[0]

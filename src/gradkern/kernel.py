@@ -22,7 +22,8 @@ from .ir import nodes as ir
 
 class SpecCache(dict):
     """A kernel's specialisations by key. `generation` counts the times it was emptied: the runtime's
-    per-signature call plans (runtime/plans.py) hold specialisations and are valid for one generation."""
+    prepared calls (runtime/call.py, docs/prepared-call.md) hold specialisations and are valid for one
+    generation."""
 
     generation = 0
 

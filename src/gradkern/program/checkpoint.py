@@ -34,8 +34,8 @@ from ..errors import ProgramError
 from ..kernel import KernelFunction
 from ..rules import CustomRule
 from ..runtime.arrays import device_memory, from_host, is_array, is_cupy_array, to_host
-from ..runtime.execute import run_spec
-from ..runtime.launch import prepare_launch
+from ..runtime.call import prepare
+from ..runtime.launch import run
 from ..runtime.recording import Recorder
 from .guard import HostWriteGuard
 from .hostcode import unwrap_args
@@ -131,11 +131,12 @@ class _Untaped(Recorder):
             self.loop.wants_shadows([p.written for p in kernel.ir.params], args)
         guard = self.loop.guard
         with guard.unlocked(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop"):
-            spec, binding = prepare_launch(kernel, dim, plain, backend)  # validated as the user's writable arrays
+            call, bound = prepare(kernel, plain, dim, backend, "launch")  # validated as the user's writable arrays
+            binding = bound.b
             written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
             self.loop.before_launch(self.t, kernel.name, written, binding,
-                                    overwritten_whole(kernel.ir.params, binding, spec.facts))
-            run_spec(spec, binding.dim, list(binding.kernel_values))
+                                    overwritten_whole(kernel.ir.params, binding, call.primal.facts))
+            run(call, bound)
         guard.lock(arrays, self._where(f"a launch of kernel '{kernel.name}'"))
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:

@@ -23,11 +23,11 @@ from ..annotations import Active, Const
 from ..kernel import KernelFunction
 from ..rules import CustomRule
 from ..runtime.arrays import is_array
-from ..runtime.execute import run_spec
+from ..runtime.call import prepare
 from ..runtime.forward import forward as forward_launch
-from ..runtime.launch import prepare_launch
+from ..runtime.launch import run
 from ..runtime.recording import Recorder
-from ..runtime.reverse import prepare_reverse
+from ..runtime.reverse import run_augmented_primal
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
 from .rulestep import annotate_array, record_forward, record_reverse, tangent_scalar
@@ -111,27 +111,24 @@ class ProgramRecorder(Recorder):
         """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
         Returns the step, the arrays it may write and those its reverse reads."""
         params = kernel.ir.params
-        if active:
-            prepared = prepare_reverse(kernel, tuple(annotated), dim, backend)
-            binding = prepared.b
-        else:  # nothing active: a plain launch, recorded only for what it overwrites
-            prepared = None
-            spec, binding = prepare_launch(kernel, dim, plain, backend)
+        call, bound = prepare(kernel, tuple(annotated) if active else plain, dim, backend,
+                              "reverse" if active else "launch")
+        binding = bound.b
+        prepared = bound if active else None  # nothing active: a plain launch, recorded for what it overwrites
         values = dict(zip([p.name for p in params], binding.values))
         step = Step(len(self.steps) + 1, kernel.name, prepared, None, scalars=scalars)
         written = [values[p.name] for p in params if p.written and is_array(values.get(p.name))]
-        reads = [values[n] for n in (prepared.rs.reverse_reads if prepared else ()) if is_array(values.get(n))]
+        reads = [values[n] for n in (call.spec.reverse_reads if active else ()) if is_array(values.get(n))]
         if self.observer is not None:
-            facts = prepared.rs.primal.facts if prepared is not None else spec.facts
-            self.observer(kernel.name, written, binding, overwritten_whole(params, binding, facts))
+            self.observer(kernel.name, written, binding, overwritten_whole(params, binding, call.primal.facts))
         for view in written:  # copy-on-write: what an earlier reverse still reads
             self.roots.setdefault(id(memory_root(view)), memory_root(view))
             if self.needed.get(id(memory_root(view))):
                 step.saves.append(Saved(view, view.copy()))
         if prepared is not None:
-            step.tape = prepared.augmented_primal()
+            step.tape = run_augmented_primal(bound)
         else:
-            run_spec(spec, binding.dim, list(binding.kernel_values))
+            run(call, bound)
         return step, written, reads
 
     def add_loop(self, loop: Any) -> None:

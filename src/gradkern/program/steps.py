@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..runtime.reverse import PreparedReverse, Tape
+from ..runtime.call import Bound
+from ..runtime.reverse import Tape, run_reverse
 from .scalars import ActiveScalar
 from .shadows import memory_root
 
@@ -49,7 +50,7 @@ class Step:
 
     number: int
     kernel: str
-    prepared: PreparedReverse | None  # None: a launch with nothing active (no derivative)
+    prepared: Bound | None  # a prepared reverse call's values (runtime/call.py); None: nothing active
     tape: Tape | None
     saves: list[Saved] = field(default_factory=list)
     scalars: dict[int, ActiveScalar] = field(default_factory=dict)  # parameter position -> its Active scalar
@@ -79,7 +80,7 @@ class Step:
         """The reverse itself: shadows accumulated, one entry per parameter returned (None: no derivative)."""
         if self.prepared is None:
             return None
-        got = self.prepared.reverse(self.tape)
+        got = run_reverse(self.prepared, self.tape)
         self.tape = None  # freed once used
         return got
 

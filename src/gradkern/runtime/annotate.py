@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
-from ..backends import default_name
 from ..errors import AliasingError, AnnotationError
 from ..kernel import KernelFunction
 from .arrays import (
@@ -26,18 +25,11 @@ from .arrays import (
     overlapping_elements,
 )
 from .binding import (
-    KEYED_SCALARS,
-    OWNDATA,
     Binding,
     bind,
     check_count,
     default_dim,
-    disjoint,
     exactly_aliased,
-    from_template,
-    memory_owner,
-    numpy_made,
-    template_of,
 )
 
 
@@ -211,157 +203,15 @@ def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, 
     return shadows
 
 
-def annotated_binding(f: KernelFunction, args: tuple, dim: Any, backend: str | None, forward: bool = False
-                      ) -> tuple[Annotated, Binding, dict[str, tuple]]:
-    """Validate a call of either mode: annotations, arguments, aliasing of the
-    shadows. Returns them with the binding and the merged shadows; touches no buffer.
-
-    A call whose annotation signature was validated before (`_signature`) skips
-    the checks that depend only on it; the binding has its own cache."""
-    return annotated_entry(f, args, dim, backend, forward)[:3]
-
-
-def annotated_entry(f: KernelFunction, args: tuple, dim: Any, backend: str | None, forward: bool = False
-                    ) -> tuple[Annotated, Binding, dict[str, tuple], AnnotatedEntry | None]:
-    """`annotated_binding`, and the cache entry of the call's signature (None where it has none), where
-    the runtime keeps the signature's call plan (runtime/plans.py)."""
-    key = _signature(f, args, forward, dim, backend)
-    if key is not None:
-        hit = _ANNOTATED.get(key)
-        if hit is not None and hit.kernel is f:
-            ann = _reuse(hit.ann, args)
-            if ann is not None:  # the key holds the binding's signature too (binding._signature)
-                return ann, from_template(hit.template, ann.primals), ann.shadows, hit
-    ann, b, shadows = _annotated_binding(f, args, dim, backend, forward)
-    if key is None or b.aliases:
-        return ann, b, shadows, None
-    if len(_ANNOTATED) >= MAX_ANNOTATED:
-        _ANNOTATED.clear()
-    # the templates keep no values: the cache must not keep the caller's arrays alive
-    entry = _ANNOTATED[key] = AnnotatedEntry(
-        f, Annotated((), {n: len(d) for n, d in ann.shadows.items()}, ann.active, ann.no_need, ann.lanes),
-        template_of(b))
-    return ann, b, shadows, entry
-
-
-class AnnotatedEntry:
-    """What the annotation cache keeps of a signature: the annotations' structure (no values), the
-    binding's template, and the call's plan (runtime/plans.py), built by the mode that runs it."""
-
-    __slots__ = ("kernel", "ann", "template", "plan")
-
-    def __init__(self, kernel: KernelFunction, ann: Annotated, template: tuple):
-        self.kernel, self.ann, self.template, self.plan = kernel, ann, template, None
-
-
-def cached_annotations(f: KernelFunction, args: tuple, dim: Any, backend: str | None, forward: bool
-                       ) -> AnnotatedEntry | None:
-    """The cache entry of this call's signature, or None (then `annotated_binding` validates it in full)."""
-    key = _signature(f, args, forward, dim, backend)
-    if key is None:
-        return None
-    hit = _ANNOTATED.get(key)
-    return hit if hit is not None and hit.kernel is f else None
-
-
-MAX_ANNOTATED = 4096  # remembered signatures, all kernels together
-_ANNOTATED: dict[tuple, AnnotatedEntry] = {}
-
-
-def _value_key(v: Any, arrays: list) -> Any:
-    """What every check of one value depends on, or None where it must be checked in full. For an array NumPy
-    made (binding.numpy_made: inside its memory), whether its elements overlap, whether it is writable and
-    what it is like follow from its dtype, shape, strides and flags."""
-    t = type(v)
-    if t is np.ndarray:
-        if not numpy_made(v):
-            return None
-        arrays.append(v)
-        return v.dtype, v.shape, v.strides, v.flags.num
-    if t is int and not -2**63 <= v < 2**63:
-        return None
-    return t if t in KEYED_SCALARS else None
-
-
-def _signature(f: KernelFunction, args: tuple, forward: bool, dim: Any, backend: str | None) -> tuple | None:
-    """The key of a call's validated annotations and binding, or None where they
-    must be checked in full: a value of another kind (see `_value_key`), an
-    unknown annotation, a dim that is not None, an int or a tuple of ints, or
-    any two of the call's arrays (primals and shadows) whose memory may overlap
-    (aliasing is decided in full at every such call)."""
-    t = type(dim)
-    if dim is not None and t is not int and not (t is tuple and all(type(n) is int for n in dim)):
-        return None
-    sig: list = [id(f), forward, dim, backend or default_name()]
-    arrays: list = []
-    owners: list = []
-    ndarray = np.ndarray
-    for a in args:
-        t = type(a)
-        if t is Duplicated or t is DuplicatedNoNeed:
-            v, d = a.val, a.dval
-            if type(v) is ndarray and type(d) is ndarray:  # the common case, `_value_key` of both inline
-                vb, db = v.base, d.base
-                if not ((vb is None or (type(vb) is ndarray and vb.flags.owndata))
-                        and (db is None or (type(db) is ndarray and db.flags.owndata))):
-                    return None
-                vf, df = v.flags.num, d.flags.num
-                vo = vb if vb is not None else v if vf & OWNDATA else None  # binding.memory_owner
-                do = db if db is not None else d if df & OWNDATA else None
-                if vo is None or do is None:
-                    return None
-                arrays.append(v)
-                arrays.append(d)
-                owners.append(vo)
-                owners.append(do)
-                sig.append((t, v.dtype, v.shape, v.strides, vf, d.dtype, d.shape, d.strides, df))
-                continue
-            k = (t, _value_key(v, arrays), _value_key(d, arrays))
-        elif t is BatchDuplicated:
-            dvals = a.dvals
-            if type(dvals) is not tuple and type(dvals) is not list:
-                return None
-            k = (t, _value_key(a.val, arrays), *(_value_key(d, arrays) for d in dvals))
-        elif t is Active or t is Const:
-            k = (t, _value_key(a.val, arrays))
-        elif isinstance(a, Annotation):
-            return None
-        else:
-            k = (_value_key(a, arrays),)
-        if any(v is None for v in k):  # `is`: a dtype compares equal to None
-            return None
-        sig.append(k)
-    if len(owners) < len(arrays):  # arrays keyed by `_value_key`
-        owners = [memory_owner(a, a.flags.num) for a in arrays]
-        if any(o is None for o in owners):
-            return None
-    return tuple(sig) if disjoint(arrays, owners) else None
-
-
-def _reuse(template: Annotated, args: tuple) -> Annotated | None:
-    """The annotations of a call with a validated signature: its values in `template`'s structure (the
-    shadows' names in argument order), or None where a value check fails (a non-finite Active value): the
-    full checks then say what is wrong."""
-    primals, shadows = [], []
-    for a in args:
-        t = type(a)
-        if t is Duplicated or t is DuplicatedNoNeed:
-            shadows.append((a.dval,))
-        elif t is BatchDuplicated:
-            shadows.append(tuple(a.dvals))
-        elif t is Active and not np.isfinite(a.val):
-            return None
-        primals.append(a.val if isinstance(a, Annotation) else a)
-    return Annotated(tuple(primals), dict(zip(template.shadows, shadows)), template.active, template.no_need,
-                     template.lanes)
-
-
-def _annotated_binding(f: KernelFunction, args: tuple, dim: Any, backend: str | None, forward: bool
-                       ) -> tuple[Annotated, Binding, dict[str, tuple]]:
-    """Every check, in order."""
+def annotated_binding(f: KernelFunction, args: tuple, dim: Any, backend: str | None, forward: bool = False,
+                      inspect_only: bool = False) -> tuple[Annotated, Binding, dict[str, tuple]]:
+    """Validate a call of either mode, every check in order: annotations, arguments, aliasing of the
+    shadows. Returns them with the binding and the merged shadows; touches no buffer. A call whose
+    signature was prepared before is not validated again (runtime/call.py, docs/prepared-call.md).
+    `inspect_only` (gk.inspect): as `bind`'s, and a Duplicated scalar is not refused here."""
     ann = annotate(f, args, forward)
-    b = bind(f.ir, default_dim(f.ir, ann.primals) if dim is None else dim, ann.primals, backend)
-    if not forward:
+    b = bind(f.ir, default_dim(f.ir, ann.primals) if dim is None else dim, ann.primals, backend, inspect_only)
+    if not forward and not inspect_only:
         for name in ann.shadows:
             param = f.ir.param(name)
             if param.used and not param.is_array:

@@ -197,108 +197,21 @@ def _check_array(kernel: ir.Kernel, p: ir.Param, a: Any) -> None:
 def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, inspect_only: bool = False
          ) -> Binding:
     """Validate `args` against `kernel`'s parameters; raise LaunchError (or a
-    subclass) naming the argument on the first problem.
-
-    A launch whose signature was bound before (`_signature`: the same kernel,
-    dim, backend, argument types, and for each array its dtype, shape, strides
-    and flags) and whose arrays do not overlap reuses that binding's types;
-    only its scalar values are converted again. Every check the full binding
-    makes is a function of that key, except the value checks `_signature`
-    repeats: the int64 range of Python ints and the overlap of the buffers."""
-    return bind_entry(kernel, dim, args, backend, inspect_only)[0]
-
-
-def bind_entry(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, inspect_only: bool = False
-               ) -> tuple[Binding, BoundEntry | None]:
-    """`bind`, and the cache entry of the launch's signature (None where it has none), where the runtime
-    keeps the signature's call plan (runtime/plans.py)."""
-    key = None if inspect_only else _signature(kernel, dim, args, backend)
-    if key is not None:
-        hit = _BOUND.get(key)
-        if hit is not None and hit.kernel is kernel:
-            return from_template(hit.template, args), hit
-    b = _bind(kernel, dim, args, backend, inspect_only)
-    if key is None or b.aliases:
-        return b, None
-    if len(_BOUND) >= MAX_BOUND:
-        _BOUND.clear()
-    entry = _BOUND[key] = BoundEntry(kernel, template_of(b))
-    return b, entry
-
-
-class BoundEntry:
-    """What the binding cache keeps of a signature: its binding's template, and the launch's call plan."""
-
-    __slots__ = ("kernel", "template", "plan")
-
-    def __init__(self, kernel: ir.Kernel, template: tuple):
-        self.kernel, self.template, self.plan = kernel, template, None
-
-
-def cached_entry(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None) -> BoundEntry | None:
-    """The cache entry of this launch's signature, or None (then `bind` validates it in full)."""
-    key = _signature(kernel, dim, args, backend)
-    if key is None:
-        return None
-    hit = _BOUND.get(key)
-    return hit if hit is not None and hit.kernel is kernel else None
-
-
-def scalar_values(template: tuple, args: tuple) -> list:
-    """The kernel's values for `args`, whose signature bound to `template`: scalars converted."""
-    return [a if t is None else t(a) for a, t in zip(args, template[1])]
+    subclass) naming the argument on the first problem. Every check, in order:
+    a call whose signature was prepared before is not bound again
+    (runtime/call.py, docs/prepared-call.md)."""
+    return _bind(kernel, dim, args, backend, inspect_only)
 
 
 def template_of(b: Binding) -> tuple:
-    """What a cache keeps of a binding: everything but its values (the cache must not keep the caller's
+    """What a prepared call keeps of a binding: everything but its values (it must not keep the caller's
     arrays alive), and how to convert each scalar."""
     return replace(b, values=()), tuple(None if isinstance(t, Array) else t.numpy for t in b.types)
 
 
-def from_template(template: tuple, args: tuple) -> Binding:
-    """The binding of `args`, whose signature bound to `template` before: only scalars are converted."""
-    b, numpy_types = template
-    values = tuple(a if t is None else t(a) for a, t in zip(args, numpy_types))
-    return Binding(b.dim, b.types, values, b.backend, b.names, (), b.strided)
-
-
-MAX_BOUND = 4096  # remembered signatures, all kernels together; a program varying its shapes endlessly starts over
-_BOUND: dict[tuple, BoundEntry] = {}
 # np.may_share_memory without its __array_function__ dispatch (the keys test plain NumPy arrays only)
 may_share_memory = getattr(np.may_share_memory, "_implementation", np.may_share_memory)
 KEYED_SCALARS = frozenset({float, int, bool, np.float32, np.float64, np.int32, np.int64, np.bool_})
-
-
-def _signature(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None) -> tuple | None:
-    """The key of a launch's binding, or None where it must be bound in full:
-    an argument of another type (CuPy, a subclass, a view NumPy did not make
-    by slicing), a dim that is not a plain int or tuple of ints, a Python int
-    outside int64, or two arrays whose memory may overlap (aliasing is decided
-    in full at every such launch)."""
-    t = type(dim)
-    if t is not int and not (t is tuple and all(type(n) is int for n in dim)):
-        return None
-    sig: list = [id(kernel), backend or default_name(), dim]  # CuPy arrays have no key: None below
-    arrays, owners = [], []
-    for a in args:
-        t = type(a)
-        if t is np.ndarray:
-            if not numpy_made(a):
-                return None
-            flags = a.flags.num
-            owner = memory_owner(a, flags)
-            if owner is None:
-                return None
-            sig.append((a.dtype, a.shape, a.strides, flags))
-            arrays.append(a)
-            owners.append(owner)
-        elif t in KEYED_SCALARS:
-            if t is int and not -2**63 <= a < 2**63:
-                return None
-            sig.append(t)
-        else:
-            return None
-    return tuple(sig) if disjoint(arrays, owners) else None
 
 
 OWNDATA = 0x0004  # NPY_ARRAY_OWNDATA, a bit of ndarray.flags.num

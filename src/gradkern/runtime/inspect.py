@@ -12,14 +12,13 @@ from ..errors import GradkernError, LaunchError
 from ..ir.printer import format_kernel
 from ..kernel import KernelFunction
 from ..pipeline import Specialization, tangent_param
-from .annotate import annotate, lane_groups, merge_shadows
 from .arrays import is_array
-from .binding import bind, default_dim
+from .binding import default_dim
 from .bounds_check import needs_bounds_check
+from .call import prepare
 from .launch import check_kernel
 from .race_check import needs_race_check
-from .reverse import autodiff_plan, tape_bytes_per_thread
-from .specialize import forward_specialization, primal_specialization, reverse_specialization
+from .reverse import tape_bytes_per_thread
 
 
 @dataclass(frozen=True)
@@ -33,7 +32,10 @@ class Inspection:
     shadow's accumulation form and the tape bytes per thread (0 for a primal
     launch). `sources` holds every kernel the call may run, by role (primal,
     race_check; fused, augmented_primal, reverse, count, gather in reverse
-    mode; forward_mode, the tangent kernel, in forward mode)."""
+    mode; forward_mode, the tangent kernel, in forward mode). `runs` is the roles the call runs, in
+    order (a launch: primal; forward mode: forward_mode), `launches` every launch with its lanes
+    (forward mode on the CPU: one per group of lanes): both read from the prepared call
+    (runtime/call.py, docs/prepared-call.md), as a call runs it."""
 
     ir: str
     source: str
@@ -48,6 +50,8 @@ class Inspection:
     active_sums: dict = field(default_factory=dict)
     bounds_check: bool = False
     backend: str = ""  # the backend the call runs on: the one asked for, or the arrays' and the default's
+    # every launch the call makes, in order, with its lanes (docs/prepared-call.md): e.g. "gather[0:4]"
+    launches: tuple[str, ...] = ()
 
     def __str__(self) -> str:
         return self.ir + "\n" + self.source
@@ -70,11 +74,6 @@ def _with_derivatives(sizes: dict[str, int], derivatives: dict[str, str], lanes:
 
 def _private_bytes(spec: Specialization, sizes: dict[str, int], dim: tuple[int, ...]) -> int:
     return backend(spec.backend).private_bytes(spec.code, sizes, dim)
-
-
-def _grouped(backend_name: str, lanes: int) -> bool:
-    """Whether vector mode runs its lanes in several launches on this backend (runtime/reverse.py)."""
-    return len(lane_groups(lanes, backend(backend_name).lane_group)) > 1
 
 
 def _summation(spec: Specialization, accumulator: str) -> str:
@@ -100,41 +99,37 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
     primals = tuple(primal(a) for a in args)
     if dim is None:
         dim = default_dim(k.ir, primals)
-    if mode is Forward:
-        ann = annotate(k, args, forward=True)
-        b = bind(k.ir, dim, ann.primals, backend, inspect_only=True)
-        fs = forward_specialization(k, b, merge_shadows(k.ir.params, ann, dict(b.aliases)), ann.lanes)
+    mode_name = "forward" if mode is Forward else "reverse" if mode is Reverse else "launch"
+    call, bound = prepare(k, args if mode is not None else primals, dim, backend, mode_name, inspect_only=True)
+    b = bound.b
+    launches = tuple(r.label for r in call.runs)
+    if mode is Forward:  # the last group of lanes' tangent kernel: the one that also stores the primal
+        fs = call.spec
         t = fs.tangent
         sizes = _with_derivatives(_byte_sizes(fs.primal.typed.params, b.kernel_values), fs.tangents, fs.lanes)
         return Inspection(format_kernel(t.typed), t.source or "", t.parallel, needs_race_check(fs.primal, b),
                           tuple(sorted(t.facts.atomic_targets)), 0, {}, _private_bytes(t, sizes, b.dim),
-                          _sources(race_check=fs.primal.race_check_source, forward_mode=t),
-                          bounds_check=needs_bounds_check(fs.primal, b), backend=b.backend)
+                          _sources(race_check=fs.primal.race_check_source, forward_mode=t), call.roles,
+                          bounds_check=needs_bounds_check(fs.primal, b), backend=b.backend, launches=launches)
     if mode is Reverse:
-        ann = annotate(k, args)
-        b = bind(k.ir, dim, ann.primals, backend, inspect_only=True)
-        shadows = merge_shadows(k.ir.params, ann, dict(b.aliases))
-        rs = reverse_specialization(k, b, shadows, ann.active, ann.no_need, ann.lanes)
+        rs, lanes = call.spec, call.layout.lanes
         tape_bytes = tape_bytes_per_thread(rs, b)
         fused = rs.fused
-        sizes = _with_derivatives(_byte_sizes(rs.primal.typed.params, b.kernel_values), rs.kernels.shadows,
-                                  ann.lanes)
-        sizes |= {tangent_param(acc, lane, ann.lanes): rs.kernels.accumulator_type.itemsize
-                  for acc in rs.kernels.accumulators.values() for lane in range(ann.lanes)}
+        sizes = _with_derivatives(_byte_sizes(rs.primal.typed.params, b.kernel_values), rs.kernels.shadows, lanes)
+        sizes |= {tangent_param(acc, lane, lanes): rs.kernels.accumulator_type.itemsize
+                  for acc in rs.kernels.accumulators.values() for lane in range(lanes)}
         sources = _sources(race_check=rs.primal.race_check_source, fused=fused,
                            augmented_primal=rs.augmented_primal, reverse=rs.reverse, count=rs.count,
                            gather=rs.gather)
-        runs = autodiff_plan(rs, bool(ann.active), b.backend, grouped=_grouped(b.backend, ann.lanes))
-        summing = getattr(rs, runs[-1])  # the fused kernel or the reverse: where the Active sums are made
-        sums = {n: _summation(summing, tangent_param(acc, 0, ann.lanes)) for n, acc in rs.kernels.accumulators.items()}
+        summing = getattr(rs, call.roles[-1])  # the fused kernel or the reverse: where the Active sums are made
+        sums = {n: _summation(summing, tangent_param(acc, 0, lanes)) for n, acc in rs.kernels.accumulators.items()}
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
                           needs_race_check(rs.primal, b), tuple(sorted(fused.facts.atomic_targets)), tape_bytes,
-                          dict(rs.adjoint_forms), _private_bytes(fused, sizes, b.dim), sources, runs, sums,
-                          needs_bounds_check(rs.primal, b), b.backend)
-    b = bind(k.ir, dim, primals, backend, inspect_only=True)
-    spec = primal_specialization(k, b)
+                          dict(rs.adjoint_forms), _private_bytes(fused, sizes, b.dim), sources, call.roles, sums,
+                          needs_bounds_check(rs.primal, b), b.backend, launches)
+    spec = call.spec
     sizes = _byte_sizes(spec.typed.params, b.kernel_values)
     return Inspection(format_kernel(spec.typed), spec.source or "", spec.parallel, needs_race_check(spec, b),
                       tuple(sorted(spec.facts.atomic_targets)), 0, {}, _private_bytes(spec, sizes, b.dim),
-                      _sources(primal=spec, race_check=spec.race_check_source),
-                      bounds_check=needs_bounds_check(spec, b), backend=b.backend)
+                      _sources(primal=spec, race_check=spec.race_check_source), call.roles,
+                      bounds_check=needs_bounds_check(spec, b), backend=b.backend, launches=launches)

@@ -1,8 +1,8 @@
 """Reverse mode for one kernel: `gk.autodiff` fused in one launch, and split
 (Enzyme's `autodiff_thunk`) into an augmented primal that returns a `Tape` and
-a reverse that takes it. Both run a `PreparedReverse`: a validated,
-specialised, bounds- and race-checked call, built once and run as often as needed (a
-program's tape holds a list of them).
+a reverse that takes it. Both run a prepared call (runtime/call.py, docs/prepared-call.md): a
+validated, specialised, bounds- and race-checked call signature, built once, with one call's values
+(a program's tape holds a list of them).
 
 Shadows are updated in place with docs/shadows-and-modes.md's semantics; the primals end with
 their post-kernel values, as after `gk.launch`.
@@ -28,19 +28,14 @@ from typing import Any
 import numpy as np
 
 from ..annotations import Annotation, Const
-from ..backends import backend as backend_object
 from ..errors import AnnotationError
 from ..ir.interp import interpret
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization
-from .annotate import Annotated, AnnotatedEntry, annotated_entry, cached_annotations, lane_groups
-from .arrays import array_module, is_cupy_array, owned_nbytes, untouched
+from .arrays import array_module, is_cupy_array, owned_nbytes
 from .binding import Binding
-from .bounds_check import check_bounds
+from .call import Bound, PreparedCall, made, prepare
 from .execute import run_spec
-from .plans import Checks, Runner, checks_settled, int_positions, made, planned_call, valid
-from .race_check import check_exclusive_rows, check_races
-from .specialize import reverse_specialization
 
 
 def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True) -> tuple[int, int]:
@@ -84,251 +79,116 @@ class Tape:
         return owned_nbytes(self.values) + owned_nbytes(self.ints) + owned_nbytes(self.counts)
 
 
-class ReversePlan:
-    """What every reverse-mode call of one signature shares (runtime/plans.py): the specialisations,
-    which kernels autodiff runs, the order of the adjoint arguments, the tape's and accumulators' types
-    and the checks' outcomes. Holds no arrays of the caller's."""
-
-    def __init__(self, f: KernelFunction, b: Binding, ann: Annotated, shadows: dict, rs: ReverseSpecialization,
-                 groups: tuple, whole: ReverseSpecialization | None = None):
-        self.kernel, self.generation = f, f._specs.generation
-        self.rs, self.groups, self.whole, self.lanes, self.active = rs, groups, whole, ann.lanes, ann.active
-        self.backend, self.xp = b.backend, array_module(b.backend)
-        self.key = (b.key, tuple(sorted(shadows)), ann.active, ann.lanes)
-        self.roles = autodiff_plan(rs, bool(ann.active), b.backend, grouped=bool(groups))
-        order = [p.name for p in rs.primal.typed.params]
-        self.shadow_order = tuple(n for n in order if n in shadows)  # the adjoint arguments' order
-        self.acc_order = tuple(sorted(ann.active, key=order.index))
-        self.acc_type = rs.kernels.accumulator_type.numpy
-        self.results = tuple(p.name if p.name in ann.active else None for p in f.ir.params)
-        self.shadow_names = tuple(shadows)  # in argument order, as annotate._reuse lists them
-        self.plain_adds = frozenset(a for a, form in rs.adjoint_forms if form == "plain add")
-        self.checks = Checks(int_positions(rs.primal))
-        # a CPU launch's stand-ins for tapes and counters no kernel reads, made once (arrays.untouched)
-        self.cpu = b.backend == "cpu"
-        self.stand_ins: dict[tuple, Any] = {}
-        self.tape_type = rs.kernels.tape_float.numpy
-        self.runners: dict[int, tuple[Any, Runner]] = {}
-
-    def runner(self, spec) -> Runner:
-        """Runs `spec` (one of this signature's specialisations) as run_spec would."""
-        hit = self.runners.get(id(spec))
-        if hit is None or hit[0] is not spec:
-            hit = self.runners[id(spec)] = (spec, Runner(spec))
-        return hit[1]
-
-    def untouched(self, shape: tuple, dtype) -> Any:
-        if not self.cpu:
-            return untouched(self.backend, shape, dtype)
-        key = (shape, dtype)
-        a = self.stand_ins.get(key)
-        if a is None:
-            a = self.stand_ins[key] = untouched(self.backend, shape, dtype)
-        return a
-
-    def prepare(self, entry: AnnotatedEntry, args: tuple) -> PreparedReverse | None:
-        """The call of `args`, whose signature is this plan's; None where a value check fails (a
-        non-finite Active value): the full path then raises what a first call would."""
-        called = planned_call(entry.template, args)
-        if called is None:
-            return None
-        b, primals, shadows = called
-        values = b.values
-        shadows = dict(zip(self.shadow_names, shadows))
-        if not self.checks.settled(values):
-            _check(self.kernel, self.rs, b, self.plain_adds)
-            if checks_settled(self.rs.primal, b, self.plain_adds):
-                self.checks.record(values)
-        ann = made(Annotated, primals=tuple(primals), shadows=shadows, active=self.active,
-                   no_need=entry.ann.no_need, lanes=self.lanes)
-        return PreparedReverse(self.kernel, b, ann, shadows, self.rs, self.groups, self.whole, self)
+def run_fused(bound: Bound) -> tuple:
+    """Primal and reverse in one call (autodiff): the prepared call's runs in order (call.autodiff_plan);
+    returns the Active scalars' derivatives."""
+    return _execute(bound, bound.call.runs)
 
 
-@dataclass(eq=False)
-class PreparedReverse:
-    """A validated reverse-mode call: binding, annotations, shadows, specialisation."""
-
-    kernel: KernelFunction
-    b: Binding
-    ann: Annotated
-    shadows: dict[str, tuple]  # one shadow per lane
-    rs: ReverseSpecialization  # of the first group of lanes, where lanes run in groups
-    # vector mode in groups of lanes: (first lane, end lane, specialisation) per group; () when one launch runs all
-    groups: tuple[tuple[int, int, ReverseSpecialization], ...] = ()
-    # lanes in groups with a gather and nothing taped: the specialisation of all lanes, whose fused kernel runs
-    # once after the groups' gathers (None: each group runs its own gather and reverse)
-    whole: ReverseSpecialization | None = None
-    plan: ReversePlan | None = None  # what the calls of this signature share; made here when not given
-
-    def __post_init__(self):
-        if self.plan is None:
-            self.plan = ReversePlan(self.kernel, self.b, self.ann, self.shadows, self.rs, self.groups, self.whole)
-
-    @property
-    def key(self) -> tuple:
-        return self.plan.key
-
-    def fused(self) -> tuple:
-        """Primal and reverse in one call (autodiff): returns the Active scalars' derivatives."""
-        rs = self.rs
-        roles = self.plan.roles
-        if roles[-1] == "reverse":  # the augmented primal once, then (each group of lanes') gather and reverse
-            return self.reverse(self.augmented_primal())
-        accs = self._accumulators()
-        tapes = self._allocate_tape()
-        if roles == ("gather", "fused"):  # nothing taped: the gather needs only intact inputs and the shadows
-            counts = self._counts(used=False)
-            for lo, hi, group in self.groups or ((0, self.ann.lanes, rs),):  # each group's lanes, then all lanes
-                self._gather(accs, tapes, counts, group, lo, hi)
-        fused = (self.whole or rs).fused
-        self._run(fused, [*self.b.kernel_values, *self._adjoint_values(accs), *tapes])
-        return self._results(accs)
-
-    def augmented_primal(self) -> Tape:
-        """The primal, taping what the reverse will need (primals updated as by launch)."""
-        values, ints = self._allocate_tape()
-        counts = self._counts(used=self.rs.kernels.counted)
-        self._run(self.rs.augmented_primal, [*self.b.kernel_values, values, ints, counts])
-        return made(Tape, kernel=self.kernel.name, key=self.plan.key, dim=self.b.dim, values=values, ints=ints,
-                    counts=counts)
-
-    def reverse(self, tape: Tape) -> tuple:
-        """The reverse on the arrays in their post-primal state; returns what autodiff would."""
-        if tape.kernel != self.kernel.name or tape.key != self.key or tape.dim != self.b.dim:
-            raise AnnotationError(f"this tape was made by forward for kernel '{tape.kernel}' with another "
-                                  "signature or launch shape")
-        accs = self._accumulators()
-        for lo, hi, rs in self.groups or ((0, self.ann.lanes, self.rs),):
-            if rs.gather is not None:
-                self._gather(accs, (tape.values, tape.ints), tape.counts, rs, lo, hi)
-            self._run(rs.reverse, [*self.b.kernel_values, *self._adjoint_values(accs, lo, hi), tape.values,
-                                   tape.ints, tape.counts])
-        return self._results(accs)
-
-    # -- pieces ---------------------------------------------------------------------------------------------------
-    def _run(self, spec, values: list):
-        self.plan.runner(spec)(self.b.dim, values)
-
-    def _allocate_tape(self) -> tuple:
-        """The float and int tapes, sized by tape_slots, on the launch's device."""
-        plan = self.plan
-        nf, ni = tape_slots(self.rs, self.b)
-        dim = self.b.dim
-        floats, ints = (*dim, nf), (*dim, ni)
-        float_type = plan.tape_type
-        return (plan.xp.zeros(floats, float_type) if nf else plan.untouched(floats, float_type),
-                plan.xp.zeros(ints, np.int64) if ni else plan.untouched(ints, np.int64))
-
-    def _counts(self, used: bool = True):
-        """Per-thread push counters of an augmented primal, on the launch's device
-        (a one-element stand-in where no kernel reads them)."""
-        if not used:
-            return self.plan.untouched((*(1 for _ in self.b.dim), 2), np.int64)
-        return self.plan.xp.zeros((*self.b.dim, 2), np.int64)
-
-    def _gather(self, accs: dict, tapes: tuple, counts, rs: ReverseSpecialization | None = None, lo: int = 0,
-                hi: int | None = None):
-        """Run the gather kernel (of `rs`, for lanes lo:hi) over every element the
-        stencil reaches (past the launch domain), with the launch extents as its
-        neighbours' domain: it must see the incoming shadows, before the reverse
-        zeroes any."""
-        rs = rs or self.rs
-        shapes = {n: v.shape for n, v in zip(self.b.names, self.b.values) if hasattr(v, "shape")}
-        self.plan.runner(rs.gather)(rs.gather_extents(self.b.dim, shapes),
-                                    [*self.b.kernel_values, *self._adjoint_values(accs, lo, hi), *tapes, counts,
-                                     *self.b.dim])
-
-    def _accumulators(self) -> dict[str, tuple]:
-        """One element per Active scalar and lane: its derivative summed over all
-        threads, in float64 also for float32 kernels (transforms/reverse.py)."""
-        plan = self.plan
-        zeros, dtype = plan.xp.zeros, plan.acc_type
-        if plan.lanes == 1:
-            return {n: (zeros(1, dtype),) for n in plan.acc_order}
-        return {n: tuple(zeros(1, dtype) for _ in range(plan.lanes)) for n in plan.acc_order}
-
-    def _adjoint_values(self, accs: dict[str, tuple], lo: int = 0, hi: int | None = None) -> list:
-        """Shadow and accumulator arguments of lanes lo:hi (lane by lane), in the generated kernels' order
-        (the accumulators' dict is in that order: `_accumulators`)."""
-        shadows = self.shadows
-        if lo == 0 and hi is None:
-            return [*(dx for n in self.plan.shadow_order for dx in shadows[n]),
-                    *(acc for lanes in accs.values() for acc in lanes)]
-        return [*(dx for n in self.plan.shadow_order for dx in shadows[n][lo:hi]),
-                *(acc for lanes in accs.values() for acc in lanes[lo:hi])]
-
-    def _results(self, accs: dict[str, tuple]) -> tuple:
-        """Active scalars' derivatives (a tuple of one per lane in vector mode), None for the rest."""
-        if self.plan.lanes == 1:
-            return tuple(None if n is None else float(accs[n][0][0]) for n in self.plan.results)
-        return tuple(None if n is None else tuple(float(a[0]) for a in accs[n]) for n in self.plan.results)
+def run_augmented_primal(bound: Bound) -> Tape:
+    """The primal, taping what the reverse will need (primals updated as by launch)."""
+    call = bound.call
+    tapes, counts = _taped(bound)
+    call.split[0](call.dim, [*bound.values, *tapes, counts])
+    return made(Tape, kernel=call.kernel.name, key=call.layout.tape_key, dim=call.dim, values=tapes[0],
+                ints=tapes[1], counts=counts)
 
 
-SPLIT_PLAN = ("augmented_primal", "reverse")
+def run_reverse(bound: Bound, tape: Tape) -> tuple:
+    """The reverse on the arrays in their post-primal state (the split runs after the augmented primal);
+    returns what autodiff would."""
+    call = bound.call
+    if tape.kernel != call.kernel.name or tape.key != call.layout.tape_key or tape.dim != call.dim:
+        raise AnnotationError(f"this tape was made by forward for kernel '{tape.kernel}' with another "
+                              "signature or launch shape")
+    return _execute(bound, call.split[1:], ((tape.values, tape.ints), tape.counts))
 
 
-def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str, grouped: bool = False) -> tuple[str, ...]:
-    """The kernels (by role) `gk.autodiff` runs, in order. Where the backend sums Active scalars better
-    apart from the primal (`Backend.split_reductions`) and nothing is taped, augmented primal + reverse;
-    lanes in groups (`Backend.lane_group`): the augmented primal once, then each group's gather and reverse,
-    or, with a gather and nothing taped (`grouped_fuses`), each group's gather then one fused launch of all
-    lanes."""
-    untaped = rs.kernels.static_slots == (0, 0)
-    if grouped:
-        if grouped_fuses(rs):
-            return ("gather", "fused")
-        return SPLIT_PLAN if rs.gather is None else ("augmented_primal", "gather", "reverse")
-    if rs.gather is None:
-        return SPLIT_PLAN if active and untaped and backend_object(backend).split_reductions else ("fused",)
-    return ("gather", "fused") if untaped else ("augmented_primal", "gather", "reverse")
+def _execute(bound: Bound, runs: tuple, taped: tuple | None = None) -> tuple:
+    """Run `runs` (roles augmented_primal, gather, reverse, fused) with one set of accumulators: an
+    augmented primal allocates the tape the later runs read; a gather or fused kernel without one gets a
+    tape sized by tape_slots (and, the gather, a stand-in for the counters no kernel reads)."""
+    call = bound.call
+    dim, values = call.dim, bound.values
+    accs = _accumulators(call)
+    tapes, counts = taped if taped is not None else (None, None)
+    for run in runs:
+        role = run.role
+        if role == "augmented_primal":
+            tapes, counts = _taped(bound)
+            run(dim, [*values, *tapes, counts])
+            continue
+        if tapes is None:
+            tapes = _allocate_tape(bound)
+        if role == "gather":
+            if counts is None:
+                counts = _counts(call, False)
+            b = bound.b
+            shapes = {n: v.shape for n, v in zip(b.names, b.values) if hasattr(v, "shape")}
+            run(run.family.gather_extents(dim, shapes),
+                [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts, *dim])
+        elif role == "reverse":
+            run(dim, [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts])
+        else:  # fused: every lane
+            run(dim, [*values, *_adjoint_values(bound, accs, 0, call.layout.lanes), *tapes])
+    return _results(call, accs)
 
 
-def prepare_reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> PreparedReverse:
-    """Validate everything and check bounds and races; touches no buffer. A signature prepared before
-    reuses its plan (ReversePlan, runtime/plans.py): the checks of the call's values are made again."""
-    entry = cached_annotations(f, args, dim, backend, False)
-    if entry is not None and valid(entry.plan, f):
-        prepared = entry.plan.prepare(entry, args)
-        if prepared is not None:
-            return prepared
-    ann, b, shadows, entry = annotated_entry(f, args, dim, backend)
-    if ann.lanes == 1:  # the common case, without the lane groups' bookkeeping (per-call cost)
-        groups: tuple = ((0, 1, reverse_specialization(f, b, shadows, ann.active, ann.no_need, 1)),)
-    else:
-        groups = tuple((lo, hi, reverse_specialization(f, b, {n: dxs[lo:hi] for n, dxs in shadows.items()},
-                                                       ann.active, ann.no_need, hi - lo))
-                       for lo, hi in lane_groups(ann.lanes, backend_object(b.backend).lane_group))
-    rs = groups[0][2]
-    whole = None
-    if len(groups) > 1 and grouped_fuses(rs):
-        whole = reverse_specialization(f, b, shadows, ann.active, ann.no_need, ann.lanes)
-    plain_adds = frozenset(a for a, form in rs.adjoint_forms if form == "plain add")
-    _check(f, rs, b, plain_adds)
-    prepared = PreparedReverse(f, b, ann, shadows, rs, groups if len(groups) > 1 else (), whole)
-    if entry is not None:
-        plan = prepared.plan
-        if checks_settled(rs.primal, b, plain_adds):
-            plan.checks.record(b.kernel_values)
-        entry.plan = plan
-    return prepared
+def _taped(bound: Bound) -> tuple:
+    """The tapes and the per-thread push counters of an augmented primal, on the launch's device."""
+    return _allocate_tape(bound), _counts(bound.call, bound.call.spec.kernels.counted)
 
 
-def grouped_fuses(rs: ReverseSpecialization) -> bool:
-    """Whether vector mode in groups runs each group's gather then one fused launch of all lanes: where
-    there is a gather and nothing is taped (its one-lane plan is gather + fused)."""
-    return rs.gather is not None and rs.kernels.static_slots == (0, 0)
+def _counts(call: PreparedCall, used: bool) -> Any:
+    """Per-thread push counters (a one-element stand-in where no kernel reads them)."""
+    if not used:
+        return call.layout.untouched((*(1 for _ in call.dim), 2), np.int64)
+    return call.layout.xp.zeros((*call.dim, 2), np.int64)
 
 
-def _check(f: KernelFunction, rs: ReverseSpecialization, b: Binding, plain_adds: frozenset[str]) -> None:
-    """The checks of a reverse-mode call that read its values: rows, bounds, races."""
-    check_exclusive_rows(rs.primal, b, f.name, plain_adds)
-    check_bounds(rs.primal, b)
-    check_races(rs.primal, b, f.name)
+def _allocate_tape(bound: Bound) -> tuple:
+    """The float and int tapes, sized by tape_slots, on the launch's device."""
+    call = bound.call
+    layout = call.layout
+    nf, ni = call.spec.kernels.static_slots or tape_slots(call.spec, bound.b)
+    dim = call.dim
+    floats, ints = (*dim, nf), (*dim, ni)
+    return (layout.xp.zeros(floats, layout.tape_type) if nf else layout.untouched(floats, layout.tape_type),
+            layout.xp.zeros(ints, np.int64) if ni else layout.untouched(ints, np.int64))
+
+
+def _accumulators(call: PreparedCall) -> dict[str, tuple]:
+    """One element per Active scalar and lane: its derivative summed over all
+    threads, in float64 also for float32 kernels (transforms/reverse.py)."""
+    layout = call.layout
+    zeros, dtype = layout.xp.zeros, layout.acc_type
+    if layout.lanes == 1:
+        return {n: (zeros(1, dtype),) for n in layout.acc_order}
+    return {n: tuple(zeros(1, dtype) for _ in range(layout.lanes)) for n in layout.acc_order}
+
+
+def _adjoint_values(bound: Bound, accs: dict[str, tuple], lo: int, hi: int) -> list:
+    """Shadow and accumulator arguments of lanes lo:hi (lane by lane), in the generated kernels' order
+    (the accumulators' dict is in that order: `_accumulators`)."""
+    shadows, layout = bound.derivatives, bound.call.layout
+    if lo == 0 and hi == layout.lanes:
+        return [*(dx for n in layout.shadow_order for dx in shadows[n]),
+                *(acc for lanes in accs.values() for acc in lanes)]
+    return [*(dx for n in layout.shadow_order for dx in shadows[n][lo:hi]),
+            *(acc for lanes in accs.values() for acc in lanes[lo:hi])]
+
+
+def _results(call: PreparedCall, accs: dict[str, tuple]) -> tuple:
+    """Active scalars' derivatives (a tuple of one per lane in vector mode), None for the rest."""
+    layout = call.layout
+    if layout.lanes == 1:
+        return tuple(None if n is None else float(accs[n][0][0]) for n in layout.results)
+    return tuple(None if n is None else tuple(float(a[0]) for a in accs[n]) for n in layout.results)
 
 
 def reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None) -> tuple:
     """Reverse mode in one call: shadows accumulated in place, Active derivatives returned."""
-    return prepare_reverse(f, args, dim, backend).fused()
+    return run_fused(prepare(f, args, dim, backend, "reverse")[1])
 
 
 def split(f: KernelFunction, activities: tuple, dim: Any, backend: str | None):
@@ -353,13 +213,13 @@ def split(f: KernelFunction, activities: tuple, dim: Any, backend: str | None):
 
     def augmented_primal(*args: Any) -> Tape:
         check(args)
-        return prepare_reverse(f, args, dim, backend).augmented_primal()
+        return run_augmented_primal(prepare(f, args, dim, backend, "reverse")[1])
 
     def reverse_pass(*args: Any) -> tuple:
         if not args or not isinstance(args[-1], Tape):
             raise AnnotationError("reverse(*args, tape): the last argument must be the Tape from forward")
         *args, tape = args
         check(tuple(args))
-        return prepare_reverse(f, tuple(args), dim, backend).reverse(tape)
+        return run_reverse(prepare(f, tuple(args), dim, backend, "reverse")[1], tape)
 
     return augmented_primal, reverse_pass
