@@ -211,7 +211,7 @@ class PreparedCall:
     group's ReverseSpecialization; the last lane group's ForwardSpecialization) and the mode's `layout`."""
 
     __slots__ = ("kernel", "generation", "mode", "key", "template", "names", "dim", "spec", "checks", "runs",
-                 "split", "roles", "layout")
+                 "split", "roles", "layout", "plain")
 
     def __init__(self, kernel: KernelFunction, mode: str, b: Binding, spec: Any, checks: Checks, runs: tuple,
                  roles: tuple, names: tuple = (), split: tuple = (), layout: Any = None):
@@ -219,6 +219,8 @@ class PreparedCall:
         self.template, self.names, self.dim = template_of(b), names, b.dim
         self.spec, self.checks, self.runs, self.split = spec, checks, runs, split
         self.roles, self.layout = roles, layout
+        # no annotation in the signature (a launch's): the refill converts the scalars at these positions alone
+        self.plain: tuple[tuple[int, Any], ...] | None = None
 
     @property
     def primal(self) -> Specialization:
@@ -240,6 +242,23 @@ def signature(kernel: KernelFunction, mode: str, dim: Any, backend: str | None, 
     ndarray = np.ndarray
     for a in args:
         t = type(a)
+        if t is ndarray:  # a plain array (a launch's): `_value_key` inline
+            b = a.base
+            if not (b is None or (type(b) is ndarray and b.flags.owndata)):
+                return None
+            f = a.flags.num
+            o = b if b is not None else a if f & OWNDATA else None
+            if o is None:
+                return None
+            arrays.append(a)
+            owners.append(o)
+            sig.append((a.dtype, a.shape, a.strides, f))
+            continue
+        if t in KEYED_SCALARS:  # a plain scalar: `_value_key` inline
+            if t is int and not -2**63 <= a < 2**63:
+                return None
+            sig.append(t)
+            continue
         if t is Duplicated or t is DuplicatedNoNeed:
             v, d = a.val, a.dval
             if type(v) is ndarray and type(d) is ndarray:  # the common case, `_value_key` of both inline
@@ -266,18 +285,6 @@ def signature(kernel: KernelFunction, mode: str, dim: Any, backend: str | None, 
             k = (t, _value_key(a.val, arrays), *(_value_key(d, arrays) for d in dvals))
         elif t is Active or t is Const:
             k = (t, _value_key(a.val, arrays))
-        elif t is ndarray:  # a launch's array: `_value_key` inline
-            b = a.base
-            if not (b is None or (type(b) is ndarray and b.flags.owndata)):
-                return None
-            f = a.flags.num
-            o = b if b is not None else a if f & OWNDATA else None
-            if o is None:
-                return None
-            arrays.append(a)
-            owners.append(o)
-            sig.append((a.dtype, a.shape, a.strides, f))
-            continue
         elif isinstance(a, Annotation):
             return None
         else:
@@ -311,6 +318,12 @@ def refill(call: PreparedCall, args: tuple) -> Bound | None:
     """The only refill path: the values of `args`, whose signature `call` was prepared for (scalars
     converted, annotations unwrapped), and their shadows (a tuple of lanes per differentiated argument);
     None when an Active value is not finite (the full path then raises what a first call would)."""
+    plain = call.plain
+    if plain is not None:
+        values = list(args)
+        for n, convert in plain:
+            values[n] = convert(values[n])
+        return Bound(call, values, {})
     values, derivatives = [], []
     for a, convert in zip(args, call.template[1]):
         t = type(a)
@@ -359,6 +372,8 @@ def prepare(kernel: KernelFunction, args: tuple, dim: Any, backend: str | None, 
         if len(_CALLS) >= MAX_CALLS:
             _CALLS.clear()
         call.key = key
+        if not any(isinstance(a, Annotation) for a in args):
+            call.plain = tuple((n, convert) for n, convert in enumerate(call.template[1]) if convert is not None)
         _CALLS[key] = call
     return call, bound
 

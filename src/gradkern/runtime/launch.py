@@ -28,7 +28,9 @@ def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = N
     if recorder is not None:
         recorder.launch(k, dim, args, backend)
         return
-    run(*prepare(k, args, dim, backend, "launch"))
+    call, bound = prepare(k, args, dim, backend, "launch")
+    for r in call.runs:
+        r(call.dim, bound.values)
 
 
 def run(call: PreparedCall, bound: Bound) -> None:
