@@ -37,7 +37,8 @@ from .access import launch_facts
 from .affine import proves_race_free
 from .overflow import Exactness
 
-RACE = P + "race"  # int64[5]: found, site, other site, thread, other thread
+RACE = P + "race"  # int64[RACE_LENGTH]: found, site, other site, thread, other thread
+RACE_LENGTH = 5
 EXTENT = P + "n"
 # per tracked array: plain writer, first reader, second reader, first atomic, second atomic
 TRACKS = ("w", "r", "m", "a", "am")
@@ -132,9 +133,9 @@ class _Instrument:
         self.locals = dict(k.locals)
         self.namer = Namer(P)
 
-    def fresh(self) -> str:
+    def fresh(self, t: ir.Scalar = I64) -> str:
         name = self.namer.fresh("v")
-        self.locals[name] = I64
+        self.locals[name] = t
         return name
 
     def thread(self) -> ir.Expr:
@@ -159,7 +160,17 @@ class _Instrument:
         neg = b.const(-1, I64)
         t = {name: f"{P}{name}_{array}" for name in TRACKS}
         cur = {name: self.fresh() for name in TRACKS}
-        out: list[ir.Stmt] = [ir.Assign(cur[n], ir.Load(t[n], idx, type=I64)) for n in TRACKS]
+        out: list[ir.Stmt] = []
+        bound = []
+        for i in idx:  # each index evaluated once, not once per track (the tracks are the only arrays written)
+            if isinstance(i, (ir.Var, ir.Const)):
+                bound.append(i)
+            else:
+                name = self.fresh(i.type)
+                out.append(ir.Assign(name, i))
+                bound.append(b.var(name, i.type))
+        idx = tuple(bound)
+        out += [ir.Assign(cur[n], ir.Load(t[n], idx, type=I64)) for n in TRACKS]
 
         def both(x, y) -> ir.Expr:
             return ir.Apply(Op.AND, (x, y), type=BOOL)
@@ -168,12 +179,19 @@ class _Instrument:
             v = b.var(cur[name], I64)
             return both(b.cmp(Op.NE, v, neg), b.cmp(Op.NE, b.apply(Op.FLOORDIV, v, nsites), me))
 
-        def conflict(name) -> ir.Stmt:  # record the first race found
-            v = b.var(cur[name], I64)
-            return ir.If(both(b.cmp(Op.EQ, ir.Load(RACE, (b.const(0, I64),), type=I64), b.const(0, I64)), other(name)),
-                         tuple(ir.Store(RACE, (b.const(k, I64),), x) for k, x in enumerate(
-                             (b.const(1, I64), s, b.apply(Op.MOD, v, nsites), me,
-                              b.apply(Op.FLOORDIV, v, nsites)))))
+        def conflict(*names) -> list[ir.Stmt]:
+            """Record the first race found: the first of these tracks holding another thread's stamp, in
+            order, chosen by one expression and reported by one branch (one per access, not one per track:
+            Numba's compile time grows with the branches, docs/compile-time.md)."""
+            first: ir.Expr = neg
+            for name in reversed(names):
+                first = b.select(other(name), b.var(cur[name], I64), first)
+            v = b.var(self.fresh(), I64)
+            found = both(b.cmp(Op.NE, v, neg), b.cmp(Op.EQ, ir.Load(RACE, (b.const(0, I64),), type=I64),
+                                                     b.const(0, I64)))
+            return [ir.Assign(v.name, first),
+                    ir.If(found, tuple(ir.Store(RACE, (b.const(k, I64),), x) for k, x in enumerate(
+                        (b.const(1, I64), s, b.apply(Op.MOD, v, nsites), me, b.apply(Op.FLOORDIV, v, nsites)))))]
 
         def note(name) -> ir.Stmt:
             return ir.Store(t[name], idx, stamp)
@@ -185,12 +203,12 @@ class _Instrument:
             return b.cmp(Op.EQ, b.var(cur[name], I64), neg)
 
         if kind == "read":
-            out += [conflict("w"), conflict("a"), conflict("am"),
+            out += [*conflict("w", "a", "am"),
                     ir.If(is_none("r"), (note("r"),), (if_(both(other("r"), is_none("m")), note("m")),))]
         elif kind == "write":
-            out += [conflict("w"), conflict("r"), conflict("m"), conflict("a"), conflict("am"), note("w")]
+            out += [*conflict("w", "r", "m", "a", "am"), note("w")]
         else:  # atomic add: conflicts only with plain accesses of other threads
-            out += [conflict("w"), conflict("r"), conflict("m"),
+            out += [*conflict("w", "r", "m"),
                     ir.If(is_none("a"), (note("a"),), (if_(both(other("a"), is_none("am")), note("am")),))]
         return out
 
@@ -337,7 +355,7 @@ def _instrumented(k: ir.Kernel, launch_ndim: int, mode: str, tracked: set[str]):
         t = k.param(a).type
         params += [ir.Param(f"{P}{n}_{a}", Array(I64, t.ndim), is_array=True, written=True) for n in tracks]
     if mode == "serial":
-        params.append(ir.Param(RACE, Array(I64, 1), is_array=True, written=True))
+        params.append(ir.Param(RACE, Array(I64, 1), is_array=True, written=True, extent=(RACE_LENGTH,)))
     elif mode == "check":
         params += [ir.Param(n, Array(I64, 1), is_array=True, written=True) for n in (HIT_SITE, HIT_OTHER)]
     params += [ir.Param(f"{EXTENT}{a}", I64) for a in range(1, launch_ndim)]

@@ -270,6 +270,8 @@ class Param:
     is_array: bool = False  # decided by use in the body (indexed, .shape, atomic_add)
     written: bool = False  # the kernel stores into it (arrays only)
     used: bool = True  # the body reads it (as an array or a scalar)
+    # an array's shape where the pipeline allocates it and fixes it (the race check's report: (5,)), else None
+    extent: tuple[int, ...] | None = None
 
     def __str__(self) -> str:
         return f"{self.name}: {self.type}" if self.type is not None else self.name

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..analysis.races import PARALLEL_TRACKS, TRACKS
+from ..analysis.races import PARALLEL_TRACKS, RACE_LENGTH, TRACKS
 from ..backends import backend
 from ..errors import LaunchError, RaceError
 from ..pipeline import Specialization
@@ -99,7 +99,7 @@ def check_races(spec: Specialization, b: Binding, kernel_name: str) -> None:
     for name in rc.tracked:
         shape = values[names.index(name)].shape
         values += [xp.full(shape, -1, np.int64) for _ in TRACKS]
-    race = xp.zeros(5, np.int64)
+    race = xp.zeros(RACE_LENGTH, np.int64)
     values.append(race)
     values += list(b.dim[1:])
     run_spec(spec.race_check_source, b.dim, values)
