@@ -10,10 +10,10 @@ from devices import device_params
 # cache (safe for several processes, backends/numba_cache.py), loading what another compiled.
 if not os.environ.get("GRADKERN_CACHE_DIR"):
     os.environ["GRADKERN_CACHE_DIR"] = tempfile.mkdtemp(prefix="gradkern-test-cache-")
-# The suite's arrays are tiny: by default their parallel launches would all take the serial twins
-# (backends/numba_cpu.py), and the prange code users run at scale would go untested. The suite runs the
-# parallel entries; tests/test_serial_twin.py checks the twins against them.
-os.environ.setdefault("GRADKERN_SERIAL_THREADS", "0")
+# The suite's arrays are tiny, so its parallel launches take their serial twins (backends/numba_cpu.py), as a
+# user's launches of under GRADKERN_SERIAL_THREADS threads do: the same source compiled without
+# parallel=True, in less than half the compile time. tests/test_serial_twin.py runs a sample of every
+# signature in every mode through the parallel entries and their twins, bit for bit (docs/testing.md).
 
 
 @pytest.fixture(params=device_params())

@@ -66,6 +66,7 @@ print(json.dumps({
 def _run(tmp: Path, cache: Path, a: float, b: float, dtype: str = "float64") -> dict:
     env = dict(os.environ)
     env["GRADKERN_CACHE_DIR"] = str(cache)
+    env["GRADKERN_SERIAL_THREADS"] = "0"  # the parallel entry, whose dispatcher the runner's counters read
     env.pop("GRADKERN_DUMP", None)
     env.pop("GRADKERN_BOUNDSCHECK", None)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp), *filter(None, [env.get("PYTHONPATH")])])
@@ -257,6 +258,7 @@ print(json.dumps({"kernels": report, "warnings": warned}))
 def _heal_run(tmp: Path, cache: Path, kinds) -> dict:
     env = dict(os.environ)
     env["GRADKERN_CACHE_DIR"] = str(cache)
+    env["GRADKERN_SERIAL_THREADS"] = "0"  # the parallel entry, whose dispatcher the runner's counters read
     env.pop("GRADKERN_DUMP", None)
     env.pop("GRADKERN_BOUNDSCHECK", None)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp), *filter(None, [env.get("PYTHONPATH")])])

@@ -73,14 +73,13 @@ def test_a_sample_of_sources_is_the_same_under_every_hash_seed(tmp_path):
     assert not differ, f"GRADKERN_DUMP files differ between PYTHONHASHSEED={SEEDS[0]} and {SEEDS[2]}: {differ[:5]}"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("boundscheck", [pytest.param(False, id="plain"),
-                                         pytest.param(True, id="boundscheck", marks=pytest.mark.full)])
+@pytest.mark.full
+@pytest.mark.parametrize("boundscheck", [pytest.param(False, id="plain"), pytest.param(True, id="boundscheck")])
 def test_every_source_is_the_same_under_every_hash_seed(boundscheck):
-    """Every call of tests/signatures.py, in every mode, on both backends (over a minute of CPU per process:
-    two seeds, the second in reverse call order, keep it within the suite's budget; the sample test above
-    takes all four). With GRADKERN_BOUNDSCHECK=1 the whole corpus is `full` (deselected in CI, `-m full`
-    runs it: 107 s of CPU); the sample test above covers the bounds-checked roles in CI."""
+    """Every call of tests/signatures.py, in every mode, on both backends, in two processes (two seeds, the
+    second in reverse call order). `full` (deselected in CI, `-m full` runs it): each process generates the
+    whole corpus, 35 s of CPU plain and 55 s bounds-checked, both cores busy for a minute or more; the sample
+    test above covers every role, both backends and the bounds-checked roles in CI (docs/testing.md)."""
     _assert_same(_runs(SEEDS[:2], "--boundscheck") if boundscheck else _runs(SEEDS[:2]))
 
 

@@ -7,9 +7,12 @@ threshold to 0.)"""
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 from corpus import CORPUS
+from test_hostcuda import LABELS, outputs, run, signatures
 
 import gradkern as gk
 from gradkern.backends import numba_cpu
@@ -130,3 +133,43 @@ def test_twin_is_taken_below_the_threshold_only(twins):
     assert twins(lambda: gk.launch(saxpy, 255, 1.0, x, y), 256)[1] == 1
     assert twins(lambda: gk.launch(saxpy, 256, 1.0, x, y), 256)[1] == 0
     assert twins(lambda: gk.launch(saxpy, 300, 1.0, x, y), 0)[1] == 0
+
+
+# The rest of the suite runs the twins wherever a launch has one (as every launch under GRADKERN_SERIAL_THREADS
+# threads does for a user; docs/testing.md, "Serial twins"): here a sample of every signature the suite has,
+# in every mode (primal, fused reverse, forward, vector lanes), runs through its parallel entry and through its
+# twin, which must agree bit for bit (the same chunks of privatised sums, in the same order). The signatures
+# outside the sample are `full` (`python -m pytest -m full tests/test_serial_twin.py` runs them).
+
+def _parallel_sampled(label: str) -> bool:
+    """One signature in six by a stable hash, and every racy launch. The vector lanes of the library's and the
+    HPC ports' kernels are left out (as from tests/test_hostcuda.py's sample): the parallel machinery they
+    would check (prange, privatised sums in chunks) is the small kernels' lanes', on bodies whose parallel
+    compile cost 10-23 s each, a third of this sample's time (session 39)."""
+    lanes = label.endswith("/batch") or label.endswith("/batch-tangent")
+    if lanes and label.split("/")[0] in ("library", "hpc"):
+        return False
+    return zlib.crc32(f"twin/{label}".encode()) % 6 == 0 or label.startswith("racy/")
+
+
+@pytest.mark.parametrize("label", [pytest.param(label, marks=() if _parallel_sampled(label) else [pytest.mark.full])
+                                   for label in LABELS])
+def test_signature_serial_twin_equals_parallel_entry(twins, label):
+    par_s, ser_s = signatures(9)[label], signatures(10)[label]  # copies test_hostcuda.py never runs (0-7)
+    if label.startswith("racy/"):
+        for s, threshold in ((par_s, 0), (ser_s, 10**9)):
+            before = [a.copy() for a in s.args if isinstance(a, np.ndarray)]
+            with pytest.raises(gk.RaceError):
+                twins(lambda s=s: run(s, "cpu"), threshold)
+            for a, b in zip([a for a in s.args if isinstance(a, np.ndarray)], before):
+                np.testing.assert_array_equal(a, b)
+        return
+    par, n_par = twins(lambda: outputs(*run(par_s, "cpu")), 0)
+    ser, _ = twins(lambda: outputs(*run(ser_s, "cpu")), 10**9)
+    assert n_par == 0, label
+    assert [w for w, _ in par] == [w for w, _ in ser], label
+    for (what, p), (_, s) in zip(par, ser):
+        p, s = np.asarray(p), np.asarray(s)
+        assert p.dtype == s.dtype and p.shape == s.shape, (label, what)
+        same = p.view(f"u{p.itemsize}") == s.view(f"u{s.itemsize}")  # bits: -0.0 and NaN payloads too
+        assert same.all(), f"{label}: {what}: {int((~same).sum())} of {p.size} elements differ in their bits"
