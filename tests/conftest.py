@@ -14,6 +14,9 @@ if not os.environ.get("GRADKERN_CACHE_DIR"):
 # user's launches of under GRADKERN_SERIAL_THREADS threads do: the same source compiled without
 # parallel=True, in less than half the compile time. tests/test_serial_twin.py runs a sample of every
 # signature in every mode through the parallel entries and their twins, bit for bit (docs/testing.md).
+# No compile workers (runtime/compile_pool.py): pytest-xdist already keeps every core compiling, and a
+# worker per test process would only contend with them; tests/test_compile_pool.py turns them on.
+os.environ.setdefault("GRADKERN_COMPILE_WORKERS", "0")
 
 
 @pytest.fixture(params=device_params())

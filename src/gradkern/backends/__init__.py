@@ -17,6 +17,7 @@ interior is decided upstream and arrives on the IR.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ..errors import LaunchError
 from .base import Backend, Generated, check_launch_ndim
@@ -42,6 +43,18 @@ def backend(name: str) -> Backend:
             raise LaunchError(f"backend must be one of {NAMES}, got {name!r}")
         b = _REGISTRY[name] = cls()
     return b
+
+
+def start_compile_worker() -> Any:
+    """A new compile worker process (backends/compile_worker.py `Worker`), for runtime/compile_pool.py."""
+    from .compile_worker import Worker
+    return Worker()
+
+
+def cache_warning(message: str) -> None:
+    """Issue a CacheWarning's `message` (already prefixed) again at the user's line: a compile worker's."""
+    from .cache_files import warn
+    warn(message, prefix="")
 
 
 _default: list[str] = []

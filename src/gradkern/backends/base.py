@@ -26,6 +26,18 @@ class Generated:
     plan: Any = None  # the CPU: how a parallel launch with mixed targets runs (numba_cpu.MixedPlan)
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """One function to compile ahead of its first launch, in a worker process (runtime/compile_pool.py):
+    the generated module `module` in `directory`, its function `function`, the argument types the launch
+    will pass (`signature`, picklable). docs/compile-time.md, finding 7."""
+
+    directory: str
+    module: str
+    function: str
+    signature: tuple
+
+
 class Backend:
     """The interface every backend object implements."""
 
@@ -67,6 +79,14 @@ class Backend:
             values: list) -> None:
         """Run over `dim` with the values of `typed`'s parameters, in order."""
         raise NotImplementedError
+
+    def ahead(self, code: Generated, entry: Any, dim: tuple[int, ...], values: list) -> Ahead | None:
+        """What a worker process can compile ahead so that `run(..., dim, values)` finds it compiled, or
+        None: compiled already (in this process or on disk), kept in memory, or nothing to compile."""
+        return None
+
+    def compile_here(self, ahead: Ahead) -> None:
+        """Compile `ahead` in this process (the compile pool gives the main process pending work)."""
 
     def array_module(self) -> Any:
         """Where this backend's buffers (tapes, counters, accumulators) live."""

@@ -69,12 +69,13 @@ def _inside(file: str) -> bool:
     return origin is not None and path.startswith(str(Path(origin).resolve().parent) + os.sep)
 
 
-def warn(message: str) -> None:
-    """Warn once, at the user's line: the innermost frame outside gradkern and Numba."""
+def warn(message: str, prefix: str = "gradkern cache: ") -> None:
+    """Warn once, at the user's line: the innermost frame outside gradkern and Numba. (A compile worker's
+    warnings, already prefixed, are issued again in the main process with `prefix=""`.)"""
     frame, level = sys._getframe(0), 1
     while frame is not None and _inside(frame.f_code.co_filename):
         frame, level = frame.f_back, level + 1
-    warnings.warn(f"gradkern cache: {message}", CacheWarning, stacklevel=level)
+    warnings.warn(f"{prefix}{message}", CacheWarning, stacklevel=level)
 
 
 def warn_damaged(path: Path, what: str) -> None:

@@ -39,6 +39,7 @@ from types import ModuleType
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
+from .base import Ahead
 from .cache_files import discard, warn, warn_damaged, write_exact
 
 _memory_only: set[Path] = set()  # directories found unusable in this process
@@ -212,3 +213,50 @@ class _HealingCache(FunctionCache):
                 discard(Path(name))
             except OSError:
                 pass  # left as it is: the save that follows reports what it cannot replace
+
+
+def ahead(fn: Dispatcher, args: tuple) -> Ahead | None:
+    """The request that compiles `fn` for `args`' types in a worker process (runtime/compile_pool.py), or
+    None where nothing is to be gained: compiled in this process, kept in memory only, or in the disk
+    cache already (loading it is the call's job). An index that does not load is left to the call, which
+    heals it and warns (the worker would heal it silently)."""
+    sig = tuple(fn.typeof_pyval(a) for a in args)
+    if sig in fn.overloads:
+        return None
+    file = fn.py_func.__globals__.get("__file__")
+    cache = fn._cache
+    if file is None or not isinstance(cache, FunctionCache):
+        return None
+    try:
+        index = cache._cache_file._load_index()
+    except FileNotFoundError:
+        index = {}
+    except Exception:
+        return None
+    if cache._index_key(sig, fn.targetctx.codegen()) in index:
+        return None
+    return Ahead(str(Path(file).parent), fn.py_func.__module__, fn.py_func.__name__, sig)
+
+
+def compile_ahead(request: Ahead) -> tuple[str, list[str]]:
+    """Compile `request` in this (worker) process: the module is loaded from its file in the cache
+    directory, the function compiled for the signature and saved by Numba's disk cache. Returns whether it
+    was "compiled" or "loaded", and the CacheWarnings' messages, which the main process reissues."""
+    import warnings
+
+    from ..errors import CacheWarning
+
+    directory = Path(request.directory)
+    source = (directory / f"{request.module}.py").read_text("utf-8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", CacheWarning)
+        mod = sys.modules.get(request.module) or load_module(request.module, source, directory)
+        before = len(compiled)
+        getattr(mod, request.function).compile(request.signature)
+    messages = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    return ("compiled" if len(compiled) > before else "loaded"), messages
+
+
+def compile_here(request: Ahead) -> None:
+    """Compile `request` in this process, where its module was loaded (numba_cpu.compile_source)."""
+    getattr(sys.modules[request.module], request.function).compile(request.signature)

@@ -490,6 +490,20 @@ class NumbaBackend(Backend):
         elif entry(*dim, *values) is False:  # edges too wide to run serially: their parallel loop
             _sibling(main, code.edges)(*dim, *values)
 
+    def ahead(self, code: Generated, entry: Any, dim: tuple[int, ...], values: list) -> Any:
+        """The function `run` calls for this launch, to compile ahead (numba_cache.ahead); none for the
+        rarer paths (mixed targets, the serial fallbacks), which compile at their first call."""
+        if 0 in dim or entry is None or code.plan is not None:
+            return None
+        if code.serial is not None and _threads(dim) < SERIAL_THREADS:
+            entry = _serial_twin(entry, code.serial)
+        from .numba_cache import ahead
+        return ahead(entry, (*dim, *values, *((0,) if code.launch else ())))
+
+    def compile_here(self, ahead: Any) -> None:
+        from .numba_cache import compile_here
+        compile_here(ahead)
+
     def _run_mixed(self, typed: ir.Kernel, code: Generated, entry: Any, dim: tuple[int, ...], values: list) -> None:
         """A launch with mixed targets (`MixedPlan`): the shared targets' slot copies come from the cache
         and go back to it, all zero, after a launch that returns; a launch that raises drops them."""

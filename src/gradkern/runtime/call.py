@@ -30,6 +30,7 @@ from .annotate import annotated_binding, lane_groups
 from .arrays import array_module, is_array, untouched
 from .binding import KEYED_SCALARS, OWNDATA, Binding, bind, disjoint, memory_owner, numpy_made, template_of
 from .bounds_check import check_bounds
+from .compile_pool import settle, submit
 from .execute import entry_of, run_spec
 from .race_check import check_exclusive_rows, check_races, needs_race_check
 from .specialize import forward_specialization, primal_specialization, reverse_specialization
@@ -59,7 +60,7 @@ class Run:
     looked up once (a bounds-checked specialisation, GRADKERN_BOUNDSCHECK=1, goes through run_spec); an
     inspected call's runs are not compiled."""
 
-    __slots__ = ("role", "spec", "lo", "hi", "family", "layout", "run", "typed", "code", "entry", "parallel")
+    __slots__ = ("role", "spec", "lo", "hi", "family", "layout", "run", "typed", "code", "entry", "parallel", "job")
 
     def __init__(self, role: str, spec: Specialization, lo: int, hi: int, family: Any, compiled: bool = True,
                  layout: tuple = ()):
@@ -68,13 +69,24 @@ class Run:
         self.run = backend_object(spec.backend).run if direct else None
         self.typed, self.code, self.parallel = spec.typed, spec.code, spec.parallel
         self.entry = entry_of(spec) if direct else None
+        # compiling ahead (runtime/compile_pool.py): None, not yet asked; a Job, settled at the first call;
+        # False, nothing to do
+        self.job: Any = None if direct else False
 
     @property
     def label(self) -> str:
         """e.g. "gather[0:4]": the role and the lanes (none for a launch)."""
         return self.role if self.hi == 0 else f"{self.role}[{self.lo}:{self.hi}]"
 
+    def ahead(self, dim: tuple[int, ...], values: list) -> None:
+        """Have a worker process compile this run ahead of its first call (runtime/compile_pool.py)."""
+        if self.job is None:
+            self.job = submit(self.spec.backend, self.code, self.entry, dim, values) or False
+
     def __call__(self, dim: tuple[int, ...], values: list) -> None:
+        if self.job:
+            job, self.job = self.job, False
+            settle(job)
         if _OBSERVERS:
             t = time.perf_counter()
             self.launch(dim, values)

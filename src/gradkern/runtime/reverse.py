@@ -86,10 +86,16 @@ def run_fused(bound: Bound) -> tuple:
 
 
 def run_augmented_primal(bound: Bound) -> Tape:
-    """The primal, taping what the reverse will need (primals updated as by launch)."""
+    """The primal, taping what the reverse will need (primals updated as by launch). The reverse's runs
+    are then known: they are compiled ahead (runtime/compile_pool.py) while the caller goes on (a program
+    records its next launches)."""
     call = bound.call
     tapes, counts = _taped(bound)
     call.split[0](call.dim, [*bound.values, *tapes, counts])
+    later = call.split[1:]
+    if any(r.job is None for r in later):
+        for run, dim, values in _launches(bound, later, _accumulators(call), tapes, counts):
+            run.ahead(dim, values)
     return made(Tape, kernel=call.kernel.name, key=call.layout.tape_key, dim=call.dim, values=tapes[0],
                 ints=tapes[1], counts=counts)
 
@@ -105,18 +111,31 @@ def run_reverse(bound: Bound, tape: Tape) -> tuple:
 
 
 def _execute(bound: Bound, runs: tuple, taped: tuple | None = None) -> tuple:
-    """Run `runs` (roles augmented_primal, gather, reverse, fused) with one set of accumulators: an
-    augmented primal allocates the tape the later runs read; a gather or fused kernel without one gets a
-    tape sized by tape_slots (and, the gather, a stand-in for the counters no kernel reads)."""
+    """Run `runs` (roles augmented_primal, gather, reverse, fused) with one set of accumulators; the runs
+    after the first are compiled ahead while the first compiles (runtime/compile_pool.py)."""
+    accs = _accumulators(bound.call)
+    tapes, counts = taped if taped is not None else (None, None)
+    launches = _launches(bound, runs, accs, tapes, counts)
+    if len(launches) > 1 and any(r.job is None for r in runs[1:]):
+        for run, dim, values in launches[1:]:
+            run.ahead(dim, values)
+    for run, dim, values in launches:
+        run(dim, values)
+    return _results(bound.call, accs)
+
+
+def _launches(bound: Bound, runs: tuple, accs: dict, tapes: tuple | None, counts: Any) -> list:
+    """(run, dim, values) of each of `runs`: an augmented primal gets the tape the later runs read; a
+    gather or fused kernel without one gets a tape sized by tape_slots (and, the gather, a stand-in for
+    the counters no kernel reads)."""
     call = bound.call
     dim, values = call.dim, bound.values
-    accs = _accumulators(call)
-    tapes, counts = taped if taped is not None else (None, None)
+    launches = []
     for run in runs:
         role = run.role
         if role == "augmented_primal":
             tapes, counts = _taped(bound)
-            run(dim, [*values, *tapes, counts])
+            launches.append((run, dim, [*values, *tapes, counts]))
             continue
         if tapes is None:
             tapes = _allocate_tape(bound)
@@ -125,13 +144,13 @@ def _execute(bound: Bound, runs: tuple, taped: tuple | None = None) -> tuple:
                 counts = _counts(call, False)
             b = bound.b
             shapes = {n: v.shape for n, v in zip(b.names, b.values) if hasattr(v, "shape")}
-            run(run.family.gather_extents(dim, shapes),
-                [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts, *dim])
+            launches.append((run, run.family.gather_extents(dim, shapes),
+                             [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts, *dim]))
         elif role == "reverse":
-            run(dim, [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts])
+            launches.append((run, dim, [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts]))
         else:  # fused: every lane
-            run(dim, [*values, *_adjoint_values(bound, accs, 0, call.layout.lanes), *tapes])
-    return _results(call, accs)
+            launches.append((run, dim, [*values, *_adjoint_values(bound, accs, 0, call.layout.lanes), *tapes]))
+    return launches
 
 
 def _taped(bound: Bound) -> tuple:
