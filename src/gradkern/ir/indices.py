@@ -34,6 +34,7 @@ is `offset`'s (it starts from `offsets` and follows the same `+`/`-` of constant
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cached_property
 from types import MappingProxyType
 
 from . import nodes as ir
@@ -68,10 +69,10 @@ def _offset(e: ir.Expr, aliases: Mapping[str, Offset]) -> Offset | None:
     return None
 
 
-def _offset_aliases(k: ir.Kernel) -> dict[str, Offset]:
-    """Locals that hold tid[axis] + c wherever they are read (module doc): every binding of them, in the
-    body and the interior, is tid[axis] + c with one (axis, c), directly or through other such locals."""
-    bodies = k.body + (k.interior.body if k.interior is not None else ())
+def _offset_aliases(bodies: tuple[ir.Stmt, ...]) -> dict[str, Offset]:
+    """Locals that hold tid[axis] + c wherever they are read (module doc): every binding of them, in
+    `bodies` (the body and the interior), is tid[axis] + c with one (axis, c), directly or through other such
+    locals."""
     binds: dict[str, list[ir.Expr | None]] = {}
     for s in ir.walk_stmts(bodies):
         if isinstance(s, ir.Assign):
@@ -92,10 +93,10 @@ def _offset_aliases(k: ir.Kernel) -> dict[str, Offset]:
         aliases |= more
 
 
-def _tid_copies(k: ir.Kernel) -> dict[str, int]:
+def _tid_copies(body: tuple[ir.Stmt, ...]) -> dict[str, int]:
     """Locals every binding of which, in the body, is the node `Tid(axis)` itself (module doc)."""
     assigns: dict[str, list[ir.Expr | None]] = {}
-    for s in ir.walk_stmts(k.body):
+    for s in ir.walk_stmts(body):
         if isinstance(s, ir.Assign):
             assigns.setdefault(s.name, []).append(s.value)
         elif isinstance(s, ir.For):
@@ -105,13 +106,22 @@ def _tid_copies(k: ir.Kernel) -> dict[str, int]:
 
 
 class Indices:
-    """The index facts of one kernel (module doc). Read-only: get it from `indices(k)`."""
+    """The index facts of one kernel (module doc), each found on first use. Read-only: get it from `indices(k)`."""
 
     def __init__(self, k: ir.Kernel):
-        # locals holding tid[axis] + c wherever they are read: name -> (axis, c)
-        self.offsets: Mapping[str, Offset] = MappingProxyType(_offset_aliases(k))
-        # locals bound only to the Tid node itself, in the body: name -> axis
-        self.tid_copies: Mapping[str, int] = MappingProxyType(_tid_copies(k))
+        # the statements, not the kernel: the kernel keeps this object, which then keeps no cycle
+        self._body = k.body
+        self._interior = k.interior.body if k.interior is not None else ()
+
+    @cached_property
+    def offsets(self) -> Mapping[str, Offset]:
+        """Locals holding tid[axis] + c wherever they are read: name -> (axis, c)."""
+        return MappingProxyType(_offset_aliases(self._body + self._interior))
+
+    @cached_property
+    def tid_copies(self) -> Mapping[str, int]:
+        """Locals bound only to the Tid node itself, in the body: name -> axis."""
+        return MappingProxyType(_tid_copies(self._body))
 
     def offset(self, e: ir.Expr) -> Offset | None:
         """(axis, c) when `e` is tid[axis] + c, else None."""
