@@ -1,6 +1,7 @@
 """Access analysis (analysis/access.py): when the launch loop may run in parallel."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -440,8 +441,8 @@ def offset_rebound(x, y, n):  # i is ti + 1 or ti + 2: no one offset, so x and y
 
 
 def test_the_offset_recogniser_follows_copies_and_offsets_but_no_other_binding():
+    from gradkern.ir.indices import indices
     from gradkern.ir.infer import infer_types
-    from gradkern.ir.offsets import offset_aliases
     from gradkern.runtime.binding import bind
 
     @gk.kernel
@@ -461,7 +462,11 @@ def test_the_offset_recogniser_follows_copies_and_offsets_but_no_other_binding()
 
     args = (np.ones((8, 8)), 3)
     typed = infer_types(aliases.ir, bind(aliases.ir, (4, 4), args).type_map(aliases.ir))
-    assert offset_aliases(typed) == {"ti": (0, 0), "tj": (1, 0), "i": (0, 1), "im": (0, -1), "j": (1, 3)}
+    assert indices(typed).offsets == {"ti": (0, 0), "tj": (1, 0), "i": (0, 1), "im": (0, -1), "j": (1, 3)}
+    # computed once per kernel object, kept on it; a rewritten kernel is a new object with its own
+    assert indices(typed) is indices(typed)
+    assert indices(replace(typed, body=typed.body[:1])).offsets == {"ti": (0, 0)}
+    assert typed == replace(typed) and hash(typed) == hash(replace(typed))  # the memo is no field
 
 
 def test_arrays_accessed_at_one_constant_offset_of_tid_are_own_and_plain_added(rng):

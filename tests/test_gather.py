@@ -447,3 +447,35 @@ def test_gather_of_kernels_rereading_their_own_writes_passes_the_dot_product_tes
                            mode=gk.Reverse).adjoint_forms
         gathered += forms["u"] == "gather"
     assert 10 <= gathered <= len(names) - 5  # both outcomes reached
+
+
+def test_the_gathers_offsets_agree_with_the_index_analysis_on_every_corpus_access():
+    """The gather's recogniser (transforms/gather.py: `_Offsets`) extends the kernel's index analysis
+    (ir/indices.py): wherever the analysis finds tid[pos] + c at index position pos, the gather finds offset c
+    there, and nothing at a position holding another axis's tid."""
+    from corpus import CORPUS
+
+    from gradkern.ir import nodes as ir
+    from gradkern.ir.indices import indices
+    from gradkern.ir.infer import infer_types
+    from gradkern.runtime.binding import bind
+    from gradkern.transforms.gather import _Offsets
+
+    rng = np.random.default_rng(0)
+    seen = 0
+    for case in CORPUS:
+        args = case.make(rng, np.float64)
+        k = case.kernel.ir
+        typed = infer_types(k, bind(k, case.dim(args), args).type_map(k))
+        ix, at = indices(typed), _Offsets(typed)
+        accesses = [s.indices for s in ir.walk_stmts(typed.body) if isinstance(s, (ir.Store, ir.AtomicAdd))]
+        accesses += [e.indices for e in ir.all_exprs(typed.body) if isinstance(e, ir.Load)]
+        for idx in accesses:
+            for pos, e in enumerate(idx):
+                found = ix.offset(e)
+                if found is None or pos >= typed.tid_ndim:
+                    continue
+                seen += 1
+                axis, c = found
+                assert at.axis(e, pos) == ({(c, 0)} if axis == pos else None), (case.name, str(e))
+    assert seen > 50

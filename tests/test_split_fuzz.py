@@ -57,9 +57,9 @@ import numpy as np
 from test_race_fuzz import fuzz_kernels
 
 import gradkern as gk
-from gradkern.analysis.access import tid_aliases
 from gradkern.ir import build as b
 from gradkern.ir import nodes as ir
+from gradkern.ir.indices import indices
 from gradkern.ir.interp import _Frame
 from gradkern.ir.ops import COMPARISONS, Op
 from gradkern.ir.printer import format_kernel
@@ -357,7 +357,7 @@ class _Generator:
 def printed_kernel(typed: ir.Kernel) -> ir.Kernel:
     """What pipeline._generate hands split_interior (no bounds checks): versioned locals, thread indices."""
     k = version_locals(typed)
-    return replace(k, thread_indices=frozenset(tid_aliases(k)))
+    return replace(k, thread_indices=frozenset(indices(k).tid_copies))
 
 
 def _apply(op: Op, a: ir.Expr, c: ir.Expr) -> ir.Expr:

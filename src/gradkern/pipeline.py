@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ._version import __version__
-from .analysis.access import LaunchFacts, launch_facts, tid_aliases
+from .analysis.access import LaunchFacts, launch_facts
 from .analysis.activity import Activity, analyze_activity
 from .analysis.bounds import BoundsProof, bounds_proof
 from .analysis.races import RaceCheck, array_proofs, param_bits, race_check_kernel, race_proof
@@ -31,6 +31,7 @@ from .analysis.rows import mark_rows
 from .backends import Backend, Generated, backend
 from .ir import names
 from .ir import nodes as ir
+from .ir.indices import indices
 from .ir.infer import infer_types
 from .ir.printer import format_kernel
 from .ir.types import Type
@@ -304,7 +305,7 @@ def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
         printed = verify(printed, "bounds checks")
         if role == "bounds_check":  # the runtime's exact check, not a launch: the checks alone
             printed = verify(index_skeleton(printed), "bounds checks alone")
-    printed = replace(printed, thread_indices=frozenset(tid_aliases(printed)))
+    printed = replace(printed, thread_indices=frozenset(indices(printed).tid_copies))
     tag = _signature_tag(request)
     if parallel and be.splits_interior:
         split = split_interior(printed)

@@ -4,7 +4,7 @@ For each array it decides whether every access stays in the thread's own
 *slab* (the positions indexed by the thread's own tid components, all of them,
 the same positions at every access, each plus a constant offset that is the
 same at every access: `K[i, j]`, or `K[ti + 1, j]` through `i = ti + 1`;
-ir/offsets.py, docs/adjoint-forms.md): then no two threads share an element
+ir/indices.py, docs/adjoint-forms.md): then no two threads share an element
 of it. A flattened index `i * s + r` counts as a row of its own: i a tid
 component, s the same loop-invariant stride at every access, and r a loop
 variable whose range provably lies in [0, s) (gemm's `c[i*n + j]` for j in
@@ -14,7 +14,7 @@ Why it is sound. Names are followed flow-insensitively, so every binding
 counts: a tid component plus c is recognised only through `gk.tid()` itself,
 `+`/`-` of integer constants, or a local every binding of which is that same
 component plus the same c (a loop variable, an augmented assignment, a tuple
-swap or a branch assigning anything else disqualifies it; ir/offsets.py);
+swap or a branch assigning anything else disqualifies it; ir/indices.py);
 the row's r must be bound only by loops, each of range(start, s) with start
 >= 0 and a positive step, so it holds a value in [0, s) wherever it is read,
 its loops included or not; s must be built from constants, shapes and
@@ -58,7 +58,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import nodes as ir
-from ..ir.offsets import offset_aliases, tid_offset
+from ..ir.indices import Indices, indices
 from ..ir.ops import Op
 from .overflow import Check, Exactness, Loop, Poly, add, const, mul, tid_unknown, unknown
 
@@ -86,21 +86,6 @@ class LaunchFacts:
         return out
 
 
-def tid_aliases(k: ir.Kernel) -> dict[str, int]:
-    """Locals every binding of which is the node `Tid(axis)` itself (a reverse
-    sweep replays it); a loop variable never is one. The CPU backend prints them
-    as plain aliases of its loop index (`ir.Kernel.thread_indices`); for what an
-    index's value is, ask ir/offsets.py (copies and offsets included)."""
-    assigns: dict[str, list[ir.Expr]] = {}
-    for s in ir.walk_stmts(k.body):
-        if isinstance(s, ir.Assign):
-            assigns.setdefault(s.name, []).append(s.value)
-        elif isinstance(s, ir.For):
-            assigns.setdefault(s.var, []).append(None)
-    return {n: v[0].axis for n, v in assigns.items()
-            if isinstance(v[0], ir.Tid) and all(isinstance(x, ir.Tid) and x.axis == v[0].axis for x in v)}
-
-
 def _bits(t) -> int:
     return int(t.name[3:])  # int32, int64
 
@@ -112,8 +97,8 @@ class _Context:
     a value of one of its ranges), a parameter of the tests by nothing."""
 
     def __init__(self, k: ir.Kernel):
-        self.offsets = offset_aliases(k)  # locals holding tid[axis] + c (ir/offsets.py)
-        self.alias = {n: axis for n, (axis, c) in self.offsets.items() if c == 0}
+        self.indices = indices(k)  # which indices are tid[axis] + c (ir/indices.py)
+        self.alias = {n for n, (axis, c) in self.indices.offsets.items() if c == 0}
         self.assigned = {s.name for s in ir.walk_stmts(k.body) if isinstance(s, ir.Assign)}
         self.loops: dict[str, list[ir.For]] = {}
         for s in ir.walk_stmts(k.body):  # outer loops first
@@ -125,8 +110,7 @@ class _Context:
 
     def tid_axis(self, e: ir.Expr) -> int | None:
         """The axis when e is exactly a tid component (offset 0)."""
-        found = tid_offset(e, self.offsets)
-        return found[0] if found is not None and found[1] == 0 else None
+        return self.indices.tid_axis(e)
 
     def loop_var(self, e: ir.Expr) -> bool:
         return isinstance(e, ir.Var) and e.name in self.loops and e.name not in self.assigned
@@ -218,7 +202,7 @@ class _Context:
                     and len(stop.indices) == 1 and start.array not in self.written):
                 return None
             axis = self.tid_axis(_uncast(start.indices[0]))
-            if axis is None or tid_offset(_uncast(stop.indices[0]), self.offsets) != (axis, 1):
+            if axis is None or self.indices.offset(_uncast(stop.indices[0])) != (axis, 1):
                 return None
             found.add((axis, start.array))
         if len(found) != 1:
@@ -278,13 +262,13 @@ def _uncast(e: ir.Expr) -> ir.Expr:
 
 def _slab(indices: tuple[ir.Expr, ...], ctx: _Context) -> tuple[tuple, frozenset]:
     """(position, ("tid", axis, c)) for each index position that is a tid
-    component plus a constant c (ir/offsets.py), (position, ("row", axis,
+    component plus a constant c (ir/indices.py), (position, ("row", axis,
     stride)) for a flattened own row, or (position, ("segment", axis, p)) for a
     segment; with the checks the rows rely on."""
     out = []
     checks = frozenset()
     for pos, e in enumerate(indices):
-        offset = tid_offset(e, ctx.offsets)
+        offset = ctx.indices.offset(e)
         if offset is not None:
             out.append((pos, ("tid", *offset)))
             continue
@@ -347,25 +331,25 @@ def launch_facts(k: ir.Kernel) -> LaunchFacts:
     atomic = frozenset(s.array for s in ir.walk_stmts(k.body) if isinstance(s, ir.AtomicAdd))
     own, rows, segments = _own(k)
     loaded = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)} | atomic
-    alias = offset_aliases(k)
-    overwritten = frozenset(a for a in written - loaded if _stores_own_element(k.body, a, alias, k.tid_ndim))
+    ix = indices(k)
+    overwritten = frozenset(a for a in written - loaded if _stores_own_element(k.body, a, ix, k.tid_ndim))
     return LaunchFacts(own, atomic, written, tuple(rows.items()), overwritten, segments)
 
 
-def _is_own_element(indices: tuple, alias: dict[str, tuple[int, int]], ndim: int) -> bool:
-    """Whether `indices` are exactly (tid[0], ..., tid[ndim - 1])."""
-    return len(indices) == ndim and all(tid_offset(e, alias) == (axis, 0) for axis, e in enumerate(indices))
+def _is_own_element(idx: tuple, ix: Indices, ndim: int) -> bool:
+    """Whether `idx` are exactly (tid[0], ..., tid[ndim - 1])."""
+    return len(idx) == ndim and all(ix.offset(e) == (axis, 0) for axis, e in enumerate(idx))
 
 
-def _stores_own_element(body, array: str, alias: dict[str, tuple[int, int]], ndim: int) -> bool:
+def _stores_own_element(body, array: str, ix: Indices, ndim: int) -> bool:
     """Whether every path through `body` stores `array` at the thread's own element (the IR has no early
     exit: a return is lowered to branches): a store on both sides of a branch counts, one inside a loop does
     not (the loop may run no iteration)."""
     for s in body:
-        if isinstance(s, ir.Store) and s.array == array and _is_own_element(s.indices, alias, ndim):
+        if isinstance(s, ir.Store) and s.array == array and _is_own_element(s.indices, ix, ndim):
             return True
-        if isinstance(s, ir.If) and _stores_own_element(s.then, array, alias, ndim) and \
-                _stores_own_element(s.orelse, array, alias, ndim):
+        if isinstance(s, ir.If) and _stores_own_element(s.then, array, ix, ndim) and \
+                _stores_own_element(s.orelse, array, ix, ndim):
             return True
     return False
 

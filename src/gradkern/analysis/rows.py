@@ -7,7 +7,7 @@ are not neighbours never reach a common row that way. `mark_rows` records c on e
 (`ir.AtomicAdd.row`); every other add (an index on another axis's tid, a parameter, a loop variable, a
 load) keeps None. backends/numba_cpu.py reads the field; ir/verify.py checks it against the index.
 
-Sound because the form is syntactic (ir/offsets.py, the recogniser every pass shares): a local counts only
+Sound because the form is syntactic (ir/indices.py, the recogniser every pass shares): a local counts only
 if every binding of it, in the body and the interior, is tid[0] + c with one c (`i = ti + 1`), so wherever
 it is read it holds that value; `+`/`-` of an integer constant keeps the form. Integer wrap-around
 would need an index outside its array, which is an error (docs/launches.md), not another row.
@@ -18,25 +18,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir import nodes as ir
-from ..ir.offsets import Offset, offset_aliases, tid_offset
+from ..ir.indices import indices
 from ..ir.rewrite import with_blocks
-
-
-def row_offset(index: ir.Expr, aliases: dict[str, Offset]) -> int | None:
-    """c when `index` is `tid[0] + c` (c a constant; `aliases` from ir/offsets.py's `offset_aliases`), else None."""
-    found = tid_offset(index, aliases)
-    return found[1] if found is not None and found[0] == 0 else None
 
 
 def mark_rows(k: ir.Kernel) -> ir.Kernel:
     """`k` with `row` set on every atomic add (body and interior) whose axis-0 index is `tid[0] + c`."""
-    aliases = offset_aliases(k)
+    ix = indices(k)
 
     def block(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
         out = []
         for s in body:
             if isinstance(s, ir.AtomicAdd):
-                s = replace(s, row=row_offset(s.indices[0], aliases) if s.indices else None)
+                s = replace(s, row=ix.offset_on(s.indices[0], 0) if s.indices else None)
             out.append(with_blocks(s, block))
         return tuple(out)
 

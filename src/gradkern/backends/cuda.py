@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.names import OOB
-from ..ir.ops import FLOAT_BINARY, FLOAT_FUNCTIONS, Op
+from ..ir.ops import FUNCTIONS, Op
 from ..ir.types import Array, Scalar
 from .base import Backend, Generated, check_launch_ndim
 from .printer import Printer, Syntax
@@ -39,22 +39,21 @@ _OPS = {
     Op.EQ: "({0} == {1})", Op.NE: "({0} != {1})", Op.LT: "({0} < {1})", Op.LE: "({0} <= {1})",
     Op.GT: "({0} > {1})", Op.GE: "({0} >= {1})",
     Op.AND: "({0} && {1})", Op.OR: "({0} || {1})", Op.NOT: "(!{0})",
-    Op.ABS: "_gkb_abs({0})", Op.MIN: "_gkb_min({0}, {1})", Op.MAX: "_gkb_max({0}, {1})",
-    Op.FLOOR: "_gkb_floor({0})",
-    **{op: f"_gkb_{op.value}({{0}})" for op in FLOAT_FUNCTIONS},
-    **{op: f"_gkb_{op.value}({{0}}, {{1}})" for op in FLOAT_BINARY},
+    **{op: f.c(op) for op, f in FUNCTIONS.items()},  # the elementary functions (ir/ops.py's table)
     Op.BITAND: "({0} & {1})", Op.BITOR: "({0} | {1})", Op.BITXOR: "({0} ^ {1})", Op.INVERT: "(~{0})",
     Op.LSHIFT: "_gkb_shl({0}, {1})", Op.RSHIFT: "_gkb_shr({0}, {1})",
 }
 
+# the op table's C library functions (ir/ops.py: Function.libm) as (name, arity), unary ones first; each gets
+# one `_gkb_` overload per float type
+LIBM = [(op.value, arity) for arity in (1, 2) for op, f in FUNCTIONS.items() if f.libm and f.arity == arity]
 _MATH = "".join(
     f"__host__ __device__ __forceinline__ float _gkb_{f}(float x) {{ return {f}f(x); }}\n"
     f"__host__ __device__ __forceinline__ double _gkb_{f}(double x) {{ return {f}(x); }}\n"
-    for f in ("sin", "cos", "tan", "exp", "log", "sqrt", "tanh", "floor", "asin", "acos", "atan", "sinh", "cosh",
-              "asinh", "acosh", "atanh", "erf", "expm1", "log1p")) + "".join(
+    for f, n in LIBM if n == 1) + "".join(
     f"__host__ __device__ __forceinline__ float _gkb_{f}(float a, float b) {{ return {f}f(a, b); }}\n"
     f"__host__ __device__ __forceinline__ double _gkb_{f}(double a, double b) {{ return {f}(a, b); }}\n"
-    for f in ("atan2", "hypot", "copysign", "fmod"))
+    for f, n in LIBM if n == 2)
 
 # Python's float % and //: the result takes the divisor's sign; // is CPython's
 # float_divmod (the exact quotient of a - a % b, rounded)

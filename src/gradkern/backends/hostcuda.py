@@ -35,7 +35,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError, InternalError, LaunchError
 from .cache_files import discard, replace_with, warn, warn_damaged, write_exact
-from .cuda import CudaBackend
+from .cuda import LIBM, CudaBackend
 
 HEADER = Path(__file__).with_name("hostcuda_runtime.h")
 COMPILER = "g++"
@@ -45,6 +45,11 @@ COMPILER = "g++"
 # which only a GPU run checks). -fwrapv: int64 arithmetic wraps, as the kernel language defines it.
 FLAGS = ("-std=c++20", "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-ffp-contract=off", "-fwrapv")
 ENTRY = "gk_hostcuda_launch"  # the launcher every library exports (hostcuda_runtime.h)
+# the C library functions of the op table (ir/ops.py) that the CUDA prelude wraps (backends/cuda.py, _MATH), for
+# float and double: CUDA's headers declare them; here each launcher does, before the source (no <cmath>: below)
+DECLARATIONS = 'extern "C" {\n' + "".join(
+    f"double {f}({', '.join(['double'] * n)}) noexcept; float {f}f({', '.join(['float'] * n)}) noexcept;\n"
+    for f, n in LIBM) + "}\n"
 
 
 def compiler() -> str | None:
@@ -205,7 +210,8 @@ def build(source: str, entry: str, directory: Path) -> tuple[Any, Any, Path]:
         raise unavailable()
     header = HEADER.read_bytes()
     digest = hashlib.sha256()
-    for part in (source.encode(), entry.encode(), header, " ".join(FLAGS).encode(), _compiler_identity(cxx).encode()):
+    for part in (source.encode(), entry.encode(), header, DECLARATIONS.encode(), " ".join(FLAGS).encode(),
+                 _compiler_identity(cxx).encode()):
         digest.update(len(part).to_bytes(8, "little") + part)
     key = digest.hexdigest()[:32]
     if not _memory_dir:
@@ -234,7 +240,7 @@ def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> t
             discard(library)
             warn_damaged(library, str(e))
     write_exact(directory / f"{name}.cu", source.encode())
-    wrapper = (f"// the hostcuda launcher of {entry} (gradkern: backends/hostcuda.py)\n"
+    wrapper = (f"// the hostcuda launcher of {entry} (gradkern: backends/hostcuda.py)\n{DECLARATIONS}"
                f'#include "{name}.cu"\nGK_HOSTCUDA_LAUNCHER({entry})\n'
                f'extern "C" __attribute__((visibility("default"))) const char gk_hostcuda_key[] = "{key}";\n')
     write_exact(directory / f"{name}.cpp", wrapper.encode())

@@ -60,18 +60,15 @@ inline int __float_as_int(float x) { return __builtin_bit_cast(int, x); }
 inline double __longlong_as_double(long long x) { return __builtin_bit_cast(double, x); }
 inline long long __double_as_longlong(double x) { return __builtin_bit_cast(long long, x); }
 
-// ---- the C library's math: what the printer calls (backends/cuda.py: _MATH, _FLOAT_DIV, PRELUDE) -------------
-// The host's libm: results may differ from CUDA's device functions by a few ulps (docs/hostcuda.md).
+// ---- the C library's math the hand-written prelude calls (backends/cuda.py: PRELUDE, _FLOAT_DIV) --------------
+// The elementary functions of the op table (ir/ops.py) are declared by each launcher, from the table
+// (backends/hostcuda.py: DECLARATIONS). The host's libm: results may differ from CUDA's device functions by a
+// few ulps (docs/hostcuda.md).
 #define GK_HOSTCUDA_MATH1(name) double name(double) noexcept; float name##f(float) noexcept;
 #define GK_HOSTCUDA_MATH2(name) double name(double, double) noexcept; float name##f(float, float) noexcept;
 extern "C" {
-GK_HOSTCUDA_MATH1(sin) GK_HOSTCUDA_MATH1(cos) GK_HOSTCUDA_MATH1(tan) GK_HOSTCUDA_MATH1(exp) GK_HOSTCUDA_MATH1(log)
-GK_HOSTCUDA_MATH1(sqrt) GK_HOSTCUDA_MATH1(tanh) GK_HOSTCUDA_MATH1(floor) GK_HOSTCUDA_MATH1(asin)
-GK_HOSTCUDA_MATH1(acos) GK_HOSTCUDA_MATH1(atan) GK_HOSTCUDA_MATH1(sinh) GK_HOSTCUDA_MATH1(cosh)
-GK_HOSTCUDA_MATH1(asinh) GK_HOSTCUDA_MATH1(acosh) GK_HOSTCUDA_MATH1(atanh) GK_HOSTCUDA_MATH1(erf)
-GK_HOSTCUDA_MATH1(expm1) GK_HOSTCUDA_MATH1(log1p) GK_HOSTCUDA_MATH1(fabs) GK_HOSTCUDA_MATH1(ceil)
-GK_HOSTCUDA_MATH2(atan2) GK_HOSTCUDA_MATH2(hypot) GK_HOSTCUDA_MATH2(copysign) GK_HOSTCUDA_MATH2(fmod)
-GK_HOSTCUDA_MATH2(pow)
+GK_HOSTCUDA_MATH1(fabs) GK_HOSTCUDA_MATH1(ceil) GK_HOSTCUDA_MATH1(floor)
+GK_HOSTCUDA_MATH2(copysign) GK_HOSTCUDA_MATH2(fmod) GK_HOSTCUDA_MATH2(pow)
 }
 #undef GK_HOSTCUDA_MATH1
 #undef GK_HOSTCUDA_MATH2

@@ -10,9 +10,16 @@ import math
 from dataclasses import dataclass
 
 from ..ir import nodes as ir
-from ..ir.ops import Op
+from ..ir.ops import FUNCTIONS, Op
 from ..ir.types import Scalar
 from .printer import Syntax
+
+
+def _imported(python: str) -> str:
+    """An op table's Python spelling (`math.sin({0})`) with the generated module's names for math and NumPy."""
+    return python.replace("math.", "_gk_math.", 1) if python.startswith("math.") else \
+        python.replace("np.", "_gk_np.", 1) if python.startswith("np.") else python
+
 
 PY_OPS = {
     Op.ADD: "({0} + {1})", Op.SUB: "({0} - {1})", Op.MUL: "({0} * {1})", Op.DIV: "({0} / {1})",
@@ -20,15 +27,8 @@ PY_OPS = {
     Op.EQ: "({0} == {1})", Op.NE: "({0} != {1})", Op.LT: "({0} < {1})", Op.LE: "({0} <= {1})",
     Op.GT: "({0} > {1})", Op.GE: "({0} >= {1})",
     Op.AND: "({0} and {1})", Op.OR: "({0} or {1})", Op.NOT: "(not {0})",
-    Op.SIN: "_gk_math.sin({0})", Op.COS: "_gk_math.cos({0})", Op.TAN: "_gk_math.tan({0})",
-    Op.EXP: "_gk_math.exp({0})", Op.LOG: "_gk_math.log({0})", Op.SQRT: "_gk_math.sqrt({0})",
-    Op.TANH: "_gk_math.tanh({0})", Op.ABS: "abs({0})", Op.MIN: "min({0}, {1})", Op.MAX: "max({0}, {1})",
-    # np.floor keeps float32 a float32 (math.floor returns an int in Numba)
-    Op.FLOOR: "_gk_np.floor({0})",
-    **{op: f"_gk_math.{op.value}({{0}})" for op in (Op.ASIN, Op.ACOS, Op.ATAN, Op.SINH, Op.COSH, Op.ASINH,
-                                                    Op.ACOSH, Op.ATANH, Op.ERF, Op.EXPM1, Op.LOG1P)},
-    Op.ATAN2: "_gk_math.atan2({0}, {1})", Op.HYPOT: "_gk_math.hypot({0}, {1})",
-    Op.COPYSIGN: "_gk_math.copysign({0}, {1})", Op.FMOD: "_gk_np.fmod({0}, {1})",  # Numba has no math.fmod
+    # the elementary functions: the op table's Python spelling, through this module's own imports
+    **{op: _imported(f.python) for op, f in FUNCTIONS.items()},
     Op.BITAND: "({0} & {1})", Op.BITOR: "({0} | {1})", Op.BITXOR: "({0} ^ {1})", Op.INVERT: "(~{0})",
     # int64 shifts by an amount outside [0, 64) are poison in LLVM: the amount is tested first (Op.LSHIFT)
     Op.LSHIFT: "(({0} << {1}) if {1} >= 0 and {1} < 64 else 0)",

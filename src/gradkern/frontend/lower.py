@@ -23,7 +23,7 @@ from .. import intrinsics
 from ..errors import KernelSyntaxError
 from ..ir import nodes as ir
 from ..ir.names import RESERVED, Namer, is_generated, private
-from ..ir.ops import Op
+from ..ir.ops import FUNCTIONS, Op
 from ..ir.rewrite import rename_locals
 from ..ir.types import F32, F64, I32, I64, MAX_NDIM
 from . import jumps, literal_loops, suggest, unroll, vectors
@@ -38,22 +38,10 @@ _BINOPS = {ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.Div: Op.DIV,
 _CMPOPS = {ast.Eq: Op.EQ, ast.NotEq: Op.NE, ast.Lt: Op.LT, ast.LtE: Op.LE,
            ast.Gt: Op.GT, ast.GtE: Op.GE}
 
-# Python objects a kernel may call, by identity, whatever name they are imported under.
-_FUNCTIONS: dict[int, Op] = {}
-for _op, _fns in {
-    Op.SIN: (math.sin, np.sin), Op.COS: (math.cos, np.cos), Op.TAN: (math.tan, np.tan),
-    Op.EXP: (math.exp, np.exp), Op.LOG: (math.log, np.log), Op.SQRT: (math.sqrt, np.sqrt),
-    Op.TANH: (math.tanh, np.tanh), Op.ABS: (builtins.abs, math.fabs, np.abs, np.fabs),
-    Op.FLOOR: (math.floor, np.floor, intrinsics.floor), Op.MIN: (builtins.min, np.minimum),
-    Op.MAX: (builtins.max, np.maximum), Op.POW: (builtins.pow, math.pow, np.power),
-    Op.ASIN: (math.asin, np.arcsin), Op.ACOS: (math.acos, np.arccos), Op.ATAN: (math.atan, np.arctan),
-    Op.SINH: (math.sinh, np.sinh), Op.COSH: (math.cosh, np.cosh), Op.ASINH: (math.asinh, np.arcsinh),
-    Op.ACOSH: (math.acosh, np.arccosh), Op.ATANH: (math.atanh, np.arctanh), Op.ERF: (math.erf,),
-    Op.EXPM1: (math.expm1, np.expm1), Op.LOG1P: (math.log1p, np.log1p), Op.ATAN2: (math.atan2, np.arctan2),
-    Op.HYPOT: (math.hypot, np.hypot), Op.COPYSIGN: (math.copysign, np.copysign), Op.FMOD: (math.fmod, np.fmod),
-}.items():
-    for _fn in _fns:
-        _FUNCTIONS[id(_fn)] = _op
+# Python objects a kernel may call, by identity, whatever name they are imported under: the elementary
+# functions of the op table (ir/ops.py), and pow for the operator **.
+_FUNCTIONS: dict[int, Op] = {id(fn): op for op, f in FUNCTIONS.items() for fn in f.callables}
+_FUNCTIONS |= {id(fn): Op.POW for fn in (builtins.pow, math.pow, np.power)}
 _CASTS = {id(builtins.int): I64, id(np.int64): I64, id(np.int32): I32,
           id(np.float64): F64, id(np.float32): F32, id(builtins.float): None}
 

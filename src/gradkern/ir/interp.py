@@ -16,28 +16,25 @@ import numpy as np
 from ..errors import InternalError
 from . import nodes as ir
 from .names import OOB
-from .ops import Op
+from .ops import FUNCTIONS, Op
 
 _BIN = {
     Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
     Op.DIV: lambda a, b: a / b, Op.FLOORDIV: lambda a, b: a // b, Op.MOD: lambda a, b: a % b,
     Op.POW: lambda a, b: a ** b, Op.EQ: lambda a, b: a == b, Op.NE: lambda a, b: a != b,
     Op.LT: lambda a, b: a < b, Op.LE: lambda a, b: a <= b, Op.GT: lambda a, b: a > b,
-    Op.GE: lambda a, b: a >= b, Op.MIN: lambda a, b: min(a, b), Op.MAX: lambda a, b: max(a, b),
-    Op.ATAN2: np.arctan2, Op.HYPOT: np.hypot, Op.COPYSIGN: np.copysign, Op.FMOD: np.fmod,
+    Op.GE: lambda a, b: a >= b,
     Op.BITAND: lambda a, b: a & b, Op.BITOR: lambda a, b: a | b, Op.BITXOR: lambda a, b: a ^ b,
     # int64 shifts wrap like the compiled ones; amounts outside [0, 64) as documented at Op.LSHIFT
     Op.LSHIFT: lambda a, b: np.left_shift(a, b) if 0 <= b < 64 else np.int64(0),
     Op.RSHIFT: lambda a, b: np.right_shift(a, b) if 0 <= b < 64 else np.right_shift(a, np.int64(63)),
 }
 _UN = {
-    Op.NEG: lambda a: -a, Op.NOT: lambda a: not a, Op.SIN: np.sin, Op.COS: np.cos, Op.TAN: np.tan,
-    Op.EXP: np.exp, Op.LOG: np.log, Op.SQRT: np.sqrt, Op.TANH: np.tanh, Op.ABS: abs, Op.FLOOR: np.floor,
-    Op.ASIN: np.arcsin, Op.ACOS: np.arccos, Op.ATAN: np.arctan, Op.SINH: np.sinh, Op.COSH: np.cosh,
-    Op.ASINH: np.arcsinh, Op.ACOSH: np.arccosh, Op.ATANH: np.arctanh, Op.EXPM1: np.expm1, Op.LOG1P: np.log1p,
-    Op.INVERT: lambda a: ~a,
-    Op.ERF: lambda a: math.erf(a),  # NumPy has none: computed in float64, rounded to the node's type
+    Op.NEG: lambda a: -a, Op.NOT: lambda a: not a, Op.INVERT: lambda a: ~a,
 }
+# the elementary functions: the op table's host implementations
+_UN |= {op: f.host for op, f in FUNCTIONS.items() if f.arity == 1}
+_BIN |= {op: f.host for op, f in FUNCTIONS.items() if f.arity == 2}
 
 
 class _Frame:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import InternalError
 from . import nodes as ir
-from .offsets import offset_aliases, tid_offset
+from .indices import indices
 from .ops import ARITHMETIC, COMPARISONS, LOGIC, Op
 from .types import BOOL, I64, Array, Scalar
 
@@ -95,7 +95,7 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
             elif isinstance(s, (ir.Store, ir.AtomicAdd)):
                 if array(s.array, len(s.indices), s).dtype != s.value.type:
                     bad("stored value type differs from the array's dtype", s)
-                if isinstance(s, ir.AtomicAdd) and s.row is not None and _row(s.indices[0], tid0()) != s.row:
+                if isinstance(s, ir.AtomicAdd) and s.row is not None and indices(k).offset_on(s.indices[0], 0) != s.row:
                     bad(f"atomic add marked as row tid[0] + {s.row}, which its index is not", s)
             elif isinstance(s, (ir.If, ir.While)):
                 if s.cond.type != BOOL:
@@ -108,14 +108,6 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
             inner = loop_vars | ({s.var} if isinstance(s, ir.For) else set())
             for b in ir.blocks(s):
                 block(b, inner)
-
-    aliases: list[dict] = []
-
-    def tid0() -> dict:
-        """The kernel's tid offset aliases (ir/offsets.py), found once."""
-        if not aliases:
-            aliases.append(offset_aliases(k))
-        return aliases[0]
 
     block(k.body, set())
     if k.interior is not None:
@@ -136,9 +128,3 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
                         bad(f"interior bound of axis {r.axis} reads memory or branches", e)
         block(k.interior.body, set())
     return k
-
-
-def _row(e: ir.Expr, aliases: dict) -> int | None:
-    """c when `e` is tid[0] + c, c an integer constant (AtomicAdd.row; analysis/rows.py marks it)."""
-    found = tid_offset(e, aliases)
-    return found[1] if found is not None and found[0] == 0 else None

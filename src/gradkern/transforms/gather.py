@@ -42,8 +42,8 @@ from dataclasses import dataclass, replace
 from ..ir import build as b
 from ..ir import names
 from ..ir import nodes as ir
+from ..ir.indices import indices
 from ..ir.names import GATHER_EXTENT as EXTENT
-from ..ir.offsets import offset_aliases
 from ..ir.ops import Op
 from ..ir.rewrite import map_expr, rename_locals, with_blocks, with_exprs
 from ..ir.types import BOOL, I64
@@ -72,12 +72,14 @@ class Gather:
 
 class _Offsets:
     """The offsets at which a kernel's accesses index, per axis: tid + c, through
-    locals that hold tid + c (ir/offsets.py) or are set once before all their uses, and for
+    locals that hold tid + c (ir/indices.py) or are set once before all their uses, and for
     periodic indices a select whose arms are each tid + c + s·M (M the extent
-    `x.shape[axis]` of one array, the same for every wrap along that axis)."""
+    `x.shape[axis]` of one array, the same for every wrap along that axis). It extends the kernel's index
+    analysis (ir/indices.py) by those once-set locals, selects and shape terms: on an index with none of
+    them it gives what `Indices.offset` gives, at the position of its axis (tests/test_gather.py)."""
 
     def __init__(self, k: ir.Kernel):
-        self.alias = offset_aliases(k)  # locals holding tid[axis] + c (ir/offsets.py)
+        self.alias = indices(k).offsets  # locals holding tid[axis] + c (ir/indices.py)
         self.ndim = k.tid_ndim
         count: dict[str, int] = {}
         for s in ir.walk_stmts(k.body):

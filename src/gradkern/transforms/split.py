@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from ..ir import build as b
 from ..ir import nodes as ir
-from ..ir.offsets import axis_aliases, offset_aliases, tid_offset
+from ..ir.indices import indices
 from ..ir.ops import COMPARISONS, Op
 from ..ir.rewrite import map_expr, with_blocks, with_exprs
 from ..ir.types import I64
@@ -64,15 +64,14 @@ class _Splitter:
         self.params = {p.name for p in k.params}
         self.assigned = {s.name for s in ir.walk_stmts(k.body) if isinstance(s, ir.Assign)} | \
             {s.var for s in ir.walk_stmts(k.body) if isinstance(s, ir.For)}
-        # locals that hold tid[axis] + c wherever they are set (`j = tid[1]`, then `jm = j - 1`; ir/offsets.py)
-        self.aliases = axis_aliases(offset_aliases(k), axis)
+        # which indices are tid[axis] + c, through locals (`j = tid[1]`, then `jm = j - 1`; ir/indices.py)
+        self.indices = indices(k)
         self.lower: list[ir.Expr] = []
         self.upper: list[ir.Expr] = []
 
     def offset(self, e: ir.Expr) -> int | None:
-        """c when e is tid[axis] + c (c an integer constant), through aliases, else None (ir/offsets.py)."""
-        found = tid_offset(e, self.aliases)
-        return found[1] if found is not None and found[0] == self.axis else None
+        """c when e is tid[axis] + c (c an integer constant), through aliases, else None (ir/indices.py)."""
+        return self.indices.offset_on(e, self.axis)
 
     def invariant(self, e: ir.Expr) -> bool:
         """Constant along this axis and every inner one, and computable before their

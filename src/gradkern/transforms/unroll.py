@@ -3,7 +3,7 @@
 `for ip in range(2): s += x[i + ip, j]` reads x at tid + 0 and tid + 1: a stencil. Unrolled, each copy
 of the body has `ip` replaced by its value, so every access is a constant offset of the thread index,
 which the access analysis (thread-own slabs), the gather (stencil offsets), the race and bounds proofs and
-the CPU's private rows all recognise (ir/offsets.py); as a loop, the reverse would scatter with atomics.
+the CPU's private rows all recognise (ir/indices.py); as a loop, the reverse would scatter with atomics.
 The reverse mode's pipeline unrolls the kernel it differentiates (pipeline.py, stage "unroll"); the primal
 launch keeps its loop.
 
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..ir import nodes as ir
-from ..ir.offsets import offset_aliases, tid_offset
+from ..ir.indices import Indices, indices
 from ..ir.rewrite import map_expr, with_blocks, with_exprs
 from ..ir.types import I64
 from .simplify import simplify_expr
@@ -39,14 +39,14 @@ def _constant(e: ir.Expr) -> int | None:
     return None
 
 
-def _offsets(body: tuple[ir.Stmt, ...], var: str, aliases: dict) -> bool:
+def _offsets(body: tuple[ir.Stmt, ...], var: str, ix: Indices) -> bool:
     """Whether some index position of an array access in `body` reads `var` and is `tid + c` once `var` is
     a constant (`x[i + ip]`; not `c[i * 4 + k]`, a flattened row the access analysis keeps as one)."""
     zero = ir.Const(0, type=I64)
 
     def offset(indices) -> bool:
         return any(any(isinstance(x, ir.Var) and x.name == var for x in ir.walk_expr(i))
-                   and tid_offset(_substituted_expr(i, var, zero), aliases) is not None for i in indices)
+                   and ix.offset(_substituted_expr(i, var, zero)) is not None for i in indices)
     for s in ir.walk_stmts(body):
         if isinstance(s, (ir.Store, ir.AtomicAdd)) and offset(s.indices):
             return True
@@ -84,7 +84,7 @@ def _reads_outside_loops(body: tuple[ir.Stmt, ...], loops: frozenset[str] = froz
 def unroll_offset_loops(k: ir.Kernel) -> ir.Kernel:
     """`k` with its short constant loops whose variable indexes arrays unrolled (module doc); `k` itself
     when there is none."""
-    aliases = offset_aliases(k)
+    ix = indices(k)
     outside = _reads_outside_loops(k.body)
     changed = False
 
@@ -95,7 +95,7 @@ def unroll_offset_loops(k: ir.Kernel) -> ir.Kernel:
             after = isinstance(s, ir.For) and s.var in outside
             s = with_blocks(s, block)  # inner loops first
             if isinstance(s, ir.For):
-                copies = _unrolled(s, after, aliases)
+                copies = _unrolled(s, after, ix)
                 if copies is not None:
                     out.extend(copies)
                     changed = True
@@ -107,7 +107,7 @@ def unroll_offset_loops(k: ir.Kernel) -> ir.Kernel:
     return replace(k, body=body) if changed else k
 
 
-def _unrolled(s: ir.For, read_after: bool, aliases: dict) -> list[ir.Stmt] | None:
+def _unrolled(s: ir.For, read_after: bool, ix: Indices) -> list[ir.Stmt] | None:
     """The copies of loop `s`'s body, one per iteration, or None when it is not to be unrolled;
     `read_after`: whether its variable is read outside it (then assigned its last value)."""
     bounds = [_constant(x) for x in (s.start, s.stop, s.step)]
@@ -116,7 +116,7 @@ def _unrolled(s: ir.For, read_after: bool, aliases: dict) -> list[ir.Stmt] | Non
     values = range(*bounds)
     size = sum(1 for _ in ir.walk_stmts(s.body))
     if not 1 <= len(values) <= MAX_TRIPS or len(values) * size > MAX_STATEMENTS \
-            or not _offsets(s.body, s.var, aliases) or _binds(s.body, s.var):
+            or not _offsets(s.body, s.var, ix) or _binds(s.body, s.var):
         return None
     out: list[ir.Stmt] = []
     for v in values:
