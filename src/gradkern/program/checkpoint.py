@@ -45,6 +45,7 @@ from .scalars import ActiveScalar
 from .schedule import DiskSnapshots, LoopHooks, ScheduledLoop, ScheduleStats
 from .shadows import memory_root
 from .steps import Step, reverse_steps
+from .versions import Versions
 
 
 @dataclass
@@ -134,7 +135,7 @@ class _Untaped(Recorder):
             call, bound = prepare(kernel, plain, dim, backend, "launch")  # validated as the user's writable arrays
             binding = bound.b
             written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
-            self.loop.before_launch(self.t, kernel.name, written, binding,
+            self.loop.before_launch(kernel.name, written, binding,
                                     overwritten_whole(kernel.ir.params, binding, call.primal.facts))
             run(call, bound)
         guard.lock(arrays, self._where(f"a launch of kernel '{kernel.name}'"))
@@ -147,11 +148,11 @@ class _Untaped(Recorder):
             loop.wants_shadows([rule.may_write(n) for n in range(len(given))], given)
         if any(isinstance(a, ActiveScalar) for a in given) or any(
                 is_array(a) and loop.outer.shadows.find(a) is not None for a in given):
-            loop.outer.rules.append(None)  # recorded when recomputed: the sweep checks what its reverse returns
+            loop.outer.expect_rule()
             rule.require("reverse")
         call, result = run_plain(loop.guard, rule, given, f"before a call of rule '{rule.name}' in step {self.t} of "
-                                 "the loop", lambda call, binding: loop.before_launch(self.t, rule.name, call.written,
-                                                                                    binding, []))
+                                 "the loop", lambda call, binding: loop.before_launch(rule.name, call.written, binding,
+                                                                                    []))
         loop.guard.lock(call.arrays, self._where(f"a call of rule '{rule.name}'"))
         return result
 
@@ -191,7 +192,8 @@ class LoopEntry(LoopHooks):
         self.last_write: dict[int, int] = {}  # id(state buffer) -> the last step writing it
         self.signatures: dict[int, list] = {}  # step -> its launches: (kernel, persistent buffer ids or None)
         self.recomputed_signature: list = []
-        self.entry_needed = {k for k, v in outer.needed.items() if v}
+        self.entry_needed = outer.versions.read()  # what the program before the loop still reads
+        self.t = 0  # the step running
         self.segments: dict[int, _Segment] = {}
         self.live: Any = None  # the segment whose end state the live buffers hold
         self.bytes_held = 0
@@ -324,20 +326,14 @@ class LoopEntry(LoopHooks):
         if self.first_forward:
             self._make_wanted_shadows()
         shadows = self.outer.shadows
-        rec = ProgramRecorder(shadows, self.guard, host=self.outer.host)
-        rec.in_loop = True
-        if n0 == 0:  # what the program before the loop still reads, saved before the loop overwrites it
-            rec.needed = {k: True for k in self.entry_needed}
-            rec.roots = {k: self.outer.roots[k] for k in self.entry_needed if k in self.outer.roots}
+        # from step 0: what the program before the loop still reads, saved before the loop overwrites it
+        versions = Versions(self.entry_needed if n0 == 0 else None)
+        rec = ProgramRecorder(shadows, self.guard, within=self.outer, versions=versions, observer=self.before_launch)
         before = len(shadows.entries)
         for t in range(n0, n1):
-            rec.observer = lambda name, written, binding, over, t=t: self.before_launch(t, name, written, binding,
-                                                                                      over)
             self._step(t, rec)
             if self.first_forward:
                 self.forward_taped.add(t)
-        self.outer.scalars += rec.scalars
-        self.outer.rules += rec.rules
         seg = _Segment(n0, n1, rec.steps, shadows.entries[before:])
         self.at = n1
         self.segments[n0] = seg
@@ -373,20 +369,22 @@ class LoopEntry(LoopHooks):
         # the shadows of buffers the segment's steps allocated (those of buffers that outlived the first
         # forward carry derivatives for the launches before and after: they stay)
         gone = {id(e) for e in seg.temporaries if id(e.primal) not in self.alive}
-        self.outer.shadows.entries = [e for e in self.outer.shadows.entries if id(e) not in gone]
+        self.outer.shadows.remove(gone)
 
     # -- recording --------------------------------------------------------------------------------------------------
     def _step(self, t: int, recorder: Recorder) -> None:
+        self.t = t
         self.recomputed_signature = []
         with installed(recorder):
             self.step_fn(t)
         if not self.first_forward and self.recomputed_signature != self.signatures.get(t, []):
             self._mismatch(t)
 
-    def before_launch(self, t: int, name: str, written: list, binding: Any, overwritten: list) -> None:
-        """Bookkeeping before a launch of step t runs: copy-on-write for open snapshots, the state's checks.
+    def before_launch(self, name: str, written: list, binding: Any, overwritten: list) -> None:
+        """Bookkeeping before a launch of the running step t runs: copy-on-write for open snapshots, the state's checks.
         `overwritten`: the buffers the launch overwrites whole without reading them (record.overwritten_whole);
         a snapshot need not keep a buffer whose first use after it is such a launch."""
+        t = self.t
         arrays = [v for v in binding.values if is_array(v)]
         dead = {id(r) for r in overwritten}
         if self.first_forward:
@@ -492,9 +490,8 @@ class LoopEntry(LoopHooks):
         # per state buffer, the steps that take it, each with whether it first overwrites it whole unread
         self.first_use = {key: sorted(self.seen[key].first.items()) for key in self.state}
         self._make_wanted_shadows()
-        for key, root in self.alive.items():  # what the program after the loop must give back before its reverse
-            self.outer.roots.setdefault(key, root)
-            self.outer.needed[key] = True
+        for root in self.alive.values():  # what the program after the loop must give back before its reverse
+            self.outer.versions.read_by_reverse(root)
 
     def _mismatch(self, t: int) -> None:
         want, got = self.signatures.get(t, []), self.recomputed_signature

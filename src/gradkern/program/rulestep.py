@@ -30,8 +30,8 @@ from ..runtime.recording import recording
 from .fingerprint import fingerprint
 from .guard import HostWriteGuard
 from .scalars import ActiveScalar
-from .shadows import ShadowMap, memory_root
-from .steps import Launched, Saved, Step
+from .shadows import ShadowMap
+from .steps import Launched, Step
 
 
 @dataclass
@@ -184,10 +184,8 @@ def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> Any:
     step = RuleStep(len(rec.steps) + 1, rule.name, None, None)
     if rec.observer is not None:
         rec.observer(rule.name, call.written, _Binding(call.plain), [])
-    for view in call.written:  # copy-on-write: what an earlier reverse still reads
-        rec.roots.setdefault(id(memory_root(view)), memory_root(view))
-        if rec.needed.get(id(memory_root(view))):
-            step.saves.append(Saved(view, view.copy()))
+    for view in call.written:
+        rec.versions.before_write(view, step.saves)
     result = None
     if not active:
         result = run_checked(call, rec.guard, call.where(step.number), lambda: rule.primal(*call.plain))
@@ -213,8 +211,7 @@ def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> Any:
                                 lambda: rule.run_augmented(step.config, step.args))
         for n, a in enumerate(call.plain):  # its reverse reads these as the call left them
             if is_array(a) and rule.kept(n):
-                rec.roots.setdefault(id(memory_root(a)), memory_root(a))
-                rec.needed[id(memory_root(a))] = True
+                rec.versions.read_by_reverse(a)
         rec.rules.append(step)
     rec.guard.lock(call.arrays, step)
     rec.scalars += step.scalars.values()

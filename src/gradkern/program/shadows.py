@@ -126,6 +126,10 @@ class ShadowMap:
         self.register("a temporary", root, shadows, internal=True)
         return self.find(a)
 
+    def remove(self, gone: set[int]) -> None:
+        """Forget the entries whose ids are in `gone` (a checkpointed loop's segment dropped its temporaries)."""
+        self.entries = [e for e in self.entries if id(e) not in gone]
+
     @property
     def internal_bytes(self) -> int:
         return sum(s.nbytes for e in self.entries if e.internal for s in e.shadow)
