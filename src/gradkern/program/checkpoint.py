@@ -156,14 +156,8 @@ class _Untaped(Recorder):
         loop.guard.lock(call.arrays, self._where(f"a call of rule '{rule.name}'"))
         return result
 
-    def _where(self, what: str) -> _Where:
-        return _Where(f"after {what} in step {self.t} of the checkpointed loop (launch {self.loop.number} of the "
-                      "program)")
-
-
-@dataclass
-class _Where:
-    where: str
+    def _where(self, what: str) -> str:
+        return f"after {what} in step {self.t} of the checkpointed loop (launch {self.loop.number} of the program)"
 
 
 class LoopEntry(LoopHooks):
@@ -200,9 +194,11 @@ class LoopEntry(LoopHooks):
         self.peak_bytes = 0
         self.disk: DiskSnapshots | None = None
         self.stats: ScheduleStats = self.driver.stats
-        self.saves: list = []  # the program's own copy-on-write saves: none (snapshots restore the loop)
 
-    # -- the program's view ---------------------------------------------------------------------------------------
+    # -- the program's view (steps.ProgramStep) -------------------------------------------------------------------
+    @property
+    def where(self) -> str:
+        return f"after the checkpointed loop (launch {self.number} of the program)"
     @property
     def saved_bytes(self) -> int:
         return self.peak_bytes

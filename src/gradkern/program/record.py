@@ -31,7 +31,7 @@ from .hostcode import HostTracker, unwrap_args
 from .rulestep import annotate_array, record_forward, record_reverse, tangent_scalar
 from .scalars import ActiveScalar
 from .shadows import ShadowMap, memory_root
-from .steps import Launched, Step
+from .steps import ProgramStep, Step, after_launch
 from .versions import Versions
 
 
@@ -63,7 +63,7 @@ class ProgramRecorder(Recorder):
         self.versions = versions or Versions()  # copy-on-write of what a recorded reverse reads
         self.observer = observer
         self.in_loop = within is not None  # a checkpointed loop inside a step is refused
-        self.steps: list[Step] = []
+        self.steps: list[ProgramStep] = []
         # host code on the program's arrays (hostcode.py)
         self.host = within.host if within is not None else HostTracker(shadows)
         # every Active scalar a launch took; the active rule calls recorded (their reverses' output is checked)
@@ -100,7 +100,7 @@ class ProgramRecorder(Recorder):
             self.versions.written(view)
         for view in reads:  # this step's reverse reads these as the step left them
             self.versions.read_by_reverse(view)
-        self.guard.lock(arrays, step)
+        self.guard.lock(arrays, step.where)
         self.scalars += scalars.values()
         self.steps.append(step)
 
@@ -178,7 +178,7 @@ class ForwardRecorder(Recorder):
         with self.guard.unlocked(arrays, f"before launch {self.count + 1} (kernel '{kernel.name}')"):
             forward_launch(kernel, tuple(annotated), dim, backend)
         self.count += 1
-        self.guard.lock(arrays, Launched(self.count, kernel.name))
+        self.guard.lock(arrays, after_launch(self.count, kernel.name))
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         return record_forward(self, rule, unwrap_args(given, f"a call of rule '{rule.name}'"))

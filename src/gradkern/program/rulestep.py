@@ -31,7 +31,7 @@ from .fingerprint import fingerprint
 from .guard import HostWriteGuard
 from .scalars import ActiveScalar
 from .shadows import ShadowMap
-from .steps import Launched, Step
+from .steps import Step, after_launch
 
 
 @dataclass
@@ -213,7 +213,7 @@ def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> Any:
             if is_array(a) and rule.kept(n):
                 rec.versions.read_by_reverse(a)
         rec.rules.append(step)
-    rec.guard.lock(call.arrays, step)
+    rec.guard.lock(call.arrays, step.where)
     rec.scalars += step.scalars.values()
     rec.steps.append(step)
     return result
@@ -237,7 +237,7 @@ def record_forward(rec: Any, rule: CustomRule, given: tuple) -> Any:
                      else Const(a) for n, a in enumerate(given)]
         config = RuleConfig(True, True, tangents.lanes, (False,) * len(given))
         result = run_checked(call, rec.guard, where, lambda: rule.run_forward(config, tuple(annotated)))
-    rec.guard.lock(call.arrays, Launched(rec.count, rule.name))
+    rec.guard.lock(call.arrays, after_launch(rec.count, rule.name))
     return result
 
 

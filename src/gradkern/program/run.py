@@ -26,7 +26,7 @@ from .report import LaunchRow, ProgramInspection
 from .rulestep import installed, pattern
 from .scalars import ActiveScalar, backpropagate
 from .shadows import ShadowMap
-from .steps import Step, reverse_steps
+from .steps import ProgramStep, reverse_steps
 
 
 def _writable(a: Any) -> Any:
@@ -42,7 +42,7 @@ class ProgramTape:
 
     fn: Callable
     args: tuple
-    steps: list[Step]
+    steps: list[ProgramStep]
     shadows: ShadowMap
     roots: dict[int, ActiveScalar]  # argument position -> its Active scalar
     scalars: list[ActiveScalar]
@@ -66,7 +66,7 @@ class ProgramTape:
     @property
     def loops(self) -> list:
         """The checkpointed loops' entries (their `stats`: steps advanced, recomputed, reversed)."""
-        return [s for s in self.steps if s.kernel == "checkpointed_loop"]
+        return [s for s in self.steps if s.stats is not None]
 
     @property
     def steps_recomputed(self) -> int:
