@@ -32,15 +32,15 @@ from checkpoint_schedules import StorageType
 
 from ..errors import ProgramError
 from ..kernel import KernelFunction
+from ..recording import Recorder, recording
 from ..rules import CustomRule
 from ..runtime.arrays import device_memory, from_host, is_array, is_cupy_array, to_host
 from ..runtime.call import prepare
 from ..runtime.launch import run
-from ..runtime.recording import Recorder
 from .guard import HostWriteGuard
 from .hostcode import unwrap_args
 from .record import ProgramRecorder, overwritten_whole
-from .rulestep import installed, run_plain
+from .rulestep import run_plain
 from .scalars import ActiveScalar
 from .schedule import DiskSnapshots, LoopHooks, ScheduledLoop, ScheduleStats
 from .shadows import memory_root
@@ -371,7 +371,7 @@ class LoopEntry(LoopHooks):
     def _step(self, t: int, recorder: Recorder) -> None:
         self.t = t
         self.recomputed_signature = []
-        with installed(recorder):
+        with recording(recorder):
             self.step_fn(t)
         if not self.first_forward and self.recomputed_signature != self.signatures.get(t, []):
             self._mismatch(t)

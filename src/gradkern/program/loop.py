@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ProgramError
-from ..runtime.recording import active_recorder
+from ..recording import active_recorder
 from .record import ProgramRecorder
 
 STORAGES = ("device", "host")

@@ -1,10 +1,10 @@
 """Recording a program (docs/programs.md): `fn` runs once, eagerly; every launch it
-makes, at any depth, arrives here through the runtime's hook, is prepared
+makes, at any depth, arrives here through the recording hook (recording.py), is prepared
 (validated, specialised, race-checked) as a split reverse-mode call and run as
 its augmented primal. What the reverse will need is kept: each step's kernel
 tape, and — copy-on-write — the old contents of what a launch overwrites
 while an earlier step's reverse still needs them (versions.py). Calls of
-functions with custom rules arrive through the rules' hook and are recorded
+functions with custom rules arrive through the same hook and are recorded
 the same way (rulestep.py).
 
 What a derivative step needs is known without reading kernel bodies: the
@@ -19,16 +19,16 @@ from typing import Any
 
 from ..annotations import Active, Const
 from ..kernel import KernelFunction
+from ..recording import Recorder
 from ..rules import CustomRule
 from ..runtime.arrays import is_array
 from ..runtime.call import prepare
 from ..runtime.forward import forward as forward_launch
 from ..runtime.launch import run
-from ..runtime.recording import Recorder
 from ..runtime.reverse import run_augmented_primal
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
-from .rulestep import annotate_array, record_forward, record_reverse, tangent_scalar
+from .rulestep import record_forward, record_reverse
 from .scalars import ActiveScalar
 from .shadows import ShadowMap, memory_root
 from .steps import ProgramStep, Step, after_launch
@@ -87,7 +87,7 @@ class ProgramRecorder(Recorder):
                 scalars[n] = a
             elif is_array(a) and active and a.dtype.kind == "f":
                 # an active value written into an array nothing covers yet gives it a shadow
-                annotated.append(annotate_array(self.shadows, a, p.written))
+                annotated.append(self.shadows.annotate(a, p.written))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):
@@ -167,9 +167,9 @@ class ForwardRecorder(Recorder):
         annotated = []
         for p, a in zip(params, args):
             if isinstance(a, ActiveScalar):
-                annotated.append(tangent_scalar(a, self.tangents.lanes))
+                annotated.append(a.with_tangent(self.tangents.lanes))
             elif is_array(a) and active and a.dtype.kind == "f":
-                annotated.append(annotate_array(self.tangents, a, p.written))
+                annotated.append(self.tangents.annotate(a, p.written))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):

@@ -17,13 +17,14 @@ import numpy as np
 
 from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
 from ..errors import AnnotationError, ProgramError
+from ..recording import recording
 from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array
 from .guard import HostWriteGuard
 from .hostcode import TrackedArray, track
 from .record import ForwardRecorder, ProgramRecorder
 from .report import LaunchRow, ProgramInspection
-from .rulestep import installed, pattern
+from .rulestep import pattern
 from .scalars import ActiveScalar, backpropagate
 from .shadows import ShadowMap
 from .steps import ProgramStep, reverse_steps
@@ -153,7 +154,7 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
     TrackedArray views (hostcode.py), locked with their buffers."""
     guard.follow([a for a in call if isinstance(a, TrackedArray)])
     try:
-        with installed(recorder):
+        with recording(recorder):
             fn(*call)
         guard.check(None, "when the program returned")
     except ValueError as e:
