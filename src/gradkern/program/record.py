@@ -54,10 +54,14 @@ class ProgramRecorder(Recorder):
     """Records the launches of one program call."""
 
     def __init__(self, shadows: ShadowMap, guard: HostWriteGuard, within: ProgramRecorder | None = None,
-                 versions: Versions | None = None, observer: Any = None):
+                 versions: Versions | None = None, observer: Any = None, alone: bool = False,
+                 no_need: dict[int, bool] | None = None):
         """`within`: the program a checkpointed loop's taped segment belongs to (its shadows, host tracker,
         Active scalars and rule calls are this recorder's too); `observer(name, written views, binding,
-        buffers overwritten whole)` is told of each launch and rule call before it runs."""
+        buffers overwritten whole)` is told of each launch and rule call before it runs. `alone`: gk.autodiff
+        of a rule function alone: its reverse runs right after it, so nothing it reads can change in between
+        (config.overwritten all False) and no later step needs internal shadows; `no_need`: its argument
+        positions that are DuplicatedNoNeed."""
         self.shadows = shadows
         self.guard = guard
         self.versions = versions or Versions()  # copy-on-write of what a recorded reverse reads
@@ -69,10 +73,8 @@ class ProgramRecorder(Recorder):
         # every Active scalar a launch took; the active rule calls recorded (their reverses' output is checked)
         self.scalars: list[ActiveScalar] = within.scalars if within is not None else []
         self.rules: list = within.rules if within is not None else []
-        # gk.autodiff of a rule function alone: its reverse runs right after it, so nothing it reads can
-        # change in between (config.overwritten all False) and no later step needs internal shadows
-        self.alone = False
-        self.no_need: dict[int, bool] = {}  # argument position -> DuplicatedNoNeed (top level only)
+        self.alone = alone
+        self.no_need: dict[int, bool] = no_need or {}
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
@@ -100,13 +102,22 @@ class ProgramRecorder(Recorder):
             self.versions.written(view)
         for view in reads:  # this step's reverse reads these as the step left them
             self.versions.read_by_reverse(view)
-        self.guard.lock(arrays, step.where)
-        self.scalars += scalars.values()
-        self.steps.append(step)
+        self._add(step, arrays)
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
-        """A call of a function with a custom rule (rulestep.py)."""
-        return record_reverse(self, rule, unwrap_args(given, f"rule call {len(self.steps) + 1} ('{rule.name}')"))
+        """A call of a function with a custom rule (rulestep.py); returns what the call returns."""
+        step, arrays, result = record_reverse(self, rule, unwrap_args(given, f"rule call {len(self.steps) + 1} "
+                                                                             f"('{rule.name}')"))
+        if step.config is not None:  # an active call: the sweep checks what its reverse returns
+            self.rules.append(step)
+        self._add(step, arrays)
+        return result
+
+    def _add(self, step: Step, arrays: list) -> None:
+        """A launch or rule call recorded: the arrays it took locked after it, its Active scalars kept."""
+        self.guard.lock(arrays, step.where)
+        self.scalars += step.scalars.values()
+        self.steps.append(step)
 
     def _run(self, kernel, dim, plain, annotated, scalars, active, backend) -> tuple[Step, list, list]:
         """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
@@ -181,4 +192,8 @@ class ForwardRecorder(Recorder):
         self.guard.lock(arrays, after_launch(self.count, kernel.name))
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
-        return record_forward(self, rule, unwrap_args(given, f"a call of rule '{rule.name}'"))
+        given = unwrap_args(given, f"a call of rule '{rule.name}'")
+        self.count += 1
+        arrays, result = record_forward(self, rule, given, self.count)
+        self.guard.lock(arrays, after_launch(self.count, rule.name))
+        return result

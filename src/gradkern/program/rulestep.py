@@ -31,7 +31,7 @@ from .fingerprint import fingerprint
 from .guard import HostWriteGuard
 from .scalars import ActiveScalar
 from .shadows import ShadowMap
-from .steps import Step, after_launch
+from .steps import Step
 
 
 @dataclass
@@ -149,9 +149,10 @@ def _others_read_only(call: Call) -> Iterator[None]:
                             "not list", hint="add it to writes=")
 
 
-def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> Any:
-    """A rule call in a reverse-mode program (ProgramRecorder.rule): run as its augmented primal and
-    recorded; returns the primal's result for a call with nothing active, else None."""
+def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> tuple[RuleStep, list, Any]:
+    """A rule call in a reverse-mode program (ProgramRecorder.rule, which keeps the step): run as its augmented
+    primal. Returns the step, the arrays the call took, and the primal's result for a call with nothing
+    active (else None)."""
     call = Call(rule, given)
     shadows = rec.shadows
     active = call.active(shadows)
@@ -188,23 +189,18 @@ def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> Any:
         for n, a in enumerate(call.plain):  # its reverse reads these as the call left them
             if is_array(a) and rule.kept(n):
                 rec.versions.read_by_reverse(a)
-        rec.rules.append(step)
-    rec.guard.lock(call.arrays, step.where)
-    rec.scalars += step.scalars.values()
-    rec.steps.append(step)
-    return result
+    return step, call.arrays, result
 
 
-def record_forward(rec: Any, rule: CustomRule, given: tuple) -> Any:
-    """A rule call in a forward-mode program (ForwardRecorder.rule): its forward rule, tangents following
-    memory as for launches."""
+def record_forward(rec: Any, rule: CustomRule, given: tuple, number: int) -> tuple[list, Any]:
+    """A rule call, launch `number` of a forward-mode program (ForwardRecorder.rule): its forward rule,
+    tangents following memory as for launches. Returns the arrays the call took and what it returns."""
     call = Call(rule, given)
     tangents = rec.tangents
     active = call.active(tangents)
     if active:
         rule.require("forward")
-    rec.count += 1
-    where = call.where(rec.count)
+    where = call.where(number)
     if not active:
         result = run_checked(call, rec.guard, where, lambda: rule.primal(*call.plain))
     else:
@@ -213,8 +209,7 @@ def record_forward(rec: Any, rule: CustomRule, given: tuple) -> Any:
                      else Const(a) for n, a in enumerate(given)]
         config = RuleConfig(True, True, tangents.lanes, (False,) * len(given))
         result = run_checked(call, rec.guard, where, lambda: rule.run_forward(config, tuple(annotated)))
-    rec.guard.lock(call.arrays, after_launch(rec.count, rule.name))
-    return result
+    return call.arrays, result
 
 
 def run_plain(guard: HostWriteGuard, rule: CustomRule, given: tuple, where: str, before_run: Any) -> tuple:

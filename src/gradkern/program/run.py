@@ -172,10 +172,8 @@ def record(fn: Callable, args: tuple, alone: bool = False) -> ProgramTape:
     function with a rule, differentiated by itself (its reverse follows at once)."""
     call, shadows, roots = _call_args(args)
     guard = HostWriteGuard()
-    rec = ProgramRecorder(shadows, guard)
-    if alone:
-        rec.alone = True
-        rec.no_need = {n: True for n, a in enumerate(args) if isinstance(a, DuplicatedNoNeed)}
+    no_need = {n: True for n, a in enumerate(args) if isinstance(a, DuplicatedNoNeed)} if alone else None
+    rec = ProgramRecorder(shadows, guard, alone=alone, no_need=no_need)
     _run_guarded(fn, call, rec, guard)
     return ProgramTape(fn, args, rec.steps, shadows, roots, rec.scalars, rec.rules)
 
