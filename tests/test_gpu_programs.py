@@ -53,12 +53,12 @@ def test_program_on_gpu_equals_cpu(device):
 
 @pytest.mark.parametrize("storage", ["device", "host"])
 def test_checkpointed_loop_on_gpu_equals_cpu(storage, device, monkeypatch):
-    """storage="host" snapshots go out of device memory and back (program/checkpoint.py), on hostcuda too."""
-    import gradkern.program.checkpoint as checkpoint
+    """storage="host" snapshots go out of device memory and back (program/snapshots.py), on hostcuda too."""
+    import gradkern.program.snapshots as snapshots
     moved = []
     for name in ("to_host", "from_host"):
-        real = getattr(checkpoint, name)
-        monkeypatch.setattr(checkpoint, name, lambda *a, real=real, name=name: moved.append(name) or real(*a))
+        real = getattr(snapshots, name)
+        monkeypatch.setattr(snapshots, name, lambda *a, real=real, name=name: moved.append(name) or real(*a))
     arrays, seeds = _inputs(64, 1)
     prog = heat_ping_pong(lambda step, nsteps: gk.checkpointed_loop(step, nsteps, snapshots=3, storage=storage))
     _same(device, prog, arrays, (gk.Active(0.2), 9), seeds)

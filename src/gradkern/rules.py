@@ -4,24 +4,24 @@ hand-written adjoint), given by the user as an augmented primal, a reverse
 and a forward, and checked here: the registered functions' signatures when
 they are registered, what a reverse or forward returns when it returns.
 
-A call of a rule function goes to the handler a program installs while it
-records (program/rulestep.py); without one it is a plain call of the primal.
-This module imports only annotations and errors: it knows nothing of arrays
-beyond the annotations the runtime builds for it.
+A call of a rule function goes to the recorder a program installs while it
+records (recording.py, the hook launches go through too; program/rulestep.py
+records it); without one it is a plain call of the primal. This module imports
+only annotations, errors and that hook: it knows nothing of arrays beyond the
+annotations the runtime builds for it.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .annotations import Active, Annotation
 from .errors import RuleError
+from .recording import active_recorder, recording
 
 
 @dataclass(frozen=True)
@@ -32,20 +32,6 @@ class RuleConfig:
     needs_shadow: bool  # some argument carries a shadow (or tangent)
     width: int  # k of BatchDuplicated (then `.dval` is a tuple of k shadows), else 1
     overwritten: tuple[bool, ...]  # per argument: may its memory change between the call and its reverse
-
-
-# the program's handler of rule calls while it records: handler(rule, bound arguments)
-_handler: ContextVar[Callable | None] = ContextVar("gradkern_rule_handler", default=None)
-
-
-@contextmanager
-def handling(handler: Callable | None) -> Iterator[None]:
-    """Send the rule calls made inside the block to `handler` (None: run their primals)."""
-    token = _handler.set(handler)
-    try:
-        yield
-    finally:
-        _handler.reset(token)
 
 
 def _names(rule: str, params: tuple, names: Any, what: str) -> frozenset | None:
@@ -130,10 +116,10 @@ class CustomRule:
 
     # -- calls ----------------------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        handler = _handler.get()
-        if handler is None:
+        recorder = active_recorder()
+        if recorder is None:
             return self.primal(*args, **kwargs)
-        return handler(self, self.bind(args, kwargs))
+        return recorder.rule(self, self.bind(args, kwargs))
 
     def bind(self, args: tuple, kwargs: dict) -> tuple:
         """The call's arguments in parameter order, defaults filled in."""
@@ -161,7 +147,7 @@ class CustomRule:
 
     def run_augmented(self, config: RuleConfig, args: tuple) -> Any:
         """The augmented primal (the primal alone when none is registered); returns the rule's tape."""
-        with handling(None):
+        with recording(None):
             if self._augmented is None:
                 if config.needs_primal:
                     self.primal(*(a.val for a in args))
@@ -171,13 +157,13 @@ class CustomRule:
     def run_reverse(self, config: RuleConfig, tape: Any, args: tuple) -> tuple:
         """The reverse; returns its entries checked: a float (k floats in vector mode) per Active argument."""
         self.require("reverse")
-        with handling(None):
+        with recording(None):
             got = self._reverse(config, tape, *args)
         return self.check_reverse(got, args, config.width)
 
     def run_forward(self, config: RuleConfig, args: tuple) -> None:
         self.require("forward")
-        with handling(None):
+        with recording(None):
             got = self._forward(config, *args)
         if got is not None:
             raise RuleError(f"the forward rule of '{self.name}' returned {_describe(got)}; it returns None and "

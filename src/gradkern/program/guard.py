@@ -51,15 +51,15 @@ class HostWriteGuard:
         # id -> weak reference to an array made read-only (roots and the views launches took): weak, so that a
         # temporary a program (or a loop step) drops is freed, and a new array reusing its id is not taken for it
         self.arrays: dict[int, weakref.ref] = {}
-        self.last: Any = None  # the step after which the arrays were last locked
+        self.last: str | None = None  # where the program was when the arrays were last locked
         mode = os.environ.get("GRADKERN_HOST_WRITE_CHECK", "auto") or "auto"
         if mode not in _MODES:
             raise ProgramError(f"GRADKERN_HOST_WRITE_CHECK must be one of {', '.join(_MODES)}; got {mode!r}")
         self.mode = mode
-        self.prints: dict[int, tuple[Any, int, Any]] = {}  # id(buffer) -> (reference, fingerprint, step after)
+        self.prints: dict[int, tuple[Any, int, Any]] = {}  # id(buffer) -> (reference, fingerprint, where locked)
         # id(buffer) -> weak references to the views of it the program holds (TrackedArrays), locked with it
         self.followers: dict[int, list] = {}
-        self.locked_after: dict[int, Any] = {}  # id(flag-locked buffer) -> the step after which it was locked
+        self.locked_after: dict[int, Any] = {}  # id(flag-locked buffer) -> where it was locked
 
     def follow(self, views: list) -> None:
         """Lock `views` whenever their buffer is locked, and now if it is: a view made while its buffer was
@@ -85,21 +85,21 @@ class HostWriteGuard:
         auto = not isinstance(a, np.ndarray) or device_memory(a)
         return self.mode == "fingerprint" or (self.mode == "auto" and auto)
 
-    def lock(self, arrays: list, step: Any) -> None:
+    def lock(self, arrays: list, where: str) -> None:
         for a in arrays:
             if self._fingerprinted(a):
                 root = memory_root(a)
-                self.prints[id(root)] = (_reference(root), fingerprint(root), step)
+                self.prints[id(root)] = (_reference(root), fingerprint(root), where)
             if not isinstance(a, np.ndarray) or self.mode == "fingerprint":
                 continue
             root = memory_root(a)
-            self.locked_after[id(root)] = step
+            self.locked_after[id(root)] = where
             for x in (root, a, *self._followers(root)):
                 # a view made while its buffer was locked is read-only only because of us
                 if not self._holds(x) and (x.flags.writeable or self._holds(root)):
                     self.arrays[id(x)] = weakref.ref(x)
                 x.flags.writeable = False
-        self.last = step
+        self.last = where
 
     def check(self, arrays: list | None, before: str) -> None:
         """ProgramError if a fingerprinted buffer of `arrays` (of every one when None) changed since the
@@ -107,14 +107,14 @@ class HostWriteGuard:
         roots = self.prints if arrays is None else {id(memory_root(a)): None for a in arrays}
         for key in list(roots):  # a freed buffer's entry is dropped on the way
             if key in self.prints:
-                ref, fp, step = self.prints[key]
+                ref, fp, where = self.prints[key]
                 root = ref()
                 if root is None:  # freed: nothing can read it any more
                     del self.prints[key]
                 elif fingerprint(root) != fp:
                     raise ProgramError(
                         f"a host write to {_name_of(root)}, which the program's derivative depends on, "
-                        f"{_after(step)}, found {before}; no shadow was changed",
+                        f"{where}, found {before}; no shadow was changed",
                         hint="change arrays inside a program with launches, gk.copy(dst, src) or gk.fill(dst, "
                              "value), which are differentiated")
 
@@ -127,7 +127,7 @@ class HostWriteGuard:
             entry = (lambda: root, None, self.locked_after.get(id(root), self.last))
         if entry is not None and entry[0]() is root:
             raise ProgramError(f"a host write to {_name_of(root)}, which the program's derivative depends on, "
-                               f"{_after(entry[2])}, refused before it changed anything; no shadow was changed",
+                               f"{entry[2]}, refused before it changed anything; no shadow was changed",
                                hint="change arrays inside a program with launches, gk.copy(dst, src) or "
                                     "gk.fill(dst, value), which are differentiated")
 
@@ -180,7 +180,7 @@ class HostWriteGuard:
             tb = tb.tb_next
         which = f"'{names[0]}'" if len(names) == 1 else "an array" if not names else \
             "one of " + ", ".join(f"'{n}'" for n in names)
-        after = _after(self.last) if self.last is not None else "during the program"
+        after = self.last if self.last is not None else "during the program"
         return ProgramError(f"a host write to {which}, which the program's derivative depends on, {after}: "
                             f"{exc}; no shadow was changed",
                             hint="change arrays inside a program with launches, gk.copy(dst, src) or "
@@ -188,11 +188,6 @@ class HostWriteGuard:
 
 
 _OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the gradkern package
-
-
-def _after(step: Any) -> str:
-    """'after launch n (kernel k)', or where a step says it is (a launch inside a checkpointed loop)."""
-    return getattr(step, "where", None) or f"after launch {step.number} (kernel '{step.kernel}')"
 
 
 def _reference(x: Any) -> Any:

@@ -39,8 +39,8 @@ import numpy as np
 from ..annotations import Const
 from ..errors import ProgramError
 from ..ir.types import MAX_NDIM
+from ..recording import active_recorder
 from ..runtime.arrays import byte_bounds
-from ..runtime.recording import active_recorder
 from .hostops import copy as gk_copy
 from .hostops import fill as gk_fill
 from .scalars import ActiveScalar

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ProgramError
-from ..runtime.recording import active_recorder
+from ..recording import active_recorder
 from .record import ProgramRecorder
 
 STORAGES = ("device", "host")
@@ -30,7 +30,7 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
         raise ProgramError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
     if not isinstance(progress, bool):
         raise ProgramError(f"progress must be True or False, got {progress!r}")
-    from .checkpoint import LoopEntry  # checkpoint_schedules is imported on first use, not with gradkern
+    from .checkpoint import CheckpointedLoop  # checkpoint_schedules is imported on first use, not with gradkern
     from .schedule import resolve_schedule
 
     resolved = resolve_schedule(nsteps, snapshots if snapshots is not None else 1, schedule)
@@ -42,6 +42,6 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
         for t in range(nsteps):
             step(t)
         return
-    loop = LoopEntry(recorder, step, nsteps, resolved, progress, storage)
+    loop = CheckpointedLoop(recorder, step, nsteps, resolved, progress, storage)
     loop.run_forward()
     recorder.add_loop(loop)

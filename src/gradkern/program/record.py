@@ -1,18 +1,16 @@
 """Recording a program (docs/programs.md): `fn` runs once, eagerly; every launch it
-makes, at any depth, arrives here through the runtime's hook, is prepared
+makes, at any depth, arrives here through the recording hook (recording.py), is prepared
 (validated, specialised, race-checked) as a split reverse-mode call and run as
 its augmented primal. What the reverse will need is kept: each step's kernel
 tape, and — copy-on-write — the old contents of what a launch overwrites
-while an earlier step's reverse still needs them (§6, 4). Calls of functions
-with custom rules arrive through the rules' hook and are recorded the same
-way (rulestep.py).
+while an earlier step's reverse still needs them (versions.py). Calls of
+functions with custom rules arrive through the same hook and are recorded
+the same way (rulestep.py).
 
 What a derivative step needs is known without reading kernel bodies: the
 pipeline reports which primal arrays a kernel's reverse reads
 (`ReverseSpecialization.reverse_reads`), and a parameter's `written` flag
-says which ones a launch may change. Versions are kept per buffer (the array
-that owns the memory): a write to any view of it makes the old contents
-unneeded by later steps until some step's reverse reads the buffer again.
+says which ones a launch may change.
 """
 
 from __future__ import annotations
@@ -21,19 +19,20 @@ from typing import Any
 
 from ..annotations import Active, Const
 from ..kernel import KernelFunction
+from ..recording import Recorder
 from ..rules import CustomRule
 from ..runtime.arrays import is_array
 from ..runtime.call import prepare
 from ..runtime.forward import forward as forward_launch
 from ..runtime.launch import run
-from ..runtime.recording import Recorder
 from ..runtime.reverse import run_augmented_primal
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
-from .rulestep import annotate_array, record_forward, record_reverse, tangent_scalar
+from .rulestep import record_forward, record_reverse
 from .scalars import ActiveScalar
 from .shadows import ShadowMap, memory_root
-from .steps import Launched, Saved, Step
+from .steps import ProgramStep, Step, after_launch
+from .versions import Versions
 
 
 def overwritten_whole(params, binding: Any, facts: Any) -> list:
@@ -54,22 +53,28 @@ def overwritten_whole(params, binding: Any, facts: Any) -> list:
 class ProgramRecorder(Recorder):
     """Records the launches of one program call."""
 
-    def __init__(self, shadows: ShadowMap, guard: HostWriteGuard, observer: Any = None,
-                 host: HostTracker | None = None):
+    def __init__(self, shadows: ShadowMap, guard: HostWriteGuard, within: ProgramRecorder | None = None,
+                 versions: Versions | None = None, observer: Any = None, alone: bool = False,
+                 no_need: dict[int, bool] | None = None):
+        """`within`: the program a checkpointed loop's taped segment belongs to (its shadows, host tracker,
+        Active scalars and rule calls are this recorder's too); `observer(name, written views, binding,
+        buffers overwritten whole)` is told of each launch and rule call before it runs. `alone`: gk.autodiff
+        of a rule function alone: its reverse runs right after it, so nothing it reads can change in between
+        (config.overwritten all False) and no later step needs internal shadows; `no_need`: its argument
+        positions that are DuplicatedNoNeed."""
         self.shadows = shadows
         self.guard = guard
-        self.host = host or HostTracker(shadows)  # host code on the program's arrays (hostcode.py)
-        # told (kernel name, written views, binding, buffers overwritten whole) before each launch runs
+        self.versions = versions or Versions()  # copy-on-write of what a recorded reverse reads
         self.observer = observer
-        self.steps: list[Step] = []
-        self.needed: dict[int, bool] = {}  # id(buffer) -> whether a recorded reverse reads its current contents
-        self.roots: dict[int, Any] = {}  # the buffers `needed` names, kept alive so that their ids stay theirs
-        self.scalars: list[ActiveScalar] = []  # every Active scalar a launch took
-        self.rules: list = []  # the active rule calls recorded (their reverses' output is checked)
-        # gk.autodiff of a rule function alone: its reverse runs right after it, so nothing it reads can
-        # change in between (config.overwritten all False) and no later step needs internal shadows
-        self.alone = False
-        self.no_need: dict[int, bool] = {}  # argument position -> DuplicatedNoNeed (top level only)
+        self.in_loop = within is not None  # a checkpointed loop inside a step is refused
+        self.steps: list[ProgramStep] = []
+        # host code on the program's arrays (hostcode.py)
+        self.host = within.host if within is not None else HostTracker(shadows)
+        # every Active scalar a launch took; the active rule calls recorded (their reverses' output is checked)
+        self.scalars: list[ActiveScalar] = within.scalars if within is not None else []
+        self.rules: list = within.rules if within is not None else []
+        self.alone = alone
+        self.no_need: dict[int, bool] = no_need or {}
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
@@ -84,7 +89,7 @@ class ProgramRecorder(Recorder):
                 scalars[n] = a
             elif is_array(a) and active and a.dtype.kind == "f":
                 # an active value written into an array nothing covers yet gives it a shadow
-                annotated.append(annotate_array(self.shadows, a, p.written))
+                annotated.append(self.shadows.annotate(a, p.written))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):
@@ -93,19 +98,26 @@ class ProgramRecorder(Recorder):
         before = f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')"
         with self.guard.unlocked(arrays, before):  # validated and run as the user's writable arrays
             step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend)
-        for view in written:  # overwritten whole: no recorded reverse reads the new contents yet
-            if view.nbytes == memory_root(view).nbytes:  # (elements of a written array never overlap)
-                self.needed[id(memory_root(view))] = False
+        for view in written:
+            self.versions.written(view)
         for view in reads:  # this step's reverse reads these as the step left them
-            self.roots.setdefault(id(memory_root(view)), memory_root(view))
-            self.needed[id(memory_root(view))] = True
-        self.guard.lock(arrays, step)
-        self.scalars += scalars.values()
-        self.steps.append(step)
+            self.versions.read_by_reverse(view)
+        self._add(step, arrays)
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
-        """A call of a function with a custom rule (rulestep.py)."""
-        return record_reverse(self, rule, unwrap_args(given, f"rule call {len(self.steps) + 1} ('{rule.name}')"))
+        """A call of a function with a custom rule (rulestep.py); returns what the call returns."""
+        step, arrays, result = record_reverse(self, rule, unwrap_args(given, f"rule call {len(self.steps) + 1} "
+                                                                             f"('{rule.name}')"))
+        if step.config is not None:  # an active call: the sweep checks what its reverse returns
+            self.rules.append(step)
+        self._add(step, arrays)
+        return result
+
+    def _add(self, step: Step, arrays: list) -> None:
+        """A launch or rule call recorded: the arrays it took locked after it, its Active scalars kept."""
+        self.guard.lock(arrays, step.where)
+        self.scalars += step.scalars.values()
+        self.steps.append(step)
 
     def _run(self, kernel, dim, plain, annotated, scalars, active, backend) -> tuple[Step, list, list]:
         """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
@@ -121,15 +133,18 @@ class ProgramRecorder(Recorder):
         reads = [values[n] for n in (call.spec.reverse_reads if active else ()) if is_array(values.get(n))]
         if self.observer is not None:
             self.observer(kernel.name, written, binding, overwritten_whole(params, binding, call.primal.facts))
-        for view in written:  # copy-on-write: what an earlier reverse still reads
-            self.roots.setdefault(id(memory_root(view)), memory_root(view))
-            if self.needed.get(id(memory_root(view))):
-                step.saves.append(Saved(view, view.copy()))
+        for view in written:
+            self.versions.before_write(view, step.saves)
         if prepared is not None:
             step.tape = run_augmented_primal(bound)
         else:
             run(call, bound)
         return step, written, reads
+
+    def expect_rule(self) -> None:
+        """An active rule call a checkpointed loop records only when it recomputes the call's step: the sweep
+        checks what its reverse returns (run.py)."""
+        self.rules.append(None)
 
     def add_loop(self, loop: Any) -> None:
         """A checkpointed loop (checkpoint.py), recorded as one step of the program."""
@@ -163,9 +178,9 @@ class ForwardRecorder(Recorder):
         annotated = []
         for p, a in zip(params, args):
             if isinstance(a, ActiveScalar):
-                annotated.append(tangent_scalar(a, self.tangents.lanes))
+                annotated.append(a.with_tangent(self.tangents.lanes))
             elif is_array(a) and active and a.dtype.kind == "f":
-                annotated.append(annotate_array(self.tangents, a, p.written))
+                annotated.append(self.tangents.annotate(a, p.written))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):
@@ -174,7 +189,11 @@ class ForwardRecorder(Recorder):
         with self.guard.unlocked(arrays, f"before launch {self.count + 1} (kernel '{kernel.name}')"):
             forward_launch(kernel, tuple(annotated), dim, backend)
         self.count += 1
-        self.guard.lock(arrays, Launched(self.count, kernel.name))
+        self.guard.lock(arrays, after_launch(self.count, kernel.name))
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
-        return record_forward(self, rule, unwrap_args(given, f"a call of rule '{rule.name}'"))
+        given = unwrap_args(given, f"a call of rule '{rule.name}'")
+        self.count += 1
+        arrays, result = record_forward(self, rule, given, self.count)
+        self.guard.lock(arrays, after_launch(self.count, rule.name))
+        return result

@@ -22,16 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
+from ..annotations import Active, Const, Duplicated, DuplicatedNoNeed
 from ..errors import RuleError
-from ..rules import CustomRule, RuleConfig, handling
+from ..recording import recording
+from ..rules import CustomRule, RuleConfig
 from ..runtime.arrays import device_memory, is_array
-from ..runtime.recording import recording
 from .fingerprint import fingerprint
 from .guard import HostWriteGuard
 from .scalars import ActiveScalar
-from .shadows import ShadowMap, memory_root
-from .steps import Launched, Saved, Step
+from .shadows import ShadowMap
+from .steps import Step
 
 
 @dataclass
@@ -54,7 +54,7 @@ class RuleStep(Step):
     def derivatives(self) -> tuple | None:
         if self.config is None:  # a call with nothing active
             return None
-        with unrecorded():
+        with recording(None):  # the rule's own launches and rule calls run plainly
             got = self.rule.run_reverse(self.config, self.tape, self.args)
         self.tape = None
         self.rule.validated.add(pattern(self.args, self.config.width))
@@ -75,20 +75,6 @@ def _nbytes(tape: Any) -> int:
     if isinstance(tape, dict):
         return sum(_nbytes(x) for x in tape.values())
     return 0
-
-
-@contextmanager
-def unrecorded() -> Iterator[None]:
-    """Launches and rule calls inside the block run plainly: a rule's own work is not recorded."""
-    with recording(None), handling(None):
-        yield
-
-
-@contextmanager
-def installed(recorder: Any) -> Iterator[None]:
-    """Send the launches and rule calls made inside the block to `recorder`."""
-    with recording(recorder), handling(recorder.rule):
-        yield
 
 
 @dataclass
@@ -123,22 +109,12 @@ class _Binding:
     dim: tuple = ()
 
 
-def annotate_array(shadows: ShadowMap, a: Any, written: bool, internal: bool = True) -> Annotation:
-    """An active call's float array as a rule sees it: with its shadows, with new zero ones if the rule may
-    write it and none covers it (as a temporary gets), else Const."""
-    dx = shadows.find(a)
-    if dx is None and written and internal:
-        dx = shadows.internal(a)
-    if dx is None:
-        return Const(a)
-    return Duplicated(a, dx[0]) if shadows.lanes == 1 else BatchDuplicated(a, dx)
-
-
 def run_checked(call: Call, guard: HostWriteGuard, before: str, run: Any) -> Any:
     """Run `run()` with the call's written arrays writable and the others read-only (a write to them is a
     RuleError naming the rule); host writes found first are ProgramError, as before a launch."""
     guard.check(call.arrays, before)
-    with guard.unlocked(call.written, before), _others_read_only(call), unrecorded():
+    # the rule's own launches and rule calls run plainly
+    with guard.unlocked(call.written, before), _others_read_only(call), recording(None):
         return run()
 
 
@@ -173,9 +149,10 @@ def _others_read_only(call: Call) -> Iterator[None]:
                             "not list", hint="add it to writes=")
 
 
-def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> Any:
-    """A rule call in a reverse-mode program (ProgramRecorder.rule): run as its augmented primal and
-    recorded; returns the primal's result for a call with nothing active, else None."""
+def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> tuple[RuleStep, list, Any]:
+    """A rule call in a reverse-mode program (ProgramRecorder.rule, which keeps the step): run as its augmented
+    primal. Returns the step, the arrays the call took, and the primal's result for a call with nothing
+    active (else None)."""
     call = Call(rule, given)
     shadows = rec.shadows
     active = call.active(shadows)
@@ -184,10 +161,8 @@ def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> Any:
     step = RuleStep(len(rec.steps) + 1, rule.name, None, None)
     if rec.observer is not None:
         rec.observer(rule.name, call.written, _Binding(call.plain), [])
-    for view in call.written:  # copy-on-write: what an earlier reverse still reads
-        rec.roots.setdefault(id(memory_root(view)), memory_root(view))
-        if rec.needed.get(id(memory_root(view))):
-            step.saves.append(Saved(view, view.copy()))
+    for view in call.written:
+        rec.versions.before_write(view, step.saves)
     result = None
     if not active:
         result = run_checked(call, rec.guard, call.where(step.number), lambda: rule.primal(*call.plain))
@@ -198,7 +173,7 @@ def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> Any:
                 annotated.append(Active(a.value))
                 step.scalars[n] = a
             elif is_array(a) and a.dtype.kind == "f":
-                ann = annotate_array(shadows, a, rule.may_write(n), internal=not rec.alone)
+                ann = shadows.annotate(a, rule.may_write(n), internal=not rec.alone)
                 if isinstance(ann, Duplicated) and rec.no_need.get(n):
                     ann = DuplicatedNoNeed(a, ann.dval)
                 annotated.append(ann)
@@ -213,42 +188,28 @@ def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> Any:
                                 lambda: rule.run_augmented(step.config, step.args))
         for n, a in enumerate(call.plain):  # its reverse reads these as the call left them
             if is_array(a) and rule.kept(n):
-                rec.roots.setdefault(id(memory_root(a)), memory_root(a))
-                rec.needed[id(memory_root(a))] = True
-        rec.rules.append(step)
-    rec.guard.lock(call.arrays, step)
-    rec.scalars += step.scalars.values()
-    rec.steps.append(step)
-    return result
+                rec.versions.read_by_reverse(a)
+    return step, call.arrays, result
 
 
-def record_forward(rec: Any, rule: CustomRule, given: tuple) -> Any:
-    """A rule call in a forward-mode program (ForwardRecorder.rule): its forward rule, tangents following
-    memory as for launches."""
+def record_forward(rec: Any, rule: CustomRule, given: tuple, number: int) -> tuple[list, Any]:
+    """A rule call, launch `number` of a forward-mode program (ForwardRecorder.rule): its forward rule,
+    tangents following memory as for launches. Returns the arrays the call took and what it returns."""
     call = Call(rule, given)
     tangents = rec.tangents
     active = call.active(tangents)
     if active:
         rule.require("forward")
-    rec.count += 1
-    where = call.where(rec.count)
+    where = call.where(number)
     if not active:
         result = run_checked(call, rec.guard, where, lambda: rule.primal(*call.plain))
     else:
-        annotated = [tangent_scalar(a, tangents.lanes) if isinstance(a, ActiveScalar)
-                     else annotate_array(tangents, a, rule.may_write(n)) if is_array(a) and a.dtype.kind == "f"
+        annotated = [a.with_tangent(tangents.lanes) if isinstance(a, ActiveScalar)
+                     else tangents.annotate(a, rule.may_write(n)) if is_array(a) and a.dtype.kind == "f"
                      else Const(a) for n, a in enumerate(given)]
         config = RuleConfig(True, True, tangents.lanes, (False,) * len(given))
         result = run_checked(call, rec.guard, where, lambda: rule.run_forward(config, tuple(annotated)))
-    rec.guard.lock(call.arrays, Launched(rec.count, rule.name))
-    return result
-
-
-def tangent_scalar(a: ActiveScalar, lanes: int) -> Annotation:
-    """An Active scalar of a forward-mode program with its tangent (k of them in vector mode)."""
-    if lanes == 1:
-        return Duplicated(a.value, a.tangent)
-    return BatchDuplicated(a.value, tuple(float(t) for t in np.broadcast_to(a.tangent, (lanes,))))
+    return call.arrays, result
 
 
 def run_plain(guard: HostWriteGuard, rule: CustomRule, given: tuple, where: str, before_run: Any) -> tuple:

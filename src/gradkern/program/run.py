@@ -17,16 +17,17 @@ import numpy as np
 
 from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
 from ..errors import AnnotationError, ProgramError
+from ..recording import recording
 from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array
 from .guard import HostWriteGuard
 from .hostcode import TrackedArray, track
 from .record import ForwardRecorder, ProgramRecorder
 from .report import LaunchRow, ProgramInspection
-from .rulestep import installed, pattern
+from .rulestep import pattern
 from .scalars import ActiveScalar, backpropagate
 from .shadows import ShadowMap
-from .steps import Step, reverse_steps
+from .steps import ProgramStep, reverse_steps
 
 
 def _writable(a: Any) -> Any:
@@ -42,7 +43,7 @@ class ProgramTape:
 
     fn: Callable
     args: tuple
-    steps: list[Step]
+    steps: list[ProgramStep]
     shadows: ShadowMap
     roots: dict[int, ActiveScalar]  # argument position -> its Active scalar
     scalars: list[ActiveScalar]
@@ -66,7 +67,7 @@ class ProgramTape:
     @property
     def loops(self) -> list:
         """The checkpointed loops' entries (their `stats`: steps advanced, recomputed, reversed)."""
-        return [s for s in self.steps if s.kernel == "checkpointed_loop"]
+        return [s for s in self.steps if s.stats is not None]
 
     @property
     def steps_recomputed(self) -> int:
@@ -153,7 +154,7 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
     TrackedArray views (hostcode.py), locked with their buffers."""
     guard.follow([a for a in call if isinstance(a, TrackedArray)])
     try:
-        with installed(recorder):
+        with recording(recorder):
             fn(*call)
         guard.check(None, "when the program returned")
     except ValueError as e:
@@ -171,10 +172,8 @@ def record(fn: Callable, args: tuple, alone: bool = False) -> ProgramTape:
     function with a rule, differentiated by itself (its reverse follows at once)."""
     call, shadows, roots = _call_args(args)
     guard = HostWriteGuard()
-    rec = ProgramRecorder(shadows, guard)
-    if alone:
-        rec.alone = True
-        rec.no_need = {n: True for n, a in enumerate(args) if isinstance(a, DuplicatedNoNeed)}
+    no_need = {n: True for n, a in enumerate(args) if isinstance(a, DuplicatedNoNeed)} if alone else None
+    rec = ProgramRecorder(shadows, guard, alone=alone, no_need=no_need)
     _run_guarded(fn, call, rec, guard)
     return ProgramTape(fn, args, rec.steps, shadows, roots, rec.scalars, rec.rules)
 

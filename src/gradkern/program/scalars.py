@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
+from ..annotations import Annotation, BatchDuplicated, Duplicated
 from ..errors import ProgramError
 
 
@@ -29,6 +32,12 @@ class ActiveScalar:
         self.tangent = tangent if not parents else sum(d * p.tangent for p, d in parents)
         ActiveScalar._created += 1
         self.order = ActiveScalar._created  # creation order: a topological order of the scalar tape
+
+    def with_tangent(self, lanes: int) -> Annotation:
+        """This scalar as a forward-mode call takes it: Duplicated with its tangent (k of them in vector mode)."""
+        if lanes == 1:
+            return Duplicated(self.value, self.tangent)
+        return BatchDuplicated(self.value, tuple(float(t) for t in np.broadcast_to(self.tangent, (lanes,))))
 
     def __repr__(self) -> str:
         return f"ActiveScalar({self.value!r})"
@@ -99,7 +108,6 @@ def _binary(a: Any, b: Any, f, df) -> Any:
 
 
 def _is_number(x: Any) -> bool:
-    import numpy as np
     return isinstance(x, (ActiveScalar, int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 

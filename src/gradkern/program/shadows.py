@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..annotations import Annotation, BatchDuplicated, Const, Duplicated
 from ..errors import ProgramError
 from ..runtime.arrays import byte_bounds, is_cupy_array, module_of
 
@@ -125,6 +126,20 @@ class ShadowMap:
                                hint="allocate temporaries with np.zeros/np.empty")
         self.register("a temporary", root, shadows, internal=True)
         return self.find(a)
+
+    def annotate(self, a: Any, written: bool, internal: bool = True) -> Annotation:
+        """A float array of an active launch or rule call as the call sees it: with its shadows, with new zero
+        ones (`internal`) if the call may write it and none covers it (as a temporary gets), else Const."""
+        dx = self.find(a)
+        if dx is None and written and internal:
+            dx = self.internal(a)
+        if dx is None:
+            return Const(a)
+        return Duplicated(a, dx[0]) if self.lanes == 1 else BatchDuplicated(a, dx)
+
+    def remove(self, gone: set[int]) -> None:
+        """Forget the entries whose ids are in `gone` (a checkpointed loop's segment dropped its temporaries)."""
+        self.entries = [e for e in self.entries if id(e) not in gone]
 
     @property
     def internal_bytes(self) -> int:

@@ -1,12 +1,14 @@
-"""The recorded steps of a program's tape (docs/programs.md): a launch (or a rule
-call, rulestep.py) with what its reverse needs, its kernel tape and the
-copy-on-write saves of what it overwrote, written back when the reverse
-passes it."""
+"""The recorded steps of a program's tape (docs/programs.md#the-steps-of-a-tape): a
+launch (or a rule call, rulestep.py) with what its reverse needs, its kernel
+tape and the copy-on-write saves of what it overwrote, written back when the
+reverse passes it. Every kind of step (a launch, a rule call, a checkpointed
+loop, checkpoint.py) offers the same small interface, `ProgramStep`: the tape,
+its report and its sweep ask nothing else of a step."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -36,17 +38,42 @@ class Saved:
         self.data = None
 
 
-@dataclass
-class Launched:
-    """Where a forward-mode program was when it locked an array (the host-write guard names it)."""
+class ProgramStep(Protocol):
+    """What a program's tape asks of each of its steps."""
 
-    number: int
-    kernel: str
+    number: int  # its place in the program (launches, rule calls and loops counted together)
+    kernel: str  # what the report names: the kernel, the rule, or "checkpointed_loop"
+    stats: Any  # a checkpointed loop's ScheduleStats (steps advanced, recomputed, reversed); None for the others
+
+    @property
+    def where(self) -> str:
+        """Where the program is once the step has run (the host-write guard names it)."""
+
+    @property
+    def saved_bytes(self) -> int:
+        """The bytes it holds for its reverse beside its tape (copy-on-write saves, snapshots)."""
+
+    @property
+    def tape_bytes(self) -> int:
+        """The bytes of its kernel tapes (or a rule's tape)."""
+
+    def roots_written_back(self) -> list:
+        """The buffers its reverse writes primal values into."""
+
+    def run_reverse(self, lanes: int) -> None:
+        """Its reverse, on the arrays as it left them; afterwards they hold what they held before it ran."""
+
+
+def after_launch(number: int, kernel: str) -> str:
+    """Where a program is after its launch `number` (of `kernel`, or of a rule)."""
+    return f"after launch {number} (kernel '{kernel}')"
 
 
 @dataclass
 class Step:
     """One recorded launch."""
+
+    stats: ClassVar[Any] = None
 
     number: int
     kernel: str
@@ -54,6 +81,10 @@ class Step:
     tape: Tape | None
     saves: list[Saved] = field(default_factory=list)
     scalars: dict[int, ActiveScalar] = field(default_factory=dict)  # parameter position -> its Active scalar
+
+    @property
+    def where(self) -> str:
+        return after_launch(self.number, self.kernel)
 
     @property
     def saved_bytes(self) -> int:
@@ -85,7 +116,7 @@ class Step:
         return got
 
 
-def reverse_steps(steps: list, lanes: int) -> None:
+def reverse_steps(steps: list[ProgramStep], lanes: int) -> None:
     """The reverse of recorded steps, last first, each on the arrays as it left them."""
     for step in reversed(steps):
         step.run_reverse(lanes)

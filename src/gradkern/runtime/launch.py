@@ -8,8 +8,8 @@ from typing import Any
 
 from ..errors import LaunchError
 from ..kernel import KernelFunction
+from ..recording import active_recorder
 from .call import Bound, PreparedCall, prepare
-from .recording import active_recorder
 
 
 def check_kernel(kernel: Any) -> KernelFunction:

@@ -1,0 +1,137 @@
+"""Snapshot storage of a checkpointed loop (docs/checkpointed-loops.md#how-it-works):
+copies of (part of) the loop's state at a step, kept in RAM (a copy beside
+the array, on its device), in host memory (`storage="host"`: CuPy arrays
+copied out) or on disk (a schedule's DISK storage, NumPy arrays only), and
+the bytes they hold, now and at peak.
+
+A snapshot of the loop's first forward is open: it copies each buffer when a
+step first writes it after the snapshot's step (copy-on-write), and skips a
+buffer that step first overwrites whole without reading it (its contents at
+the snapshot's step are never read again), unless the snapshot must keep it.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+from checkpoint_schedules import StorageType
+
+from ..errors import ProgramError
+from ..runtime.arrays import device_memory, from_host, is_cupy_array, to_host
+from .schedule import DiskSnapshots
+from .shadows import memory_root
+
+
+class SnapshotStore:
+    """Where a loop's snapshots keep their copies, and how many bytes they hold."""
+
+    def __init__(self, storage: str):
+        self.storage = storage  # "device" or "host" (gk.checkpointed_loop's storage=)
+        self.disk: DiskSnapshots | None = None  # made on the first DISK snapshot
+        self.bytes_held = 0
+        self.peak_bytes = 0
+
+    def store(self, root: Any, storage: StorageType) -> Any:
+        """A copy of `root` where `storage` (the schedule's) and the loop's storage= say."""
+        if storage == StorageType.DISK:
+            if is_cupy_array(root):
+                raise ProgramError("disk snapshots are for NumPy arrays; this loop's state is on the GPU",
+                                   hint="a schedule storing in RAM (storage='host' keeps it in host memory)")
+            self.disk = self.disk or DiskSnapshots()
+            return ("disk", self.disk.write([root]))
+        if self.storage == "host" and device_memory(root):
+            return ("host", to_host(root))
+        return ("copy", root.copy())
+
+    def load(self, root: Any, data: Any) -> None:
+        """Write a copy `store` made back into `root`."""
+        kind, payload = data
+        if isinstance(root, np.ndarray) and not root.flags.writeable:
+            root.flags.writeable = True  # locked by the program's guard while it recorded
+        if kind == "disk":
+            self.disk.read_into(payload, [root])
+        elif kind == "host":
+            from_host(root, payload)
+        else:
+            root[...] = payload
+
+    def drop(self, data: Any) -> None:
+        if data[0] == "disk" and self.disk is not None:
+            self.disk.delete(data[1])
+
+    def held(self, nbytes: int) -> None:
+        self.bytes_held += nbytes
+        self.peak_bytes = max(self.peak_bytes, self.bytes_held)
+
+    def close(self) -> None:
+        if self.disk is not None:
+            self.disk.close()
+            self.disk = None
+
+
+class Snapshot:
+    """A copy of (part of) the loop state at step `at` (None: not known): (buffer, copy) pairs.
+    `skip_dead`: a restart point may leave out buffers the steps after it overwrite whole before reading
+    them; a segment's end state may not (the segment's reverse may read them)."""
+
+    def __init__(self, at: int | None, storage: StorageType, store: SnapshotStore, skip_dead: bool = True):
+        self.at, self.storage, self.store, self.skip_dead = at, storage, store, skip_dead
+        # id(buffer) -> (buffer or its weak reference, copy, bytes)
+        self.copies: dict[int, tuple[Any, Any, int]] = {}
+        self.used: set[int] = set()  # buffers a launch took since the snapshot's step (open snapshots)
+        self.skipped: set[int] = set()  # buffers first overwritten whole, unread, after it: not kept
+
+    @property
+    def nbytes(self) -> int:
+        return sum(size for _, _, size in self.copies.values())
+
+    def add(self, root: Any, ref: Any = None) -> None:
+        """Copy `root` in; `ref`, a weak reference to it, is kept instead of `root` (the first forward's)."""
+        self.copies[id(root)] = (ref or root, self.store.store(root, self.storage), int(root.nbytes))
+        self.store.held(int(root.nbytes))
+
+    def before_write(self, written: list, taken: list, refs: dict[int, Any], dead: set[int],
+                     may_skip: Any) -> None:
+        """An open snapshot before a launch that takes `taken` and writes `written` runs: each buffer written
+        for the first time since the snapshot's step is copied (`refs`: id -> its weak reference), or skipped
+        when the launch overwrites it whole unread (`dead`), no launch took it before, and
+        `may_skip(self, key)`."""
+        for key, root in _roots(written).items():
+            if key not in self.copies and key not in self.skipped:
+                if key in dead and key not in self.used and may_skip(self, key):
+                    self.skipped.add(key)  # its contents at the snapshot's step are never read
+                else:
+                    self.add(root, refs[key])
+        self.used.update(_roots(taken))
+
+    def freed(self, ref: Any) -> None:
+        """The buffer `ref` referred to was freed (a step's temporary): its copy goes too."""
+        for key in [k for k, (r, _, _) in self.copies.items() if r is ref]:
+            self.remove(key)
+
+    def keep_only(self, state: dict[int, Any]) -> None:
+        """Once the state is known: drop the copies of other buffers, and hold the state's buffers."""
+        for key in [k for k, (ref, _, _) in self.copies.items() if k not in state or ref() is None]:
+            self.remove(key)
+        self.copies = {k: (state[k], d, size) for k, (_, d, size) in self.copies.items()}
+
+    def remove(self, key: int) -> None:
+        _, data, size = self.copies.pop(key)
+        self.store.drop(data)
+        self.store.held(-size)
+
+    def restore(self) -> None:
+        for ref, data, _ in self.copies.values():
+            root = ref() if isinstance(ref, weakref.ref) else ref
+            if root is not None:
+                self.store.load(root, data)
+
+    def free(self) -> None:
+        for key in list(self.copies):
+            self.remove(key)
+
+
+def _roots(views: list) -> dict[int, Any]:
+    return {id(memory_root(v)): memory_root(v) for v in views}
