@@ -23,7 +23,7 @@ class Generated:
     serial: str | None = None  # the CPU: the entry's serial twin, run for launches of few threads
     edges: str | None = None  # the CPU: a 1-D entry's parallel loop over edges too wide to run serially
     mixed: tuple = ()  # the CPU: privatised targets the kernel also loads or stores plainly
-    plan: Any = None  # the CPU: how a parallel launch with mixed targets runs (numba_cpu.MixedPlan)
+    plan: Any = None  # the CPU: how a parallel launch with mixed targets runs (numba_plan.MixedPlan)
 
 
 @dataclass(frozen=True)
