@@ -18,15 +18,16 @@ import os
 import re
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import InternalError
 from ..ir import nodes as ir
 from . import numba_loops, numba_plan
-from .base import Backend, Generated
+from .base import Backend, Generated, LaunchInfo
 from .numba_loops import NumbaOptions, generate
-from .numba_plan import MixedPlan, mixed_copy_bytes, mixed_plan
+from .numba_plan import MixedPlan, mixed_plan
 
 # A parallel launch of fewer threads than this runs the serial twin of its entry (numba_loops.py): waking the
 # worker threads costs more than a few hundred threads of a loop-free body (benchmarks/overhead.py).
@@ -39,6 +40,28 @@ SERIAL_THREADS = int(os.environ.get("GRADKERN_SERIAL_THREADS", "256"))
 # 2 was chosen on a 2-core AMD EPYC (32 MiB L3), whose 8-lane gather's equally aligned rows collided in cache
 # sets; 4 measured within 16% of 2 there (benchmarks/batch.py --lane-group, RESULTS.md).
 LANE_GROUP = int(os.environ.get("GRADKERN_LANE_GROUP", "4"))
+
+
+@dataclass(frozen=True)
+class CpuLaunch(LaunchInfo):
+    """What a CPU launch of a generated module needs beside its entry: the atomic targets privatised per
+    chunk (a parallel launch's; the entry then takes `_gkb_chunks`), the serial twin's name (run for
+    launches of fewer than SERIAL_THREADS threads), the 1-D parallel loop over edges too wide to run
+    serially (`<entry>_edges`), the privatised targets the kernel also loads or stores plainly and the
+    plan they run by (numba_plan.MixedPlan, None without them)."""
+
+    private: tuple[str, ...] = ()
+    serial: str | None = None
+    edges: str | None = None
+    mixed: tuple[str, ...] = ()
+    plan: MixedPlan | None = None
+
+    def chunk_bytes(self, sizes: dict[str, int]) -> int:
+        """Bytes of private copies per chunk (`sizes`: bytes per array): of every privatised target, or in
+        a mixed launch of those that are not mixed and of the shared ones (one copy per slot, at most one
+        per chunk)."""
+        shared = self.plan.shared if self.plan is not None else ()
+        return sum(sizes[a] for a in self.private if a not in self.mixed) + sum(sizes[a] for a in shared)
 
 
 _modules: dict[str, Any] = {}
@@ -110,8 +133,8 @@ class NumbaBackend(Backend):
         options = NumbaOptions(parallel=parallel, privatized=atomic, mixed=mixed, plan=plan, serial_twin=twin)
         source, entry = generate(k, launch_ndim, options, header)
         edges = f"{entry}_edges" if f"\ndef {entry}_edges(" in source else None
-        return Generated(source, entry, atomic if parallel else (), f"{entry}_serial" if twin else None, edges,
-                         mixed if parallel else (), plan)
+        return Generated(source, entry, CpuLaunch(atomic if parallel else (), f"{entry}_serial" if twin else None,
+                                                  edges, mixed if parallel else (), plan))
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -122,29 +145,30 @@ class NumbaBackend(Backend):
             return
         if entry is None:
             raise InternalError(f"kernel '{typed.name}' was run before it was compiled")
+        info: CpuLaunch = code.info
         main = entry
-        if code.serial is not None and _threads(dim) < SERIAL_THREADS:
-            entry = _serial_twin(entry, code.serial)
-        if code.launch and code.plan is not None:
+        if info.serial is not None and _threads(dim) < SERIAL_THREADS:
+            entry = _serial_twin(entry, info.serial)
+        if info.private and info.plan is not None:
             self._run_mixed(typed, code, entry, dim, values)
-        elif code.launch:  # privatised atomic targets: how many private copies fit the memory limit
-            names = [p.name for p in typed.params]
-            copy_bytes = sum(values[names.index(a)].nbytes for a in code.launch)
-            chunks = numba_plan.private_chunks(copy_bytes, dim[0], bool(code.mixed))
+        elif info.private:  # privatised atomic targets: how many private copies fit the memory limit
+            sizes = {p.name: values[n].nbytes for n, p in enumerate(typed.params) if p.name in info.private}
+            chunks = numba_plan.private_chunks(info.chunk_bytes(sizes), dim[0], bool(info.mixed))
             if entry(*dim, *values, chunks) is False:  # no chunks: the serial path
                 _sibling(main, f"{code.entry}_atomics_serial")(*dim, *values, chunks)
         elif entry(*dim, *values) is False:  # edges too wide to run serially: their parallel loop
-            _sibling(main, code.edges)(*dim, *values)
+            _sibling(main, info.edges)(*dim, *values)
 
     def ahead(self, code: Generated, entry: Any, dim: tuple[int, ...], values: list) -> Any:
         """The function `run` calls for this launch, to compile ahead (numba_cache.ahead); none for the
         rarer paths (mixed targets, the serial fallbacks), which compile at their first call."""
-        if 0 in dim or entry is None or code.plan is not None:
+        info: CpuLaunch = code.info
+        if 0 in dim or entry is None or info.plan is not None:
             return None
-        if code.serial is not None and _threads(dim) < SERIAL_THREADS:
-            entry = _serial_twin(entry, code.serial)
+        if info.serial is not None and _threads(dim) < SERIAL_THREADS:
+            entry = _serial_twin(entry, info.serial)
         from .numba_cache import ahead
-        return ahead(entry, (*dim, *values, *((0,) if code.launch else ())))
+        return ahead(entry, (*dim, *values, *((0,) if info.private else ())))
 
     def compile_here(self, ahead: Any) -> None:
         from .numba_cache import compile_here
@@ -155,9 +179,10 @@ class NumbaBackend(Backend):
         and go back to it, all zero, after a launch that returns; a launch that raises drops them."""
         import numpy
 
-        plan: MixedPlan = code.plan
-        arrays = {p.name: values[n] for n, p in enumerate(typed.params) if p.name in code.launch}
-        copy_bytes = mixed_copy_bytes(code.launch, code.mixed, plan, {a: x.nbytes for a, x in arrays.items()})
+        info: CpuLaunch = code.info
+        plan: MixedPlan = info.plan
+        arrays = {p.name: values[n] for n, p in enumerate(typed.params) if p.name in info.private}
+        copy_bytes = info.chunk_bytes({a: x.nbytes for a, x in arrays.items()})
         chunks = plan.chunks(numba_plan.private_chunks(copy_bytes, dim[0], True, plan.width), dim[0])
         if chunks == 0 or not plan.shared:
             # the serial branch: empty buffers of the cached ones' types (no other specialisation to compile)
@@ -179,7 +204,7 @@ class NumbaBackend(Backend):
         return numpy
 
     def summation(self, code: Generated, accumulator: str, parallel: bool) -> str:
-        if parallel and accumulator in code.launch:
+        if parallel and accumulator in code.info.private:
             flush = rf"\n +_gkb_priv_{re.escape(accumulator)}\[_gkb_c\b[^\n]*\] \+= _gkb_acc\d+\n"  # at any depth
             where = "a register" if re.search(flush, code.source) else "its own slot"
             return (f"per-chunk partial sums: each Numba thread's chunk sums its threads' terms in order into {where}, "
@@ -187,13 +212,13 @@ class NumbaBackend(Backend):
         return super().summation(code, accumulator, parallel)
 
     def private_bytes(self, code: Generated, sizes: dict[str, int], dim: tuple[int, ...]) -> int:
-        if not code.launch or 0 in dim:
+        info: CpuLaunch = code.info
+        if not info.private or 0 in dim:
             return 0
-        if code.plan is not None:  # the per-chunk copies of the targets that are not mixed, the shared slots
-            plan: MixedPlan = code.plan
-            copy_bytes = mixed_copy_bytes(code.launch, code.mixed, plan, sizes)
-            chunks = plan.chunks(numba_plan.private_chunks(copy_bytes, dim[0], True, plan.width), dim[0])
-            copied = sum(sizes[a] for a in code.launch if a not in code.mixed)
+        if info.plan is not None:  # the per-chunk copies of the targets that are not mixed, the shared slots
+            plan = info.plan
+            chunks = plan.chunks(numba_plan.private_chunks(info.chunk_bytes(sizes), dim[0], True, plan.width), dim[0])
+            copied = sum(sizes[a] for a in info.private if a not in info.mixed)
             return chunks * copied + plan.slots(chunks) * sum(sizes[a] for a in plan.shared) if chunks else 0
-        copy = sum(sizes[a] for a in code.launch)
-        return numba_plan.private_chunks(copy, dim[0], bool(code.mixed)) * copy
+        copy = info.chunk_bytes(sizes)
+        return numba_plan.private_chunks(copy, dim[0], bool(info.mixed)) * copy

@@ -74,13 +74,6 @@ def private_chunks(copy_bytes: int, n0: int, mixed: bool = False, width: int = 0
     return chunks if chunks * copy_bytes <= (MIXED_PRIVATE_LIMIT if mixed else PRIVATE_LIMIT) else 0
 
 
-def mixed_copy_bytes(private: tuple[str, ...], mixed: tuple[str, ...], plan: MixedPlan,
-                     sizes: dict[str, int]) -> int:
-    """Bytes of private copies per chunk of a mixed launch: the targets that are not mixed, and the shared
-    ones (one copy per slot, at most one per chunk)."""
-    return sum(sizes[a] for a in private if a not in mixed) + sum(sizes[a] for a in plan.shared)
-
-
 class SlotCache:
     """The shared targets' slot copies and row flags (`MixedPlan`) between launches, by (shape, dtype,
     slots, name): all zero; a launch takes them out while it runs, so two at once never share them, and
