@@ -3,7 +3,7 @@ compile time of a bounds-checked kernel with many checked indices in nested loop
 (GRADKERN_BOUNDSCHECK=1), and run time of spmv's exact bounds check at 2**20 rows (the
 bounds-checked index skeleton the runtime runs before a launch its proof cannot decide).
 Each measurement in a fresh process with an empty cache; `--variants` picks how the helper is
-declared: `current` (inline='always' up to numba_cpu.INLINE_CHECKS checked indices), `inline`
+declared: `current` (inline='always' up to numba_loops.INLINE_CHECKS checked indices), `inline`
 (always), `call` (never). CPU seconds are reported beside wall seconds: on a loaded machine the
 wall time of a compile is mostly waiting.
 
@@ -52,9 +52,9 @@ import json, os, sys, time
 variant, what = sys.argv[2], sys.argv[3]
 sys.path.insert(0, sys.argv[1])
 import numpy as np
-import gradkern.backends.numba_cpu as nc
+import gradkern.backends.numba_loops as nl
 if variant != "current":
-    nc.INLINE_CHECKS = 10 ** 9 if variant == "inline" else -1
+    nl.INLINE_CHECKS = 10 ** 9 if variant == "inline" else -1
 import gradkern as gk
 rng = np.random.default_rng(0)
 if what in ("primal", "gradient"):

@@ -1,5 +1,5 @@
 """Gradients whose atomically updated shadow is also read and stored plainly ("mixed"), on the CPU:
-the parallel launch (issue 18, item 5: backends/numba_cpu.py's MixedPlan) against the serial loop the CPU
+the parallel launch (issue 18, item 5: backends/numba_plan.py's MixedPlan) against the serial loop the CPU
 backend ran before it, in one process.
 
 Kernels: one colour of a red-black Gauss-Seidel sweep (in place; du[i, j] read and zeroed by its owner,
@@ -31,7 +31,7 @@ import numpy as np
 
 import gradkern as gk
 from gradkern import pipeline
-from gradkern.backends import numba_cpu
+from gradkern.backends import numba_plan
 from gradkern.ir import nodes as ir
 
 
@@ -70,13 +70,13 @@ def serial_when_mixed():
 @contextlib.contextmanager
 def serial_path(on: bool):
     """With `on`, privatised launches take their entry's serial branch (no chunks)."""
-    real = numba_cpu.private_chunks
+    real = numba_plan.private_chunks
     if on:
-        numba_cpu.private_chunks = lambda *args, **kwargs: 0
+        numba_plan.private_chunks = lambda *args, **kwargs: 0
     try:
         yield
     finally:
-        numba_cpu.private_chunks = real
+        numba_plan.private_chunks = real
 
 
 def main() -> None:

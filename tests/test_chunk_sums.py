@@ -1,6 +1,6 @@
 """Atomic adds at constant indices (an Active scalar's sum, `out[0] += ...`) in a parallel CPU launch:
 each chunk sums its threads' terms in a register, in thread order, and adds that sum to its private
-slot once (backends/numba_cpu.py `_accumulators`). The result must be exactly the chunk-ordered sum
+slot once (backends/numba_loops.py `_accumulators`). The result must be exactly the chunk-ordered sum
 (the same additions as the slot form it replaced), for any chunk count, in float32 and float64.
 The chunks' private copies of several targets (of different shapes and dtypes) are summed in one
 parallel region, in chunk order: the same chunk-ordered sums (docs/adjoint-forms.md)."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gradkern as gk
-from gradkern.backends import numba_cpu
+from gradkern.backends import numba_cpu, numba_plan
 from gradkern.kernels import saxpy
 
 
@@ -36,7 +36,7 @@ def _chunk_ordered(terms: np.ndarray, chunks: int, start: np.ndarray) -> np.ndar
 @pytest.mark.parametrize("chunks", [1, 2, 3, 7])
 def test_constant_index_sums_are_chunk_ordered_sums(monkeypatch, dtype, chunks):
     monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", 0)  # the parallel entry, not its twin
-    monkeypatch.setattr(numba_cpu, "private_chunks", lambda copy_bytes, n0, mixed=False: min(chunks, n0))
+    monkeypatch.setattr(numba_plan, "private_chunks", lambda copy_bytes, n0, mixed=False: min(chunks, n0))
     rng = np.random.default_rng(chunks)
     n = 1001
     x = rng.uniform(-1, 1, n).astype(dtype)
@@ -66,7 +66,7 @@ def scatter_many(idx, x, h, counts, grid):  # three atomic targets: float64 1-D,
 @pytest.mark.parametrize("chunks", [1, 2, 3, 7])
 def test_private_copies_of_several_targets_are_summed_in_one_region_in_chunk_order(monkeypatch, chunks):
     monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", 0)
-    monkeypatch.setattr(numba_cpu, "private_chunks", lambda copy_bytes, n0, mixed=False: min(chunks, n0))
+    monkeypatch.setattr(numba_plan, "private_chunks", lambda copy_bytes, n0, mixed=False: min(chunks, n0))
     rng = np.random.default_rng(chunks)
     n = 403
     idx, x = rng.integers(0, 9, n), rng.uniform(-1, 1, n)

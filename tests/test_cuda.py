@@ -235,7 +235,7 @@ def test_cuda_launch_passes_what_the_abi_lists(monkeypatch):
         (grid,), (block,), args = calls[0]
         assert block == BLOCK and grid == 1  # 35 threads: one block
         expected = []
-        for item in spec.code.launch:
+        for item in spec.code.info.layout:
             kind, i = item[0], item[1]
             if kind == "dim":
                 expected.append((5, 7)[i])
@@ -248,5 +248,5 @@ def test_cuda_launch_passes_what_the_abi_lists(monkeypatch):
         assert len(args) == len(expected)
         for got, want in zip(args, expected):
             assert got is want if isinstance(want, np.ndarray) else got == want
-        assert any(item[0] == "stride" for item in spec.code.launch) == bool(strided)
-        assert type(args[spec.code.launch.index(("value", 2))]) is np.float32  # the scalar in the kernel's type
+        assert any(item[0] == "stride" for item in spec.code.info.layout) == bool(strided)
+        assert type(args[spec.code.info.layout.index(("value", 2))]) is np.float32  # the scalar in the kernel's type

@@ -12,7 +12,7 @@ import numpy as np
 from numba.core.dispatcher import Dispatcher
 
 import gradkern as gk
-from gradkern.backends import numba_cpu
+from gradkern.backends import numba_loops, numba_plan
 
 
 def _compiled(source: str) -> dict[str, bool]:
@@ -58,13 +58,13 @@ def test_wide_edges_run_in_their_lazily_compiled_parallel_loop(rng):
     n = 1000
     u = rng.uniform(0.5, 1.5, n)
     source = gk.inspect(head, u, np.zeros(n), 900).source
-    assert "def head_1d_edges(" in source and f"if _gkb_w0 <= {numba_cpu.SERIAL_EDGES}:" in source
-    for m in (n - numba_cpu.SERIAL_EDGES, 0, 1, 100, n - numba_cpu.SERIAL_EDGES - 1, n, n + 5):
+    assert "def head_1d_edges(" in source and f"if _gkb_w0 <= {numba_loops.SERIAL_EDGES}:" in source
+    for m in (n - numba_loops.SERIAL_EDGES, 0, 1, 100, n - numba_loops.SERIAL_EDGES - 1, n, n + 5):
         out, want = np.zeros(n), np.zeros(n)
         gk.launch(head, n, u, out, m)
         gk.launch(head, n, u, want, m, backend="interp")
         np.testing.assert_array_equal(out, want)
-        if m == n - numba_cpu.SERIAL_EDGES:  # the first launch: its edges are narrow enough
+        if m == n - numba_loops.SERIAL_EDGES:  # the first launch: its edges are narrow enough
             assert _compiled(source) == {"head_1d": True, "head_1d_serial": False, "head_1d_edges": False}
     assert _compiled(source)["head_1d_edges"]
 
@@ -112,7 +112,7 @@ def test_the_serial_path_of_private_copies_compiles_only_when_a_launch_takes_it(
     entry = f"matvec_lazy_{'grad' if role == 'fused' else role}_1d"
     compiled = _compiled(ins.sources[role])
     assert compiled[entry] and not compiled[f"{entry}_atomics_serial"], compiled
-    monkeypatch.setattr(numba_cpu, "private_chunks", lambda copy_bytes, n0, mixed=False, width=0: 0)
+    monkeypatch.setattr(numba_plan, "private_chunks", lambda copy_bytes, n0, mixed=False, width=0: 0)
     dA2, dx2, _ = gradient()
     assert _compiled(ins.sources[role])[f"{entry}_atomics_serial"]
     np.testing.assert_array_equal(dA2, dA)  # each element's one plain add

@@ -1,5 +1,5 @@
 """Launches whose atomic targets are also loaded or stored plainly ("mixed"), on the CPU in parallel
-(backends/numba_cpu.py, PrivatizedSyntax and MixedPlan; on by default up to GRADKERN_MIXED_PRIVATE_BYTES):
+(backends/numba_syntax.py PrivatizedSyntax, numba_plan.py MixedPlan; on by default up to GRADKERN_MIXED_PRIVATE_BYTES):
 an add marked as landing in the thread's own row plus a constant goes straight to the target (chunks that
 run at once never reach a common row that way), every other one to the running slot's copy, which a plain
 load reads through and a plain store zeroes; adds by other threads to elements nobody accesses plainly are
@@ -23,8 +23,7 @@ from test_hpc_kernels import fdtd_ey, lud_col, trisolv
 from test_race_fuzz import load_kernels
 
 import gradkern as gk
-from gradkern.backends import backend as get_backend
-from gradkern.backends import numba_cpu
+from gradkern.backends import numba_cpu, numba_loops, numba_plan
 from gradkern.testing import check_grad
 
 
@@ -80,12 +79,12 @@ def index_reads_target_shared(x, y, n, z):
 @pytest.fixture(autouse=True)
 def mixed_in_parallel(monkeypatch):
     """The parallel form of mixed launches, whatever GRADKERN_MIXED_PRIVATE_BYTES the environment sets."""
-    monkeypatch.setattr(numba_cpu, "MIXED_PRIVATE_LIMIT", 1 << 30)
+    monkeypatch.setattr(numba_plan, "MIXED_PRIVATE_LIMIT", 1 << 30)
 
 
 def _chunks(monkeypatch, chunks):
     """Run privatised launches with min(chunks, n0) private copies (0: the serial path)."""
-    monkeypatch.setattr(numba_cpu, "private_chunks", lambda copy_bytes, n0, mixed=False, width=0: min(chunks, n0))
+    monkeypatch.setattr(numba_plan, "private_chunks", lambda copy_bytes, n0, mixed=False, width=0: min(chunks, n0))
 
 
 def _both(kernel, dim, make, monkeypatch, chunks):
@@ -164,11 +163,11 @@ def test_outlined_and_bounds_checked_bodies(monkeypatch):
     n, extra = 31, 3
     make = lambda: [np.arange(n + extra, dtype=np.float64), np.zeros(n), np.full(n, 0.5),  # noqa: E731
                     np.arange(n) % extra, n]
-    monkeypatch.setattr(numba_cpu, "OUTLINE_STATEMENTS", -1)
+    monkeypatch.setattr(numba_loops, "OUTLINE_STATEMENTS", -1)
     outlined = gk.kernel(add_read_store.fn)
     assert "def _gkb_body_private" in gk.inspect(outlined, *make()).source
     _assert_same(*_both(outlined, n, make, monkeypatch, 4))
-    monkeypatch.setattr(numba_cpu, "OUTLINE_STATEMENTS", 96)
+    monkeypatch.setattr(numba_loops, "OUTLINE_STATEMENTS", 96)
     monkeypatch.setenv("GRADKERN_BOUNDSCHECK", "1")
     checked = gk.kernel(add_read_store.fn)
     assert "_gkb_check(" in gk.inspect(checked, *make()).source
@@ -281,12 +280,12 @@ def test_mixed_launches_above_the_size_limit_run_serially_with_the_same_results(
     parallel = _copies(args)
     gk.autodiff(kernel, *parallel, dim=dim)
     assert gk.inspect(kernel, *_copies(args), dim=dim, mode=gk.Reverse).private_bytes > 0
-    monkeypatch.setattr(numba_cpu, "MIXED_PRIVATE_LIMIT", 0)
+    monkeypatch.setattr(numba_plan, "MIXED_PRIVATE_LIMIT", 0)
     assert gk.inspect(kernel, *_copies(args), dim=dim, mode=gk.Reverse).private_bytes == 0
     serial = _copies(args)
     gk.autodiff(kernel, *serial, dim=dim)
     _assert_same(_arrays(serial), _arrays(parallel))
-    assert numba_cpu.private_chunks(1 << 20, 8) > 0  # the limit of launches that are not mixed is untouched
+    assert numba_plan.private_chunks(1 << 20, 8) > 0  # the limit of launches that are not mixed is untouched
 
 
 def _parallel_vs_twin_vs_serial(monkeypatch, kernel, args, dim, chunks):
@@ -335,34 +334,33 @@ def test_the_slot_copies_are_cached_zero_and_dropped_when_a_launch_raises(monkey
     _, kernel, make, dim = next(c for c in _mixed_cases(np.random.default_rng(11)) if c[0] == "lu_update")
     args = make()
     monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", 0)
-    numba_cpu._spare.clear()
+    numba_plan.SLOTS.buffers.clear()
     first = _copies(args)
     gk.autodiff(kernel, *first, dim=dim)
-    assert len(numba_cpu._spare) == 1
-    (key, (copies, flags)), = numba_cpu._spare.items()
+    assert len(numba_plan.SLOTS.buffers) == 1
+    (key, (copies, flags)), = numba_plan.SLOTS.buffers.items()
     assert copies.shape[1:] == args[0].val.shape and not copies.any() and not flags.any()
     again = _copies(args)
     gk.autodiff(kernel, *again, dim=dim)
-    assert numba_cpu._spare[key][0] is copies  # reused
+    assert numba_plan.SLOTS.buffers[key][0] is copies  # reused
     _assert_same(_arrays(again), _arrays(first))
 
-    backend = get_backend("cpu")
-    real = backend._take
+    real = numba_plan.SLOTS.take
 
     def take_and_dirty(k):
         pair = real(k)
         pair[0][...] = 1.0  # a launch that dies half-way leaves its copies dirty
         raise RuntimeError("launch failed")
 
-    monkeypatch.setattr(backend, "_take", take_and_dirty)
+    monkeypatch.setattr(numba_plan.SLOTS, "take", take_and_dirty)
     with pytest.raises(RuntimeError, match="launch failed"):
         gk.autodiff(kernel, *_copies(args), dim=dim)
-    assert key not in numba_cpu._spare  # dropped
-    monkeypatch.setattr(backend, "_take", real)
+    assert key not in numba_plan.SLOTS.buffers  # dropped
+    monkeypatch.setattr(numba_plan.SLOTS, "take", real)
     after = _copies(args)
     gk.autodiff(kernel, *after, dim=dim)
     _assert_same(_arrays(after), _arrays(first))
-    assert not numba_cpu._spare[key][0].any()
+    assert not numba_plan.SLOTS.buffers[key][0].any()
 
 
 def test_an_active_scalar_beside_a_phased_mixed_target_sums_in_a_register(monkeypatch):

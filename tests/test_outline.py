@@ -1,4 +1,4 @@
-"""backends/numba_cpu.py: a long thread body is printed once as a serial
+"""backends/numba_loops.py: a long thread body is printed once as a serial
 function that the launch loops call (issue 14.11). Forced on for short corpus
 kernels here, the outlined code must compute bit for bit what the inline code
 computes: the same expressions in the same order, only in another function
@@ -13,7 +13,7 @@ import pytest
 from corpus import CORPUS
 
 import gradkern as gk
-from gradkern.backends import numba_cpu
+from gradkern.backends import numba_loops
 from gradkern.testing import check_grad
 
 CASES = {c.name: c for c in CORPUS}
@@ -28,7 +28,7 @@ def _inputs(case, dtype):
 
 @pytest.fixture
 def outline_everything(monkeypatch):
-    monkeypatch.setattr(numba_cpu, "OUTLINE_STATEMENTS", -1)
+    monkeypatch.setattr(numba_loops, "OUTLINE_STATEMENTS", -1)
 
 
 @pytest.mark.parametrize("name", PRIMAL)

@@ -7,7 +7,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradkern.backends.numba_cpu import NumbaOptions, compile_source, generate
+from gradkern.backends.numba_cpu import compile_source
+from gradkern.backends.numba_loops import NumbaOptions, generate
 from gradkern.ir import nodes as ir
 from gradkern.ir.infer import infer_types
 from gradkern.ir.interp import interpret

@@ -419,11 +419,11 @@ def test_adjoint_forms_follow_the_access_analysis():
 def test_privatised_reverse_equals_serial_reverse(rng, monkeypatch):
     """The parallel reverse (private partial shadows) and the serial path taken
     past the memory limit give the same gradient."""
-    from gradkern.backends import numba_cpu
+    from gradkern.backends import numba_plan
     A, x = rand(rng, 400, 30), rand(rng, 30)
     results = []
-    for limit in (numba_cpu.PRIVATE_LIMIT, 0):
-        monkeypatch.setattr(numba_cpu, "PRIVATE_LIMIT", limit)
+    for limit in (numba_plan.PRIVATE_LIMIT, 0):
+        monkeypatch.setattr(numba_plan, "PRIVATE_LIMIT", limit)
         dx, dy = np.zeros(30), np.linspace(0.5, 1.5, 400)
         gk.autodiff(matvec, gk.Const(A), gk.Duplicated(x.copy(), dx), gk.Duplicated(np.zeros(400), dy), dim=400)
         results.append(dx)

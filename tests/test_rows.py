@@ -1,7 +1,7 @@
 """analysis/rows.py: which atomic adds land in row `tid[0] + c` (ir.AtomicAdd.row), against a brute-force
 oracle: each add of a small random kernel counts its hits in an array of its own, indexed (row, thread),
 so an interpreter launch shows every row each thread's add reached. A marked add must reach row t + c and
-nothing else; and with chunks as the CPU makes them (numba_cpu.MixedPlan: at least cmax - cmin threads
+nothing else; and with chunks as the CPU makes them (numba_plan.MixedPlan: at least cmax - cmin threads
 wide, two phases when that is > 0) no two chunks of one phase reach a common row through marked adds,
 for every extent 1..9 and every chunk count 1..6 (more chunks than threads included)."""
 
@@ -15,7 +15,7 @@ from test_race_fuzz import load_kernels
 
 import gradkern as gk
 from gradkern.analysis.rows import mark_rows, row_spans
-from gradkern.backends.numba_cpu import MixedPlan
+from gradkern.backends.numba_plan import MixedPlan
 from gradkern.errors import InternalError
 from gradkern.ir import nodes as ir
 from gradkern.ir.infer import infer_types

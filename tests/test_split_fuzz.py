@@ -366,7 +366,7 @@ def _apply(op: Op, a: ir.Expr, c: ir.Expr) -> ir.Expr:
 
 def realised(k: ir.Kernel, dim: tuple[int, ...]) -> ir.Kernel:
     """`k` (split) as one body: its interior for the threads inside every range as the CPU printer realises them
-    (backends/numba_cpu.py, loop_nest), its general body elsewhere."""
+    (backends/numba_loops.py, LoopPrinter.loop_nest), its general body elsewhere."""
     last = len(dim) - 1
     inside: ir.Expr | None = None
     for r in k.interior.ranges:

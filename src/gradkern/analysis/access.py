@@ -46,7 +46,7 @@ These facts drive the rest:
   any other kernel gets the exact run-time check before it runs;
 * launches: a launch known to be race-free runs in parallel, its atomic adds
   privatised per chunk on the CPU (a target also read or written plainly is
-  read through the chunk's copy: backends/numba_cpu.py, PrivatizedSyntax);
+  read through the chunk's copy: backends/numba_syntax.py, PrivatizedSyntax);
 * adjoints (transforms/reverse.py): accumulation into the shadow of an own
   array is a plain add, into any other shadow an atomic add. (Race-freedom
   makes the elements a kernel *writes* thread-exclusive, but elements it only

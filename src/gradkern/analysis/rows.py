@@ -5,7 +5,7 @@ array axis 0 is `tid[0] + c`, c a constant (through locals bound only to tid[0])
 [a + cmin, b + cmax) for a chunk running tid[0] in [a, b): chunks at least cmax - cmin threads wide that
 are not neighbours never reach a common row that way. `mark_rows` records c on each such add
 (`ir.AtomicAdd.row`); every other add (an index on another axis's tid, a parameter, a loop variable, a
-load) keeps None. backends/numba_cpu.py reads the field; ir/verify.py checks it against the index.
+load) keeps None. backends/numba_plan.py and numba_syntax.py read the field; ir/verify.py checks it against the index.
 
 Sound because the form is syntactic (ir/indices.py, the recogniser every pass shares): a local counts only
 if every binding of it, in the body and the interior, is tid[0] + c with one c (`i = ti + 1`), so wherever

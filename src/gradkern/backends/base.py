@@ -12,18 +12,20 @@ from ..ir import nodes as ir
 
 
 @dataclass(frozen=True)
+class LaunchInfo:
+    """What one backend alone reads when it runs the code it generated. Each backend has its own kind
+    (numba_cpu.CpuLaunch: privatised targets, siblings, the mixed plan; cuda.CudaLaunch: the argument
+    layout, which hostcuda shares; interp.InterpLaunch: the kernel as printed) and reads no other's."""
+
+
+@dataclass(frozen=True)
 class Generated:
-    """A backend's output for one typed kernel: its source (None for the
-    interpreter), the entry function's name, and what only this backend reads
-    when running it (the CUDA argument layout, the CPU's privatised arrays)."""
+    """A backend's output for one typed kernel: its source (None for the interpreter), the entry
+    function's name, and `info`, what only that backend reads when running it (`LaunchInfo`)."""
 
     source: str | None = None
     entry: str | None = None
-    launch: tuple = ()
-    serial: str | None = None  # the CPU: the entry's serial twin, run for launches of few threads
-    edges: str | None = None  # the CPU: a 1-D entry's parallel loop over edges too wide to run serially
-    mixed: tuple = ()  # the CPU: privatised targets the kernel also loads or stores plainly
-    plan: Any = None  # the CPU: how a parallel launch with mixed targets runs (numba_cpu.MixedPlan)
+    info: LaunchInfo | None = None
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from ..ir import nodes as ir
 from ..ir.names import OOB
 from ..ir.ops import FUNCTIONS, Op
 from ..ir.types import Array, Scalar
-from .base import Backend, Generated, check_launch_ndim
+from .base import Backend, Generated, LaunchInfo, check_launch_ndim
 from .printer import Printer, Syntax
 
 C_TYPES = {"float32": "float", "float64": "double", "int32": "int", "int64": "long long", "bool": "bool"}
@@ -229,6 +229,13 @@ class CudaSyntax(Syntax):
 
 
 @dataclass(frozen=True)
+class CudaLaunch(LaunchInfo):
+    """What a CUDA launch passes, in order (`abi`): the kernel's argument layout (hostcuda passes the same)."""
+
+    layout: tuple[tuple, ...]
+
+
+@dataclass(frozen=True)
 class CudaOptions:
     parallel: bool = True
     strided: frozenset[str] = frozenset()  # array parameters passed with strides (not C-contiguous)
@@ -371,7 +378,7 @@ class CudaBackend(Backend):
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:
         source, entry, layout = generate(k, launch_ndim, CudaOptions(parallel, strided), header)
-        return Generated(source, entry, layout)
+        return Generated(source, entry, CudaLaunch(layout))
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_kernel(code.source, code.entry)  # CuPy keeps its own disk cache
@@ -404,7 +411,7 @@ class CudaBackend(Backend):
         if plan is None or plan[0] is not code:
             kinds = {"dim": 0, "value": 1, "extent": 2, "stride": 3}
             items = []
-            for item in code.launch:
+            for item in code.info.layout:
                 kind = kinds[item[0]]
                 i = item[1]
                 p = typed.params[i] if kind and i < len(typed.params) else None

@@ -1,4 +1,4 @@
-"""Which names a printed thread body defines, and how often (backends/numba_cpu.py):
+"""Which names a printed thread body defines, and how often (backends/numba_loops.py):
 Numba privatises a `prange` variable only where each iteration defines it before
 use, refuses writes to a plain alias of the `prange` index, and its SSA
 reconstruction costs time proportional to the multiply-defined names times the

@@ -1,13 +1,12 @@
 """How the CPU backend spells IR as Python for Numba: the operators, the
 generated module's imports, the bounds-check helper, and the syntax of a thread
 body (`NumbaSyntax`) and of one whose atomic adds go to private copies
-(`PrivatizedSyntax`, with `MixedPlan` for targets also accessed plainly).
-backends/numba_cpu.py prints kernels with them."""
+(`PrivatizedSyntax`, with numba_plan.MixedPlan for targets also accessed
+plainly). backends/numba_loops.py prints kernels with them."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from ..ir import nodes as ir
 from ..ir.ops import FUNCTIONS, Op
@@ -113,7 +112,7 @@ class NumbaSyntax(Syntax):
 class PrivatizedSyntax(NumbaSyntax):
     """Atomic adds go to the running chunk's private copy of their target, `_gkb_priv_X[c]`, summed into X
     after the loop. A *mixed* target X (one the kernel also loads or stores plainly) has no such copy
-    (`MixedPlan`): an add the pipeline marked as landing in row `tid[0] + c` (`ir.AtomicAdd.row`,
+    (numba_plan.MixedPlan): an add the pipeline marked as landing in row `tid[0] + c` (`ir.AtomicAdd.row`,
     analysis/rows.py) goes straight to X, since chunks running at once never reach a common row that way;
     every other add to X goes to the running slot's copy `_gkb_pb_X[s]` (its row flagged in
     `_gkb_rows_X[s]`), and then a plain load of X reads `X[idx] + _gkb_pb_X[s, idx]` and a plain store
@@ -176,32 +175,3 @@ class PrivatizedSyntax(NumbaSyntax):
             indices = names
         # the value (which may read X[idx]) is evaluated before either write
         return lines + [f"{self.index(s.array, indices)} = {value}", f"{self.shared_index(s.array, indices)} = 0"]
-
-
-@dataclass(frozen=True)
-class MixedPlan:
-    """How a parallel launch with mixed atomic targets runs (issue 18.5; `PrivatizedSyntax`).
-
-    `width`: the largest cmax - cmin over the mixed targets' adds marked `tid[0] + c`. Chunk c runs
-    tid[0] in [a, b) and adds straight to rows [a + cmin, b + cmax): with width 0 no two chunks reach a
-    common row, and otherwise the chunks run in two phases (the even chunks, then the odd ones), every
-    chunk at least `width` threads wide, so the chunks of one phase never do (chunk c + 2 starts adding at
-    row b' + cmin >= b + width + cmin = b + cmax, b' the end of chunk c + 1). A thread order like any other:
-    the launch is race-free. `shared`: mixed targets with other adds (LU's pivot row `dA[k, j]`), each
-    with one copy per slot (the chunks running at once: chunk // phases) that the backend allocates once
-    and keeps, all zero between launches, and one flag per row and slot: after the loop only the flagged
-    rows are summed into the target and zeroed again."""
-
-    width: int
-    shared: tuple[str, ...]
-
-    @property
-    def phases(self) -> int:
-        return 2 if self.width > 0 else 1
-
-    def chunks(self, chunks: int, n0: int) -> int:
-        """`chunks` (0: the serial path) made at least `width` threads wide (the entry does the same)."""
-        return max(1, min(chunks, n0 // self.width)) if chunks > 0 and self.width > 0 else chunks
-
-    def slots(self, chunks: int) -> int:
-        return -(-chunks // self.phases)

@@ -26,7 +26,7 @@ RACE_CHECK = "_gk_rc_"  # the race check's instrumentation (analysis/races.py)
 RESULT = "_gk_ret"  # a device function's returned value, before inlining
 LOCAL_ARRAY = "_gka_"  # frontend/unroll.py: a local array's elements (`_gka_f__3`, `_gka_qs__8_1`)
 VECTOR = "_gkv_"  # frontend/vectors.py: a vector local's components (`_gkv_p_x`); its temporaries are `_gkv<n>_x`
-# The backends (backends/printer.py, numba_cpu.py, cuda.py) spell these two
+# The backends (backends/printer.py, numba_loops.py, cuda.py) spell these two
 # prefixes themselves; no IR pass may generate a name under them.
 BACKEND = "_gkb_"  # names a printer introduces: launch extents, loop indices, helpers
 C_ESCAPED = "_gku_"  # a user name that is a C keyword or not ASCII, escaped for CUDA C

@@ -55,7 +55,7 @@ from .simplify import without
 # The statements of all neighbour copies past which a gather replays its neighbours in a loop over
 # the offsets instead of one copy per offset (docs/compile-time.md, finding 10): a copy is a reverse body, and
 # Numba's compile time grows with the code it is given; bodies this long are outlined into a serial function on
-# the CPU (backends/numba_cpu.py, OUTLINE_STATEMENTS = 96), which is not vectorised either way.
+# the CPU (backends/numba_loops.py, OUTLINE_STATEMENTS = 96), which is not vectorised either way.
 LOOP_STATEMENTS = 192
 Offset = tuple[tuple[int, int], ...]
 

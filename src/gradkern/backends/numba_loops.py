@@ -1,0 +1,386 @@
+"""CPU backend, loop generation: the Python module that runs a typed kernel over its launch domain.
+
+The launch domain becomes a loop nest whose outer loop is `prange` for a launch known to be race-free
+(serial otherwise). CPUs have no atomic float add, so in a parallel launch each atomic target gets per-chunk
+private copies (chunk c accumulates into `_gkb_priv_X[c]`), summed into X after the loop; a target the launch
+also loads or stores plainly ("mixed") has none, and runs as its `MixedPlan` says (numba_plan.py). The entry
+takes `_gkb_chunks` (0: return False, and the runtime runs `<entry>_atomics_serial`). A parallel entry whose
+thread body has no loop gets a serial twin, `<entry>_serial`, the same function without parallel=True; a 1-D
+split launch whose edges are wide runs them in `<entry>_edges`. `LoopPrinter` prints all of it: the thread
+body (inline, or outlined as a function of its own), the loop nest around it (split into interior and edges),
+the chunks, their private copies and sums, and the sibling functions."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ..ir import nodes as ir
+from .base import check_launch_ndim
+from .numba_names import defined_before_use, single_definitions, statements, tid_copies_unaliased
+from .numba_plan import MixedPlan
+from .numba_syntax import CHECK, IMPORTS, INLINE_CHECKS, NumbaSyntax, PrivatizedSyntax
+from .printer import Printer
+
+
+@dataclass(frozen=True)
+class NumbaOptions:
+    parallel: bool
+    boundscheck: bool = False
+    privatized: tuple[str, ...] = ()  # atomic targets, in a parallel launch
+    mixed: tuple[str, ...] = ()  # those of them the kernel also loads or stores plainly (PrivatizedSyntax)
+    plan: MixedPlan | None = None  # how the launch runs when some are mixed
+    serial_twin: bool = False  # also print `<entry>_serial`, the entry without parallel=True
+
+
+# Thread bodies longer than this (IR statements, nested ones included) are outlined (LoopPrinter.thread_body).
+# 96: the gathers of 1- to 3-D stencils (65-95 statements: one guarded copy of a short reverse body per
+# neighbour) stay inline, where their vectorised loop is the point (outlined, the 2-D heat step's gradient
+# took 63 ms instead of 15 ms at 2048^2); a reverse body of ten straight-line source statements is ~100.
+OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "96"))
+# An interior whose body still branches (data-dependent `if`s, early returns the split could not fold) is kept
+# only up to this many expression nodes: it does not vectorise, so the split saves a few well-predicted edge
+# tests per thread, and each extra copy of a long body costs its compile again (superbee's first primal: 136 s
+# split, 54 s not; the launch 81 vs 87 ms; docs/compile-time.md). Periodic gathers of 1-D stencils (~300)
+# stay split; superbee (457) and a 2-D periodic gather (940) do not.
+SPLIT_BRANCHY_OPS = 400
+# A 1-D parallel launch split into an interior (transforms/split.py) runs its edge threads, at most this
+# many, serially beside the interior's `prange`: each `prange` is a gufunc Numba compiles apart (about 0.4 s
+# each, cold), and the edges of a stencil are a few threads. Wider edges (an interior bounded by a parameter)
+# run in `<entry>_edges`, a parallel function compiled only when a launch needs it (`LoopPrinter.module`).
+SERIAL_EDGES = 256
+
+
+def keeps_interior(k: ir.Kernel) -> bool:
+    """Whether `k`'s interior is printed: not for a body long enough to be outlined (a serial function per
+    thread gains no vectorisation from the split, and its interior would be a second function to compile),
+    nor for a long one whose interior still branches (SPLIT_BRANCHY_OPS)."""
+    if statements(k.body) > OUTLINE_STATEMENTS:
+        return False
+    branches = any(isinstance(s, (ir.If, ir.While)) for s in ir.walk_stmts(k.interior.body))
+    return not branches or sum(1 for _ in ir.all_exprs(k.body)) <= SPLIT_BRANCHY_OPS
+
+
+@dataclass(frozen=True)
+class Nest:
+    """How one launch loop nest is printed (`LoopPrinter.loop_nest`): `outer` is axis 0's loop header,
+    `loop` the loop of axis 0's split ranges. `split`: print the interior where the kernel has one.
+    `merge` (a race-free launch, whose threads may run in any order): the innermost split axis's two edges
+    as one loop before the interior, two copies of the body, not three; in 1-D that loop is serial, for at
+    most SERIAL_EDGES threads, and the entry returns whether it ran it. `edges_only`: only the edges of a
+    1-D launch, as a `prange`. `chunked`: axis 0 runs one chunk's range."""
+
+    outer: str
+    loop: str = "range"
+    split: bool = True
+    merge: bool = False
+    edges_only: bool = False
+    chunked: bool = False
+
+
+class LoopPrinter:
+    """Prints the Python module of one typed kernel for one launch rank (`module`); its entry function,
+    `entry`, takes the launch extents first, then the kernel's parameters."""
+
+    def __init__(self, k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str = ""):
+        check_launch_ndim(launch_ndim)
+        self.ndim, self.options, self.header = launch_ndim, options, header
+        self.entry = f"{k.name}_{launch_ndim}d"
+        self.private = options.privatized if options.parallel else ()
+        self.plan = options.plan if self.private else None
+        self.shared = self.plan.shared if self.plan is not None else ()
+        # per-chunk private copies
+        self.copied = tuple(a for a in self.private if self.plan is None or a not in options.mixed)
+        self.params = [f"_gkb_n{a}" for a in range(launch_ndim)] + [p.name for p in k.params] + \
+            (["_gkb_chunks"] if self.private else []) + [f"_gkb_{b}_{a}" for a in self.shared for b in ("pb", "rows")]
+        self.flags = f"parallel={options.parallel}, cache=True, error_model='numpy', boundscheck={options.boundscheck}"
+        self.checks = sum(isinstance(e, ir.InBounds)
+                          for e in ir.all_exprs(k.body + (k.interior.body if k.interior else ())))
+        # Every local is defined at the top of each thread's body. Numba privatises a
+        # prange variable only if each iteration defines it before any use it can see;
+        # a local set in one branch and read in a later branch on the same condition
+        # (a fused reverse reading a forward value) would otherwise be shared between
+        # workers. Thread-index aliases are left out: Numba refuses writes to them.
+        # Locals whose first mention is a top-level assignment are defined before any use on every path and
+        # need no prologue: leaving them out keeps them single-definition, and Numba's SSA reconstruction
+        # costs time quadratic in the multiply-defined names of a long body.
+        # Each body (the general one, the interior's) has its own: the interior's straight-line copies define
+        # their locals first where the general body's guarded copies cannot.
+        k = self.k = single_definitions(tid_copies_unaliased(k))
+        self.firsts = {id(k.body): defined_before_use(k.body)}
+        if k.interior is not None:
+            self.firsts[id(k.interior.body)] = defined_before_use(k.interior.body)
+        self.zeros = tuple(ir.Assign(n, ir.Const(0, type=t)) for n, t in k.locals if n not in k.thread_indices)
+        # A long thread body is printed once as a serial function that the launch loops call: Numba's parfor
+        # passes and LLVM's optimisation of one huge loop body cost time superlinear in its length (issue
+        # 14.11), and a body this long gains nothing from vectorising across threads.
+        self.outline = statements(k.body) > OUTLINE_STATEMENTS
+        self.outlined: list[str] = []
+        self.thread_args = [f"_gkb_t{a}" for a in range(launch_ndim)]
+
+    def module(self) -> str:
+        """The module's source: imports, the bounds-check helper, outlined bodies, the entry, its siblings."""
+        options, flags, params, entry, k = self.options, self.flags, self.params, self.entry, self.k
+        lines = [f"# {line}" for line in self.header.splitlines()]
+        lines += IMPORTS
+        if self.checks:
+            inline = ", inline='always'" if self.checks <= INLINE_CHECKS else ""
+            lines += ["", "", CHECK[0].format(inline=inline), *CHECK[1:]]
+        lines += ["", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
+        # a 1-D parallel launch with an interior: its edges run serially in the entry, or in `<entry>_edges`
+        edges = options.parallel and not self.private and self.ndim == 1 and k.interior is not None \
+            and k.interior.on(0) is not None
+        if not self.private:
+            loop = "_gk_prange" if options.parallel else "range"
+            lines += self.loop_nest(NumbaSyntax(self.ndim), 1, Nest(f"{loop}(_gkb_n0)", loop, merge=options.parallel))
+            if edges:
+                lines.append(f"    return _gkb_w0 <= {SERIAL_EDGES}")
+        else:
+            lines += self.chunks()
+        if options.serial_twin:
+            # the same function, compiled without parallel=True (prange is then range): the same chunks in the
+            # same order, so the same results, bit for bit, without waking the worker threads
+            start = lines.index(f"@_gk_njit({flags})")
+            lines += ["", "", f"@_gk_njit({flags.replace('parallel=True', 'parallel=False')})",
+                      f"def {entry}_serial({', '.join(params)}):", *lines[start + 2:]]
+        if edges:
+            # compiled only when a launch's edges are wider than SERIAL_EDGES (NumbaBackend.run)
+            lines += ["", "", f"@_gk_njit({flags})", f"def {entry}_edges({', '.join(params)}):",
+                      *self.loop_nest(NumbaSyntax(self.ndim), 1,
+                                      Nest("_gk_prange(_gkb_n0)", "_gk_prange", edges_only=True))]
+        if self.private:
+            lines += ["", "", f"@_gk_njit({flags.replace('parallel=True', 'parallel=False')})",
+                      f"def {entry}_atomics_serial({', '.join(params)}):",
+                      *self.loop_nest(NumbaSyntax(self.ndim), 1, Nest("range(_gkb_n0)", split=self.ndim > 1))]
+        if self.outlined:  # the body functions go before the entry that calls them
+            at = lines.index(f"@_gk_njit({flags})") - 2
+            lines[at:at] = self.outlined
+        return "\n".join(lines) + "\n"
+
+    def chunks(self) -> list[str]:
+        """The entry of a parallel launch with atomic targets: its chunks, each with its private copies (or
+        the mixed targets' slots), the loop nest over the chunk's range, then the copies summed."""
+        k, plan, copied, shared = self.k, self.plan, self.copied, self.shared
+        lines = ["    if _gkb_chunks > 0:"]
+        # one parallel region for the chunks and one for the sums, whatever the number of targets
+        # (docs/adjoint-forms.md): np.zeros and `X += copy[c]` would each be a parallel region of their own
+        # (a fork and a join per target, and per target and chunk). Each chunk zeroes its own copy, flat.
+        for a in copied:
+            lines += [f"        _gkb_priv_{a} = _gk_np.empty((_gkb_chunks,) + {a}.shape, {a}.dtype)",
+                      f"        _gkb_flat_{a} = _gkb_priv_{a}.reshape((_gkb_chunks, {a}.size))"]
+        depth = 3
+        if plan is not None and plan.phases == 2:
+            # the even chunks, then the odd ones, each at least `width` threads wide (MixedPlan)
+            lines.append(f"        _gkb_chunks = max(1, min(_gkb_chunks, _gkb_n0 // {plan.width}))")
+            lines.append("        for _gkb_ph in range(2):")
+            lines.append("            for _gkb_q in _gk_prange((_gkb_chunks + 1 - _gkb_ph) // 2):")
+            lines.append("                _gkb_s = _gk_int64(_gkb_q)")
+            lines.append("                _gkb_c = _gkb_s * 2 + _gkb_ph")
+            depth = 4
+        else:
+            lines.append("        for _gkb_c in _gk_prange(_gkb_chunks):")
+            if shared:
+                lines.append("            _gkb_s = _gk_int64(_gkb_c)")
+        accumulators = {} if self.outline else _accumulators(k, self.private, self.options.mixed)
+        types = {p.name: p.type for p in k.params}
+        sx = NumbaSyntax(self.ndim)
+        pad = "    " * depth
+        for a in copied:
+            lines += [f"{pad}for _gkb_e in range({a}.size):",
+                      f"{pad}    _gkb_flat_{a}[_gkb_c, _gkb_e] = {sx.literal(0, types[a].dtype)}"]
+        lines += [f"{pad}{acc} = {sx.literal(0, types[a].dtype)}" for (a, _), acc in accumulators.items()]
+        # chunks split axis 0; only an inner axis may be split further
+        syntax = PrivatizedSyntax(self.ndim, frozenset(self.options.mixed) if plan else frozenset(),
+                                  frozenset(shared), accumulators)
+        lines += self.loop_nest(syntax, depth, Nest(
+            "range(_gkb_c * _gkb_n0 // _gkb_chunks, (_gkb_c + 1) * _gkb_n0 // _gkb_chunks)",
+            split=self.ndim > 1, chunked=True))
+        lines += [f"{pad}_gkb_priv_{a}[{', '.join(['_gkb_c', *idx])}] += {acc}"
+                  for (a, idx), acc in accumulators.items()]
+        if copied:
+            lines += _private_sums(copied, {a: types[a].ndim for a in copied})
+        for a in shared:  # the flagged rows of each slot's copy, in slot order; zeroed again
+            rest = [f"_gkb_r{d}" for d in range(1, k.param(a).type.ndim)]
+            at = ", ".join(["_gkb_r0", *rest])
+            lines += [f"        for _gkb_s in range(_gkb_pb_{a}.shape[0]):",
+                      f"            for _gkb_r0 in range({a}.shape[0]):",
+                      f"                if _gkb_rows_{a}[_gkb_s, _gkb_r0]:",
+                      f"                    _gkb_rows_{a}[_gkb_s, _gkb_r0] = 0"]
+            for d, r in enumerate(rest, 1):
+                lines.append(f"{'    ' * (4 + d)}for {r} in range({a}.shape[{d}]):")
+            pad = "    " * (5 + len(rest))
+            lines += [f"{pad}{a}[{at}] += _gkb_pb_{a}[_gkb_s, {at}]", f"{pad}_gkb_pb_{a}[_gkb_s, {at}] = 0"]
+        # the serial path (chunks = 0: the copies would pass the memory limit) is a function of its own,
+        # `<entry>_atomics_serial`, which Numba compiles only when a launch takes it (docs/compile-time.md)
+        return lines + ["        return True", "    return False"]
+
+    def thread_body(self, syntax: NumbaSyntax, depth: int, body: tuple[ir.Stmt, ...], role: str) -> list[str]:
+        """The body of one thread at `depth`: printed in place, or a call of its outlined function.
+        Its prologue defines only the locals this body reads: every other definition is dead code that
+        Numba's SSA, type inference and parfor passes would still process (a gather's copies of a reverse
+        body leave dozens of locals no copy mentions)."""
+        p = Printer(syntax)
+        reads = {e.name for e in ir.all_exprs(body) if isinstance(e, ir.Var)}
+        first = self.firsts[id(body)]
+        own_prologue = tuple(a for a in self.zeros if a.name in reads and a.name not in first)
+        if not self.outline:
+            p.block(own_prologue + body, depth)
+            return p.lines
+        private_args = ["_gkb_c", *(["_gkb_s"] if self.shared else []), *[f"_gkb_priv_{a}" for a in self.copied]] \
+            if isinstance(syntax, PrivatizedSyntax) else []
+        name = f"_gkb_{role}{'_private' if private_args else ''}"
+        args = ", ".join(self.thread_args + private_args + self.params)
+        if not any(line.startswith(f"def {name}(") for line in self.outlined):
+            f = Printer(syntax)
+            f.block(own_prologue + body, 1)
+            self.outlined.extend(["", "", "@_gk_njit(cache=True, error_model='numpy', "
+                                  f"boundscheck={self.options.boundscheck})", f"def {name}({args}):", *f.lines])
+        # the indices pass as int64: Numba types the call twice, in the entry before its parfor pass and in
+        # the gufunc the `prange` loop becomes, where the loop's index is unsigned; an unsigned index would
+        # compile the body a second time, for a second signature (docs/compile-time.md)
+        indices = len(self.thread_args) + (1 + bool(self.shared) if private_args else 0)  # with _gkb_c and _gkb_s
+        call = [f"_gk_int64({a})" for a in (self.thread_args + private_args)[:indices]] + \
+            (self.thread_args + private_args)[indices:] + self.params
+        p.line(depth, f"{name}({', '.join(call)})")
+        return p.lines
+
+    def loop_nest(self, syntax: NumbaSyntax, depth: int, nest: Nest) -> list[str]:
+        """The launch loops around the body. With an interior (transforms/split.py), each split axis
+        has its range computed before its loop: the innermost is printed three times (edge, interior,
+        edge), an outer one runs the rest of the nest towards the interior inside an `if` on its index
+        and the general body in the `else` (`Nest` says how: merged edges, edges only, a chunk)."""
+        p = Printer(syntax)
+        inner = self.k.interior if nest.split and self.k.interior is not None else None
+        self._axis(p, nest, inner, 0, depth, inner is not None)
+        return p.lines
+
+    def _axis(self, p: Printer, nest: Nest, inner: ir.Interior | None, axis: int, d: int, inside: bool,
+              flag: str | None = None) -> None:
+        """The loops of `axis` and those inside it. `inside`: this thread is inside the range of every
+        split axis so far (`flag`: where merged, the name of a bool that says whether it is)."""
+        k, last, loop = self.k, self.ndim - 1, nest.loop
+        if axis == self.ndim:
+            p.lines.extend(self.thread_body(p.sx, d, inner.body if inside else k.body,
+                                            "interior" if inside else "body"))
+            return
+        header = nest.outer if axis == 0 else f"range(_gkb_n{axis})"
+        r = inner.on(axis) if inside else None
+        if flag is not None and axis == last and r is None:  # the merged outer tests decide here
+            p.line(d, f"if {flag}:")
+            self._axis(p, nest, inner, axis, d + 1, True)
+            p.line(d, "else:")
+            self._axis(p, nest, inner, axis, d + 1, False)
+            return
+        if r is None:
+            p.line(d, f"for _gkb_t{axis} in {header}:")
+            if axis == 0 and nest.chunked:
+                # always true, but LLVM cannot see that a chunk's range starts at or above 0: without
+                # the test every index keeps Numba's negative-index wrap and the loop is not vectorised
+                p.line(d + 1, "if _gkb_t0 >= 0:")
+                d += 1
+            self._axis(p, nest, inner, axis + 1, d + 1, inside, flag)
+            return
+        n, lo_, hi_ = f"_gkb_n{axis}", f"_gkb_lo{axis}", f"_gkb_hi{axis}"
+        # a constant start is printed literally: LLVM then knows j >= start, drops Numba's
+        # negative-index checks on j - 1 and vectorises (an empty range when n < start)
+        const_lo = isinstance(r.lo, ir.Const)
+        start = str(max(int(r.lo.value), 0)) if const_lo else lo_
+        if axis < last:
+            if not const_lo:
+                p.line(d, f"{lo_} = max({p.expr(r.lo)}, 0)")
+            p.line(d, f"{hi_} = {n if r.hi is None else p.expr(r.hi)}")
+            p.line(d, f"for _gkb_t{axis} in {header}:")
+            test = f"_gkb_t{axis} >= {start} and _gkb_t{axis} < {hi_}"
+            if nest.merge:
+                # no branch here: a bool the innermost axis reads, so that the general body is printed
+                # once whatever the number of split axes (two copies of the body in all, not 1 + axes)
+                p.line(d + 1, f"_gkb_in{axis} = {test}{f' and {flag}' if flag else ''}")
+                self._axis(p, nest, inner, axis + 1, d + 1, True, f"_gkb_in{axis}")
+                return
+            p.line(d + 1, f"if {test}:")
+            self._axis(p, nest, inner, axis + 1, d + 2, True)
+            p.line(d + 1, "else:")
+            self._axis(p, nest, inner, axis + 1, d + 2, False)
+            return
+        p.line(d, f"{lo_} = min({start if const_lo else f'max({p.expr(r.lo)}, 0)'}, {n})")
+        p.line(d, f"{hi_} = {n if r.hi is None else f'min(max({p.expr(r.hi)}, {lo_}), {n})'}")
+        if flag is not None:
+            # a thread outside an outer range: the whole row is edge (an empty interior at [0, 0))
+            p.line(d, f"if not {flag}:")
+            p.line(d + 1, f"{lo_} = 0")
+            p.line(d + 1, f"{hi_} = 0")
+        if nest.merge or nest.edges_only:
+            e, w = f"_gkb_e{axis}", f"_gkb_w{axis}"
+            p.line(d, f"{w} = {lo_} + {n} - {hi_}")
+            at = d
+            if nest.edges_only:
+                p.line(d, f"for {e} in {loop}({w}):")
+            elif axis == 0:
+                p.line(d, f"if {w} <= {SERIAL_EDGES}:")
+                p.line(d + 1, f"for {e} in range({w}):")
+                at = d + 1
+            else:
+                p.line(d, f"for {e} in range({w}):")
+            # int64: a prange index is unsigned, and an unsigned index mixed with int64 is a float
+            p.line(at + 1, f"_gkb_t{axis} = _gk_int64({e}) if {e} < {lo_} else _gk_int64({e}) + ({hi_} - {lo_})")
+            self._axis(p, nest, inner, axis + 1, at + 1, False)
+            if not nest.edges_only:
+                p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({start}, {hi_}):")
+                self._axis(p, nest, inner, axis + 1, d + 1, True)
+            return
+        for first, stop, interior in (("0", lo_, False), (start, hi_, True), (hi_, n, False)):
+            p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({first}, {stop}):")
+            self._axis(p, nest, inner, axis + 1, d + 1, interior)
+
+
+def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str = "") -> tuple[str, str]:
+    """The Python module source for a typed kernel, and its entry function's name.
+
+    The entry takes the launch extents first, then the kernel's parameters."""
+    printer = LoopPrinter(k, launch_ndim, options, header)
+    return printer.module(), printer.entry
+
+
+def _private_sums(copied: tuple[str, ...], ndims: dict[str, int]) -> list[str]:
+    """The chunks' private copies summed into their targets in one parallel loop over the targets' rows
+    (each row of each target by one worker): every element gets its copies' values in chunk order, the
+    order of the serial sums `X += copy[c]`, so the same result."""
+    rows = ", ".join(f"{a}.shape[0]" for a in copied)
+    lines = [f"        for _gkb_r0 in _gk_prange({f'max({rows})' if len(copied) > 1 else rows}):"]
+    for a in copied:
+        rest = [f"_gkb_r{d}" for d in range(1, ndims[a])]
+        at = ", ".join(["_gkb_r0", *rest])
+        lines.append(f"            if _gkb_r0 < {a}.shape[0]:")
+        for d, r in enumerate(rest, 1):
+            lines.append(f"{'    ' * (3 + d)}for {r} in range({a}.shape[{d}]):")
+        pad = "    " * (4 + len(rest))
+        # a sum of its own per target: one name for all would take the widest type, and round differently
+        lines += [f"{pad}_gkb_v_{a} = {a}[{at}]",
+                  f"{pad}for _gkb_k in range(_gkb_chunks):",
+                  f"{pad}    _gkb_v_{a} += _gkb_priv_{a}[_gkb_k, {at}]",
+                  f"{pad}{a}[{at}] = _gkb_v_{a}"]
+    return lines
+
+
+def _accumulators(k: ir.Kernel, private: tuple[str, ...],
+                  mixed: tuple[str, ...]) -> dict[tuple[str, tuple[str, ...]], str]:
+    """A register accumulator per element that a privatised float target's atomic adds all hit at
+    constant indices (an Active scalar's sum): `acc += v` in the chunk's loop, added to the chunk's
+    private copy once after it. The copy's element would otherwise be loaded and stored at every
+    thread (LLVM cannot keep it in a register beside the other stores), a chain through memory that
+    made saxpy's gradient latency-bound. The same additions in the same order: the same result."""
+    bodies = k.body + (k.interior.body if k.interior is not None else ())
+    adds = [s for s in ir.walk_stmts(bodies) if isinstance(s, ir.AtomicAdd)]
+    types = {p.name: p.type for p in k.params}
+    sx = NumbaSyntax(k.tid_ndim)
+    out: dict[tuple[str, tuple[str, ...]], str] = {}
+    for a in private:
+        mine = [s for s in adds if s.array == a]
+        if a in mixed or not types[a].dtype.is_float or \
+                not all(isinstance(i, ir.Const) for s in mine for i in s.indices) or \
+                any(s.value.type != types[a].dtype for s in mine):  # a wider sum would round differently
+            continue
+        for s in mine:
+            key = (a, tuple(sx.literal(i.value, i.type) for i in s.indices))
+            out.setdefault(key, f"_gkb_acc{len(out)}")
+    return out
