@@ -176,7 +176,7 @@ class _CustomOps:
             out: list = [None] * len(tensors)
             for k, g in zip(lay.wanted(lay.roles(tensors)), got):
                 out[k] = g
-            return out, None, None
+            return out, (None if ctx.constants else []), None  # a list of numbers is one leaf, unless empty
 
         self.forward.register_autograd(backward_rule, setup_context=setup_context)
         self.backward.register_autograd(_refused, setup_context=lambda ctx, inputs, output: None)
@@ -188,12 +188,12 @@ class _CustomOps:
 
 
 class _Refuse(torch.autograd.Function):
-    """Identity on gradients returned by a backward run with create_graph=True, refusing to be
-    differentiated."""
+    """The gradients a backward run with create_graph=True returns, as functions of the operation's
+    inputs that refuse to be differentiated."""
 
     @staticmethod
-    def forward(ctx, *grads):
-        return tuple(g.view_as(g) for g in grads)
+    def forward(ctx, count, *grads_and_inputs):
+        return tuple(g.view_as(g) for g in grads_and_inputs[:count])
 
     @staticmethod
     def backward(ctx, *_):
@@ -224,7 +224,7 @@ class _Function(torch.autograd.Function):
         with torch.no_grad():
             got = _gradients(lay, tensors, grads, call)
         if torch.is_grad_enabled():  # create_graph=True: a second derivative would go through these
-            got = list(_Refuse.apply(*got))
+            got = list(_Refuse.apply(len(got), *got, *tensors))
         out: list = [None] * len(tensors)
         for k, g in zip(lay.wanted(lay.roles(tensors)), got):
             out[k] = g
