@@ -8,7 +8,7 @@ import gc
 
 import numpy as np
 import pytest
-from interop_cases import cases, central_differences, differentiable, pingpong, stencil, update
+from interop_cases import N, cases, central_differences, differentiable, pingpong, stencil, update
 
 import gradkern as gk
 from gradkern.interop import adapter as A
@@ -127,3 +127,16 @@ def test_pending_forwards_are_kept_within_the_budget_and_taken_once():
     handle = pending.tie(call)
     A.backward(call, [np.ones(args[0].shape)])
     assert pending.take(int(handle[0])) is None  # used: the framework runs the forward again
+
+
+def test_an_array_passed_twice_has_one_shadow_and_its_gradient_in_its_first_place():
+    """dot(u, u, out): d(u . u)/du = 2 u, all of it at the first place (frameworks add the places up)."""
+    from gradkern.kernels import dot
+    u = np.random.default_rng(5).uniform(-1, 1, N)
+    op = A.operation(dot, "out", None)
+    args = [u, u, np.zeros(1)]
+    call = A.forward(op, roles_of(args), values_of(args))
+    assert call.args[0].dval is call.args[1].dval and call.aliases == {1}
+    got = A.backward(call, [np.ones(1)])
+    np.testing.assert_allclose(got[0], 2 * u, rtol=1e-15)
+    assert not got[1].any()

@@ -187,3 +187,10 @@ def test_arrays_must_be_tensors():
     op, _, args = operation("stencil")
     with pytest.raises(gk.InteropError, match="argument 'un' is a ndarray: pass arrays as torch tensors"):
         op(tensors(args)[0], np.zeros(N), 0.2, 0.01)
+
+
+def test_a_tensor_passed_twice(path):
+    from gradkern.kernels import dot
+    op = gk.interop.torch_function(dot, "out")
+    u = torch.from_numpy(np.random.default_rng(5).uniform(-1, 1, N)).requires_grad_()
+    assert torch.autograd.gradcheck(lambda u: op(u, u, torch.zeros(1, dtype=torch.float64)), [u])

@@ -148,6 +148,7 @@ class Call:
     reverse: Callable
     tape: Any
     nbytes: int
+    aliases: frozenset[int] = frozenset()  # positions whose array an earlier position also holds
     used: bool = False
 
     def outputs(self) -> tuple:
@@ -180,10 +181,13 @@ def forward(op: Operation, roles: Sequence[str], values: Sequence, copy_all: boo
     roles = tuple(roles)
     primals = _arguments(op, roles, values, copy_all)
     copied = op.copied(roles, copy_all)
-    args, nbytes = [], 0
+    args, nbytes, seen, aliases = [], 0, {}, set()
     for n, (r, v) in enumerate(zip(roles, primals)):
         if r == ARRAY:
-            args.append(Duplicated(v, array_module(v).zeros_like(v)))
+            first = seen.setdefault(_identity(v), n)
+            if first != n:  # one array passed twice, read in both places: one shadow (as gradkern requires)
+                aliases.add(n)
+            args.append(Duplicated(v, args[first].dval if first != n else array_module(v).zeros_like(v)))
             nbytes += v.nbytes * (2 if n in copied else 1)
         elif r == ACTIVE:
             args.append(Active(float(v)))
@@ -197,7 +201,13 @@ def forward(op: Operation, roles: Sequence[str], values: Sequence, copy_all: boo
             augmented, reverse = autodiff_thunk(op.f, *args, dim=op.dim)
         tape = augmented(*args)
     nbytes += getattr(tape, "bytes", None) or getattr(tape, "nbytes", 0)
-    return Call(op, roles, tuple(args), reverse, tape, nbytes)
+    return Call(op, roles, tuple(args), reverse, tape, nbytes, frozenset(aliases))
+
+
+def _identity(a: Any) -> tuple:
+    """What makes two arrays the same array: memory, shape, strides, dtype."""
+    address = a.ctypes.data if isinstance(a, np.ndarray) else a.data.ptr
+    return address, a.shape, a.strides, a.dtype.str
 
 
 def backward(call: Call, grads: Sequence) -> tuple:
@@ -215,8 +225,9 @@ def backward(call: Call, grads: Sequence) -> tuple:
     with LOCK:
         derivatives = call.reverse(*call.args, call.tape)
     call.tape = None  # what the reverse held (a program's tape is spent; a kernel's is freed here)
-    return tuple(a.dval if r == ARRAY else derivatives[n] if r == ACTIVE else None
-                 for n, (r, a) in enumerate(zip(call.roles, call.args)))
+    # an array passed twice has its whole gradient in its first place (the frameworks add the places up)
+    return tuple((array_module(a.dval).zeros_like(a.dval) if n in call.aliases else a.dval) if r == ARRAY
+                 else derivatives[n] if r == ACTIVE else None for n, (r, a) in enumerate(zip(call.roles, call.args)))
 
 
 class _Holder(bytearray):
