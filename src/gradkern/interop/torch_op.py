@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 
 from ..errors import InteropError
@@ -240,6 +241,7 @@ def torch_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
     ops: list = []
 
     def call(*args):
+        args = tuple(a.item() if isinstance(a, np.generic) else a for a in args)  # NumPy scalars: numbers
         layout = "".join("t" if isinstance(a, torch.Tensor) else "c" for a in args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         constants = [a for a in args if not isinstance(a, torch.Tensor)]
