@@ -23,6 +23,7 @@ import sys
 import time
 from collections.abc import Callable
 
+import numba
 import numpy as np
 from overhead import measure
 from report import cpu_model, publish, run_lines
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         f"interleaved rounds of {args.calls} calls. The time loop: the ping-pong Allen-Cahn program, "
         f"n = {args.n}, {args.steps} steps of two launches and an energy, its gradient with respect to u0 and c "
         f"(goal: within {LOOP_GOAL - 1:.0%} of gk.autodiff). {'Wall-clock' if args.clock == 'wall' else 'Process CPU'} "
-        f"time; 1-minute load average at start {load:.2f}.", "",
+        f"time; 1-minute load average at start {load:.2f}; Numba threads: {numba.get_num_threads()}.", "",
         *run_lines(shlex.join(["python", os.path.relpath(sys.argv[0]),
                                *(argv if argv is not None else sys.argv[1:])])), "",
         table(small, "gk.launch"), "", table(loop, "gk.autodiff", LOOP_GOAL), ""])
