@@ -136,3 +136,30 @@ def test_bad_outputs_are_refused_when_the_operation_is_made():
     op = gk.interop.jax_function(stencil, "un")
     with pytest.raises(gk.InteropError, match="takes 4 arguments"):
         op(jnp.zeros(N), jnp.zeros(N))
+
+
+@pytest.mark.parametrize("name", ["stencil", "pingpong"])
+def test_jacrev_runs_gradkerns_vector_mode(name, monkeypatch):
+    """jax.jacrev is a vmap over one forward's vjp: its N cotangents take one forward and one reverse with N
+    shadows per array (gk.BatchDuplicated), and give the rows N separate vjps give."""
+    op, as_tuple, args = operation(name)
+    first = 0 if name == "stencil" else 1  # pingpong: its E output
+    rest = [jnp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+    c_at = 2 if name == "stencil" else 3
+
+    def fn(u, c):
+        full = list(rest)
+        full[0], full[c_at] = u, c
+        return as_tuple(*full)[first]
+    u, c = jnp.asarray(args[0]), jnp.asarray(args[c_at])
+    lanes = []
+    forward = A.forward
+    monkeypatch.setattr(A, "forward", lambda *a, **k: lanes.append(k.get("lanes", 0)) or forward(*a, **k))
+    ju, jc = jax.jacrev(fn, argnums=(0, 1))(u, c)
+    out = fn(u, c)
+    assert lanes == [0, out.size]  # the vjp's forward, then one vector-mode forward for every row
+    _, vjp = jax.vjp(fn, u, c)
+    for i in range(out.size):
+        row_u, row_c = vjp(jnp.zeros_like(out).at[i].set(1.0))
+        np.testing.assert_allclose(np.asarray(ju[i]), np.asarray(row_u), rtol=1e-13, atol=1e-15)
+        np.testing.assert_allclose(float(jc[i]), float(row_c), rtol=1e-13, atol=1e-15)

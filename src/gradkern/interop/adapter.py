@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..annotations import Active, Const, Duplicated
+from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..api import autodiff_thunk, launch
 from ..errors import InteropError
 from ..kernel import DeviceFunction, KernelFunction
@@ -174,9 +174,10 @@ def primal(op: Operation, roles: Sequence[str], values: Sequence, copy_all: bool
     return tuple(args[n] for n in op.outputs)
 
 
-def forward(op: Operation, roles: Sequence[str], values: Sequence, copy_all: bool = False) -> Call:
+def forward(op: Operation, roles: Sequence[str], values: Sequence, copy_all: bool = False, lanes: int = 0) -> Call:
     """The augmented primal on copies, with a zero shadow for every float array: the Call its backward
-    takes. `values`: arrays (NumPy or CuPy) for ARRAY and DATA, Python floats for ACTIVE."""
+    takes. `values`: arrays (NumPy or CuPy) for ARRAY and DATA, Python floats for ACTIVE. `lanes` k >= 1:
+    vector mode, k shadows per array (gk.BatchDuplicated), for k adjoints of the same inputs at once."""
     op.check(roles)
     roles = tuple(roles)
     primals = _arguments(op, roles, values, copy_all)
@@ -187,8 +188,11 @@ def forward(op: Operation, roles: Sequence[str], values: Sequence, copy_all: boo
             first = seen.setdefault(_identity(v), n)
             if first != n:  # one array passed twice, read in both places: one shadow (as gradkern requires)
                 aliases.add(n)
-            args.append(Duplicated(v, args[first].dval if first != n else array_module(v).zeros_like(v)))
-            nbytes += v.nbytes * (2 if n in copied else 1)
+            if lanes:  # the JAX adapter's: every array is a copy, none aliased
+                args.append(BatchDuplicated(v, tuple(array_module(v).zeros_like(v) for _ in range(lanes))))
+            else:
+                args.append(Duplicated(v, args[first].dval if first != n else array_module(v).zeros_like(v)))
+            nbytes += v.nbytes * (max(lanes, 1) + (n in copied))
         elif r == ACTIVE:
             args.append(Active(float(v)))
         else:
@@ -213,18 +217,23 @@ def _identity(a: Any) -> tuple:
 def backward(call: Call, grads: Sequence) -> tuple:
     """The reverse of `call`: each output's incoming gradient (an array, or None for zero) is copied
     into its shadow, which the reverse consumes; the caller's gradient arrays are never written. Returns
-    per argument the gradient of its initial value: the shadow for ARRAY, a float for ACTIVE, else None."""
+    per argument the gradient of its initial value: the shadow for ARRAY, a float for ACTIVE, else None.
+    In vector mode each incoming gradient has a leading axis of k lanes, and so has each result."""
     if call.used:
         raise InteropError(f"{call.op.name}: this forward's tape was consumed by its backward",
                            hint="run the forward again (the framework adapters do)")
     call.used = True
+    batch = any(isinstance(a, BatchDuplicated) for a in call.args)
     for n, g in zip(call.op.outputs, grads):
         if call.roles[n] == ARRAY and g is not None:
-            shadow = call.args[n].dval
-            array_module(shadow).copyto(shadow, g)
+            for shadow, lane in zip(call.args[n].dvals, g) if batch else ((call.args[n].dval, g),):
+                array_module(shadow).copyto(shadow, lane)
     with LOCK:
         derivatives = call.reverse(*call.args, call.tape)
     call.tape = None  # what the reverse held (a program's tape is spent; a kernel's is freed here)
+    if batch:  # each array's k gradients stacked on a leading axis, each Active scalar's k derivatives
+        return tuple(array_module(a.val).stack(a.dvals) if r == ARRAY else np.asarray(derivatives[n])
+                     if r == ACTIVE else None for n, (r, a) in enumerate(zip(call.roles, call.args)))
     # an array passed twice has its whole gradient in its first place (the frameworks add the places up)
     return tuple((array_module(a.dval).zeros_like(a.dval) if n in call.aliases else a.dval) if r == ARRAY
                  else derivatives[n] if r == ACTIVE else None for n, (r, a) in enumerate(zip(call.roles, call.args)))
@@ -289,11 +298,12 @@ PENDING = Pending(int(os.environ.get("GRADKERN_INTEROP_PENDING_BYTES", 1 << 30))
 
 
 def gradients(op: Operation, roles: Sequence[str], values: Sequence, grads: Sequence, call: Call | None,
-              copy_all: bool = False) -> tuple:
+              copy_all: bool = False, lanes: int = 0) -> tuple:
     """The backward of one forward: its Call when the store still has it, else the forward run again on
-    `values` (the inputs as the forward saw them: the frameworks' saved tensors or residuals)."""
-    if call is None:
-        call = forward(op, roles, values, copy_all)
+    `values` (the inputs as the forward saw them: the frameworks' saved tensors or residuals); with
+    `lanes`, k adjoints at once in vector mode (a forward of its own: the stored one has one shadow)."""
+    if call is None or lanes:
+        call = forward(op, roles, values, copy_all, lanes=lanes)
     return backward(call, grads)
 
 

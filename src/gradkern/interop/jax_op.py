@@ -3,7 +3,9 @@
 NumPy buffers (JAX arrays are immutable and the callback's are read-only). The forward keeps its split-mode
 Call in adapter.PENDING under an int32 handle, a residual; the backward takes it back, or runs the forward
 again when it is gone (dropped over the budget, or taken by an earlier backward of the same residuals).
-Callbacks are `vmap_method="sequential"`: under `jax.vmap` each lane is one call.
+Under `jax.vmap` the primal and the forward run lane by lane (`vmap_method="sequential"`); the backward
+takes its lanes at once (`"expand_dims"`): k cotangents of one forward (jax.jacrev) run in gradkern's
+vector mode, lanes with inputs of their own one call each.
 """
 
 from __future__ import annotations
@@ -84,17 +86,46 @@ def _build(layout: _Layout):
         wanted = [k for k, n in enumerate(layout.positions) if roles[n] in (A.ARRAY, A.ACTIVE)]
         out_specs = tuple(jax.ShapeDtypeStruct(arrays[k].shape, arrays[k].dtype) for k in wanted)
 
-        def backward_cb(handle, *rest):
-            host, given = rest[:len(arrays)], rest[len(arrays):]
+        def one(handle, host, given) -> list:
+            """One backward: the forward's call if the store has it, else the forward again."""
             grads = [None] * len(op.outputs)
             for k, g in zip(seeded, given):
                 grads[k] = np.asarray(g)
             call = A.PENDING.take(int(handle))
             got = A.gradients(op, layout.roles(host), layout.values(host), grads, call, copy_all=True)
-            return tuple(np.asarray(got[layout.positions[k]], dtype=arrays[k].dtype) for k in wanted)
+            return [np.asarray(got[layout.positions[k]], dtype=arrays[k].dtype) for k in wanted]
 
+        def backward_cb(handle, *rest):
+            host, given = rest[:len(arrays)], rest[len(arrays):]
+            levels = np.ndim(handle)  # vmap levels: a leading axis each, of size 1 where not batched
+            if not levels:
+                return tuple(one(handle, host, given))
+            batch = np.broadcast_shapes(*(np.shape(a)[:levels] for a in (handle, *host, *given)))
+            if vector and all(np.shape(a)[:levels] == (1,) * levels for a in (handle, *host)):
+                return vector_mode(handle, host, given, levels, batch)
+            results = [np.empty(batch + arrays[k].shape, arrays[k].dtype) for k in wanted]
+            for index in np.ndindex(batch):  # different inputs per lane: one call each
+                pick = [np.broadcast_to(a, batch + np.shape(a)[levels:])[index] for a in (handle, *host, *given)]
+                for r, g in zip(results, one(pick[0], pick[1:1 + len(host)], pick[1 + len(host):])):
+                    r[index] = g
+            return tuple(results)
+
+        def vector_mode(handle, host, given, levels, batch):
+            """k cotangents of one forward's outputs (jax.jacrev, a vmap over a vjp): gradkern's vector mode,
+            k shadows per array in one forward and one reverse."""
+            A.PENDING.take(int(np.ravel(handle)[0]))  # its call has one shadow per array: not for k lanes
+            k = int(np.prod(batch))
+            host = [np.asarray(a).reshape(np.shape(a)[levels:]) for a in host]
+            grads = [None] * len(op.outputs)
+            for j, g in zip(seeded, given):
+                grads[j] = np.broadcast_to(g, batch + np.shape(g)[levels:]).reshape(k, *np.shape(g)[levels:])
+            got = A.gradients(op, layout.roles(host), layout.values(host), grads, None, copy_all=True, lanes=k)
+            return tuple(np.asarray(got[layout.positions[j]], dtype=arrays[j].dtype).reshape(batch + arrays[j].shape)
+                         for j in wanted)
+
+        vector = any(r == A.ARRAY for r in roles)  # gradkern's vector mode needs an array to carry the lanes
         ins = jax.pure_callback(backward_cb, out_specs, handle, *arrays, *(cts[k] for k in seeded),
-                                vmap_method="sequential")
+                                vmap_method="expand_dims")
         out = [None] * len(arrays)
         for k, g in zip(wanted, ins):
             out[k] = g
