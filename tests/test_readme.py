@@ -101,6 +101,18 @@ def _custom_rules(ns):
     assert np.abs(ns["du_heat"]).max() > 0
 
 
+def _interop(ns):
+    """The JAX program's gradient is the one gradkern gives directly; torch's un and gradients exist."""
+    import gradkern as gk
+    u0 = np.asarray(ns["u0"])
+    du0 = np.zeros_like(u0)
+    dc = gk.autodiff(ns["simulate"], gk.Duplicated(u0.copy(), du0), gk.Duplicated(np.zeros(100), np.zeros(100)),
+                     gk.Duplicated(np.zeros(1), np.ones(1)), gk.Active(0.2), 50)[3]
+    np.testing.assert_allclose(np.asarray(ns["du0"]), du0, rtol=1e-12, atol=1e-15)
+    assert ns["dc"].shape == () and abs(float(ns["dc"]) - dc) <= 1e-12 * abs(dc)
+    assert ns["u"].grad.shape == (100,) and ns["c"].grad.shape == ()
+
+
 def _gpu(ns):
     assert "__global__" in ns["cuda_c"]
     assert "fused" in ns["reverse_c"]
@@ -120,7 +132,7 @@ def _errors(ns):
 CHECKS = {"getting-started.md": _getting_started, "launches.md": _launches,
           "shadows-and-modes.md": _shadows_and_modes, "programs.md": _programs,
           "checkpointed-loops.md": _checkpointed_loops, "custom-rules.md": _custom_rules, "gpu.md": _gpu,
-          "errors.md": _errors, "adjoint-forms.md": _adjoint_forms}
+          "errors.md": _errors, "adjoint-forms.md": _adjoint_forms, "interop.md": _interop}
 PAGES = sorted(p.name for p in DOCS.glob("*.md") if python_blocks(p.read_text(encoding="utf-8")))
 
 
@@ -135,6 +147,9 @@ def test_docs_python_blocks_run_verbatim(page, tmp_path):
         from gradkern.backends.hostcuda import compiler
         if compiler() is None:
             pytest.skip("g++ is not on the PATH: backend hostcuda is unavailable (as tests/test_hostcuda.py)")
+    if page == "interop.md":  # JAX is in the test extra; torch's CPU build only where CI could install it
+        pytest.importorskip("jax", reason="JAX is not installed")
+        pytest.importorskip("torch", reason="torch is not installed (pip install 'gradkern[torch]')")
     namespace = run_blocks(DOCS / page, tmp_path)
     if page in CHECKS:
         CHECKS[page](namespace)

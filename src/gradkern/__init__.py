@@ -8,6 +8,7 @@
     gk.launch(saxpy, n, 2.0, x, y)
 """
 
+from . import interop  # gk.interop.torch_function, jax_function: imports neither framework
 from ._version import __version__
 from .annotations import (
     Active,
@@ -27,6 +28,7 @@ from .errors import (
     CacheWarning,
     GradkernError,
     InternalError,
+    InteropError,
     KernelSyntaxError,
     KernelTypeError,
     LaunchError,
@@ -103,6 +105,7 @@ __all__ = [
     "AnnotationError",
     "NotDifferentiableError",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
-    "BackendUnavailableError", "CacheWarning", "ProgramError", "RuleError", "InternalError", "Loc",
+    "BackendUnavailableError", "CacheWarning", "ProgramError", "RuleError", "InteropError", "InternalError", "Loc",
+    "interop",
     "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",
 ]

@@ -102,6 +102,11 @@ class NotDifferentiableError(GradkernError):
     """The kernel uses a construct that the requested mode cannot differentiate."""
 
 
+class InteropError(GradkernError):
+    """A gradkern operation inside PyTorch or JAX (docs/interop.md) was used outside its contract: an
+    unknown output name, arguments on different devices, a complex dtype, a second-order derivative."""
+
+
 class InternalError(GradkernError):
     """A gradkern bug: an invariant of the IR was broken by a pass."""
 
