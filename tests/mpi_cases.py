@@ -181,6 +181,16 @@ def derivatives(gr, name, modes, checkpointed):
             out[key] = gr.gather(a, padded=True)
         out["dc"] = gr.comm.allreduce(got[3])
         out["E"] = gr.comm.allreduce(E[0])
+    if "split" in modes:  # gk.autodiff_thunk: the augmented forward, then the reverse from its tape
+        du, dv = gr.zeros(), gr.zeros()
+        args = (gk.Duplicated(u.copy(), du), gk.Duplicated(v.copy(), dv), gk.Duplicated(np.zeros(1), np.ones(1)),
+                gk.Active(c), gr, cd, checkpointed)
+        forward, reverse = gk.autodiff_thunk(simulate, *(type(a) if isinstance(a, gk.Annotation) else gk.Const
+                                                         for a in args))
+        tape = forward(*args)
+        got = reverse(*args, tape)
+        out["split du"] = gr.gather(du, padded=True)
+        out["split dc"] = gr.comm.allreduce(got[3])
     if "forward" in modes:
         tE, E = np.zeros(1), np.zeros(1)
         gk.autodiff(simulate, gk.Duplicated(u.copy(), window(gr, tu_all).copy()),
@@ -198,6 +208,22 @@ def derivatives(gr, name, modes, checkpointed):
     return out
 
 
+def reference(name, modes, checkpointed):
+    """The single-process derivatives of the global problem (a grid over MPI.COMM_SELF), computed once per
+    test session: kept in REFERENCE (the P = 1 job computes them, the later jobs load them)."""
+    path = os.path.join(REFERENCE, f"{name}-{checkpointed}-{'-'.join(modes)}.npz") if REFERENCE else None
+    if path and os.path.exists(path):
+        with np.load(path) as data:
+            return {key: data[key] for key in data.files}
+    shape, ghosts, periodic, _ = CONFIGS[name]
+    whole = gkm.Cartesian(MPI.COMM_SELF, shape, ghosts=ghosts, periodic=periodic)
+    ref = derivatives(whole, name, modes, checkpointed)
+    whole.free()
+    if path:
+        np.savez(path, **{key: np.asarray(value) for key, value in ref.items()})
+    return ref
+
+
 def run_modes(name, checkpointed=False, modes=("reverse", "forward")):
     """The P-rank derivatives (every rank's, gathered) against the single-process ones of the global problem,
     computed on rank 0; its verdict is every rank's."""
@@ -206,9 +232,7 @@ def run_modes(name, checkpointed=False, modes=("reverse", "forward")):
     mine = derivatives(grid, name, modes, checkpointed)
     verdict = None
     if RANK == 0:
-        whole = gkm.Cartesian(MPI.COMM_SELF, shape, ghosts=ghosts, periodic=periodic)
-        ref = derivatives(whole, name, modes, checkpointed)
-        whole.free()
+        ref = reference(name, modes, checkpointed)
         try:
             for key in ref:
                 close(mine[key], ref[key], f"{name} ({'checkpointed' if checkpointed else 'plain'}): {key}")
@@ -258,13 +282,14 @@ def case_gradients():
 
 
 def case_checkpointed():
-    for name in ("1d-periodic-g2", "2d-9point", "3d"):
+    for name in ("1d-periodic-g2", "3d"):
         run_modes(name, checkpointed="binomial", modes=("reverse",))
+    run_modes("2d-9point", checkpointed="binomial", modes=("reverse", "split"))
     run_modes("2d-g2", checkpointed="mixed", modes=("reverse",))
 
 
-def case_vector():
-    run_modes("2d-9point-closed", modes=("vector",))
+def case_vector_and_split():
+    run_modes("2d-9point-closed", modes=("vector", "split"))
 
 
 def case_finite_differences():
@@ -331,12 +356,23 @@ def case_allreduce_seeding():
         raise AssertionError("allreduce with op=MPI.MAX was not refused")
 
 
+REFUSED = []  # the errors expect_refusal caught
+
+
+def exchanging_loop(u, grid, snapshots):
+    """A checkpointed loop of exchanges."""
+    def step(t):
+        grid.exchange(u)
+    gk.checkpointed_loop(step, 4, snapshots=snapshots)
+
+
 def expect_refusal(what, call, arrays):
     before = [a.copy() for a in arrays]
     try:
         call()
     except gk.GradkernError as e:
         message = str(e)
+        REFUSED.append(e)
     else:
         raise AssertionError(f"{what}: not refused on rank {RANK}")
     for a, b in zip(arrays, before):
@@ -366,6 +402,11 @@ def case_refusals():
         assert "disagree" in message, message
     expect_refusal("dims that do not fit", lambda: gkm.Cartesian(WORLD, (8, 8), dims=(SIZE + 1, 1)), [])
     expect_refusal("a non-communicator", lambda: gkm.Cartesian("world", (8, 8)), [])
+    if SIZE > 1:
+        snapshots = 2 if RANK != last else 3
+        message = expect_refusal("checkpointed schedules that differ", lambda: gk.autodiff(
+            exchanging_loop, gk.Duplicated(u, du), grid, snapshots), [u, du])
+        assert "different schedules" in message and isinstance(REFUSED[-1], gk.ProgramError), message
     x = np.ones(3 if RANK != last else 4)
     if SIZE > 1:
         expect_refusal("allreduce of different sizes", lambda: gkm.allreduce(x), [x])
@@ -376,7 +417,14 @@ def case_refusals():
 CASES = {name[5:]: f for name, f in globals().items() if name.startswith("case_")}
 
 
+REFERENCE = None  # where the single-process derivatives are kept between jobs (main's out_dir/../reference)
+
+
 def main(out_dir: str, names: list[str]) -> None:
+    global REFERENCE
+    REFERENCE = os.path.join(os.path.dirname(os.path.abspath(out_dir)), "reference")
+    if RANK == 0:
+        os.makedirs(REFERENCE, exist_ok=True)
     report = {}
     for name in names or CASES:
         try:

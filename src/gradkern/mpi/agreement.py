@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from ..errors import GradkernError
+from ..errors import GradkernError, ProgramError
 
 
 class DistributedError(GradkernError):
@@ -53,3 +53,16 @@ def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int 
     if got[3] != -got[4]:
         raise DistributedError(f"{what}: the ranks pass arrays of different sizes (this rank: {size} elements)",
                                hint="every rank must pass an array of the same shape")
+
+
+def agree_schedule(comm: Any, entry: Any) -> None:
+    """A checkpointed loop whose steps exchange: every rank must take the same schedule (nsteps, snapshots,
+    the schedule's class, storage), or the ranks would recompute different steps and wait for each other's
+    messages for ever. ProgramError on every rank otherwise, before the loop's first exchange."""
+    found = comm.allgather(entry.describe())
+    if any(f != found[0] for f in found):
+        detail = "; ".join(f"rank {r}: nsteps={f[0]}, snapshots={f[1]}, schedule {f[2]}, storage {f[3]}"
+                           for r, f in enumerate(found))
+        raise ProgramError(f"a checkpointed loop whose steps exchange halos takes different schedules on different "
+                           f"ranks ({detail}); their recomputations would wait for each other for ever",
+                           hint="give gk.checkpointed_loop the same nsteps, snapshots and schedule on every rank")

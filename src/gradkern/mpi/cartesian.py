@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from ..program.loop import entering_loop
 from ..runtime.arrays import is_array, is_cupy_array, module_of, to_host
-from .agreement import DistributedError, agree
+from .agreement import DistributedError, agree, agree_schedule
 from .halo import HaloPlan, exchange_rule
 
 
@@ -120,6 +121,10 @@ class Cartesian:
         """Fill `u`'s ghost cells, faces and corners, from the neighbours' owned cells (docs/distributed.md);
         ghosts on a non-periodic global edge keep their values. A custom rule: differentiated, recorded by
         programs, recomputed by checkpointed loops. Collective: every rank calls it with its own block."""
+        entry = entering_loop()
+        if entry is not None and id(self) not in entry.agreed:
+            agree_schedule(self.halo.comm, entry)  # once per loop and grid, before its first message
+            entry.agreed.add(id(self))
         exchange_rule(u, self.halo)
 
     # -- set-up and checks: not differentiated ---------------------------------------------------------------------
