@@ -267,6 +267,20 @@ def case_dot_test():
         assert abs(lhs - rhs) <= 1e-13 * max(1.0, abs(lhs)), f"{name}: dot test {lhs!r} vs {rhs!r}"
         sent = grid.halo.sent
         assert sent["reverse"] == 2 * sent["forward"] // 3, f"{name}: bytes {sent}"  # 3 forward, 2 reverse calls
+        # every block after an exchange is the window of the global padded array exchanged by one process:
+        # faces, edges and corners (whatever the stencil), boundary ghosts of non-periodic edges included
+        whole = gkm.Cartesian(MPI.COMM_SELF, shape, ghosts=ghosts, periodic=periodic)
+        field = np.random.default_rng(7).standard_normal(whole.padded_shape)
+        block = grid.zeros()
+        grid.scatter(field if RANK == 0 else None, block)
+        held = np.zeros(grid.padded_shape, bool)  # owned cells and the ghosts of non-periodic global edges
+        held[tuple(slice(0 if lo == MPI.PROC_NULL else ghosts, n + ghosts + (ghosts if hi == MPI.PROC_NULL else 0))
+                   for n, (lo, hi) in zip(grid.local_shape, grid.halo.neighbours))] = True
+        block[~held] = np.nan  # what the exchange must overwrite
+        grid.exchange(block)
+        whole.exchange(field)
+        assert np.array_equal(block, window(grid, field)), f"{name}: the block is not the global window"
+        whole.free()
         tx = rng.standard_normal(grid.padded_shape)  # forward mode: the tangent exchanged as the primal
         want = tx.copy()
         grid.exchange(want)

@@ -34,7 +34,7 @@ from .agreement import agree_fast
 
 def _host(a: Any) -> np.ndarray:
     """A contiguous host copy of `a` (CuPy staged through host memory)."""
-    return a.get() if is_cupy_array(a) else np.ascontiguousarray(a.view(np.ndarray))
+    return np.ascontiguousarray(a.get() if is_cupy_array(a) else a.view(np.ndarray))
 
 
 class HaloPlan:
@@ -74,7 +74,7 @@ class HaloPlan:
     def _sendrecv(self, a: Any, send: tuple, dest: int, recv: tuple, source: int, tag: int, add: bool,
                   direction: str) -> None:
         """a[recv] = (or +=) what `source` sends of its a[send], while this rank sends its a[send] to `dest`."""
-        if dest == MPI.PROC_NULL and source == MPI.PROC_NULL:
+        if (dest == MPI.PROC_NULL and source == MPI.PROC_NULL) or not self.ghosts:
             return
         xp = module_of(a)
         if dest == source == self.comm.rank:  # a periodic axis of one rank

@@ -25,8 +25,7 @@ from .agreement import DistributedError, agree_fast
 def _sum(comm: Any, a: Any, into: Any = None) -> None:
     """into[...] = Σ_ranks a (into None: in place), through contiguous host buffers."""
     target = a if into is None else into
-    mine = a.get() if is_cupy_array(a) else np.ascontiguousarray(a.view(np.ndarray) if isinstance(a, np.ndarray)
-                                                                 else a)
+    mine = np.ascontiguousarray(a.get() if is_cupy_array(a) else a.view(np.ndarray))
     got = np.empty_like(mine)
     comm.Allreduce(mine, got, op=MPI.SUM)
     if module_of(target) is np:
