@@ -8,7 +8,9 @@ owns a block with one ghost layer. Every time step exchanges the halo
 
     u_new = u + c (u[i-1,j] + u[i+1,j] + u[i,j-1] + u[i,j+1] - 4 u)
 
-on the owned cells, inside a `gk.checkpointed_loop`. The misfit
+on the owned cells, inside a `gk.checkpointed_loop`: the library kernel
+`gradkern.kernels.heat_step_2d` launched over the padded block steps its
+interior (the owned cells) and copies its edge (the ghosts). The misfit
 E = 1/2 sum (u_T - obs)^2 is summed over ranks: each rank seeds its own part.
 `gk.autodiff` of a rank's program gives that rank's block of dE/du_0: the
 reverse sweep sends the ghost cells' adjoints back to their owners.
@@ -36,15 +38,7 @@ from pathlib import Path
 import numpy as np
 
 import gradkern as gk
-
-
-@gk.kernel
-def heat(u, v, c):
-    """v <- one explicit step of u on the owned cells (one ghost layer)."""
-    i, j = gk.tid()
-    a = i + 1
-    b = j + 1
-    v[a, b] = u[a, b] + c * (u[a - 1, b] + u[a + 1, b] + u[a, b - 1] + u[a, b + 1] - 4.0 * u[a, b])
+from gradkern.kernels import heat_step_2d
 
 
 @gk.kernel
@@ -59,9 +53,9 @@ def model(u, v, obs, E, grid, c, steps, snapshots):
     """The program: `steps` double steps u -> v -> u, each after a halo exchange, then this rank's misfit."""
     def step(t):
         grid.exchange(u)
-        gk.launch(heat, grid.local_shape, u, v, c)
+        gk.launch(heat_step_2d, grid.padded_shape, u, v, c)  # the owned cells stepped, the ghosts copied
         grid.exchange(v)
-        gk.launch(heat, grid.local_shape, v, u, c)
+        gk.launch(heat_step_2d, grid.padded_shape, v, u, c)
     gk.checkpointed_loop(step, steps, snapshots=snapshots)
     gk.launch(misfit, grid.local_shape, u, obs, E)
 
