@@ -224,11 +224,11 @@ def reference(name, modes, checkpointed):
     return ref
 
 
-def run_modes(name, checkpointed=False, modes=("reverse", "forward")):
+def run_modes(name, checkpointed=False, modes=("reverse", "forward"), checks="every"):
     """The P-rank derivatives (every rank's, gathered) against the single-process ones of the global problem,
     computed on rank 0; its verdict is every rank's."""
     shape, ghosts, periodic, _ = CONFIGS[name]
-    grid = gkm.Cartesian(WORLD, shape, ghosts=ghosts, periodic=periodic)
+    grid = gkm.Cartesian(WORLD, shape, ghosts=ghosts, periodic=periodic, checks=checks)
     mine = derivatives(grid, name, modes, checkpointed)
     verdict = None
     if RANK == 0:
@@ -304,6 +304,25 @@ def case_checkpointed():
 
 def case_vector_and_split():
     run_modes("2d-9point-closed", modes=("vector", "split"))
+
+
+def case_checks_first():
+    """checks="first": the same derivatives; the first exchange still refuses on every rank; a later bad block
+    is refused on its own rank (shown on one rank: on more, its neighbours would wait until the job aborts)."""
+    run_modes("2d-9point", modes=("reverse",), checks="first")
+    grid = gkm.Cartesian(WORLD, (9, 8), ghosts=1, checks="first")
+    u = grid.zeros()
+    bad = u if RANK != SIZE - 1 else np.zeros((3, 3))
+    expect_refusal("a first exchange of a wrong shape", lambda: grid.exchange(bad), [u])
+    grid.exchange(u)
+    if SIZE == 1:
+        message = expect_refusal("a later exchange of a wrong shape", lambda: grid.exchange(np.zeros((3, 3))), [])
+        assert "alone" in message, message
+        message = expect_refusal("a later exchange of another dtype", lambda: grid.exchange(u.astype(np.float32)),
+                                 [])
+        assert "agreed on float64" in message, message
+    expect_refusal("checks that do not exist", lambda: gkm.Cartesian(WORLD, (8,), checks="sometimes"), [])
+    grid.free()
 
 
 def case_finite_differences():

@@ -23,6 +23,10 @@ from ..runtime.arrays import is_array, is_cupy_array, module_of, to_host
 from .agreement import DistributedError, agree, agree_schedule
 from .halo import HaloPlan, exchange_rule
 
+# when an exchange agrees with every rank that its block fits (docs/distributed.md#what-it-costs): "every" exchange
+# (one small Allreduce each), or the grid's "first" only, later ones checked on their own rank
+CHECKS = ("every", "first")
+
 
 def _block(n: int, p: int, k: int) -> tuple[int, int]:
     """(start, length) of block k of n cells over p blocks: the first n % p blocks one cell longer."""
@@ -49,16 +53,23 @@ class Cartesian:
     Attributes: `shape` (global), `local_shape` (this rank's owned cells), `start` (global index of its
     first owned cell, per axis), `ghosts`, `padded_shape` (local_shape + 2 ghosts), `periodic`, `dims`
     (ranks per axis), `coords` (this rank's place in them), `comm` (the Cartesian communicator).
+    `checks="every"` (default): each exchange first agrees with every rank that its block fits (one small
+    Allreduce), so a bad block raises DistributedError on every rank; `checks="first"`: only the grid's first
+    exchange does, the later ones check on their own rank (no collective: for very many ranks).
     A collective call: every rank of `comm` makes it with the same arguments, or every rank raises
     DistributedError."""
 
-    def __init__(self, comm: Any, shape: Any, ghosts: int = 1, periodic: Any = False, dims: Any = None):
+    def __init__(self, comm: Any, shape: Any, ghosts: int = 1, periodic: Any = False, dims: Any = None,
+                 checks: str = "every"):
         if not isinstance(comm, MPI.Intracomm):
             raise DistributedError(f"Cartesian: comm must be an mpi4py intracommunicator (MPI.COMM_WORLD, a "
                                    f"Split of it), got {type(comm).__name__}")
         problem, signature = None, None
         try:
             signature = self._plan(comm.size, shape, ghosts, periodic, dims)
+            if checks not in CHECKS:
+                raise DistributedError(f"Cartesian: checks must be one of {', '.join(CHECKS)}, got {checks!r}")
+            signature += (checks,)
         except DistributedError as e:
             problem = e.message
         agree(comm, problem, "Cartesian(...)", signature if problem is None else None)
@@ -71,7 +82,7 @@ class Cartesian:
         neighbours = [self.comm.Shift(d, 1) for d in range(self.ndim)]  # (low, high) per axis
         # tags: a checksum of the plan, so two grids' messages differ even on one communicator
         tag = zlib.crc32(repr((self.shape, self.ghosts, self.periodic, self.dims)).encode()) % 1024
-        self.halo = HaloPlan(self.comm.Dup(), self.local_shape, self.ghosts, neighbours, 16 * tag)
+        self.halo = HaloPlan(self.comm.Dup(), self.local_shape, self.ghosts, neighbours, 16 * tag, checks)
 
     def _plan(self, size: int, shape: Any, ghosts: Any, periodic: Any, dims: Any) -> tuple:
         """Check the global arguments and set them; returns what every rank must agree on."""

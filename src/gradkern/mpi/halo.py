@@ -29,7 +29,7 @@ from mpi4py import MPI
 from ..annotations import Const
 from ..rules import custom_rule
 from ..runtime.arrays import is_array, is_cupy_array, module_of
-from .agreement import agree_fast
+from .agreement import DistributedError, agree_fast
 
 
 def _host(a: Any) -> np.ndarray:
@@ -42,8 +42,10 @@ class HaloPlan:
     and the tags (a base derived from the grid, + 2·axis + phase; + 8 for the reverse's messages).
     `sent` counts the bytes this rank sent, by direction of the sweep ("forward", "reverse")."""
 
-    def __init__(self, comm: Any, local_shape: tuple, ghosts: int, neighbours: list, tag: int):
+    def __init__(self, comm: Any, local_shape: tuple, ghosts: int, neighbours: list, tag: int, checks: str = "every"):
         self.comm, self.local_shape, self.ghosts, self.neighbours, self.tag = comm, local_shape, ghosts, neighbours, tag
+        self.checks = checks
+        self.agreed: tuple | None = None  # (dtype, trailing shape) of the first exchange, agreed by every rank
         self.ndim = len(local_shape)
         self.padded_shape = tuple(n + 2 * ghosts for n in local_shape)
         self.sent = {"forward": 0, "reverse": 0}
@@ -68,8 +70,18 @@ class HaloPlan:
         elif tuple(u.shape[:self.ndim]) != self.padded_shape:
             problem = f"exchange got an array of shape {tuple(u.shape)}, but this rank's padded block is " \
                       f"{self.padded_shape} (the grid's zeros() makes one)"
+        if self.checks == "first" and self.agreed is not None:  # checked here only: no collective
+            if problem is None and (u.dtype, tuple(u.shape[self.ndim:])) != self.agreed:
+                problem = f"exchange got {u.dtype} blocks with trailing axes {tuple(u.shape[self.ndim:])}; the " \
+                          f"grid's first exchange agreed on {self.agreed[0]} and {self.agreed[1]}"
+            if problem is not None:
+                raise DistributedError(f"grid.exchange was refused on rank {self.comm.rank} alone (checks='first'): "
+                                       f"{problem}", hint="under `python -m mpi4py` the job aborts; checks='every' "
+                                                          "refuses on every rank")
+            return
         trailing = int(np.prod(u.shape[self.ndim:])) if problem is None else 0
         agree_fast(self.comm, problem, "grid.exchange", u.dtype if problem is None else None, trailing)
+        self.agreed = (u.dtype, tuple(u.shape[self.ndim:]))
 
     def _sendrecv(self, a: Any, send: tuple, dest: int, recv: tuple, source: int, tag: int, add: bool,
                   direction: str) -> None:
