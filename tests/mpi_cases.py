@@ -377,6 +377,18 @@ def case_allreduce_seeding():
                                                                                             np.array([seed])))
             close(dx, want, f"allreduce {label} (in place: {in_place})", rtol=1e-13)
             assert not np.any(dout), "out's adjoint must be zero after the reverse"
+    def replicated(x, out, E):
+        gkm.allreduce(x, out)
+        gk.launch(weighted_sum, 4, out, 1.0, E)
+    lanes = [np.zeros(4), np.zeros(4)]  # vector mode: two seeds on rank 0 (and in place, as a program of it)
+    seeds = tuple(np.array([k + 1.0 if RANK == 0 else 0.0]) for k in range(2))
+    gk.autodiff(replicated, gk.BatchDuplicated(xs[RANK].copy(), tuple(lanes)),
+                gk.BatchDuplicated(np.zeros(4), (np.zeros(4), np.zeros(4))), gk.BatchDuplicated(np.zeros(1), seeds))
+    for k in range(2):
+        close(lanes[k], 2 * s * (k + 1), f"allreduce vector mode lane {k}", rtol=1e-13)
+    x, tx = xs[RANK].copy(), np.full(4, RANK + 1.0)
+    gk.autodiff(lambda a: gkm.allreduce(a), gk.Duplicated(x, tx), mode=gk.Forward)
+    close(tx, np.full(4, SIZE * (SIZE + 1) / 2), "allreduce in place, forward tangent", rtol=1e-13)
     x, tx, out, tout = xs[RANK].copy(), np.full(4, RANK + 1.0), np.zeros(4), np.zeros(4)
     gk.autodiff(lambda a, b: gkm.allreduce(a, b), gk.Duplicated(x, tx), gk.Duplicated(out, tout), mode=gk.Forward)
     close(out, s, "allreduce forward primal", rtol=1e-13)
