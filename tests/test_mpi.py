@@ -1,6 +1,7 @@
 """gradkern.mpi under `mpiexec -n P python -m mpi4py` (docs/distributed.md): tests/mpi_cases.py on P = 1, 2,
-3 (uneven blocks), 4 (a 2x2 grid, oversubscribed on two cores) ranks, each rank reporting every case; and a
-job whose one rank raises ends instead of hanging. Skipped, with the reason, without mpi4py or mpiexec."""
+3 (uneven blocks), 4 (a 2x2 grid, oversubscribed on two cores) ranks, each rank reporting every case; a
+sample on the CUDA backend's path (hostcuda); and a job whose one rank raises ends instead of hanging.
+Skipped, with the reason, without mpi4py or mpiexec."""
 
 from __future__ import annotations
 
@@ -24,8 +25,8 @@ pytestmark = [
 ]
 
 
-def _mpiexec(nranks: int, args: list[str], timeout: float) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
+def _mpiexec(nranks: int, args: list[str], timeout: float, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(env or {})}
     env.setdefault("GRADKERN_COMPILE_WORKERS", "0")  # P ranks already fill the cores
     env.setdefault("MPIR_CVAR_POLLS_BEFORE_YIELD", "10")  # oversubscribed: waiting ranks yield their core
     return subprocess.run([MPIEXEC, "-n", str(nranks), sys.executable, "-m", "mpi4py", *args], env=env,
@@ -55,6 +56,24 @@ def test_cases_on_1_to_4_ranks(tmp_path):
         if job.returncode:
             failures.append(f"P={nranks}: exit status {job.returncode}\n{job.stderr[-3000:]}")
     assert not failures, "\n".join(failures)
+
+
+def test_cases_on_the_cuda_path(tmp_path):
+    """The kernels of a sample of the cases through the CUDA backend's own code (GRADKERN_BACKEND=hostcuda:
+    the generated CUDA C compiled for the host, docs/hostcuda.md), on 2 ranks: finite differences, the seeding
+    table, and the P-rank derivatives against single-process ones computed on the same path."""
+    from gradkern.backends.hostcuda import compiler
+    if compiler() is None:
+        pytest.skip("g++ is not on the PATH: backend hostcuda is unavailable (as tests/test_hostcuda.py)")
+    out = tmp_path / "p2"
+    out.mkdir()
+    env = {"GRADKERN_BACKEND": "hostcuda"}
+    job = _mpiexec(2, [os.path.join(HERE, "mpi_cases.py"), str(out), "finite_differences", "vector_and_split",
+                       "allreduce_seeding"], timeout=240, env=env)
+    reports = [json.loads((out / f"rank{r}.json").read_text()) for r in range(2) if (out / f"rank{r}.json").exists()]
+    assert job.returncode == 0 and len(reports) == 2, job.stderr[-3000:]
+    failed = {case: result for report in reports for case, result in report.items() if result != "ok"}
+    assert not failed, failed
 
 
 ABORT = """
