@@ -4,6 +4,8 @@ that `import gradkern` does not pay for checkpoint_schedules)."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ProgramError
@@ -11,6 +13,31 @@ from ..recording import active_recorder
 from .record import ProgramRecorder
 
 STORAGES = ("device", "host")
+
+
+@dataclass
+class LoopSchedule:
+    """What a checkpointed loop will do, as code that must see every process take the same schedule
+    (gradkern.mpi: docs/distributed.md#deadlocks-and-how-gradkern-prevents-them) reads it at the loop's entry.
+    `agreed`: what such code has already checked for this loop (it checks once)."""
+
+    nsteps: int
+    snapshots: int | None
+    schedule: str  # the schedule's class
+    storage: str
+    agreed: set = field(default_factory=set)
+
+    def describe(self) -> tuple:
+        return (self.nsteps, self.snapshots, self.schedule, self.storage)
+
+
+# the checkpointed loop whose first forward is running (None outside one)
+_entering: ContextVar[LoopSchedule | None] = ContextVar("gradkern_loop_entry", default=None)
+
+
+def entering_loop() -> LoopSchedule | None:
+    """The checkpointed loop of a reverse-mode program whose first forward is running, or None."""
+    return _entering.get()
 
 
 def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, schedule: Any = None,
@@ -43,5 +70,9 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
             step(t)
         return
     loop = CheckpointedLoop(recorder, step, nsteps, resolved, progress, storage)
-    loop.run_forward()
+    token = _entering.set(LoopSchedule(nsteps, snapshots, type(resolved).__name__, storage))
+    try:
+        loop.run_forward()
+    finally:
+        _entering.reset(token)
     recorder.add_loop(loop)

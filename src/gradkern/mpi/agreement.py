@@ -1,0 +1,68 @@
+"""Checks that every rank agrees on before any message moves (docs/distributed.md#deadlocks):
+a rank that raised alone would leave the others waiting for its messages, so each check
+is settled by one small collective and, when any rank failed it, raises on every rank."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from ..errors import GradkernError, ProgramError
+
+
+class DistributedError(GradkernError):
+    """A decomposition or collective used inconsistently: raised on every rank, before any message."""
+
+
+def agree(comm: Any, problem: str | None, what: str, signature: Any = None) -> None:
+    """Raise DistributedError on every rank of `comm` if any rank found `problem` (a message or None)
+    or the ranks' `signature`s (small Python values: shapes, flags) differ. One allgather of small
+    objects: for set-up calls (a grid, scatter, gather), not for every step."""
+    found = comm.allgather((problem, signature))
+    bad = [(r, p) for r, (p, _) in enumerate(found) if p is not None]
+    if bad:
+        detail = "; ".join(f"rank {r}: {p}" for r, p in bad)
+        raise DistributedError(f"{what} was refused on every rank: {detail}",
+                               hint="every rank must make the same call with arguments that fit the grid")
+    signatures = [s for _, s in found]
+    if any(s != signatures[0] for s in signatures):
+        detail = "; ".join(f"rank {r}: {s}" for r, s in enumerate(signatures))
+        raise DistributedError(f"{what}: the ranks disagree ({detail})",
+                               hint="every rank must pass the same global arguments")
+
+
+def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int = 0) -> None:
+    """`agree` for calls made every step: one Allreduce(MAX) of five integers (the highest failing rank, the
+    dtype and the element count on every rank as max and -min), then DistributedError on every rank if
+    any rank failed or they differ. The failing rank names its problem; the others name that rank."""
+    num = np.dtype(dtype).num if dtype is not None else -1
+    mine = np.array([comm.rank + 1 if problem else 0, num, -num, size, -size], dtype=np.int64)
+    got = np.empty_like(mine)
+    comm.Allreduce(mine, got, op=MPI.MAX)
+    hint = "every rank must make the same call with arguments that fit the grid"
+    if problem is not None:
+        raise DistributedError(f"{what} was refused on every rank: rank {comm.rank}: {problem}", hint=hint)
+    if got[0]:
+        raise DistributedError(f"{what} was refused on every rank: rank {got[0] - 1} passed arguments that do "
+                               "not fit (its message says how)", hint=hint)
+    if got[1] != -got[2]:
+        raise DistributedError(f"{what}: the ranks pass arrays of different dtypes (this rank: {np.dtype(dtype)})",
+                               hint="give every rank's array one dtype")
+    if got[3] != -got[4]:
+        raise DistributedError(f"{what}: the ranks pass arrays of different sizes (this rank: {size} elements)",
+                               hint="every rank must pass an array of the same shape")
+
+
+def agree_schedule(comm: Any, entry: Any) -> None:
+    """A checkpointed loop whose steps exchange: every rank must take the same schedule (nsteps, snapshots,
+    the schedule's class, storage), or the ranks would recompute different steps and wait for each other's
+    messages for ever. ProgramError on every rank otherwise, before the loop's first exchange."""
+    found = comm.allgather(entry.describe())
+    if any(f != found[0] for f in found):
+        detail = "; ".join(f"rank {r}: nsteps={f[0]}, snapshots={f[1]}, schedule {f[2]}, storage {f[3]}"
+                           for r, f in enumerate(found))
+        raise ProgramError(f"a checkpointed loop whose steps exchange halos takes different schedules on different "
+                           f"ranks ({detail}); their recomputations would wait for each other for ever",
+                           hint="give gk.checkpointed_loop the same nsteps, snapshots and schedule on every rank")

@@ -1,0 +1,166 @@
+"""The halo exchange as a custom rule (docs/distributed.md#the-halo-exchange).
+
+Axis by axis, d = 0 … D-1, each rank sends its first and last `g` owned layers along d to
+its low and high neighbours, which store them in their ghost layers; the slabs span the
+padded range of the earlier axes (whose ghosts are already filled, so corners travel in two
+hops) and, along the later ones, the cells the rank holds: its owned cells and the ghosts on
+a non-periodic global edge, which are boundary cells of the global padded array (a 9-point
+stencil next to such an edge reads them through a corner). A neighbour across a non-periodic
+global edge is MPI.PROC_NULL: nothing is sent there and those ghosts keep their values. A
+periodic axis of one rank copies locally. So every rank's padded block is a window of one
+global padded array, whatever the number of ranks.
+
+The exchange is linear, E = E_{D-1} ⋯ E_0, and each E_d only copies owned cells into ghost
+cells (disjoint sets), so its adjoint is E_0ᵀ ⋯ E_{D-1}ᵀ with E_dᵀ: send each filled ghost
+slab's adjoint back to the neighbour it came from, which adds it into the owned slab it sent,
+then zero that ghost slab's adjoint (the ghost values were overwritten: ∂L/∂ghost_before = 0).
+The two phases of an axis run in a fixed order, so the sums are the same on every run. The
+reverse moves the bytes of the forward, in the opposite direction; neither tapes anything.
+Forward mode exchanges the primal and then each tangent the same way (E is linear).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+
+from ..annotations import Const
+from ..rules import custom_rule
+from ..runtime.arrays import is_array, is_cupy_array, module_of
+from .agreement import DistributedError, agree_fast
+
+
+def _host(a: Any) -> np.ndarray:
+    """A contiguous host copy of `a` (CuPy staged through host memory)."""
+    return np.ascontiguousarray(a.get() if is_cupy_array(a) else a.view(np.ndarray))
+
+
+class HaloPlan:
+    """What one grid's exchanges need: the slabs of each axis, the neighbours, the traffic communicator
+    and the tags (a base derived from the grid, + 2·axis + phase; + 8 for the reverse's messages).
+    `sent` counts the bytes this rank sent, by direction of the sweep ("forward", "reverse")."""
+
+    def __init__(self, comm: Any, local_shape: tuple, ghosts: int, neighbours: list, tag: int, checks: str = "every"):
+        self.comm, self.local_shape, self.ghosts, self.neighbours, self.tag = comm, local_shape, ghosts, neighbours, tag
+        self.checks = checks
+        self.agreed: tuple | None = None  # (dtype, trailing shape) of the first exchange, agreed by every rank
+        self.ndim = len(local_shape)
+        self.padded_shape = tuple(n + 2 * ghosts for n in local_shape)
+        self.sent = {"forward": 0, "reverse": 0}
+        g = ghosts
+        # the cells this rank holds along each axis: its owned ones, and the ghosts on a non-periodic global
+        # edge (boundary values: cells of the global padded array that no other rank holds)
+        held = [slice(0 if low == MPI.PROC_NULL else g, m + g + (g if high == MPI.PROC_NULL else 0))
+                for m, (low, high) in zip(local_shape, neighbours)]
+        self.slabs = []  # per axis: own_lo, ghost_hi, own_hi, ghost_lo
+        for d, n in enumerate(local_shape):
+            def slab(lo: int, hi: int, d: int = d) -> tuple:
+                return tuple(slice(None) if e < d else slice(lo, hi) if e == d else held[e]
+                             for e in range(len(local_shape)))
+            self.slabs.append((slab(g, 2 * g), slab(n + g, n + 2 * g), slab(n, n + g), slab(0, g)))
+
+    def check(self, u: Any) -> None:
+        """Refuse, on every rank and before any message, a block that does not fit this rank's part."""
+        problem = None
+        if not is_array(u):
+            problem = f"exchange takes this rank's padded block, an array of shape {self.padded_shape}; got " \
+                      f"{type(u).__name__}"
+        elif tuple(u.shape[:self.ndim]) != self.padded_shape:
+            problem = f"exchange got an array of shape {tuple(u.shape)}, but this rank's padded block is " \
+                      f"{self.padded_shape} (the grid's zeros() makes one)"
+        if self.checks == "first" and self.agreed is not None:  # checked here only: no collective
+            if problem is None and (u.dtype, tuple(u.shape[self.ndim:])) != self.agreed:
+                problem = f"exchange got {u.dtype} blocks with trailing axes {tuple(u.shape[self.ndim:])}; the " \
+                          f"grid's first exchange agreed on {self.agreed[0]} and {self.agreed[1]}"
+            if problem is not None:
+                raise DistributedError(f"grid.exchange was refused on rank {self.comm.rank} alone (checks='first'): "
+                                       f"{problem}", hint="under `python -m mpi4py` the job aborts; checks='every' "
+                                                          "refuses on every rank")
+            return
+        trailing = int(np.prod(u.shape[self.ndim:])) if problem is None else 0
+        agree_fast(self.comm, problem, "grid.exchange", u.dtype if problem is None else None, trailing)
+        self.agreed = (u.dtype, tuple(u.shape[self.ndim:]))
+
+    def _sendrecv(self, a: Any, send: tuple, dest: int, recv: tuple, source: int, tag: int, add: bool,
+                  direction: str) -> None:
+        """a[recv] = (or +=) what `source` sends of its a[send], while this rank sends its a[send] to `dest`."""
+        if (dest == MPI.PROC_NULL and source == MPI.PROC_NULL) or not self.ghosts:
+            return
+        xp = module_of(a)
+        if dest == source == self.comm.rank:  # a periodic axis of one rank
+            values = a[send].copy()
+        else:
+            out = _host(a[send])
+            got = np.empty(a[recv].shape, dtype=a.dtype)
+            self.comm.Sendrecv(out, dest=dest, sendtag=tag, recvbuf=got, source=source, recvtag=tag)
+            if dest != MPI.PROC_NULL:
+                self.sent[direction] += out.nbytes
+            if source == MPI.PROC_NULL:
+                return
+            values = got if xp is np else xp.asarray(got)
+        if add:
+            a[recv] += values
+        else:
+            a[recv] = values
+
+    def forward(self, u: Any) -> None:
+        """Fill u's ghosts from the neighbours' owned cells (axis by axis)."""
+        for d, (own_lo, ghost_hi, own_hi, ghost_lo) in enumerate(self.slabs):
+            low, high = self.neighbours[d]
+            self._sendrecv(u, own_lo, low, ghost_hi, high, self.tag + 2 * d, False, "forward")
+            self._sendrecv(u, own_hi, high, ghost_lo, low, self.tag + 2 * d + 1, False, "forward")
+
+    def reverse(self, du: Any) -> None:
+        """The adjoint: ghost adjoints back to their owners, added into the owned cells they came from, in a
+        fixed order; the ghost adjoints that the forward overwrote zeroed."""
+        for d in reversed(range(self.ndim)):
+            own_lo, ghost_hi, own_hi, ghost_lo = self.slabs[d]
+            low, high = self.neighbours[d]
+            self._sendrecv(du, ghost_lo, low, own_hi, high, self.tag + 8 + 2 * d + 1, True, "reverse")
+            if low != MPI.PROC_NULL:
+                du[ghost_lo] = 0
+            self._sendrecv(du, ghost_hi, high, own_lo, low, self.tag + 8 + 2 * d, True, "reverse")
+            if high != MPI.PROC_NULL:
+                du[ghost_hi] = 0
+
+
+def _plain(a: Any) -> Any:
+    """A NumPy view without a subclass (a program's TrackedArray), or the CuPy array."""
+    return a.view(np.ndarray) if isinstance(a, np.ndarray) else a
+
+
+def _lanes(u: Any, width: int) -> tuple:
+    if isinstance(u, Const) or not hasattr(u, "dval"):
+        return ()
+    return (u.dval,) if width == 1 else tuple(u.dval)
+
+
+@custom_rule(reads=(), writes=("u",))
+def exchange_rule(u: Any, plan: HaloPlan) -> None:
+    """`grid.exchange(u)`: the primal."""
+    plan.check(u)
+    plan.forward(_plain(u))
+
+
+@exchange_rule.augmented_primal
+def _(config: Any, u: Any, plan: Any) -> None:
+    plan.val.check(u.val)
+    plan.val.forward(_plain(u.val))  # always: a rank skipping it would leave its neighbours waiting
+    return None  # nothing taped: the reverse reads no primal value
+
+
+@exchange_rule.reverse
+def _(config: Any, tape: Any, u: Any, plan: Any) -> tuple:
+    for du in _lanes(u, config.width):
+        plan.val.reverse(_plain(du))
+    return (None, None)
+
+
+@exchange_rule.forward
+def _(config: Any, u: Any, plan: Any) -> None:
+    plan.val.check(u.val)
+    plan.val.forward(_plain(u.val))
+    for tangent in _lanes(u, config.width):
+        plan.val.forward(_plain(tangent))
