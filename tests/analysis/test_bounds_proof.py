@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from runtime.test_errors import saxpy  # the same small kernel, defined once
+from runtime.test_bad_input import saxpy  # the same small kernel, defined once
 
 import gradkern as gk
 from gradkern.analysis.bounds import BoundsProof, Outside
@@ -159,7 +159,7 @@ def test_a_launch_past_its_views_is_refused_before_anything_is_written(backend, 
     with pytest.raises(gk.LaunchError) as e:
         gk.launch(saxpy, 13, 2.0, xbuf[:8], ybuf[:8], backend=backend)
     msg = str(e.value)
-    assert "kernel 'saxpy': thread (8,) reads x[i] (" in msg and "test_errors.py:" in msg
+    assert "kernel 'saxpy': thread (8,) reads x[i] (" in msg and "test_bad_input.py:" in msg
     assert "outside 'x' of shape (8,)" in msg and "no buffer was changed" in msg
     assert "bounds.py" not in msg and "bounds_check.py" not in msg
     unchanged((xbuf, before[0]), (ybuf, before[1]))
