@@ -1,6 +1,6 @@
 """Library cases (tests/support/library_cases.py) of gradkern.kernels.tridiagonal: the
 kernels that build the systems tridiagonal_solve takes (the rule itself is
-tested in tests/library/test_rules_library.py)."""
+tested in tests/library/test_library.py)."""
 
 import numpy as np
 
