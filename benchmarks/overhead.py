@@ -31,7 +31,6 @@ import cProfile
 import os
 import pstats
 import shlex
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -39,6 +38,7 @@ from collections.abc import Callable
 import numba
 import numpy as np
 from report import cpu_model, run_lines, write_section
+from timing import interleaved, medians
 
 import gradkern as gk
 from gradkern.kernels import saxpy
@@ -99,21 +99,21 @@ def measure(fns: dict[str, Callable[[], object]], rounds: int, calls: int,
             clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Median over `rounds` of the per-call time (µs) of a batch of `calls` calls, versions interleaved
     (a program version's calls are fewer, its time per launch)."""
-    names = list(fns)
     for fn in fns.values():  # warm-up: compile, fill the caches
         for _ in range(20):
             fn()
-    times: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(rounds):
-        for k in range(len(names)):
-            name = names[(k + r) % len(names)]
-            fn = fns[name]
-            n = max(1, calls // PER.get(name, 1))
+
+    def batch(name: str, fn: Callable[[], object]) -> Callable[[], float]:
+        n = max(1, calls // PER.get(name, 1))
+
+        def timer() -> float:
             t0 = clock()
             for _ in range(n):
                 fn()
-            times[name].append((clock() - t0) / (n * PER.get(name, 1)) * 1e6)
-    return {n: statistics.median(t) for n, t in times.items()}
+            return (clock() - t0) / (n * PER.get(name, 1)) * 1e6
+        return timer
+
+    return medians(interleaved({name: batch(name, fn) for name, fn in fns.items()}, rounds))
 
 
 def table(us: dict[str, float]) -> str:
