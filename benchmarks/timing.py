@@ -34,10 +34,12 @@ def medians(times: dict[str, list[float]]) -> dict[str, float]:
 
 
 def timed(fn: Callable[[], object], clock: Callable[[], float] = time.perf_counter,
-          sync: Callable[[], object] | None = None) -> Callable[[], float]:
-    """A timer of one call of `fn`, in seconds of `clock`; `sync` (a device synchronisation) runs before the
-    clock starts and before it stops."""
+          sync: Callable[[], object] | None = None, setup: Callable[[], object] | None = None) -> Callable[[], float]:
+    """A timer of one call of `fn`, in seconds of `clock`; `setup` (resetting inputs) runs first, untimed,
+    and `sync` (a device synchronisation) before the clock starts and before it stops."""
     def timer() -> float:
+        if setup is not None:
+            setup()
         if sync is not None:
             sync()
         t0 = clock()
