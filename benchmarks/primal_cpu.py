@@ -38,7 +38,6 @@ import platform
 import shlex
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -46,6 +45,7 @@ import numba
 import numpy as np
 from numba import prange
 from report import RESULTS, cpu_model, git_revision, write_section
+from timing import interleaved, timed
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, laplace_2d, saxpy
@@ -177,17 +177,8 @@ def run_case(case: Case, runs: int) -> Row:
     got = case.output
     assert np.allclose(got, expected), f"{case.name} {case.dtype}: gradkern and hand-written differ " \
                                        f"(max abs diff {np.nanmax(np.abs(got - expected))})"
-    th: list[float] = []
-    tg: list[float] = []
-    for r in range(runs):
-        order = [(case.hand, th), (case.gradkern, tg)]
-        if r % 2:
-            order.reverse()
-        for fn, times in order:
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-    mh, mg = statistics.median(th), statistics.median(tg)
+    times = interleaved({"hand": timed(case.hand), "gradkern": timed(case.gradkern)}, runs)  # order alternates
+    mh, mg = statistics.median(times["hand"]), statistics.median(times["gradkern"])
     return Row(case.name, case.elements, case.dtype.name, mh * 1e3, mg * 1e3,
                case.bytes_moved / mh / 1e9, case.bytes_moved / mg / 1e9)
 

@@ -64,6 +64,7 @@ import numba
 import numpy as np
 from numba import prange
 from report import RESULTS, cpu_model, git_revision, write_section
+from timing import interleaved, timed
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, heat_step_2d, matvec, saxpy
@@ -382,15 +383,8 @@ def run_case(case: Case, runs: int) -> Row:
         case.reset()
         fn()
     check(case)
-    times: list[list[float]] = [[] for _ in fns]
-    for r in range(runs):
-        for k in range(len(fns)):
-            idx = (k + r) % len(fns)
-            case.reset()
-            t0 = time.perf_counter()
-            fns[idx]()
-            times[idx].append(time.perf_counter() - t0)
-    med = [statistics.median(t) * 1e3 for t in times]
+    times = interleaved({str(k): timed(fn, setup=case.reset) for k, fn in enumerate(fns)}, runs)
+    med = [statistics.median(times[str(k)]) * 1e3 for k in range(len(fns))]
     return Row(case.name, case.size, case.elements, *med)
 
 
