@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 from programs import _adjoint, _step
 from report import RESULTS, publish, run_lines
-from timing import interleaved, load, timed
+from timing import interleaved, load_average, timed
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
@@ -383,7 +383,7 @@ def main() -> None:
 
     def progress(r: int, times: dict[str, list[float]]) -> None:
         print(f"run {r + 1}/{args.runs}: " + ", ".join(f"{k} {times[k][-1]:.2f} s" for k in keys),
-              f"(load {load():.2f})", file=sys.stderr, flush=True)
+              f"(load {load_average():.2f})", file=sys.stderr, flush=True)
 
     times = interleaved({k: timed(lambda f=f: f(u0, c)) for k, f in methods.items()}, args.runs, rotate=False,
                         after_round=progress)

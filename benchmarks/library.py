@@ -48,7 +48,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-import os
 import shlex
 import statistics
 import sys
@@ -66,7 +65,7 @@ if str(HERE) not in sys.path:  # imported from elsewhere (a test): the row modul
 
 from library_rows import Row  # noqa: E402
 from report import publish, run_lines  # noqa: E402
-from timing import interleaved, timed  # noqa: E402
+from timing import interleaved, machine, timed  # noqa: E402
 
 import gradkern as gk  # noqa: E402
 import gradkern.kernels as library  # noqa: E402
@@ -168,8 +167,7 @@ class Device:
 
     def describe(self) -> str:
         import numba
-        from report import cpu_model
-        return (f"{cpu_model()}, {os.cpu_count()} cores; Numba {numba.__version__}, {numba.get_num_threads()} "
+        return (f"{machine()}; Numba {numba.__version__}, {numba.get_num_threads()} "
                 f"threads ({numba.threading_layer()} layer)")
 
     def copies(self) -> dict[str, Callable[[Any, Any], None]]:

@@ -26,7 +26,7 @@ import time
 
 import numba
 import numpy as np
-from timing import interleaved, load, medians
+from timing import interleaved, load_average, medians
 
 import gradkern as gk
 from gradkern import pipeline
@@ -104,7 +104,7 @@ def main() -> None:
         ("lu_update", lu_update, (n, n), lambda: (A0.copy(), rng.uniform(-1, 1, (n, n))),
          lambda s: (gk.Duplicated(s[0], s[1]), n // 4)),
     ]
-    print(f"Numba threads {numba.get_num_threads()}, load at start {load():.2f}")
+    print(f"Numba threads {numba.get_num_threads()}, load at start {load_average():.2f}")
     for name, fn, dim, make, annotate in cases:
         state = make()
         versions = {}
@@ -126,8 +126,8 @@ def main() -> None:
         size = "x".join(map(str, dim)) if isinstance(dim, tuple) else str(dim)
         print(f"{name} {size}: serial (before) {ms['serial']:.2f} ms, default {ms['default']:.2f} ms "
               f"(before / default {ms['serial'] / ms['default']:.2f}x), serial path {ms['serial path']:.2f} ms, "
-              f"load {load():.2f}")
-    print(f"load at end {load():.2f}")
+              f"load {load_average():.2f}")
+    print(f"load at end {load_average():.2f}")
 
 
 if __name__ == "__main__":

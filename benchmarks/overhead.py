@@ -37,8 +37,8 @@ from collections.abc import Callable
 
 import numba
 import numpy as np
-from report import cpu_model, run_lines, write_section
-from timing import interleaved, medians
+from report import run_lines, write_section
+from timing import interleaved, load_average, machine, medians
 
 import gradkern as gk
 from gradkern.kernels import saxpy
@@ -150,13 +150,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile", action="store_true", help="print a cProfile of each gradkern version")
     p.add_argument("--write", action="store_true", help="write the table to benchmarks/RESULTS.md")
     args = p.parse_args(argv)
-    load_start = os.getloadavg()[0]
+    load_start = load_average()
     if load_start > 0.5:
         print(f"warning: 1-minute load average is {load_start:.2f}; other processes disturb the timings",
               file=sys.stderr)
     fns = versions(args.steps)
     us = measure(fns, args.rounds, args.calls, time.perf_counter if args.clock == "wall" else time.process_time)
-    load_end = os.getloadavg()[0]
+    load_end = load_average()
     text = "\n".join([
         SECTION, "",
         f"Per-call overhead, 8-element float64 saxpy, every argument validated on every call; median over "
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
         *run_lines(shlex.join(["python", os.path.relpath(sys.argv[0]),
                                *(argv if argv is not None else sys.argv[1:])])), "",
         table(us), ""])
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
+    print(f"CPU: {machine()}")
     print(table(us))
     print(f"1-minute load average: start {load_start:.2f}, end {load_end:.2f}")
     if args.profile:

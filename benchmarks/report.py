@@ -7,7 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from timing import cpu_model, load, machine
+from timing import cpu_model, load_average, machine
 
 __all__ = ["RESULTS", "cpu_model", "git_revision", "publish", "run_lines", "write_section"]
 
@@ -37,7 +37,7 @@ def run_lines(command: str) -> list[str]:
     import datetime
     return [f"* command: `{command}`",
             f"* date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-            f"* machine: {machine()}; 1-minute load average at the end: {load():.2f}",
+            f"* machine: {machine()}; 1-minute load average at the end: {load_average():.2f}",
             f"* revision: {git_revision()}"]
 
 

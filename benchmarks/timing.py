@@ -64,6 +64,6 @@ def machine() -> str:
     return f"{cpu_model()}, {os.cpu_count()} cores"
 
 
-def load() -> float:
+def load_average() -> float:
     """The 1-minute load average."""
     return os.getloadavg()[0]
