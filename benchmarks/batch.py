@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
+from timing import interleaved, medians, timed
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -91,21 +91,12 @@ def bench(xp, n: int, reps: int, sync, launches: bool = False) -> dict:
         fn()
     # rounds: each round times every variant once, in a rotated order, so that a busy spell of a shared
     # machine does not fall on one column
-    times: dict = {key: [] for key in calls}
-    keys = list(calls)
-    for r in range(reps):
-        for key in keys[r % len(keys):] + keys[:r % len(keys)]:
-            reset()
-            sync()
-            t = time.perf_counter()
-            calls[key]()
-            sync()
-            times[key].append(time.perf_counter() - t)
+    times = interleaved({key: timed(fn, sync=sync, setup=reset) for key, fn in calls.items()}, reps)
     if launches:
         for (mode, variant), (per, count) in launch_times(calls, reps, reset).items():
             print(f"{n}x{n} {mode} {variant}: {count} launches; " +
                   ", ".join(f"{name} {ms:.2f} ms" for name, ms in per.items()))
-    return {key: float(np.median(ts)) for key, ts in times.items()}
+    return medians(times)
 
 
 def cpu_group() -> str:

@@ -46,12 +46,12 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 from programs import _adjoint, _step
 from report import RESULTS, publish, run_lines
+from timing import interleaved, load_average, timed
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
@@ -380,14 +380,13 @@ def main() -> None:
             ref = got
         elif k != PRIMAL:
             check(names[k], got, ref)
-    times: dict[str, list[float]] = {k: [] for k in keys}
-    for r in range(args.runs):
-        for k, f in methods.items():
-            t0 = time.perf_counter()
-            f(u0, c)
-            times[k].append(time.perf_counter() - t0)
+
+    def progress(r: int, times: dict[str, list[float]]) -> None:
         print(f"run {r + 1}/{args.runs}: " + ", ".join(f"{k} {times[k][-1]:.2f} s" for k in keys),
-              f"(load {os.getloadavg()[0]:.2f})", file=sys.stderr, flush=True)
+              f"(load {load_average():.2f})", file=sys.stderr, flush=True)
+
+    times = interleaved({k: timed(lambda f=f: f(u0, c)) for k, f in methods.items()}, args.runs, rotate=False,
+                        after_round=progress)
     del methods
     gc.collect()
     mem = {}

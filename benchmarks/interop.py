@@ -26,7 +26,8 @@ from collections.abc import Callable
 import numba
 import numpy as np
 from overhead import measure
-from report import cpu_model, publish, run_lines
+from report import publish, run_lines
+from timing import load_average, machine
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, saxpy, sum_squares
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     clock = time.perf_counter if args.clock == "wall" else time.process_time
     fw = frameworks()
-    load = os.getloadavg()[0]
+    load = load_average()
     small = measure(per_call(fw), args.rounds, args.calls, clock)
     loop = measure(time_loop(fw, args.n, args.steps), max(3, args.rounds // 3), 1, clock)
     versions = ", ".join(f"{name} {getattr(m, '__version__', '?')}" for name, m in fw.items())
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> None:
         *run_lines(shlex.join(["python", os.path.relpath(sys.argv[0]),
                                *(argv if argv is not None else sys.argv[1:])])), "",
         table(small, "gk.launch"), "", table(loop, "gk.autodiff", LOOP_GOAL), ""])
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
+    print(f"CPU: {machine()}")
     publish(text, SECTION, args.write)
 
 

@@ -48,11 +48,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-import os
 import shlex
 import statistics
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,6 +65,7 @@ if str(HERE) not in sys.path:  # imported from elsewhere (a test): the row modul
 
 from library_rows import Row  # noqa: E402
 from report import publish, run_lines  # noqa: E402
+from timing import interleaved, machine, timed  # noqa: E402
 
 import gradkern as gk  # noqa: E402
 import gradkern.kernels as library  # noqa: E402
@@ -164,16 +163,11 @@ class Device:
         pass
 
     def seconds(self, fn: Callable[[], Any]) -> float:
-        self.sync()
-        t0 = time.perf_counter()
-        fn()
-        self.sync()
-        return time.perf_counter() - t0
+        return timed(fn, sync=self.sync)()
 
     def describe(self) -> str:
         import numba
-        from report import cpu_model
-        return (f"{cpu_model()}, {os.cpu_count()} cores; Numba {numba.__version__}, {numba.get_num_threads()} "
+        return (f"{machine()}; Numba {numba.__version__}, {numba.get_num_threads()} "
                 f"threads ({numba.threading_layer()} layer)")
 
     def copies(self) -> dict[str, Callable[[Any, Any], None]]:
@@ -350,13 +344,9 @@ def measure(family: str, row: Row, device: Device, n: int, runs: int, seed: int 
             mismatch = p.check_hand()
             if mismatch:
                 result.notes.append(mismatch)
-        times: list[list[float]] = [[] for _ in variants]
-        for r in range(runs):
-            for k in range(len(variants)):
-                which = (k + r) % len(variants)
-                p.reset()
-                times[which].append(device.seconds(variants[which]))
-        ms = [statistics.median(t) * 1e3 for t in times]
+        times = interleaved({str(k): timed(fn, sync=device.sync, setup=p.reset) for k, fn in enumerate(variants)},
+                            runs)
+        ms = [statistics.median(times[str(k)]) * 1e3 for k in range(len(variants))]
         result.primal_ms, result.grad_ms = ms[0], ms[1]
         result.hand_ms = ms[2] if p.hand else None
     except Exception as e:  # one broken row must not stop the others: it is reported as failed

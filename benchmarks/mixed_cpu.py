@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
-import statistics
 import time
 
 import numba
 import numpy as np
+from timing import interleaved, load_average, medians
 
 import gradkern as gk
 from gradkern import pipeline
@@ -79,6 +78,17 @@ def serial_path(on: bool):
         numba_plan.private_chunks = real
 
 
+def timer(kernel, state: tuple, annotate, dim, serial: bool):
+    """Seconds of one `gk.autodiff` from a copy of `state` (copied untimed), on the serial path if `serial`."""
+    def run() -> float:
+        with serial_path(serial):
+            work = [a.copy() for a in state]
+            t = time.perf_counter()
+            gk.autodiff(kernel, *annotate(work), dim=dim)
+            return time.perf_counter() - t
+    return run
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=2048)
@@ -94,7 +104,7 @@ def main() -> None:
         ("lu_update", lu_update, (n, n), lambda: (A0.copy(), rng.uniform(-1, 1, (n, n))),
          lambda s: (gk.Duplicated(s[0], s[1]), n // 4)),
     ]
-    print(f"Numba threads {numba.get_num_threads()}, load at start {os.getloadavg()[0]:.2f}")
+    print(f"Numba threads {numba.get_num_threads()}, load at start {load_average():.2f}")
     for name, fn, dim, make, annotate in cases:
         state = make()
         versions = {}
@@ -111,20 +121,13 @@ def main() -> None:
         assert not versions["serial"][2] and versions["default"][2]
         kernels = {"serial": versions["serial"][0], "default": versions["default"][0],
                    "serial path": versions["default"][0]}
-        times = {label: [] for label in kernels}
-        for _ in range(args.runs):
-            for label, k in kernels.items():
-                with serial_path(label == "serial path"):
-                    work = [a.copy() for a in state]
-                    t = time.perf_counter()
-                    gk.autodiff(k, *annotate(work), dim=dim)
-                    times[label].append(time.perf_counter() - t)
-        ms = {label: 1e3 * statistics.median(v) for label, v in times.items()}
+        timers = {label: timer(k, state, annotate, dim, label == "serial path") for label, k in kernels.items()}
+        ms = {label: 1e3 * t for label, t in medians(interleaved(timers, args.runs, rotate=False)).items()}
         size = "x".join(map(str, dim)) if isinstance(dim, tuple) else str(dim)
         print(f"{name} {size}: serial (before) {ms['serial']:.2f} ms, default {ms['default']:.2f} ms "
               f"(before / default {ms['serial'] / ms['default']:.2f}x), serial path {ms['serial path']:.2f} ms, "
-              f"load {os.getloadavg()[0]:.2f}")
-    print(f"load at end {os.getloadavg()[0]:.2f}")
+              f"load {load_average():.2f}")
+    print(f"load at end {load_average():.2f}")
 
 
 if __name__ == "__main__":

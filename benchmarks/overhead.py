@@ -31,14 +31,14 @@ import cProfile
 import os
 import pstats
 import shlex
-import statistics
 import sys
 import time
 from collections.abc import Callable
 
 import numba
 import numpy as np
-from report import cpu_model, run_lines, write_section
+from report import run_lines, write_section
+from timing import interleaved, load_average, machine, medians
 
 import gradkern as gk
 from gradkern.kernels import saxpy
@@ -99,21 +99,21 @@ def measure(fns: dict[str, Callable[[], object]], rounds: int, calls: int,
             clock: Callable[[], float] = time.perf_counter) -> dict[str, float]:
     """Median over `rounds` of the per-call time (µs) of a batch of `calls` calls, versions interleaved
     (a program version's calls are fewer, its time per launch)."""
-    names = list(fns)
     for fn in fns.values():  # warm-up: compile, fill the caches
         for _ in range(20):
             fn()
-    times: dict[str, list[float]] = {n: [] for n in names}
-    for r in range(rounds):
-        for k in range(len(names)):
-            name = names[(k + r) % len(names)]
-            fn = fns[name]
-            n = max(1, calls // PER.get(name, 1))
+
+    def batch(name: str, fn: Callable[[], object]) -> Callable[[], float]:
+        n = max(1, calls // PER.get(name, 1))
+
+        def timer() -> float:
             t0 = clock()
             for _ in range(n):
                 fn()
-            times[name].append((clock() - t0) / (n * PER.get(name, 1)) * 1e6)
-    return {n: statistics.median(t) for n, t in times.items()}
+            return (clock() - t0) / (n * PER.get(name, 1)) * 1e6
+        return timer
+
+    return medians(interleaved({name: batch(name, fn) for name, fn in fns.items()}, rounds))
 
 
 def table(us: dict[str, float]) -> str:
@@ -150,13 +150,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile", action="store_true", help="print a cProfile of each gradkern version")
     p.add_argument("--write", action="store_true", help="write the table to benchmarks/RESULTS.md")
     args = p.parse_args(argv)
-    load_start = os.getloadavg()[0]
+    load_start = load_average()
     if load_start > 0.5:
         print(f"warning: 1-minute load average is {load_start:.2f}; other processes disturb the timings",
               file=sys.stderr)
     fns = versions(args.steps)
     us = measure(fns, args.rounds, args.calls, time.perf_counter if args.clock == "wall" else time.process_time)
-    load_end = os.getloadavg()[0]
+    load_end = load_average()
     text = "\n".join([
         SECTION, "",
         f"Per-call overhead, 8-element float64 saxpy, every argument validated on every call; median over "
@@ -168,7 +168,7 @@ def main(argv: list[str] | None = None) -> None:
         *run_lines(shlex.join(["python", os.path.relpath(sys.argv[0]),
                                *(argv if argv is not None else sys.argv[1:])])), "",
         table(us), ""])
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores")
+    print(f"CPU: {machine()}")
     print(table(us))
     print(f"1-minute load average: start {load_start:.2f}, end {load_end:.2f}")
     if args.profile:

@@ -38,14 +38,14 @@ import platform
 import shlex
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 from numba import prange
-from report import RESULTS, cpu_model, git_revision, write_section
+from report import RESULTS, git_revision, write_section
+from timing import interleaved, load_average, machine, timed
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, laplace_2d, saxpy
@@ -177,17 +177,8 @@ def run_case(case: Case, runs: int) -> Row:
     got = case.output
     assert np.allclose(got, expected), f"{case.name} {case.dtype}: gradkern and hand-written differ " \
                                        f"(max abs diff {np.nanmax(np.abs(got - expected))})"
-    th: list[float] = []
-    tg: list[float] = []
-    for r in range(runs):
-        order = [(case.hand, th), (case.gradkern, tg)]
-        if r % 2:
-            order.reverse()
-        for fn, times in order:
-            t0 = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t0)
-    mh, mg = statistics.median(th), statistics.median(tg)
+    times = interleaved({"hand": timed(case.hand), "gradkern": timed(case.gradkern)}, runs)  # order alternates
+    mh, mg = statistics.median(times["hand"]), statistics.median(times["gradkern"])
     return Row(case.name, case.elements, case.dtype.name, mh * 1e3, mg * 1e3,
                case.bytes_moved / mh / 1e9, case.bytes_moved / mg / 1e9)
 
@@ -220,7 +211,7 @@ def section(rows: list[Row], args: argparse.Namespace, command: str, load: float
         "",
         f"* command: `{command}`",
         f"* date: {now}",
-        f"* machine: {cpu_model()}, {os.cpu_count()} cores, Numba threads: {numba.get_num_threads()} "
+        f"* machine: {machine()}, Numba threads: {numba.get_num_threads()} "
         f"({numba.threading_layer()} layer); 1-minute load average at start: {load:.2f}",
         f"* versions: Python {platform.python_version()}, NumPy {np.__version__}, Numba {numba.__version__}, "
         f"gradkern {gk.__version__} (commit {git_revision()})",
@@ -240,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     args.runs = args.runs or (3 if args.quick else 15)
     n1d, n2d = (2**12, 64) if args.quick else (2**24, 4096)
 
-    load = os.getloadavg()[0]
+    load = load_average()
     if load > 0.5:
         print(f"warning: 1-minute load average is {load:.2f}; other processes may disturb the timings",
               file=sys.stderr)
@@ -254,7 +245,7 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(run_case(case, args.runs))
             print(f"  {case.name} {dtype.name}: done", file=sys.stderr, flush=True)
             del case
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; Numba threads: {numba.get_num_threads()} "
+    print(f"CPU: {machine()}; Numba threads: {numba.get_num_threads()} "
           f"({numba.threading_layer()} layer); median of {args.runs} runs")
     print(table(rows))
     if args.quick:

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 import tracemalloc
 
 import numba
 import numpy as np
 from report import publish, run_lines
+from timing import interleaved, timed
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
@@ -206,12 +206,7 @@ def main() -> None:
         scale = np.max(np.abs(ref[0]))
         assert np.allclose(du, ref[0], rtol=1e-9, atol=1e-12 * scale), name
         assert abs(dc - ref[1]) <= 1e-9 * max(abs(ref[1]), 1e-30), (name, dc, ref[1])
-    times = {name: [] for name in methods}
-    for _ in range(args.runs):
-        for name, f in methods.items():
-            t0 = time.perf_counter()
-            f()
-            times[name].append(time.perf_counter() - t0)
+    times = interleaved({name: timed(f) for name, f in methods.items()}, args.runs, rotate=False)
     peaks = {name: peak_memory(f) for name, f in methods.items()}
     hand = statistics.median(times["hand-written store-all (Numba)"])
     hand_peak = peaks["hand-written store-all (Numba)"]

@@ -1,24 +1,17 @@
-"""What the benchmark scripts share: the machine, the checkout's revision, and
-writing one script's section of RESULTS.md."""
+"""What the benchmark scripts share besides timing (timing.py): the checkout's revision, the lines a table
+is printed under, and writing one script's section of RESULTS.md."""
 
 from __future__ import annotations
 
 import os
-import platform
 import subprocess
 from pathlib import Path
 
+from timing import cpu_model, load_average, machine
+
+__all__ = ["RESULTS", "cpu_model", "git_revision", "publish", "run_lines", "write_section"]
+
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def git_revision() -> str:
@@ -44,8 +37,7 @@ def run_lines(command: str) -> list[str]:
     import datetime
     return [f"* command: `{command}`",
             f"* date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC",
-            f"* machine: {cpu_model()}, {os.cpu_count()} cores; 1-minute load average at the end: "
-            f"{os.getloadavg()[0]:.2f}",
+            f"* machine: {machine()}; 1-minute load average at the end: {load_average():.2f}",
             f"* revision: {git_revision()}"]
 
 

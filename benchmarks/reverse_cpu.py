@@ -63,7 +63,8 @@ from pathlib import Path
 import numba
 import numpy as np
 from numba import prange
-from report import RESULTS, cpu_model, git_revision, write_section
+from report import RESULTS, git_revision, write_section
+from timing import interleaved, load_average, machine, timed
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, heat_step_2d, matvec, saxpy
@@ -382,15 +383,8 @@ def run_case(case: Case, runs: int) -> Row:
         case.reset()
         fn()
     check(case)
-    times: list[list[float]] = [[] for _ in fns]
-    for r in range(runs):
-        for k in range(len(fns)):
-            idx = (k + r) % len(fns)
-            case.reset()
-            t0 = time.perf_counter()
-            fns[idx]()
-            times[idx].append(time.perf_counter() - t0)
-    med = [statistics.median(t) * 1e3 for t in times]
+    times = interleaved({str(k): timed(fn, setup=case.reset) for k, fn in enumerate(fns)}, runs)
+    med = [statistics.median(times[str(k)]) * 1e3 for k in range(len(fns))]
     return Row(case.name, case.size, case.elements, *med)
 
 
@@ -536,12 +530,12 @@ def latency_table(lat: dict[str, Latency]) -> str:
 def wait_for_quiet(threshold: float, poll: float = 10.0, limit: float = 900.0) -> float:
     """Wait until the 1-minute load average is below `threshold` (at most `limit` s); return it."""
     t0 = time.monotonic()
-    load = os.getloadavg()[0]
+    load = load_average()
     while load >= threshold and time.monotonic() - t0 < limit:
         print(f"waiting for a quiet machine: 1-minute load average {load:.2f} >= {threshold}", file=sys.stderr,
               flush=True)
         time.sleep(poll)
-        load = os.getloadavg()[0]
+        load = load_average()
     if load >= threshold:
         print(f"warning: load average still {load:.2f} after {limit:.0f} s; measuring anyway", file=sys.stderr)
     return load
@@ -568,7 +562,7 @@ def section(rows: list[Row], lat: dict[str, Latency] | None, args: argparse.Name
         "",
         f"* command: `{command}`",
         f"* date: {now}",
-        f"* machine: {cpu_model()}, {os.cpu_count()} cores, Numba threads: {numba.get_num_threads()} "
+        f"* machine: {machine()}, Numba threads: {numba.get_num_threads()} "
         f"({numba.threading_layer()} layer); 1-minute load average at start {load_start:.2f}, "
         f"at end {load_end:.2f}",
         f"* versions: Python {platform.python_version()}, NumPy {np.__version__}, Numba {numba.__version__}, "
@@ -613,7 +607,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.write and not args.no_wait:
         load_start = wait_for_quiet(0.5)
     else:
-        load_start = os.getloadavg()[0]
+        load_start = load_average()
         if load_start > 0.5:
             print(f"warning: 1-minute load average is {load_start:.2f}; other processes may disturb the timings",
                   file=sys.stderr)
@@ -627,7 +621,7 @@ def main(argv: list[str] | None = None) -> None:
         rows.append(run_case(case, args.runs))
         print(f"  {case.name}: checked, timed", file=sys.stderr, flush=True)
         del case
-    print(f"CPU: {cpu_model()}, {os.cpu_count()} cores; Numba threads: {numba.get_num_threads()} "
+    print(f"CPU: {machine()}; Numba threads: {numba.get_num_threads()} "
           f"({numba.threading_layer()} layer); median of {args.runs} runs; float64")
     if rows:
         print(gradient_table(rows))
@@ -638,7 +632,7 @@ def main(argv: list[str] | None = None) -> None:
         print()
         print(f"Compile latency, Allen-Cahn gradient, median of {args.compile_reps} fresh processes")
         print(latency_table(lat))
-    load_end = os.getloadavg()[0]
+    load_end = load_average()
     print(f"1-minute load average: start {load_start:.2f}, end {load_end:.2f}")
     if args.quick:
         print("(--quick: arrays this small time per-call overhead, not the kernels)")

@@ -41,14 +41,13 @@ import argparse
 import cProfile
 import io
 import pstats
-import statistics
 import sys
-import time
 
 import numba
 import numpy as np
 from programs import peak_memory
 from report import publish, run_lines
+from timing import interleaved, medians, timed
 
 import gradkern as gk
 from gradkern.kernels import implicit_heat_rows_batched, tridiagonal_solve
@@ -271,13 +270,7 @@ def main() -> None:
              "gradkern": "gradkern: `gk.autodiff` of the program",
              "hand": "hand-written adjoint (same Thomas kernel)"}
     methods = {"primal": prob.primal, "gradkern": prob.gradkern, "hand": prob.hand}
-    times = {key: [] for key in methods}
-    for _ in range(args.runs):
-        for key, f in methods.items():
-            t0 = time.perf_counter()
-            f()
-            times[key].append(time.perf_counter() - t0)
-    med = {key: statistics.median(t) for key, t in times.items()}
+    med = medians(interleaved({key: timed(f) for key, f in methods.items()}, args.runs, rotate=False))
     ratio = med["gradkern"] / med["hand"]
 
     # on the GPU, kernels run asynchronously: cProfile would see only their launches

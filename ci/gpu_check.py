@@ -5,7 +5,7 @@ Phases, each a subprocess with its own time limit (a phase that runs out is kill
 next one still runs):
 
 1. env         nvidia-smi, versions, `python -m gradkern info`
-2. gpu-tests   the GPU tests on real CuPy against the Numba CPU backend (tests/test_gpu*.py;
+2. gpu-tests   the GPU tests on real CuPy against the Numba CPU backend (tests/gpu/test_gpu*.py;
                test_cuda.py's nvcc compiles run in CI)
 3. bench-gpu   benchmarks/gpu.py: Allen-Cahn, generated vs hand-written CUDA, JAX, PyTorch
 4. bench-rules benchmarks/rules.py --gpu
@@ -13,7 +13,7 @@ next one still runs):
 6. bench-programs   benchmarks/programs.py --gpu: a program's gradient against hand-written CUDA and JAX
 7. bench-checkpoint benchmarks/checkpoint.py --gpu: store-all and checkpointed (device and host
                snapshots) against hand-written CUDA, with CuPy's pool peak
-8. vs-hostcuda tests/test_gpu.py again with GRADKERN_BACKEND=hostcuda: CuPy against the *same* CUDA C
+8. vs-hostcuda tests/gpu/test_gpu.py again with GRADKERN_BACKEND=hostcuda: CuPy against the *same* CUDA C
                run on the host, so a difference is device behaviour (math ulps, FMA contraction), not
                the printer. Tolerances are test_gpu.py's: float64 1e-12 relative, float32 1e-5 (a few
                ulps of CUDA's device math, docs/hostcuda.md), sums scaled by their largest term.
@@ -46,14 +46,14 @@ PHASES = [
     ("env", 20, f"nvidia-smi; {PY} -c 'import cupy, numba, numpy; print(\"cupy\", cupy.__version__, "
      "\"numba\", numba.__version__, \"numpy\", numpy.__version__); print(cupy.cuda.runtime.getDeviceProperties(0)"
      f"[\"name\"])'; {PY} -m gradkern info", {}),
-    ("gpu-tests", 150, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/test_gpu.py "
-     "tests/test_gpu_programs.py tests/test_library_benchmark.py", {}),
+    ("gpu-tests", 150, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/gpu/test_gpu.py "
+     "tests/gpu/test_gpu_programs.py tests/library/test_library_benchmark.py", {}),
     ("bench-gpu", 60, f"{PY} benchmarks/gpu.py --no-write --reps 5", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
     ("bench-rules", 35, f"{PY} benchmarks/rules.py --gpu --runs 3", {}),
     ("bench-lib", 45, f"{PY} benchmarks/library.py --gpu --runs 5", {}),
     ("bench-programs", 30, f"{PY} benchmarks/programs.py --gpu --runs 3", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
     ("bench-checkpoint", 40, f"{PY} benchmarks/checkpoint.py --gpu --runs 3", {}),
-    ("vs-hostcuda", 60, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/test_gpu.py",
+    ("vs-hostcuda", 60, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/gpu/test_gpu.py",
      {"GRADKERN_BACKEND": "hostcuda"}),
 ]
 

@@ -3,7 +3,7 @@ import tempfile
 
 import numpy as np
 import pytest
-from devices import device_params
+from support.devices import device_params
 
 # Compile into a per-session cache so tests never depend on a developer's cache. pytest-xdist's
 # workers start after this runs in the controller and inherit its environment: they share one
@@ -12,16 +12,16 @@ if not os.environ.get("GRADKERN_CACHE_DIR"):
     os.environ["GRADKERN_CACHE_DIR"] = tempfile.mkdtemp(prefix="gradkern-test-cache-")
 # The suite's arrays are tiny, so its parallel launches take their serial twins (backends/numba_cpu.py), as a
 # user's launches of under GRADKERN_SERIAL_THREADS threads do: the same source compiled without
-# parallel=True, in less than half the compile time. tests/test_serial_twin.py runs a sample of every
+# parallel=True, in less than half the compile time. tests/backends/test_serial_twin.py runs a sample of every
 # signature in every mode through the parallel entries and their twins, bit for bit (docs/testing.md).
 # No compile workers (runtime/compile_pool.py): pytest-xdist already keeps every core compiling, and a
-# worker per test process would only contend with them; tests/test_compile_pool.py turns them on.
+# worker per test process would only contend with them; tests/runtime/test_compile_pool.py turns them on.
 os.environ.setdefault("GRADKERN_COMPILE_WORKERS", "0")
 
 
 @pytest.fixture(params=device_params())
 def device(request):
-    """Each device the GPU tests run on (tests/devices.py): CuPy on a GPU, hostcuda everywhere g++ is."""
+    """Each device the GPU tests run on (tests/support/devices.py): CuPy on a GPU, hostcuda everywhere g++ is."""
     return request.param
 
 
@@ -32,7 +32,7 @@ def rng():
 
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true", default=False,
-                     help="rewrite tests/golden/ from the current code generator")
+                     help="rewrite tests/support/golden/ from the current code generator")
 
 
 @pytest.fixture

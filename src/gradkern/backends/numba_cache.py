@@ -47,7 +47,7 @@ _memory_only: set[Path] = set()  # directories found unusable in this process
 # What this process's disk-cached functions did, one "<module>.<function>" per signature: loaded from the
 # cache, or compiled afresh (a miss or a damaged entry). A warm cache compiles nothing, whatever the
 # process's PYTHONHASHSEED, since generated source depends only on the kernel and its signature
-# (docs/caching.md; tests/test_determinism.py reads these).
+# (docs/caching.md; tests/backends/test_determinism.py reads these).
 loaded: list[str] = []
 compiled: list[str] = []
 
@@ -167,7 +167,7 @@ class _HealingCache(FunctionCache):
     """Numba's per-function disk cache that discards a damaged entry (its index
     and all its data files) and compiles afresh, with one CacheWarning.
     Installed in place of the dispatcher's `_cache` (Numba has no public hook
-    for the cache class); tests/test_cache.py fails if Numba's internals move."""
+    for the cache class); tests/backends/test_cache.py fails if Numba's internals move."""
 
     def __init__(self, py_func):
         super().__init__(py_func)

@@ -7,7 +7,7 @@ same entries. Each entry also says, per operand, what that operand's partial rea
 transform keeps (recomputes or tapes) only the values the partials of *active*
 operands need. A partial of None is structurally zero.
 
-Conventions at the kinks (tested in tests/test_kinks.py, forward and reverse,
+Conventions at the kinks (tested in tests/transforms/test_kinks.py, forward and reverse,
 interpreter and Numba), chosen so that a derivative through a constant is
 never NaN where JAX and PyTorch give a number:
 

@@ -76,7 +76,7 @@ class _Offsets:
     periodic indices a select whose arms are each tid + c + s·M (M the extent
     `x.shape[axis]` of one array, the same for every wrap along that axis). It extends the kernel's index
     analysis (ir/indices.py) by those once-set locals, selects and shape terms: on an index with none of
-    them it gives what `Indices.offset` gives, at the position of its axis (tests/test_gather.py)."""
+    them it gives what `Indices.offset` gives, at the position of its axis (tests/transforms/test_gather.py)."""
 
     def __init__(self, k: ir.Kernel):
         self.alias = indices(k).offsets  # locals holding tid[axis] + c (ir/indices.py)

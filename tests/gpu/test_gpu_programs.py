@@ -1,0 +1,152 @@
+"""Programs, checkpointed loops and custom rules on a device (tests/support/devices.py; DESIGN §6, 8; §6.1; §7): on
+CuPy, saves, snapshots and internal shadows on the device, the fingerprint host-write guard, and the shipped
+rules over cupy.fft / cupy.linalg / the CUDA Thomas kernel; on hostcuda, every kernel a program launches runs
+the CUDA backend's C. Both give the gradients the NumPy run on the Numba backend gives (float64: 1e-10
+relative, the backends' kernels and libraries round differently in the last bits and the loops compound it)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import pytest
+from program.test_checkpoint import heat_ping_pong
+from program.test_programs import ping_pong
+from program.test_rules import implicit_diffusion
+
+import gradkern as gk
+import gradkern.kernels as library
+
+pytestmark = pytest.mark.gpu
+
+RTOL = 1e-10
+
+
+def _gradients(prog, arrays, scalars, seeds, device=None):
+    """gk.autodiff of prog on `device` (None: NumPy on the Numba backend): the shadows and primals (on the host)
+    and the Active derivatives."""
+    to = device.to if device else np.copy
+    prim, shadows = [to(a) for a in arrays], [to(s) for s in seeds]
+    with device.running() if device else contextlib.nullcontext():
+        got = gk.autodiff(prog, *[gk.Duplicated(p, d) for p, d in zip(prim, shadows)], *scalars)
+    host = device.host if device else np.asarray
+    return [host(d) for d in shadows], [g for g in got if g is not None], [host(p) for p in prim]
+
+
+def _same(device, prog, arrays, scalars, seeds):
+    want = _gradients(prog, arrays, scalars, seeds)
+    got = _gradients(prog, arrays, scalars, seeds, device)
+    for a, b in zip(want[0] + want[2], got[0] + got[2]):
+        np.testing.assert_allclose(b, a, rtol=RTOL, atol=1e-13)
+    np.testing.assert_allclose(got[1], want[1], rtol=RTOL)
+
+
+def _inputs(n, seed=0):
+    r = np.random.default_rng(seed)
+    return [r.uniform(0.2, 0.8, n), r.uniform(0.2, 0.8, n), np.zeros(1)], [np.zeros(n), np.zeros(n), np.ones(1)]
+
+
+def test_program_on_gpu_equals_cpu(device):
+    arrays, seeds = _inputs(64)
+    _same(device, ping_pong, arrays, (gk.Active(0.2), 5), seeds)
+
+
+@pytest.mark.parametrize("storage", ["device", "host"])
+def test_checkpointed_loop_on_gpu_equals_cpu(storage, device, monkeypatch):
+    """storage="host" snapshots go out of device memory and back (program/snapshots.py), on hostcuda too."""
+    import gradkern.program.snapshots as snapshots
+    moved = []
+    for name in ("to_host", "from_host"):
+        real = getattr(snapshots, name)
+        monkeypatch.setattr(snapshots, name, lambda *a, real=real, name=name: moved.append(name) or real(*a))
+    arrays, seeds = _inputs(64, 1)
+    prog = heat_ping_pong(lambda step, nsteps: gk.checkpointed_loop(step, nsteps, snapshots=3, storage=storage))
+    _same(device, prog, arrays, (gk.Active(0.2), 9), seeds)
+    if storage == "host":
+        assert "to_host" in moved and "from_host" in moved
+    else:
+        assert not moved
+
+
+def test_host_write_to_a_device_array_is_refused(device):
+    """A host write through a view made before the call: device memory's fingerprint finds it before the next
+    launch (CuPy has no read-only flag; on hostcuda NumPy's flags, which cannot see such a view, stay too), and
+    no shadow changes."""
+    r = np.random.default_rng(4)
+    u, v, du, dv, E, dE = (device.to(a) for a in (r.random(16), r.random(16), r.random(16), r.random(16),
+                                                   np.zeros(1), np.ones(1)))
+    alias = v[:]
+
+    def prog(u, v, E, c):
+        gk.launch(library.allen_cahn_step, u.shape[0], u, v, c, 0.01)
+        alias[0] = 3.0
+        gk.launch(library.allen_cahn_step, u.shape[0], v, u, c, 0.01)
+    shadows = [device.host(a).copy() for a in (du, dv, dE)]
+    with device.running(), pytest.raises(gk.ProgramError, match="host write to .*'v'.*found before launch 2") as err:
+        gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, dE), gk.Active(0.2))
+    assert "read-only" not in str(err.value)  # found by the fingerprint, not refused by a NumPy flag
+    for before, after in zip(shadows, (du, dv, dE)):
+        np.testing.assert_array_equal(device.host(after), before)
+    if device.xp is np:
+        assert u.flags.writeable and v.flags.writeable
+
+
+def test_rule_writing_outside_its_writes_on_a_device_is_refused(device):
+    """A rule call in a program that writes an argument its writes= does not list: RuleError from the
+    fingerprint on device memory (NumPy's flag elsewhere: test_rules.py), shadows unchanged."""
+    r = np.random.default_rng(5)
+    x, dx, y, dy = (device.to(r.random(8)) for _ in range(4))
+    alias = y[:]  # made before the call: NumPy's flag (hostcuda) cannot see a write through it, the fingerprint can
+
+    @gk.custom_rule(writes=("x",))
+    def sloppy(x, y, c):
+        alias[...] = c * x
+
+    @sloppy.reverse
+    def _(config, tape, x, y, c):
+        return None, None, 0.0
+
+    def prog(x, y, c):
+        sloppy(x, y, c)
+    before = [device.host(a).copy() for a in (dx, dy)]
+    with device.running(), pytest.raises(gk.RuleError, match="writes="):
+        gk.autodiff(prog, gk.Duplicated(x, dx), gk.Duplicated(y, dy), gk.Active(2.0))
+    for b, a in zip(before, (dx, dy)):
+        np.testing.assert_array_equal(device.host(a), b)
+
+
+@pytest.mark.parametrize("loop", ["plain", "checkpointed"])
+def test_implicit_diffusion_with_rules_on_gpu_equals_cpu(loop, device):
+    def plain(step, nsteps):
+        for t in range(nsteps):
+            step(t)
+    prog = implicit_diffusion(plain if loop == "plain" else
+                              lambda step, nsteps: gk.checkpointed_loop(step, nsteps, snapshots=2))
+    r = np.random.default_rng(2)
+    n = 33
+    arrays = [r.uniform(0.2, 0.8, n), r.uniform(0.2, 0.8, n), r.random(n)]
+    _same(device, prog, arrays, (gk.Active(0.8), 4), [np.zeros(n), np.zeros(n), r.random(n)])
+
+
+@pytest.mark.parametrize("rule", ["tridiagonal_solve", "dense_solve", "poisson_periodic", "spectral_derivative"])
+def test_shipped_rules_on_gpu_equal_cpu(rule, device):
+    """Each shipped rule alone: primal and reverse on CuPy equal NumPy's."""
+    r = np.random.default_rng(3)
+    n, m = 16, 3
+    if rule == "tridiagonal_solve":
+        b = r.uniform(3.0, 4.0, (n, m))
+        args = [r.uniform(-1, 1, (n, m)), b, r.uniform(-1, 1, (n, m)), r.random((n, m)), r.random((n, m))]
+        scalars = ()
+    elif rule == "dense_solve":
+        A = r.uniform(-1, 1, (m, n, n)) + 4 * n * np.eye(n)
+        args = [A, r.random((m, n)), r.random((m, n))]
+        scalars = ()
+    else:
+        args = [r.random((m, n)), r.random((m, n))]
+        scalars = (gk.Active(2.5),)
+    fn = getattr(library, rule)
+    seeds = [np.zeros_like(a) for a in args[:-1]] + [r.random(args[-1].shape)]
+
+    def prog(*xs):
+        fn(*xs)
+    _same(device, prog, args, scalars, seeds)
