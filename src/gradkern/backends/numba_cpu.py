@@ -152,8 +152,11 @@ class NumbaBackend(Backend):
         if info.private and info.plan is not None:
             self._run_mixed(typed, code, entry, dim, values)
         elif info.private:  # privatised atomic targets: how many private copies fit the memory limit
-            sizes = {p.name: values[n].nbytes for n, p in enumerate(typed.params) if p.name in info.private}
-            chunks = numba_plan.private_chunks(info.chunk_bytes(sizes), dim[0], bool(info.mixed))
+            # info.chunk_bytes without a plan (no shared targets), inline: this is every privatised launch's path
+            private, mixed = info.private, info.mixed
+            copy_bytes = sum([values[n].nbytes for n, p in enumerate(typed.params)
+                              if p.name in private and p.name not in mixed])
+            chunks = numba_plan.private_chunks(copy_bytes, dim[0], bool(mixed))
             if entry(*dim, *values, chunks) is False:  # no chunks: the serial path
                 _sibling(main, f"{code.entry}_atomics_serial")(*dim, *values, chunks)
         elif entry(*dim, *values) is False:  # edges too wide to run serially: their parallel loop

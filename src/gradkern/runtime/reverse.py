@@ -22,6 +22,7 @@ each lane sees exactly what its one-lane call would.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,9 +93,9 @@ def run_augmented_primal(bound: Bound) -> Tape:
     call = bound.call
     tapes, counts = _taped(bound)
     call.split[0](call.dim, [*bound.values, *tapes, counts])
-    later = call.split[1:]
-    if any(r.job is None for r in later):
-        for run, dim, values in _launches(bound, later, _accumulators(call), tapes, counts):
+    if call.ahead:  # once per prepared call
+        call.ahead = False
+        for run, dim, values in _launches(bound, call.split[1:], _accumulators(call), tapes, counts):
             run.ahead(dim, values)
     return made(Tape, kernel=call.kernel.name, key=call.layout.tape_key, dim=call.dim, values=tapes[0],
                 ints=tapes[1], counts=counts)
@@ -113,29 +114,32 @@ def run_reverse(bound: Bound, tape: Tape) -> tuple:
 def _execute(bound: Bound, runs: tuple, taped: tuple | None = None) -> tuple:
     """Run `runs` (roles augmented_primal, gather, reverse, fused) with one set of accumulators; the runs
     after the first are compiled ahead while the first compiles (runtime/compile_pool.py)."""
-    accs = _accumulators(bound.call)
+    call = bound.call
+    accs = _accumulators(call)
     tapes, counts = taped if taped is not None else (None, None)
     launches = _launches(bound, runs, accs, tapes, counts)
-    if len(launches) > 1 and any(r.job is None for r in runs[1:]):
+    if call.ahead and len(runs) > 1:  # once per prepared call
+        call.ahead = False
+        launches = list(launches)
         for run, dim, values in launches[1:]:
             run.ahead(dim, values)
     for run, dim, values in launches:
         run(dim, values)
-    return _results(bound.call, accs)
+    return _results(call, accs)
 
 
-def _launches(bound: Bound, runs: tuple, accs: dict, tapes: tuple | None, counts: Any) -> list:
-    """(run, dim, values) of each of `runs`: an augmented primal gets the tape the later runs read; a
+def _launches(bound: Bound, runs: tuple, accs: dict, tapes: tuple | None, counts: Any) -> Iterator[tuple]:
+    """(run, dim, values) of each of `runs`, made as the runs come (a generator: an augmented primal's
+    tape is allocated just before it runs): an augmented primal gets the tape the later runs read; a
     gather or fused kernel without one gets a tape sized by tape_slots (and, the gather, a stand-in for
     the counters no kernel reads)."""
     call = bound.call
     dim, values = call.dim, bound.values
-    launches = []
     for run in runs:
         role = run.role
         if role == "augmented_primal":
             tapes, counts = _taped(bound)
-            launches.append((run, dim, [*values, *tapes, counts]))
+            yield run, dim, [*values, *tapes, counts]
             continue
         if tapes is None:
             tapes = _allocate_tape(bound)
@@ -144,13 +148,12 @@ def _launches(bound: Bound, runs: tuple, accs: dict, tapes: tuple | None, counts
                 counts = _counts(call, False)
             b = bound.b
             shapes = {n: v.shape for n, v in zip(b.names, b.values) if hasattr(v, "shape")}
-            launches.append((run, run.family.gather_extents(dim, shapes),
-                             [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts, *dim]))
+            yield (run, run.family.gather_extents(dim, shapes),
+                   [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts, *dim])
         elif role == "reverse":
-            launches.append((run, dim, [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts]))
+            yield run, dim, [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts]
         else:  # fused: every lane
-            launches.append((run, dim, [*values, *_adjoint_values(bound, accs, 0, call.layout.lanes), *tapes]))
-    return launches
+            yield run, dim, [*values, *_adjoint_values(bound, accs, 0, call.layout.lanes), *tapes]
 
 
 def _taped(bound: Bound) -> tuple:
