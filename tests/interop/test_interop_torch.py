@@ -124,6 +124,7 @@ def test_non_contiguous_tensors_and_float32(path):
     assert out32.dtype == torch.float32
     (out32 ** 2).sum().backward()
     assert u32.grad.dtype == torch.float32 and c32.grad.dtype == torch.float32
+    # float32 against float64 (the same bound as tests/interop/test_interop_jax.py's, same reasoning)
     torch.testing.assert_close(u32.grad.double(), ref_u.grad, rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(c32.grad.double(), ref_c.grad, rtol=1e-4, atol=1e-5)
 
