@@ -23,9 +23,9 @@ Traffic model for GB/s: the minimum bytes an ideal kernel moves (saxpy reads
 x and y and writes y: 3 arrays; the stencils read u and write the output:
 2 arrays), ignoring write-allocate reads and stencil-neighbour reloads.
 
-    python benchmarks/primal_cpu.py            # full sizes, print the table
-    python benchmarks/primal_cpu.py --quick    # small sizes, smoke test
-    python benchmarks/primal_cpu.py --write    # also write benchmarks/RESULTS.md
+    python benchmarks/kernels/primal_cpu.py            # full sizes, print the table
+    python benchmarks/kernels/primal_cpu.py --quick    # small sizes, smoke test
+    python benchmarks/kernels/primal_cpu.py --write    # also write benchmarks/RESULTS.md
 """
 
 from __future__ import annotations
@@ -40,10 +40,14 @@ import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
 from numba import prange
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from report import RESULTS, git_revision, write_section
 from timing import interleaved, load_average, machine, timed
 

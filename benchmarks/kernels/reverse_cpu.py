@@ -37,9 +37,9 @@ call alone would otherwise count ~0.15-0.3 s of `import numba` that the hand-wri
 import). The whole process's wall time (interpreter start, imports, compile, run) is reported as well.
 Goals: gradkern cold <= 1.5x hand-written cold; gradkern warm <= 0.5 s.
 
-    python benchmarks/reverse_cpu.py            # full sizes, print the tables
-    python benchmarks/reverse_cpu.py --quick    # tiny sizes, 2 runs: smoke test (still checks results)
-    python benchmarks/reverse_cpu.py --write    # wait for a quiet machine, then write benchmarks/RESULTS.md
+    python benchmarks/kernels/reverse_cpu.py            # full sizes, print the tables
+    python benchmarks/kernels/reverse_cpu.py --quick    # tiny sizes, 2 runs: smoke test (still checks results)
+    python benchmarks/kernels/reverse_cpu.py --write    # wait for a quiet machine, then write benchmarks/RESULTS.md
 """
 
 from __future__ import annotations
@@ -63,6 +63,9 @@ from pathlib import Path
 import numba
 import numpy as np
 from numba import prange
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from report import RESULTS, git_revision, write_section
 from timing import interleaved, load_average, machine, timed
 
@@ -74,7 +77,7 @@ GOAL_HAND = 1.3  # gk.autodiff / hand-written primal + adjoint
 GOAL_COLD = 1.5  # gradkern cold compile / hand-written cold compile
 GOAL_WARM = 0.5  # seconds, gradkern warm first call
 SECTION = "## reverse_cpu.py"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 C_AC, DT_AC = 0.2, 0.01  # Allen-Cahn c = dt/h^2 and dt
 C_HEAT = 0.2
 
