@@ -22,7 +22,7 @@ from numba import prange
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
 import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from library_rows import Row  # noqa: E402
-from reverse_cpu import _interior, allen_cahn_adjoint, allen_cahn_primal, heat_adjoint, heat_primal  # noqa: E402
+from references import _interior, allen_cahn_adjoint, allen_cahn_primal, heat_adjoint, heat_primal  # noqa: E402
 from rowcheck import check_against_hand  # noqa: E402
 
 C_1D, C_2D, C_3D = 0.4, 0.2, 0.15  # heat: stable below 1/2, 1/4, 1/6
