@@ -7,11 +7,11 @@ next one still runs):
 1. env         nvidia-smi, versions, `python -m gradkern info`
 2. gpu-tests   the GPU tests on real CuPy against the Numba CPU backend (tests/gpu/test_gpu*.py;
                test_cuda.py's nvcc compiles run in CI)
-3. bench-gpu   benchmarks/gpu.py: Allen-Cahn, generated vs hand-written CUDA, JAX, PyTorch
-4. bench-rules benchmarks/rules.py --gpu
-5. bench-lib   benchmarks/library.py --gpu
-6. bench-programs   benchmarks/programs.py --gpu: a program's gradient against hand-written CUDA and JAX
-7. bench-checkpoint benchmarks/checkpoint.py --gpu: store-all and checkpointed (device and host
+3. bench-gpu   benchmarks/gpu/gpu.py: Allen-Cahn, generated vs hand-written CUDA, JAX, PyTorch
+4. bench-rules benchmarks/programs/rules.py --gpu
+5. bench-lib   benchmarks/library/library.py --gpu
+6. bench-programs   benchmarks/programs/programs.py --gpu: a program's gradient against hand-written CUDA and JAX
+7. bench-checkpoint benchmarks/programs/checkpoint.py --gpu: store-all and checkpointed (device and host
                snapshots) against hand-written CUDA, with CuPy's pool peak
 8. vs-hostcuda tests/gpu/test_gpu.py again with GRADKERN_BACKEND=hostcuda: CuPy against the *same* CUDA C
                run on the host, so a difference is device behaviour (math ulps, FMA contraction), not
@@ -48,11 +48,12 @@ PHASES = [
      f"[\"name\"])'; {PY} -m gradkern info", {}),
     ("gpu-tests", 150, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/gpu/test_gpu.py "
      "tests/gpu/test_gpu_programs.py tests/library/test_library_benchmark.py", {}),
-    ("bench-gpu", 60, f"{PY} benchmarks/gpu.py --no-write --reps 5", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
-    ("bench-rules", 35, f"{PY} benchmarks/rules.py --gpu --runs 3", {}),
-    ("bench-lib", 45, f"{PY} benchmarks/library.py --gpu --runs 5", {}),
-    ("bench-programs", 30, f"{PY} benchmarks/programs.py --gpu --runs 3", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
-    ("bench-checkpoint", 40, f"{PY} benchmarks/checkpoint.py --gpu --runs 3", {}),
+    ("bench-gpu", 60, f"{PY} benchmarks/gpu/gpu.py --no-write --reps 5", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
+    ("bench-rules", 35, f"{PY} benchmarks/programs/rules.py --gpu --runs 3", {}),
+    ("bench-lib", 45, f"{PY} benchmarks/library/library.py --gpu --runs 5", {}),
+    ("bench-programs", 30, f"{PY} benchmarks/programs/programs.py --gpu --runs 3",
+     {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
+    ("bench-checkpoint", 40, f"{PY} benchmarks/programs/checkpoint.py --gpu --runs 3", {}),
     ("vs-hostcuda", 60, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/gpu/test_gpu.py",
      {"GRADKERN_BACKEND": "hostcuda"}),
 ]

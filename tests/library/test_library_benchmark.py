@@ -1,7 +1,7 @@
-"""benchmarks/library.py, the kernel library's benchmark driver, without
+"""benchmarks/library/library.py, the kernel library's benchmark driver, without
 timing anything (its --quick run compiles every row's primal, reverse and
 hand-written adjoint: minutes, not a test): every row that the
-benchmarks/library_<family>.py modules define names a kernel of
+benchmarks/library/library_<family>.py modules define names a kernel of
 gradkern.kernels and sets up arguments that kernel takes; rows are picked
 by kernel or family name; the table reads goals and reasons right."""
 
@@ -16,7 +16,7 @@ import pytest
 
 import gradkern.kernels as library
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks" / "library"
 
 
 def _load():
@@ -27,7 +27,7 @@ def _load():
     return module
 
 
-# the driver puts benchmarks/ first on sys.path (its rows import library_rows, report...): only while it loads
+# the driver puts benchmarks/ and its parts on sys.path (its rows import library_rows, report...): only while it loads
 _path = list(sys.path)
 bench = _load()
 ROWS = bench.discover()

@@ -60,7 +60,7 @@ class Backend:
     #: vector mode runs its k lanes as launches of at most this many lanes, the primal once (0: all k in one
     #: launch). A CPU thread streaming every lane's shadows at once misses in cache and does not vectorise: the
     #: 2-D heat step's 8-lane gather streams 16 arrays, whose equally aligned rows collide in the same cache sets
-    #: on a 2-core AMD EPYC (benchmarks/batch.py). Where a gather exists and nothing is taped, the groups'
+    #: on a 2-core AMD EPYC (benchmarks/kernels/batch.py). Where a gather exists and nothing is taped, the groups'
     #: gathers are followed by one fused launch of all lanes (runtime/reverse.py)
     lane_group: int = 0
 

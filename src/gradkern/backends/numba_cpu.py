@@ -30,7 +30,7 @@ from .numba_loops import NumbaOptions, generate
 from .numba_plan import MixedPlan, mixed_plan
 
 # A parallel launch of fewer threads than this runs the serial twin of its entry (numba_loops.py): waking the
-# worker threads costs more than a few hundred threads of a loop-free body (benchmarks/overhead.py).
+# worker threads costs more than a few hundred threads of a loop-free body (benchmarks/runtime/overhead.py).
 # 0 turns the twins off.
 SERIAL_THREADS = int(os.environ.get("GRADKERN_SERIAL_THREADS", "256"))
 # Vector mode runs its k lanes in launches of at most this many lanes, the primal once (Backend.lane_group;
@@ -38,7 +38,7 @@ SERIAL_THREADS = int(os.environ.get("GRADKERN_SERIAL_THREADS", "256"))
 # 1024^2, and a parallel launch on a loaded machine can stall at its barrier: on the 2-core Intel Xeon (260 MiB
 # L3) 4 was the fastest group of 1/2/4/8 in both modes at 256^2 and 1024^2 (1 and 2 threads), 8 about as fast.
 # 2 was chosen on a 2-core AMD EPYC (32 MiB L3), whose 8-lane gather's equally aligned rows collided in cache
-# sets; 4 measured within 16% of 2 there (benchmarks/batch.py --lane-group, RESULTS.md).
+# sets; 4 measured within 16% of 2 there (benchmarks/kernels/batch.py --lane-group, RESULTS.md).
 LANE_GROUP = int(os.environ.get("GRADKERN_LANE_GROUP", "4"))
 
 

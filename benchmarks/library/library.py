@@ -1,6 +1,6 @@
 """The kernel library's cost: every gradkern.kernels kernel at a bandwidth-bound size, primal and gradient.
 
-The rows are discovered, not listed: every `benchmarks/library_<family>.py`
+The rows are discovered, not listed: every `benchmarks/library/library_<family>.py`
 (but library_rows.py, which defines `Row`) holds a list `ROWS` of
 `library_rows.Row`. A row's `name` is its kernel's name in gradkern.kernels
 (a label may follow after a space: `"saxpy (a Const)"`). For each row, at
@@ -36,11 +36,11 @@ fused primal-and-adjoint would need at least. Rows with traffic 0
 exists; a missed goal's reason comes from REASONS below (filled in when
 the cause is known), "—" otherwise.
 
-    python benchmarks/library.py                        # full size, print the table
-    python benchmarks/library.py --quick                # tiny sizes, 3 rounds: a smoke test
-    python benchmarks/library.py --only saxpy,stencils  # rows by kernel or family name
-    python benchmarks/library.py --write                # also RESULTS.md's section and benchmarks/library.png
-    python benchmarks/library.py --gpu                  # the same on CuPy arrays (needs CuPy and a CUDA GPU)
+    python benchmarks/library/library.py                        # full size, print the table
+    python benchmarks/library/library.py --quick                # tiny sizes, 3 rounds: a smoke test
+    python benchmarks/library/library.py --only saxpy,stencils  # rows by kernel or family name
+    python benchmarks/library/library.py --write                # also RESULTS.md's section and library/library.png
+    python benchmarks/library/library.py --gpu                  # the same on CuPy arrays (needs CuPy and a CUDA GPU)
 """
 
 from __future__ import annotations
@@ -60,9 +60,8 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-if str(HERE) not in sys.path:  # imported from elsewhere (a test): the row modules import library_rows
-    sys.path.insert(0, str(HERE))
-
+sys.path.insert(0, str(HERE.parent))  # benchmarks/ (benchpath.py); also when a test imports this file
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from library_rows import Row  # noqa: E402
 from report import publish, run_lines  # noqa: E402
 from timing import interleaved, machine, timed  # noqa: E402
@@ -106,7 +105,7 @@ REASONS: dict[str, str] = {
 
 
 def discover(folder: Path = HERE) -> list[tuple[str, Row]]:
-    """(family, row) for every Row of every benchmarks/library_<family>.py, in file order."""
+    """(family, row) for every Row of every benchmarks/library/library_<family>.py, in file order."""
     found = []
     for path in sorted(folder.glob("library_*.py")):
         if path.stem in ("library_rows",):
@@ -417,7 +416,7 @@ def section(results: list[Result], copy: tuple[float, str], copies: list[float],
             args: argparse.Namespace, command: str, copy_bytes: int) -> str:
     met = sum(r.met for r in results if not any(n.startswith("failed") for n in r.notes))
     lines = [SECTION + (" --gpu" if args.gpu else ""), "",
-             f"Every gradkern.kernels kernel with a row (benchmarks/library_<family>.py) at n = {args.n:,} "
+             f"Every gradkern.kernels kernel with a row (benchmarks/library/library_<family>.py) at n = {args.n:,} "
              f"(each row's setup sizes itself from n); float64; median of {args.runs} interleaved rounds, every "
              "call from the same state (restored outside the timed region). Gradient = one `gk.autodiff` call "
              "in reverse mode (primal and adjoint, shadows seeded random); hand = a hand-written Numba primal "
@@ -440,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=None, help="the size each row's setup gets (default 2**22)")
     p.add_argument("--runs", type=int, default=None, help="timed rounds (default 11, --quick 3)")
     p.add_argument("--only", default=None, help="comma-separated kernel, row or family names")
-    p.add_argument("--write", action="store_true", help="write RESULTS.md's section and benchmarks/library.png")
+    p.add_argument("--write", action="store_true", help="write RESULTS.md's section and benchmarks/library/library.png")
     p.add_argument("--png", type=Path, default=None, help="write the bar chart here (without --write)")
     p.add_argument("--gpu", action="store_true", help="CuPy arrays on the GPU (needs CuPy and a CUDA GPU)")
     args = p.parse_args(argv)
@@ -449,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     device = GPU() if args.gpu else Device()
     rows = select(discover(), args.only)
     if not rows:
-        print("no rows: no benchmarks/library_<family>.py defines ROWS", file=sys.stderr)
+        print("no rows: no benchmarks/library/library_<family>.py defines ROWS", file=sys.stderr)
         return 1
     reps = 3 if args.quick else 10
     elements = 2**20 if args.quick else COPY_ELEMENTS
@@ -464,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
               + (f" ({'; '.join(r.notes)})" if r.notes else ""), file=sys.stderr, flush=True)
     copies.append(copy_bandwidth(device, elements, reps))
     copy = max(copies)
-    command = shlex.join(["python", "benchmarks/library.py", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "benchmarks/library/library.py", *(sys.argv[1:] if argv is None else argv)])
     text = section(results, copy, [c[0] for c in copies], device, args, command, 8 * elements)
     publish(text, SECTION + (" --gpu" if args.gpu else ""), args.write and not args.quick)
     title = f"gradkern.kernels, primal and gradient bandwidth / copy bandwidth\n{device.describe()}"

@@ -23,16 +23,15 @@ Traffic model for GB/s: the minimum bytes an ideal kernel moves (saxpy reads
 x and y and writes y: 3 arrays; the stencils read u and write the output:
 2 arrays), ignoring write-allocate reads and stencil-neighbour reloads.
 
-    python benchmarks/primal_cpu.py            # full sizes, print the table
-    python benchmarks/primal_cpu.py --quick    # small sizes, smoke test
-    python benchmarks/primal_cpu.py --write    # also write benchmarks/RESULTS.md
+    python benchmarks/kernels/primal_cpu.py            # full sizes, print the table
+    python benchmarks/kernels/primal_cpu.py --quick    # small sizes, smoke test
+    python benchmarks/kernels/primal_cpu.py --write    # also write benchmarks/RESULTS.md
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import functools
 import os
 import platform
 import shlex
@@ -40,10 +39,14 @@ import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numba
 import numpy as np
-from numba import prange
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
+from references import saxpy_hand, stencils_hand
 from report import RESULTS, git_revision, write_section
 from timing import interleaved, load_average, machine, timed
 
@@ -52,46 +55,6 @@ from gradkern.kernels import allen_cahn_step, laplace_2d, saxpy
 
 GOAL = 1.2
 SECTION = "## primal_cpu.py"
-
-
-# ---------------------------------------------------------------- hand-written
-
-
-@numba.njit(parallel=True)
-def saxpy_hand(a, x, y):
-    for i in prange(x.shape[0]):
-        y[i] = a * x[i] + y[i]
-
-
-@functools.cache
-def stencils_hand(dtype: np.dtype) -> tuple[Callable, Callable]:
-    """The hand-written stencils for `dtype`: their constants have that dtype
-    (as gradkern's weak literals do), so float32 stays float32 arithmetic."""
-    two, four, zero = dtype.type(2.0), dtype.type(4.0), dtype.type(0.0)
-
-    @numba.njit(parallel=True)
-    def allen_cahn_hand(u, un, c, dt):
-        n = u.shape[0]
-        un[0] = u[0]
-        un[n - 1] = u[n - 1]
-        for i in prange(1, n - 1):
-            ui = u[i]
-            un[i] = ui + c * (u[i - 1] - two * ui + u[i + 1]) + dt * (ui - ui ** 3)
-
-    @numba.njit(parallel=True)
-    def laplace_hand(u, out):
-        n0, n1 = u.shape
-        for i in prange(n0):
-            if i == 0 or i == n0 - 1:
-                for j in range(n1):
-                    out[i, j] = zero
-            else:
-                out[i, 0] = zero
-                out[i, n1 - 1] = zero
-                for j in range(1, n1 - 1):
-                    out[i, j] = u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - four * u[i, j]
-
-    return allen_cahn_hand, laplace_hand
 
 
 # ---------------------------------------------------------------- cases

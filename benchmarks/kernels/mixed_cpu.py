@@ -15,17 +15,22 @@ call is `gk.autodiff` (argument validation and the race check included) from the
 reset outside the timed region; median of --runs interleaved runs after a warm-up call each. The
 versions' shadows are checked equal (rtol 1e-12) first: sums in another order only.
 
-    python benchmarks/mixed_cpu.py [--n 2048] [--runs 11]
+    python benchmarks/kernels/mixed_cpu.py [--n 2048] [--runs 11]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import time
+from pathlib import Path
 
 import numba
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from timing import interleaved, load_average, medians
 
 import gradkern as gk

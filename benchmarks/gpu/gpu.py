@@ -9,8 +9,8 @@ device-to-device copy, and cold (empty caches) and warm (a new process, caches
 kept) time to the first gradient. Times are medians over repetitions, taken
 with CUDA events on CuPy's stream.
 
-    python benchmarks/gpu.py            # prints the table, writes RESULTS.md
-    python benchmarks/gpu.py --quick    # small sizes, a smoke test
+    python benchmarks/gpu/gpu.py            # prints the table, writes RESULTS.md
+    python benchmarks/gpu/gpu.py --quick    # small sizes, a smoke test
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 
 C, DT = 0.2, 0.01
 
@@ -356,10 +357,10 @@ def report(a, n, T, rows, extra, copy_bw, primal_err, grad_err, ct, compile_n) -
     r, hr = rows["gk_reverse"], rows["hand_reverse"]
     bw = lambda ms, per_step: per_step * T / ms / 1e6  # noqa: E731  GB/s
     lines = [
-        "## GPU (benchmarks/gpu.py)",
+        "## GPU (benchmarks/gpu/gpu.py)",
         "",
         f"- machine: {dev}; CuPy {cupy.__version__}, CUDA runtime {cupy.cuda.runtime.runtimeGetVersion()}",
-        f"- date: {datetime.date.today().isoformat()}; command: `python benchmarks/gpu.py"
+        f"- date: {datetime.date.today().isoformat()}; command: `python benchmarks/gpu/gpu.py"
         f"{' --quick' if a.quick else ''}`; revision {git_revision()}",
         f"- problem: 1-D Allen-Cahn step, N = {n:,} float32, T = {T} steps, every state stored; loss <w, u_T>; "
         f"median of {a.reps} runs (CUDA events)",
@@ -413,7 +414,7 @@ def report(a, n, T, rows, extra, copy_bw, primal_err, grad_err, ct, compile_n) -
         comp = d["first"] - d["second"]
         goal = f"≤ 0.1 {'met' if comp <= 0.1 else 'MISSED'}" if label == "warm" else ""
         lines.append(f"| {label} | {d['first']:.3f} | {d['second']:.4f} | {comp:.3f} | {goal} |")
-    publish("\n".join(lines) + "\n", "## GPU (benchmarks/gpu.py)", write=not a.no_write and not a.quick)
+    publish("\n".join(lines) + "\n", "## GPU (benchmarks/gpu/gpu.py)", write=not a.no_write and not a.quick)
 
 
 if __name__ == "__main__":

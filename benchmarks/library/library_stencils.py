@@ -1,13 +1,13 @@
-"""Rows of benchmarks/library.py for gradkern.kernels.stencils, each with a
+"""Rows of benchmarks/library/library.py for gradkern.kernels.stencils, each with a
 hand-written Numba primal + adjoint (Row.hand) in the style of
-benchmarks/reverse_cpu.py, whose Allen–Cahn and 2-D heat versions are reused.
+benchmarks/kernels/reverse_cpu.py, whose Allen–Cahn and 2-D heat versions are reused.
 
 Every hand-written adjoint is a gather (each point sums its neighbours'
 contributions, `prange` over the outermost axis, a branch-free inner loop for
 the points whose neighbours are all interior and masked formulas for the
 two-point frame), then a pass zeroing the shadow of the write-only output.
 Scalars (c, dt) are Const, as in reverse_cpu.py; `add_source`'s amplitude is
-Active. `python benchmarks/library_stencils.py` runs check_rows(): each
+Active. `python benchmarks/library/library_stencils.py` runs check_rows(): each
 hand-written version against gk.autodiff, on small grids."""
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ import numba
 import numpy as np
 from numba import prange
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from library_rows import Row  # noqa: E402
-from reverse_cpu import _interior, allen_cahn_adjoint, allen_cahn_primal, heat_adjoint, heat_primal  # noqa: E402
+from references import _interior, allen_cahn_adjoint, allen_cahn_primal, heat_adjoint, heat_primal  # noqa: E402
 from rowcheck import check_against_hand  # noqa: E402
 
 C_1D, C_2D, C_3D = 0.4, 0.2, 0.15  # heat: stable below 1/2, 1/4, 1/6

@@ -16,19 +16,24 @@ Peak memory: NumPy allocations during one call (tracemalloc sees NumPy's
 buffers) in one more, untimed call, the inputs excluded; JAX's are not visible to tracemalloc and are not
 reported. Every method's gradient is checked against gradkern's before timing.
 
-    python benchmarks/programs.py                 # N = 10**6, T = 100
-    python benchmarks/programs.py --quick         # small, a smoke test
-    python benchmarks/programs.py --write         # and write RESULTS.md
+    python benchmarks/programs/programs.py                 # N = 10**6, T = 100
+    python benchmarks/programs/programs.py --quick         # small, a smoke test
+    python benchmarks/programs/programs.py --write         # and write RESULTS.md
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tracemalloc
+from pathlib import Path
 
 import numba
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from report import publish, run_lines
 from timing import interleaved, timed
 
@@ -111,7 +116,7 @@ def run_hand(u0, c, steps):
 
 def jax_gradient(steps):
     """JAX's jit(grad) of the loop (`lax.fori_loop`, float64) w.r.t. (u0, c), or None where JAX is not
-    importable (also benchmarks/gpu_loops.py's JAX row)."""
+    importable (also benchmarks/gpu/gpu_loops.py's JAX row)."""
     try:
         import jax
         import jax.numpy as jnp
@@ -165,11 +170,12 @@ def gpu_main(args) -> None:
     times, peaks = gl.run_rows(cupy, rows, u0, args.runs)
     text = "\n".join([
         "## programs.py --gpu", "",
-        "The gradient of programs.py's Allen-Cahn program on a GPU, float64, CuPy arrays (benchmarks/gpu_loops.py: "
+        "The gradient of programs.py's Allen-Cahn program on a GPU, float64, CuPy arrays (benchmarks/gpu/gpu_loops.py: "
         "the rows, the timing and the peak of CuPy's memory pool during one call, inputs excluded). Median of "
         f"{args.runs} interleaved runs after a warm-up, each ended by a synchronisation; every gradient checked "
         "against gradkern's (rtol 1e-9).", "",
-        *run_lines(f"python benchmarks/programs.py --gpu{' --write' if args.write else ''}"), gl.device_line(cupy),
+        *run_lines(f"python benchmarks/programs/programs.py --gpu{' --write' if args.write else ''}"),
+        gl.device_line(cupy),
         f"* N = {n:,}, T = {steps}; JAX: {'importable' if jrun is not None else 'not importable, no row'}", "",
         *gl.table(times, peaks, hand, n * 8), ""])
     publish(text, "## programs.py --gpu", args.write)
@@ -222,7 +228,7 @@ def main() -> None:
         "`allen_cahn_step`, then E = sum u^2 by a kernel), w.r.t. the initial state and c; float64. Median of "
         f"{args.runs} interleaved runs after a warm-up; every gradient checked against gradkern's first "
         "(rtol 1e-9). Peak memory: NumPy allocations during one call (tracemalloc), inputs excluded.", "",
-        *run_lines(f"python benchmarks/programs.py{' --write' if args.write else ''}"),
+        *run_lines(f"python benchmarks/programs/programs.py{' --write' if args.write else ''}"),
         f"* N = {n:,}, T = {steps}; JAX: {'installed' if jrun is not None else 'not installed, no row'}", "",
         "| method | time (s) | vs hand-written | peak memory (MB) | memory vs hand-written |",
         "|---|---:|---:|---:|---:|", *rows, ""])

@@ -1,4 +1,4 @@
-"""Rows of benchmarks/library.py for gradkern.kernels.blas (no hand-written
+"""Rows of benchmarks/library/library.py for gradkern.kernels.blas (no hand-written
 adjoints: BLAS levels 1 and 2 are streaming kernels whose gradient cost is
 judged against the primal alone).
 
@@ -6,7 +6,7 @@ Sizes: the level-1 kernels (axpy, scal, dot) run over n elements; the level-2
 ones (matvec, gemv, gemv_t, ger) over a square m x m matrix with m = isqrt(n),
 so the driver's n = 2**22 gives 2048 x 2048. Traffic counts each array the
 primal reads once and each it writes once (an array updated in place twice).
-Scalars (a, alpha, beta) are Active. `python benchmarks/library_blas.py` runs
+Scalars (a, alpha, beta) are Active. `python benchmarks/library/library_blas.py` runs
 check_rows(): every row's gk.autodiff against the gradient written out in
 NumPy (closed forms, below)."""
 
@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from library_rows import Row  # noqa: E402
 
 import gradkern as gk  # noqa: E402

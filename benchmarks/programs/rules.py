@@ -29,10 +29,10 @@ what each keeps for its reverse (gradkern: the program tape's bytes, from
 CPU the peak of NumPy allocations during one call (tracemalloc), inputs
 excluded. `--profile` prints where a gk.autodiff call's time goes (cProfile).
 
-    python benchmarks/rules.py                 # CPU: N = 10**6, T = 100
-    python benchmarks/rules.py --quick         # small, a smoke test
-    python benchmarks/rules.py --write         # and write RESULTS.md
-    python benchmarks/rules.py --gpu           # CuPy: 2**24 unknowns, 16384 rods of 1024 points, T = 100
+    python benchmarks/programs/rules.py                 # CPU: N = 10**6, T = 100
+    python benchmarks/programs/rules.py --quick         # small, a smoke test
+    python benchmarks/programs/rules.py --write         # and write RESULTS.md
+    python benchmarks/programs/rules.py --gpu           # CuPy: 2**24 unknowns, 16384 rods of 1024 points, T = 100
 """
 
 from __future__ import annotations
@@ -42,9 +42,13 @@ import cProfile
 import io
 import pstats
 import sys
+from pathlib import Path
 
 import numba
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from programs import peak_memory
 from report import publish, run_lines
 from timing import interleaved, medians, timed
@@ -302,7 +306,8 @@ def main() -> None:
         "tape's `bytes`; hand-written: its stored states), in MB and in states of n x m x 8 bytes. Peak: NumPy "
         "allocations during one call (tracemalloc), inputs excluded, the hand-written adjoint's buffers included.",
         "",
-        *run_lines(f"python benchmarks/rules.py{' --gpu' if args.gpu else ''}{' --write' if args.write else ''}"),
+        *run_lines(f"python benchmarks/programs/rules.py{' --gpu' if args.gpu else ''}"
+                   f"{' --write' if args.write else ''}"),
         f"* {device}; n = {n:,} points x m = {m:,} rods, T = {args.steps}; gradients: gradkern vs hand-written "
         f"relative difference {err_du:.1e} (dL/du0), {err_dk:.1e} (dL/dkappa)",
         f"* gradkern's tape: {tape['saved'] / 1e6:.1f} MB saved states, {tape['kernel tapes'] / 1e6:.1f} MB kernel "

@@ -1,5 +1,5 @@
 """Kernels in the shape of an ocean model's hot spots (issue 29): the code of
-benchmarks/compile_time.py's real-code rows and of benchmarks/realcode_check.py.
+benchmarks/compile/compile_time.py's real-code rows and of benchmarks/compile/realcode_check.py.
 
 Written for gradkern in the *shape* of the three Veros kernels that
 pyhpc-benchmarks times (nothing is copied from either; the coefficients and

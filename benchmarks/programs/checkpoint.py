@@ -32,9 +32,9 @@ at full size; the peak is VmHWM minus that RSS, i.e. everything the
 call allocated (its working buffers and outputs included), the inputs u0 and c
 excluded. In units of one state (N x 8 bytes) it reads as "states".
 
-    python benchmarks/checkpoint.py               # N = 2**18, T = 1000
-    python benchmarks/checkpoint.py --quick       # small, a smoke test
-    python benchmarks/checkpoint.py --write       # and write RESULTS.md and checkpoint.png
+    python benchmarks/programs/checkpoint.py               # N = 2**18, T = 1000
+    python benchmarks/programs/checkpoint.py --quick       # small, a smoke test
+    python benchmarks/programs/checkpoint.py --write       # and write RESULTS.md and checkpoint.png
 """
 
 from __future__ import annotations
@@ -49,8 +49,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from programs import _adjoint, _step
-from report import RESULTS, publish, run_lines
+from report import publish, run_lines
 from timing import interleaved, load_average, timed
 
 import gradkern as gk
@@ -331,11 +334,12 @@ def gpu_main(args) -> None:
     times, peaks = gl.run_rows(cupy, rows, u0, args.runs)
     text = "\n".join([
         "## checkpoint.py --gpu", "",
-        "checkpoint.py's Allen-Cahn loop on a GPU, float64, CuPy arrays (benchmarks/gpu_loops.py: the rows, the "
+        "checkpoint.py's Allen-Cahn loop on a GPU, float64, CuPy arrays (benchmarks/gpu/gpu_loops.py: the rows, the "
         "timing and the peak of CuPy's memory pool during one call, inputs excluded; one state = N x 8 bytes). "
         f"Median of {args.runs} interleaved runs after a warm-up, each ended by a synchronisation; every gradient "
         "checked against gradkern store-all's (rtol 1e-9). Snapshots \"on the host\": `storage=\"host\"`.", "",
-        *run_lines(f"python benchmarks/checkpoint.py --gpu{' --write' if args.write else ''}"), gl.device_line(cupy),
+        *run_lines(f"python benchmarks/programs/checkpoint.py --gpu{' --write' if args.write else ''}"),
+        gl.device_line(cupy),
         f"* N = {n:,}, T = {steps}", "",
         *gl.table(times, peaks, hand, n * 8), ""])
     publish(text, "## checkpoint.py --gpu", args.write)
@@ -430,7 +434,7 @@ def main() -> None:
             goals.append(f"* {names[jk]} ({t(jk):.3f} s at {peak(jk) / 1e6:.1f} MB): gradkern rows at equal or "
                          f"lower memory: {desc}; ahead in time: "
                          f"{', '.join(short_name(k, outer, inner) for k in ahead) or 'none'}")
-    command = "python benchmarks/checkpoint.py" + (" --quick" if args.quick else "") + \
+    command = "python benchmarks/programs/checkpoint.py" + (" --quick" if args.quick else "") + \
         (f" --runs {args.runs}" if args.runs != 5 and not args.quick else "") + (" --write" if args.write else "")
     text = "\n".join([
         "## checkpoint.py", "",
@@ -454,7 +458,7 @@ def main() -> None:
         "Goals of issue 16 (this run):", "", *goals, ""])
     publish(text, "## checkpoint.py", args.write)
     if args.write:
-        png = RESULTS.parent / "checkpoint.png"
+        png = HERE / "checkpoint.png"
         if plot(rows, png, f"Allen-Cahn gradient, N = {n:,} float64, T = {steps} ({os.cpu_count()} CPU cores)"):
             print(f"wrote {png}")
 

@@ -5,9 +5,9 @@ forward and in the reverse; the exchange's share of a primal step; the cost of o
 the per-exchange agreement (an Allreduce of 5 integers). Then a model of weak scaling to 1,000 and 100,000
 ranks (printed, and written to RESULTS.md with the measurements).
 
-    python benchmarks/mpi.py [--quick] [--write]     # launches the mpiexec jobs itself
+    python benchmarks/programs/mpi.py [--quick] [--write]     # launches the mpiexec jobs itself
 
-Each job: `mpiexec -n P python -m mpi4py benchmarks/mpi.py --job NX NY STEPS ROUNDS OUT.json`; its rank 0
+Each job: `mpiexec -n P python -m mpi4py benchmarks/programs/mpi.py --job NX NY STEPS ROUNDS OUT.json`; its rank 0
 writes the medians (after a warm-up) of interleaved rounds.
 """
 
@@ -170,7 +170,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true", help="replace the mpi.py section of RESULTS.md")
     args = parser.parse_args()
     local, steps, rounds = (64, 5, 2) if args.quick else (256, 20, 5)
-    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/: report
     from report import publish, run_lines
 
     runs = []
@@ -181,7 +181,7 @@ def main() -> None:
             r["kind"] = kind
             runs.append(r)
             print(f"{kind} P={nranks}: {r['per_step']}", flush=True)
-    lines = ["## mpi.py", "", *run_lines("python benchmarks/mpi.py" + (" --quick" if args.quick else "")), "",
+    lines = ["## mpi.py", "", *run_lines("python benchmarks/programs/mpi.py" + (" --quick" if args.quick else "")), "",
              f"A 2-D 5-point heat loop of {steps} steps (`grid.exchange` + one launch per step), decomposed by "
              "`gradkern.mpi.Cartesian` (ghosts 1, periodic in y), one Numba thread per rank; medians of interleaved "
              "rounds after a warm-up, per step. P = 4 runs 4 ranks on 2 cores (oversubscribed: its times are not "

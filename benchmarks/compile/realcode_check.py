@@ -1,6 +1,6 @@
-"""The real-code kernels of benchmarks/realcode.py (issue 29; docs/compile-time.md): each gradkern primal
+"""The real-code kernels of benchmarks/compile/realcode.py (issue 29; docs/compile-time.md): each gradkern primal
 against its hand-written Numba version, each gradient against finite differences (check_grad), on tiny
-3-D shapes. Run with `python -m pytest -n0 benchmarks/realcode_check.py` before reporting compile times.
+3-D shapes. Run with `python -m pytest -n0 benchmarks/compile/realcode_check.py` before reporting compile times.
 Not in the CI suite yet: cold, the isoneutral program compiles 7 kernels in three modes for minutes, which
 the suite's 25-minute budget cannot take until its compile time meets the issue's goals."""
 

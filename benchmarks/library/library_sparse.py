@@ -1,6 +1,6 @@
-"""Rows of benchmarks/library.py for gradkern.kernels.sparse, each with a
+"""Rows of benchmarks/library/library.py for gradkern.kernels.sparse, each with a
 hand-written Numba primal + adjoint (Row.hand) in the style of
-benchmarks/reverse_cpu.py.
+benchmarks/kernels/reverse_cpu.py.
 
 The matrix: square, n // 4 rows (the driver's n = 2**22 gives 2**20 rows),
 8 to 16 nonzeros per row (12 on average) at uniformly random, unsorted,
@@ -18,7 +18,7 @@ Hand-written versions (what an expert writes):
   gather: `dx[i] += Σ data[k] dy[indices[k]]`, `ddata[k] += x[i] dy[indices[k]]`
   over `prange` of rows; dy is unchanged (y += ...: ∂y_after/∂y_before = I).
 
-`python benchmarks/library_sparse.py` runs check_rows(): each hand-written
+`python benchmarks/library/library_sparse.py` runs check_rows(): each hand-written
 version against gk.autodiff from identical inputs and seeds."""
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ import numba
 import numpy as np
 from numba import prange
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from library_rows import Row  # noqa: E402
 
 import gradkern as gk  # noqa: E402

@@ -19,9 +19,9 @@ Goals (idle machine): gk.launch <= 10 us, gk.autodiff <= 40 us. On a shared mach
 the process's CPU time (time.process_time) instead of the wall clock: a batch another process preempts is
 not charged for the wait.
 
-    python benchmarks/overhead.py             # print the table
-    python benchmarks/overhead.py --profile   # and the top of a cProfile of each gradkern version
-    python benchmarks/overhead.py --write     # also write its section of benchmarks/RESULTS.md
+    python benchmarks/runtime/overhead.py             # print the table
+    python benchmarks/runtime/overhead.py --profile   # and the top of a cProfile of each gradkern version
+    python benchmarks/runtime/overhead.py --write     # also write its section of benchmarks/RESULTS.md
 """
 
 from __future__ import annotations
@@ -34,9 +34,13 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numba
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from report import run_lines, write_section
 from timing import interleaved, load_average, machine, medians
 

@@ -1,4 +1,4 @@
-"""Benchmark rows of gradkern.kernels.lattice (benchmarks/library_rows.py),
+"""Benchmark rows of gradkern.kernels.lattice (benchmarks/library/library_rows.py),
 with a hand-written Numba primal and adjoint of the D2Q9 step.
 
 The hand-written adjoint is what an expert writes for a pull-scheme step
@@ -8,7 +8,7 @@ bounce-back transposed) into a scratch array and zeroes dfn (fn is
 write-only), then a second `prange` pulls them back upwind,
 df_q(x) += dg_q(x + e_q), periodic. omega, gx and gy are Const.
 
-    python benchmarks/library_lattice.py    # check_rows(): hand-written == gradkern on a small grid
+    python benchmarks/library/library_lattice.py    # check_rows(): hand-written == gradkern on a small grid
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@
   launches, then an energy), its gradient with respect to u0 and c by `gk.autodiff` directly and through
   each framework (goal: within 10% of gradkern's).
 
-Timings are medians over --rounds interleaved rounds (benchmarks/overhead.py's `measure`), per call.
+Timings are medians over --rounds interleaved rounds (benchmarks/runtime/overhead.py's `measure`), per call.
 
-    python benchmarks/interop.py            # print the tables
-    python benchmarks/interop.py --write    # also write its section of benchmarks/RESULTS.md
+    python benchmarks/runtime/interop.py            # print the tables
+    python benchmarks/runtime/interop.py --write    # also write its section of benchmarks/RESULTS.md
 """
 
 from __future__ import annotations
@@ -22,9 +22,13 @@ import shlex
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import numba
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from overhead import measure
 from report import publish, run_lines
 from timing import load_average, machine

@@ -7,7 +7,7 @@ declared: `current` (inline='always' up to numba_loops.INLINE_CHECKS checked ind
 (always), `call` (never). CPU seconds are reported beside wall seconds: on a loaded machine the
 wall time of a compile is mostly waiting.
 
-    python benchmarks/boundscheck_cpu.py --variants current,inline,call --what primal,spmv
+    python benchmarks/kernels/boundscheck_cpu.py --variants current,inline,call --what primal,spmv
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from report import run_lines
 
 KERNEL = '''
@@ -109,7 +111,7 @@ def main() -> None:
     p.add_argument("--what", default="primal,spmv", help="primal, gradient (slow inlined: minutes), spmv")
     p.add_argument("--rounds", type=int, default=1)
     args = p.parse_args()
-    print("\n".join(run_lines("python benchmarks/boundscheck_cpu.py " + " ".join(sys.argv[1:]))))
+    print("\n".join(run_lines("python benchmarks/kernels/boundscheck_cpu.py " + " ".join(sys.argv[1:]))))
     for _ in range(args.rounds):  # interleaved: each round measures every variant
         for what in args.what.split(","):
             for variant in args.variants.split(","):

@@ -1,5 +1,5 @@
-"""check_rows() of the benchmarks/library_<family>.py modules: run a Row's
-gk.autodiff call as benchmarks/library.py does (Duplicated shadows seeded
+"""check_rows() of the benchmarks/library/library_<family>.py modules: run a Row's
+gk.autodiff call as benchmarks/library/library.py does (Duplicated shadows seeded
 uniform in [-1, 1), Active scalars, the rest Const) and compare it with the
 row's hand-written primal + adjoint, or with a NumPy gradient."""
 

@@ -1,5 +1,5 @@
-"""The rows of benchmarks/library.py: one per library kernel (gradkern.kernels),
-each family's rows in benchmarks/library_<family>.py as a list ROWS."""
+"""The rows of benchmarks/library/library.py: one per library kernel (gradkern.kernels),
+each family's rows in benchmarks/library/library_<family>.py as a list ROWS."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Rows of benchmarks/library.py for gradkern.kernels.losses (no hand-written
+"""Rows of benchmarks/library/library.py for gradkern.kernels.losses (no hand-written
 adjoints). Every loss accumulates into out[0] by atomic adds; the misfits read
 u at sorted random sensor indices (repeats allowed), one sensor per point.
-`python benchmarks/library_losses.py` runs check_rows(): gk.autodiff of each
+`python benchmarks/library/library_losses.py` runs check_rows(): gk.autodiff of each
 row against its gradient written in NumPy, on small inputs."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from library_rows import Row  # noqa: E402
 from rowcheck import autodiff, close, params, seeded_shadows  # noqa: E402
 

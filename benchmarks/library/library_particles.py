@@ -1,4 +1,4 @@
-"""Benchmark rows of gradkern.kernels.particles (benchmarks/library_rows.py).
+"""Benchmark rows of gradkern.kernels.particles (benchmarks/library/library_rows.py).
 
 n-body forces are compute-bound (O(n²) pairs on n particles): traffic 0,
 reported in time only, at √n particles for the driver's n (2048 for

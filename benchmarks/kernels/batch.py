@@ -3,10 +3,10 @@
 reverse and forward mode, on the CPU and (when CuPy and a GPU are present) on
 the GPU. Goal: batch >= 1.5x faster on the CPU, >= 3x on the GPU.
 
-    python benchmarks/batch.py               # CPU (and GPU if present), writes RESULTS.md
-    python benchmarks/batch.py --quick       # small sizes, a smoke test
-    python benchmarks/batch.py --no-gpu --no-write --lane-group 2   # another CPU lane group (measuring)
-    python benchmarks/batch.py --no-gpu --no-write --launches       # where each call's time goes
+    python benchmarks/kernels/batch.py               # CPU (and GPU if present), writes RESULTS.md
+    python benchmarks/kernels/batch.py --quick       # small sizes, a smoke test
+    python benchmarks/kernels/batch.py --no-gpu --no-write --lane-group 2   # another CPU lane group (measuring)
+    python benchmarks/kernels/batch.py --no-gpu --no-write --launches       # where each call's time goes
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from timing import interleaved, medians, timed
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
+from timing import interleaved, medians, timed
 
 K = 8
 C = 0.1
@@ -143,7 +144,7 @@ def main() -> None:
         except ImportError:
             gpu_note = "CuPy not installed"
     lines = ["## batch.py", "",
-             f"- date: {datetime.date.today().isoformat()}; command: `python benchmarks/batch.py"
+             f"- date: {datetime.date.today().isoformat()}; command: `python benchmarks/kernels/batch.py"
              f"{' --quick' if a.quick else ''}`; revision {git_revision()}",
              f"- 2-D heat step (`gradkern.kernels.heat_step_2d`), float64, k = {K} shadows: one "
              "`gk.BatchDuplicated` call against 8 `gk.Duplicated` calls (median of "

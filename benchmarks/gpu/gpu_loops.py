@@ -27,8 +27,12 @@ not CuPy's: not reported), the inputs excluded.
 from __future__ import annotations
 
 import statistics
+import sys
 import time
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 import checkpoint
 import numpy as np
 import programs

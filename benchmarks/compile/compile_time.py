@@ -6,7 +6,7 @@ with two bodies: `distinct` (each statement defines a new local from the
 previous one) and `reassigned` (one local reassigned n times, the worst case
 for Numba's SSA reconstruction); the generated source sizes.
 
-`realcode` rows (issue 29): the kernels of benchmarks/realcode.py, in the shape
+`realcode` rows (issue 29): the kernels of benchmarks/compile/realcode.py, in the shape
 of an ocean model's (an equation of state, a 7-launch isoneutral slope program,
 superbee advection). Per round and case, interleaved, each in a fresh process:
 gradkern with an empty GRADKERN_CACHE_DIR (first primal, then first
@@ -19,10 +19,10 @@ Medians over the rounds; the primal is checked against Numba's (np.allclose).
 Numba compile timed and attributed to the role of the generated function
 (docs/compile-time.md).
 
-    python benchmarks/compile_time.py                          # every row, prints the tables
-    python benchmarks/compile_time.py --rows realcode --rounds 3
-    python benchmarks/compile_time.py --rows realcode --profile
-    python benchmarks/compile_time.py --write                  # and writes RESULTS.md
+    python benchmarks/compile/compile_time.py                          # every row, prints the tables
+    python benchmarks/compile/compile_time.py --rows realcode --rounds 3
+    python benchmarks/compile/compile_time.py --rows realcode --profile
+    python benchmarks/compile/compile_time.py --write                  # and writes RESULTS.md
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from report import publish, run_lines
 
 STATEMENT = "gk.sin({prev}) * 1.5 + x[i] * {c:.2f}"
@@ -444,7 +446,7 @@ def main() -> None:
             "Seconds from an empty cache to the first primal launch and to the first gradient (fused reverse kernel,"
             " `gk.autodiff`) of a straight-line kernel of n statements `s = sin(s) * 1.5 + x[i] * c` (each in a"
             " fresh process; Numba's compile dominates), and the generated source sizes.", "",
-            *run_lines("python benchmarks/compile_time.py --write"), "",
+            *run_lines("python benchmarks/compile/compile_time.py --write"), "",
             "| statements | locals | primal compile (s) | gradient compile (s) | primal source (kB) "
             "| fused source (kB) |",
             "|---:|---|---:|---:|---:|---:|", *rows, ""]
@@ -457,12 +459,13 @@ def main() -> None:
             print(f"\n{case}, the first cold process's compiles:\n" + "\n".join(compile_summary(m["cold"][0])))
         sections += [
             f"### Real-code rows (issue 29), shape {shape}", "",
-            "The kernels of benchmarks/realcode.py (docs/compile-time.md). Seconds from an empty cache to the first "
+            "The kernels of benchmarks/compile/realcode.py (docs/compile-time.md). Seconds from an empty cache to the "
+            "first "
             "primal and then to the first gradient (`gk.autodiff` of the kernel or the program), each case in a "
             "fresh process; the hand-written Numba primal's compile and call and JAX's first `jit(grad)` in "
             "fresh processes interleaved with it; `warm`: a new process on the same cache directory with another "
             f"PYTHONHASHSEED. Medians of {args.rounds} rounds.", "",
-            *run_lines(f"python benchmarks/compile_time.py --rows realcode --rounds {args.rounds}"), "",
+            *run_lines(f"python benchmarks/compile/compile_time.py --rows realcode --rounds {args.rounds}"), "",
             *realcode_table(results, shape, args.rounds, with_jax), ""]
     publish("\n".join(sections), "## compile_time.py", args.write)
 

@@ -1,11 +1,11 @@
-"""Rows of benchmarks/library.py for gradkern.kernels.transport, each with a
+"""Rows of benchmarks/library/library.py for gradkern.kernels.transport, each with a
 hand-written Numba primal + adjoint (Row.hand) in the style of
-benchmarks/reverse_cpu.py: `prange` over cells, every adjoint a gather
+benchmarks/kernels/reverse_cpu.py: `prange` over cells, every adjoint a gather
 (each cell sums what its faces send it, recomputing a face's partials in both
 cells that share it, as gradkern's gathered reverse does), then a pass
 zeroing the shadows of the write-only outputs. Scalars (c, g) are Const.
 
-    python benchmarks/library_transport.py    # check_rows(): hand-written == gradkern on small random inputs
+    python benchmarks/library/library_transport.py    # check_rows(): hand-written == gradkern on small random inputs
 """
 
 from __future__ import annotations

@@ -37,9 +37,9 @@ call alone would otherwise count ~0.15-0.3 s of `import numba` that the hand-wri
 import). The whole process's wall time (interpreter start, imports, compile, run) is reported as well.
 Goals: gradkern cold <= 1.5x hand-written cold; gradkern warm <= 0.5 s.
 
-    python benchmarks/reverse_cpu.py            # full sizes, print the tables
-    python benchmarks/reverse_cpu.py --quick    # tiny sizes, 2 runs: smoke test (still checks results)
-    python benchmarks/reverse_cpu.py --write    # wait for a quiet machine, then write benchmarks/RESULTS.md
+    python benchmarks/kernels/reverse_cpu.py            # full sizes, print the tables
+    python benchmarks/kernels/reverse_cpu.py --quick    # tiny sizes, 2 runs: smoke test (still checks results)
+    python benchmarks/kernels/reverse_cpu.py --write    # wait for a quiet machine, then write benchmarks/RESULTS.md
 """
 
 from __future__ import annotations
@@ -62,7 +62,19 @@ from pathlib import Path
 
 import numba
 import numpy as np
-from numba import prange
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
+import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
+from references import (
+    allen_cahn_adjoint,
+    allen_cahn_primal,
+    heat_adjoint,
+    heat_primal,
+    matvec_adjoint,
+    matvec_primal,
+    saxpy_adjoint,
+    saxpy_primal,
+)
 from report import RESULTS, git_revision, write_section
 from timing import interleaved, load_average, machine, timed
 
@@ -74,139 +86,9 @@ GOAL_HAND = 1.3  # gk.autodiff / hand-written primal + adjoint
 GOAL_COLD = 1.5  # gradkern cold compile / hand-written cold compile
 GOAL_WARM = 0.5  # seconds, gradkern warm first call
 SECTION = "## reverse_cpu.py"
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 C_AC, DT_AC = 0.2, 0.01  # Allen-Cahn c = dt/h^2 and dt
 C_HEAT = 0.2
-
-
-# ---------------------------------------------------------------- hand-written
-
-
-@numba.njit(parallel=True)
-def saxpy_primal(a, x, y):
-    for i in prange(x.shape[0]):
-        y[i] = a * x[i] + y[i]
-
-
-@numba.njit(parallel=True)
-def saxpy_adjoint(a, x, dx, dy):
-    da = 0.0
-    for i in prange(x.shape[0]):
-        g = dy[i]
-        dx[i] += a * g
-        da += x[i] * g
-    return da
-
-
-@numba.njit(parallel=True)
-def allen_cahn_primal(u, un, c, dt):
-    n = u.shape[0]
-    un[0] = u[0]
-    un[n - 1] = u[n - 1]
-    for i in prange(1, n - 1):
-        ui = u[i]
-        un[i] = ui + c * (u[i - 1] - 2.0 * ui + u[i + 1]) + dt * (ui - ui ** 3)
-
-
-@numba.njit(parallel=True)
-def allen_cahn_adjoint(u, du, dun, c, dt):
-    """du += J^T dun (gather), then dun = 0; needs n >= 5. un[0], un[n-1] are copies of u's ends, so
-    du[0] gets dun[0] and c*dun[1], du[1] gets nothing from dun[0], and alike at the other end."""
-    n = u.shape[0]
-    k0 = 1.0 - 2.0 * c
-    du[0] += dun[0] + c * dun[1]
-    du[n - 1] += dun[n - 1] + c * dun[n - 2]
-    u1 = u[1]
-    du[1] += (k0 + dt * (1.0 - 3.0 * u1 * u1)) * dun[1] + c * dun[2]
-    u2 = u[n - 2]
-    du[n - 2] += (k0 + dt * (1.0 - 3.0 * u2 * u2)) * dun[n - 2] + c * dun[n - 3]
-    for i in prange(2, n - 2):
-        ui = u[i]
-        du[i] += (k0 + dt * (1.0 - 3.0 * ui * ui)) * dun[i] + c * (dun[i - 1] + dun[i + 1])
-    for i in prange(n):
-        dun[i] = 0.0
-
-
-@numba.njit(parallel=True)
-def heat_primal(u, un, c):
-    n0, n1 = u.shape
-    for i in prange(n0):
-        if i == 0 or i == n0 - 1:
-            for j in range(n1):
-                un[i, j] = u[i, j]
-        else:
-            un[i, 0] = u[i, 0]
-            un[i, n1 - 1] = u[i, n1 - 1]
-            for j in range(1, n1 - 1):
-                un[i, j] = u[i, j] + c * (u[i - 1, j] + u[i + 1, j] + u[i, j - 1] + u[i, j + 1] - 4.0 * u[i, j])
-
-
-@numba.njit(inline="always")
-def _interior(i, j, n0, n1):
-    return 1 <= i <= n0 - 2 and 1 <= j <= n1 - 2
-
-
-@numba.njit(inline="always")
-def _heat_gather_point(du, dun, c, i, j, n0, n1):
-    """The full gather at one point of the frame: only interior points have stencil terms."""
-    s = (1.0 - 4.0 * c) * dun[i, j] if _interior(i, j, n0, n1) else dun[i, j]
-    if _interior(i - 1, j, n0, n1):
-        s += c * dun[i - 1, j]
-    if _interior(i + 1, j, n0, n1):
-        s += c * dun[i + 1, j]
-    if _interior(i, j - 1, n0, n1):
-        s += c * dun[i, j - 1]
-    if _interior(i, j + 1, n0, n1):
-        s += c * dun[i, j + 1]
-    du[i, j] += s
-
-
-@numba.njit(parallel=True)
-def heat_adjoint(du, dun, c):
-    n0, n1 = du.shape
-    k0 = 1.0 - 4.0 * c
-    for i in prange(n0):
-        if i < 2 or i > n0 - 3:
-            for j in range(n1):
-                _heat_gather_point(du, dun, c, i, j, n0, n1)
-        else:
-            _heat_gather_point(du, dun, c, i, 0, n0, n1)
-            _heat_gather_point(du, dun, c, i, 1, n0, n1)
-            for j in range(2, n1 - 2):
-                du[i, j] += k0 * dun[i, j] + c * (dun[i - 1, j] + dun[i + 1, j] + dun[i, j - 1] + dun[i, j + 1])
-            _heat_gather_point(du, dun, c, i, n1 - 2, n0, n1)
-            _heat_gather_point(du, dun, c, i, n1 - 1, n0, n1)
-    for i in prange(n0):
-        for j in range(n1):
-            dun[i, j] = 0.0
-
-
-@numba.njit(parallel=True)
-def matvec_primal(A, x, y):
-    n, m = A.shape
-    for i in prange(n):
-        acc = 0.0
-        for j in range(m):
-            acc += A[i, j] * x[j]
-        y[i] = acc
-
-
-@numba.njit(parallel=True)
-def matvec_adjoint(A, x, dA, dx, dy, blocks):
-    n, m = A.shape
-    part = np.zeros((blocks, m))
-    for b in prange(blocks):
-        for i in range(b * n // blocks, (b + 1) * n // blocks):
-            g = dy[i]
-            dy[i] = 0.0
-            for j in range(m):
-                dA[i, j] += g * x[j]
-                part[b, j] += g * A[i, j]
-    for j in prange(m):
-        s = dx[j]
-        for b in range(blocks):
-            s += part[b, j]
-        dx[j] = s
 
 
 # ---------------------------------------------------------------- cases
@@ -440,7 +322,7 @@ print(json.dumps({{"import": t1 - t0, "first": t3 - t2}}))
 
 
 def hand_module_source(cache: bool) -> str:
-    """This file's hand-written Allen-Cahn primal and adjoint as a module, njit(cache=...)."""
+    """references.py's hand-written Allen-Cahn primal and adjoint as a module, njit(cache=...)."""
     parts = ["import numba", "from numba import prange", ""]
     for fn in (allen_cahn_primal, allen_cahn_adjoint):
         src = inspect.getsource(fn.py_func)
