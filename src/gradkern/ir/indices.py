@@ -69,16 +69,22 @@ def _offset(e: ir.Expr, aliases: Mapping[str, Offset]) -> Offset | None:
     return None
 
 
-def _offset_aliases(bodies: tuple[ir.Stmt, ...]) -> dict[str, Offset]:
-    """Locals that hold tid[axis] + c wherever they are read (module doc): every binding of them, in
-    `bodies` (the body and the interior), is tid[axis] + c with one (axis, c), directly or through other such
-    locals."""
+def _bindings(stmts: tuple[ir.Stmt, ...]) -> dict[str, list[ir.Expr | None]]:
+    """Every binding of each local in `stmts`: an assignment's value, None for a loop variable."""
     binds: dict[str, list[ir.Expr | None]] = {}
-    for s in ir.walk_stmts(bodies):
+    for s in ir.walk_stmts(stmts):
         if isinstance(s, ir.Assign):
             binds.setdefault(s.name, []).append(s.value)
         elif isinstance(s, ir.For):
             binds.setdefault(s.var, []).append(None)
+    return binds
+
+
+def _offset_aliases(bodies: tuple[ir.Stmt, ...]) -> dict[str, Offset]:
+    """Locals that hold tid[axis] + c wherever they are read (module doc): every binding of them, in
+    `bodies` (the body and the interior), is tid[axis] + c with one (axis, c), directly or through other such
+    locals."""
+    binds = _bindings(bodies)
     aliases: dict[str, Offset] = {}
     while True:
         more = {}
@@ -95,12 +101,7 @@ def _offset_aliases(bodies: tuple[ir.Stmt, ...]) -> dict[str, Offset]:
 
 def _tid_copies(body: tuple[ir.Stmt, ...]) -> dict[str, int]:
     """Locals every binding of which, in the body, is the node `Tid(axis)` itself (module doc)."""
-    assigns: dict[str, list[ir.Expr | None]] = {}
-    for s in ir.walk_stmts(body):
-        if isinstance(s, ir.Assign):
-            assigns.setdefault(s.name, []).append(s.value)
-        elif isinstance(s, ir.For):
-            assigns.setdefault(s.var, []).append(None)
+    assigns = _bindings(body)
     return {n: v[0].axis for n, v in assigns.items()
             if isinstance(v[0], ir.Tid) and all(isinstance(x, ir.Tid) and x.axis == v[0].axis for x in v)}
 
