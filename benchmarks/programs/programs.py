@@ -7,14 +7,18 @@ Three ways, in one process, interleaved, median of --runs after a warm-up:
   run as its augmented primal, copy-on-write saves of overwritten states), then
   the reverse sweep;
 * hand-written store-all (Numba, `prange`): the primal writes every state into
-  a preallocated (T + 1, N) buffer, then a gather adjoint sweeps back through
-  them (the adjoint of the Dirichlet ends done explicitly), dc summed per step;
+  a (T + 1, N) buffer allocated once and reused by every call, then a gather
+  adjoint sweeps back through them (the adjoint of the Dirichlet ends done
+  explicitly), dc summed per step;
 * JAX `grad` of the same loop with `lax.fori_loop`, where JAX is installed
   (`pip install "gradkern[bench]"`), float64 enabled.
 
 Peak memory: NumPy allocations during one call (tracemalloc sees NumPy's
-buffers) in one more, untimed call, the inputs excluded; JAX's are not visible to tracemalloc and are not
-reported. Every method's gradient is checked against gradkern's before timing.
+buffers) in one more, untimed call, the inputs excluded, made after the buffers
+either side keeps between calls were given back (`gk.release_memory()`, the
+hand-written version's states), so that it counts everything the call uses;
+JAX's are not visible to tracemalloc and are not reported. Every method's
+gradient is checked against gradkern's before timing.
 
     python benchmarks/programs/programs.py                 # N = 10**6, T = 100
     python benchmarks/programs/programs.py --quick         # small, a smoke test
@@ -59,13 +63,21 @@ def program(steps: int):
     return simulate
 
 
+_GK_BUFFERS: dict = {}  # n -> the program's arrays and shadows, reused by every call as a user's loop would
+
+
 def run_gradkern(u0, c, steps):
     n = u0.size
-    u, v, E = u0.copy(), np.zeros(n), np.zeros(1)
-    du, dv = np.zeros(n), np.zeros(n)
-    grads = gk.autodiff(program(steps), gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, np.ones(1)),
+    if n not in _GK_BUFFERS:
+        _GK_BUFFERS[n] = tuple(np.empty(k) for k in (n, n, 1, n, n, 1))
+    u, v, E, du, dv, dE = _GK_BUFFERS[n]
+    u[...] = u0
+    for a in (v, E, du, dv):
+        a[...] = 0.0
+    dE[...] = 1.0
+    grads = gk.autodiff(program(steps), gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, dE),
                         gk.Active(c))
-    return du, grads[3]
+    return du.copy(), grads[3]
 
 
 @numba.njit(parallel=True, cache=True)
@@ -99,19 +111,23 @@ def _adjoint(u, dun, du, c, dt):
     return dc
 
 
+_HAND_BUFFERS: dict = {}  # (steps, n) -> the states and two adjoint buffers, kept between calls
+
+
 def run_hand(u0, c, steps):
     n = u0.size
-    states = np.empty((steps + 1, n))
+    if (steps, n) not in _HAND_BUFFERS:
+        _HAND_BUFFERS[steps, n] = np.empty((steps + 1, n)), np.empty(n), np.empty(n)
+    states, adj, nxt = _HAND_BUFFERS[steps, n]
     states[0] = u0
     for t in range(steps):
         _step(states[t], states[t + 1], c, DT)
-    adj = 2.0 * states[steps]
-    nxt = np.empty(n)
+    np.multiply(states[steps], 2.0, out=adj)
     dc = 0.0
     for t in range(steps - 1, -1, -1):
         dc += _adjoint(states[t], adj, nxt, c, DT)
         adj, nxt = nxt, adj
-    return adj, dc
+    return adj.copy(), dc
 
 
 def jax_gradient(steps):
@@ -147,7 +163,11 @@ def jax_runner(steps):
 
 
 def peak_memory(f) -> int:
-    """Peak bytes NumPy allocated during one call (a separate, untimed call: tracing slows Python down)."""
+    """Peak bytes NumPy allocated during one call (a separate, untimed call: tracing slows Python down), the
+    buffers kept between calls given back first."""
+    gk.release_memory()
+    _HAND_BUFFERS.clear()
+    _GK_BUFFERS.clear()
     tracemalloc.start()
     tracemalloc.reset_peak()
     f()
@@ -216,6 +236,9 @@ def main() -> None:
     peaks = {name: peak_memory(f) for name, f in methods.items()}
     hand = statistics.median(times["hand-written store-all (Numba)"])
     hand_peak = peaks["hand-written store-all (Numba)"]
+    small = rng.uniform(-0.9, 0.9, 64)  # host cost: the same loop where the kernels take next to nothing
+    host = interleaved({"gk": timed(lambda: run_gradkern(small, c, steps))}, max(args.runs, 5), rotate=False)
+    host_us = statistics.median(host["gk"]) / steps * 1e6
     rows = []
     for name in methods:
         t = statistics.median(times[name])
@@ -231,7 +254,9 @@ def main() -> None:
         *run_lines(f"python benchmarks/programs/programs.py{' --write' if args.write else ''}"),
         f"* N = {n:,}, T = {steps}; JAX: {'installed' if jrun is not None else 'not installed, no row'}", "",
         "| method | time (s) | vs hand-written | peak memory (MB) | memory vs hand-written |",
-        "|---|---:|---:|---:|---:|", *rows, ""])
+        "|---|---:|---:|---:|---:|", *rows, "",
+        f"Host cost per step (the same loop at N = 64, where the kernels take next to nothing; a step is one "
+        f"launch, its recording and its reverse): {host_us:.1f} us.", ""])
     publish(text, "## programs.py", args.write)
 
 

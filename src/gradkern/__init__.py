@@ -20,7 +20,7 @@ from .annotations import (
     Forward,
     Reverse,
 )
-from .api import Inspection, Tape, autodiff, autodiff_thunk, inspect, jacobian, launch
+from .api import Inspection, Tape, autodiff, autodiff_thunk, inspect, jacobian, launch, release_memory
 from .errors import (
     AliasingError,
     AnnotationError,
@@ -102,6 +102,7 @@ __all__ = [
     "load_vec3", "load_vec4", "store_vec2", "store_vec3", "store_vec4",
     "local", "float32", "float64", "int32", "int64",
     "autodiff", "autodiff_thunk", "Tape", "copy", "fill", "checkpointed_loop", "custom_rule", "RuleConfig", "jacobian",
+    "release_memory",
     "AnnotationError",
     "NotDifferentiableError",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",

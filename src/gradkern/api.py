@@ -10,6 +10,7 @@ from . import program
 from .annotations import Forward, Reverse
 from .errors import LaunchError
 from .kernel import DeviceFunction, KernelFunction
+from .program.savepool import POOL
 from .rules import CustomRule
 from .runtime.forward import forward as forward_kernel
 from .runtime.inspect import Inspection
@@ -86,3 +87,13 @@ def inspect(f: Any, *args: Any, dim: Any = None, mode: Any = None, backend: str 
 
 
 __all__ = ["autodiff", "autodiff_thunk", "launch", "inspect", "Inspection", "jacobian", "Tape"]
+
+
+def release_memory() -> int:
+    """Give back the buffers gradkern keeps between calls for reuse (docs/programs.md#saved-copies-and-the-sweep):
+    the free buffers of programs' saved copies and the CPU backend's zeroed private copies. Returns the bytes
+    freed. Nothing a tape holds is touched."""
+    from .backends.numba_plan import SLOTS
+
+    return POOL.clear() + SLOTS.clear()
+

@@ -94,6 +94,13 @@ class SlotCache:
             pair = numpy.zeros((slots, *shape), dtype), numpy.zeros((slots, shape[0]), numpy.uint8)
         return pair
 
+    def clear(self) -> int:
+        """Drop every cached buffer (gk.release_memory); returns the bytes freed."""
+        with self._lock:
+            freed = sum(p.nbytes + f.nbytes for p, f in self.buffers.values())
+            self.buffers.clear()
+        return freed
+
     def keep(self, key: tuple, pair: tuple[Any, Any]) -> None:
         """Cache zeroed buffers for the next launch, keeping the cache under GRADKERN_PRIVATE_BYTES."""
         with self._lock:

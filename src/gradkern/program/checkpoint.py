@@ -34,6 +34,7 @@ from ..rules import CustomRule
 from ..runtime.arrays import is_array
 from ..runtime.call import prepare
 from ..runtime.launch import run
+from .contents import Contents
 from .guard import HostWriteGuard
 from .hostcode import unwrap_args
 from .loopstate import LoopState
@@ -176,8 +177,12 @@ class CheckpointedLoop(LoopHooks):
             raise
         self._found()
 
-    def run_reverse(self, lanes: int) -> None:
-        """The loop's reverse, as one step of the program's: the schedule's reverse phase."""
+    def run_reverse(self, lanes: int, contents: Contents) -> None:
+        """The loop's reverse, as one step of the program's: the schedule's reverse phase, on the buffers
+        themselves."""
+        contents.settle()
+        for root in self.roots_written_back():
+            contents.writing(root)
         try:
             self.driver.reverse()
         finally:

@@ -27,6 +27,7 @@ from ..errors import RuleError
 from ..recording import recording
 from ..rules import CustomRule, RuleConfig
 from ..runtime.arrays import device_memory, is_array
+from .contents import Contents
 from .fingerprint import fingerprint
 from .guard import HostWriteGuard
 from .scalars import ActiveScalar
@@ -51,9 +52,10 @@ class RuleStep(Step):
         """Where the host-write guard says an array was locked."""
         return f"after step {self.number} of the program (a call of rule '{self.kernel}')"
 
-    def derivatives(self) -> tuple | None:
+    def derivatives(self, contents: Contents) -> tuple | None:
         if self.config is None:  # a call with nothing active
             return None
+        contents.settle()  # a rule's reverse reads its arrays themselves
         with recording(None):  # the rule's own launches and rule calls run plainly
             got = self.rule.run_reverse(self.config, self.tape, self.args)
         self.tape = None

@@ -2,9 +2,9 @@
 pair of `gk.autodiff_thunk(fn, *activities)`. The forward records `fn`
 (record.py); the reverse sweeps the recorded steps backwards, each step's
 reverse on the arrays as that step left them: after a step's reverse, what it
-overwrote is written back from its saves, which are freed. The buffers written
-back are copied once before the sweep and restored after it, so the primals
-end with their post-program values.
+overwrote is its saves' contents again (contents.py: a whole-buffer save stands
+for its buffer, read in place by the earlier reverses), and the primals end
+with their post-program values.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from ..errors import AnnotationError, ProgramError
 from ..recording import recording
 from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array
+from .contents import Contents, writable
 from .guard import HostWriteGuard
 from .hostcode import TrackedArray, track
 from .record import ForwardRecorder, ProgramRecorder
@@ -28,12 +29,6 @@ from .rulestep import pattern
 from .scalars import ActiveScalar, backpropagate
 from .shadows import ShadowMap
 from .steps import ProgramStep, reverse_steps
-
-
-def _writable(a: Any) -> Any:
-    if isinstance(a, np.ndarray) and not a.flags.writeable:
-        a.flags.writeable = True  # locked by the program while it recorded
-    return a
 
 
 @dataclass
@@ -189,24 +184,19 @@ def sweep(tape: ProgramTape) -> tuple:
         raise ProgramError("this program tape was already consumed by a reverse", hint="run the forward again")
     tape.used = True
     lanes = tape.shadows.lanes
-    final = {}  # the buffers the sweep writes back into, as the program left them
-    for step in tape.steps:
-        for root in step.roots_written_back():
-            if id(root) not in final:
-                final[id(root)] = (root, root.copy())
     # a rule's reverse is checked when it returns, after it accumulated: until its argument pattern has
     # passed once, the user's shadows are kept so that a RuleError (or any error of the sweep) leaves them
     kept = [(dx, dx.copy()) for e in tape.shadows.entries if not e.internal for dx in e.shadow] \
         if _unchecked_rules(tape) else []
+    contents = Contents()  # the primals end as the program left them
     try:
-        reverse_steps(tape.steps, lanes)
+        reverse_steps(tape.steps, lanes, contents)
     except BaseException:
         for dx, data in kept:
             dx[...] = data
         raise
     finally:
-        for root, data in final.values():  # the primals end as the program left them
-            _writable(root)[...] = data
+        contents.finish()
     backpropagate(tape.scalars)
 
     def result(s: ActiveScalar):
@@ -244,7 +234,7 @@ def rule_alone(fn: Callable, args: tuple, mode: Any) -> Any:
         return sweep(record(fn, args, alone=True))
     except BaseException:
         for x, data in kept:
-            _writable(x)[...] = data
+            writable(x)[...] = data
         raise
 
 

@@ -14,8 +14,10 @@ import numpy as np
 
 from ..runtime.call import Bound
 from ..runtime.reverse import Tape, run_reverse
+from .contents import Contents
+from .savepool import POOL
 from .scalars import ActiveScalar
-from .shadows import memory_root
+from .shadows import _same_geometry, memory_root
 
 
 @dataclass
@@ -31,10 +33,16 @@ class Saved:
     def __post_init__(self):
         self.nbytes = int(self.data.nbytes)
 
+    def whole(self, root: Any) -> bool:
+        """Whether the save holds all of `root` laid out as `root` is (a C-ordered copy of the whole of a
+        C-contiguous buffer): then it can stand for the buffer (contents.py)."""
+        return root.flags.c_contiguous and _same_geometry(self.view, root)
+
     def restore(self) -> None:
         if isinstance(self.view, np.ndarray) and not self.view.flags.writeable:
             self.view.flags.writeable = True  # made while the program had its buffer locked
         self.view[...] = self.data
+        POOL.give(self.data)
         self.data = None
 
 
@@ -60,8 +68,9 @@ class ProgramStep(Protocol):
     def roots_written_back(self) -> list:
         """The buffers its reverse writes primal values into."""
 
-    def run_reverse(self, lanes: int) -> None:
-        """Its reverse, on the arrays as it left them; afterwards they hold what they held before it ran."""
+    def run_reverse(self, lanes: int, contents: Contents) -> None:
+        """Its reverse, on the arrays as it left them (`contents` holds some of them: contents.py); afterwards
+        they hold, through `contents`, what they held before it ran."""
 
 
 def after_launch(number: int, kernel: str) -> str:
@@ -98,25 +107,38 @@ class Step:
         """The buffers this step's reverse writes primal values into (its saves' buffers)."""
         return [memory_root(s.view) for s in self.saves]
 
-    def run_reverse(self, lanes: int) -> None:
-        """This launch's reverse (on the arrays as the launch left them), then its saves written back."""
-        got = self.derivatives()
+    def run_reverse(self, lanes: int, contents: Contents) -> None:
+        """This launch's reverse (on the arrays as the launch left them), then its saves passed back."""
+        got = self.derivatives(contents)
         if got is not None:
             for pos, s in self.scalars.items():
                 s.adjoint = s.adjoint + (np.asarray(got[pos]) if lanes > 1 else got[pos])  # per lane in vector mode
         for saved in reversed(self.saves):
-            saved.restore()
+            contents.passed(saved)
 
-    def derivatives(self) -> tuple | None:
-        """The reverse itself: shadows accumulated, one entry per parameter returned (None: no derivative)."""
+    def derivatives(self, contents: Contents) -> tuple | None:
+        """The reverse itself: shadows accumulated, one entry per parameter returned (None: no derivative).
+        A launch's reverse reads the saves `contents` holds in place of their buffers."""
         if self.prepared is None:
             return None
-        got = run_reverse(self.prepared, self.tape)
+        bound = self.prepared
+        values = contents.values(bound.values)
+        if values is not None:
+            bound = Bound(bound.call, values, bound.derivatives, bound.b)
+        got = run_reverse(bound, self.tape)
         self.tape = None  # freed once used
         return got
 
 
-def reverse_steps(steps: list[ProgramStep], lanes: int) -> None:
-    """The reverse of recorded steps, last first, each on the arrays as it left them."""
-    for step in reversed(steps):
-        step.run_reverse(lanes)
+def reverse_steps(steps: list[ProgramStep], lanes: int, contents: Contents | None = None) -> None:
+    """The reverse of recorded steps, last first, each on the arrays as it left them. Without `contents`, the
+    buffers end holding what they held before the steps ran."""
+    own = contents is None
+    if own:
+        contents = Contents(final=False)
+    try:
+        for step in reversed(steps):
+            step.run_reverse(lanes, contents)
+    finally:
+        if own:
+            contents.finish()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .savepool import POOL
 from .shadows import memory_root
 from .steps import Saved
 
@@ -34,7 +35,7 @@ class Versions:
         root = memory_root(view)
         self._roots.setdefault(id(root), root)
         if self._needed.get(id(root)):
-            saves.append(Saved(view, view.copy()))
+            saves.append(Saved(view, POOL.copy_of(view)))
 
     def written(self, view: Any) -> None:
         """A launch wrote `view` (all of it): when it spans its buffer, no recorded reverse reads the new contents
