@@ -7,6 +7,8 @@ checked by check_grad (float64 central differences, rtol 1e-5, and the dot-produ
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,8 @@ from gradkern.program import steps as program_steps
 from gradkern.program.contents import Contents
 from gradkern.program.savepool import POOL, SavePool
 from gradkern.testing import check_grad
+
+program_record = importlib.import_module("gradkern.program.record")  # the module (the package exports a function)
 
 
 @gk.kernel
@@ -103,6 +107,23 @@ def test_reading_saves_in_place_is_bit_identical_to_writing_them_back(program, c
     for a, b in zip(new[0] + new[1], old[0] + old[1]):
         np.testing.assert_array_equal(a, b)
     assert new[2] == old[2]
+
+
+@pytest.mark.parametrize("program, count, extra", [(ping_pong, 3, (3,)), (mixed, 4, ())])
+def test_saves_the_launches_fill_equal_copies_made_before_them(program, count, extra, monkeypatch):
+    n = 21
+    arrays = _arrays(4, n, count - 1) + [np.zeros(1)]
+    copies = []
+    real_copy = POOL.copy_of
+    monkeypatch.setattr(POOL, "copy_of", lambda view: copies.append(view) or real_copy(view))
+    filled = _gradient(program, arrays, 0.3, *extra)
+    if program is ping_pong:
+        assert copies == []  # each launch wrote the state it overwrote into its save as it ran
+    monkeypatch.setattr(program_record, "saved_in_place", lambda bound: ())
+    copied = _gradient(program, arrays, 0.3, *extra)
+    for a, b in zip(filled[0] + filled[1], copied[0] + copied[1]):
+        np.testing.assert_array_equal(a, b)
+    assert filled[2] == copied[2]
 
 
 def test_gradient_of_the_mixed_program_against_finite_differences():

@@ -76,6 +76,9 @@ class LaunchFacts:
     # own arrays read in segments (module doc): (array, pointer array p, tid axis); their slabs are the
     # threads' own only at launches where p[0 .. dim[axis]] is non-decreasing
     segments: tuple[tuple[str, str, int], ...] = ()
+    # overwritten arrays every store of which is at the thread's own element: a thread may copy its element's
+    # old contents before its first store (transforms/reverse.py: the augmented primal's saves)
+    saved_in_place: frozenset[str] = frozenset()
 
     def exactness(self, arrays) -> Exactness:
         """The checks under which the own slabs of `arrays` are exclusive (analysis/overflow.py)."""
@@ -333,7 +336,10 @@ def launch_facts(k: ir.Kernel) -> LaunchFacts:
     loaded = {e.array for e in ir.all_exprs(k.body) if isinstance(e, ir.Load)} | atomic
     ix = indices(k)
     overwritten = frozenset(a for a in written - loaded if _stores_own_element(k.body, a, ix, k.tid_ndim))
-    return LaunchFacts(own, atomic, written, tuple(rows.items()), overwritten, segments)
+    saved = frozenset(a for a in overwritten if all(_is_own_element(s.indices, ix, k.tid_ndim)
+                                                    for s in ir.walk_stmts(k.body)
+                                                    if isinstance(s, ir.Store) and s.array == a))
+    return LaunchFacts(own, atomic, written, tuple(rows.items()), overwritten, segments, saved)
 
 
 def _is_own_element(idx: tuple, ix: Indices, ndim: int) -> bool:

@@ -84,6 +84,14 @@ def accumulator(scalar: str) -> str:
     return f"{PASS}dacc_{scalar}"
 
 
+def save(array: str) -> str:
+    """Where an augmented primal copies an array's old contents before overwriting them (transforms/reverse.py)."""
+    return f"{PASS}save_{array}"
+
+
+SAVING = f"{PASS}saving"  # the augmented primal's switch: copy the saved arrays' old contents (non-zero) or not
+
+
 def active_sum(scalar: str) -> str:
     """A thread's float64 sum of its contributions to an Active scalar's derivative."""
     return f"{PASS}dsum_{scalar}"

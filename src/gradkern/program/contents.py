@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..runtime.arrays import is_array
 from .savepool import POOL
 from .shadows import _address, _same_geometry, _view_at, memory_root
@@ -23,7 +25,7 @@ from .shadows import _address, _same_geometry, _view_at, memory_root
 
 def writable(a: Any) -> Any:
     """`a`, writable again (the program locks the arrays it recorded)."""
-    if hasattr(a, "flags") and not a.flags.writeable:
+    if isinstance(a, np.ndarray) and not a.flags.writeable:
         a.flags.writeable = True  # locked by the program while it recorded
     return a
 

@@ -25,7 +25,7 @@ from ..runtime.arrays import is_array
 from ..runtime.call import prepare
 from ..runtime.forward import forward as forward_launch
 from ..runtime.launch import run
-from ..runtime.reverse import run_augmented_primal
+from ..runtime.reverse import run_augmented_primal, saved_in_place
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
 from .rulestep import record_forward, record_reverse
@@ -131,15 +131,35 @@ class ProgramRecorder(Recorder):
         step = Step(len(self.steps) + 1, kernel.name, prepared, None, scalars=scalars)
         written = [values[p.name] for p in params if p.written and is_array(values.get(p.name))]
         reads = [values[n] for n in (call.spec.reverse_reads if active else ()) if is_array(values.get(n))]
+        whole = None
         if self.observer is not None:
-            self.observer(kernel.name, written, binding, overwritten_whole(params, binding, call.primal.facts))
+            whole = overwritten_whole(params, binding, call.primal.facts)
+            self.observer(kernel.name, written, binding, whole)
+        saves = self._filled(bound, values, whole) if prepared is not None else None
         for view in written:
-            self.versions.before_write(view, step.saves)
+            if saves is None or all(view is not v for v in saves.values()):
+                self.versions.before_write(view, step.saves)
+        if saves is not None:
+            saves = {n: self.versions.save_filled(v, step.saves) for n, v in saves.items()}
         if prepared is not None:
-            step.tape = run_augmented_primal(bound)
+            step.tape = run_augmented_primal(bound, saves)
         else:
             run(call, bound)
         return step, written, reads
+
+    def _filled(self, bound: Any, values: dict, whole: list | None) -> dict | None:
+        """The arguments (name -> view) whose old contents the augmented primal copies as it runs: where every
+        parameter it can save so (`saved_in_place`) is overwritten whole and still read by a recorded reverse;
+        None where some is not (its saves are copies made before the launch)."""
+        names = saved_in_place(bound)
+        if not names or not all(self.versions.needed(values[n]) for n in names):
+            return None
+        if whole is None:
+            whole = overwritten_whole(bound.call.kernel.ir.params, bound.b, bound.call.primal.facts)
+        roots = {id(r) for r in whole}
+        if not all(id(memory_root(values[n])) in roots for n in names):
+            return None
+        return {n: values[n] for n in names}
 
     def expect_rule(self) -> None:
         """An active rule call a checkpointed loop records only when it recomputes the call's step: the sweep

@@ -40,20 +40,31 @@ class SavePool:
 
     def copy_of(self, view: Any) -> Any:
         """A C-ordered copy of `view`, in a pooled buffer where `view` is a NumPy array."""
-        if not isinstance(view, np.ndarray):
+        out = self._take(view)
+        if out is None:
             return view.copy()
-        nbytes = int(view.nbytes)
-        raw = None
-        with self._lock:
-            spare = self._free.get(nbytes)
-            if spare:
-                raw = spare.pop()
-                self.free_bytes -= nbytes
-        if raw is None:
-            return view.copy()
-        out = raw.view(view.dtype).reshape(view.shape)
         np.copyto(out, view, casting="no")
         return out
+
+    def empty_like(self, view: Any) -> Any:
+        """A C-ordered array shaped like `view`, its contents undefined (a launch fills it)."""
+        out = self._take(view)
+        if out is not None:
+            return out
+        return np.empty(view.shape, view.dtype) if isinstance(view, np.ndarray) else \
+            type(view)(view.shape, view.dtype)  # CuPy: from its own pool
+
+    def _take(self, view: Any) -> Any:
+        if not isinstance(view, np.ndarray):
+            return None
+        nbytes = int(view.nbytes)
+        with self._lock:
+            spare = self._free.get(nbytes)
+            if not spare:
+                return None
+            raw = spare.pop()
+            self.free_bytes -= nbytes
+        return raw.view(view.dtype).reshape(view.shape)
 
     def give(self, data: Any) -> None:
         """`data` (made by `copy_of`) is no longer used: its buffer is kept for the next save of its size."""

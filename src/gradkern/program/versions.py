@@ -37,6 +37,19 @@ class Versions:
         if self._needed.get(id(root)):
             saves.append(Saved(view, POOL.copy_of(view)))
 
+    def needed(self, view: Any) -> bool:
+        """Whether a recorded reverse reads `view`'s buffer as it is now (a write must save it first)."""
+        return bool(self._needed.get(id(memory_root(view))))
+
+    def save_filled(self, view: Any, saves: list[Saved]) -> Any:
+        """A step about to write `view`, needed, copies its old contents itself as it writes (the augmented
+        primal's saves): returns the buffer it fills, recorded in `saves`."""
+        root = memory_root(view)
+        self._roots.setdefault(id(root), root)
+        data = POOL.empty_like(view)
+        saves.append(Saved(view, data))
+        return data
+
     def written(self, view: Any) -> None:
         """A launch wrote `view` (all of it): when it spans its buffer, no recorded reverse reads the new contents
         yet (the elements a launch writes never overlap, so a view as large as its buffer is all of it)."""

@@ -86,13 +86,21 @@ def run_fused(bound: Bound) -> tuple:
     return _execute(bound, bound.call.runs)
 
 
-def run_augmented_primal(bound: Bound) -> Tape:
-    """The primal, taping what the reverse will need (primals updated as by launch). The reverse's runs
-    are then known: they are compiled ahead (runtime/compile_pool.py) while the caller goes on (a program
+def saved_in_place(bound: Bound) -> tuple[str, ...]:
+    """The parameters whose old contents the augmented primal can copy into saves as it runs
+    (`run_augmented_primal(bound, saves)`): each overwritten whole, at every thread's own element, unread."""
+    return tuple(n for n, _ in bound.call.layout.saved)
+
+
+def run_augmented_primal(bound: Bound, saves: dict[str, Any] | None = None) -> Tape:
+    """The primal, taping what the reverse will need (primals updated as by launch). `saves`: for every name of
+    `saved_in_place(bound)`, an array shaped like its argument that the launch fills with the argument's old
+    contents (docs/programs.md#saved-copies-and-the-sweep); the launch must span the argument. The reverse's
+    runs are then known: they are compiled ahead (runtime/compile_pool.py) while the caller goes on (a program
     records its next launches)."""
     call = bound.call
     tapes, counts = _taped(bound)
-    call.split[0](call.dim, [*bound.values, *tapes, counts])
+    call.split[0](call.dim, [*bound.values, *tapes, counts, *_save_values(bound, saves)])
     if call.ahead:  # once per prepared call
         call.ahead = False
         for run, dim, values in _launches(bound, call.split[1:], _accumulators(call), tapes, counts):
@@ -139,7 +147,7 @@ def _launches(bound: Bound, runs: tuple, accs: dict, tapes: tuple | None, counts
         role = run.role
         if role == "augmented_primal":
             tapes, counts = _taped(bound)
-            yield run, dim, [*values, *tapes, counts]
+            yield run, dim, [*values, *tapes, counts, *_save_values(bound, None)]
             continue
         if tapes is None:
             tapes = _allocate_tape(bound)
@@ -154,6 +162,17 @@ def _launches(bound: Bound, runs: tuple, accs: dict, tapes: tuple | None, counts
             yield run, dim, [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts]
         else:  # fused: every lane
             yield run, dim, [*values, *_adjoint_values(bound, accs, 0, call.layout.lanes), *tapes]
+
+
+def _save_values(bound: Bound, saves: dict[str, Any] | None) -> list:
+    """The augmented primal's save arguments and switch: the saves with the switch on, or each saved argument
+    itself with the switch off (never read or written then)."""
+    saved = bound.call.layout.saved
+    if not saved:
+        return []
+    if saves:
+        return [*(saves[n] for n, _ in saved), 1]
+    return [*(bound.values[k] for _, k in saved), 0]
 
 
 def _taped(bound: Bound) -> tuple:

@@ -72,6 +72,8 @@ class ReverseKernels:
     sums: dict[str, str] = field(default_factory=dict)  # Active scalar -> its per-thread float64 sum (a local)
     accumulator_type: Scalar = ACCUMULATOR  # of the accumulators, whatever the scalar's type
     counted: bool = True  # the augmented primal stores each thread's push counts (paths push different numbers)
+    # the arrays whose old contents the augmented primal copies into its save parameters, when its switch is on
+    saved_in_place: tuple[str, ...] = ()
 
 
 @dataclass
@@ -89,7 +91,7 @@ class _Builder:
                                                 for p in self.k.params]
         # float32 kernels tape float32; any float64 value makes the float tape float64
         self.tape_float = F64 if F64 in types or not any(t == F32 for t in types) else F32
-        facts = launch_facts(self.k)
+        facts = self.facts = launch_facts(self.k)
         self.exclusive = {a for a in self.act.arrays if adjoint_is_exclusive(facts, a)}
         self.plan = plan_tape(self.k, self.act)
         self.sums = {n: names.active_sum(n) for n in sorted(self.act.scalars)}
@@ -553,7 +555,9 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     if uniform is not None:  # every thread pushes the same: its reverse starts from that constant, no counts kept
         count_store = []
         count_load = [ir.Assign(ptr, b.const(uniform[n], I64)) for n, (_, ptr) in enumerate(LANES)]
-    aug = kernel("augmented_primal", k.params + tape_p + (count_p,), [*tp0, *augmented, *count_store])
+    save_ps, saving, saved = _saves(k, bld.facts.saved_in_place if launch_ndim == k.tid_ndim else frozenset(), tids)
+    aug = kernel("augmented_primal", k.params + tape_p + (count_p,) + save_ps, [*tp0, *saving, *augmented,
+                                                                               *count_store])
     rev = kernel("rev", k.params + shadow_ps + acc_ps + tape_p + (count_p,), [*count_load, *inits, *reverse, *flush])
     count = None
     if static is None:
@@ -562,4 +566,21 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     forms = tuple((a, "plain add" if a in bld.exclusive else "atomic add") for a in sorted(act.arrays))
     sums = {n: bld.sums[n] for n in sorted(bld.summed)}
     return ReverseKernels(fused, aug, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms, sums,
-                          counted=uniform is None)
+                          counted=uniform is None, saved_in_place=saved)
+
+
+def _saves(k: ir.Kernel, arrays: frozenset[str], tids: tuple) -> tuple[tuple[ir.Param, ...], list[ir.Stmt],
+                                                                     tuple[str, ...]]:
+    """The augmented primal's copy-on-write saves (docs/programs.md#saved-copies-and-the-sweep): for each array
+    every thread overwrites at its own element without reading it, a parameter of its type the thread copies
+    its element's old contents into before the primal runs, when the switch parameter is non-zero (a program
+    saving the array for an earlier step's reverse); with it zero, nothing is read or written. A launch over
+    the array's whole shape then leaves its old contents in the save, in the same pass as the primal."""
+    ps = [p for p in k.params if p.name in arrays and isinstance(p.type, Array)]
+    if not ps:
+        return (), [], ()
+    saves = tuple(ir.Param(names.save(p.name), p.type, is_array=True, written=True) for p in ps)
+    switch = ir.Param(names.SAVING, I64)
+    copies = tuple(ir.Store(s.name, tids, ir.Load(p.name, tids, type=p.type.dtype)) for p, s in zip(ps, saves))
+    return (*saves, switch), [ir.If(b.cmp(Op.NE, b.var(names.SAVING, I64), b.const(0, I64)), copies)], \
+        tuple(p.name for p in ps)
