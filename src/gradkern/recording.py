@@ -18,6 +18,8 @@ from typing import Any
 class Recorder:
     """Receives the launches and rule calls made while it is installed."""
 
+    in_loop = False  # it records a step of a checkpointed loop (where a nested loop is refused)
+
     def launch(self, kernel: Any, dim: Any, args: tuple, backend: str | None) -> None:
         """A `gk.launch(kernel, dim, *args, backend=backend)`, recorded (and run) instead of launched."""
         raise NotImplementedError

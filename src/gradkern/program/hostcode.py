@@ -111,6 +111,10 @@ class HostTracker:
         self.tainted: dict[int, tuple[Any, Origin]] = {}
         self.checking = True
 
+    def recorded(self) -> None:
+        """The program's recording is over: the steps a sweep recomputes were checked when they were recorded."""
+        self.checking = False
+
     def active(self, a: Any) -> bool:
         """`a` shares memory with an array that has a shadow (or tangent)."""
         if not isinstance(a, np.ndarray) or a.size == 0:

@@ -62,7 +62,7 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
 
     resolved = resolve_schedule(nsteps, snapshots if snapshots is not None else 1, schedule)
     recorder = active_recorder()
-    if getattr(recorder, "in_loop", False):
+    if recorder is not None and recorder.in_loop:
         raise ProgramError("a checkpointed loop inside a step of a checkpointed loop is not supported",
                            hint="make the inner loop a plain Python loop (the outer loop's snapshots cover it)")
     if not isinstance(recorder, ProgramRecorder) or not nsteps:

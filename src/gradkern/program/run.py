@@ -159,7 +159,7 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
         raise
     finally:
         guard.release()
-        recorder.host.checking = False  # a sweep's recomputed steps were checked when recorded
+        recorder.host.recorded()
 
 
 def record(fn: Callable, args: tuple, alone: bool = False) -> ProgramTape:
