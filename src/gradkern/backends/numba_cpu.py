@@ -3,7 +3,8 @@
 numba_loops.py prints a kernel's module (the loop nest, the chunks and their private copies, the sibling
 functions), numba_plan.py decides its chunks and keeps the mixed targets' slot copies, numba_syntax.py
 spells the IR. Here: the module compiled (`compile_source`), and the launch run through its entry or one of
-its siblings: the serial twin for launches of fewer than SERIAL_THREADS threads, `<entry>_atomics_serial`
+its siblings: the serial twin for launches of fewer than SERIAL_THREADS threads (and for larger ones where it
+measures faster: numba_choice.py), `<entry>_atomics_serial`
 when the private copies would exceed the memory limit (`numba_plan.private_chunks` returns 0, the entry
 returns False), `<entry>_edges` when a 1-D launch's edges are too wide to run serially. Generated modules are
 written to the cache directory under a content hash and executed from there, so Numba's own `cache=True`
@@ -17,6 +18,7 @@ import hashlib
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +26,7 @@ from typing import Any
 
 from ..errors import InternalError
 from ..ir import nodes as ir
-from . import numba_loops, numba_plan
+from . import numba_choice, numba_loops, numba_plan
 from .base import Backend, Generated, LaunchInfo
 from .numba_loops import NumbaOptions, generate
 from .numba_plan import MixedPlan, mixed_plan
@@ -146,9 +148,23 @@ class NumbaBackend(Backend):
         if entry is None:
             raise InternalError(f"kernel '{typed.name}' was run before it was compiled")
         info: CpuLaunch = code.info
-        main = entry
-        if info.serial is not None and _threads(dim) < SERIAL_THREADS:
-            entry = _serial_twin(entry, info.serial)
+        if info.serial is not None:
+            threads = _threads(dim)
+            if threads < SERIAL_THREADS:
+                entry = _serial_twin(entry, info.serial)
+            elif numba_choice.ENABLED:  # parallel or serial, by measurement (numba_choice.py)
+                serial, trial = numba_choice.CHOICE.pick(entry, threads)
+                t0 = time.perf_counter()
+                self._launch(typed, code, _serial_twin(entry, info.serial) if serial else entry, entry, dim, values)
+                if trial is not None:
+                    numba_choice.CHOICE.report(trial, serial, time.perf_counter() - t0)
+                return
+        self._launch(typed, code, entry, entry, dim, values)
+
+    def _launch(self, typed: ir.Kernel, code: Generated, entry: Any, main: Any, dim: tuple[int, ...],
+                values: list) -> None:
+        """Run `entry` (the generated entry `main` or its serial twin) and the siblings it hands over to."""
+        info: CpuLaunch = code.info
         if info.private and info.plan is not None:
             self._run_mixed(typed, code, entry, dim, values)
         elif info.private:  # privatised atomic targets: how many private copies fit the memory limit
