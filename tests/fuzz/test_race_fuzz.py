@@ -454,6 +454,7 @@ class Verdict:
     racy: bool
     arrays: dict  # the arrays after the serial run
     shared: frozenset = frozenset()  # arrays with an element two threads touch (in any way)
+    log: list = field(default_factory=list)  # (array, element, kind, thread) of every access, in order
 
 
 def oracle(function_source: str, name: str, dim: tuple, arrays: dict, m: int, n: int) -> Verdict | None:
@@ -486,7 +487,7 @@ def oracle(function_source: str, name: str, dim: tuple, arrays: dict, m: int, n:
             shared.add(array)
         if any(others - {w} for w in writers) or any(plain - {x} for x in atomic):
             racy = True
-    return Verdict(racy, data, frozenset(shared))
+    return Verdict(racy, data, frozenset(shared), log)
 
 
 # -- the run ---------------------------------------------------------------------------------------------------------
@@ -505,6 +506,7 @@ class Stats:
     gradients: int = 0  # race-free launches differentiated (gk.autodiff, interpreter)
     plain_adds: int = 0  # of their arrays, those whose adjoint is a plain add (checked: no element shared)
     gathers: int = 0  # ... a gather (checked, as every form, by the dot-product test against forward mode)
+    saved_in_place: int = 0  # arrays claimed saved in place (facts.saved_in_place), checked against the log
     features: dict = field(default_factory=dict)  # template feature -> [launches, racy, proven]
     disagreements: list = field(default_factory=list)  # proven race-free, but racy: must stay empty
     wrong: list = field(default_factory=list)  # RaceError iff racy, buffers, results: must stay empty
@@ -516,7 +518,7 @@ class Stats:
                 f"{self.proven}, run-time checked: {self.checked} ({self.checked_race_free} of them race-free); "
                 f"on the compiled CPU backend: {self.cpu_launches}, on hostcuda: {self.hostcuda_launches}; "
                 f"differentiated: {self.gradients} (plain adds: "
-                f"{self.plain_adds}, gathers: {self.gathers}); "
+                f"{self.plain_adds}, gathers: {self.gathers}); saved in place: {self.saved_in_place}; "
                 f"disagreements: {len(self.disagreements)}; wrong end-to-end: {len(self.wrong)}; "
                 f"other failures: {len(self.other)}")
 
@@ -597,6 +599,7 @@ def _check_launch(stats: Stats, rng, g: _Generator, src: str, kernel, backend: s
     args = [arrays["a"].copy(), arrays["b"].copy(), arrays["idx"].copy(), arrays["out"].copy(), m, n]
     case = f"{g.name} dim={dim} m={m} n={n} idx={arrays['idx'].tolist()}\n{src}"
     checked = gk.inspect(kernel, *args, dim=dim).race_check
+    _check_saved_in_place(stats, kernel, args, dim, verdict, case)
     stats.proven += not checked
     for f in g.features:
         stats.features[f][2] += not checked
@@ -626,6 +629,24 @@ def _check_launch(stats: Stats, rng, g: _Generator, src: str, kernel, backend: s
         for k, a in zip(("a", "b", "idx", "out"), args):
             if not np.allclose(a, verdict.arrays[k], rtol=1e-13, atol=1e-13):
                 stats.wrong.append(f"{backend}: '{k}' differs from the serial run: {case}")
+
+
+def _check_saved_in_place(stats: Stats, kernel, args: list, dim: tuple, verdict: Verdict, case: str):
+    """facts.saved_in_place (an augmented primal copies such an array's old element before the thread's first
+    store: docs/programs.md#saved-copies-and-the-sweep), against the oracle's log: a claimed array is only ever
+    written, each thread writing only its own element, and every thread writes it."""
+    from gradkern.runtime.call import prepare
+    try:
+        call, _ = prepare(kernel, tuple(x.copy() if isinstance(x, np.ndarray) else x for x in args), dim, None,
+                          "launch")
+    except gk.GradkernError:
+        return
+    threads = set(itertools.product(*(range(d) for d in dim)))
+    for name in call.spec.facts.saved_in_place:
+        stats.saved_in_place += 1
+        accesses = [(e, k, t) for a, e, k, t in verdict.log if a == name]
+        if any(k != "w" or tuple(e) != tuple(t) for e, k, t in accesses) or {t for _, _, t in accesses} != threads:
+            stats.disagreements.append(f"'{name}' is claimed saved in place, but the oracle disagrees: {case}")
 
 
 def _check_gradient(stats: Stats, arrays: dict, dim, m: int, n: int, verdict: Verdict, kernel, case: str):
