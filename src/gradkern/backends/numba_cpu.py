@@ -185,9 +185,9 @@ class NumbaBackend(Backend):
         arrays = {p.name: values[n] for n, p in enumerate(typed.params) if p.name in info.private}
         others = sum(x.nbytes for a, x in arrays.items() if a not in spill and a not in info.owned)
         chunks = numba_plan.private_chunks(others, dim[0])
-        threads = (dim[0] // max(chunks, 1) + 1) * _threads(dim[1:]) * chunks
-        adds = sum(bound * threads for bound in spill.values())
-        pairs = sum(bound * threads * (8 * arrays[a].ndim + arrays[a].itemsize) for a, bound in spill.items())
+        reserved = (dim[0] // max(chunks, 1) + 1) * _threads(dim[1:]) * chunks  # the lists' room, in adds
+        adds = sum(bound * _threads(dim) for bound in spill.values())
+        pairs = sum(bound * reserved * (8 * arrays[a].ndim + arrays[a].itemsize) for a, bound in spill.items())
         if not sparse_pays(adds, sum(arrays[a].size for a in spill), chunks, pairs):
             return False
         _sibling(main, f"{name}_sparse")(*dim, *values, chunks)

@@ -20,20 +20,20 @@ PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
 MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", str(PRIVATE_LIMIT)))
 
 
-# Sparse privatisation (`spilled`) is picked for a launch when its targets' bound of adds is at most this many
-# times the elements of the private copies it saves (chunks x the targets' sizes): at worst (no locality,
-# 1 - 1/C of the adds spilled) each spilled add writes and reads an (index, value) pair and is added after
-# the loop, where a copy costs each element a zeroing, a read in the sum and the add; at best (sorted or
-# clustered indices) almost every add is a direct one. docs/adjoint-forms.md#5-atomic-adds-on-the-cpu has
-# the measurements.
-SPARSE_RATIO = float(os.environ.get("GRADKERN_SPARSE_RATIO", "1"))
+# Sparse privatisation (`spilled`) is picked for a launch when, at the worst (no locality: 1 - 1/C of its adds
+# spilled, then added on one thread), its spilled adds are at most this many times the elements of the copies
+# a chunk would zero and sum: per thread, copies cost about 2 x elements (zeroing, the sum's read), the spill
+# lists about the spilled adds. Measured on 2 threads (l2_misfit's gradient, n = 2^22, m random sensors):
+# sparse is faster up to m = 2n and about as fast at m = 4n, where adds x (1 - 1/C) = 2 x elements; sorted
+# sensors spill almost nothing and sparse won at every m tried (docs/adjoint-forms.md#5-atomic-adds-on-the-cpu).
+SPARSE_RATIO = float(os.environ.get("GRADKERN_SPARSE_RATIO", "2"))
 
 
 def sparse_pays(adds: int, elements: int, chunks: int, spill_bytes: int) -> bool:
-    """Whether a launch runs sparse privatisation: `adds`, the bound of its spilled targets' adds, against
-    the `elements` of their copies in each of `chunks` chunks; its spill lists (`spill_bytes`, reserved,
-    touched only as they fill) within GRADKERN_PRIVATE_BYTES."""
-    return chunks > 1 and adds <= SPARSE_RATIO * chunks * elements and spill_bytes <= PRIVATE_LIMIT
+    """Whether a launch runs sparse privatisation: `adds`, the bound of its spilled targets' adds, of which
+    at worst 1 - 1/chunks spill, against the `elements` of the copies each chunk would take; its spill lists
+    (`spill_bytes`, reserved, touched only as they fill) within GRADKERN_PRIVATE_BYTES."""
+    return chunks > 1 and adds * (chunks - 1) <= SPARSE_RATIO * elements * chunks and spill_bytes <= PRIVATE_LIMIT
 
 
 @dataclass(frozen=True)
