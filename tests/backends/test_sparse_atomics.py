@@ -215,3 +215,20 @@ def test_ger_gradients(monkeypatch, shape):
     rng = np.random.default_rng(shape[0])
     x, y = rng.uniform(0.5, 1.5, shape[0]), rng.uniform(0.5, 1.5, shape[1])
     check_grad(library.ger, gk.Active(0.7), _dup(x), _dup(y), _dup(rng.uniform(-1.0, 1.0, shape)), dim=shape)
+
+
+def test_the_sparse_twin_equals_the_parallel_sibling_bit_for_bit(monkeypatch):
+    """Below GRADKERN_SERIAL_THREADS a launch runs `<entry>_sparse_serial`: the same chunks in the same order."""
+    n, m = 200, 30
+    rng = np.random.default_rng(9)
+    idx, w = rng.integers(0, m, n), rng.uniform(-1.0, 1.0, n)
+    _form(monkeypatch, 3, float("inf"))
+    results = []
+    for threshold in (0, 10**9):
+        monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", threshold)
+        called = _ran_sparse(monkeypatch)
+        x = np.linspace(-1.0, 1.0, m)
+        gk.launch(scatter, n, x, idx, w)
+        results.append(x)
+        assert called[-1] == ("scatter_1d_sparse" if threshold == 0 else "scatter_1d_sparse_serial")
+    np.testing.assert_array_equal(results[0].view(np.uint64), results[1].view(np.uint64))

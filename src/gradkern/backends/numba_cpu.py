@@ -159,7 +159,8 @@ class NumbaBackend(Backend):
             raise InternalError(f"kernel '{typed.name}' was run before it was compiled")
         info: CpuLaunch = code.info
         main = entry
-        if info.serial is not None and _threads(dim) < SERIAL_THREADS:
+        twin = info.serial is not None and _threads(dim) < SERIAL_THREADS
+        if twin:
             entry = _serial_twin(entry, info.serial)
         if info.private and info.plan is not None:
             self._run_mixed(typed, code, entry, dim, values)
@@ -169,7 +170,8 @@ class NumbaBackend(Backend):
             copy_bytes = sum([values[n].nbytes for n, p in enumerate(typed.params)
                               if p.name in private and p.name not in mixed and p.name not in owned])
             chunks = numba_plan.private_chunks(copy_bytes, dim[0], bool(mixed))
-            if info.spilled and entry is main and self._sparse(typed, info, main, code.entry, dim, values):
+            if info.spilled and self._sparse(typed, info, main, code.entry + ("_sparse_serial" if twin else "_sparse"),
+                                             dim, values):
                 return
             if entry(*dim, *values, chunks) is False:  # no chunks: the serial path
                 _sibling(main, f"{code.entry}_atomics_serial")(*dim, *values, chunks)
@@ -178,9 +180,9 @@ class NumbaBackend(Backend):
 
     def _sparse(self, typed: ir.Kernel, info: CpuLaunch, main: Any, name: str, dim: tuple[int, ...],
                 values: list) -> bool:
-        """Run the launch as `<entry>_sparse` when sparse privatisation pays (numba_plan.sparse_pays): the
-        copies of the other targets within the memory limit, the spilled targets' bound of adds against the
-        elements of the copies they save. Whether it ran."""
+        """Run the launch as `name` (`<entry>_sparse`, or its serial twin) when sparse privatisation pays
+        (numba_plan.sparse_pays): the copies of the other targets within the memory limit, the spilled
+        targets' bound of adds against the elements of the copies they save. Whether it ran."""
         spill = dict(info.spilled)
         arrays = {p.name: values[n] for n, p in enumerate(typed.params) if p.name in info.private}
         others = sum(x.nbytes for a, x in arrays.items() if a not in spill and a not in info.owned)
@@ -190,7 +192,7 @@ class NumbaBackend(Backend):
         pairs = sum(bound * reserved * (8 * arrays[a].ndim + arrays[a].itemsize) for a, bound in spill.items())
         if not sparse_pays(adds, sum(arrays[a].size for a in spill), chunks, pairs):
             return False
-        _sibling(main, f"{name}_sparse")(*dim, *values, chunks)
+        _sibling(main, name)(*dim, *values, chunks)
         return True
 
     def ahead(self, code: Generated, entry: Any, dim: tuple[int, ...], values: list) -> Any:

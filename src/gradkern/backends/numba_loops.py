@@ -162,9 +162,12 @@ class LoopPrinter:
                       f"def {entry}_atomics_serial({', '.join(params)}):",
                       *self.loop_nest(NumbaSyntax(self.ndim), 1, Nest("range(_gkb_n0)", split=self.ndim > 1))]
         if self.spilled:
-            # compiled only when a launch picks sparse privatisation (NumbaBackend.run)
-            lines += ["", "", f"@_gk_njit({flags})", f"def {entry}_sparse({', '.join(params)}):",
-                      *self.chunks(self.spilled)]
+            # compiled only when a launch picks sparse privatisation (NumbaBackend.run); with its own serial twin
+            sparse = self.chunks(self.spilled)
+            lines += ["", "", f"@_gk_njit({flags})", f"def {entry}_sparse({', '.join(params)}):", *sparse]
+            if options.serial_twin:
+                lines += ["", "", f"@_gk_njit({flags.replace('parallel=True', 'parallel=False')})",
+                          f"def {entry}_sparse_serial({', '.join(params)}):", *sparse]
             for d in sorted({self.k.param(a).type.ndim for a in self.spilled}):
                 lines += ["", "", *_spill_function(d)]
         if self.outlined:  # the body functions go before the entry that calls them
