@@ -193,6 +193,39 @@ def test_layernorm_fused_kernel_keeps_its_values_in_registers():
     assert not re.search(r"_gk_tape\[", ins.sources["fused"])  # m, v are never reassigned: nothing to push
 
 
+@gk.kernel
+def square_then_loop(x, n):
+    i = gk.tid()
+    x[i] = x[i] * x[i]  # its old value taped outside any loop: the fused kernel holds it in a register
+    for k in range(n):
+        x[i] = 0.75 * x[i] * x[i]  # taped per iteration: pushed, in the fused kernel too
+
+
+@pytest.mark.parametrize("n", [1, 3, 257])
+def test_fused_kernel_holds_what_it_tapes_outside_loops_in_registers(n):
+    """Split mode tapes scal's old x (x <- a x in place, Active a); the fused kernel reads it from a
+    register and touches no tape, and gets the split gradients bit for bit (the same values)."""
+    from gradkern.kernels import scal
+
+    r = np.random.default_rng(n)
+    args = (gk.Active(0.7), dup(rand(r, n), r))
+    ins = gk.inspect(scal, *args, mode=gk.Reverse)
+    assert ins.tape_bytes_per_thread == 8 and re.search(r"_gk_tape\[", ins.sources["augmented_primal"])
+    assert not re.search(r"_gk_tape\[", ins.sources["fused"])
+    assert check_grad(scal, *args).ok
+    fused, apart = copies(args), copies(args)
+    assert gk.autodiff(scal, *fused) == split(scal, apart, None)
+    np.testing.assert_array_equal(fused[1].dval, apart[1].dval)
+    loop_args = (dup(rand(r, n), r), 3)
+    fused_source = gk.inspect(square_then_loop, *loop_args, mode=gk.Reverse).sources["fused"]
+    assert len(re.findall(r"_gk_tape\[", fused_source)) == 2  # the loop's push and pop only
+    assert check_grad(square_then_loop, *loop_args).ok
+    fused, apart = copies(loop_args), copies(loop_args)
+    gk.autodiff(square_then_loop, *fused)
+    split(square_then_loop, apart, None)
+    np.testing.assert_array_equal(fused[0].dval, apart[0].dval)
+
+
 def test_in_place_layernorm_tapes_what_it_overwrites():
     """In place, the input row is gone by the reverse: per element, xshift (variance
     loop), the input (its reverse of n = s * (x - m)) and n (the output's partial in

@@ -29,7 +29,7 @@ from ..ir import nodes as ir
 from . import numba_choice, numba_loops, numba_plan
 from .base import Backend, Generated, LaunchInfo
 from .numba_loops import NumbaOptions, generate
-from .numba_plan import MixedPlan, mixed_plan
+from .numba_plan import MixedPlan, mixed_plan, owned_rows, sparse_pays, spilled
 
 # A parallel launch of fewer threads than this runs the serial twin of its entry (numba_loops.py): waking the
 # worker threads costs more than a few hundred threads of a loop-free body (benchmarks/runtime/overhead.py).
@@ -50,20 +50,25 @@ class CpuLaunch(LaunchInfo):
     chunk (a parallel launch's; the entry then takes `_gkb_chunks`), the serial twin's name (run for
     launches of fewer than SERIAL_THREADS threads), the 1-D parallel loop over edges too wide to run
     serially (`<entry>_edges`), the privatised targets the kernel also loads or stores plainly and the
-    plan they run by (numba_plan.MixedPlan, None without them)."""
+    plan they run by (numba_plan.MixedPlan, None without them), the targets whose rows the chunks own
+    (numba_plan.owned_rows: no copy), and those `<entry>_sparse` spills, with their bound of adds per
+    thread (numba_plan.spilled; empty without that sibling)."""
 
     private: tuple[str, ...] = ()
     serial: str | None = None
     edges: str | None = None
     mixed: tuple[str, ...] = ()
     plan: MixedPlan | None = None
+    owned: tuple[str, ...] = ()
+    spilled: tuple[tuple[str, int], ...] = ()
 
     def chunk_bytes(self, sizes: dict[str, int]) -> int:
         """Bytes of private copies per chunk (`sizes`: bytes per array): of every privatised target, or in
         a mixed launch of those that are not mixed and of the shared ones (one copy per slot, at most one
         per chunk)."""
         shared = self.plan.shared if self.plan is not None else ()
-        return sum(sizes[a] for a in self.private if a not in self.mixed) + sum(sizes[a] for a in shared)
+        return sum(sizes[a] for a in self.private if a not in self.mixed and a not in self.owned) + \
+            sum(sizes[a] for a in shared)
 
 
 _modules: dict[str, Any] = {}
@@ -132,11 +137,18 @@ class NumbaBackend(Backend):
         twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(k.body))
         mixed = tuple(a for a in atomic if a in plain)
         plan = mixed_plan(k, mixed) if parallel and mixed else None
-        options = NumbaOptions(parallel=parallel, privatized=atomic, mixed=mixed, plan=plan, serial_twin=twin)
+        owned = owned_rows(k, atomic, mixed) if parallel else {}
+        # an Active scalar's sums (every add at constant indices) keep their copy of a few elements
+        variable = {s.array for s in ir.walk_stmts(bodies) if isinstance(s, ir.AtomicAdd)
+                    and not all(isinstance(i, ir.Const) for i in s.indices)}
+        spill = spilled(k, atomic, set(mixed) | set(owned) | (set(atomic) - variable)) if parallel and not mixed else {}
+        options = NumbaOptions(parallel=parallel, privatized=atomic, mixed=mixed, plan=plan, serial_twin=twin,
+                               owned=tuple(owned.items()), spilled=tuple(spill.items()))
         source, entry = generate(k, launch_ndim, options, header)
         edges = f"{entry}_edges" if f"\ndef {entry}_edges(" in source else None
+        sparse = tuple(spill.items()) if f"\ndef {entry}_sparse(" in source else ()
         return Generated(source, entry, CpuLaunch(atomic if parallel else (), f"{entry}_serial" if twin else None,
-                                                  edges, mixed if parallel else (), plan))
+                                                  edges, mixed if parallel else (), plan, tuple(owned), sparse))
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -148,35 +160,57 @@ class NumbaBackend(Backend):
         if entry is None:
             raise InternalError(f"kernel '{typed.name}' was run before it was compiled")
         info: CpuLaunch = code.info
+        main = entry
         if info.serial is not None:
             threads = _threads(dim)
             if threads < SERIAL_THREADS:
                 entry = _serial_twin(entry, info.serial)
-            elif numba_choice.ENABLED:  # parallel or serial, by measurement (numba_choice.py)
+            elif numba_choice.ENABLED and SERIAL_THREADS:  # parallel or serial, by measurement (numba_choice.py)
                 serial, trial = numba_choice.CHOICE.pick(entry, threads)
                 t0 = time.perf_counter()
                 self._launch(typed, code, _serial_twin(entry, info.serial) if serial else entry, entry, dim, values)
                 if trial is not None:
                     numba_choice.CHOICE.report(trial, serial, time.perf_counter() - t0)
                 return
-        self._launch(typed, code, entry, entry, dim, values)
+        self._launch(typed, code, entry, main, dim, values)
 
     def _launch(self, typed: ir.Kernel, code: Generated, entry: Any, main: Any, dim: tuple[int, ...],
                 values: list) -> None:
         """Run `entry` (the generated entry `main` or its serial twin) and the siblings it hands over to."""
         info: CpuLaunch = code.info
+        twin = entry is not main
         if info.private and info.plan is not None:
             self._run_mixed(typed, code, entry, dim, values)
         elif info.private:  # privatised atomic targets: how many private copies fit the memory limit
             # info.chunk_bytes without a plan (no shared targets), inline: this is every privatised launch's path
-            private, mixed = info.private, info.mixed
+            private, mixed, owned = info.private, info.mixed, info.owned
             copy_bytes = sum([values[n].nbytes for n, p in enumerate(typed.params)
-                              if p.name in private and p.name not in mixed])
+                              if p.name in private and p.name not in mixed and p.name not in owned])
             chunks = numba_plan.private_chunks(copy_bytes, dim[0], bool(mixed))
+            if info.spilled and self._sparse(typed, info, main, code.entry + ("_sparse_serial" if twin else "_sparse"),
+                                             dim, values):
+                return
             if entry(*dim, *values, chunks) is False:  # no chunks: the serial path
                 _sibling(main, f"{code.entry}_atomics_serial")(*dim, *values, chunks)
         elif entry(*dim, *values) is False:  # edges too wide to run serially: their parallel loop
             _sibling(main, info.edges)(*dim, *values)
+
+    def _sparse(self, typed: ir.Kernel, info: CpuLaunch, main: Any, name: str, dim: tuple[int, ...],
+                values: list) -> bool:
+        """Run the launch as `name` (`<entry>_sparse`, or its serial twin) when sparse privatisation pays
+        (numba_plan.sparse_pays): the copies of the other targets within the memory limit, the spilled
+        targets' bound of adds against the elements of the copies they save. Whether it ran."""
+        spill = dict(info.spilled)
+        arrays = {p.name: values[n] for n, p in enumerate(typed.params) if p.name in info.private}
+        others = sum(x.nbytes for a, x in arrays.items() if a not in spill and a not in info.owned)
+        chunks = numba_plan.private_chunks(others, dim[0])
+        reserved = (dim[0] // max(chunks, 1) + 1) * _threads(dim[1:]) * chunks  # the lists' room, in adds
+        adds = sum(bound * _threads(dim) for bound in spill.values())
+        pairs = sum(bound * reserved * (8 * arrays[a].ndim + arrays[a].itemsize) for a, bound in spill.items())
+        if not sparse_pays(adds, sum(arrays[a].size for a in spill), chunks, pairs):
+            return False
+        _sibling(main, name)(*dim, *values, chunks)
+        return True
 
     def ahead(self, code: Generated, entry: Any, dim: tuple[int, ...], values: list) -> Any:
         """The function `run` calls for this launch, to compile ahead (numba_cache.ahead); none for the
@@ -237,7 +271,7 @@ class NumbaBackend(Backend):
         if info.plan is not None:  # the per-chunk copies of the targets that are not mixed, the shared slots
             plan = info.plan
             chunks = plan.chunks(numba_plan.private_chunks(info.chunk_bytes(sizes), dim[0], True, plan.width), dim[0])
-            copied = sum(sizes[a] for a in info.private if a not in info.mixed)
+            copied = sum(sizes[a] for a in info.private if a not in info.mixed and a not in info.owned)
             return chunks * copied + plan.slots(chunks) * sum(sizes[a] for a in plan.shared) if chunks else 0
         copy = info.chunk_bytes(sizes)
         return numba_plan.private_chunks(copy, dim[0], bool(info.mixed)) * copy

@@ -31,6 +31,8 @@ class NumbaOptions:
     mixed: tuple[str, ...] = ()  # those of them the kernel also loads or stores plainly (PrivatizedSyntax)
     plan: MixedPlan | None = None  # how the launch runs when some are mixed
     serial_twin: bool = False  # also print `<entry>_serial`, the entry without parallel=True
+    owned: tuple[tuple[str, int], ...] = ()  # privatised targets whose rows chunks own (numba_plan.owned_rows)
+    spilled: tuple[tuple[str, int], ...] = ()  # targets `<entry>_sparse` spills, with adds per thread (numba_plan)
 
 
 # Thread bodies longer than this (IR statements, nested ones included) are outlined (LoopPrinter.thread_body).
@@ -89,8 +91,9 @@ class LoopPrinter:
         self.private = options.privatized if options.parallel else ()
         self.plan = options.plan if self.private else None
         self.shared = self.plan.shared if self.plan is not None else ()
-        # per-chunk private copies
-        self.copied = tuple(a for a in self.private if self.plan is None or a not in options.mixed)
+        rows = dict(options.owned) if self.private else {}
+        # per-chunk private copies: not of the mixed targets, nor of those whose rows the chunks own
+        self.copied = tuple(a for a in self.private if (self.plan is None or a not in options.mixed) and a not in rows)
         self.params = [f"_gkb_n{a}" for a in range(launch_ndim)] + [p.name for p in k.params] + \
             (["_gkb_chunks"] if self.private else []) + [f"_gkb_{b}_{a}" for a in self.shared for b in ("pb", "rows")]
         self.flags = f"parallel={options.parallel}, cache=True, error_model='numpy', boundscheck={options.boundscheck}"
@@ -115,6 +118,12 @@ class LoopPrinter:
         # passes and LLVM's optimisation of one huge loop body cost time superlinear in its length (issue
         # 14.11), and a body this long gains nothing from vectorising across threads.
         self.outline = statements(k.body) > OUTLINE_STATEMENTS
+        # the owned targets' register accumulators, one per outer index (`_rows_open`); an outlined body adds
+        # to them straight (PrivatizedSyntax), its chunk's rows all the same
+        self.owned = {} if self.outline else {a: (c, f"_gkb_row_{a}") for a, c in rows.items()}
+        self.direct = frozenset(rows)
+        # sparse privatisation needs the chunk's own locals in the thread body: not for an outlined one
+        self.spilled = {} if self.outline or self.plan is not None or not self.private else dict(options.spilled)
         self.outlined: list[str] = []
         self.thread_args = [f"_gkb_t{a}" for a in range(launch_ndim)]
 
@@ -152,16 +161,35 @@ class LoopPrinter:
             lines += ["", "", f"@_gk_njit({flags.replace('parallel=True', 'parallel=False')})",
                       f"def {entry}_atomics_serial({', '.join(params)}):",
                       *self.loop_nest(NumbaSyntax(self.ndim), 1, Nest("range(_gkb_n0)", split=self.ndim > 1))]
+        if self.spilled:
+            # compiled only when a launch picks sparse privatisation (NumbaBackend.run); with its own serial twin
+            sparse = self.chunks(self.spilled)
+            lines += ["", "", f"@_gk_njit({flags})", f"def {entry}_sparse({', '.join(params)}):", *sparse]
+            if options.serial_twin:
+                lines += ["", "", f"@_gk_njit({flags.replace('parallel=True', 'parallel=False')})",
+                          f"def {entry}_sparse_serial({', '.join(params)}):", *sparse]
+            for d in sorted({self.k.param(a).type.ndim for a in self.spilled}):
+                lines += ["", "", *_spill_function(d)]
         if self.outlined:  # the body functions go before the entry that calls them
             at = lines.index(f"@_gk_njit({flags})") - 2
             lines[at:at] = self.outlined
         return "\n".join(lines) + "\n"
 
-    def chunks(self) -> list[str]:
+    def chunks(self, spill: dict[str, int] | None = None) -> list[str]:
         """The entry of a parallel launch with atomic targets: its chunks, each with its private copies (or
-        the mixed targets' slots), the loop nest over the chunk's range, then the copies summed."""
-        k, plan, copied, shared = self.k, self.plan, self.copied, self.shared
+        the mixed targets' slots), the loop nest over the chunk's range, then the copies summed. With
+        `spill` (target: adds per thread), `<entry>_sparse`: those targets get spill lists, not copies."""
+        k, plan, shared = self.k, self.plan, self.shared
+        spill = spill or {}
+        copied = tuple(a for a in self.copied if a not in spill)
         lines = ["    if _gkb_chunks > 0:"]
+        for a, bound in spill.items():
+            # chunk c runs at most n0 // C + 1 outer indices, each of them n1 * n2 threads
+            threads = " * ".join(["(_gkb_n0 // _gkb_chunks + 1)", *[f"_gkb_n{d}" for d in range(1, self.ndim)]])
+            lines += [f"        _gkb_cap_{a} = {bound} * {threads}",
+                      f"        _gkb_si_{a} = _gk_np.empty((_gkb_chunks, _gkb_cap_{a}, {a}.ndim), _gk_np.int64)",
+                      f"        _gkb_sv_{a} = _gk_np.empty((_gkb_chunks, _gkb_cap_{a}), {a}.dtype)",
+                      f"        _gkb_ns_{a} = _gk_np.zeros(_gkb_chunks, _gk_np.int64)"]
         # one parallel region for the chunks and one for the sums, whatever the number of targets
         # (docs/adjoint-forms.md): np.zeros and `X += copy[c]` would each be a parallel region of their own
         # (a fork and a join per target, and per target and chunk). Each chunk zeroes its own copy, flat.
@@ -189,14 +217,24 @@ class LoopPrinter:
             lines += [f"{pad}for _gkb_e in range({a}.size):",
                       f"{pad}    _gkb_flat_{a}[_gkb_c, _gkb_e] = {sx.literal(0, types[a].dtype)}"]
         lines += [f"{pad}{acc} = {sx.literal(0, types[a].dtype)}" for (a, _), acc in accumulators.items()]
+        for a in spill:  # the rows this chunk owns, and its spill count
+            lines += [f"{pad}_gkb_lo_{a} = _gkb_c * {a}.shape[0] // _gkb_chunks",
+                      f"{pad}_gkb_hi_{a} = (_gkb_c + 1) * {a}.shape[0] // _gkb_chunks", f"{pad}_gkb_k_{a} = 0"]
         # chunks split axis 0; only an inner axis may be split further
         syntax = PrivatizedSyntax(self.ndim, frozenset(self.options.mixed) if plan else frozenset(),
-                                  frozenset(shared), accumulators)
+                                  frozenset(shared), accumulators, self.direct,
+                                  {a: acc for a, (_, acc) in self.owned.items()}, frozenset(spill))
         lines += self.loop_nest(syntax, depth, Nest(
             "range(_gkb_c * _gkb_n0 // _gkb_chunks, (_gkb_c + 1) * _gkb_n0 // _gkb_chunks)",
             split=self.ndim > 1, chunked=True))
         lines += [f"{pad}_gkb_priv_{a}[{', '.join(['_gkb_c', *idx])}] += {acc}"
                   for (a, idx), acc in accumulators.items()]
+        lines += [f"{pad}_gkb_ns_{a}[_gkb_c] = _gkb_k_{a}" for a in spill]
+        for a in spill:  # the spilled adds in chunk order, each chunk's in its threads' order
+            at = ", ".join(f"_gkb_si_{a}[_gkb_k, _gkb_e, {d}]" for d in range(types[a].ndim))
+            lines += ["        for _gkb_k in range(_gkb_chunks):",
+                      f"            for _gkb_e in range(_gkb_ns_{a}[_gkb_k]):",
+                      f"                {a}[{at}] += _gkb_sv_{a}[_gkb_k, _gkb_e]"]
         if copied:
             lines += _private_sums(copied, {a: types[a].ndim for a in copied})
         for a in shared:  # the flagged rows of each slot's copy, in slot order; zeroed again
@@ -244,6 +282,19 @@ class LoopPrinter:
         p.line(depth, f"{name}({', '.join(call)})")
         return p.lines
 
+    def _rows_open(self, p: Printer, d: int) -> None:
+        """The register accumulators of the owned targets (`_row_accumulators`), zeroed for this outer index."""
+        for a, (_, acc) in self.owned.items():
+            p.line(d, f"{acc} = {p.sx.literal(0, self.k.param(a).type.dtype)}")
+
+    def _rows_flush(self, p: Printer, d: int) -> None:
+        """Each owned target's accumulator added once to its row `_gkb_t0 + c`, straight into the target."""
+        for a, (c, acc) in self.owned.items():
+            row = "_gkb_t0" if c == 0 else f"_gkb_t0 + {c}" if c > 0 else f"_gkb_t0 - {-c}"
+            # a row outside the target received no add (its accumulator is still 0)
+            p.line(d, f"if {row} >= 0 and {row} < {a}.shape[0]:")
+            p.line(d + 1, f"{a}[{row}] += {acc}")
+
     def loop_nest(self, syntax: NumbaSyntax, depth: int, nest: Nest) -> list[str]:
         """The launch loops around the body. With an interior (transforms/split.py), each split axis
         has its range computed before its loop: the innermost is printed three times (edge, interior,
@@ -278,7 +329,10 @@ class LoopPrinter:
                 # the test every index keeps Numba's negative-index wrap and the loop is not vectorised
                 p.line(d + 1, "if _gkb_t0 >= 0:")
                 d += 1
+                self._rows_open(p, d + 1)
             self._axis(p, nest, inner, axis + 1, d + 1, inside, flag)
+            if axis == 0 and nest.chunked:
+                self._rows_flush(p, d + 1)
             return
         n, lo_, hi_ = f"_gkb_n{axis}", f"_gkb_lo{axis}", f"_gkb_hi{axis}"
         # a constant start is printed literally: LLVM then knows j >= start, drops Numba's
@@ -297,10 +351,15 @@ class LoopPrinter:
                 p.line(d + 1, f"_gkb_in{axis} = {test}{f' and {flag}' if flag else ''}")
                 self._axis(p, nest, inner, axis + 1, d + 1, True, f"_gkb_in{axis}")
                 return
+            chunked = axis == 0 and nest.chunked
+            if chunked:
+                self._rows_open(p, d + 1)
             p.line(d + 1, f"if {test}:")
             self._axis(p, nest, inner, axis + 1, d + 2, True)
             p.line(d + 1, "else:")
             self._axis(p, nest, inner, axis + 1, d + 2, False)
+            if chunked:
+                self._rows_flush(p, d + 1)
             return
         p.line(d, f"{lo_} = min({start if const_lo else f'max({p.expr(r.lo)}, 0)'}, {n})")
         p.line(d, f"{hi_} = {n if r.hi is None else f'min(max({p.expr(r.hi)}, {lo_}), {n})'}")
@@ -360,6 +419,20 @@ def _private_sums(copied: tuple[str, ...], ndims: dict[str, int]) -> list[str]:
                   f"{pad}    _gkb_v_{a} += _gkb_priv_{a}[_gkb_k, {at}]",
                   f"{pad}{a}[{at}] = _gkb_v_{a}"]
     return lines
+
+
+def _spill_function(ndim: int) -> list[str]:
+    """`_gkb_spillN`, an add of sparse privatisation to an N-D target (LoopPrinter.chunks): straight into the
+    target in a row the chunk owns, otherwise appended to the chunk's spill list; returns the list's length."""
+    idx = [f"i{d}" for d in range(ndim)]
+    return ["@_gk_njit(cache=True, error_model='numpy', boundscheck=False)",
+            f"def _gkb_spill{ndim}(x, si, sv, c, k, lo, hi, {', '.join(idx)}, v):",
+            "    if i0 >= lo and i0 < hi:",
+            f"        x[{', '.join(idx)}] += v",
+            "        return k",
+            *[f"    si[c, k, {d}] = i{d}" for d in range(ndim)],
+            "    sv[c, k] = v",
+            "    return k + 1"]
 
 
 def _accumulators(k: ir.Kernel, private: tuple[str, ...],

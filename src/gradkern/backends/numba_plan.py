@@ -20,6 +20,22 @@ PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
 MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", str(PRIVATE_LIMIT)))
 
 
+# Sparse privatisation (`spilled`) is picked for a launch when, at the worst (no locality: 1 - 1/C of its adds
+# spilled, then added on one thread), its spilled adds are at most this many times the elements of the copies
+# a chunk would zero and sum: per thread, copies cost about 2 x elements (zeroing, the sum's read), the spill
+# lists about the spilled adds. Measured on 2 threads (l2_misfit's gradient, n = 2^22, m random sensors):
+# sparse is faster up to m = 2n and about as fast at m = 4n, where adds x (1 - 1/C) = 2 x elements; sorted
+# sensors spill almost nothing and sparse won at every m tried (docs/adjoint-forms.md#5-atomic-adds-on-the-cpu).
+SPARSE_RATIO = float(os.environ.get("GRADKERN_SPARSE_RATIO", "2"))
+
+
+def sparse_pays(adds: int, elements: int, chunks: int, spill_bytes: int) -> bool:
+    """Whether a launch runs sparse privatisation: `adds`, the bound of its spilled targets' adds, of which
+    at worst 1 - 1/chunks spill, against the `elements` of the copies each chunk would take; its spill lists
+    (`spill_bytes`, reserved, touched only as they fill) within GRADKERN_PRIVATE_BYTES."""
+    return chunks > 1 and adds * (chunks - 1) <= SPARSE_RATIO * elements * chunks and spill_bytes <= PRIVATE_LIMIT
+
+
 @dataclass(frozen=True)
 class MixedPlan:
     """How a parallel launch with mixed atomic targets runs (issue 18.5; numba_syntax.PrivatizedSyntax).
@@ -59,6 +75,67 @@ def mixed_plan(k: ir.Kernel, mixed: tuple[str, ...]) -> MixedPlan:
         rows = [s.row for s in adds if s.array == a and s.row is not None]
         width = max(width, max(rows) - min(rows) if rows else 0)
     return MixedPlan(width, tuple(a for a in mixed if any(s.array == a and s.row is None for s in adds)))
+
+
+def owned_rows(k: ir.Kernel, atomic: tuple[str, ...], mixed: tuple[str, ...]) -> dict[str, int]:
+    """The atomic targets of a parallel launch that need no private copy, each with its row offset c: a 1-D
+    target not accessed plainly, every add to which (body and interior) the pipeline marked as landing in
+    row `tid[0] + c` with one c (ir.AtomicAdd.row, analysis/rows.py), of the target's own type.
+
+    Chunks split axis 0, so chunk [a, b) adds only to rows [a + c, b + c): no two chunks reach a common
+    row, and each outer index's adds (every thread `(t0, ...)` of it adds to row t0 + c alone) are summed
+    in a register in thread order and added to the target once (numba_loops.py `_rows_flush`). That is the
+    private copy's sum for the row (0 + v0 + v1 + ..., then added to the target; no other chunk's copy
+    holds anything there), without the copy (docs/adjoint-forms.md#5-atomic-adds-on-the-cpu)."""
+    bodies = k.body + (k.interior.body if k.interior is not None else ())
+    adds: dict[str, list[ir.AtomicAdd]] = {}
+    for s in ir.walk_stmts(bodies):
+        if isinstance(s, ir.AtomicAdd):
+            adds.setdefault(s.array, []).append(s)
+    types = {p.name: p.type for p in k.params}
+    owned = {}
+    for a in atomic:
+        mine, t = adds.get(a, []), types[a]
+        rows = {s.row for s in mine}
+        if a in mixed or t.ndim != 1 or len(rows) != 1 or None in rows or \
+                any(s.value.type != t.dtype for s in mine):
+            continue
+        owned[a] = rows.pop()
+    return owned
+
+
+def adds_per_thread(k: ir.Kernel, a: str) -> int | None:
+    """A bound on how many atomic adds to `a` one thread runs: its add statements outside any loop, the
+    larger branch of an `if` (a thread runs the body or the interior, never both); None when an add to `a`
+    sits in a loop (`for`, `while`: no bound without the trip counts)."""
+
+    def count(body: tuple[ir.Stmt, ...]) -> int | None:
+        n = 0
+        for s in body:
+            if isinstance(s, ir.AtomicAdd):
+                n += s.array == a
+            elif isinstance(s, ir.If):
+                then, orelse = count(s.then), count(s.orelse)
+                if then is None or orelse is None:
+                    return None
+                n += max(then, orelse)
+            elif any(isinstance(x, ir.AtomicAdd) and x.array == a for b in ir.blocks(s) for x in ir.walk_stmts(b)):
+                return None
+        return n
+
+    bounds = [count(k.body)] + ([count(k.interior.body)] if k.interior is not None else [])
+    return None if None in bounds else max(bounds)
+
+
+def spilled(k: ir.Kernel, atomic: tuple[str, ...], exclude) -> dict[str, int]:
+    """The atomic targets a parallel launch may run without private copies, each with its bound of adds per
+    thread (`adds_per_thread`): those with a bound that are not in `exclude` (mixed, owned, an Active
+    scalar's register sums). Sparse privatisation (docs/adjoint-forms.md#5-atomic-adds-on-the-cpu): chunk c
+    owns rows [c R / C, (c + 1) R / C) of the target's R rows and adds there directly; an add to another
+    row is spilled to the chunk's list of (index, value) pairs, at most its adds' bound, and the lists are
+    added after the loop in chunk order. NumbaBackend.run picks it by cost at each launch (SPARSE_RATIO)."""
+    bounds = {a: adds_per_thread(k, a) for a in atomic if a not in exclude}
+    return {a: b for a, b in bounds.items() if b}
 
 
 def private_chunks(copy_bytes: int, n0: int, mixed: bool = False, width: int = 0) -> int:

@@ -130,9 +130,14 @@ class PrivatizedSyntax(NumbaSyntax):
 
     def __init__(self, launch_ndim: int = 1, mixed: frozenset[str] = frozenset(),
                  shared: frozenset[str] = frozenset(),
-                 accumulators: dict[tuple[str, tuple[str, ...]], str] | None = None):
+                 accumulators: dict[tuple[str, tuple[str, ...]], str] | None = None,
+                 owned: frozenset[str] = frozenset(), rows: dict[str, str] | None = None,
+                 spill: frozenset[str] = frozenset()):
         super().__init__(launch_ndim)
         self.mixed = mixed
+        self.owned = owned  # targets whose rows the chunk owns (numba_plan.owned_rows): no copy
+        self.rows = rows or {}  # their register accumulators of the outer index, where the body is inline
+        self.spill = spill  # targets with spill lists (sparse privatisation, numba_loops.LoopPrinter.chunks)
         self.shared = shared  # mixed targets with adds not marked with a row: per-slot copies
         self.accumulators = accumulators or {}
         self.temporaries = 0
@@ -148,6 +153,13 @@ class PrivatizedSyntax(NumbaSyntax):
         return f"_gkb_pb_{array}[{', '.join(['_gkb_s', *indices])}]"
 
     def atomic_stmt(self, s: ir.AtomicAdd, indices: list[str], value: str) -> str:
+        if s.array in self.spill:
+            a = s.array
+            return f"_gkb_k_{a} = _gkb_spill{len(indices)}({a}, _gkb_si_{a}, _gkb_sv_{a}, _gkb_c, _gkb_k_{a}, " \
+                f"_gkb_lo_{a}, _gkb_hi_{a}, {', '.join(indices)}, {value})"
+        if s.array in self.owned:  # the chunk owns the row: its register, or the target itself
+            acc = self.rows.get(s.array)
+            return f"{acc} += {value}" if acc is not None else f"{self.index(s.array, indices)} += {value}"
         if s.array not in self.mixed:
             return self.atomic(s.array, indices, value)
         if s.row is not None:  # chunks running at once never add to a common row this way

@@ -204,7 +204,7 @@ class ReverseLayout:
         self.tape_type = rs.kernels.tape_float.numpy
         self.cpu = b.backend == "cpu"
         self.stand_ins: dict[tuple, Any] = {}
-        # the augmented primal's copy-on-write saves (transforms/reverse.py: _saves): each saved parameter's
+        # the augmented primal's copy-on-write saves (transforms/saves.py): each saved parameter's
         # name and position among the kernel's values
         self.saved = tuple((n, order.index(n)) for n in rs.kernels.saved_in_place)
 

@@ -40,6 +40,7 @@ from ..ir.ops import Op
 from ..ir.rewrite import map_expr, with_blocks
 from ..ir.types import F32, F64, I64, Array, Scalar
 from .derivatives import partials
+from .saves import saves_of
 from .tape import Needs, Restore, has_reverse, plan_tape
 
 # Two tapes per thread: floats (in the kernel's widest float type) and integers
@@ -84,6 +85,9 @@ class _Builder:
     locals: dict[str, Scalar] = field(default_factory=dict)
     namer: names.Namer = field(default_factory=names.Namer)
     fused: bool = False  # building the fused kernel: the plan's kept locals are neither pushed nor restored
+    # the fused kernel's taped values outside loops, held in locals by statement path (`held`)
+    registers: dict[tuple[int, ...], list[ir.Var]] = field(default_factory=dict)
+    loops: int = 0  # loops around the statement being built
 
     def __post_init__(self):
         self.locals = dict(self.k.locals)
@@ -127,6 +131,14 @@ class _Builder:
         tp = b.var(ptr, I64)
         return [ir.Store(tape, (*self.tids(), tp), b.cast(x, lt)), ir.Assign(ptr, b.add(tp, b.const(1, I64)))]
 
+    def held(self, path: tuple[int, ...], x: ir.Expr) -> list[ir.Stmt]:
+        """In the fused kernel, a taped value of a statement outside loops is kept in a local, not pushed: its
+        reverse runs later in the same thread (`pops`), as the in-place square's `t`
+        (docs/shadows-and-modes.md#what-the-tape-holds). The same value (a push casts exactly), no tape traffic."""
+        v = self.fresh("h", x.type)
+        self.registers.setdefault(path, []).append(b.var(v, x.type))
+        return [ir.Assign(v, x)]
+
     def pop(self, t: Scalar, into: str | None = None) -> tuple[list[ir.Stmt], ir.Var]:
         """Pop a value of type t into a fresh local (or into local `into`)."""
         tape, ptr, lt = self.lane(t)
@@ -154,7 +166,8 @@ class _Builder:
             for x, guard in zip(taped, needs.guards or (None,) * len(taped)):
                 # a value of a branch not taken is never evaluated (it may read outside an array):
                 # the tape gets 0 there, which the reverse, under the same condition, never uses
-                out += self.push(x if guard is None else b.select(guard, x, b.const(0, x.type)))
+                value = x if guard is None else b.select(guard, x, b.const(0, x.type))
+                out += self.held(path, value) if self.fused and not self.loops else self.push(value)
             return out + [s]
         if isinstance(s, ir.If):
             new = replace(s, then=tuple(self.augmented_block(s.then, path + (0,))),
@@ -164,7 +177,9 @@ class _Builder:
             c = self.fresh("c", s.cond.type)
             return [ir.Assign(c, s.cond), replace(new, cond=b.var(c, s.cond.type)), *self.push(b.var(c, s.cond.type))]
         if isinstance(s, ir.For):
+            self.loops += 1
             body = tuple(self.augmented_block(s.body, path + (0,)))
+            self.loops -= 1
             pre, post, bounds = [], [], []
             for x in (s.start, s.stop, s.step):
                 if x not in taped:
@@ -198,12 +213,16 @@ class _Builder:
             out.extend(self.reverse_stmt(body[j], path + (j,)))
         return out
 
-    def pops(self, needs: Needs) -> tuple[list[ir.Stmt], dict[ir.Expr, ir.Expr]]:
-        """A statement's taped values popped and its recomputed locals re-evaluated,
-        with what each becomes in the reverse."""
+    def pops(self, needs: Needs, path: tuple[int, ...]) -> tuple[list[ir.Stmt], dict[ir.Expr, ir.Expr]]:
+        """A statement's taped values popped (or read from the locals that hold them: `held`) and its
+        recomputed locals re-evaluated, with what each becomes in the reverse."""
         out: list[ir.Stmt] = []
         env: dict[ir.Expr, ir.Expr] = {}
-        for x in reversed(needs.taped):
+        held = self.registers.get(path) if self.fused else None
+        for n, x in reversed(list(enumerate(needs.taped))):
+            if held is not None:
+                env[x] = held[n]
+                continue
             stmts, v = self.pop(x.type)
             out += stmts
             env[x] = v
@@ -217,7 +236,7 @@ class _Builder:
         if isinstance(s, ir.Assign):
             if s.name not in self.act.locals:
                 return []
-            out, env = self.pops(self.needs(path))
+            out, env = self.pops(self.needs(path), path)
             d = self.adjoint(s.name)
             t = self.locals[d]
             g = self.fresh("g", t)
@@ -226,7 +245,7 @@ class _Builder:
         if isinstance(s, (ir.Store, ir.AtomicAdd)):
             if s.array not in self.act.arrays:
                 return []
-            out, env = self.pops(self.needs(path))
+            out, env = self.pops(self.needs(path), path)
             idx = tuple(self.subst(i, env) for i in s.indices)
             t = s.value.type
             g = self.fresh("g", t)
@@ -238,13 +257,13 @@ class _Builder:
         if isinstance(s, ir.If):
             if not has_reverse(s.then + s.orelse, self.act):
                 return []
-            pre, env = self.pops(self.needs(path))
+            pre, env = self.pops(self.needs(path), path)
             return [*pre, ir.If(self.subst(s.cond, env), tuple(self.reverse_block(s.then, path + (0,))),
                                 tuple(self.reverse_block(s.orelse, path + (1,))), loc=s.loc)]
         if isinstance(s, ir.For):
             if not has_reverse(s.body, self.act):
                 return []
-            pre, env = self.pops(self.needs(path))
+            pre, env = self.pops(self.needs(path), path)
             start, stop, step = (self.subst(x, env) for x in (s.start, s.stop, s.step))
             n = self.fresh("n", I64)
             r = self.fresh("r", I64)
@@ -555,7 +574,7 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     if uniform is not None:  # every thread pushes the same: its reverse starts from that constant, no counts kept
         count_store = []
         count_load = [ir.Assign(ptr, b.const(uniform[n], I64)) for n, (_, ptr) in enumerate(LANES)]
-    save_ps, saving, saved = _saves(k, bld.facts.saved_in_place if launch_ndim == k.tid_ndim else frozenset(), tids)
+    save_ps, saving, saved = saves_of(k, bld.facts.saved_in_place if launch_ndim == k.tid_ndim else frozenset(), tids)
     aug = kernel("augmented_primal", k.params + tape_p + (count_p,) + save_ps, [*tp0, *saving, *augmented,
                                                                                *count_store])
     rev = kernel("rev", k.params + shadow_ps + acc_ps + tape_p + (count_p,), [*count_load, *inits, *reverse, *flush])
@@ -567,20 +586,3 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     sums = {n: bld.sums[n] for n in sorted(bld.summed)}
     return ReverseKernels(fused, aug, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms, sums,
                           counted=uniform is None, saved_in_place=saved)
-
-
-def _saves(k: ir.Kernel, arrays: frozenset[str], tids: tuple) -> tuple[tuple[ir.Param, ...], list[ir.Stmt],
-                                                                     tuple[str, ...]]:
-    """The augmented primal's copy-on-write saves (docs/programs.md#saved-copies-and-the-sweep): for each array
-    every thread overwrites at its own element without reading it, a parameter of its type the thread copies
-    its element's old contents into before the primal runs, when the switch parameter is non-zero (a program
-    saving the array for an earlier step's reverse); with it zero, nothing is read or written. A launch over
-    the array's whole shape then leaves its old contents in the save, in the same pass as the primal."""
-    ps = [p for p in k.params if p.name in arrays and isinstance(p.type, Array)]
-    if not ps:
-        return (), [], ()
-    saves = tuple(ir.Param(names.save(p.name), p.type, is_array=True, written=True) for p in ps)
-    switch = ir.Param(names.SAVING, I64)
-    copies = tuple(ir.Store(s.name, tids, ir.Load(p.name, tids, type=p.type.dtype)) for p, s in zip(ps, saves))
-    return (*saves, switch), [ir.If(b.cmp(Op.NE, b.var(names.SAVING, I64), b.const(0, I64)), copies)], \
-        tuple(p.name for p in ps)
