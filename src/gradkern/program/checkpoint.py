@@ -125,7 +125,9 @@ class CheckpointedLoop(LoopHooks):
     kernel = "checkpointed_loop"
 
     def __init__(self, outer: ProgramRecorder, step: Any, nsteps: int, schedule: Any, progress: bool,
-                 storage: str):
+                 storage: str, rebuild: bool = False):
+        """`rebuild`: keep a snapshot at step nsteps-1 and rebuild the loop's final state from it after the
+        program's reverse, instead of the sweep copying the final state (docs/checkpointed-loops.md)."""
         self.outer, self.step_fn, self.nsteps = outer, step, nsteps
         self.number = len(outer.steps) + 1
         self.mode = Mode.RECORD
@@ -139,6 +141,8 @@ class CheckpointedLoop(LoopHooks):
         self.entry_needed = outer.versions.read()  # what the program before the loop still reads
         self.segments: dict[int, _Segment] = {}
         self.live: Any = None  # the segment whose end state the live buffers hold
+        self.tail: Snapshot | None = None  # the state at step nsteps-1, for rebuilding the final state
+        self.rebuild = rebuild
         self.stats: ScheduleStats = self.driver.stats
 
     # -- the program's view (steps.ProgramStep) -------------------------------------------------------------------
@@ -165,8 +169,42 @@ class CheckpointedLoop(LoopHooks):
         return self.found.state
 
     def roots_written_back(self) -> list:
-        """The buffers the loop's reverse writes primal values into: every live one its steps wrote."""
-        return self.found.written_back
+        """The buffers the loop's reverse writes primal values into and the sweep copies (run.py) to give back
+        their final contents: every live one its steps wrote, or none when the loop rebuilds them itself."""
+        return [] if self._rebuilds() else self.found.written_back
+
+    def _rebuilds(self) -> bool:
+        """Whether `rebuild_final` can give the final state back: a tail snapshot was kept, every buffer the
+        loop wrote is state (an untaped rerun of step nsteps-1 writes it), and no step after the loop writes a
+        buffer the loop takes (the first such write is saved for the loop's reverse, versions.py: a later step
+        that writes back one of them, or a later loop writing one). Otherwise the tail is freed now."""
+        if self.tail is not None:
+            later = self.outer.steps[self.outer.steps.index(self) + 1:]
+            taken = self.found.alive
+            written = [r for s in later for r in (s.found.written_back if isinstance(s, CheckpointedLoop)
+                                                   else s.roots_written_back())]
+            if any(id(r) in taken for r in written) or any(
+                    id(r) not in self.found.state for r in self.found.written_back):
+                self.tail.free()
+                self.tail = None
+        return self.tail is not None
+
+    def rebuild_final(self) -> None:
+        """After the program's reverse (run.py): the loop's final state, from the tail snapshot and an untaped
+        rerun of the last step; the loop's inputs hold what they held in the loop (`_rebuilds`)."""
+        tail, self.tail = self.tail, None
+        if tail is None:
+            return
+        self.mode, self.guard = Mode.RECOMPUTE, HostWriteGuard()
+        try:
+            tail.restore()
+            for t in range(tail.at, self.nsteps):
+                self._step(t, _Untaped(self, t))
+            self.stats.steps_advanced += self.nsteps - tail.at
+        finally:
+            self.guard.release()
+            tail.free()
+            self.mode = Mode.EXHAUSTED
 
     def run_forward(self) -> None:
         try:
@@ -187,6 +225,8 @@ class CheckpointedLoop(LoopHooks):
         self.driver.close()
         for snap in self.open:
             snap.free()
+        if self.tail in self.open:  # the first forward failed: no final state to rebuild
+            self.tail = None
         self.open = []
         for n0 in list(self.segments):
             self._drop_segment(n0)
@@ -292,6 +332,9 @@ class CheckpointedLoop(LoopHooks):
 
     # -- the steps' launches ----------------------------------------------------------------------------------------
     def _step(self, t: int, recorder: Recorder) -> None:
+        if self.rebuild and self.mode is Mode.RECORD and t == self.nsteps - 1:
+            self.tail = Snapshot(t, StorageType.RAM, self.store)  # open: filled as step t writes
+            self.open.append(self.tail)
         self.t = t
         self.found.recomputed = []
         with recording(recorder):
@@ -325,6 +368,10 @@ class CheckpointedLoop(LoopHooks):
         for snap in self.open:  # keep only the state in the first forward's snapshots
             snap.keep_only(self.found.state)
         self.open = []
+        if self.tail is not None:  # and what the last step left untouched: its final contents are needed too
+            for key, root in self.found.state.items():
+                if key not in self.tail.copies and key not in self.tail.skipped:
+                    self.tail.add(root)
         self.found.make_wanted_shadows(self.outer.shadows)
         for root in self.found.alive.values():  # what the program after the loop must give back before its reverse
             self.outer.versions.read_by_reverse(root)

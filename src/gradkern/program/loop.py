@@ -60,7 +60,9 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
     from .checkpoint import CheckpointedLoop  # checkpoint_schedules is imported on first use, not with gradkern
     from .schedule import resolve_schedule
 
-    resolved = resolve_schedule(nsteps, snapshots if snapshots is not None else 1, schedule)
+    # the default schedule keeps one of its snapshots at step nsteps-1 to rebuild the final state from
+    rebuild = schedule is None and isinstance(snapshots, int) and not isinstance(snapshots, bool) and snapshots >= 2
+    resolved = resolve_schedule(nsteps, snapshots if snapshots is not None else 1, schedule, reserve=int(rebuild))
     recorder = active_recorder()
     if getattr(recorder, "in_loop", False):
         raise ProgramError("a checkpointed loop inside a step of a checkpointed loop is not supported",
@@ -69,7 +71,7 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
         for t in range(nsteps):
             step(t)
         return
-    loop = CheckpointedLoop(recorder, step, nsteps, resolved, progress, storage)
+    loop = CheckpointedLoop(recorder, step, nsteps, resolved, progress, storage, rebuild)
     token = _entering.set(LoopSchedule(nsteps, snapshots, type(resolved).__name__, storage))
     try:
         loop.run_forward()

@@ -207,6 +207,8 @@ def sweep(tape: ProgramTape) -> tuple:
     finally:
         for root, data in final.values():  # the primals end as the program left them
             _writable(root)[...] = data
+        for loop in tape.loops:  # a checkpointed loop rebuilds the final state it did not give to `final`
+            loop.rebuild_final()
     backpropagate(tape.scalars)
 
     def result(s: ActiveScalar):

@@ -121,15 +121,16 @@ def _count(value: Any, name: str, least: int) -> int:
 
 
 def resolve_schedule(
-    nsteps: int, snapshots: int, schedule: CheckpointSchedule | None = None
+    nsteps: int, snapshots: int, schedule: CheckpointSchedule | None = None, reserve: int = 0
 ) -> CheckpointSchedule | None:
     """The schedule for a loop of `nsteps` steps: `schedule` checked, or the
-    default `BinomialSchedule(nsteps, snapshots)`; None when `nsteps == 0`.
+    default `BinomialSchedule(nsteps, snapshots - reserve)` (`reserve`: snapshots
+    the loop keeps for itself); None when `nsteps == 0`.
     Raises ProgramError naming a bad `nsteps`, `snapshots` or `schedule`."""
     nsteps = _count(nsteps, "nsteps", 0)
     snapshots = _count(snapshots, "snapshots", 1)
     if schedule is None:
-        return BinomialSchedule(nsteps, snapshots) if nsteps else None
+        return BinomialSchedule(nsteps, snapshots - reserve) if nsteps else None
     if not isinstance(schedule, CheckpointSchedule):
         raise ProgramError(
             f"schedule must be a checkpoint_schedules schedule object, got {type(schedule).__name__}",
