@@ -12,6 +12,7 @@ import pytest
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
+from gradkern.program import budget as budget_module
 from gradkern.program.schedule import BinomialSchedule
 from gradkern.testing import check_grad
 from program.test_programs import D, energy, rng_uniform, square_sin
@@ -359,3 +360,79 @@ def test_host_writes_inside_a_step_are_refused():
     for a, d in zip(args[:3], before):
         np.testing.assert_array_equal(a.dval, d)
         assert a.val.flags.writeable
+
+
+# -- memory=: the schedule picked by a budget (docs/checkpointed-loops.md#choosing-by-memory) -------------------
+def budget(memory):
+    return lambda step, nsteps: gk.checkpointed_loop(step, nsteps, memory=memory)
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+@pytest.mark.parametrize("nsteps", [1, 2, 20])
+def test_a_memory_budget_gives_the_gradient_without_checkpoints(name, nsteps):
+    n = 12
+    want = gradient(name, plain, n, nsteps)
+    for states in (5, 10, 40):  # in states of one array: from two snapshots to a snapshot per step
+        assert_same_gradient(want, gradient(name, budget(states * n * 8), n, nsteps))
+
+
+def test_a_memory_budget_against_finite_differences():
+    check_grad(time_dependent(budget(6 * 10 * 8)), *args_for("time_dependent", 10, 9))
+    check_grad(heat_ping_pong(budget(30 * 10 * 8)), *args_for("heat_ping_pong", 10, 12))
+
+
+@pytest.mark.parametrize("states,save_cost,kind", [(3, 1.0, "binomial"), (20, 1.0, "binomial"),
+                                                    (8, 0.0, "mixed"), (12, 0.0, "two-level")])
+def test_the_snapshots_and_saves_stay_within_the_budget(states, save_cost, kind, monkeypatch):
+    """One launch per step over ping-pong buffers, 40 steps: a snapshot is one array, a taped step saves one.
+    The loop's snapshot bytes (counted, not timed) and its taped segments' saves stay within memory=, whichever
+    kind of plan it picks (free saves, SAVE_COST = 0, make it pick segments of several steps)."""
+    monkeypatch.setattr(budget_module, "SAVE_COST", save_cost)
+    n, nsteps = 16, 40
+    memory = states * n * 8
+
+    def program(u, v, E, c, k):
+        def step(t):
+            a, b = (u, v) if t % 2 == 0 else (v, u)
+            gk.launch(allen_cahn_step, n, a, b, c, 0.01)
+        gk.checkpointed_loop(step, k, memory=memory)
+        gk.launch(energy, n, u, E)
+
+    args = args_for("heat_ping_pong", n, nsteps)
+    fwd, rev = gk.autodiff_thunk(program, gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
+    tape = fwd(*args)
+    entry = loop_entry(tape)
+    plan = entry.plan
+    assert plan.kind == kind and plan.held <= memory
+    held, reverse = [], entry.reverse
+
+    def counted(n1, n0, clear):  # what the loop holds as each taped segment's reverse starts
+        held.append(entry.store.bytes_held + sum(s.saved_bytes for s in entry.segments[n0].steps))
+        return reverse(n1, n0, clear)
+    entry.reverse = counted
+    rev(*args, tape)
+    assert len(held) == -(-nsteps // plan.segment)
+    assert entry.peak_bytes <= plan.snapshots * n * 8  # one array per snapshot, the tail included
+    assert max(held) <= memory
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(memory=0), "memory must be a number of bytes"), (dict(memory=-5), "memory must be"),
+    (dict(memory=2.5e6), "memory must be a number of bytes"), (dict(memory=True), "memory must be"),
+    (dict(memory="1GB"), "memory must be"), (dict(memory=10**6, snapshots=4), "memory= or snapshots=, not both"),
+    (dict(memory=10**6, schedule=cs.Revolve(5, 2)), "memory= or schedule=, not both"),
+])
+def test_bad_memory_is_refused_before_anything_runs(kwargs, match):
+    n = 8
+    args = args_for("heat_ping_pong", n, 5)
+    before = [(a.val.copy(), a.dval.copy()) for a in args[:3]]
+
+    def program(u, v, E, c, k):
+        gk.checkpointed_loop(lambda t: gk.launch(allen_cahn_step, n, u, v, c, 0.01), 5, **kwargs)
+
+    with pytest.raises(gk.ProgramError, match=match) as err:
+        gk.autodiff(program, *args)
+    assert isinstance(err.value, gk.GradkernError)
+    for a, (val, dval) in zip(args[:3], before):
+        np.testing.assert_array_equal(a.val, val)
+        np.testing.assert_array_equal(a.dval, dval)

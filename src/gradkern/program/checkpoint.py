@@ -34,6 +34,7 @@ from ..rules import CustomRule
 from ..runtime.arrays import is_array
 from ..runtime.call import prepare
 from ..runtime.launch import run
+from .budget import BudgetSchedule, Plan
 from .guard import HostWriteGuard
 from .hostcode import unwrap_args
 from .loopstate import LoopState
@@ -93,8 +94,9 @@ class _Untaped(Recorder):
             call, bound = prepare(kernel, plain, dim, backend, "launch")  # validated as the user's writable arrays
             binding = bound.b
             written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
-            self.loop.before_launch(kernel.name, written, binding,
-                                    overwritten_whole(kernel.ir.params, binding, call.primal.facts))
+            recording_forward = self.loop.mode is Mode.RECORD  # what it overwrites whole: for the snapshots
+            self.loop.before_launch(kernel.name, written, binding, overwritten_whole(
+                kernel.ir.params, binding, call.primal.facts) if recording_forward else [])
             run(call, bound)
         guard.lock(arrays, self._where(f"a launch of kernel '{kernel.name}'"))
 
@@ -125,10 +127,14 @@ class CheckpointedLoop(LoopHooks):
     kernel = "checkpointed_loop"
 
     def __init__(self, outer: ProgramRecorder, step: Any, nsteps: int, schedule: Any, progress: bool,
-                 storage: str, rebuild: bool = False):
+                 storage: str, rebuild: bool = False, memory: int | None = None):
         """`rebuild`: keep a snapshot at step nsteps-1 and rebuild the loop's final state from it after the
-        program's reverse, instead of the sweep copying the final state (docs/checkpointed-loops.md)."""
+        program's reverse, instead of the sweep copying the final state (docs/checkpointed-loops.md).
+        `memory`: no `schedule`; one picked by this budget after step 0 (budget.py)."""
         self.outer, self.step_fn, self.nsteps = outer, step, nsteps
+        self.plan: Plan | None = None  # what memory= picked
+        if memory is not None:
+            schedule = BudgetSchedule(nsteps, memory, self._sizes, self._chosen)
         self.number = len(outer.steps) + 1
         self.mode = Mode.RECORD
         self.at: int | None = 0  # the step whose input the live buffers hold (None: not known)
@@ -232,6 +238,22 @@ class CheckpointedLoop(LoopHooks):
             self._drop_segment(n0)
         self.store.close()
         self.mode = Mode.EXHAUSTED
+
+    def _sizes(self) -> tuple[int, int]:
+        """After step 0 of the first forward, for memory= (budget.py): the bytes of the arrays it took, less
+        those it overwrote whole unread (a snapshot's estimate), and the bytes of those it wrote."""
+        state = written = 0
+        for seen in self.found.seen.values():
+            root = seen.ref()
+            if root is None or 0 not in seen.first:
+                continue  # a temporary of step 0, freed, or a buffer step 0 did not take
+            state += 0 if seen.first[0] else int(root.nbytes)
+            written += int(root.nbytes) if seen.written == 0 else 0
+        return state, written
+
+    def _chosen(self, plan: Plan) -> None:
+        self.plan = plan
+        self.rebuild = plan.snapshots >= 2  # the plan counted the tail among its snapshots
 
     # -- the schedule's hooks ---------------------------------------------------------------------------------------
     def snapshot(self, storage: StorageType, skip_dead: bool = True) -> Snapshot:

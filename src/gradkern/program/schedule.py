@@ -108,6 +108,58 @@ class BinomialSchedule(CheckpointSchedule):
         return storage_type == StorageType.RAM and self._snapshots > 0
 
 
+class SegmentedSchedule(CheckpointSchedule):
+    """`BinomialSchedule(ceil(max_n / segment), snapshots)` over segments of `segment` steps (the last one
+    shorter when `segment` does not divide `max_n`): each segment is advanced, stored, taped and reversed as
+    one. `segment=1` is the binomial schedule; `snapshots` >= the segment count - 1 is JAX's two-level scheme
+    (a snapshot per segment, each segment recomputed once, taped whole); in between, mixed
+    (docs/checkpointed-loops.md#choosing-by-memory)."""
+
+    def __init__(self, max_n: int, snapshots: int, segment: int):
+        super().__init__(max_n)
+        self.segment = segment
+        self.inner = BinomialSchedule(-(-max_n // segment), snapshots)
+        self._exhausted = False
+
+    def _step(self, j: int) -> int:
+        return min(j * self.segment, self._max_n)
+
+    def _iterator(self):
+        at = self._step
+        for a in self.inner:
+            if isinstance(a, Forward):
+                a = Forward(at(a.n0), at(a.n1), a.write_ics, a.write_adj_deps, a.storage)
+                self._n = a.n1
+            elif isinstance(a, Reverse):
+                a = Reverse(at(a.n1), at(a.n0), a.clear_adj_deps)
+                self._r = self._max_n - a.n0
+            elif isinstance(a, (Copy, Move)):
+                a = type(a)(at(a.n), a.from_storage, a.to_storage)
+                self._n = a.n
+            elif isinstance(a, EndReverse):
+                self._exhausted = True
+            yield a
+
+    @property
+    def is_exhausted(self) -> bool:
+        return self._exhausted
+
+    def uses_storage_type(self, storage_type: StorageType) -> bool:
+        return self.inner.uses_storage_type(storage_type)
+
+
+def forward_steps(nsteps: int, snapshots: int) -> int:
+    """The steps `BinomialSchedule(nsteps, snapshots)` advances in all (its first forward and the taped
+    reruns included), counted from its actions."""
+    total = 0
+    for a in BinomialSchedule(nsteps, snapshots):
+        if isinstance(a, Forward):
+            total += a.n1 - a.n0
+        elif isinstance(a, EndReverse):
+            return total
+    raise ProgramError("the binomial schedule has no end")  # pragma: no cover (it always ends)
+
+
 def _count(value: Any, name: str, least: int) -> int:
     if isinstance(value, bool):
         raise ProgramError(f"{name} must be an integer, got {value!r}")
@@ -410,5 +462,5 @@ class DiskSnapshots:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-__all__ = ["BinomialSchedule", "DiskSnapshots", "LoopHooks", "ScheduleStats", "ScheduledLoop", "drive",
-           "resolve_schedule"]
+__all__ = ["BinomialSchedule", "DiskSnapshots", "LoopHooks", "ScheduleStats", "ScheduledLoop", "SegmentedSchedule",
+           "drive", "forward_steps", "resolve_schedule"]
