@@ -497,9 +497,9 @@ def main() -> None:
         "peak less the primal's peak and gradkern's two shadows; the row names the schedule memory= picked). "
         f"Time: median of {args.runs} interleaved runs in one process after a warm-up; every gradient checked "
         "against gradkern store-all's (rtol 1e-9). Peak memory: each row in a fresh subprocess, warmed up at "
-        "N = 64 and 1024 (JAX rows at 64, then compiled ahead of time for the full size), then the kernel's RSS high-water mark "
-        "during the first full-size call minus the RSS before it (MALLOC_MMAP_THRESHOLD_=65536 so freed "
-        "arrays leave the RSS): everything the call allocates, its working buffers and outputs "
+        "N = 64 and 1024 (JAX rows at 64, then compiled ahead of time for the full size), then the kernel's RSS "
+        "high-water mark during the first full-size call minus the RSS before it (MALLOC_MMAP_THRESHOLD_=65536 so "
+        "freed arrays leave the RSS): everything the call allocates, its working buffers and outputs "
         "included, the inputs u0 and c not. One state = N x 8 bytes. \"Snapshot peak\": the loop's own count of "
         "snapshot bytes (the tape's loop entry, split mode), in states.", "",
         *run_lines(command),
