@@ -381,13 +381,13 @@ def test_a_memory_budget_against_finite_differences():
     check_grad(heat_ping_pong(budget(30 * 10 * 8)), *args_for("heat_ping_pong", 10, 12))
 
 
-@pytest.mark.parametrize("states,save_cost,kind", [(3, 1.0, "binomial"), (20, 1.0, "binomial"),
-                                                    (8, 0.0, "mixed"), (12, 0.0, "two-level")])
-def test_the_snapshots_and_saves_stay_within_the_budget(states, save_cost, kind, monkeypatch):
+@pytest.mark.parametrize("states,restore_cost,kind", [(3, 0.5, "binomial"), (20, 0.0, "binomial"),
+                                                       (8, 0.5, "mixed"), (12, 0.5, "two-level")])
+def test_the_snapshots_and_saves_stay_within_the_budget(states, restore_cost, kind, monkeypatch):
     """One launch per step over ping-pong buffers, 40 steps: a snapshot is one array, a taped step saves one.
     The loop's snapshot bytes (counted, not timed) and its taped segments' saves stay within memory=, whichever
-    kind of plan it picks (free saves, SAVE_COST = 0, make it pick segments of several steps)."""
-    monkeypatch.setattr(budget_module, "SAVE_COST", save_cost)
+    kind of plan it picks (free restores, RESTORE_COST = 0, make it pick one-step segments at 20 states)."""
+    monkeypatch.setattr(budget_module, "RESTORE_COST", restore_cost)
     n, nsteps = 16, 40
     memory = states * n * 8
 

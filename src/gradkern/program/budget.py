@@ -22,8 +22,8 @@ A candidate fits when s snapshots and one segment's copies fit in `memory`;
 of those, the pick is the one advancing the fewest step-equivalents:
 untaped steps (the first forward and the recomputations, counted from the
 binomial schedule's actions) plus SAVE_COST per saved copy (a copy and its
-write-back, against a step that reads and writes about as much). Ties go to
-less memory.
+write-back, against a step that reads and writes about as much) plus
+RESTORE_COST per snapshot restored (one copy). Ties go to less memory.
 """
 
 from __future__ import annotations
@@ -37,9 +37,10 @@ from typing import Any
 from checkpoint_schedules import CheckpointSchedule, Forward, StorageType
 
 from ..errors import ProgramError
-from .schedule import SegmentedSchedule, forward_steps
+from .schedule import SegmentedSchedule, binomial_counts
 
 SAVE_COST = 1.0  # a saved copy (copy + write-back) in untaped steps: both move the state's bytes twice
+RESTORE_COST = 0.5  # a snapshot restored (one copy) in untaped steps
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,8 @@ def choose(nsteps: int, memory: int, state: int, step: int) -> Plan | None:
         s = min((memory - saves) // state, segments)
         if s < 2:
             continue
-        untaped = m * (forward_steps(segments, s - 1) - segments)
-        cost = untaped + SAVE_COST * nsteps * (m - 1) / m
+        advanced, restores = binomial_counts(segments, s - 1)
+        cost = m * (advanced - segments) + SAVE_COST * nsteps * (m - 1) / m + RESTORE_COST * restores
         kind = "binomial" if m == 1 else "two-level" if s >= segments else "mixed"
         plan = Plan(s, m, kind, s * state + saves, cost)
         if best is None or (plan.cost, plan.held) < (best.cost, best.held):

@@ -148,16 +148,23 @@ class SegmentedSchedule(CheckpointSchedule):
         return self.inner.uses_storage_type(storage_type)
 
 
-def forward_steps(nsteps: int, snapshots: int) -> int:
-    """The steps `BinomialSchedule(nsteps, snapshots)` advances in all (its first forward and the taped
-    reruns included), counted from its actions."""
-    total = 0
+def binomial_counts(nsteps: int, snapshots: int) -> tuple[int, int]:
+    """(steps advanced in all, its first forward and the taped reruns included; snapshots restored) by
+    `BinomialSchedule(nsteps, snapshots)`, counted from its actions."""
+    total = restores = 0
     for a in BinomialSchedule(nsteps, snapshots):
         if isinstance(a, Forward):
             total += a.n1 - a.n0
+        elif isinstance(a, (Copy, Move)):
+            restores += 1
         elif isinstance(a, EndReverse):
-            return total
+            return total, restores
     raise ProgramError("the binomial schedule has no end")  # pragma: no cover (it always ends)
+
+
+def forward_steps(nsteps: int, snapshots: int) -> int:
+    """The steps `BinomialSchedule(nsteps, snapshots)` advances in all (binomial_counts)."""
+    return binomial_counts(nsteps, snapshots)[0]
 
 
 def _count(value: Any, name: str, least: int) -> int:
@@ -463,4 +470,4 @@ class DiskSnapshots:
 
 
 __all__ = ["BinomialSchedule", "DiskSnapshots", "LoopHooks", "ScheduleStats", "ScheduledLoop", "SegmentedSchedule",
-           "drive", "forward_steps", "resolve_schedule"]
+           "binomial_counts", "drive", "forward_steps", "resolve_schedule"]
