@@ -396,7 +396,7 @@ def main() -> None:
         return
     snapshots = SNAPSHOTS
     if args.quick:  # the rows the goals read, small: under a minute on 2 cores
-        args.n, args.steps, args.outer, args.runs, snapshots = 2 ** 14, 100, "5,20", 1, (10,)
+        args.n, args.steps, args.outer, args.runs, snapshots = 2 ** 14, 100, "10", 1, (10,)
     n, steps = args.n, args.steps
     if args.one:
         child(args.one, n, steps)
