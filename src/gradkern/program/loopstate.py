@@ -54,7 +54,8 @@ class LoopState:
         self.wanted: dict[int, Any] = {}  # id -> weak reference: buffers the first forward's launches need shadows of
         self.last_write: dict[int, int] = {}  # id(state buffer) -> the last step writing it
         self.first_use: dict[int, tuple] = {}  # id(state buffer) -> (steps taking it, overwrote it whole unread)
-        self.signatures: dict[int, list] = {}  # step -> its launches: (kernel, persistent buffer ids or None)
+        # step -> its launches: (kernel, persistent buffer ids or None); a list by step once the forward is over
+        self.signatures: Any = {}
         self.recomputed: list = []  # the launches of the step being recomputed, as `signatures` holds them
         self._launches: dict = {}  # the first forward's distinct launches (record_launch)
 
@@ -126,7 +127,9 @@ class LoopState:
             sig = [(name, dim, [key if key in persistent and seen.ref() is persistent[key] else None
                                 for key, seen in sig]) for name, dim, sig in launches]
             return interned.setdefault(tuple((name, dim, tuple(ids)) for name, dim, ids in sig), sig)
-        self.signatures = {t: signature(launches) for t, launches in self.signatures.items()}
+        # a list by step, not a dict: no int object per step kept alive through the reverse
+        recorded = self.signatures
+        self.signatures = [signature(recorded.get(t, [])) for t in range(max(recorded, default=-1) + 1)]
         # per state buffer, the steps that take it (ascending), each with whether it first overwrites it whole
         # unread: two arrays, not a Python object per step (a loop of 10**4 steps holds them through its reverse)
         self.first_use = {}
@@ -178,7 +181,7 @@ class LoopState:
 
     def check_step(self, t: int) -> None:
         """ProgramError unless recomputed step t launched what it launched when it was recorded."""
-        want, got = self.signatures.get(t, []), self.recomputed
+        want, got = self.signatures[t] if t < len(self.signatures) else [], self.recomputed
         if got == want:
             return
         for k, (a, b) in enumerate(zip(want, got)):
