@@ -15,9 +15,14 @@ u0 and c. Rows:
 * hand-written store-all (Numba, as in programs.py): the primal writes every
   state into a preallocated (T + 1, N) buffer, a gather adjoint sweeps back;
 * JAX (where installed, float64): `grad` of a `lax.scan` over the T steps
-  (store-all), and of a two-level scheme, an outer `lax.scan` over `outer`
+  (store-all), and of two-level schemes, an outer `lax.scan` over `outer`
   segments, each `jax.checkpoint` of an inner `lax.scan` of T / outer steps
-  (40 x 25 for T = 1000).
+  (10 x 100, 40 x 25 and 100 x 10 for T = 1000);
+* gradkern at JAX's budgets: for each two-level JAX row, the loop written as
+  `gk.checkpointed_loop(step, T, memory=M)`, M = that row's peak memory less
+  gradkern's own working arrays (the primal's peak and the two shadows), so
+  that its whole peak is comparable with JAX's; the schedule it picked is
+  named in the row.
 
 Time: all rows in this process, warmed up, gradients checked against gradkern
 store-all's (rtol 1e-9), then the median of --runs interleaved runs.
@@ -26,14 +31,15 @@ Peak memory: each row in a fresh subprocess (`--one ROW`) with
 MALLOC_MMAP_THRESHOLD_=65536, so that freed arrays go back to the system: it
 runs the row once at N = 64 (compiles, warms up; JAX rows are also compiled
 ahead of time for the full size, not run: a full-size JAX run left 3 GB
-resident that the next call reused), then records its resident set size,
+resident that the next call reused; gradkern rows also at N = 1024, which starts
+Numba's thread pool), then records its resident set size,
 resets the kernel's high-water mark (`/proc/self/clear_refs`) and runs the row
 at full size; the peak is VmHWM minus that RSS, i.e. everything the
 call allocated (its working buffers and outputs included), the inputs u0 and c
 excluded. In units of one state (N x 8 bytes) it reads as "states".
 
     python benchmarks/programs/checkpoint.py               # N = 2**18, T = 1000
-    python benchmarks/programs/checkpoint.py --quick       # small, a smoke test
+    python benchmarks/programs/checkpoint.py --quick       # small (fewer rows), under a minute
     python benchmarks/programs/checkpoint.py --write       # and write RESULTS.md and checkpoint.png
 """
 
@@ -71,13 +77,26 @@ def ckpt(s: int) -> str:
     return f"gk-s{s}"
 
 
-def row_names(outer: int, inner: int) -> dict[str, str]:
-    return {PRIMAL: "primal only (gradkern launches, no gradient)",
-            STORE_ALL: "gradkern store-all (`gk.autodiff`)",
-            **{ckpt(s): f"gradkern `checkpointed_loop`, snapshots = {s}" for s in SNAPSHOTS},
-            HAND: "hand-written store-all adjoint (Numba)",
-            JAX_SCAN: "JAX store-all (`grad` of `lax.scan`)",
-            JAX_TWO: f"JAX two-level `jax.checkpoint`, {outer} x {inner}"}
+def jax_two(outer: int) -> str:
+    return f"{JAX_TWO}-{outer}"
+
+
+def at_budget(memory: int) -> str:
+    return f"gk-m{memory}"
+
+
+def row_name(key: str, steps: int, plans: dict | None = None) -> str:
+    if key.startswith("gk-s"):
+        return f"gradkern `checkpointed_loop`, snapshots = {key[4:]}"
+    if key.startswith("gk-m"):
+        plan = (plans or {}).get(key)
+        picked = f": {plan}" if plan else ""
+        return f"gradkern `checkpointed_loop`, memory = {int(key[4:]) / 1e6:.1f} MB{picked}"
+    if key.startswith(JAX_TWO):
+        outer = int(key[len(JAX_TWO) + 1:])
+        return f"JAX two-level `jax.checkpoint`, {outer} x {steps // outer}"
+    return {PRIMAL: "primal only (gradkern launches, no gradient)", STORE_ALL: "gradkern store-all (`gk.autodiff`)",
+            HAND: "hand-written store-all adjoint (Numba)", JAX_SCAN: "JAX store-all (`grad` of `lax.scan`)"}[key]
 
 
 # -- gradkern ----------------------------------------------------------------------------------------------------
@@ -89,9 +108,9 @@ def sum_squares(u, E):
     gk.atomic_add(E, 0, u[i] * u[i])
 
 
-def program(steps: int, snapshots: int | None, storage: str = "device"):
+def program(steps: int, snapshots: int | None, storage: str = "device", memory: int | None = None):
     """The loop as a program: step t launches u -> v (t even) or v -> u (t odd); E = sum u^2 after it
-    (`storage`: where a checkpointed loop keeps its snapshots)."""
+    (`storage`: where a checkpointed loop keeps its snapshots; `memory`: its budget instead of snapshots)."""
     def simulate(u, v, E, c):
         n = u.shape[0]
 
@@ -100,7 +119,9 @@ def program(steps: int, snapshots: int | None, storage: str = "device"):
                 gk.launch(allen_cahn_step, n, u, v, c, DT)
             else:
                 gk.launch(allen_cahn_step, n, v, u, c, DT)
-        if snapshots is None:
+        if memory is not None:
+            gk.checkpointed_loop(step, steps, memory=memory, storage=storage)
+        elif snapshots is None:
             for t in range(steps):
                 step(t)
         else:
@@ -115,8 +136,8 @@ def gradkern_args(u0, c):
             gk.Duplicated(np.zeros(1), np.ones(1)), gk.Active(c))
 
 
-def gradkern_runner(steps: int, snapshots: int | None):
-    f = program(steps, snapshots)
+def gradkern_runner(steps: int, snapshots: int | None, memory: int | None = None):
+    f = program(steps, snapshots, memory=memory)
 
     def run(u0, c):
         args = gradkern_args(u0, c)
@@ -135,16 +156,19 @@ def primal_runner(steps: int):
     return run
 
 
-def loop_stats(steps: int, snapshots: int, u0, c) -> dict:
-    """Split mode, to read the loop's entry of the program tape: steps recomputed, snapshot bytes."""
-    fwd, rev = gk.autodiff_thunk(program(steps, snapshots), gk.Duplicated, gk.Duplicated, gk.Duplicated,
-                                 gk.Active)
+def loop_stats(steps: int, snapshots: int | None, u0, c, memory: int | None = None) -> dict:
+    """Split mode, to read the loop's entry of the program tape: steps recomputed, snapshot bytes, the plan
+    memory= picked."""
+    fwd, rev = gk.autodiff_thunk(program(steps, snapshots, memory=memory), gk.Duplicated, gk.Duplicated,
+                                 gk.Duplicated, gk.Active)
     args = gradkern_args(u0, c)
     tape = fwd(*args)
     rev(*args, tape)
     entry = next(s for s in tape.steps if s.kernel == "checkpointed_loop")
+    plan = entry.plan
     return {"steps_recomputed": entry.stats.steps_recomputed, "snapshot_peak_bytes": entry.peak_bytes,
-            "peak_snapshots": entry.stats.peak_snapshots}
+            "peak_snapshots": entry.stats.peak_snapshots,
+            **({"plan": f"{plan.kind}, {plan.snapshots} snapshots, segments of {plan.segment}"} if plan else {})}
 
 
 # -- hand-written store-all (programs.py's step and adjoint) -------------------------------------------------------
@@ -212,19 +236,21 @@ def jax_runner(steps: int, outer: int | None):
     return run
 
 
-def runner(key: str, steps: int, outer: int):
+def runner(key: str, steps: int):
     if key == PRIMAL:
         return primal_runner(steps)
     if key == STORE_ALL:
         return gradkern_runner(steps, None)
     if key.startswith("gk-s"):
         return gradkern_runner(steps, int(key[4:]))
+    if key.startswith("gk-m"):
+        return gradkern_runner(steps, None, int(key[4:]))
     if key == HAND:
         return hand_runner(steps)
     if key == JAX_SCAN:
         return jax_runner(steps, None)
-    if key == JAX_TWO:
-        return jax_runner(steps, outer)
+    if key.startswith(JAX_TWO):
+        return jax_runner(steps, int(key[len(JAX_TWO) + 1:]))
     raise ValueError(key)
 
 
@@ -245,10 +271,12 @@ def _status() -> dict[str, int]:
     return out
 
 
-def child(key: str, n: int, steps: int, outer: int) -> None:
+def child(key: str, n: int, steps: int) -> None:
     """--one ROW: warm up at N = 64, then one measured call at full size; prints a JSON line."""
-    f = runner(key, steps, outer)
-    f(*inputs(64))  # compiles, starts thread pools, builds the schedule
+    f = runner(key, steps)
+    f(*inputs(64))  # compiles, builds the schedule
+    if not key.startswith("jax"):
+        f(*inputs(1024))  # the parallel launches (64 threads run serial twins) and Numba's thread pool
     u0, c = inputs(n)
     if hasattr(f, "prepare"):
         f.prepare(u0, c)  # JAX specialises on the shape: compiled for the full size, not run
@@ -261,13 +289,14 @@ def child(key: str, n: int, steps: int, outer: int) -> None:
     out = {"peak_bytes": peak, "rss_before": before}
     if key.startswith("gk-s"):
         out.update(loop_stats(steps, int(key[4:]), u0, c))
+    if key.startswith("gk-m"):
+        out.update(loop_stats(steps, None, u0, c, int(key[4:])))
     print(json.dumps(out))
 
 
-def measure_memory(key: str, n: int, steps: int, outer: int) -> dict:
+def measure_memory(key: str, n: int, steps: int) -> dict:
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", key, "--n", str(n), "--steps", str(steps),
-           "--outer", str(outer)]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", key, "--n", str(n), "--steps", str(steps)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"--one {key} failed:\n{proc.stderr}")
@@ -311,9 +340,14 @@ def plot(rows: list[dict], path: Path, title: str) -> bool:
     return True
 
 
-def short_name(key: str, outer: int, inner: int) -> str:
-    return {PRIMAL: "primal (no gradient)", STORE_ALL: "gk store-all", HAND: "hand store-all", JAX_SCAN: "JAX scan",
-            JAX_TWO: f"JAX {outer}x{inner}"}.get(key, f"gk s={key[4:]}")
+def short_name(key: str, steps: int) -> str:
+    if key.startswith(JAX_TWO):
+        outer = int(key[len(JAX_TWO) + 1:])
+        return f"JAX {outer}x{steps // outer}"
+    if key.startswith("gk-m"):
+        return f"gk mem={int(key[4:]) / 1e6:.1f}MB"
+    return {PRIMAL: "primal (no gradient)", STORE_ALL: "gk store-all", HAND: "hand store-all",
+            JAX_SCAN: "JAX scan"}.get(key, f"gk s={key[4:]}")
 
 
 def gpu_main(args) -> None:
@@ -349,7 +383,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--n", type=int, default=2 ** 18)
     p.add_argument("--steps", type=int, default=1000)
-    p.add_argument("--outer", type=int, default=40, help="segments of JAX's two-level scheme")
+    p.add_argument("--outer", default="10,40,100", help="segment counts of JAX's two-level schemes, comma-separated")
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--write", action="store_true")
@@ -360,30 +394,46 @@ def main() -> None:
     if args.gpu:
         gpu_main(args)
         return
-    if args.quick:
-        args.n, args.steps, args.outer, args.runs = 2 ** 14, 100, 10, 1
-    if args.steps % 2 or args.steps % args.outer:
-        p.error("--steps must be even and a multiple of --outer")
-    n, steps, outer = args.n, args.steps, args.outer
-    inner = steps // outer
+    snapshots = SNAPSHOTS
+    if args.quick:  # the rows the goals read, small: under a minute on 2 cores
+        args.n, args.steps, args.outer, args.runs, snapshots = 2 ** 14, 100, "10", 1, (10,)
+    n, steps = args.n, args.steps
     if args.one:
-        child(args.one, n, steps, outer)
+        child(args.one, n, steps)
         return
+    outers = [int(o) for o in str(args.outer).split(",")]
+    if steps % 2 or any(steps % o for o in outers):
+        p.error("--steps must be even and a multiple of every --outer")
 
-    names = row_names(outer, inner)
-    keys = [PRIMAL, STORE_ALL, *(ckpt(s) for s in SNAPSHOTS), HAND]
     have_jax = not args.no_jax and jax_runner(2, None) is not None
+    keys = [PRIMAL, STORE_ALL, *(ckpt(s) for s in snapshots)] + ([] if args.quick else [HAND])
+    state = n * 8
+    mem = {}
+
+    def memory_of(k: str) -> None:
+        mem[k] = measure_memory(k, n, steps)
+        print(f"memory {k}: {mem[k]}", file=sys.stderr, flush=True)
+
+    memory_of(PRIMAL)
+    budgets = []
     if have_jax:
-        keys += [JAX_SCAN, JAX_TWO]
+        keys += ([] if args.quick else [JAX_SCAN]) + [jax_two(o) for o in outers]
+        for o in outers:  # JAX's peaks first: they are the budgets of the memory= rows
+            memory_of(jax_two(o))
+            # gradkern's own working arrays (the primal's u, v and the shadows du, dv) are not the loop's
+            budget = mem[jax_two(o)]["peak_bytes"] - mem[PRIMAL]["peak_bytes"] - 2 * state
+            if budget > 0:
+                budgets.append((o, at_budget(budget)))
+        keys += [k for _, k in budgets]
     u0, c = inputs(n)
-    methods = {k: runner(k, steps, outer) for k in keys}
+    methods = {k: runner(k, steps) for k in keys}
     ref = None
     for k, f in methods.items():  # warm-up (compiles) and the check against gradkern store-all
         got = f(u0, c)
         if k == STORE_ALL:
             ref = got
         elif k != PRIMAL:
-            check(names[k], got, ref)
+            check(row_name(k, steps), got, ref)
 
     def progress(r: int, times: dict[str, list[float]]) -> None:
         print(f"run {r + 1}/{args.runs}: " + ", ".join(f"{k} {times[k][-1]:.2f} s" for k in keys),
@@ -393,24 +443,26 @@ def main() -> None:
                         after_round=progress)
     del methods
     gc.collect()
-    mem = {}
     for k in keys:
-        mem[k] = measure_memory(k, n, steps, outer)
-        print(f"memory {k}: {mem[k]}", file=sys.stderr, flush=True)
+        if k not in mem:
+            memory_of(k)
 
-    state = n * 8
     primal_peak = mem[PRIMAL]["peak_bytes"]
-    t_hand, t_gk = statistics.median(times[HAND]), statistics.median(times[STORE_ALL])
+    plans = {k: m["plan"] for k, m in mem.items() if "plan" in m}
+    has_hand = HAND in times
+    t_hand = statistics.median(times[HAND]) if has_hand else None
+    t_gk = statistics.median(times[STORE_ALL])
     rows, lines = [], []
     for k in keys:
         t = statistics.median(times[k])
         m = mem[k]
-        rows.append({"key": k, "short": short_name(k, outer, inner), "time": t, "peak_bytes": m["peak_bytes"]})
+        rows.append({"key": k, "short": short_name(k, steps), "time": t, "peak_bytes": m["peak_bytes"]})
         recomputed = str(m["steps_recomputed"]) if "steps_recomputed" in m else ""
         snap = f"{m['snapshot_peak_bytes'] / state:.1f}" if "snapshot_peak_bytes" in m else ""
         above = "" if k == PRIMAL else f"{(m['peak_bytes'] - primal_peak) / state:.1f}"
-        lines.append(f"| {names[k]} | {t:.3f} | {t / t_hand:.2f} | {t / t_gk:.2f} | {m['peak_bytes'] / 1e6:.1f} "
-                     f"| {m['peak_bytes'] / state:.1f} | {above} | {recomputed} | {snap} |")
+        vs_hand = f"{t / t_hand:.2f}" if has_hand else ""
+        lines.append(f"| {row_name(k, steps, plans)} | {t:.3f} | {vs_hand} | {t / t_gk:.2f} | "
+                     f"{m['peak_bytes'] / 1e6:.1f} | {m['peak_bytes'] / state:.1f} | {above} | {recomputed} | {snap} |")
 
     def peak(k):
         return mem[k]["peak_bytes"]
@@ -418,35 +470,36 @@ def main() -> None:
     def t(k):
         return statistics.median(times[k])
 
-    goals = [f"* gradkern store-all / hand-written adjoint: {t_gk / t_hand:.2f}x (goal <= 1.2x: "
-             f"{'met' if t_gk <= 1.2 * t_hand else 'MISSED'})"]
+    goals = []
+    if has_hand:
+        goals.append(f"* gradkern store-all / hand-written adjoint: {t_gk / t_hand:.2f}x (goal <= 1.2x: "
+                     f"{'met' if t_gk <= 1.2 * t_hand else 'MISSED'})")
     s10 = ckpt(10)
     above10 = (peak(s10) - primal_peak) / state
     goals.append(f"* snapshots = 10: {above10:.1f} states above the primal's peak (goal <= 12: "
                  f"{'met' if above10 <= 12 else 'MISSED'}); {t(s10) / t_gk:.2f}x gradkern store-all's time "
                  f"(goal <= 1.5x: {'met' if t(s10) <= 1.5 * t_gk else 'MISSED'})")
-    if have_jax:
-        for jk in (JAX_SCAN, JAX_TWO):
-            rivals = [k for k in keys if k.startswith("gk") and peak(k) <= peak(jk)]
-            ahead = [k for k in rivals if t(k) < t(jk)]
-            desc = ", ".join(f"{short_name(k, outer, inner)} {t(k):.3f} s at {peak(k) / 1e6:.1f} MB"
-                             for k in rivals) or "none"
-            goals.append(f"* {names[jk]} ({t(jk):.3f} s at {peak(jk) / 1e6:.1f} MB): gradkern rows at equal or "
-                         f"lower memory: {desc}; ahead in time: "
-                         f"{', '.join(short_name(k, outer, inner) for k in ahead) or 'none'}")
+    for jk in [k for k in keys if k == JAX_SCAN or k.startswith(JAX_TWO)]:
+        rivals = [k for k in keys if k.startswith("gk") and peak(k) <= peak(jk)]
+        ahead = [k for k in rivals if t(k) < t(jk)]
+        desc = ", ".join(f"{short_name(k, steps)} {t(k):.3f} s at {peak(k) / 1e6:.1f} MB" for k in rivals) or "none"
+        faster = ", ".join(short_name(k, steps) for k in ahead) or "none"
+        goals.append(f"* {row_name(jk, steps)} ({t(jk):.3f} s at {peak(jk) / 1e6:.1f} MB): gradkern rows at equal "
+                     f"or lower memory: {desc}; ahead in time: {faster}")
     command = "python benchmarks/programs/checkpoint.py" + (" --quick" if args.quick else "") + \
         (f" --runs {args.runs}" if args.runs != 5 and not args.quick else "") + (" --write" if args.write else "")
     text = "\n".join([
         "## checkpoint.py", "",
-        "Checkpointed loops (issue 16): the gradient of the 1-D Allen-Cahn loop w.r.t. u0 and c, float64, T steps "
-        "of one `allen_cahn_step` launch each over ping-pong buffers (step t: u -> v for even t, v -> u for odd "
-        "t), then E = sum u^2 by a kernel. gradkern checkpointed: `gk.checkpointed_loop(step, T, snapshots=s)` "
-        "with the default (binomial) schedule. Time: median of "
-        f"{args.runs} interleaved runs in one process after a warm-up; every gradient checked against gradkern "
-        "store-all's (rtol 1e-9). Peak memory: each row in a fresh subprocess, warmed up at N = 64 (JAX rows "
-        "also compiled ahead of time for the full size), then the kernel's RSS high-water mark during the first "
-        "full-size call minus the RSS before it (MALLOC_MMAP_THRESHOLD_=65536 so freed "
-        "arrays leave the RSS): everything the call allocates, its working buffers and outputs "
+        "Checkpointed loops (issues 16, 33): the gradient of the 1-D Allen-Cahn loop w.r.t. u0 and c, float64, T "
+        "steps of one `allen_cahn_step` launch each over ping-pong buffers (step t: u -> v for even t, v -> u for "
+        "odd t), then E = sum u^2 by a kernel. gradkern checkpointed: `gk.checkpointed_loop(step, T, snapshots=s)` "
+        "with the default (binomial) schedule, or `memory=M` at each JAX two-level row's budget (M = that row's "
+        "peak less the primal's peak and gradkern's two shadows; the row names the schedule memory= picked). "
+        f"Time: median of {args.runs} interleaved runs in one process after a warm-up; every gradient checked "
+        "against gradkern store-all's (rtol 1e-9). Peak memory: each row in a fresh subprocess, warmed up at "
+        "N = 64 and 1024 (JAX rows at 64, then compiled ahead of time for the full size), then the kernel's RSS "
+        "high-water mark during the first full-size call minus the RSS before it (MALLOC_MMAP_THRESHOLD_=65536 so "
+        "freed arrays leave the RSS): everything the call allocates, its working buffers and outputs "
         "included, the inputs u0 and c not. One state = N x 8 bytes. \"Snapshot peak\": the loop's own count of "
         "snapshot bytes (the tape's loop entry, split mode), in states.", "",
         *run_lines(command),
@@ -455,7 +508,7 @@ def main() -> None:
         "| method | time (s) | vs hand-written | vs gradkern store-all | peak memory (MB) | peak (states) | "
         "above primal (states) | steps recomputed | snapshot peak (states) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|", *lines, "",
-        "Goals of issue 16 (this run):", "", *goals, ""])
+        "Goals of issues 16 and 33 (this run):", "", *goals, ""])
     publish(text, "## checkpoint.py", args.write)
     if args.write:
         png = HERE / "checkpoint.png"

@@ -12,6 +12,7 @@ import pytest
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
+from gradkern.program import budget as budget_module
 from gradkern.program.schedule import BinomialSchedule
 from gradkern.testing import check_grad
 from program.test_programs import D, energy, rng_uniform, square_sin
@@ -181,8 +182,9 @@ def test_recomputed_steps_equal_the_schedules_count(make):
     got = rev(*args, tape)
     assert_same_gradient(want, ([a.dval for a in args[:3]], [got[3]], [a.val for a in args[:3]]))
     stats = loop_entry(tape).stats
-    count = make(nsteps, snapshots) or BinomialSchedule(nsteps, snapshots)
-    assert stats.steps_advanced == expected_forward_steps(count, nsteps)
+    # the default keeps one of its snapshots at step nsteps-1 and reruns that step to rebuild the final state
+    count = make(nsteps, snapshots) or BinomialSchedule(nsteps, snapshots - 1)
+    assert stats.steps_advanced == expected_forward_steps(count, nsteps) + (schedule is None)
     assert stats.steps_reversed == nsteps and stats.steps_recomputed == stats.steps_advanced - nsteps
     assert stats.peak_snapshots <= snapshots
     assert tape.steps_recomputed == stats.steps_recomputed and tape.peak_snapshot_bytes == loop_entry(tape).peak_bytes
@@ -207,7 +209,7 @@ def test_memory_is_a_few_states_instead_of_all():
 
     store_all, four = peak(plain), peak(checkpointed(4))
     assert store_all > 2 * nsteps * n * 8  # a state per launch
-    # 4 snapshots of (u, v), one step's saves, the sweep's copy of the final state, shadows of the final step
+    # 4 snapshots of u (v is overwritten unread at a step boundary), the last one the final state is rebuilt from
     assert four < 10 * state < store_all / 15
 
 
@@ -358,3 +360,141 @@ def test_host_writes_inside_a_step_are_refused():
     for a, d in zip(args[:3], before):
         np.testing.assert_array_equal(a.dval, d)
         assert a.val.flags.writeable
+
+
+# -- memory=: the schedule picked by a budget (docs/checkpointed-loops.md#choosing-by-memory) -------------------
+def budget(memory):
+    return lambda step, nsteps: gk.checkpointed_loop(step, nsteps, memory=memory)
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+@pytest.mark.parametrize("nsteps", [1, 2, 20])
+def test_a_memory_budget_gives_the_gradient_without_checkpoints(name, nsteps):
+    n = 12
+    want = gradient(name, plain, n, nsteps)
+    for states in (5, 10, 40):  # in states of one array: from two snapshots to a snapshot per step
+        assert_same_gradient(want, gradient(name, budget(states * n * 8), n, nsteps))
+
+
+def test_a_memory_budget_against_finite_differences():
+    check_grad(time_dependent(budget(6 * 10 * 8)), *args_for("time_dependent", 10, 9))
+    check_grad(heat_ping_pong(budget(30 * 10 * 8)), *args_for("heat_ping_pong", 10, 12))
+
+
+@pytest.mark.parametrize("states,restore_cost,kind", [(3, 0.5, "binomial"), (20, 0.0, "binomial"),
+                                                       (8, 0.5, "mixed"), (12, 0.5, "two-level")])
+def test_the_snapshots_and_saves_stay_within_the_budget(states, restore_cost, kind, monkeypatch):
+    """One launch per step over ping-pong buffers, 40 steps: a snapshot is one array, a taped step saves one.
+    The loop's snapshot bytes (counted, not timed) and its taped segments' saves stay within memory=, whichever
+    kind of plan it picks (free restores, RESTORE_COST = 0, make it pick one-step segments at 20 states)."""
+    monkeypatch.setattr(budget_module, "RESTORE_COST", restore_cost)
+    n, nsteps = 16, 40
+    memory = states * n * 8
+
+    def program(u, v, E, c, k):
+        def step(t):
+            a, b = (u, v) if t % 2 == 0 else (v, u)
+            gk.launch(allen_cahn_step, n, a, b, c, 0.01)
+        gk.checkpointed_loop(step, k, memory=memory)
+        gk.launch(energy, n, u, E)
+
+    args = args_for("heat_ping_pong", n, nsteps)
+    fwd, rev = gk.autodiff_thunk(program, gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
+    tape = fwd(*args)
+    entry = loop_entry(tape)
+    plan = entry.plan
+    assert plan.kind == kind and plan.held <= memory
+    held, reverse = [], entry.reverse
+
+    def counted(n1, n0, clear):  # what the loop holds as each taped segment's reverse starts
+        held.append(entry.store.bytes_held + sum(s.saved_bytes for s in entry.segments[n0].steps))
+        return reverse(n1, n0, clear)
+    entry.reverse = counted
+    rev(*args, tape)
+    assert len(held) == -(-nsteps // plan.segment)
+    assert entry.peak_bytes <= plan.snapshots * n * 8  # one array per snapshot, the tail included
+    assert max(held) <= memory
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(memory=0), "memory must be a number of bytes"), (dict(memory=-5), "memory must be"),
+    (dict(memory=2.5e6), "memory must be a number of bytes"), (dict(memory=True), "memory must be"),
+    (dict(memory="1GB"), "memory must be"), (dict(memory=10**6, snapshots=4), "memory= or snapshots=, not both"),
+    (dict(memory=10**6, schedule=cs.Revolve(5, 2)), "memory= or schedule=, not both"),
+])
+def test_bad_memory_is_refused_before_anything_runs(kwargs, match):
+    n = 8
+    args = args_for("heat_ping_pong", n, 5)
+    before = [(a.val.copy(), a.dval.copy()) for a in args[:3]]
+
+    def program(u, v, E, c, k):
+        gk.checkpointed_loop(lambda t: gk.launch(allen_cahn_step, n, u, v, c, 0.01), 5, **kwargs)
+
+    with pytest.raises(gk.ProgramError, match=match) as err:
+        gk.autodiff(program, *args)
+    assert isinstance(err.value, gk.GradkernError)
+    for a, (val, dval) in zip(args[:3], before):
+        np.testing.assert_array_equal(a.val, val)
+        np.testing.assert_array_equal(a.dval, dval)
+
+
+@pytest.mark.parametrize("after", ["nothing", "a second loop", "a launch writing u"])
+def test_the_final_state_is_rebuilt_or_copied(after):
+    """The default schedule rebuilds the loop's final state after the program's reverse (from its snapshot at
+    step nsteps-1) unless a later step writes an array the loop takes; the primals end as the program left
+    them either way, the gradients as without checkpoints."""
+    n, nsteps = 10, 9
+
+    def two_phase(loop):
+        def program(u, v, E, c, k):
+            def step(t):
+                gk.launch(allen_cahn_step, n, u, v, c, 0.01)
+                gk.launch(allen_cahn_step, n, v, u, c, 0.01)
+            loop(step, k)
+            if after == "a second loop":
+                loop(step, k)
+            elif after == "a launch writing u":
+                gk.launch(square_sin, n, u)
+            gk.launch(energy, n, u, E)
+        return program
+
+    def run(loop):
+        args = args_for("heat_ping_pong", n, nsteps)
+        fwd, rev = gk.autodiff_thunk(two_phase(loop), gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active,
+                                     gk.Const)
+        tape = fwd(*args)
+        got = rev(*args, tape)
+        return ([a.dval for a in args[:3]], [got[3]], [a.val for a in args[:3]]), tape
+
+    want, _ = run(plain)
+    got, tape = run(checkpointed(3))
+    assert_same_gradient(want, got)
+    loops = [s for s in tape.steps if s.kernel == "checkpointed_loop"]
+    # steps advanced: the schedule's with 2 snapshots, plus the rerun of the last step where it rebuilds
+    rebuilt = [loop.stats.steps_advanced - expected_forward_steps(BinomialSchedule(nsteps, 2), nsteps)
+               for loop in loops]
+    assert rebuilt == {"nothing": [1], "a second loop": [0, 1], "a launch writing u": [0]}[after]
+
+
+def test_snapshots_10_hold_10_states_and_no_copy_of_the_final_state():
+    """Issue 33's count: one launch per step over ping-pong buffers, snapshots = 10. Beyond the arrays and
+    shadows the caller holds, the gradient allocates its 10 snapshots of one buffer (9 of the binomial
+    schedule's and the one at step nsteps-1 the final state is rebuilt from) and no copy of the final u and v
+    (2 more states); counted by tracemalloc, bytes, not time."""
+    n, nsteps = 40_000, 60
+    state = n * 8
+
+    def program(u, v, E, c, k):
+        def step(t):
+            a, b = (u, v) if t % 2 == 0 else (v, u)
+            gk.launch(allen_cahn_step, n, a, b, c, 0.01)
+        gk.checkpointed_loop(step, k, snapshots=10)
+        gk.launch(energy, n, u, E)
+
+    gk.autodiff(program, *args_for("heat_ping_pong", n, 3))  # compiled untraced
+    args = args_for("heat_ping_pong", n, nsteps)
+    tracemalloc.start()
+    gk.autodiff(program, *args)
+    top = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert 10 * state <= top < 10.5 * state

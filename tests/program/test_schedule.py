@@ -21,7 +21,9 @@ from gradkern.program.schedule import (
     DiskSnapshots,
     LoopHooks,
     ScheduledLoop,
+    SegmentedSchedule,
     drive,
+    forward_steps,
     resolve_schedule,
 )
 
@@ -318,3 +320,16 @@ def test_binomial_is_milliseconds():
     t = time.perf_counter()
     n = sum(1 for _ in BinomialSchedule(10000, 32))
     assert n == 40000 and time.perf_counter() - t < 2.0
+
+
+@pytest.mark.parametrize("nsteps,snapshots,segment", [(7, 2, 2), (50, 5, 4), (50, 12, 5), (23, 3, 7), (9, 1, 3)])
+def test_segmented_binomial(nsteps, snapshots, segment):
+    """Binomial over segments of m steps, each taped and reversed as one (the two-level scheme when every
+    segment's start is stored): the binomial schedule's counts, in segments."""
+    segments = -(-nsteps // segment)
+    stats = run_and_check(nsteps, snapshots, lambda: SegmentedSchedule(nsteps, snapshots, segment),
+                          min(snapshots, segments - 1))
+    if segment == 1 or nsteps % segment == 0:
+        assert stats.steps_advanced == segment * forward_steps(segments, snapshots)
+    if snapshots >= segments - 1:  # two-level: each step recomputed once (the last segment taped at once)
+        assert stats.steps_advanced == 2 * nsteps - (nsteps - (segments - 1) * segment)

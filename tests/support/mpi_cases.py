@@ -408,11 +408,14 @@ def case_allreduce_seeding():
 REFUSED = []  # the errors expect_refusal caught
 
 
-def exchanging_loop(u, grid, snapshots):
-    """A checkpointed loop of exchanges."""
+def exchanging_loop(u, grid, snapshots, memory=None):
+    """A checkpointed loop of exchanges (`memory`: memory= instead of snapshots=)."""
     def step(t):
         grid.exchange(u)
-    gk.checkpointed_loop(step, 4, snapshots=snapshots)
+    if memory is not None:
+        gk.checkpointed_loop(step, 4, memory=memory)
+    else:
+        gk.checkpointed_loop(step, 4, snapshots=snapshots)
 
 
 def expect_refusal(what, call, arrays):
@@ -456,6 +459,9 @@ def case_refusals():
         message = expect_refusal("checkpointed schedules that differ", lambda: gk.autodiff(
             exchanging_loop, gk.Duplicated(u, du), grid, snapshots), [u, du])
         assert "different schedules" in message and isinstance(REFUSED[-1], gk.ProgramError), message
+    message = expect_refusal("memory= in a loop that exchanges", lambda: gk.autodiff(
+        exchanging_loop, gk.Duplicated(u, du), grid, None, 10**6), [u, du])
+    assert "takes memory=" in message and isinstance(REFUSED[-1], gk.ProgramError), message
     x = np.ones(3 if RANK != last else 4)
     if SIZE > 1:
         expect_refusal("allreduce of different sizes", lambda: gkm.allreduce(x), [x])

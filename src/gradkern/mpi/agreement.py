@@ -66,3 +66,8 @@ def agree_schedule(comm: Any, entry: Any) -> None:
         raise ProgramError(f"a checkpointed loop whose steps exchange halos takes different schedules on different "
                            f"ranks ({detail}); their recomputations would wait for each other for ever",
                            hint="give gk.checkpointed_loop the same nsteps, snapshots and schedule on every rank")
+    if found[0][4] is not None:  # each rank would pick from its own block's sizes (program/budget.py)
+        raise ProgramError("a checkpointed loop whose steps exchange halos takes memory=, which each rank would "
+                           "turn into a schedule from its own block's sizes; ranks of unequal blocks would pick "
+                           "different ones and wait for each other for ever",
+                           hint="pass the same snapshots= on every rank")

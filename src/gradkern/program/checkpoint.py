@@ -34,6 +34,7 @@ from ..rules import CustomRule
 from ..runtime.arrays import is_array
 from ..runtime.call import prepare
 from ..runtime.launch import run
+from .budget import BudgetSchedule, Plan
 from .contents import Contents
 from .guard import HostWriteGuard
 from .hostcode import unwrap_args
@@ -94,8 +95,9 @@ class _Untaped(Recorder):
             call, bound = prepare(kernel, plain, dim, backend, "launch")  # validated as the user's writable arrays
             binding = bound.b
             written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
-            self.loop.before_launch(kernel.name, written, binding,
-                                    overwritten_whole(kernel.ir.params, binding, call.primal.facts))
+            recording_forward = self.loop.mode is Mode.RECORD  # what it overwrites whole: for the snapshots
+            self.loop.before_launch(kernel.name, written, binding, overwritten_whole(
+                kernel.ir.params, binding, call.primal.facts) if recording_forward else [])
             run(call, bound)
         guard.lock(arrays, self._where(f"a launch of kernel '{kernel.name}'"))
 
@@ -126,8 +128,14 @@ class CheckpointedLoop(LoopHooks):
     kernel = "checkpointed_loop"
 
     def __init__(self, outer: ProgramRecorder, step: Any, nsteps: int, schedule: Any, progress: bool,
-                 storage: str):
+                 storage: str, rebuild: bool = False, memory: int | None = None):
+        """`rebuild`: keep a snapshot at step nsteps-1 and rebuild the loop's final state from it after the
+        program's reverse, instead of the sweep copying the final state (docs/checkpointed-loops.md).
+        `memory`: no `schedule`; one picked by this budget after step 0 (budget.py)."""
         self.outer, self.step_fn, self.nsteps = outer, step, nsteps
+        self.plan: Plan | None = None  # what memory= picked
+        if memory is not None:
+            schedule = BudgetSchedule(nsteps, memory, self._sizes, self._chosen)
         self.number = len(outer.steps) + 1
         self.mode = Mode.RECORD
         self.at: int | None = 0  # the step whose input the live buffers hold (None: not known)
@@ -140,6 +148,8 @@ class CheckpointedLoop(LoopHooks):
         self.entry_needed = outer.versions.read()  # what the program before the loop still reads
         self.segments: dict[int, _Segment] = {}
         self.live: Any = None  # the segment whose end state the live buffers hold
+        self.tail: Snapshot | None = None  # the state at step nsteps-1, for rebuilding the final state
+        self.rebuild = rebuild
         self.stats: ScheduleStats = self.driver.stats
 
     # -- the program's view (steps.ProgramStep) -------------------------------------------------------------------
@@ -166,8 +176,42 @@ class CheckpointedLoop(LoopHooks):
         return self.found.state
 
     def roots_written_back(self) -> list:
-        """The buffers the loop's reverse writes primal values into: every live one its steps wrote."""
-        return self.found.written_back
+        """The buffers the loop's reverse writes primal values into and the sweep copies (run.py) to give back
+        their final contents: every live one its steps wrote, or none when the loop rebuilds them itself."""
+        return [] if self._rebuilds() else self.found.written_back
+
+    def _rebuilds(self) -> bool:
+        """Whether `rebuild_final` can give the final state back: a tail snapshot was kept, every buffer the
+        loop wrote is state (an untaped rerun of step nsteps-1 writes it), and no step after the loop writes a
+        buffer the loop takes (the first such write is saved for the loop's reverse, versions.py: a later step
+        that writes back one of them, or a later loop writing one). Otherwise the tail is freed now."""
+        if self.tail is not None:
+            later = self.outer.steps[self.outer.steps.index(self) + 1:]
+            taken = self.found.alive
+            written = [r for s in later for r in (s.found.written_back if isinstance(s, CheckpointedLoop)
+                                                   else s.roots_written_back())]
+            if any(id(r) in taken for r in written) or any(
+                    id(r) not in self.found.state for r in self.found.written_back):
+                self.tail.free()
+                self.tail = None
+        return self.tail is not None
+
+    def rebuild_final(self) -> None:
+        """After the program's reverse (run.py): the loop's final state, from the tail snapshot and an untaped
+        rerun of the last step; the loop's inputs hold what they held in the loop (`_rebuilds`)."""
+        tail, self.tail = self.tail, None
+        if tail is None:
+            return
+        self.mode, self.guard = Mode.RECOMPUTE, HostWriteGuard()
+        try:
+            tail.restore()
+            for t in range(tail.at, self.nsteps):
+                self._step(t, _Untaped(self, t))
+            self.stats.steps_advanced += self.nsteps - tail.at
+        finally:
+            self.guard.release()
+            tail.free()
+            self.mode = Mode.EXHAUSTED
 
     def run_forward(self) -> None:
         try:
@@ -192,11 +236,29 @@ class CheckpointedLoop(LoopHooks):
         self.driver.close()
         for snap in self.open:
             snap.free()
+        if self.tail in self.open:  # the first forward failed: no final state to rebuild
+            self.tail = None
         self.open = []
         for n0 in list(self.segments):
             self._drop_segment(n0)
         self.store.close()
         self.mode = Mode.EXHAUSTED
+
+    def _sizes(self) -> tuple[int, int]:
+        """After step 0 of the first forward, for memory= (budget.py): the bytes of the arrays it took, less
+        those it overwrote whole unread (a snapshot's estimate), and the bytes of those it wrote."""
+        state = written = 0
+        for seen in self.found.seen.values():
+            root = seen.ref()
+            if root is None or 0 not in seen.first:
+                continue  # a temporary of step 0, freed, or a buffer step 0 did not take
+            state += 0 if seen.first[0] else int(root.nbytes)
+            written += int(root.nbytes) if seen.written == 0 else 0
+        return state, written
+
+    def _chosen(self, plan: Plan) -> None:
+        self.plan = plan
+        self.rebuild = plan.snapshots >= 2  # the plan counted the tail among its snapshots
 
     # -- the schedule's hooks ---------------------------------------------------------------------------------------
     def snapshot(self, storage: StorageType, skip_dead: bool = True) -> Snapshot:
@@ -297,6 +359,9 @@ class CheckpointedLoop(LoopHooks):
 
     # -- the steps' launches ----------------------------------------------------------------------------------------
     def _step(self, t: int, recorder: Recorder) -> None:
+        if self.rebuild and self.mode is Mode.RECORD and t == self.nsteps - 1:
+            self.tail = Snapshot(t, StorageType.RAM, self.store)  # open: filled as step t writes
+            self.open.append(self.tail)
         self.t = t
         self.found.recomputed = []
         with recording(recorder):
@@ -330,6 +395,10 @@ class CheckpointedLoop(LoopHooks):
         for snap in self.open:  # keep only the state in the first forward's snapshots
             snap.keep_only(self.found.state)
         self.open = []
+        if self.tail is not None:  # and what the last step left untouched: its final contents are needed too
+            for key, root in self.found.state.items():
+                if key not in self.tail.copies and key not in self.tail.skipped:
+                    self.tail.add(root)
         self.found.make_wanted_shadows(self.outer.shadows)
         for root in self.found.alive.values():  # what the program after the loop must give back before its reverse
             self.outer.versions.read_by_reverse(root)

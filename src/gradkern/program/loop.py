@@ -25,10 +25,11 @@ class LoopSchedule:
     snapshots: int | None
     schedule: str  # the schedule's class
     storage: str
+    memory: int | None = None  # memory=: each process picks from its own sizes (equal blocks pick alike)
     agreed: set = field(default_factory=set)
 
     def describe(self) -> tuple:
-        return (self.nsteps, self.snapshots, self.schedule, self.storage)
+        return (self.nsteps, self.snapshots, self.schedule, self.storage, self.memory)
 
 
 # the checkpointed loop whose first forward is running (None outside one)
@@ -41,18 +42,29 @@ def entering_loop() -> LoopSchedule | None:
 
 
 def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, schedule: Any = None,
-                      progress: bool = False, storage: str = "device") -> None:
+                      progress: bool = False, storage: str = "device", memory: int | None = None) -> None:
     """Call `step(t)` for t = 0 … nsteps-1. Inside a program's reverse mode,
     keep at most `snapshots` snapshots of the loop's state and recompute the
     steps between them as the schedule says (default: binomial, Revolve's
-    step counts; `schedule=` any checkpoint_schedules schedule object).
+    step counts; `schedule=` any checkpoint_schedules schedule object), or,
+    with `memory=` bytes instead, the schedule that is fastest within that
+    budget (binomial, two-level or mixed; docs/checkpointed-loops.md).
     `progress=True` shows a tqdm bar over the reverse; `storage="host"` keeps
     snapshots of CuPy arrays in host memory."""
     if not callable(step):
         raise ProgramError(f"step must be a callable step(t), got {type(step).__name__}")
-    if snapshots is None and schedule is None:
-        raise ProgramError("checkpointed_loop needs snapshots=s (how many states to keep) or a schedule=",
-                           hint="gk.checkpointed_loop(step, nsteps, snapshots=8)")
+    if memory is not None:
+        from .budget import check_memory
+
+        if snapshots is not None or schedule is not None:
+            other = "snapshots=" if snapshots is not None else "schedule="
+            raise ProgramError(f"checkpointed_loop takes memory= or {other}, not both: memory= picks the snapshots "
+                               "and the schedule itself",
+                               hint="gk.checkpointed_loop(step, nsteps, memory=2**30), or drop memory=")
+        memory = check_memory(memory)
+    elif snapshots is None and schedule is None:
+        raise ProgramError("checkpointed_loop needs snapshots=s (how many states to keep), memory=bytes or a "
+                           "schedule=", hint="gk.checkpointed_loop(step, nsteps, snapshots=8)")
     if storage not in STORAGES:
         raise ProgramError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
     if not isinstance(progress, bool):
@@ -60,7 +72,11 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
     from .checkpoint import CheckpointedLoop  # checkpoint_schedules is imported on first use, not with gradkern
     from .schedule import resolve_schedule
 
-    resolved = resolve_schedule(nsteps, snapshots if snapshots is not None else 1, schedule)
+    # the default schedule keeps one of its snapshots at step nsteps-1 to rebuild the final state from
+    rebuild = schedule is None and isinstance(snapshots, int) and not isinstance(snapshots, bool) and snapshots >= 2
+    resolved = resolve_schedule(nsteps, snapshots if snapshots is not None else 1, schedule, reserve=int(rebuild))
+    if memory is not None and resolved is not None:
+        resolved = None  # the loop makes the schedule memory= picks (budget.py)
     recorder = active_recorder()
     if recorder is not None and recorder.in_loop:
         raise ProgramError("a checkpointed loop inside a step of a checkpointed loop is not supported",
@@ -69,8 +85,8 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
         for t in range(nsteps):
             step(t)
         return
-    loop = CheckpointedLoop(recorder, step, nsteps, resolved, progress, storage)
-    token = _entering.set(LoopSchedule(nsteps, snapshots, type(resolved).__name__, storage))
+    loop = CheckpointedLoop(recorder, step, nsteps, resolved, progress, storage, rebuild, memory)
+    token = _entering.set(LoopSchedule(nsteps, snapshots, type(loop.driver.schedule).__name__, storage, memory))
     try:
         loop.run_forward()
     finally:

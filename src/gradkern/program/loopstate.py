@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..errors import ProgramError
 from ..runtime.arrays import is_array
 from .scalars import ActiveScalar
@@ -51,9 +53,11 @@ class LoopState:
         self.taped_only: dict[int, Any] = {}  # buffers only one step, taped in the first forward, took
         self.wanted: dict[int, Any] = {}  # id -> weak reference: buffers the first forward's launches need shadows of
         self.last_write: dict[int, int] = {}  # id(state buffer) -> the last step writing it
-        self.first_use: dict[int, list] = {}  # id(state buffer) -> [(step taking it, overwrote it whole unread)]
-        self.signatures: dict[int, list] = {}  # step -> its launches: (kernel, persistent buffer ids or None)
+        self.first_use: dict[int, tuple] = {}  # id(state buffer) -> (steps taking it, overwrote it whole unread)
+        # step -> its launches: (kernel, persistent buffer ids or None); a list by step once the forward is over
+        self.signatures: Any = {}
         self.recomputed: list = []  # the launches of the step being recomputed, as `signatures` holds them
+        self._launches: dict = {}  # the first forward's distinct launches (record_launch)
 
     # -- the first forward ------------------------------------------------------------------------------------------
     def record_launch(self, t: int, name: str, written: list, binding: Any, dead: set[int]) -> dict[int, Any]:
@@ -73,7 +77,10 @@ class LoopState:
             refs[id(root)] = seen.ref
         for a in written:
             self.seen[id(memory_root(a))].written = t
-        self.signatures.setdefault(t, []).append((name, tuple(binding.dim), sig))
+        launch = (name, tuple(binding.dim), tuple(sig))
+        # one object per distinct launch: steps repeat a few, and a loop may have 10**4 of them
+        launch = self._launches.setdefault((name, launch[1], tuple((k, id(s)) for k, s in sig)), launch)
+        self.signatures.setdefault(t, []).append(launch)
         return refs
 
     def wants_shadows(self, shadows: ShadowMap, written: list, args: tuple) -> None:
@@ -114,20 +121,36 @@ class LoopState:
             if seen.written >= 0:
                 self.state[key] = root
                 self.last_write[key] = seen.written
-        persistent = self.persistent
-        self.signatures = {t: [(name, dim, [key if key in persistent and seen.ref() is persistent[key] else None
-                                            for key, seen in sig]) for name, dim, sig in launches]
-                           for t, launches in self.signatures.items()}
-        # per state buffer, the steps that take it, each with whether it first overwrites it whole unread
-        self.first_use = {key: sorted(self.seen[key].first.items()) for key in self.state}
+        persistent, interned = self.persistent, {}
+
+        def signature(launches: list) -> list:  # one object per distinct signature: steps repeat a few
+            sig = [(name, dim, [key if key in persistent and seen.ref() is persistent[key] else None
+                                for key, seen in sig]) for name, dim, sig in launches]
+            return interned.setdefault(tuple((name, dim, tuple(ids)) for name, dim, ids in sig), sig)
+        # a list by step, not a dict: no int object per step kept alive through the reverse
+        recorded = self.signatures
+        self.signatures = [signature(recorded.get(t, [])) for t in range(max(recorded, default=-1) + 1)]
+        # per state buffer, the steps that take it (ascending), each with whether it first overwrites it whole
+        # unread: two arrays, not a Python object per step (a loop of 10**4 steps holds them through its reverse)
+        self.first_use = {}
+        for key in self.state:
+            steps = sorted(self.seen[key].first.items())
+            self.first_use[key] = (np.array([t for t, _ in steps], np.int64), np.array([d for _, d in steps], bool))
+        for seen in self.seen.values():  # recorded for the above; the checks of recomputed steps use ref only
+            seen.steps, seen.first = set(), {}
+        self._launches = {}
 
     def changed_from(self, at: int | None) -> Iterator[tuple[int, Any, bool]]:
         """The state buffers some step from `at` on writes (all when `at` is None): (id, buffer, whether the
         first step from `at` on taking it overwrites it whole unread)."""
         for key, root in self.state.items():
             if at is None or self.last_write[key] >= at:
-                later = [dead for step, dead in self.first_use[key] if step >= at] if at is not None else []
-                yield key, root, bool(later and later[0])
+                first_dead = False
+                if at is not None:
+                    steps, dead = self.first_use[key]
+                    k = int(np.searchsorted(steps, at))  # the first step from `at` on taking it
+                    first_dead = k < len(steps) and bool(dead[k])
+                yield key, root, first_dead
 
     # -- recomputation ----------------------------------------------------------------------------------------------
     def check_launch(self, t: int, name: str, written: list, binding: Any) -> None:
@@ -158,7 +181,7 @@ class LoopState:
 
     def check_step(self, t: int) -> None:
         """ProgramError unless recomputed step t launched what it launched when it was recorded."""
-        want, got = self.signatures.get(t, []), self.recomputed
+        want, got = self.signatures[t] if t < len(self.signatures) else [], self.recomputed
         if got == want:
             return
         for k, (a, b) in enumerate(zip(want, got)):

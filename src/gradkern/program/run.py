@@ -197,6 +197,8 @@ def sweep(tape: ProgramTape) -> tuple:
         raise
     finally:
         contents.finish()
+        for loop in tape.loops:  # a checkpointed loop rebuilds the final state it gave no final copy of
+            loop.rebuild_final()
     backpropagate(tape.scalars)
 
     def result(s: ActiveScalar):

@@ -108,6 +108,65 @@ class BinomialSchedule(CheckpointSchedule):
         return storage_type == StorageType.RAM and self._snapshots > 0
 
 
+class SegmentedSchedule(CheckpointSchedule):
+    """`BinomialSchedule(ceil(max_n / segment), snapshots)` over segments of `segment` steps (the last one
+    shorter when `segment` does not divide `max_n`): each segment is advanced, stored, taped and reversed as
+    one. `segment=1` is the binomial schedule; `snapshots` >= the segment count - 1 is JAX's two-level scheme
+    (a snapshot per segment, each segment recomputed once, taped whole); in between, mixed
+    (docs/checkpointed-loops.md#choosing-by-memory)."""
+
+    def __init__(self, max_n: int, snapshots: int, segment: int):
+        super().__init__(max_n)
+        self.segment = segment
+        self.inner = BinomialSchedule(-(-max_n // segment), snapshots)
+        self._exhausted = False
+
+    def _step(self, j: int) -> int:
+        return min(j * self.segment, self._max_n)
+
+    def _iterator(self):
+        at = self._step
+        for a in self.inner:
+            if isinstance(a, Forward):
+                a = Forward(at(a.n0), at(a.n1), a.write_ics, a.write_adj_deps, a.storage)
+                self._n = a.n1
+            elif isinstance(a, Reverse):
+                a = Reverse(at(a.n1), at(a.n0), a.clear_adj_deps)
+                self._r = self._max_n - a.n0
+            elif isinstance(a, (Copy, Move)):
+                a = type(a)(at(a.n), a.from_storage, a.to_storage)
+                self._n = a.n
+            elif isinstance(a, EndReverse):
+                self._exhausted = True
+            yield a
+
+    @property
+    def is_exhausted(self) -> bool:
+        return self._exhausted
+
+    def uses_storage_type(self, storage_type: StorageType) -> bool:
+        return self.inner.uses_storage_type(storage_type)
+
+
+def binomial_counts(nsteps: int, snapshots: int) -> tuple[int, int]:
+    """(steps advanced in all, its first forward and the taped reruns included; snapshots restored) by
+    `BinomialSchedule(nsteps, snapshots)`, counted from its actions."""
+    total = restores = 0
+    for a in BinomialSchedule(nsteps, snapshots):
+        if isinstance(a, Forward):
+            total += a.n1 - a.n0
+        elif isinstance(a, (Copy, Move)):
+            restores += 1
+        elif isinstance(a, EndReverse):
+            return total, restores
+    raise ProgramError("the binomial schedule has no end")  # pragma: no cover (it always ends)
+
+
+def forward_steps(nsteps: int, snapshots: int) -> int:
+    """The steps `BinomialSchedule(nsteps, snapshots)` advances in all (binomial_counts)."""
+    return binomial_counts(nsteps, snapshots)[0]
+
+
 def _count(value: Any, name: str, least: int) -> int:
     if isinstance(value, bool):
         raise ProgramError(f"{name} must be an integer, got {value!r}")
@@ -121,15 +180,16 @@ def _count(value: Any, name: str, least: int) -> int:
 
 
 def resolve_schedule(
-    nsteps: int, snapshots: int, schedule: CheckpointSchedule | None = None
+    nsteps: int, snapshots: int, schedule: CheckpointSchedule | None = None, reserve: int = 0
 ) -> CheckpointSchedule | None:
     """The schedule for a loop of `nsteps` steps: `schedule` checked, or the
-    default `BinomialSchedule(nsteps, snapshots)`; None when `nsteps == 0`.
+    default `BinomialSchedule(nsteps, snapshots - reserve)` (`reserve`: snapshots
+    the loop keeps for itself); None when `nsteps == 0`.
     Raises ProgramError naming a bad `nsteps`, `snapshots` or `schedule`."""
     nsteps = _count(nsteps, "nsteps", 0)
     snapshots = _count(snapshots, "snapshots", 1)
     if schedule is None:
-        return BinomialSchedule(nsteps, snapshots) if nsteps else None
+        return BinomialSchedule(nsteps, snapshots - reserve) if nsteps else None
     if not isinstance(schedule, CheckpointSchedule):
         raise ProgramError(
             f"schedule must be a checkpoint_schedules schedule object, got {type(schedule).__name__}",
@@ -409,5 +469,5 @@ class DiskSnapshots:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-__all__ = ["BinomialSchedule", "DiskSnapshots", "LoopHooks", "ScheduleStats", "ScheduledLoop", "drive",
-           "resolve_schedule"]
+__all__ = ["BinomialSchedule", "DiskSnapshots", "LoopHooks", "ScheduleStats", "ScheduledLoop", "SegmentedSchedule",
+           "binomial_counts", "drive", "forward_steps", "resolve_schedule"]
