@@ -55,6 +55,7 @@ class CpuLaunch(LaunchInfo):
     edges: str | None = None
     mixed: tuple[str, ...] = ()
     plan: MixedPlan | None = None
+    chunked: bool = False  # the entry takes `_gkb_chunks` without private copies (deferred statements)
 
     def chunk_bytes(self, sizes: dict[str, int]) -> int:
         """Bytes of private copies per chunk (`sizes`: bytes per array): of every privatised target, or in
@@ -115,6 +116,7 @@ class NumbaBackend(Backend):
     splits_interior = True
     private_rows = True
     split_reductions = True
+    row_lagged = True
     lane_group = LANE_GROUP
 
     def keeps_interior(self, k: ir.Kernel) -> bool:
@@ -127,14 +129,16 @@ class NumbaBackend(Backend):
         plain = {s.array for s in ir.walk_stmts(bodies) if isinstance(s, ir.Store)} | \
             {e.array for e in ir.all_exprs(bodies) if isinstance(e, ir.Load)}
         # a serial twin for tiny launches only where each thread's work is bounded: no loop in the body
-        twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(k.body))
+        twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(
+            k.body + (k.deferred.body if k.deferred is not None else ())))
         mixed = tuple(a for a in atomic if a in plain)
         plan = mixed_plan(k, mixed) if parallel and mixed else None
         options = NumbaOptions(parallel=parallel, privatized=atomic, mixed=mixed, plan=plan, serial_twin=twin)
         source, entry = generate(k, launch_ndim, options, header)
         edges = f"{entry}_edges" if f"\ndef {entry}_edges(" in source else None
         return Generated(source, entry, CpuLaunch(atomic if parallel else (), f"{entry}_serial" if twin else None,
-                                                  edges, mixed if parallel else (), plan))
+                                                  edges, mixed if parallel else (), plan,
+                                                  parallel and k.deferred is not None))
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -151,7 +155,7 @@ class NumbaBackend(Backend):
             entry = _serial_twin(entry, info.serial)
         if info.private and info.plan is not None:
             self._run_mixed(typed, code, entry, dim, values)
-        elif info.private:  # privatised atomic targets: how many private copies fit the memory limit
+        elif info.private or info.chunked:  # privatised atomic targets: how many private copies fit the limit
             # info.chunk_bytes without a plan (no shared targets), inline: this is every privatised launch's path
             private, mixed = info.private, info.mixed
             copy_bytes = sum([values[n].nbytes for n, p in enumerate(typed.params)
@@ -171,7 +175,7 @@ class NumbaBackend(Backend):
         if info.serial is not None and _threads(dim) < SERIAL_THREADS:
             entry = _serial_twin(entry, info.serial)
         from .numba_cache import ahead
-        return ahead(entry, (*dim, *values, *((0,) if info.private else ())))
+        return ahead(entry, (*dim, *values, *((0,) if info.private or info.chunked else ())))
 
     def compile_here(self, ahead: Any) -> None:
         from .numba_cache import compile_here
