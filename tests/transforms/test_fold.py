@@ -93,6 +93,7 @@ def test_allen_cahn_plan_has_no_reverse_launch():
     assert roles == ("gather", "fused") and split == ("augmented_primal", "gather")
     ir = gk.inspect(allen_cahn_step, *_allen_cahn(1000)()[0], mode=gk.Reverse)
     assert "gather" in ir.runs and "reverse" not in ir.runs
+    assert "per-chunk partial sums" in ir.active_sums["c"]  # made by the gather now
 
 
 def _sum_bound(t):
