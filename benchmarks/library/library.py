@@ -76,8 +76,8 @@ PNG = HERE / "library.png"
 COPY_ELEMENTS = 2**24  # 128 MiB of float64: beyond the caches of most machines (not a 260 MiB L3: RESULTS.md)
 # Why a kernel misses a goal, by row name, from gk.inspect's plan and the bytes each pass moves (shown in the
 # table's last column). "Not profiled" where the cause is not known yet.
-_STENCIL = ("byte bound: the gradient re-runs the primal and zeroes the output's shadow after the gather, "
-            "~3x the primal's traffic")
+_STENCIL = ("byte bound: the gradient is the gather (which also clears the output's shadow, docs/adjoint-forms.md "
+            "section 5) and the primal, ~3x the primal's traffic")
 _WRAP = ("wrap-aware gather replays every neighbour candidate (3 in 1-D, 9 in 2-D) with its flux; the hand "
          "adjoint computes each face flux once (suspected, not profiled)")
 REASONS: dict[str, str] = {

@@ -39,6 +39,7 @@ from .ir.verify import verify
 from .transforms.aliasing import merge_aliases
 from .transforms.boundscheck import Access, bounds_checked, index_skeleton
 from .transforms.dce import eliminate_dead
+from .transforms.fold import fold_reverse, without_folded
 from .transforms.forward import forward_kernel
 from .transforms.gather import Gather, gather_kernel, gatherable, without_atomics_on
 from .transforms.lanes import replicate_lanes, separable_stores, without_primal_stores
@@ -47,6 +48,10 @@ from .transforms.simplify import without_stores_to
 from .transforms.split import split_interior
 from .transforms.unroll import unroll_offset_loops
 from .transforms.versions import version_locals
+
+# GRADKERN_GATHER_FOLD=0 keeps the reverse launch beside a gather (docs/adjoint-forms.md, section 6): for
+# measuring the fold against the plan before it, and as a way back
+FOLD = os.environ.get("GRADKERN_GATHER_FOLD", "1") != "0"
 
 
 @dataclass(frozen=True)
@@ -175,16 +180,27 @@ def _reverse(w: Work) -> None:
 
 def _gather(w: Work) -> None:
     rk = w.reverse
-    plan = gatherable(w.kernels["reverse"], set(rk.shadows.values()))
+    source = w.kernels["reverse"]
+    plan = gatherable(source, set(rk.shadows.values()))
     if not plan:
         return
-    w.gather = gather_kernel(w.kernels["reverse"], plan, taped=rk.static_slots != (0, 0),
-                             sums=frozenset(rk.sums.values()))
-    w.kernels["gather"] = w.gather.kernel
+    taped, sums = rk.static_slots != (0, 0), frozenset(rk.sums.values())
+    w.gather = gather_kernel(source, plan, taped=taped, sums=sums)
     w.notes = f"gathered {', '.join(w.gather.arrays)}: offsets {list(w.gather.offsets)}, reach {w.gather.reach}"
     for role in ("fused", "reverse"):
         w.kernels[role] = without_atomics_on(w.kernels[role], set(plan))
     w.adjoint_forms.update({primal: "gather" for primal, sh in rk.shadows.items() if sh in plan})
+    r = w.request
+    accumulators = frozenset(rk.accumulators.values())
+    # the reverse's remaining work folded into the gather where its backend runs chunks of rows in order
+    # (docs/adjoint-forms.md, section 6); bounds-checked code keeps the reverse launch
+    folded = fold_reverse(source, w.kernels["reverse"], plan, taped, sums, accumulators) \
+        if backend(r.backend).row_lagged and not r.boundscheck and FOLD else None
+    if folded is not None:
+        w.gather = folded
+        w.kernels["fused"] = without_folded(w.kernels["fused"], folded, accumulators)
+        w.notes += f"; the reverse folded in: clears {', '.join(folded.folded) or 'nothing'}, sums its Active scalars"
+    w.kernels["gather"] = w.gather.kernel
 
 
 def _no_need(w: Work) -> None:
@@ -370,6 +386,8 @@ class ReverseSpecialization:
     make: Callable[[str], Specialization] = field(compare=False, repr=False)
     gather_reach: tuple[int, ...] = ()  # per axis, how far past the launch extent the gather runs
     gather_wraps: tuple = ()  # per axis, (array, axis) of a periodic index's modulus, which the gather covers
+    # the gather also does the reverse's work (transforms/fold.py): no reverse launch after it
+    gather_folded: bool = False
     adjoint_forms: tuple[tuple[str, str], ...] = ()
     # the primal arrays whose values the split reverse (and gather) read: a program saves these before a
     # later launch overwrites them (docs/programs.md); the others' old values are never needed
@@ -445,13 +463,19 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
     kernels = {role: w.kernels[role] for role in REVERSE_ROLES if role in w.kernels}
     primal_arrays = {p.name for p in w.kernels["primal"].params if p.is_array}
     reads = {e.array for role in ("reverse", "gather") if role in w.kernels
-             for e in ir.all_exprs(w.kernels[role].body) if isinstance(e, ir.Load)} & primal_arrays
+             for e in ir.all_exprs(w.kernels[role].body + _deferred(w.kernels[role]))
+             if isinstance(e, ir.Load)} & primal_arrays
     return ReverseSpecialization(_primal_specialization(w), w.reverse, frozenset(kernels),
                                  lambda role: _generate(r, kernels[role], role, strided=strided_all),
                                  gather_reach=w.gather.reach if w.gather is not None else (),
                                  gather_wraps=w.gather.wraps if w.gather is not None else (),
+                                 gather_folded=w.gather is not None and w.gather.reverse_folded,
                                  adjoint_forms=tuple(sorted(w.adjoint_forms.items())),
                                  reverse_reads=frozenset(reads))
+
+
+def _deferred(k: ir.Kernel) -> tuple[ir.Stmt, ...]:
+    return k.deferred.body if k.deferred is not None else ()
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,9 @@ class Backend:
     #: so fused, the primal's arithmetic would run scalar too (measured on the CPU: saxpy 6.4 ms fused,
     #: 4.7 ms split, at 2^22)
     split_reductions: bool = False
+    #: prints a kernel's deferred statements (ir.Deferred) row-lagged inside chunks whose rows run in order,
+    #: so the pipeline folds a gather's reverse into it (transforms/fold.py); a GPU has no such order
+    row_lagged: bool = False
     #: array strides are part of the specialisation (C-contiguous arrays index without them)
     strides_in_key: bool = False
     #: forms of the exact run-time race check this backend gets, the one it runs first

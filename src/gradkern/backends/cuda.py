@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InternalError
 from ..ir import nodes as ir
 from ..ir.names import OOB
 from ..ir.ops import FUNCTIONS, Op
@@ -288,6 +289,8 @@ def signature(k: ir.Kernel, layout: tuple[tuple, ...]) -> list[str]:
 def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str = "") -> tuple[str, str, tuple]:
     """The CUDA C translation unit for a typed kernel, its entry's name and its `abi`."""
     check_launch_ndim(launch_ndim)
+    if k.deferred is not None:  # the pipeline folds a reverse into a gather only where `row_lagged` is set
+        raise InternalError(f"kernel '{k.name}' has deferred statements, which the CUDA backend does not print")
     entry = f"{k.name}_{launch_ndim}d"
     sx = CudaSyntax(options.strided)
     sx.launch_ndim = launch_ndim

@@ -61,6 +61,7 @@ class CpuLaunch(LaunchInfo):
     plan: MixedPlan | None = None
     owned: tuple[str, ...] = ()
     spilled: tuple[tuple[str, int], ...] = ()
+    chunked: bool = False  # the entry takes `_gkb_chunks` without private copies (deferred statements)
 
     def chunk_bytes(self, sizes: dict[str, int]) -> int:
         """Bytes of private copies per chunk (`sizes`: bytes per array): of every privatised target, or in
@@ -122,6 +123,7 @@ class NumbaBackend(Backend):
     splits_interior = True
     private_rows = True
     split_reductions = True
+    row_lagged = True
     lane_group = LANE_GROUP
 
     def keeps_interior(self, k: ir.Kernel) -> bool:
@@ -134,21 +136,26 @@ class NumbaBackend(Backend):
         plain = {s.array for s in ir.walk_stmts(bodies) if isinstance(s, ir.Store)} | \
             {e.array for e in ir.all_exprs(bodies) if isinstance(e, ir.Load)}
         # a serial twin for tiny launches only where each thread's work is bounded: no loop in the body
-        twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(k.body))
+        twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(
+            k.body + (k.deferred.body if k.deferred is not None else ())))
         mixed = tuple(a for a in atomic if a in plain)
         plan = mixed_plan(k, mixed) if parallel and mixed else None
-        owned = owned_rows(k, atomic, mixed) if parallel else {}
+        # owned rows and sparse lists not beside deferred rows (a gather's clearing: transforms/fold.py)
+        plain_chunks = parallel and k.deferred is None
+        owned = owned_rows(k, atomic, mixed) if plain_chunks else {}
         # an Active scalar's sums (every add at constant indices) keep their copy of a few elements
         variable = {s.array for s in ir.walk_stmts(bodies) if isinstance(s, ir.AtomicAdd)
                     and not all(isinstance(i, ir.Const) for i in s.indices)}
-        spill = spilled(k, atomic, set(mixed) | set(owned) | (set(atomic) - variable)) if parallel and not mixed else {}
+        spill = spilled(k, atomic, set(mixed) | set(owned) | (set(atomic) - variable)) \
+            if plain_chunks and not mixed else {}
         options = NumbaOptions(parallel=parallel, privatized=atomic, mixed=mixed, plan=plan, serial_twin=twin,
                                owned=tuple(owned.items()), spilled=tuple(spill.items()))
         source, entry = generate(k, launch_ndim, options, header)
         edges = f"{entry}_edges" if f"\ndef {entry}_edges(" in source else None
         sparse = tuple(spill.items()) if f"\ndef {entry}_sparse(" in source else ()
         return Generated(source, entry, CpuLaunch(atomic if parallel else (), f"{entry}_serial" if twin else None,
-                                                  edges, mixed if parallel else (), plan, tuple(owned), sparse))
+                                                  edges, mixed if parallel else (), plan, tuple(owned), sparse,
+                                                  parallel and k.deferred is not None))
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -181,7 +188,7 @@ class NumbaBackend(Backend):
         twin = entry is not main
         if info.private and info.plan is not None:
             self._run_mixed(typed, code, entry, dim, values)
-        elif info.private:  # privatised atomic targets: how many private copies fit the memory limit
+        elif info.private or info.chunked:  # privatised atomic targets: how many private copies fit the limit
             # info.chunk_bytes without a plan (no shared targets), inline: this is every privatised launch's path
             private, mixed, owned = info.private, info.mixed, info.owned
             copy_bytes = sum([values[n].nbytes for n, p in enumerate(typed.params)
@@ -221,7 +228,7 @@ class NumbaBackend(Backend):
         if info.serial is not None and _threads(dim) < SERIAL_THREADS:
             entry = _serial_twin(entry, info.serial)
         from .numba_cache import ahead
-        return ahead(entry, (*dim, *values, *((0,) if info.private else ())))
+        return ahead(entry, (*dim, *values, *((0,) if info.private or info.chunked else ())))
 
     def compile_here(self, ahead: Any) -> None:
         from .numba_cache import compile_here

@@ -70,7 +70,9 @@ class Nest:
     `merge` (a race-free launch, whose threads may run in any order): the innermost split axis's two edges
     as one loop before the interior, two copies of the body, not three; in 1-D that loop is serial, for at
     most SERIAL_EDGES threads, and the entry returns whether it ran it. `edges_only`: only the edges of a
-    1-D launch, as a `prange`. `chunked`: axis 0 runs one chunk's range."""
+    1-D launch, as a `prange`. `chunked`: axis 0 runs one chunk's range. `ordered`: the outer axes' ranges
+    as bools as `merge` has them, but every thread in order (the innermost axis's edges and interior as
+    three loops), so a sum over the threads adds in the same order as without the split."""
 
     outer: str
     loop: str = "range"
@@ -78,6 +80,7 @@ class Nest:
     merge: bool = False
     edges_only: bool = False
     chunked: bool = False
+    ordered: bool = False
 
 
 class LoopPrinter:
@@ -89,13 +92,16 @@ class LoopPrinter:
         self.ndim, self.options, self.header = launch_ndim, options, header
         self.entry = f"{k.name}_{launch_ndim}d"
         self.private = options.privatized if options.parallel else ()
+        # a parallel launch with deferred statements (ir.Deferred) runs in chunks too: they run row-lagged
+        self.deferred = k.deferred
+        self.chunked = bool(self.private) or (options.parallel and k.deferred is not None)
         self.plan = options.plan if self.private else None
         self.shared = self.plan.shared if self.plan is not None else ()
         rows = dict(options.owned) if self.private else {}
         # per-chunk private copies: not of the mixed targets, nor of those whose rows the chunks own
         self.copied = tuple(a for a in self.private if (self.plan is None or a not in options.mixed) and a not in rows)
         self.params = [f"_gkb_n{a}" for a in range(launch_ndim)] + [p.name for p in k.params] + \
-            (["_gkb_chunks"] if self.private else []) + [f"_gkb_{b}_{a}" for a in self.shared for b in ("pb", "rows")]
+            (["_gkb_chunks"] if self.chunked else []) + [f"_gkb_{b}_{a}" for a in self.shared for b in ("pb", "rows")]
         self.flags = f"parallel={options.parallel}, cache=True, error_model='numpy', boundscheck={options.boundscheck}"
         self.checks = sum(isinstance(e, ir.InBounds)
                           for e in ir.all_exprs(k.body + (k.interior.body if k.interior else ())))
@@ -137,11 +143,12 @@ class LoopPrinter:
             lines += ["", "", CHECK[0].format(inline=inline), *CHECK[1:]]
         lines += ["", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
         # a 1-D parallel launch with an interior: its edges run serially in the entry, or in `<entry>_edges`
-        edges = options.parallel and not self.private and self.ndim == 1 and k.interior is not None \
+        edges = options.parallel and not self.chunked and self.ndim == 1 and k.interior is not None \
             and k.interior.on(0) is not None
-        if not self.private:
+        if not self.chunked:
             loop = "_gk_prange" if options.parallel else "range"
             lines += self.loop_nest(NumbaSyntax(self.ndim), 1, Nest(f"{loop}(_gkb_n0)", loop, merge=options.parallel))
+            lines += self.deferred_loops(1)
             if edges:
                 lines.append(f"    return _gkb_w0 <= {SERIAL_EDGES}")
         else:
@@ -157,10 +164,11 @@ class LoopPrinter:
             lines += ["", "", f"@_gk_njit({flags})", f"def {entry}_edges({', '.join(params)}):",
                       *self.loop_nest(NumbaSyntax(self.ndim), 1,
                                       Nest("_gk_prange(_gkb_n0)", "_gk_prange", edges_only=True))]
-        if self.private:
+        if self.chunked:
             lines += ["", "", f"@_gk_njit({flags.replace('parallel=True', 'parallel=False')})",
                       f"def {entry}_atomics_serial({', '.join(params)}):",
-                      *self.loop_nest(NumbaSyntax(self.ndim), 1, Nest("range(_gkb_n0)", split=self.ndim > 1))]
+                      *self.loop_nest(NumbaSyntax(self.ndim), 1, Nest("range(_gkb_n0)", split=self.ndim > 1)),
+                      *self.deferred_loops(1)]
         if self.spilled:
             # compiled only when a launch picks sparse privatisation (NumbaBackend.run); with its own serial twin
             sparse = self.chunks(self.spilled)
@@ -213,6 +221,11 @@ class LoopPrinter:
         types = {p.name: p.type for p in k.params}
         sx = NumbaSyntax(self.ndim)
         pad = "    " * depth
+        header = "range(_gkb_c * _gkb_n0 // _gkb_chunks, (_gkb_c + 1) * _gkb_n0 // _gkb_chunks)"
+        if self.deferred is not None:  # the chunk's bounds, which its lagged rows test (no mixed plan here)
+            lines += [f"{pad}_gkb_a = _gk_int64(_gkb_c) * _gkb_n0 // _gkb_chunks",
+                      f"{pad}_gkb_b = (_gk_int64(_gkb_c) + 1) * _gkb_n0 // _gkb_chunks"]
+            header = "range(_gkb_a, _gkb_b)"
         for a in copied:
             lines += [f"{pad}for _gkb_e in range({a}.size):",
                       f"{pad}    _gkb_flat_{a}[_gkb_c, _gkb_e] = {sx.literal(0, types[a].dtype)}"]
@@ -224,9 +237,11 @@ class LoopPrinter:
         syntax = PrivatizedSyntax(self.ndim, frozenset(self.options.mixed) if plan else frozenset(),
                                   frozenset(shared), accumulators, self.direct,
                                   {a: acc for a, (_, acc) in self.owned.items()}, frozenset(spill))
-        lines += self.loop_nest(syntax, depth, Nest(
-            "range(_gkb_c * _gkb_n0 // _gkb_chunks, (_gkb_c + 1) * _gkb_n0 // _gkb_chunks)",
-            split=self.ndim > 1, chunked=True))
+        # with deferred rows, every axis is split (in 1-D, axis 0 too: LoopPrinter._chunk_split), the threads
+        # kept in order so that the Active sums add as the unsplit loops do (docs/adjoint-forms.md, section 6)
+        deferred = self.deferred is not None
+        lines += self.loop_nest(syntax, depth, Nest(header, split=self.ndim > 1 or deferred, chunked=True,
+                                                    ordered=deferred))
         lines += [f"{pad}_gkb_priv_{a}[{', '.join(['_gkb_c', *idx])}] += {acc}"
                   for (a, idx), acc in accumulators.items()]
         lines += [f"{pad}_gkb_ns_{a}[_gkb_c] = _gkb_k_{a}" for a in spill]
@@ -235,6 +250,7 @@ class LoopPrinter:
             lines += ["        for _gkb_k in range(_gkb_chunks):",
                       f"            for _gkb_e in range(_gkb_ns_{a}[_gkb_k]):",
                       f"                {a}[{at}] += _gkb_sv_{a}[_gkb_k, _gkb_e]"]
+        lines += self.deferred_rest()
         if copied:
             lines += _private_sums(copied, {a: types[a].ndim for a in copied})
         for a in shared:  # the flagged rows of each slot's copy, in slot order; zeroed again
@@ -333,6 +349,10 @@ class LoopPrinter:
             self._axis(p, nest, inner, axis + 1, d + 1, inside, flag)
             if axis == 0 and nest.chunked:
                 self._rows_flush(p, d + 1)
+                self.lagged_row(p, d + 1, True)
+            return
+        if axis == 0 and nest.chunked and axis == last:
+            self._chunk_split(p, nest, inner, r, d)
             return
         n, lo_, hi_ = f"_gkb_n{axis}", f"_gkb_lo{axis}", f"_gkb_hi{axis}"
         # a constant start is printed literally: LLVM then knows j >= start, drops Numba's
@@ -345,11 +365,13 @@ class LoopPrinter:
             p.line(d, f"{hi_} = {n if r.hi is None else p.expr(r.hi)}")
             p.line(d, f"for _gkb_t{axis} in {header}:")
             test = f"_gkb_t{axis} >= {start} and _gkb_t{axis} < {hi_}"
-            if nest.merge:
+            if nest.merge or nest.ordered:
                 # no branch here: a bool the innermost axis reads, so that the general body is printed
                 # once whatever the number of split axes (two copies of the body in all, not 1 + axes)
                 p.line(d + 1, f"_gkb_in{axis} = {test}{f' and {flag}' if flag else ''}")
                 self._axis(p, nest, inner, axis + 1, d + 1, True, f"_gkb_in{axis}")
+                if axis == 0 and nest.chunked:
+                    self.lagged_row(p, d + 1, True)
                 return
             chunked = axis == 0 and nest.chunked
             if chunked:
@@ -360,6 +382,7 @@ class LoopPrinter:
             self._axis(p, nest, inner, axis + 1, d + 2, False)
             if chunked:
                 self._rows_flush(p, d + 1)
+                self.lagged_row(p, d + 1, True)
             return
         p.line(d, f"{lo_} = min({start if const_lo else f'max({p.expr(r.lo)}, 0)'}, {n})")
         p.line(d, f"{hi_} = {n if r.hi is None else f'min(max({p.expr(r.hi)}, {lo_}), {n})'}")
@@ -390,6 +413,87 @@ class LoopPrinter:
         for first, stop, interior in (("0", lo_, False), (start, hi_, True), (hi_, n, False)):
             p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({first}, {stop}):")
             self._axis(p, nest, inner, axis + 1, d + 1, interior)
+
+
+    def _chunk_split(self, p: Printer, nest: Nest, inner: ir.Interior, r: ir.AxisRange, d: int) -> None:
+        """A 1-D chunk [_gkb_a, _gkb_b) split in order: the general body, the interior, the general body,
+        each row followed by its lagged row (ir.Deferred). The interior starts where every lagged row it
+        runs is inside the chunk's window and the deferred domain, and runs them without tests."""
+        df = self.deferred
+        const_lo = isinstance(r.lo, ir.Const)
+        start = str(max(int(r.lo.value), 0)) if const_lo else f"max({p.expr(r.lo)}, 0)"
+        p.line(d, f"_gkb_lo0 = min({start}, _gkb_n0)")
+        p.line(d, f"_gkb_hi0 = {'_gkb_n0' if r.hi is None else f'min(max({p.expr(r.hi)}, _gkb_lo0), _gkb_n0)'}")
+        lag, window, extent = df.lag, df.window, p.expr(df.extents[0])
+        p.line(d, f"_gkb_ia = min(max(_gkb_a, _gkb_lo0, _gkb_a + {window}, {lag}), _gkb_b)")
+        p.line(d, f"_gkb_ib = max(min(_gkb_b, _gkb_hi0, {extent} + {lag}), _gkb_ia)")
+        for first, stop, interior in (("_gkb_a", "_gkb_ia", False), ("_gkb_ia", "_gkb_ib", True),
+                                      ("_gkb_ib", "_gkb_b", False)):
+            p.line(d, f"for _gkb_t0 in range({first}, {stop}):")
+            p.line(d + 1, "if _gkb_t0 >= 0:")
+            self._axis(p, nest, inner, 1, d + 2, interior)
+            self.lagged_row(p, d + 2, not interior)
+
+    def lagged_row(self, p: Printer, d: int, guarded: bool) -> None:
+        """After body row _gkb_t0 of a chunk: deferred row _gkb_t0 - lag, where the chunk's window and the
+        deferred domain allow (`guarded`: tested here; otherwise the loop's range ensures it)."""
+        df = self.deferred
+        if df is None:
+            return
+        if guarded:
+            p.line(d, f"if _gkb_t0 >= _gkb_a + {df.window}:")
+            d += 1
+        p.line(d, f"_gkb_d0 = _gkb_t0 - {df.lag}")
+        if guarded:
+            p.line(d, f"if _gkb_d0 >= 0 and _gkb_d0 < {p.expr(df.extents[0])}:")
+            d += 1
+        self.deferred_row(p, d, "_gkb_d")
+
+    def deferred_row(self, p: Printer, d: int, var: str) -> None:
+        """Deferred row `{var}0` (ir.Deferred): the loops of its inner axes, its statements."""
+        df = self.deferred
+        for axis in range(1, self.ndim):
+            p.line(d, f"for {var}{axis} in range({p.expr(df.extents[axis])}):")
+            d += 1
+        sx = NumbaSyntax(self.ndim)
+        sx.tid = var + "{0}"
+        q = Printer(sx)
+        reads = {e.name for e in ir.all_exprs(df.body) if isinstance(e, ir.Var)}
+        first = defined_before_use(df.body)
+        q.block(tuple(a for a in self.zeros if a.name in reads and a.name not in first) + df.body, d)
+        p.lines.extend(q.lines)
+
+    def deferred_loops(self, d: int) -> list[str]:
+        """Every deferred row, after a launch's loops (no chunks: the serial forms)."""
+        if self.deferred is None:
+            return []
+        p = Printer(NumbaSyntax(self.ndim))
+        p.line(d, f"for _gkb_x0 in range({p.expr(self.deferred.extents[0])}):")
+        self.deferred_row(p, d + 1, "_gkb_x")
+        return p.lines
+
+    def deferred_rest(self) -> list[str]:
+        """After the chunks: the deferred rows no chunk ran lagged, serially. Chunk [a, b) ran rows t - lag
+        for t in [a + window, b); the rest are t - lag for t in [a, min(a + window, b)) of each chunk, and
+        those below -lag or from n0 - lag on (no body row of the launch lags them)."""
+        df = self.deferred
+        if df is None:
+            return []
+        p = Printer(NumbaSyntax(self.ndim))
+        extent, lag = p.expr(df.extents[0]), df.lag
+        p.line(2, "for _gkb_xc in range(_gkb_chunks):")
+        p.line(3, "_gkb_xa = _gkb_xc * _gkb_n0 // _gkb_chunks")
+        p.line(3, "_gkb_xb = (_gkb_xc + 1) * _gkb_n0 // _gkb_chunks")
+        p.line(3, f"for _gkb_xt in range(_gkb_xa, min(_gkb_xa + {df.window}, _gkb_xb)):")
+        p.line(4, f"_gkb_x0 = _gkb_xt - {lag}")
+        p.line(4, f"if _gkb_x0 >= 0 and _gkb_x0 < {extent}:")
+        self.deferred_row(p, 5, "_gkb_x")
+        if lag < 0:
+            p.line(2, f"for _gkb_x0 in range(min({-lag}, {extent})):")
+            self.deferred_row(p, 3, "_gkb_x")
+        p.line(2, f"for _gkb_x0 in range(max(_gkb_n0 - {lag}, 0), {extent}):")
+        self.deferred_row(p, 3, "_gkb_x")
+        return p.lines
 
 
 def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str = "") -> tuple[str, str]:

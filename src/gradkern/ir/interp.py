@@ -127,3 +127,7 @@ def interpret(k: ir.Kernel, dim: tuple[int, ...], args: list) -> None:
     with np.errstate(all="ignore"):
         for tid in itertools.product(*(range(n) for n in dim)):
             _Frame(k, arrays, scalars, tid, dim).run(k.body)
+        if k.deferred is not None:  # after every thread (ir.Deferred)
+            extents = [int(_Frame(k, arrays, scalars, (0,) * len(dim), dim).val(e)) for e in k.deferred.extents]
+            for tid in itertools.product(*(range(n) for n in extents)):
+                _Frame(k, arrays, scalars, tid, tuple(extents)).run(k.deferred.body)

@@ -123,6 +123,11 @@ def neighbour(name: str, n: int) -> str:
     return f"{name}_n{n}"
 
 
+def deferred(name: str) -> str:
+    """A local of a gather kernel's deferred statements (transforms/fold.py)."""
+    return f"{name}_d"
+
+
 def lane(name: str, k: int) -> str:
     """Lane k of a derivative parameter or local in vector mode (transforms/lanes.py)."""
     return f"{name}_l{k}"

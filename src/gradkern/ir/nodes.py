@@ -306,11 +306,27 @@ class Interior:
 
 
 @dataclass(frozen=True)
+class Deferred:
+    """Statements that every thread of a second domain runs after every thread of the kernel's body has
+    run (transforms/fold.py): in them tid is the deferred thread's index, and the domain is `extents`
+    (per launch axis, int64 expressions of parameters). A backend that runs axis 0 in chunks, the rows of
+    a chunk in order, may instead run deferred row r right after body row r + `lag` of a chunk whose start
+    is at least `window` rows before that row: the body reads what deferred row r writes only in rows
+    r + lag - window to r + lag (the transform proves it). Every other row runs after the body's loop."""
+
+    body: tuple[Stmt, ...]
+    extents: tuple[Expr, ...]
+    lag: int
+    window: int
+
+
+@dataclass(frozen=True)
 class Kernel:
     """A kernel: parameters, a structured body, and the launch dimensionality it
     uses (`tid_ndim`, 0 if it never calls gk.tid()). `locals` maps each local to
     its type once types are inferred. `interior`, when set, is an equivalent
-    body for the threads inside its per-axis index ranges."""
+    body for the threads inside its per-axis index ranges; `deferred`, when set,
+    statements run after the body for a second domain of threads."""
 
     name: str
     params: tuple[Param, ...]
@@ -320,6 +336,7 @@ class Kernel:
     interior: Interior | None = None
     thread_indices: frozenset[str] = frozenset()
     loc: Loc | None = field(**_loc)
+    deferred: Deferred | None = field(default=None, kw_only=True)
 
     def param(self, name: str) -> Param:
         for p in self.params:

@@ -14,6 +14,11 @@ def format_kernel(k: ir.Kernel) -> str:
     if k.interior is not None:
         lines.append("interior where " + " and ".join(str(r) for r in k.interior.ranges) + ":")
         _block(k.interior.body, lines, 1)
+    if k.deferred is not None:
+        d = k.deferred
+        lines.append(f"deferred over ({', '.join(str(e) for e in d.extents)}), row r after row r + {d.lag}, "
+                     f"window {d.window}:")
+        _block(d.body, lines, 1)
     return "\n".join(lines) + "\n"
 
 

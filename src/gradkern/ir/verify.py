@@ -127,4 +127,13 @@ def verify(k: ir.Kernel, stage: str = "") -> ir.Kernel:
                     if isinstance(x, (ir.Load, ir.Select, ir.InBounds)):
                         bad(f"interior bound of axis {r.axis} reads memory or branches", e)
         block(k.interior.body, set())
+    if k.deferred is not None:
+        if len(k.deferred.extents) != k.tid_ndim or k.deferred.window < 0:
+            bad("deferred statements need one extent per tid axis and a window >= 0", k.name)
+        for e in k.deferred.extents:
+            expr(e)
+            if e.type != I64 or any(isinstance(x, (ir.Tid, ir.Load, ir.Select, ir.InBounds))
+                                    or isinstance(x, ir.Var) and x.name in local for x in ir.walk_expr(e)):
+                bad("a deferred extent must be an int64 launch invariant", e)
+        block(k.deferred.body, set())
     return k

@@ -435,9 +435,10 @@ def _reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None, insp
     def run(role: str, r: ReverseSpecialization, lo: int, hi: int) -> Run:
         return Run(role, getattr(r, role), lo, hi, r, compiled)
 
+    # a gather that does the reverse's work (transforms/fold.py) leaves no reverse launch
     split = (run("augmented_primal", rs, 0, lanes),
              *(r for lo, hi, g in groups for r in ((run("gather", g, lo, hi),) if g.gather is not None else ())
-               + (run("reverse", g, lo, hi),)))
+               + (() if g.gather_folded else (run("reverse", g, lo, hi),))))
     if roles == ("fused",):
         runs: tuple = (run("fused", rs, 0, lanes),)
     elif roles == ("gather", "fused"):
@@ -463,10 +464,14 @@ def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str, grouped
     if grouped:
         if grouped_fuses(rs):
             return ("gather", "fused")
-        return SPLIT_PLAN if rs.gather is None else ("augmented_primal", "gather", "reverse")
+        if rs.gather is None:
+            return SPLIT_PLAN
+        return ("augmented_primal", "gather") if rs.gather_folded else ("augmented_primal", "gather", "reverse")
     if rs.gather is None:
         return SPLIT_PLAN if active and untaped and backend_object(backend).split_reductions else ("fused",)
-    return ("gather", "fused") if untaped else ("augmented_primal", "gather", "reverse")
+    if untaped:  # the fused kernel after a folded gather is the primal alone (transforms/fold.py)
+        return ("gather", "fused")
+    return ("augmented_primal", "gather") if rs.gather_folded else ("augmented_primal", "gather", "reverse")
 
 
 def grouped_fuses(rs: ReverseSpecialization) -> bool:

@@ -14,7 +14,8 @@ accumulators, so every group sees the post-primal state a split reverse sees.
 Where a gather exists and nothing is taped (the fused plan gather + fused), each
 group's gather runs on the memory as it was on entry, then one fused launch runs
 the primal and every lane's remaining reverse work (for a stencil: zeroing the
-written arrays' shadows): k / group + 1 launches instead of 2 k / group + 1. A
+written arrays' shadows, unless the gathers do it: transforms/fold.py): k / group + 1 launches instead
+of 2 k / group + 1. A
 gather writes only its own lanes' gathered shadows and reads no shadow another
 group's gather writes (those are the arrays it gathers, each lane its own), so
 each lane sees exactly what its one-lane call would.

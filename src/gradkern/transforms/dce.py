@@ -87,9 +87,10 @@ def eliminate_dead(k: ir.Kernel) -> ir.Kernel:
     """`k` without the assignments nothing reads (locals die with their thread)."""
     body = _prune(k.body, set())
     interior = k.interior and replace(k.interior, body=_prune(k.interior.body, set()))
-    used = {n for s in ir.walk_stmts(body + (interior.body if interior else ()))
+    deferred = k.deferred and replace(k.deferred, body=_prune(k.deferred.body, set()))
+    bodies = body + (interior.body if interior else ()) + (deferred.body if deferred else ())
+    used = {n for s in ir.walk_stmts(bodies)
             for n in ([s.name] if isinstance(s, ir.Assign) else [s.var] if isinstance(s, ir.For) else [])}
-    used |= {x.name for e in ir.all_exprs(body + (interior.body if interior else ()))
-             for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
+    used |= {x.name for e in ir.all_exprs(bodies) for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
     locals_ = tuple((n, t) for n, t in k.locals if n in used)
-    return replace(k, body=body, interior=interior, locals=locals_)
+    return replace(k, body=body, interior=interior, deferred=deferred, locals=locals_)

@@ -31,7 +31,8 @@ the gather runs over the modulus M as well (a wrap lands anywhere in it).
 
 The gather kernel runs after the augmented primal (it may read the tape) and
 before the reverse that zeroes write-only shadows (it reads them), and that
-reverse no longer updates the gathered shadows.
+reverse no longer updates the gathered shadows. Where the backend allows,
+transforms/fold.py folds that reverse's remaining work into the gather.
 """
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ class Gather:
     reach: tuple[int, ...]  # per axis, how far past the launch extent the accesses land
     # per axis, the (array, axis) whose extent is the wrap modulus M, or None: the gather covers M too
     wraps: tuple[tuple[str, int] | None, ...] = ()
+    # its own copy (offset 0) sums the Active scalars (gather_kernel's `own_sums`, where it has one)
+    sums_kept: bool = False
+    # it does all the reverse's work (transforms/fold.py), and clears these shadows after their last read
+    reverse_folded: bool = False
+    folded: tuple[str, ...] = ()
 
 
 class _Offsets:
@@ -243,10 +249,13 @@ class _Offsets:
         return _all(tests) if tests else True
 
 
-def _neighbour(body, o: Offset, plan: dict, acc: dict[str, str], sums: set[str], at: _Offsets) -> tuple[ir.Stmt, ...]:
+def _neighbour(body, o: Offset, plan: dict, acc: dict[str, str], sums: set[str], at: _Offsets,
+               kept: frozenset[str] = frozenset()) -> tuple[ir.Stmt, ...]:
     """Thread (tid - o)'s statements, keeping of all its writes only the
     contributions to the gathered shadows at offset o (into the accumulators):
-    its stores, atomic adds and Active scalars' `sums` are dropped."""
+    its stores, atomic adds and Active scalars' `sums` are dropped, but for its
+    atomic adds into the arrays `kept` (the gather's own copy keeps the Active
+    scalars' sums: transforms/fold.py, where `sums` is then empty)."""
     out: list[ir.Stmt] = []
     for s in body:
         if isinstance(s, ir.AtomicAdd) and s.array in plan:
@@ -255,9 +264,11 @@ def _neighbour(body, o: Offset, plan: dict, acc: dict[str, str], sums: set[str],
                 a = acc[s.array]
                 add = ir.Assign(a, b.add(b.var(a, s.value.type), at.shifted(s.value, o)))
                 out.append(add if test is True else ir.If(at.shifted(test, o), (add,)))
+        elif isinstance(s, ir.AtomicAdd) and s.array in kept:
+            out.append(with_exprs(s, lambda e: at.shifted(e, o)))
         elif not isinstance(s, (ir.Store, ir.AtomicAdd)) and not (isinstance(s, ir.Assign) and s.name in sums):
             out.append(with_blocks(with_exprs(s, lambda e: at.shifted(e, o)),
-                                   lambda blk: _neighbour(blk, o, plan, acc, sums, at)))
+                                   lambda blk: _neighbour(blk, o, plan, acc, sums, at, kept)))
     return tuple(out)
 
 
@@ -464,10 +475,12 @@ def without_atomics_on(k: ir.Kernel, arrays: set[str]) -> ir.Kernel:
 
 
 def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool = True,
-                  sums: frozenset[str] = frozenset()) -> Gather:
+                  sums: frozenset[str] = frozenset(), own_sums: frozenset[str] = frozenset()) -> Gather:
     """The gather kernel for `plan` (shadow → offsets), built from `source`, a
     reverse kernel that replays every value it needs (the split reverse);
-    `sums`: its locals that sum Active scalars' derivatives (the reverse's, not the gather's).
+    `sums`: its locals that sum Active scalars' derivatives (the reverse's, not the gather's,
+    unless `own_sums`, the accumulator arrays they are added to, is given: then the copy of
+    offset 0 keeps them, where there is one copy per offset, and `Gather.sums_kept` says so).
     Without a tape, the tape pointers it would read from the count array are dropped."""
     ndim = source.tid_ndim
     if not taped:
@@ -481,10 +494,14 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool =
     offsets = sorted(set().union(*plan.values()))
     types = {p.name: p.type.dtype for p in source.params if p.name in plan}
     acc = {a: names.gather_accumulator(a) for a in plan}
-    local = {n: t for n, t in source.locals if n not in sums} | {acc[a]: types[a] for a in plan}
     body: list[ir.Stmt] = [ir.Assign(acc[a], b.const(0, types[a])) for a in sorted(plan)]
     copies = [_neighbour(source.body, o, plan, acc, sums, at) for o in offsets]
     looped = len(offsets) > 1 and sum(_statement_count(c) for c in copies) > LOOP_STATEMENTS
+    own = ((0, 0),) * ndim
+    kept = bool(own_sums) and not looped and own in offsets
+    if kept:  # the own copy keeps the sums and their adds into the accumulators
+        copies[offsets.index(own)] = _neighbour(source.body, own, plan, acc, frozenset(), at, own_sums)
+    local = {n: t for n, t in source.locals if n not in sums or kept} | {acc[a]: types[a] for a in plan}
     if looped:
         body.append(_offset_loop(source, offsets, plan, acc, sums, at, local))
     for n, o in enumerate([] if looped else offsets):
@@ -512,4 +529,4 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool =
     wraps = tuple((at.modulus[axis].array, at.modulus[axis].axis) if any(o[axis][1] for o in offsets) else None
                   for axis in range(ndim))
     shown = tuple(tuple(c if not s else f"{c}{'+' if s > 0 else '-'}M" for c, s in o) for o in offsets)
-    return Gather(kernel, tuple(sorted(plan)), shown, reach, wraps)
+    return Gather(kernel, tuple(sorted(plan)), shown, reach, wraps, sums_kept=kept)

@@ -78,8 +78,10 @@ def replicate_lanes(k: ir.Kernel, seeds: set[str], lanes: int) -> ir.Kernel:
     local_items = []
     for name, t in k.locals:
         local_items += [(lane_name(name, n), t) for n in range(lanes)] if name in lane else [(name, t)]
+    # a folded gather's deferred statements clear each lane's consumed shadows (transforms/fold.py)
+    deferred = k.deferred and replace(k.deferred, body=block(k.deferred.body))
     return replace(k, name=f"{k.name}_x{lanes}", params=tuple(params), body=block(k.body),
-                   locals=tuple(sorted(local_items)), interior=None)
+                   locals=tuple(sorted(local_items)), interior=None, deferred=deferred)
 
 
 def _written(k: ir.Kernel) -> set[str]:

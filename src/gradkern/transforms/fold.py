@@ -1,0 +1,129 @@
+"""The reverse's last work folded into a stencil's gather (docs/adjoint-forms.md, section 6).
+
+Once the gather (transforms/gather.py) computes a stencil's scattered adds, the reverse kernel of a
+stencil such as un[i] = f(u[i-1], u[i], u[i+1], c) has two jobs left: clear the consumed output shadow
+(`d_un[i] = 0`, each thread its own elements) and sum the Active scalars' terms. Both fold into the
+gather, and the reverse launch goes:
+
+* the sums: the gather's own copy (offset 0, thread t replaying itself) keeps the reverse's per-thread
+  sums and their atomic adds into the accumulators (`gather_kernel(..., own_sums=...)`); the other
+  copies drop them, as before;
+* the clearing: the reverse's zero stores, with what their indices and conditions need, become the
+  gather kernel's deferred statements (`ir.Deferred`) over the launch domain. They run after every
+  gather thread; a backend that runs rows in order within chunks runs them row-lagged instead.
+
+The lag. Gather row t (launch axis 0) reads a consumed shadow s at rows t + d, d in D_s (constants,
+from its loads). Thread i's zero store at i + z clears row x = i + z, which gather rows x - max D_s to
+x - min D_s read; the last of them is row i + z - min D_s. So deferred row i may run right after gather
+row i + lag with `lag` = max over the stores of (z - min D_s). All those readers ran before it in the
+same chunk when the first, i + z - max D_s = (i + lag) - (lag - z + max D_s), is at or after the chunk's
+start: `window` = max over the stores of (lag - z + max D_s). The inner axes need nothing: a row's inner
+threads all run before the next row starts. For Allen–Cahn (D = {-1, 0, 1}, z = 0): lag 1, window 2.
+
+Refused (None: the reverse launch stays) where this is not proved: a reverse with any other write left
+(plain adds, atomics into shadows, a store of anything but zero), a zero store inside a loop or not at
+`tid + z` on every axis (no wrap), a consumed shadow the gather also computes, one the gather reads at an
+index that is not a constant offset of tid on axis 0, deferred statements that read a shadow or an
+accumulator, and Active sums where the gather has no own copy (no offset 0, or a looped gather).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir import build as b
+from ..ir import names
+from ..ir import nodes as ir
+from ..ir.names import GATHER_EXTENT
+from ..ir.rewrite import rename_locals, with_blocks
+from ..ir.types import I64
+from .dce import eliminate_dead
+from .gather import Gather, Offset, _Offsets, gather_kernel
+from .simplify import without
+
+
+def _zero(e: ir.Expr) -> bool:
+    return isinstance(e, ir.Const) and not isinstance(e.value, bool) and e.value == 0
+
+
+def _writes(body: tuple[ir.Stmt, ...], looped: bool = False) -> list[tuple[ir.Stmt, bool]]:
+    """Every store and atomic add of `body`, with whether it is inside a loop."""
+    out = []
+    for s in body:
+        if isinstance(s, (ir.Store, ir.AtomicAdd)):
+            out.append((s, looped))
+        for blk in ir.blocks(s):
+            out += _writes(blk, looped or isinstance(s, (ir.For, ir.While)))
+    return out
+
+
+def _merged(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
+    """`body` with each `if` whose branches are the same replaced by that branch (a condition has no
+    effect): the reverse clears `d_un[i]` in both arms of a boundary test, and the deferred row then has
+    no branch left."""
+    out: list[ir.Stmt] = []
+    for s in body:
+        s = with_blocks(s, _merged)
+        if isinstance(s, ir.If) and s.then == s.orelse:
+            out.extend(s.then)
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def fold_reverse(source: ir.Kernel, rest: ir.Kernel, plan: dict[str, set[Offset]], taped: bool,
+                 sums: frozenset[str], accumulators: frozenset[str]) -> Gather | None:
+    """The gather of `plan` built from `source` (the split reverse) that also does all the work of
+    `rest` (the reverse without the gathered adds): its zero stores as deferred statements, its Active
+    sums in the own copy. None where that is not proved sound (the module's docstring)."""
+    ndim = source.tid_ndim
+    writes = _writes(rest.body)
+    stores = [s for s, _ in writes if isinstance(s, ir.Store)]
+    if any(looped for s, looped in writes if isinstance(s, ir.Store)) or \
+            any(not _zero(s.value) or s.array in plan or s.array in accumulators for s in stores) or \
+            any(s.array not in accumulators for s, _ in writes if isinstance(s, ir.AtomicAdd)):
+        return None
+    at = _Offsets(rest)
+    zs: list[tuple[str, int]] = []  # (consumed shadow, z on axis 0) per zero store
+    for s in stores:
+        found = at.of(s.indices)
+        if found is None or len(found) != 1 or any(w for _, w in next(iter(found))):
+            return None
+        zs.append((s.array, next(iter(found))[0][0]))
+    consumed = frozenset(a for a, _ in zs)
+    adds = any(isinstance(s, ir.AtomicAdd) for s, _ in writes)
+    g = gather_kernel(source, plan, taped, sums, own_sums=accumulators if adds else frozenset())
+    if adds and not g.sums_kept:
+        return None
+    reads: dict[str, set[int]] = {a: set() for a in consumed}  # D_s on axis 0
+    gat = _Offsets(g.kernel)
+    for e in ir.all_exprs(g.kernel.body):
+        if isinstance(e, ir.Load) and e.array in consumed:
+            found = gat.axis(e.indices[0], 0) if e.indices else None
+            if found is None or any(w for _, w in found):
+                return None
+            reads[e.array] |= {c for c, _ in found}
+    lag = max([z - min(reads[a]) for a, z in zs if reads[a]], default=0)
+    window = max([lag - z + max(reads[a]) for a, z in zs if reads[a]], default=0)
+    deferred = eliminate_dead(without(rest, lambda s: isinstance(s, ir.AtomicAdd) or
+                                      isinstance(s, ir.Assign) and s.name in sums))
+    body = _merged(deferred.body)
+    if any(isinstance(e, ir.Load) and (e.array in consumed or e.array in plan or e.array in accumulators)
+           for e in ir.all_exprs(body)):
+        return None
+    own = {n for n, _ in deferred.locals}
+    renamed = {n: names.deferred(n) for n in own}
+    kernel = g.kernel
+    local = dict(kernel.locals) | {renamed[n]: t for n, t in deferred.locals}
+    extents = tuple(b.var(f"{GATHER_EXTENT}{a}", I64) for a in range(ndim))
+    kernel = replace(kernel, locals=tuple(sorted(local.items())),
+                     deferred=ir.Deferred(rename_locals(body, renamed), extents, lag, max(window, 0)))
+    return replace(g, kernel=kernel, reverse_folded=True, folded=tuple(sorted(consumed)))
+
+
+def without_folded(k: ir.Kernel, g: Gather, accumulators: frozenset[str]) -> ir.Kernel:
+    """`k` (the fused kernel) without the work a folded gather `g` does: its stores into the shadows `g`
+    clears and its adds into the Active scalars' accumulators."""
+    folded = set(g.folded)
+    return without(k, lambda s: isinstance(s, ir.Store) and s.array in folded or
+                   isinstance(s, ir.AtomicAdd) and s.array in accumulators)
