@@ -2,14 +2,15 @@
 
 Whether a launch's parallel loop beats the same loop run by one thread depends on the machine and its load,
 not on the kernel alone: on a 2-core VM a memory-bound stencil over 2^21 points ran faster serially than in
-parallel (the second core a hyperthread, the data in L3), and with other processes busy a parallel launch
-waits at its barrier for a descheduled worker, 15x the serial time. So an entry with a serial twin
-(numba_loops.py) that a program launches many times at one size is timed both ways: after WARM launches of
-its parallel form, it alternates the two for TRIALS timed launches each (the first of each untimed: the
-twin may compile), keeps the faster by median, and times them again every EVERY launches, so a choice made
-under load is revisited when the load goes. Both forms compute every value identically (the same chunks,
-the same order within each, the chunks' partial sums combined alike), so the choice changes no result.
-GRADKERN_CHOOSE_SERIAL=0 keeps every large launch parallel.
+parallel (issue 33's measurement), and with other processes busy a parallel launch waited at its barrier,
+15x the serial time (benchmarks/kernels/serial_choice.py). So an entry with a serial twin (numba_loops.py)
+that a program launches many times at one size is timed both ways: after WARM launches of its parallel form,
+it alternates the two for TRIALS timed launches each (the first of each untimed: the twin may compile),
+keeps the serial form only where its median is below MARGIN times the parallel one's (with 3 trials and no
+margin, a quiet run kept the serial form of a step that ran 2.1 ms so and 1.6 ms in parallel), and times
+them again every EVERY launches, so a choice made under load is revisited when the load goes. Both forms
+compute every value identically (the same chunks, the same order within each, the chunks' partial sums
+combined alike), so the choice changes no result. GRADKERN_CHOOSE_SERIAL=0 keeps every large launch parallel.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Any
 
 ENABLED = os.environ.get("GRADKERN_CHOOSE_SERIAL", "1") != "0"
 WARM = 8  # launches of one entry and size before any trial: one-off launches never compile the twin
-TRIALS = 3  # timed launches of each form per trial
+TRIALS = 5  # timed launches of each form per trial
+MARGIN = 0.9  # the serial form is kept only when its median is below this fraction of the parallel one's
 EVERY = 512  # launches between trials
 
 
@@ -59,7 +61,7 @@ class SerialChoice:
         """A timed trial launch took `seconds`; once both forms have TRIALS, the faster is kept."""
         choice.times[serial].append(seconds)
         if all(len(t) >= TRIALS for t in choice.times.values()):
-            choice.serial = statistics.median(choice.times[True]) < statistics.median(choice.times[False])
+            choice.serial = statistics.median(choice.times[True]) < MARGIN * statistics.median(choice.times[False])
             choice.times = {False: [], True: []}
 
     def chosen(self) -> dict[tuple[int, int], bool]:
