@@ -31,10 +31,11 @@ Bandwidth: primal GB/s = Row.traffic(args) (the fewest bytes the primal
 must move) / primal time; gradient GB/s = (Row.traffic(args) + 2 x the bytes
 of every shadow: each read and written once) / gradient time, the traffic a
 fused primal-and-adjoint would need at least. Rows with traffic 0
-(compute-bound, n-body) are reported in time only. Goals: gradient/primal
-<= 3 for every kernel and gradient/hand <= 1.3 where a hand-written adjoint
-exists; a missed goal's reason comes from REASONS below (filled in when
-the cause is known), "—" otherwise.
+(compute-bound, n-body) are reported in time only. Goals (issue 33):
+gradient/hand <= 1.3 where a hand-written adjoint exists, and gradient/primal
+<= 3, or, for a byte-bound row, no worse than the hand-written adjoint's own
+ratio (gradient <= hand); a missed goal's reason comes from REASONS below
+(filled in when the cause is known), "—" otherwise.
 
     python benchmarks/library/library.py                        # full size, print the table
     python benchmarks/library/library.py --quick                # tiny sizes, 3 rounds: a smoke test
@@ -77,19 +78,20 @@ COPY_ELEMENTS = 2**24  # 128 MiB of float64: beyond the caches of most machines 
 # Why a kernel misses a goal, by row name, from gk.inspect's plan and the bytes each pass moves (shown in the
 # table's last column). "Not profiled" where the cause is not known yet.
 _STENCIL = ("byte bound: the gradient is the gather (which also clears the output's shadow, docs/adjoint-forms.md "
-            "section 5) and the primal, ~3x the primal's traffic")
+            "section 6) and the primal, ~3x the primal's traffic")
 _WRAP = ("wrap-aware gather replays every neighbour candidate (3 in 1-D, 9 in 2-D) with its flux; the hand "
          "adjoint computes each face flux once (suspected, not profiled)")
 REASONS: dict[str, str] = {
     "axpy": "two passes (augmented primal, reverse) plus Active a's partial sums: 7 streams for the primal's 3",
-    "scal": "in place with Active a: the old x is taped (8 B per element, allocated each call), 3x at best",
-    "ger": "x's and y's shadows take atomic adds (every thread of a row or column adds into them), privatised",
+    "scal": "in place with Active a, nothing taped since issue 33 (x's old value kept in a register); not profiled",
+    "ger": ("in-order sums: on one thread the gradient took 15.8 ms, 10.7 without Active alpha's sum, 3.8 without "
+            "the per-row dx sum too (primal 2.6); several partial sums would change the rounding"),
     "gemv_t": "one thread per column walks A with stride n on the CPU (the GPU's layout); x's shadow atomic",
     "d2q9_step": ("f's shadow takes atomic adds, privatised per chunk: the gather rewrite does not take the "
                   "constant direction index of f[q, i, j]; the hand adjoint is a two-pass pull"),
     "d2q9_equilibrium": "fused reverse without atomics; not profiled",
-    "l2_misfit": "u's shadow takes atomic adds (sensors may repeat): a private copy of all of u per chunk",
-    "l2_misfit_2d": "u's shadow takes atomic adds (sensors may repeat): a private copy of all of u per chunk",
+    "l2_misfit": "u's shadow takes atomic adds at sensors that may repeat: sparse privatisation (adjoint-forms.md 5)",
+    "l2_misfit_2d": "u's shadow takes atomic adds at sensors that may repeat: sparse privatisation",
     "nbody_forces": "pos and mass shadows take atomic adds (thread i reads every j), privatised; 24 B/thread tape",
     "spmv_t": "not profiled (the same random dy reads as the hand adjoint)",
     "laplace_2d": _STENCIL, "heat_step_2d": _STENCIL, "wave_step_2d": _STENCIL,
@@ -253,7 +255,10 @@ class Result:
 
     @property
     def met(self) -> bool:
-        return self.ratio <= GOAL_PRIMAL and (self.ratio_hand is None or self.ratio_hand <= GOAL_HAND)
+        if self.ratio_hand is None:
+            return self.ratio <= GOAL_PRIMAL
+        # byte bound: the hand-written adjoint's own gradient/primal is the floor (issue 33's goal)
+        return self.ratio_hand <= GOAL_HAND and (self.ratio <= GOAL_PRIMAL or self.ratio_hand <= 1.0)
 
 
 def _size(dim: Any) -> str:

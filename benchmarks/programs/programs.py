@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -114,20 +115,41 @@ def _adjoint(u, dun, du, c, dt):
 _HAND_BUFFERS: dict = {}  # (steps, n) -> the states and two adjoint buffers, kept between calls
 
 
-def run_hand(u0, c, steps):
+def run_hand(u0, c, steps, parts=None):
     n = u0.size
     if (steps, n) not in _HAND_BUFFERS:
         _HAND_BUFFERS[steps, n] = np.empty((steps + 1, n)), np.empty(n), np.empty(n)
     states, adj, nxt = _HAND_BUFFERS[steps, n]
     states[0] = u0
+    t0 = time.perf_counter()
     for t in range(steps):
         _step(states[t], states[t + 1], c, DT)
+    t1 = time.perf_counter()
     np.multiply(states[steps], 2.0, out=adj)
     dc = 0.0
     for t in range(steps - 1, -1, -1):
         dc += _adjoint(states[t], adj, nxt, c, DT)
         adj, nxt = nxt, adj
+    if parts is not None:
+        parts["hand primal"].append((t1 - t0) / steps)
+        parts["hand adjoint"].append((time.perf_counter() - t1) / steps)
     return adj.copy(), dc
+
+
+def step_parts(u0, c, steps, rounds: int = 5) -> dict[str, float]:
+    """Median ms per step of each of gradkern's runs of allen_cahn_step (by role: the augmented primal, which
+    also writes its save, and the gather) and of the hand-written primal and adjoint, interleaved."""
+    from gradkern.runtime.call import observing
+    parts = {"hand primal": [], "hand adjoint": []}
+
+    def observe(run, dim, seconds):
+        if run.spec.typed.name.startswith("allen_cahn_step"):
+            parts.setdefault(f"gk {run.role}", []).append(seconds)
+    for _ in range(rounds):
+        with observing(observe):
+            run_gradkern(u0, c, steps)
+        run_hand(u0, c, steps, parts)
+    return {k: statistics.median(v) * 1e3 for k, v in parts.items()}
 
 
 def jax_gradient(steps):
@@ -239,6 +261,7 @@ def main() -> None:
     small = rng.uniform(-0.9, 0.9, 64)  # host cost: the same loop where the kernels take next to nothing
     host = interleaved({"gk": timed(lambda: run_gradkern(small, c, steps))}, max(args.runs, 5), rotate=False)
     host_us = statistics.median(host["gk"]) / steps * 1e6
+    per_step = step_parts(u0, c, steps)
     rows = []
     for name in methods:
         t = statistics.median(times[name])
@@ -256,7 +279,9 @@ def main() -> None:
         "| method | time (s) | vs hand-written | peak memory (MB) | memory vs hand-written |",
         "|---|---:|---:|---:|---:|", *rows, "",
         f"Host cost per step (the same loop at N = 64, where the kernels take next to nothing; a step is one "
-        f"launch, its recording and its reverse): {host_us:.1f} us.", ""])
+        f"launch, its recording and its reverse): {host_us:.1f} us.", "",
+        "Per step (ms, median of 5 interleaved calls; gradkern's by role, observed launches): " +
+        ", ".join(f"{k} {v:.3f}" for k, v in per_step.items()) + ".", ""])
     publish(text, "## programs.py", args.write)
 
 
