@@ -18,20 +18,9 @@ from gradkern.program import steps as program_steps
 from gradkern.program.contents import Contents
 from gradkern.program.savepool import POOL, SavePool
 from gradkern.testing import check_grad
+from program.test_programs import energy, heat, ping_pong
 
 program_record = importlib.import_module("gradkern.program.record")  # the module (the package exports a function)
-
-
-@gk.kernel
-def energy(u, E):
-    i = gk.tid()
-    gk.atomic_add(E, 0, u[i] * u[i])
-
-
-@gk.kernel
-def smooth_inner(u, un, c):
-    i = gk.tid()
-    un[i + 1] = u[i + 1] + c * (u[i] - 2.0 * u[i + 1] + u[i + 2])
 
 
 @gk.custom_rule(writes=("y",))
@@ -58,20 +47,12 @@ def _(config, x, y, c):
         y.dval[...] = c.val * dx + dc * x.val
 
 
-def ping_pong(u, v, E, c, steps):
-    n = u.shape[0]
-    for _ in range(steps):
-        gk.launch(allen_cahn_step, n, u, v, c, 0.01)
-        gk.launch(allen_cahn_step, n, v, u, c, 0.01)
-    gk.launch(energy, n, u, E)
-
-
 def mixed(u, v, w, E, c):
-    """Whole-buffer saves, saves of a view (`v[1:-1]` written by smooth_inner), a rule and a checkpointed loop."""
+    """Whole-buffer saves, saves of a view (`v[1:-1]` written by heat), a rule and a checkpointed loop."""
     n = u.shape[0]
     gk.launch(allen_cahn_step, n, u, v, c, 0.01)
     gk.launch(allen_cahn_step, n, v, u, c, 0.01)
-    gk.launch(smooth_inner, n - 2, u, v, c)  # overwrites part of v, which the launch before reads
+    gk.launch(heat, n - 2, u, v, c)  # overwrites part of v, which the launch before reads
     scale(v, w, c)
     gk.launch(allen_cahn_step, n, w, v, c, 0.01)  # overwrites v, which the rule's reverse reads
 
