@@ -146,7 +146,8 @@ def _bytes(*arrays: np.ndarray) -> int:
 
 
 ROWS: list[Row] = [
-    Row("d2q9_step", _setup_step, lambda a: _bytes(a[0], a[1], a[2]), wrt=("f", "fn", "solid"), hand=_hand_step),
+    Row("d2q9_step", _setup_step, lambda a: _bytes(a[0], a[1], a[2]), wrt=("f", "fn", "solid"), hand=_hand_step,
+        hand_primal=lambda a: _step(*a, EX, EY, W, OPP)),
     Row("d2q9_moments", _setup_moments, lambda a: _bytes(*a[:4])),
     Row("d2q9_equilibrium", _setup_equilibrium, lambda a: _bytes(*a[:4])),
 ]

@@ -23,10 +23,18 @@ class Row:
     scalars); None: every float array and float scalar. hand(args, shadows),
     where one exists, is a hand-written Numba primal followed by its adjoint,
     the shadows given by parameter name and seeded as gradkern's are: the
-    same work as one gk.autodiff call."""
+    same work as one gk.autodiff call. hand_primal(args), given with hand,
+    is that hand-written primal alone: the hand-written gradient/primal ratio
+    a byte-bound row's goal is held against (library.py, Result.met)."""
 
     name: str
     setup: Callable[[np.random.Generator, int], tuple[list, Any]]
     traffic: Callable[[list], int]
     wrt: tuple[str, ...] | None = None
     hand: Callable[[list, dict], None] | None = None
+    hand_primal: Callable[[list], None] | None = None
+
+
+def alone(primal: Callable) -> Callable[[list], None]:
+    """Row.hand_primal of a hand-written primal taking the row's launch arguments in their order."""
+    return lambda args: primal(*args)

@@ -32,7 +32,7 @@ from numba import prange
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
 import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
-from library_rows import Row  # noqa: E402
+from library_rows import Row, alone  # noqa: E402
 
 import gradkern as gk  # noqa: E402
 from gradkern.kernels import sparse  # noqa: E402
@@ -139,8 +139,9 @@ def _hand_spmv_t(args, shadows):
 
 
 ROWS: list[Row] = [
-    Row("spmv", _setup, _traffic(False), wrt=("data", "x", "y"), hand=_hand_spmv),
-    Row("spmv_t", _setup, _traffic(True), wrt=("data", "x", "y"), hand=_hand_spmv_t),
+    Row("spmv", _setup, _traffic(False), wrt=("data", "x", "y"), hand=_hand_spmv, hand_primal=alone(spmv_primal)),
+    Row("spmv_t", _setup, _traffic(True), wrt=("data", "x", "y"), hand=_hand_spmv_t,
+        hand_primal=lambda a: spmv_t_primal(*a, _blocks())),
 ]
 
 

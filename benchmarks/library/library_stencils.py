@@ -21,7 +21,7 @@ from numba import prange
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
 import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
-from library_rows import Row  # noqa: E402
+from library_rows import Row, alone  # noqa: E402
 from references import _interior, allen_cahn_adjoint, allen_cahn_primal, heat_adjoint, heat_primal  # noqa: E402
 from rowcheck import check_against_hand  # noqa: E402
 
@@ -400,19 +400,25 @@ def _add_source_hand(args, shadows):
 STEP = ("u", "un")
 ROWS = [
     Row("allen_cahn_step", _pair(1, C_AC, DT_AC), _two, wrt=STEP,
-        hand=_hand_step(allen_cahn_primal, allen_cahn_adjoint, with_u=True)),
-    Row("laplace_2d", _pair(2), _two, wrt=("u", "out"), hand=_laplace_hand(laplace_primal, laplace_adjoint)),
-    Row("heat_step_2d", _pair(2, C_2D), _two, wrt=STEP, hand=_hand_step(heat_primal, heat_adjoint)),
-    Row("heat_step_1d", _pair(1, C_1D), _two, wrt=STEP, hand=_hand_step(heat_1d_primal, heat_1d_adjoint)),
-    Row("heat_step_3d", _pair(3, C_3D), _two, wrt=STEP, hand=_hand_step(heat_3d_primal, heat_3d_adjoint)),
-    Row("laplace9_2d", _pair(2), _two, wrt=("u", "out"), hand=_laplace_hand(laplace9_primal, laplace9_adjoint)),
+        hand=_hand_step(allen_cahn_primal, allen_cahn_adjoint, with_u=True), hand_primal=alone(allen_cahn_primal)),
+    Row("laplace_2d", _pair(2), _two, wrt=("u", "out"), hand=_laplace_hand(laplace_primal, laplace_adjoint),
+        hand_primal=alone(laplace_primal)),
+    Row("heat_step_2d", _pair(2, C_2D), _two, wrt=STEP, hand=_hand_step(heat_primal, heat_adjoint),
+        hand_primal=alone(heat_primal)),
+    Row("heat_step_1d", _pair(1, C_1D), _two, wrt=STEP, hand=_hand_step(heat_1d_primal, heat_1d_adjoint),
+        hand_primal=alone(heat_1d_primal)),
+    Row("heat_step_3d", _pair(3, C_3D), _two, wrt=STEP, hand=_hand_step(heat_3d_primal, heat_3d_adjoint),
+        hand_primal=alone(heat_3d_primal)),
+    Row("laplace9_2d", _pair(2), _two, wrt=("u", "out"), hand=_laplace_hand(laplace9_primal, laplace9_adjoint),
+        hand_primal=alone(laplace9_primal)),
     # reads u_prev, u, vel and writes u_next
     Row("wave_step_2d", _wave_setup, lambda a: 4 * a[0].nbytes, wrt=("u_prev", "u", "u_next", "vel"),
-        hand=_wave_hand),
+        hand=_wave_hand, hand_primal=alone(wave_primal)),
     # one point read and written: the launch's overhead, whatever the grid's size
     Row("add_source", _add_source_setup, lambda a: 2 * a[0].itemsize, wrt=("u", "amp"), hand=_add_source_hand),
     Row("allen_cahn_step_2d", _pair(2, C_AC, DT_AC), _two, wrt=STEP,
-        hand=_hand_step(allen_cahn_2d_primal, allen_cahn_2d_adjoint, with_u=True)),
+        hand=_hand_step(allen_cahn_2d_primal, allen_cahn_2d_adjoint, with_u=True),
+        hand_primal=alone(allen_cahn_2d_primal)),
 ]
 
 

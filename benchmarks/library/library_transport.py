@@ -15,7 +15,7 @@ import sys
 
 import numba
 import numpy as np
-from library_rows import Row
+from library_rows import Row, alone
 from numba import prange
 
 import gradkern as gk
@@ -301,11 +301,15 @@ def _bytes(*names_of):
 
 
 ROWS: list[Row] = [
-    Row("upwind_1d", _setup_upwind_1d, _bytes(0, 1, 2), wrt=("u", "un", "vel"), hand=_hand_upwind_1d),
-    Row("upwind_2d", _setup_upwind_2d, _bytes(0, 1, 2, 3), wrt=("u", "un", "vx", "vy"), hand=_hand_upwind_2d),
-    Row("burgers_rusanov_1d", _setup_burgers, _bytes(0, 1), wrt=("u", "un"), hand=_hand_burgers),
+    Row("upwind_1d", _setup_upwind_1d, _bytes(0, 1, 2), wrt=("u", "un", "vel"), hand=_hand_upwind_1d,
+        hand_primal=alone(upwind_1d_primal)),
+    Row("upwind_2d", _setup_upwind_2d, _bytes(0, 1, 2, 3), wrt=("u", "un", "vx", "vy"), hand=_hand_upwind_2d,
+        hand_primal=alone(upwind_2d_primal)),
+    Row("burgers_rusanov_1d", _setup_burgers, _bytes(0, 1), wrt=("u", "un"), hand=_hand_burgers,
+        hand_primal=alone(burgers_primal)),
     Row("shallow_water_2d", _setup_shallow_water, _bytes(0, 1, 2, 3, 4, 5),
-        wrt=("h", "hu", "hv", "hn", "hun", "hvn"), hand=_hand_shallow_water),
+        wrt=("h", "hu", "hv", "hn", "hun", "hvn"), hand=_hand_shallow_water,
+        hand_primal=alone(shallow_water_primal)),
 ]
 KERNELS = {"upwind_1d": upwind_1d, "upwind_2d": upwind_2d, "burgers_rusanov_1d": burgers_rusanov_1d,
            "shallow_water_2d": shallow_water_2d}

@@ -84,10 +84,24 @@ def test_table_reads_goals_and_gives_reasons_for_misses(monkeypatch):
     lines = bench.table([fast, slow, no_hand_reason, broken], copy_gbs=10.0).splitlines()
     cells = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
     assert cells[0][4] == "1.0" and cells[0][5] == "10" and cells[0][-2:] == ["yes", "—"]  # 1 GB/s of 10
-    assert cells[0][9] == "2.00" and cells[0][11] == "1.25"
+    assert cells[0][9] == "2.00" and cells[0][11] == "—" and cells[0][12] == "1.25"
     assert cells[1][-2:] == ["no", "its reverse is a serial loop"]
     assert cells[2][-2:] == ["no", "—"] and cells[2][4] == "—"  # 2x the hand-written: a miss; compute-bound
     assert cells[3][-2:] == ["—", "failed: LookupError: no kernel"]
+
+
+def test_a_byte_bound_row_is_held_against_the_hand_written_ratio():
+    """Above 3x its primal, a row with a hand-written adjoint meets its goal only by costing, over its own
+    primal, no more than the hand-written gradient over the hand-written primal (and within 1.3x of it)."""
+    as_costly = bench.Result("stencils", "a", primal_ms=1.0, grad_ms=3.2, hand_ms=3.0, hand_primal_ms=0.9)
+    assert as_costly.hand_ratio == pytest.approx(3.0 / 0.9) and as_costly.met  # 3.2 <= 3.33, 1.07x the hand's
+    worse = bench.Result("stencils", "b", primal_ms=1.0, grad_ms=3.6, hand_ms=3.0, hand_primal_ms=0.9)
+    assert not worse.met  # 3.6 > 3.33
+    slow_primal_hides_nothing = bench.Result("stencils", "c", primal_ms=2.0, grad_ms=4.0, hand_ms=2.9,
+                                             hand_primal_ms=0.9)
+    assert not slow_primal_hides_nothing.met  # 2.0 <= 3.2, but 1.38x the hand-written gradient
+    no_hand_primal = bench.Result("stencils", "d", primal_ms=1.0, grad_ms=3.2, hand_ms=3.0)
+    assert no_hand_primal.hand_ratio is None and not no_hand_primal.met  # then gradient <= hand
 
 
 def test_gpu_without_cupy_or_a_gpu_is_a_clear_error():
