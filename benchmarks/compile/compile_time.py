@@ -38,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
 import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from report import publish, run_lines
+from timing import interleaved
 
 STATEMENT = "gk.sin({prev}) * 1.5 + x[i] * {c:.2f}"
 
@@ -301,28 +302,40 @@ def jax_installed() -> bool:
 
 
 def measure_realcode(case: str, shape: tuple[int, int, int], rounds: int, with_jax: bool) -> dict:
-    """`rounds` interleaved rounds of: gradkern cold, Numba, JAX, gradkern warm (each a fresh process)."""
+    """`rounds` rounds of: gradkern cold, Numba, JAX, gradkern warm (each a fresh process), in that order
+    (timing.interleaved without rotation: the warm run reads the cache the cold run of its round wrote)."""
     import numpy as np
 
-    runs: dict[str, list] = {"cold": [], "numba": [], "jax": [], "warm": []}
-    agree = True
-    for r in range(rounds):
-        with tempfile.TemporaryDirectory() as tmp:
-            env = {**os.environ, "GRADKERN_CACHE_DIR": str(Path(tmp, "cache")), "PYTHONHASHSEED": str(r)}
-            base = dict(case=case, shape=list(shape))
-            runs["cold"].append(_run_child({**base, "kind": "gradkern", "save": str(Path(tmp, "gk.npz"))}, env))
-            runs["numba"].append(_run_child({**base, "kind": "numba"}, env))
-            if with_jax:
-                runs["jax"].append(_run_child({**base, "kind": "jax"}, env))
-            warm_env = {**env, "PYTHONHASHSEED": str(1000 + r)}
-            runs["warm"].append(_run_child({**base, "kind": "gradkern"}, warm_env))
-            ref = _numba_outputs(case, shape)
-            got = np.load(Path(tmp, "gk.npz"))
-            agree = agree and all(np.allclose(got[n], ref[n], rtol=1e-10, atol=1e-12) for n in ref)
-        print(f"  {case} round {r + 1}: " + ", ".join(
-            f"{k} {v[-1].get('primal', 0):.1f}/{v[-1].get('gradient', 0):.1f} s" for k, v in runs.items() if v),
-              flush=True)
-    return {**runs, "agree": agree}
+    ref = _numba_outputs(case, shape)
+    base = dict(case=case, shape=list(shape))
+    done = [0]  # rounds finished: each round has its own cache directory and seed
+    agree = [True]
+    with tempfile.TemporaryDirectory() as tmp:
+        def env(warm: bool = False) -> dict:
+            folder = Path(tmp, str(done[0]))
+            folder.mkdir(exist_ok=True)
+            seed = 1000 + done[0] if warm else done[0]
+            return {**os.environ, "GRADKERN_CACHE_DIR": str(folder / "cache"), "PYTHONHASHSEED": str(seed)}
+
+        def saved() -> str:
+            return str(Path(tmp, str(done[0]), "gk.npz"))
+
+        timers = {"cold": lambda: _run_child({**base, "kind": "gradkern", "save": saved()}, env()),
+                  "numba": lambda: _run_child({**base, "kind": "numba"}, env())}
+        if with_jax:
+            timers["jax"] = lambda: _run_child({**base, "kind": "jax"}, env())
+        timers["warm"] = lambda: _run_child({**base, "kind": "gradkern"}, env(warm=True))
+
+        def after_round(r: int, runs: dict) -> None:
+            got = np.load(saved())
+            agree[0] = agree[0] and all(np.allclose(got[n], ref[n], rtol=1e-10, atol=1e-12) for n in ref)
+            print(f"  {case} round {r + 1}: " + ", ".join(
+                f"{k} {v[-1].get('primal', 0):.1f}/{v[-1].get('gradient', 0):.1f} s" for k, v in runs.items()),
+                  flush=True)
+            done[0] += 1
+
+        runs = interleaved(timers, rounds, rotate=False, after_round=after_round)
+    return {"jax": [], **runs, "agree": agree[0]}
 
 
 def _numba_outputs(case: str, shape) -> dict:

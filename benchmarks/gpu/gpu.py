@@ -16,6 +16,7 @@ with CUDA events on CuPy's stream.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -30,6 +31,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # benchmarks/ (benchpath.py)
 import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
+from timing import interleaved, medians  # noqa: E402
 
 C, DT = 0.2, 0.01
 
@@ -156,29 +158,40 @@ def compile_times(n: int) -> dict:
     return out
 
 
-def median_ms(cupy, fn, reps: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(reps):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        fn()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-    return float(np.median(times))
+def event_timer(cupy, fn, stream=None):
+    """A timer (timing.interleaved's) of one call of `fn`: seconds between CUDA events recorded around it on
+    `stream` (the current stream when None)."""
+    def timer() -> float:
+        with stream if stream is not None else contextlib.nullcontext():
+            start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+            start.record()
+            fn()
+            stop.record()
+            stop.synchronize()
+        return cupy.cuda.get_elapsed_time(start, stop) / 1e3
+    return timer
 
 
-def graph_ms(cupy, fn, reps: int) -> float:
-    """Median time of replaying `fn`'s launches as one CUDA graph (captured after a warm-up call)."""
+def captured(cupy, fn):
+    """`fn`'s launches captured once in a CUDA graph (after a warm-up call): (replay, the graph's stream)."""
     fn()
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
         stream.begin_capture()
         fn()
         graph = stream.end_capture()
-    with stream:
-        return median_ms(cupy, graph.launch, reps)
+    return graph.launch, stream
+
+
+def median_ms(cupy, fn, reps: int) -> float:
+    fn()  # warm-up
+    return 1e3 * medians(interleaved({"fn": event_timer(cupy, fn)}, reps))["fn"]
+
+
+def graph_ms(cupy, fn, reps: int) -> float:
+    """Median time of replaying `fn`'s launches as one CUDA graph."""
+    replay, stream = captured(cupy, fn)
+    return 1e3 * medians(interleaved({"fn": event_timer(cupy, replay, stream)}, reps))["fn"]
 
 
 def main() -> None:
@@ -258,23 +271,19 @@ def main() -> None:
     grad_err = float(cupy.linalg.norm(g_gk - g_hand) / cupy.linalg.norm(g_hand))
     assert primal_err < 1e-5 and grad_err < 1e-5, (primal_err, grad_err)
 
-    rows = {}
     big = cupy.empty(2**28, f32)
     big2 = cupy.empty_like(big)
     copy_ms = median_ms(cupy, lambda: cupy.copyto(big2, big), a.reps)
     copy_bw = 2 * big.nbytes / copy_ms / 1e6  # GB/s, read + write
     big = big2 = None  # noqa: F841  (freed before the frameworks allocate)
-    rows["gk_primal"] = median_ms(cupy, gk_primal, a.reps)
-    rows["hand_primal"] = median_ms(cupy, hand_primal, a.reps)
-    rows["gk_reverse"] = median_ms(cupy, gk_reverse, a.reps)
-    rows["hand_reverse"] = median_ms(cupy, hand_reverse, a.reps)
+    loops = {"gk_primal": gk_primal, "hand_primal": hand_primal, "gk_reverse": gk_reverse,
+             "hand_reverse": hand_reverse}
+    timers = {name: event_timer(cupy, fn) for name, fn in loops.items()}
     # the same loops captured once in a CUDA graph and replayed: GPU time of the kernels, no Python per launch
-    for name, fn in (("gk_primal", gk_primal), ("hand_primal", hand_primal), ("gk_reverse", gk_reverse),
-                     ("hand_reverse", hand_reverse)):
-        rows[name + "_graph"] = graph_ms(cupy, fn, a.reps)
-    # repeated to see the spread between identical runs
-    rows["gk_primal_again"] = median_ms(cupy, gk_primal, a.reps)
-    rows["hand_primal_again"] = median_ms(cupy, hand_primal, a.reps)
+    timers |= {name + "_graph": event_timer(cupy, *captured(cupy, fn)) for name, fn in loops.items()}
+    # each primal timed twice per round: the spread between identical timers
+    timers |= {"gk_primal_again": event_timer(cupy, gk_primal), "hand_primal_again": event_timer(cupy, hand_primal)}
+    rows = {name: 1e3 * t for name, t in medians(interleaved(timers, a.reps)).items()}
 
     extra = {}
     cupy.get_default_memory_pool().free_all_blocks()

@@ -26,9 +26,7 @@ not CuPy's: not reported), the inputs excluded.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
@@ -36,6 +34,7 @@ import benchpath  # noqa: E402,F401  the shared modules and every part on sys.pa
 import checkpoint
 import numpy as np
 import programs
+from timing import interleaved, medians, timed
 
 import gradkern as gk
 
@@ -172,17 +171,10 @@ def run_rows(cupy, rows: dict, u0, runs: int) -> tuple[dict, dict]:
         assert np.allclose(du, ref[0], rtol=1e-9, atol=1e-12 * scale), name
         assert abs(dc - ref[1]) <= 1e-9 * max(abs(ref[1]), 1e-30), (name, dc, ref[1])
     sync = cupy.cuda.Device().synchronize
-    times: dict[str, list[float]] = {name: [] for name in rows}
-    for _ in range(runs):
-        for name, f in rows.items():
-            sync()
-            t0 = time.perf_counter()
-            f(u0)
-            sync()
-            times[name].append(time.perf_counter() - t0)
+    times = interleaved({name: timed(lambda f=f: f(u0), sync=sync) for name, f in rows.items()}, runs)
     peaks = {name: None if name.startswith("JAX") else peak_bytes(cupy, lambda f=f: f(u0))
              for name, f in rows.items()}
-    return {name: statistics.median(t) for name, t in times.items()}, peaks
+    return medians(times), peaks
 
 
 def device_line(cupy) -> str:

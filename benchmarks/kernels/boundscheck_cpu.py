@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/ (benchpath.py)
 import benchpath  # noqa: E402,F401  the shared modules and every part on sys.path
 from report import run_lines
+from timing import interleaved
 
 KERNEL = '''
 import gradkern as gk
@@ -112,10 +113,14 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=1)
     args = p.parse_args()
     print("\n".join(run_lines("python benchmarks/kernels/boundscheck_cpu.py " + " ".join(sys.argv[1:]))))
-    for _ in range(args.rounds):  # interleaved: each round measures every variant
-        for what in args.what.split(","):
-            for variant in args.variants.split(","):
-                print(f"{what:8} {variant:8} {measure(variant, what)}", flush=True)
+    timers = {f"{what:8} {variant:8}": lambda what=what, variant=variant: measure(variant, what)
+              for what in args.what.split(",") for variant in args.variants.split(",")}
+
+    def show(r: int, runs: dict) -> None:
+        for label, measured in runs.items():
+            print(f"round {r + 1} {label} {measured[-1]}", flush=True)
+
+    interleaved(timers, args.rounds, after_round=show)  # each round measures every variant, in a rotated order
 
 
 if __name__ == "__main__":

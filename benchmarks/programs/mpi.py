@@ -92,14 +92,11 @@ def job(nx: int, ny: int, steps: int, rounds: int, out: str) -> None:
     grad_forward, grad_reverse = sent["forward"] - before["forward"], sent["reverse"] - before["reverse"]
     parts = {"primal": primal, "gradient": gradient, "exchange": exchanges, "agreement": agreements,
              "compute": compute}
-    times: dict[str, list[float]] = {k: [] for k in parts}
-    for _ in range(rounds):
-        for name, f in parts.items():  # interleaved
-            world.Barrier()
-            start = time.perf_counter()
-            f()
-            world.Barrier()
-            times[name].append((time.perf_counter() - start) / steps)
+    sys.path.insert(0, os.path.dirname(HERE))  # benchmarks/: timing
+    from timing import interleaved, timed
+
+    # the same rotated order on every rank; a barrier before the clock starts and before it stops
+    times = interleaved({name: timed(f, sync=world.Barrier) for name, f in parts.items()}, rounds)
     # one message: ping-pong of 8 bytes and of 1 MiB between ranks 0 and 1
     pingpong = {}
     if world.size > 1:
@@ -120,7 +117,7 @@ def job(nx: int, ny: int, steps: int, rounds: int, out: str) -> None:
     if world.rank == 0:
         with open(out, "w") as f:
             json.dump({"ranks": world.size, "dims": grid.dims, "local": grid.local_shape, "global": grid.shape,
-                       "steps": steps, "per_step": {k: statistics.median(v) for k, v in times.items()},
+                       "steps": steps, "per_step": {k: statistics.median(v) / steps for k, v in times.items()},
                        "bytes_per_step": {"primal": primal_bytes / steps, "gradient forward": grad_forward / steps,
                                           "gradient reverse": grad_reverse / steps},
                        "pingpong": pingpong}, f)
