@@ -1,4 +1,4 @@
-"""An import-linter contract type for modules DESIGN §4 plans but that do not exist yet.
+"""An import-linter contract type for modules docs/architecture.md plans but that do not exist yet.
 
 `forbidden_when_present` is import-linter's `forbidden` contract, except that a
 source module absent from the graph is skipped with a warning instead of failing

@@ -1,5 +1,5 @@
 """Fail if any two modules of gradkern import each other, directly or through
-others (type-checking-only imports included): DESIGN §4's data flows one way.
+others (type-checking-only imports included): docs/architecture.md's data flows one way.
 Run by ci/run after lint-imports (grimp is import-linter's graph library)."""
 
 from __future__ import annotations

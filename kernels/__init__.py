@@ -1,5 +1,5 @@
 """Ready-made differentiable HPC kernels (`gradkern.kernels`), one family per
-module, and library calls with custom rules (DESIGN §7): solves and spectral
+module, and library calls with custom rules (docs/custom-rules.md): solves and spectral
 operators. Every kernel's docstring states its maths, which arguments it
 reads, writes or updates in place, and its launch domain."""
 

@@ -1,4 +1,4 @@
-"""A library rule's arguments (DESIGN §7): their array module (NumPy or CuPy),
+"""A library rule's arguments (docs/custom-rules.md): their array module (NumPy or CuPy),
 the checks a rule's primal runs before it touches any buffer, how an output
 may overlap an input, and each annotated argument's shadows lane by lane."""
 

@@ -1,5 +1,5 @@
 """Dense linear solves (numpy.linalg.solve or cupy.linalg.solve), single or
-batched, with a custom rule (DESIGN §7).
+batched, with a custom rule (docs/custom-rules.md).
 
 For x = A^{-1} b, differentiating A x = b gives A ẋ + Ȧ x = ḃ, so
 

@@ -1,5 +1,5 @@
 """Spectral operators on a periodic 1-D domain (numpy.fft or cupy.fft), with
-custom rules (DESIGN §7): a Poisson solve and a derivative, over the last axis.
+custom rules (docs/custom-rules.md): a Poisson solve and a derivative, over the last axis.
 
 Both are u = S f for a real Fourier multiplier S = F^{-1} diag(σ) F on n
 points of a domain of length L, κ_k = 2πk/L: σ_k = 1/κ_k² (σ_0 = 0: the

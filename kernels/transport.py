@@ -7,7 +7,7 @@ through a face enters its neighbour through the same face, so Σ un = Σ u to
 rounding (exactly conservative). Each thread computes its own cell from the
 fluxes of its faces, recomputing a face's flux in both cells that share it
 rather than storing it: a gather, whose primal and reverse are proved
-race-free (the reverse is gathered too, DESIGN §5).
+race-free (the reverse is gathered too, docs/adjoint-forms.md).
 
 Wrap-around indices are written with the thread index in every branch
 (`ip = i + 1 if i < n - 1 else i + 1 - n`): each branch is the thread index

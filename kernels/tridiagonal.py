@@ -1,5 +1,5 @@
 """Batched tridiagonal solves: the Thomas algorithm as gradkern kernels, and a
-custom rule (DESIGN §7) whose reverse is the transposed solve.
+custom rule (docs/custom-rules.md) whose reverse is the transposed solve.
 
 For A tridiagonal (sub-diagonal a, diagonal b, super-diagonal c) and
 x = A^{-1} d, differentiating A x = d gives A ẋ + Ȧ x = ḋ, so

@@ -10,7 +10,7 @@ Allen-Cahn step (u, un Duplicated; c and dt Const, in gradkern and in the hand-w
 * a hand-written `@numba.njit(parallel=True)` primal and adjoint (`prange`), called one after the
   other; goal: gk.autodiff <= 1.3x hand-written primal + adjoint.
 
-Hand-written adjoints (what an expert writes, DESIGN section 5):
+Hand-written adjoints (what an expert writes, docs/adjoint-forms.md):
 * saxpy: `dx += a*dy`, `da = sum(x*dy)` as a `prange` reduction; dy is unchanged (y is updated in place
   and dL/dy_before = dL/dy_after).
 * Allen-Cahn: a gather, `du[i] += (1 - 2c + dt(1 - 3u_i^2)) dun[i] + c (dun[i-1] + dun[i+1])` over

@@ -1,4 +1,4 @@
-"""Checkpointed loops (issue 16, DESIGN §6.1): the time and peak memory of the
+"""Checkpointed loops (issue 16, docs/checkpointed-loops.md): the time and peak memory of the
 gradient of the 1-D Allen-Cahn loop, stored or checkpointed.
 
 The problem: u0 of N float64, T steps, one launch of

@@ -1,4 +1,4 @@
-"""A program's gradient (issue 15, DESIGN §6): the 1-D Allen-Cahn loop over
+"""A program's gradient (issue 15, docs/programs.md): the 1-D Allen-Cahn loop over
 ping-pong buffers, T launches of `gradkern.kernels.allen_cahn_step`, then a loss
 kernel E = sum u^2; the gradient of E w.r.t. the initial state and c.
 

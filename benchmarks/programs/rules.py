@@ -1,4 +1,4 @@
-"""A custom rule in a program's time loop (issue 17, DESIGN §7): the gradient
+"""A custom rule in a program's time loop (issue 17, docs/custom-rules.md): the gradient
 of an implicit (backward-Euler) heat loop whose every step is a call of
 `gradkern.kernels.tridiagonal_solve`.
 

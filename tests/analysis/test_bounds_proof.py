@@ -1,4 +1,4 @@
-"""Bounds proved at launch, by default (DESIGN §3; analysis/bounds.py,
+"""Bounds proved at launch, by default (docs/kernel-language.md; analysis/bounds.py,
 runtime/bounds_check.py): every affine access is decided from the launch's
 dim, scalars and shapes; a launch that would leave an array raises
 gk.LaunchError naming the access, a thread and the array's shape before
@@ -246,7 +246,7 @@ def test_a_data_dependent_guard_is_decided_by_the_exact_check(backend, rng):
 
 
 def test_an_indirect_index_is_not_checked_by_default(rng, monkeypatch):
-    """Documented (DESIGN §3, README): indirect indices are checked only with
+    """Documented (docs/kernel-language.md, README): indirect indices are checked only with
     GRADKERN_BOUNDSCHECK=1. Here idx points one past the view x, into its buffer."""
     buf, out = rng.uniform(0.5, 1.5, 16), np.zeros(4)
     idx = np.array([0, 3, 9, 7])

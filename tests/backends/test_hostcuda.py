@@ -81,7 +81,7 @@ def _bounds_sampled(label: str) -> bool:
 def run(s, backend_name: str, split: bool = False):
     """Run signature `s` as its test does, on `backend_name`: returns (its arguments after, the call's result)."""
     if s.mode is None:
-        # no dim: the shape of the first array argument (DESIGN §1), as autodiff takes it
+        # no dim: the shape of the first array argument (docs/getting-started.md), as autodiff takes it
         dim = s.dim if s.dim is not None else next(a.shape for a in s.args if isinstance(a, np.ndarray))
         gk.launch(s.kernel, dim, *s.args, backend=backend_name)
         return s.args, None

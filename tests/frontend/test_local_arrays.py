@@ -357,7 +357,7 @@ def branch_after_own_store(x, y, n):
 
 def test_tape_count_still_refuses_a_branch_on_the_threads_own_store(rng):
     """The push's in-place x[p] is read before the thread's store, so its tape can be counted; a branch that
-    reads what the thread itself stored cannot (DESIGN §5: the count kernel drops stores)."""
+    reads what the thread itself stored cannot (docs/adjoint-forms.md: the count kernel drops stores)."""
     x, y = rng.uniform(0.2, 1.0, 5), rng.uniform(-1, 1, 5)
     dx, dy = np.zeros(5), np.ones(5)
     before = [a.copy() for a in (x, y, dx, dy)]

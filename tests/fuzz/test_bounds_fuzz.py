@@ -1,4 +1,4 @@
-"""Bounds-proof fuzzer (DESIGN §3; analysis/bounds.py): random affine kernels
+"""Bounds-proof fuzzer (docs/kernel-language.md; analysis/bounds.py): random affine kernels
 from templates, launched at random dims, shapes and scalars, checked against a
 brute-force oracle.
 

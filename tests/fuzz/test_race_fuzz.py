@@ -1,4 +1,4 @@
-"""Race-analysis fuzzer (DESIGN §5 "Races"): random kernels from templates,
+"""Race-analysis fuzzer (docs/adjoint-forms.md "Races"): random kernels from templates,
 checked against a brute-force oracle.
 
 The generator builds kernels from templates that stress how names are bound

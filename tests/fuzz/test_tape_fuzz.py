@@ -1,4 +1,4 @@
-"""Tape-planner fuzzer (transforms/tape.py, DESIGN §5): random smooth kernels
+"""Tape-planner fuzzer (transforms/tape.py, docs/adjoint-forms.md): random smooth kernels
 that stress what the reverse sweep tapes, recomputes, or restores once per
 block, checked against brute-force oracles.
 
@@ -590,7 +590,7 @@ def check_kernel(stats: Stats, rng: np.random.Generator, g: _Generator, text: st
     try:
         with on_backend(backend):
             report = check_grad(kernel, *args, dim=n, raise_on_failure=False)
-    except gk.NotDifferentiableError as e:  # a documented refusal (DESIGN §3, §5), not a wrong gradient
+    except gk.NotDifferentiableError as e:  # a documented refusal (docs/kernel-language.md), not a wrong gradient
         stats.refused.setdefault(str(e).split(" (in ")[-1].split(":", 1)[-1].splitlines()[0].strip(), []).append(
             g.name)
         return

@@ -143,7 +143,7 @@ def test_run_time_checked_launches_that_do_not_race_run_on_gpu(device):
 
 
 def test_launches_past_their_arrays_are_refused_on_gpu_with_buffers_unchanged(device):
-    """Bounds proved at launch (DESIGN §3): by the proof, and by the exact check on the device."""
+    """Bounds proved at launch (docs/kernel-language.md): by the proof, and by the exact check on the device."""
     from analysis import test_bounds_proof
     from runtime.test_bad_input import saxpy
     rng = np.random.default_rng(4)

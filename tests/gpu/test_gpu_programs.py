@@ -1,4 +1,5 @@
-"""Programs, checkpointed loops and custom rules on a device (tests/support/devices.py; DESIGN §6, 8; §6.1; §7): on
+"""Programs, checkpointed loops and custom rules on a device (tests/support/devices.py; docs/programs.md,
+launches.md, checkpointed-loops.md, custom-rules.md): on
 CuPy, saves, snapshots and internal shadows on the device, the fingerprint host-write guard, and the shipped
 rules over cupy.fft / cupy.linalg / the CUDA Thomas kernel; on hostcuda, every kernel a program launches runs
 the CUDA backend's C. Both give the gradients the NumPy run on the Numba backend gives (float64: 1e-10

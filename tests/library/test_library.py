@@ -19,7 +19,7 @@ see LibraryCase (γ_k bound). Derivatives: check_grad's float64 defaults
 (rtol 1e-5, atol 1e-7; central differences with h = 1e-6 on smooth O(1)
 maps err by ~1e-10).
 
-Custom rules. The library's functions with custom rules (kernels/, DESIGN §7): each primal
+Custom rules. The library's functions with custom rules (kernels/, docs/custom-rules.md): each primal
 against a NumPy reference that does not share its code path (dense matrices,
 residuals, manufactured trigonometric solutions), and its reverse and forward
 rules by check_grad (float64 central differences and the dot-product test,

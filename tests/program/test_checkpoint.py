@@ -1,6 +1,7 @@
-"""Checkpointed loops (DESIGN §6.1, issue 16): gk.checkpointed_loop inside programs gives the gradient of the
-same program without checkpoints (float64, random non-zero inputs), recomputes the schedule's count of steps,
-keeps a few states instead of all of them, and refuses steps that are not functions of t and the state."""
+"""Checkpointed loops (docs/checkpointed-loops.md, issue 16): gk.checkpointed_loop inside programs gives the
+gradient of the same program without checkpoints (float64, random non-zero inputs), recomputes the schedule's
+count of steps, keeps a few states instead of all of them, and refuses steps that are not functions of t
+and the state."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Programs (DESIGN §6, issue 15): gk.autodiff of Python functions that launch
+"""Programs (docs/programs.md, issue 15): gk.autodiff of Python functions that launch
 many kernels, checked by check_grad (float64 finite differences of the whole
 program and the dot-product test, random non-zero inputs), with the saved
 bytes asserted exactly and host writes refused."""

@@ -1,4 +1,4 @@
-"""Custom rules (DESIGN §7, gradkern/rules.py and program/rulestep.py): rules
+"""Custom rules (docs/custom-rules.md, gradkern/rules.py and program/rulestep.py): rules
 written here checked by check_grad (finite differences + dot-product test,
 reverse and forward) alone and inside programs, forward-mode and vector-mode
 programs and checkpointed loops; what the runtime keeps for a rule's reverse

@@ -1,4 +1,4 @@
-"""The schedule driver (program/schedule.py, DESIGN §6.1) on a float64 toy
+"""The schedule driver (program/schedule.py, docs/checkpointed-loops.md) on a float64 toy
 loop: x <- c·sin(x)·x + 0.1·t, loss sum(x_T²). Its hand-written step reverse
 asserts that it is given exactly the step's primal input (the stored true
 trajectory), so a schedule driven wrongly fails at the step, and the gradient

@@ -1,4 +1,4 @@
-"""Bad input (DESIGN §9, issue 14.3 and 14.8), refused before anything runs.
+"""Bad input (docs/errors.md, issue 14.3 and 14.8), refused before anything runs.
 
 At launch: every case checks three things: the exception is the right `gk.GradkernError`
 subclass, its message names the offending argument (or `dim`) and says what was

@@ -1,5 +1,5 @@
 """A corpus of small kernels that together use every construct of the kernel
-language (DESIGN §3), each with an input builder, a launch domain and a
+language (docs/kernel-language.md), each with an input builder, a launch domain and a
 pure-NumPy reference.
 
 An entry's `make(rng, dtype)` returns the launch arguments (fresh arrays, some

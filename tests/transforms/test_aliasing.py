@@ -1,4 +1,4 @@
-"""Aliasing (DESIGN §8, runtime/binding.py, transforms/aliasing.py) in both
+"""Aliasing (docs/launches.md, runtime/binding.py, transforms/aliasing.py) in both
 modes: exactly aliased primals are merged and differentiated as one array,
 their shadows must alias the same way; partial overlap, through views with
 steps too, is refused before any buffer changes; aliasing that makes a kernel

@@ -1,6 +1,6 @@
 """Forward mode (transforms/forward.py, runtime/forward.py): tangents against
 central differences for every kernel of the suite (corpus, reverse-mode cases,
-HPC-style kernels), in-place semantics of DESIGN §2, scalars with tangents,
+HPC-style kernels), in-place semantics of docs/shadows-and-modes.md, scalars with tangents,
 forward against reverse (⟨Jv, w⟩ = ⟨v, Jᵀw⟩), and bad annotations."""
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_check_grad_compares_forward_with_reverse(label):
 
 
 def test_in_place_update_changes_the_tangent_with_the_primal(rng):
-    """DESIGN §2 forward: dy holds y's tangent on entry and the new value's after."""
+    """docs/shadows-and-modes.md forward: dy holds y's tangent on entry and the new value's after."""
     y = rng.uniform(0.5, 1.5, 6)
     y0, dy0 = y.copy(), rng.standard_normal(6)
     dy = dy0.copy()

@@ -217,7 +217,7 @@ def test_split_and_vector_mode_match_the_fused_gradient(name):
 
 
 def test_write_only_shadow_is_zeroed_after_every_gather_read_it(rng):
-    """DESIGN §5.1 over the larger domain: the gather reads dun at i + 1 for
+    """docs/adjoint-forms.md over the larger domain: the gather reads dun at i + 1 for
     every neighbour, including those of threads past the launch domain; the
     reverse zeroes the written elements only afterwards, and leaves the rest."""
     u, un = rand(rng, 12), rand(rng, 12)

@@ -1,6 +1,6 @@
 """Reverse mode (transforms/reverse.py + runtime/autodiff.py): derivatives
 against finite differences and the dot-product test, the exact shadow
-semantics of DESIGN §2, minimal tape sizes, and bad annotations."""
+semantics of docs/shadows-and-modes.md, minimal tape sizes, and bad annotations."""
 
 import math
 import re
@@ -175,7 +175,7 @@ def test_reverse_float32(name):
 
 
 def test_shadow_semantics_read_only_write_only_and_in_place(rng):
-    """DESIGN §2: read-only shadows accumulate, write-only shadows end 0 on
+    """docs/shadows-and-modes.md: read-only shadows accumulate, write-only shadows end 0 on
     written elements, in-place shadows are transformed from d/d(after) to d/d(before)."""
     x, y = rand(rng, 6), rand(rng, 6)
     dx0, dy0 = rand(rng, 6), rand(rng, 6)
@@ -492,7 +492,7 @@ def test_written_array_with_shared_reads_accumulates_atomically_in_parallel(rng)
 
 
 def test_duplicated_no_need_skips_the_primal_store_of_a_write_only_output(rng):
-    """DESIGN §5.1: DuplicatedNoNeed(un, dun) skips storing un; the shadows are
+    """docs/adjoint-forms.md: DuplicatedNoNeed(un, dun) skips storing un; the shadows are
     exactly those of Duplicated. An array the kernel also reads is still computed."""
     u, un = rand(rng, 9), rand(rng, 9)
     dun = rng.uniform(-1, 1, 9)

@@ -1,4 +1,4 @@
-"""Tape minimality (transforms/tape.py, DESIGN §5; issue 14.12): the augmented
+"""Tape minimality (transforms/tape.py, docs/adjoint-forms.md; issue 14.12): the augmented
 primal tapes only what the reverse needs and cannot recompute from memory the
 kernel leaves intact, within RECOMPUTE_LIMIT operations. Each kernel here
 asserts its tape bytes per thread, and its gradient against finite
