@@ -97,9 +97,11 @@ REASONS: dict[str, str] = {
     "nbody_forces": "pos and mass shadows take atomic adds (thread i reads every j), privatised; 24 B/thread tape",
     "spmv_t": "not profiled (the same random dy reads as the hand adjoint)",
     "laplace_2d": _STENCIL, "heat_step_2d": _STENCIL, "wave_step_2d": _STENCIL,
-    "heat_step_3d": _STENCIL + "; vs hand: the 3-D gather's frame, not profiled",
+    # vs hand, session 42 (one thread, loaded machine, one process): signed indices made the parfor loops
+    # gathers and scatters (docs/performance.md); printed unsigned, the gradient went 1.08 -> 0.86x hand (3-D),
+    # 0.98 -> 0.68x (allen_cahn_step_2d), 0.82 -> 0.45x (allen_cahn_step), 0.80 -> 0.65x (heat_step_2d)
+    "heat_step_3d": _STENCIL, "allen_cahn_step_2d": _STENCIL,
     "laplace9_2d": _STENCIL + "; vs hand: the 9-point gather's frame, not profiled",
-    "allen_cahn_step_2d": _STENCIL + "; vs hand: not profiled",
     "add_source": "one point: host cost per call, not bandwidth (a bare Numba call: 23 us)",
     "upwind_1d": _WRAP, "upwind_2d": _WRAP, "burgers_rusanov_1d": _WRAP, "shallow_water_2d": _WRAP,
 }

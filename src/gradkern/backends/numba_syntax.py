@@ -41,7 +41,19 @@ PY_OPS = {
 IMPORTS = ["import math as _gk_math", "", "import numpy as _gk_np",
             "from numba import njit as _gk_njit", "from numba import prange as _gk_prange",
             "from numpy import float32 as _gk_float32", "from numpy import float64 as _gk_float64",
-            "from numpy import int32 as _gk_int32", "from numpy import int64 as _gk_int64"]
+            "from numpy import int32 as _gk_int32", "from numpy import int64 as _gk_int64",
+            "from numpy import uint64 as _gk_uint64"]
+
+
+def unsigned(index: str) -> str:
+    """An array index as Numba should read it: unsigned, so that it adds no negative-index wrap-around.
+    An index outside its array is an error, negative ones included (docs/launches.md#bounds), so the
+    wrap-around Numba adds to a signed index is dead code; but LLVM cannot prove it so inside a parfor
+    (whose bounds come from the schedule), and there it turns the loads of `u[i - 1]` into per-lane
+    selects and the loop into gathers and scatters: the interior of the 1-D Allen-Cahn primal ran
+    about 2x slower than with unsigned indices at one thread
+    (docs/performance.md#unsigned-indices-and-the-index-set-split)."""
+    return index if index.isdigit() else f"_gk_uint64({index})"
 
 
 # ir.InBounds: an index outside [0, n) records the access and the thread (the first one wins; one
@@ -68,8 +80,8 @@ class NumbaSyntax(Syntax):
 
     def copy(self, name: str, value: str, is_int: bool) -> str:
         # m = int64(i), not m = i: Numba's parfor pass refuses a later write to a
-        # plain alias of the prange index (m = i; m += 2). The index itself stays
-        # a plain alias, which keeps indexing free of negative-index checks.
+        # plain alias of the prange index (m = i; m += 2). Indexing is free of
+        # negative-index checks either way: every index is printed unsigned (`unsigned`).
         return f"{name} = _gk_int64({value})" if is_int else f"{name} = {value}"
 
     def literal(self, value, t: Scalar) -> str:
@@ -90,7 +102,7 @@ class NumbaSyntax(Syntax):
         return f"bool({operand})" if dst.is_bool else f"_gk_{dst.name}({operand})"
 
     def index(self, array: str, indices: list[str]) -> str:
-        return f"{array}[{', '.join(indices)}]"
+        return f"{array}[{', '.join(unsigned(i) for i in indices)}]"
 
     def apply(self, e: ir.Apply, args: list[str]) -> str | None:
         base, expo = (e.args + (None,))[:2]
@@ -143,14 +155,14 @@ class PrivatizedSyntax(NumbaSyntax):
         self.temporaries = 0
 
     def atomic_index(self, array: str, indices: list[str]) -> str:
-        return f"_gkb_priv_{array}[{', '.join(['_gkb_c', *indices])}]"
+        return f"_gkb_priv_{array}[{', '.join(['_gkb_c', *map(unsigned, indices)])}]"
 
     def atomic(self, array: str, indices: list[str], value: str) -> str:
         acc = self.accumulators.get((array, tuple(indices)))
         return f"{acc} += {value}" if acc is not None else super().atomic(array, indices, value)
 
     def shared_index(self, array: str, indices: list[str]) -> str:
-        return f"_gkb_pb_{array}[{', '.join(['_gkb_s', *indices])}]"
+        return f"_gkb_pb_{array}[{', '.join(['_gkb_s', *map(unsigned, indices)])}]"
 
     def atomic_stmt(self, s: ir.AtomicAdd, indices: list[str], value: str) -> str:
         if s.array in self.spill:

@@ -8,6 +8,7 @@ from numpy import float32 as _gk_float32
 from numpy import float64 as _gk_float64
 from numpy import int32 as _gk_int32
 from numpy import int64 as _gk_int64
+from numpy import uint64 as _gk_uint64
 
 
 @_gk_njit(parallel=True, cache=True, error_model='numpy', boundscheck=False)
@@ -20,14 +21,14 @@ def allen_cahn_step_1d(_gkb_n0, u, un, c, dt):
             _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
             i = _gkb_t0
             if ((i == 0) or (i == (u.shape[0] - 1))):
-                un[i] = u[i]
+                un[_gk_uint64(i)] = u[_gk_uint64(i)]
             else:
-                ui = u[i]
-                un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
+                ui = u[_gk_uint64(i)]
+                un[_gk_uint64(i)] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
     for _gkb_t0 in _gk_prange(1, _gkb_hi0):
         i = _gkb_t0
-        ui = u[i]
-        un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
+        ui = u[_gk_uint64(i)]
+        un[_gk_uint64(i)] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
     return _gkb_w0 <= 256
 
 
@@ -41,14 +42,14 @@ def allen_cahn_step_1d_serial(_gkb_n0, u, un, c, dt):
             _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
             i = _gkb_t0
             if ((i == 0) or (i == (u.shape[0] - 1))):
-                un[i] = u[i]
+                un[_gk_uint64(i)] = u[_gk_uint64(i)]
             else:
-                ui = u[i]
-                un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
+                ui = u[_gk_uint64(i)]
+                un[_gk_uint64(i)] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
     for _gkb_t0 in _gk_prange(1, _gkb_hi0):
         i = _gkb_t0
-        ui = u[i]
-        un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
+        ui = u[_gk_uint64(i)]
+        un[_gk_uint64(i)] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
     return _gkb_w0 <= 256
 
 
@@ -61,7 +62,7 @@ def allen_cahn_step_1d_edges(_gkb_n0, u, un, c, dt):
         _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
         i = _gkb_t0
         if ((i == 0) or (i == (u.shape[0] - 1))):
-            un[i] = u[i]
+            un[_gk_uint64(i)] = u[_gk_uint64(i)]
         else:
-            ui = u[i]
-            un[i] = ((ui + (c * ((u[(i - 1)] - (_gk_float32(2.0) * ui)) + u[(i + 1)]))) + (dt * (ui - (ui ** 3))))
+            ui = u[_gk_uint64(i)]
+            un[_gk_uint64(i)] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))

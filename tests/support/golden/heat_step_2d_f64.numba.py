@@ -8,6 +8,7 @@ from numpy import float32 as _gk_float32
 from numpy import float64 as _gk_float64
 from numpy import int32 as _gk_int32
 from numpy import int64 as _gk_int64
+from numpy import uint64 as _gk_uint64
 
 
 @_gk_njit(parallel=True, cache=True, error_model='numpy', boundscheck=False)
@@ -26,13 +27,13 @@ def heat_step_2d_2d(_gkb_n0, _gkb_n1, u, un, c):
             i = _gkb_t0
             j = _gkb_t1
             if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
-                un[i, j] = u[i, j]
+                un[_gk_uint64(i), _gk_uint64(j)] = u[_gk_uint64(i), _gk_uint64(j)]
             else:
-                un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
+                un[_gk_uint64(i), _gk_uint64(j)] = (u[_gk_uint64(i), _gk_uint64(j)] + (c * ((((u[_gk_uint64((i - 1)), _gk_uint64(j)] + u[_gk_uint64((i + 1)), _gk_uint64(j)]) + u[_gk_uint64(i), _gk_uint64((j - 1))]) + u[_gk_uint64(i), _gk_uint64((j + 1))]) - (4.0 * u[_gk_uint64(i), _gk_uint64(j)]))))
         for _gkb_t1 in range(1, _gkb_hi1):
             i = _gkb_t0
             j = _gkb_t1
-            un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
+            un[_gk_uint64(i), _gk_uint64(j)] = (u[_gk_uint64(i), _gk_uint64(j)] + (c * ((((u[_gk_uint64((i - 1)), _gk_uint64(j)] + u[_gk_uint64((i + 1)), _gk_uint64(j)]) + u[_gk_uint64(i), _gk_uint64((j - 1))]) + u[_gk_uint64(i), _gk_uint64((j + 1))]) - (4.0 * u[_gk_uint64(i), _gk_uint64(j)]))))
 
 
 @_gk_njit(parallel=False, cache=True, error_model='numpy', boundscheck=False)
@@ -51,10 +52,10 @@ def heat_step_2d_2d_serial(_gkb_n0, _gkb_n1, u, un, c):
             i = _gkb_t0
             j = _gkb_t1
             if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
-                un[i, j] = u[i, j]
+                un[_gk_uint64(i), _gk_uint64(j)] = u[_gk_uint64(i), _gk_uint64(j)]
             else:
-                un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
+                un[_gk_uint64(i), _gk_uint64(j)] = (u[_gk_uint64(i), _gk_uint64(j)] + (c * ((((u[_gk_uint64((i - 1)), _gk_uint64(j)] + u[_gk_uint64((i + 1)), _gk_uint64(j)]) + u[_gk_uint64(i), _gk_uint64((j - 1))]) + u[_gk_uint64(i), _gk_uint64((j + 1))]) - (4.0 * u[_gk_uint64(i), _gk_uint64(j)]))))
         for _gkb_t1 in range(1, _gkb_hi1):
             i = _gkb_t0
             j = _gkb_t1
-            un[i, j] = (u[i, j] + (c * ((((u[(i - 1), j] + u[(i + 1), j]) + u[i, (j - 1)]) + u[i, (j + 1)]) - (4.0 * u[i, j]))))
+            un[_gk_uint64(i), _gk_uint64(j)] = (u[_gk_uint64(i), _gk_uint64(j)] + (c * ((((u[_gk_uint64((i - 1)), _gk_uint64(j)] + u[_gk_uint64((i + 1)), _gk_uint64(j)]) + u[_gk_uint64(i), _gk_uint64((j - 1))]) + u[_gk_uint64(i), _gk_uint64((j + 1))]) - (4.0 * u[_gk_uint64(i), _gk_uint64(j)]))))

@@ -8,6 +8,7 @@ from numpy import float32 as _gk_float32
 from numpy import float64 as _gk_float64
 from numpy import int32 as _gk_int32
 from numpy import int64 as _gk_int64
+from numpy import uint64 as _gk_uint64
 
 
 @_gk_njit(parallel=True, cache=True, error_model='numpy', boundscheck=False)
@@ -17,5 +18,5 @@ def matvec_1d(_gkb_n0, A, x, y):
         i = _gkb_t0
         acc = 0.0
         for j in range(0, A.shape[1]):
-            acc = (acc + (A[i, j] * x[j]))
-        y[i] = acc
+            acc = (acc + (A[_gk_uint64(i), _gk_uint64(j)] * x[_gk_uint64(j)]))
+        y[_gk_uint64(i)] = acc
