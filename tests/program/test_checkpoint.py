@@ -75,6 +75,19 @@ def time_dependent(loop):
     return program
 
 
+def one_launch_per_step(loop):
+    """issue 33's loop: one launch per step over ping-pong buffers (step t: u -> v for even t, v -> u for odd)."""
+    def program(u, v, E, c, k):
+        n = u.shape[0]
+
+        def step(t):
+            a, b = (u, v) if t % 2 == 0 else (v, u)
+            gk.launch(allen_cahn_step, n, a, b, c, 0.01)
+        loop(step, k)
+        gk.launch(energy, n, u, E)
+    return program
+
+
 def plain(step, nsteps):
     for t in range(nsteps):
         step(t)
@@ -233,15 +246,6 @@ def test_a_snapshot_skips_buffers_the_next_step_overwrites_whole():
     """One launch per step over ping-pong buffers: at a step boundary only the buffer the next step reads is
     live (the other is overwritten whole, unread), so each snapshot holds one state, not two."""
     n, nsteps, snapshots = 16, 20, 4
-
-    def one_launch_per_step(loop):
-        def program(u, v, E, c, k):
-            def step(t):
-                a, b = (u, v) if t % 2 == 0 else (v, u)
-                gk.launch(allen_cahn_step, n, a, b, c, 0.01)
-            loop(step, k)
-            gk.launch(energy, n, u, E)
-        return program
 
     def run(loop):
         args = args_for("heat_ping_pong", n, nsteps)
@@ -485,13 +489,7 @@ def test_snapshots_10_hold_10_states_and_no_copy_of_the_final_state():
     n, nsteps = 40_000, 60
     state = n * 8
 
-    def program(u, v, E, c, k):
-        def step(t):
-            a, b = (u, v) if t % 2 == 0 else (v, u)
-            gk.launch(allen_cahn_step, n, a, b, c, 0.01)
-        gk.checkpointed_loop(step, k, snapshots=10)
-        gk.launch(energy, n, u, E)
-
+    program = one_launch_per_step(checkpointed(10))
     gk.autodiff(program, *args_for("heat_ping_pong", n, 3))  # compiled untraced
     args = args_for("heat_ping_pong", n, nsteps)
     tracemalloc.start()

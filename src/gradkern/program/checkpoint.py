@@ -38,7 +38,7 @@ from .budget import BudgetSchedule, Plan
 from .contents import Contents
 from .guard import HostWriteGuard
 from .hostcode import unwrap_args
-from .loopstate import LoopState
+from .loopstate import TAKEN_DEAD, LoopState
 from .record import ProgramRecorder, overwritten_whole
 from .rulestep import run_plain
 from .scalars import ActiveScalar
@@ -250,9 +250,9 @@ class CheckpointedLoop(LoopHooks):
         state = written = 0
         for seen in self.found.seen.values():
             root = seen.ref()
-            if root is None or 0 not in seen.first:
+            if root is None or not seen.uses[0]:
                 continue  # a temporary of step 0, freed, or a buffer step 0 did not take
-            state += 0 if seen.first[0] else int(root.nbytes)
+            state += 0 if seen.uses[0] == TAKEN_DEAD else int(root.nbytes)
             written += int(root.nbytes) if seen.written == 0 else 0
         return state, written
 

@@ -16,8 +16,9 @@ otherwise ProgramError names the step and the array.
 from __future__ import annotations
 
 import weakref
+from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,14 +29,86 @@ from .scalars import ActiveScalar
 from .shadows import ShadowMap, memory_root
 
 
+class StepSeries:
+    """A small code per step, from step `start` on, set in ascending step order; 0 where none was set. Compact
+    (docs/checkpointed-loops.md#how-it-works): a byte or int array while the first forward records it, and
+    once `settle`d a head and one repeated period when the codes are periodic (a loop's steps repeat a few
+    patterns), so a loop of 10**6 steps holds a few bytes for it through its reverse, not an object per step."""
+
+    __slots__ = ("codes", "start", "length", "head", "period")
+
+    def __init__(self, start: int):
+        self.codes, self.start, self.length = array("B"), start, 0  # bytes until a code needs more
+        self.head, self.period = 0, 0  # settled periodic: codes[:head] once, then codes[head:head + period] repeated
+
+    def set(self, t: int, code: int) -> None:
+        """The code of step t (t >= every step set before)."""
+        i = t - self.start
+        if code > 255 and self.codes.typecode == "B":
+            self.codes = array("I", self.codes)
+        if i >= len(self.codes):
+            self.codes.extend([0] * (i - len(self.codes)))
+            self.codes.append(code)
+        else:
+            self.codes[i] = code
+        self.length = max(self.length, i + 1)
+
+    def renumber(self, numbers: list[int]) -> None:
+        """Each code c becomes numbers[c]."""
+        self.codes = array(self.codes.typecode, [numbers[c] for c in self.codes])
+
+    def settle(self, heads: tuple[int, ...] = (0, 1, 2), periods: int = 32) -> None:
+        """Keep a head and one period when the codes repeat with a period of at most `periods` steps after a
+        head of `heads` steps; otherwise the array as it is."""
+        if not len(self.codes):
+            return
+        codes = np.frombuffer(self.codes, dtype=self.codes.typecode)
+        for head in heads:
+            for period in range(1, periods + 1):
+                if head + 2 * period > len(codes):
+                    break
+                if np.array_equal(codes[head + period:], codes[head:-period]):
+                    kept = array(self.codes.typecode, codes[:head + period].tolist())
+                    self.codes, self.head, self.period = kept, head, period
+                    return
+
+    def __getitem__(self, t: int) -> int:
+        i = t - self.start
+        if i < 0 or i >= self.length:
+            return 0
+        if self.period and i >= self.head:
+            i = self.head + (i - self.head) % self.period
+        return self.codes[i]
+
+    def first_from(self, t: int) -> int:
+        """The first non-zero code at a step from t on, 0 if none."""
+        i = max(t - self.start, 0)
+        if i >= self.length:
+            return 0
+        if not self.period:  # the array as recorded
+            later = np.flatnonzero(np.frombuffer(self.codes, dtype=self.codes.typecode)[i:self.length])
+            return int(self.codes[i + later[0]]) if len(later) else 0
+        end = min(self.length, max(i, self.head) + self.period)  # one period after the head holds every code
+        for j in range(i, end):
+            code = self.codes[j if j < self.head else self.head + (j - self.head) % self.period]
+            if code:
+                return code
+        return 0
+
+
+TAKEN, TAKEN_DEAD = 1, 2  # a step took a buffer; and its first launch taking it overwrote it whole unread
+_NONE = StepSeries(0)  # no step: what a buffer outside the state keeps once the forward is over
+
+
 @dataclass
 class _Seen:
     """A buffer the loop's launches took."""
 
     ref: Any  # weak reference (a temporary a step drops is freed)
-    steps: set[int] = field(default_factory=set)  # steps (of the first forward) that took it
+    uses: StepSeries  # by step of the first forward: TAKEN, TAKEN_DEAD or 0 (not taken)
+    steps: int = 0  # how many steps took it
+    last: int = -1  # the last step that took it
     written: int = -1  # the last step that wrote it, -1: none
-    first: dict[int, bool] = field(default_factory=dict)  # step -> its first launch taking it overwrote it whole
 
 
 class LoopState:
@@ -45,7 +118,7 @@ class LoopState:
         """`freed(ref)`: a buffer of the first forward, `ref` its weak reference, was freed."""
         self.freed = freed
         self.seen: dict[int, _Seen] = {}
-        self.forward_taped: set[int] = set()  # steps the first forward taped
+        self.forward_taped: set[int] = set()  # steps the first forward taped (its last segment)
         self.state: dict[int, Any] = {}  # id -> buffer, once the first forward is over
         self.persistent: dict[int, Any] = {}  # id -> buffer the loop took that outlived its first forward
         self.alive: dict[int, Any] = {}  # every buffer the loop took that is alive after its first forward
@@ -53,11 +126,15 @@ class LoopState:
         self.taped_only: dict[int, Any] = {}  # buffers only one step, taped in the first forward, took
         self.wanted: dict[int, Any] = {}  # id -> weak reference: buffers the first forward's launches need shadows of
         self.last_write: dict[int, int] = {}  # id(state buffer) -> the last step writing it
-        self.first_use: dict[int, tuple] = {}  # id(state buffer) -> (steps taking it, overwrote it whole unread)
-        # step -> its launches: (kernel, persistent buffer ids or None); a list by step once the forward is over
-        self.signatures: Any = {}
+        self.first_use: dict[int, StepSeries] = {}  # id(state buffer) -> its uses by step (_Seen.uses)
+        # each step's launches as a number (`steps`) into the distinct step signatures (`signatures`): a step
+        # signature is a list of launches (kernel, extent, persistent buffer ids or None) once the forward is over
+        self.steps = StepSeries(0)
+        self.signatures: list = []
         self.recomputed: list = []  # the launches of the step being recomputed, as `signatures` holds them
         self._launches: dict = {}  # the first forward's distinct launches (record_launch)
+        self._step_keys: dict = {}  # its distinct steps: the tuple of their launches -> number
+        self._step: tuple[int, list] = (-1, [])  # the step being recorded and its launches so far
 
     # -- the first forward ------------------------------------------------------------------------------------------
     def record_launch(self, t: int, name: str, written: list, binding: Any, dead: set[int]) -> dict[int, Any]:
@@ -70,9 +147,10 @@ class LoopState:
             root = memory_root(a)
             seen = self.seen.get(id(root))
             if seen is None or seen.ref() is not root:
-                seen = self.seen[id(root)] = _Seen(weakref.ref(root, self.freed))
-            seen.steps.add(t)
-            seen.first.setdefault(t, id(root) in dead)
+                seen = self.seen[id(root)] = _Seen(weakref.ref(root, self.freed), StepSeries(t))
+            if seen.last != t:  # the step's first launch taking it
+                seen.uses.set(t, TAKEN_DEAD if id(root) in dead else TAKEN)
+                seen.steps, seen.last = seen.steps + 1, t
             sig.append((id(root), seen))
             refs[id(root)] = seen.ref
         for a in written:
@@ -80,8 +158,23 @@ class LoopState:
         launch = (name, tuple(binding.dim), tuple(sig))
         # one object per distinct launch: steps repeat a few, and a loop may have 10**4 of them
         launch = self._launches.setdefault((name, launch[1], tuple((k, id(s)) for k, s in sig)), launch)
-        self.signatures.setdefault(t, []).append(launch)
+        if self._step[0] != t:
+            self._end_step()
+            self._step = (t, [])
+        self._step[1].append(launch)
         return refs
+
+    def _end_step(self) -> None:
+        """The step recorded so far as the number of its distinct signature (steps without launches: none)."""
+        t, launches = self._step
+        if t >= 0:
+            key = tuple(id(launch) for launch in launches)  # the launches are interned: their ids say which
+            number = self._step_keys.get(key)
+            if number is None:
+                number = self._step_keys[key] = len(self.signatures) + 1
+                self.signatures.append(launches)
+            self.steps.set(t, number)
+        self._step = (-1, [])
 
     def wants_shadows(self, shadows: ShadowMap, written: list, args: tuple) -> None:
         """An untaped launch of the first forward that a recorded program would have taken with shadows:
@@ -107,6 +200,7 @@ class LoopState:
 
     def find(self) -> None:
         """After the first forward: the state, the persistent buffers, the steps' signatures."""
+        self._end_step()
         for key, seen in self.seen.items():
             root = seen.ref()
             if root is None:
@@ -114,43 +208,37 @@ class LoopState:
             self.alive[key] = root
             if seen.written >= 0:
                 self.written_back.append(root)
-            if seen.steps <= self.forward_taped and len(seen.steps) == 1:
+            if seen.steps == 1 and seen.last in self.forward_taped:
                 self.taped_only[key] = root  # a taped step's temporary, or a buffer only that step takes
                 continue
             self.persistent[key] = root
             if seen.written >= 0:
                 self.state[key] = root
                 self.last_write[key] = seen.written
-        persistent, interned = self.persistent, {}
-
-        def signature(launches: list) -> list:  # one object per distinct signature: steps repeat a few
+        persistent, distinct, numbers = self.persistent, {}, [0]
+        for launches in self.signatures:  # the buffers as persistent ids or None: some signatures become equal
             sig = [(name, dim, [key if key in persistent and seen.ref() is persistent[key] else None
                                 for key, seen in sig]) for name, dim, sig in launches]
-            return interned.setdefault(tuple((name, dim, tuple(ids)) for name, dim, ids in sig), sig)
-        # a list by step, not a dict: no int object per step kept alive through the reverse
-        recorded = self.signatures
-        self.signatures = [signature(recorded.get(t, [])) for t in range(max(recorded, default=-1) + 1)]
-        # per state buffer, the steps that take it (ascending), each with whether it first overwrites it whole
-        # unread: two arrays, not a Python object per step (a loop of 10**4 steps holds them through its reverse)
+            key = tuple((name, dim, tuple(ids)) for name, dim, ids in sig)
+            numbers.append(distinct.setdefault(key, (len(distinct) + 1, sig))[0])
+        self.signatures = [sig for _, sig in distinct.values()]
+        self.steps.renumber(numbers)
+        self.steps.settle()
         self.first_use = {}
         for key in self.state:
-            steps = sorted(self.seen[key].first.items())
-            self.first_use[key] = (np.array([t for t, _ in steps], np.int64), np.array([d for _, d in steps], bool))
-        for seen in self.seen.values():  # recorded for the above; the checks of recomputed steps use ref only
-            seen.steps, seen.first = set(), {}
-        self._launches = {}
+            self.first_use[key] = self.seen[key].uses
+            self.first_use[key].settle()
+        for key, seen in self.seen.items():  # recorded for the above; the checks of recomputed steps use ref only
+            if key not in self.state:
+                seen.uses = _NONE
+        self._launches, self._step_keys = {}, {}
 
     def changed_from(self, at: int | None) -> Iterator[tuple[int, Any, bool]]:
         """The state buffers some step from `at` on writes (all when `at` is None): (id, buffer, whether the
         first step from `at` on taking it overwrites it whole unread)."""
         for key, root in self.state.items():
             if at is None or self.last_write[key] >= at:
-                first_dead = False
-                if at is not None:
-                    steps, dead = self.first_use[key]
-                    k = int(np.searchsorted(steps, at))  # the first step from `at` on taking it
-                    first_dead = k < len(steps) and bool(dead[k])
-                yield key, root, first_dead
+                yield key, root, at is not None and self.first_use[key].first_from(at) == TAKEN_DEAD
 
     # -- recomputation ----------------------------------------------------------------------------------------------
     def check_launch(self, t: int, name: str, written: list, binding: Any) -> None:
@@ -181,7 +269,8 @@ class LoopState:
 
     def check_step(self, t: int) -> None:
         """ProgramError unless recomputed step t launched what it launched when it was recorded."""
-        want, got = self.signatures[t] if t < len(self.signatures) else [], self.recomputed
+        number = self.steps[t]
+        want, got = self.signatures[number - 1] if number else [], self.recomputed
         if got == want:
             return
         for k, (a, b) in enumerate(zip(want, got)):

@@ -71,7 +71,8 @@ class ProgramRecorder(Recorder):
         # host code on the program's arrays (hostcode.py)
         self.host = within.host if within is not None else HostTracker(shadows)
         # every Active scalar a launch took; the active rule calls recorded (their reverses' output is checked)
-        self.scalars: list[ActiveScalar] = within.scalars if within is not None else []
+        # (by id, each once: a checkpointed loop's steps take the same ones again and again)
+        self.scalars: dict[int, ActiveScalar] = within.scalars if within is not None else {}
         self.rules: list = within.rules if within is not None else []
         self.alone = alone
         self.no_need: dict[int, bool] = no_need or {}
@@ -116,7 +117,8 @@ class ProgramRecorder(Recorder):
     def _add(self, step: Step, arrays: list) -> None:
         """A launch or rule call recorded: the arrays it took locked after it, its Active scalars kept."""
         self.guard.lock(arrays, step.where)
-        self.scalars += step.scalars.values()
+        for s in step.scalars.values():
+            self.scalars.setdefault(id(s), s)
         self.steps.append(step)
 
     def _run(self, kernel, dim, plain, annotated, scalars, active, backend) -> tuple[Step, list, list]:

@@ -41,7 +41,7 @@ class ProgramTape:
     steps: list[ProgramStep]
     shadows: ShadowMap
     roots: dict[int, ActiveScalar]  # argument position -> its Active scalar
-    scalars: list[ActiveScalar]
+    scalars: dict[int, ActiveScalar]  # every Active scalar a launch took, by id; a loop's reverse adds more
     rules: list = field(default_factory=list)  # its active rule calls (None: one recorded in a loop's reverse)
     used: bool = False
 
@@ -199,7 +199,7 @@ def sweep(tape: ProgramTape) -> tuple:
         contents.finish()
         for loop in tape.loops:  # a checkpointed loop rebuilds the final state it gave no final copy of
             loop.rebuild_final()
-    backpropagate(tape.scalars)
+    backpropagate(list(tape.scalars.values()))
 
     def result(s: ActiveScalar):
         return tuple(float(x) for x in np.broadcast_to(s.adjoint, (lanes,))) if lanes > 1 else s.adjoint
