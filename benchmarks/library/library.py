@@ -108,8 +108,8 @@ REASONS: dict[str, str] = {
                                        "hand on one thread"),
     "shallow_water_2d": ("periodic gather past LOOP_STATEMENTS (its unwrapped sliced copies: 1013 statements): the "
                          "9 candidates replayed in a loop with landing tests, outlined, no interior (3.9x hand on one "
-                         "thread); unrolled with its interior inline it ran 81 ms against the hand's 156 at 1024^2 "
-                         "but compiled cold in 112 s against 50 (docs/adjoint-forms.md section 7)"),
+                         "thread); a looped frame beside an unrolled inline interior ran 0.51x hand at 1024^2 but "
+                         "compiled cold in 67 s against 37 (docs/adjoint-forms.md section 7)"),
 }
 
 
