@@ -81,8 +81,11 @@ COPY_ELEMENTS = 2**24  # 128 MiB of float64: beyond the caches of most machines 
 # table's last column). "Not profiled" where the cause is not known yet.
 _STENCIL = ("byte bound: the gradient is the gather (which also clears the output's shadow, docs/adjoint-forms.md "
             "section 6) and the primal, ~3x the primal's traffic")
-_WRAP = ("wrap-aware gather replays every neighbour candidate (3 in 1-D, 9 in 2-D) with its flux; the hand "
-         "adjoint computes each face flux once (suspected, not profiled)")
+# The periodic gathers (docs/adjoint-forms.md, section 7), measured with library.py --only transport on one
+# thread at load 3.4: the interior replays only the unwrapped candidates, each sliced to the faces that reach the
+# cell, so each face's partials are computed twice (once per cell's output shadow) where the hand adjoint adds
+# the two shadows first and computes them once.
+_WRAP = "periodic gather: the interior replays {copies} sliced copies ({statements} straight-line statements); {rest}"
 REASONS: dict[str, str] = {
     "axpy": "two passes (augmented primal, reverse) plus Active a's partial sums: 7 streams for the primal's 3",
     "scal": "in place with Active a, nothing taped since issue 33 (x's old value kept in a register); not profiled",
@@ -103,7 +106,15 @@ REASONS: dict[str, str] = {
     "heat_step_3d": _STENCIL, "allen_cahn_step_2d": _STENCIL,
     "laplace9_2d": _STENCIL + "; vs hand: the 9-point gather's frame, not profiled",
     "add_source": "one point: host cost per call, not bandwidth (a bare Numba call: 23 us)",
-    "upwind_1d": _WRAP, "upwind_2d": _WRAP, "burgers_rusanov_1d": _WRAP, "shallow_water_2d": _WRAP,
+    "upwind_1d": _WRAP.format(copies=3, statements=69, rest="the hand adjoint's 5 streams; 0.92x hand on one thread"),
+    "upwind_2d": _WRAP.format(copies=5, statements=132, rest="each face's upwind partials twice; 1.13x hand, "
+                              "3.6x primal (hand 3.2x) on one thread"),
+    "burgers_rusanov_1d": _WRAP.format(copies=3, statements=167, rest="each face's Rusanov partials twice; 1.06x "
+                                       "hand, 3.4x primal (hand 3.2x) on one thread"),
+    "shallow_water_2d": ("periodic gather past LOOP_STATEMENTS (its unwrapped sliced copies: 1013 statements): the "
+                         "9 candidates replayed in a loop with landing tests, outlined, no interior (3.6x hand on one "
+                         "thread); a looped frame beside an unrolled inline interior ran 0.51x hand at 1024^2 but "
+                         "compiled cold in 67 s against 37 (docs/adjoint-forms.md section 7)"),
 }
 
 

@@ -277,6 +277,36 @@ def test_periodic_gather_covers_the_whole_modulus():
     np.testing.assert_array_equal(du, want)
 
 
+@pytest.mark.parametrize("kernel, shape, kept", [(periodic, (9,), 3), (periodic_2d, (7, 6), 4)])
+def test_periodic_gather_interior_replays_no_wrapped_candidate(kernel, shape, kept):
+    """In the interior of the gather's domain a wrapped candidate (s != 0) is no thread: interior splitting
+    folds its test (`tid < gn - M + c`, whose extents cancel, is a lower edge) and its copy goes (periodic:
+    3 of 5 copies left, periodic_2d: 4 of 9), and the CPU prints the interior under a test of its constant
+    lower edge (docs/adjoint-forms.md, section 7)."""
+    import re
+
+    from gradkern.ir import nodes as ir
+    from gradkern.runtime.annotate import annotated_binding
+    from gradkern.runtime.specialize import reverse_specialization
+    from gradkern.transforms.dce import eliminate_dead
+    from gradkern.transforms.split import split_interior
+
+    rng = np.random.default_rng(3)
+    args = (dup(rand(rng, *shape), rng), dup(rand(rng, *shape), rng))
+    ann, b, shadows = annotated_binding(kernel, args, shape, None)
+    rs = reverse_specialization(kernel, b, shadows, ann.active, ann.no_need, ann.lanes)
+    g = split_interior(eliminate_dead(rs.gather.typed))
+    assert g.interior is not None and len(g.interior.ranges) == len(shape)
+    copies = {m.group(1) for s in ir.walk_stmts(g.interior.body) if isinstance(s, ir.Assign)
+              for m in [re.search(r"_n(\d+)(__\d+)?$", s.name)] if m}
+    everywhere = {m.group(1) for s in ir.walk_stmts(g.body) if isinstance(s, ir.Assign)
+                  for m in [re.search(r"_n(\d+)(__\d+)?$", s.name)] if m}
+    assert len(copies) == kept and len(everywhere) > kept
+    source = gk.inspect(kernel, *args, dim=shape, mode=gk.Reverse).sources["gather"]
+    assert re.search(r"\n +if _gkb_t\d >= [12]:\n", source)
+    assert check_grad(kernel, *args, dim=shape).ok
+
+
 def test_index_wrapped_to_a_constant_is_not_gathered_but_right():
     """`else 0` is no thread-plus-offset branch: the adjoint stays an atomic add (still exact)."""
     @gk.kernel

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..ir import nodes as ir
 from .base import check_launch_ndim
-from .numba_names import defined_before_use, single_definitions, statements, tid_copies_unaliased
+from .numba_names import defined_before_use, floor_of, single_definitions, statements, tid_copies_unaliased
 from .numba_plan import MixedPlan
 from .numba_syntax import CHECK, IMPORTS, INLINE_CHECKS, NumbaSyntax, PrivatizedSyntax
 from .printer import Printer
@@ -40,6 +40,10 @@ class NumbaOptions:
 # neighbour) stay inline, where their vectorised loop is the point (outlined, the 2-D heat step's gradient
 # took 63 ms instead of 15 ms at 2048^2); a reverse body of ten straight-line source statements is ~100.
 OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "96"))
+# A straight-line interior (no branch, no loop) is printed inline up to this many statements even where the
+# general body is outlined: the periodic gathers' interiors (upwind_2d 132, burgers_rusanov_1d 167 statements)
+# vectorise there.
+INLINE_INTERIOR = 4 * OUTLINE_STATEMENTS
 # An interior whose body still branches (data-dependent `if`s, early returns the split could not fold) is kept
 # only up to this many expression nodes: it does not vectorise, so the split saves a few well-predicted edge
 # tests per thread, and each extra copy of a long body costs its compile again (superbee's first primal: 136 s
@@ -53,11 +57,21 @@ SPLIT_BRANCHY_OPS = 400
 SERIAL_EDGES = 256
 
 
+def _outlined_interior(body: tuple[ir.Stmt, ...]) -> bool:
+    """Whether an interior body is outlined: past OUTLINE_STATEMENTS, unless it is straight-line and at most
+    INLINE_INTERIOR statements long, where the vectorised loop is the point."""
+    n = statements(body)
+    return n > OUTLINE_STATEMENTS and (n > INLINE_INTERIOR or any(isinstance(s, (ir.If, ir.While, ir.For))
+                                                                   for s in ir.walk_stmts(body)))
+
+
 def keeps_interior(k: ir.Kernel) -> bool:
-    """Whether `k`'s interior is printed: not for a body long enough to be outlined (a serial function per
-    thread gains no vectorisation from the split, and its interior would be a second function to compile),
-    nor for a long one whose interior still branches (SPLIT_BRANCHY_OPS)."""
-    if statements(k.body) > OUTLINE_STATEMENTS:
+    """Whether `k`'s interior is printed: not where both bodies are outlined (a serial function per thread
+    gains no vectorisation from the split, and its interior would be a second function to compile), nor for
+    a long one whose interior still branches (SPLIT_BRANCHY_OPS). A long general body with a straight-line
+    interior (a periodic gather, whose wrapped candidates the interior drops) keeps it: the general body
+    is outlined, the interior printed inline (LoopPrinter.thread_body)."""
+    if statements(k.body) > OUTLINE_STATEMENTS and _outlined_interior(k.interior.body):
         return False
     branches = any(isinstance(s, (ir.If, ir.While)) for s in ir.walk_stmts(k.interior.body))
     return not branches or sum(1 for _ in ir.all_exprs(k.body)) <= SPLIT_BRANCHY_OPS
@@ -123,7 +137,11 @@ class LoopPrinter:
         # A long thread body is printed once as a serial function that the launch loops call: Numba's parfor
         # passes and LLVM's optimisation of one huge loop body cost time superlinear in its length (issue
         # 14.11), and a body this long gains nothing from vectorising across threads.
-        self.outline = statements(k.body) > OUTLINE_STATEMENTS
+        # per body (the general one, the interior's): whether it is outlined; `outline`: either is
+        self.outlines = {id(k.body): statements(k.body) > OUTLINE_STATEMENTS}
+        if k.interior is not None:
+            self.outlines[id(k.interior.body)] = _outlined_interior(k.interior.body)
+        self.outline = any(self.outlines.values())
         # the owned targets' register accumulators, one per outer index (`_rows_open`); an outlined body adds
         # to them straight (PrivatizedSyntax), its chunk's rows all the same
         self.owned = {} if self.outline else {a: (c, f"_gkb_row_{a}") for a, c in rows.items()}
@@ -277,7 +295,7 @@ class LoopPrinter:
         reads = {e.name for e in ir.all_exprs(body) if isinstance(e, ir.Var)}
         first = self.firsts[id(body)]
         own_prologue = tuple(a for a in self.zeros if a.name in reads and a.name not in first)
-        if not self.outline:
+        if not self.outlines[id(body)]:
             p.block(own_prologue + body, depth)
             return p.lines
         private_args = ["_gkb_c", *(["_gkb_s"] if self.shared else []), *[f"_gkb_priv_{a}" for a in self.copied]] \
@@ -359,12 +377,16 @@ class LoopPrinter:
         # negative-index checks on j - 1 and vectorises (an empty range when n < start)
         const_lo = isinstance(r.lo, ir.Const)
         start = str(max(int(r.lo.value), 0)) if const_lo else lo_
+        # a start that is not constant but at least one (a periodic gather's `max(1, gn - M + 1)`): the
+        # interior's threads test it, always true, which tells LLVM the same (docs/adjoint-forms.md, section 7)
+        floor = None if const_lo else floor_of(r.lo)
+        guard = f"_gkb_t{axis} >= {floor}" if floor else None
         if axis < last:
             if not const_lo:
                 p.line(d, f"{lo_} = max({p.expr(r.lo)}, 0)")
             p.line(d, f"{hi_} = {n if r.hi is None else p.expr(r.hi)}")
             p.line(d, f"for _gkb_t{axis} in {header}:")
-            test = f"_gkb_t{axis} >= {start} and _gkb_t{axis} < {hi_}"
+            test = f"_gkb_t{axis} >= {start} and _gkb_t{axis} < {hi_}{f' and {guard}' if guard else ''}"
             if nest.merge or nest.ordered:
                 # no branch here: a bool the innermost axis reads, so that the general body is printed
                 # once whatever the number of split axes (two copies of the body in all, not 1 + axes)
@@ -408,11 +430,19 @@ class LoopPrinter:
             self._axis(p, nest, inner, axis + 1, at + 1, False)
             if not nest.edges_only:
                 p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({start}, {hi_}):")
-                self._axis(p, nest, inner, axis + 1, d + 1, True)
+                self._guarded(p, nest, inner, axis, d + 1, guard)
             return
         for first, stop, interior in (("0", lo_, False), (start, hi_, True), (hi_, n, False)):
             p.line(d, f"for _gkb_t{axis} in {loop if axis == 0 else 'range'}({first}, {stop}):")
-            self._axis(p, nest, inner, axis + 1, d + 1, interior)
+            self._guarded(p, nest, inner, axis, d + 1, guard if interior else None, interior)
+
+    def _guarded(self, p: Printer, nest: Nest, inner: ir.Interior, axis: int, d: int, guard: str | None,
+                 inside: bool = True) -> None:
+        """The rest of the nest inside the loop of `axis`, under `guard` where it has one."""
+        if guard is not None:
+            p.line(d, f"if {guard}:")
+            d += 1
+        self._axis(p, nest, inner, axis + 1, d, inside)
 
 
     def _chunk_split(self, p: Printer, nest: Nest, inner: ir.Interior, r: ir.AxisRange, d: int) -> None:

@@ -138,3 +138,14 @@ def tid_copies_unaliased(k: ir.Kernel) -> ir.Kernel:
 
     interior = k.interior and replace(k.interior, body=block(k.interior.body))
     return replace(k, body=block(k.body), interior=interior)
+
+
+def floor_of(lo: ir.Expr) -> int | None:
+    """The largest positive constant of a chain of `max` that is `lo` (transforms/split.py's lower bounds),
+    or None: every value of lo is at least that."""
+    if isinstance(lo, ir.Const) and isinstance(lo.value, int) and not isinstance(lo.value, bool):
+        return lo.value if lo.value > 0 else None
+    if isinstance(lo, ir.Apply) and lo.op is Op.MAX:
+        found = [f for f in map(floor_of, lo.args) if f is not None]
+        return max(found) if found else None
+    return None

@@ -83,6 +83,12 @@ def _prune(body: tuple[ir.Stmt, ...], live: set[str]) -> tuple[ir.Stmt, ...]:
     return tuple(reversed(out))
 
 
+def live_slice(body: tuple[ir.Stmt, ...], live: set[str]) -> tuple[ir.Stmt, ...]:
+    """`body` without the assignments whose values reach neither an effect nor the locals `live` after it
+    (a gather's neighbour copy keeps what its accumulators need: transforms/gather.py)."""
+    return _prune(body, set(live))
+
+
 def eliminate_dead(k: ir.Kernel) -> ir.Kernel:
     """`k` without the assignments nothing reads (locals die with their thread)."""
     body = _prune(k.body, set())

@@ -48,13 +48,15 @@ from ..ir.names import GATHER_EXTENT as EXTENT
 from ..ir.ops import Op
 from ..ir.rewrite import map_expr, rename_locals, with_blocks, with_exprs
 from ..ir.types import BOOL, I64
+from .dce import live_slice
 from .reverse import COUNT
 from .simplify import without
 
 # An offset vector: per launch axis (c, s), the index tid + c + s·M with M the axis's wrap modulus (s = 0: none).
 
-# The statements of all neighbour copies past which a gather replays its neighbours in a loop over
-# the offsets instead of one copy per offset (docs/compile-time.md, finding 10): a copy is a reverse body, and
+# The statements of the neighbour copies (each sliced to what its accumulators need, the wrapped candidates
+# not counted: the CPU's interior drops them) past which a gather replays its neighbours in a loop over the
+# offsets instead of one copy per offset (docs/compile-time.md, finding 10): a copy is a reverse body, and
 # Numba's compile time grows with the code it is given; bodies this long are outlined into a serial function on
 # the CPU (backends/numba_loops.py, OUTLINE_STATEMENTS = 96), which is not vectorised either way.
 LOOP_STATEMENTS = 192
@@ -193,19 +195,20 @@ class _Offsets:
 
     def is_thread(self, o: Offset) -> ir.Expr:
         """Whether neighbour tid - o is a thread of the launch: 0 <= tid - o < gn on every axis. A wrap
-        also gets a test of tid against a constant or a shape alone, implied by the others, which the
-        CPU's interior splitting folds to False: for s = 1, tid >= M + c is the same as tid - o >= 0; for
-        s = -1, tid - o < gn gives tid < c where gn <= M (otherwise the launch runs past M)."""
+        also gets the same test written as tid against launch invariants, which the CPU's interior
+        splitting folds to False: for s = 1, tid >= M + c (tid - o >= 0); for s = -1, tid < gn - M + c
+        (tid - o < gn), a bound in which two extents cancel, which the split takes for a lower edge
+        (transforms/split.py): c where gn = M, so the interior carries no wrapped candidate."""
         tests = []
         for axis, (c, s) in enumerate(o):
             tid = ir.Tid(axis, type=I64)
             t = self.shifted(tid, o)
+            gn = b.var(f"{EXTENT}{axis}", I64)
             if s > 0:
                 tests.append(b.cmp(Op.GE, tid, b.add(self.modulus[axis], b.const(c, I64))))
             elif s < 0:
-                past = b.cmp(Op.GT, b.var(f"{EXTENT}{axis}", I64), self.modulus[axis])
-                tests.append(ir.Apply(Op.OR, (b.cmp(Op.LT, tid, b.const(c, I64)), past), type=BOOL))
-            tests += [b.cmp(Op.GE, t, b.const(0, I64)), b.cmp(Op.LT, t, b.var(f"{EXTENT}{axis}", I64))]
+                tests.append(b.cmp(Op.LT, tid, b.add(b.sub(gn, self.modulus[axis]), b.const(c, I64))))
+            tests += [b.cmp(Op.GE, t, b.const(0, I64)), b.cmp(Op.LT, t, gn)]
         return _all(tests)
 
     def shifted_by(self, e: ir.Expr, at: tuple[ir.Expr, ...]) -> ir.Expr:
@@ -495,12 +498,18 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool =
     types = {p.name: p.type.dtype for p in source.params if p.name in plan}
     acc = {a: names.gather_accumulator(a) for a in plan}
     body: list[ir.Stmt] = [ir.Assign(acc[a], b.const(0, types[a])) for a in sorted(plan)]
-    copies = [_neighbour(source.body, o, plan, acc, sums, at) for o in offsets]
-    looped = len(offsets) > 1 and sum(_statement_count(c) for c in copies) > LOOP_STATEMENTS
+    # each copy only what its accumulator adds need: a neighbour whose adds reach tid through one face
+    # replays that face's slice of the reverse, not the whole thread (then counted against LOOP_STATEMENTS)
+    live = set(acc.values())
+    copies = [live_slice(_neighbour(source.body, o, plan, acc, sums, at), live) for o in offsets]
+    # counted over the copies the interior keeps (no wrap: a wrapped candidate is never a thread there)
+    looped = len(offsets) > 1 and sum(_statement_count(c) for c, o in zip(copies, offsets)
+                                      if not any(s for _, s in o)) > LOOP_STATEMENTS
     own = ((0, 0),) * ndim
     kept = bool(own_sums) and not looped and own in offsets
     if kept:  # the own copy keeps the sums and their adds into the accumulators
-        copies[offsets.index(own)] = _neighbour(source.body, own, plan, acc, frozenset(), at, own_sums)
+        copies[offsets.index(own)] = live_slice(_neighbour(source.body, own, plan, acc, frozenset(), at, own_sums),
+                                                live)
     local = {n: t for n, t in source.locals if n not in sums or kept} | {acc[a]: types[a] for a in plan}
     if looped:
         body.append(_offset_loop(source, offsets, plan, acc, sums, at, local))

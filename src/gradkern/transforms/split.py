@@ -12,8 +12,9 @@ range per axis that had such tests (`Kernel.interior`): it computes what the
 body computes for every thread inside all the ranges, since each fold replaced
 a test by the value it has there. The CPU backend prints the general body for
 threads outside a range, the interior body inside. Which side of a test is
-"interior" is a heuristic (a constant bound is a lower boundary, any other an
-upper one); every choice is correct, only the interior's size depends on it.
+"interior" is a heuristic (a constant bound is a lower boundary, and so is one
+in which extents cancel, `gn - M + c`; any other an upper one); every choice is
+correct, only the interior's size depends on it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import replace
 from ..ir import build as b
 from ..ir import nodes as ir
 from ..ir.indices import indices
+from ..ir.names import GATHER_EXTENT
 from ..ir.ops import COMPARISONS, Op
 from ..ir.rewrite import map_expr, with_blocks, with_exprs
 from ..ir.types import I64
@@ -52,6 +54,25 @@ def _clamped(y: ir.Expr) -> ir.Expr:
     if _small(y):
         return y
     return b.apply(Op.MIN, b.apply(Op.MAX, y, b.const(-_LIMIT, I64)), b.const(_LIMIT, I64))
+
+
+def _extents(y: ir.Expr) -> int | None:
+    """How many extents (array shapes, a gather's launch extents) y adds, less those it subtracts, when y
+    is built from them and integer constants by + and -; else None. Where they cancel (`gn - M + c`, a
+    wrapped gather neighbour's test) the bound is a constant on every launch that is not past its arrays,
+    so it is a lower edge like a constant."""
+    if isinstance(y, ir.Const):
+        return 0 if isinstance(y.value, int) else None
+    if isinstance(y, ir.Shape) or isinstance(y, ir.Var) and y.name.startswith(GATHER_EXTENT):
+        return 1
+    if isinstance(y, ir.Apply) and y.op is Op.CAST:
+        return _extents(y.args[0])
+    if isinstance(y, ir.Apply) and y.op in (Op.ADD, Op.SUB):
+        x, z = _extents(y.args[0]), _extents(y.args[1])
+        if x is None or z is None:
+            return None
+        return x + z if y.op is Op.ADD else x - z
+    return None
 
 
 class _Splitter:
@@ -96,7 +117,7 @@ class _Splitter:
             return None
         bound = simplify_expr(b.sub(_clamped(b.cast(y, I64)), b.const(c, I64)))  # j op bound
         one = b.const(1, I64)
-        low = isinstance(bound, ir.Const)
+        low = isinstance(bound, ir.Const) or _extents(y) == 0
         if op in (Op.EQ, Op.NE):
             (self.lower.append(b.add(bound, one)) if low else self.upper.append(bound))
             return op is Op.NE
