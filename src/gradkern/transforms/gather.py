@@ -74,6 +74,8 @@ class Gather:
     # it does all the reverse's work (transforms/fold.py), and clears these shadows after their last read
     reverse_folded: bool = False
     folded: tuple[str, ...] = ()
+    # a pull (transforms/pull.py): runs after the reverse (or fused) kernel, from the scratch slots it taped
+    pulls: bool = False
 
 
 class _Offsets:
@@ -191,11 +193,12 @@ class _Offsets:
             return out
         return map_expr(e, sub)
 
-    def is_thread(self, o: Offset) -> ir.Expr:
+    def is_thread(self, o: Offset, past=None) -> ir.Expr:
         """Whether neighbour tid - o is a thread of the launch: 0 <= tid - o < gn on every axis. A wrap
         also gets a test of tid against a constant or a shape alone, implied by the others, which the
         CPU's interior splitting folds to False: for s = 1, tid >= M + c is the same as tid - o >= 0; for
-        s = -1, tid - o < gn gives tid < c where gn <= M (otherwise the launch runs past M)."""
+        s = -1, tid - o < gn gives tid < c where gn <= M (otherwise the launch runs past M): `tid < c or
+        gn > M`, the second test `past(gn > M, axis)` where given (transforms/pull.py)."""
         tests = []
         for axis, (c, s) in enumerate(o):
             tid = ir.Tid(axis, type=I64)
@@ -203,8 +206,9 @@ class _Offsets:
             if s > 0:
                 tests.append(b.cmp(Op.GE, tid, b.add(self.modulus[axis], b.const(c, I64))))
             elif s < 0:
-                past = b.cmp(Op.GT, b.var(f"{EXTENT}{axis}", I64), self.modulus[axis])
-                tests.append(ir.Apply(Op.OR, (b.cmp(Op.LT, tid, b.const(c, I64)), past), type=BOOL))
+                wide = b.cmp(Op.GT, b.var(f"{EXTENT}{axis}", I64), self.modulus[axis])
+                tests.append(ir.Apply(Op.OR, (b.cmp(Op.LT, tid, b.const(c, I64)),
+                                              wide if past is None else past(wide, axis)), type=BOOL))
             tests += [b.cmp(Op.GE, t, b.const(0, I64)), b.cmp(Op.LT, t, b.var(f"{EXTENT}{axis}", I64))]
         return _all(tests)
 
