@@ -40,6 +40,11 @@ class NumbaOptions:
 # neighbour) stay inline, where their vectorised loop is the point (outlined, the 2-D heat step's gradient
 # took 63 ms instead of 15 ms at 2048^2); a reverse body of ten straight-line source statements is ~100.
 OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "96"))
+# A straight-line body (no `if` or loop statement: selects only) stays inline up to this many statements: LLVM
+# vectorises it across threads, which outlining forbids. Measured (one thread, docs/performance.md): the fused
+# gradient of d2q9_equilibrium (242 statements) ran 5.4x faster inline (51 -> 9.6 ms at 682^2), d2q9_step's
+# (719) 1.2x (93 -> 77 ms), for about 18 % more compile (d2q9_step's first autodiff 104 -> 122 s wall, loaded).
+STRAIGHT_STATEMENTS = int(os.environ.get("GRADKERN_STRAIGHT_STATEMENTS", "1024"))
 # An interior whose body still branches (data-dependent `if`s, early returns the split could not fold) is kept
 # only up to this many expression nodes: it does not vectorise, so the split saves a few well-predicted edge
 # tests per thread, and each extra copy of a long body costs its compile again (superbee's first primal: 136 s
@@ -53,11 +58,21 @@ SPLIT_BRANCHY_OPS = 400
 SERIAL_EDGES = 256
 
 
+def outlines(body: tuple[ir.Stmt, ...]) -> bool:
+    """Whether a thread body is printed as a serial function the launch loops call: past OUTLINE_STATEMENTS
+    statements, or past STRAIGHT_STATEMENTS for a straight-line body."""
+    n = statements(body)
+    if n <= OUTLINE_STATEMENTS:
+        return False
+    straight = not any(isinstance(s, (ir.If, ir.For, ir.While)) for s in ir.walk_stmts(body))
+    return not straight or n > STRAIGHT_STATEMENTS
+
+
 def keeps_interior(k: ir.Kernel) -> bool:
     """Whether `k`'s interior is printed: not for a body long enough to be outlined (a serial function per
     thread gains no vectorisation from the split, and its interior would be a second function to compile),
     nor for a long one whose interior still branches (SPLIT_BRANCHY_OPS)."""
-    if statements(k.body) > OUTLINE_STATEMENTS:
+    if outlines(k.body):
         return False
     branches = any(isinstance(s, (ir.If, ir.While)) for s in ir.walk_stmts(k.interior.body))
     return not branches or sum(1 for _ in ir.all_exprs(k.body)) <= SPLIT_BRANCHY_OPS
@@ -123,7 +138,7 @@ class LoopPrinter:
         # A long thread body is printed once as a serial function that the launch loops call: Numba's parfor
         # passes and LLVM's optimisation of one huge loop body cost time superlinear in its length (issue
         # 14.11), and a body this long gains nothing from vectorising across threads.
-        self.outline = statements(k.body) > OUTLINE_STATEMENTS
+        self.outline = outlines(k.body)
         # the owned targets' register accumulators, one per outer index (`_rows_open`); an outlined body adds
         # to them straight (PrivatizedSyntax), its chunk's rows all the same
         self.owned = {} if self.outline else {a: (c, f"_gkb_row_{a}") for a, c in rows.items()}
