@@ -115,7 +115,8 @@ def test_the_plan_runs_the_pull_after_the_kernel_that_tapes_its_sites():
 
 
 def test_what_a_pull_cannot_prove_keeps_atomics_and_is_right():
-    """A wrap to a constant (`else 0`), a row read from memory, and a thread-dependent row: atomics, exact."""
+    """A wrap to a constant (`else 0`), a row read from memory, a thread-dependent row, and the launch axis at two
+    positions (two threads would pull into one element): atomics, exact."""
     @gk.kernel
     def to_zero(f, g):
         i = gk.tid()
@@ -129,6 +130,11 @@ def test_what_a_pull_cannot_prove_keeps_atomics_and_is_right():
         g[i] = f[r, i] * f[0, i + 1]
 
     @gk.kernel
+    def crossed(f, g):  # threads 3 and 0 would both pull into f[3, 0]
+        i = gk.tid()
+        g[i] = f[i, 0] * f[3, i]
+
+    @gk.kernel
     def thread_row(f, g):
         i = gk.tid()
         g[i] = f[i, i + 1] * f[0, i]
@@ -137,7 +143,8 @@ def test_what_a_pull_cannot_prove_keeps_atomics_and_is_right():
     for kernel, args, dim in ((to_zero, (dup(rand(r, 2, 6), r), dup(rand(r, 6), r)), 6),
                               (row_from_memory, (dup(rand(r, 2, 7), r), gk.Const(np.array([1])),
                                                  dup(rand(r, 6), r)), 6),
-                              (thread_row, (dup(rand(r, 6, 7), r), dup(rand(r, 6), r)), 6)):
+                              (thread_row, (dup(rand(r, 6, 7), r), dup(rand(r, 6), r)), 6),
+                              (crossed, (dup(rand(r, 6, 6), r), dup(rand(r, 6), r)), 6)):
         forms = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse).adjoint_forms
         assert forms["f"] == "atomic add", forms
         assert check_grad(kernel, *args, dim=dim).ok

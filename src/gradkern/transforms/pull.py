@@ -132,6 +132,12 @@ def pull_sites(k: ir.Kernel, shadows: set[str]) -> tuple[Site, ...]:
     for e in ir.all_exprs(k.body):
         if isinstance(e, ir.Load) and e.array in shadows:
             bad.add(e.array)
+    # one thread per element: every site of a shadow has its launch axes at the same positions (`u[i, 0]` beside
+    # `u[3, i]` would have threads 3 and 0 both add into u[3, 0])
+    patterns: dict[str, set] = {}
+    for (a, _), site in found.items():
+        patterns.setdefault(a, set()).add(tuple(c is None for c in site.key))
+    bad |= {a for a, p in patterns.items() if len(p) > 1}
     return tuple(site for (a, _), site in found.items() if a not in bad)
 
 
