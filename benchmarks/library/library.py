@@ -88,7 +88,8 @@ REASONS: dict[str, str] = {
             "the per-row dx sum too (primal 2.6); several partial sums would change the rounding"),
     "gemv_t": "one thread per column walks A with stride n on the CPU (the GPU's layout); x's shadow atomic",
     "d2q9_step": ("byte bound: f's shadow pulled (adjoint-forms.md 7), fused kernel then pull move 75 values a cell "
-                  "against the primal's 19 (3.9x) and the hand-written adjoint's 85; 1 thread: 0.73-0.77x hand"),
+                  "against the primal's 19 (3.9x) and the hand-written adjoint's 85; quiet: 0.75x hand (1 thread), "
+                  "0.83x (2)"),
     "d2q9_equilibrium": ("byte bound: the fused gradient moves 36 values a cell against the primal's 12 (3.0x); its "
                          "242-statement body ran outlined, unvectorised, 5x slower until issue 33"),
     "l2_misfit": "u's shadow takes atomic adds at sensors that may repeat: sparse privatisation (adjoint-forms.md 5)",
