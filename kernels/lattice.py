@@ -50,11 +50,12 @@ def d2q9_step(f, fn, solid, omega, gx, gy):
     i, j = gk.tid()
     nx = f.shape[1]
     ny = f.shape[2]
-    # periodic neighbours, affine in each branch (so bounds and the adjoint's gather are proved)
-    im = i - 1 if i > 0 else nx - 1
-    ip = i + 1 if i < nx - 1 else 0
-    jm = j - 1 if j > 0 else ny - 1
-    jp = j + 1 if j < ny - 1 else 0
+    # periodic neighbours, the thread index plus an offset in each branch (the wrap is i ± 1 ∓ nx), so the
+    # adjoint's pull proves where each population's adjoint lands (docs/adjoint-forms.md, section 7)
+    im = i - 1 if i > 0 else i - 1 + nx
+    ip = i + 1 if i < nx - 1 else i + 1 - nx
+    jm = j - 1 if j > 0 else j - 1 + ny
+    jp = j + 1 if j < ny - 1 else j + 1 - ny
     xs = gk.local((3,), gk.int64)  # x − e_x for e_x = −1, 0, 1
     ys = gk.local((3,), gk.int64)
     xs[0] = ip

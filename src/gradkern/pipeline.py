@@ -43,6 +43,7 @@ from .transforms.fold import fold_reverse, without_folded
 from .transforms.forward import forward_kernel
 from .transforms.gather import Gather, gather_kernel, gatherable, without_atomics_on
 from .transforms.lanes import replicate_lanes, separable_stores, without_primal_stores
+from .transforms.pull import pull_kernel, pull_sites, to_scratch
 from .transforms.reverse import ReverseKernels, reverse_kernels
 from .transforms.simplify import without_stores_to
 from .transforms.split import split_interior
@@ -52,6 +53,8 @@ from .transforms.versions import version_locals
 # GRADKERN_GATHER_FOLD=0 keeps the reverse launch beside a gather (docs/adjoint-forms.md, section 6): for
 # measuring the fold against the plan before it, and as a way back
 FOLD = os.environ.get("GRADKERN_GATHER_FOLD", "1") != "0"
+# GRADKERN_PULL=0 leaves atomics where a pull would take them (docs/adjoint-forms.md, section 8): for measuring
+PULL = os.environ.get("GRADKERN_PULL", "1") != "0"
 
 
 @dataclass(frozen=True)
@@ -183,6 +186,7 @@ def _gather(w: Work) -> None:
     source = w.kernels["reverse"]
     plan = gatherable(source, set(rk.shadows.values()))
     if not plan:
+        _pull(w)
         return
     taped, sums = rk.static_slots != (0, 0), frozenset(rk.sums.values())
     w.gather = gather_kernel(source, plan, taped=taped, sums=sums)
@@ -201,6 +205,28 @@ def _gather(w: Work) -> None:
         w.kernels["fused"] = without_folded(w.kernels["fused"], folded, accumulators)
         w.notes += f"; the reverse folded in: clears {', '.join(folded.folded) or 'nothing'}, sums its Active scalars"
     w.kernels["gather"] = w.gather.kernel
+
+
+def _pull(w: Work) -> None:
+    """Where no replay gather takes a shadow's atomic adds, a pull may (transforms/pull.py): one lane (each
+    lane's scratch would need slots of its own) and a tape of a size known at compile time (the scratch slots
+    follow it)."""
+    rk = w.reverse
+    if w.request.lanes != 1 or rk.static_slots is None or not PULL:
+        return
+    sites = pull_sites(w.kernels["reverse"], set(rk.shadows.values()))
+    if not sites:
+        return
+    first = rk.static_slots[0]
+    phase1 = {role: to_scratch(w.kernels[role], sites, first, rk.tape_float) for role in ("fused", "reverse")}
+    if any(k is None for k in phase1.values()):
+        return
+    w.gather = pull_kernel(w.kernels["reverse"], sites, first, rk.tape_float)
+    w.reverse = replace(rk, static_slots=(first + len(sites), rk.static_slots[1]))
+    w.kernels.update(phase1, gather=w.gather.kernel)
+    w.adjoint_forms.update({primal: "pull" for primal, sh in rk.shadows.items() if sh in w.gather.arrays})
+    w.notes = (f"pulled {', '.join(w.gather.arrays)}: {len(sites)} sites in tape slots {first} on, offsets "
+               f"{list(w.gather.offsets)}, reach {w.gather.reach}")
 
 
 def _no_need(w: Work) -> None:
@@ -388,6 +414,8 @@ class ReverseSpecialization:
     gather_wraps: tuple = ()  # per axis, (array, axis) of a periodic index's modulus, which the gather covers
     # the gather also does the reverse's work (transforms/fold.py): no reverse launch after it
     gather_folded: bool = False
+    # the gather is a pull (transforms/pull.py): it runs after the reverse or fused kernel, not before
+    gather_pulls: bool = False
     adjoint_forms: tuple[tuple[str, str], ...] = ()
     # the primal arrays whose values the split reverse (and gather) read: a program saves these before a
     # later launch overwrites them (docs/programs.md); the others' old values are never needed
@@ -470,6 +498,7 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
                                  gather_reach=w.gather.reach if w.gather is not None else (),
                                  gather_wraps=w.gather.wraps if w.gather is not None else (),
                                  gather_folded=w.gather is not None and w.gather.reverse_folded,
+                                 gather_pulls=w.gather is not None and w.gather.pulls,
                                  adjoint_forms=tuple(sorted(w.adjoint_forms.items())),
                                  reverse_reads=frozenset(reads))
 

@@ -164,6 +164,7 @@ def test_outlined_and_bounds_checked_bodies(monkeypatch):
     make = lambda: [np.arange(n + extra, dtype=np.float64), np.zeros(n), np.full(n, 0.5),  # noqa: E731
                     np.arange(n) % extra, n]
     monkeypatch.setattr(numba_loops, "OUTLINE_STATEMENTS", -1)
+    monkeypatch.setattr(numba_loops, "STRAIGHT_STATEMENTS", -1)
     outlined = gk.kernel(add_read_store.fn)
     assert "def _gkb_body_private" in gk.inspect(outlined, *make()).source
     _assert_same(*_both(outlined, n, make, monkeypatch, 4))

@@ -29,6 +29,7 @@ def _inputs(case, dtype):
 @pytest.fixture
 def outline_everything(monkeypatch):
     monkeypatch.setattr(numba_loops, "OUTLINE_STATEMENTS", -1)
+    monkeypatch.setattr(numba_loops, "STRAIGHT_STATEMENTS", -1)
 
 
 @pytest.mark.parametrize("name", PRIMAL)

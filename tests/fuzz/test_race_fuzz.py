@@ -75,7 +75,7 @@ WRAP64 = 4611686018427387904  # 2**62: i * WRAP64 * 4 == i * 2**64 wraps to 0
 WRAP32 = 4294967296  # 2**32: int32(i * 2**32) == 0
 
 
-PATTERNS = ("rows", "lu", "mirror", "stencil", "triangle", "tile", "offset", "loopvar")
+PATTERNS = ("rows", "lu", "mirror", "stencil", "triangle", "tile", "offset", "loopvar", "direction")
 
 
 # -- the generator ---------------------------------------------------------------------------------------------------
@@ -97,7 +97,8 @@ class _Generator:
             two = rng.random() < 0.5
             self.ndim, self.rank = {"rows": (1, 1), "lu": (2, 2), "mirror": (1, 1),
                                     "stencil": (1, 1), "triangle": (1, 1), "tile": (2, 1),
-                                    "offset": (1 + two, 1 + two), "loopvar": (1 + two, 1 + two)}[self.pattern]
+                                    "offset": (1 + two, 1 + two), "loopvar": (1 + two, 1 + two),
+                                    "direction": (1, 2)}[self.pattern]
         self.tids = ["i", "j", "t"][:self.ndim]
         self.wild = rng.random() < 0.4  # indirect indices and data-dependent or non-affine guards too
         self.tame = not self.wild and rng.random() < 0.5
@@ -374,6 +375,20 @@ class _Generator:
             self.emit(1, f"a[{self.at(self.pick(['i + ip', 'i + 1']))}] = s")
         self.emit(0, f"a[{self.at(self.pick(['i + 1', 'i + 1', 'i', 'i + 2']))}] = s")
 
+    def pattern_direction(self):
+        """Lattice-Boltzmann's populations `a[q, x ± 1]`: constant rows beside a periodic stencil, a pull's form
+        (transforms/pull.py); mutations wrap to a constant or past the array, read a row through a rebound
+        local or the thread index, or write a row."""
+        self.emit(0, "n1 = a.shape[1]")
+        self.emit(0, f"ip = i + 1 if i < n1 - 1 else {self.pick(['i + 1 - n1', 'i + 1 - n1', '0', 'i - n1'])}")
+        self.emit(0, f"im = i - 1 if {self.pick(['i > 0', 'i > 0', 'i >= 1', 'i > m'])} else i - 1 + n1")
+        for _ in range(1 + self.c(3)):
+            row, at = self.pick(["0", "1", "2", "k", "2"]), self.pick(["ip", "im", "i", "i + 1", "ip"])
+            other = self.pick(["b[0, i]", "2.0", f"a[{self.pick(['0', '1'])}, {self.pick(['i', 'ip', 'im'])}]"])
+            self.emit(0, f"s += a[{row}, {at}] * {other}")
+        if self.chance(0.15):
+            self.emit(0, f"a[{self.pick(['0', '1', '2'])}, i] = s")
+
     def pattern_tile(self):
         """A 2-D launch over a flattened tile: a[i * n + j] where j < n."""
         self.emit(0, f"if {self.pick(['j < n', 'j < n', 'j <= n', 'i < m'])}:")
@@ -506,6 +521,7 @@ class Stats:
     gradients: int = 0  # race-free launches differentiated (gk.autodiff, interpreter)
     plain_adds: int = 0  # of their arrays, those whose adjoint is a plain add (checked: no element shared)
     gathers: int = 0  # ... a gather (checked, as every form, by the dot-product test against forward mode)
+    pulls: int = 0  # ... a pull (transforms/pull.py; checked the same way)
     saved_in_place: int = 0  # arrays claimed saved in place (facts.saved_in_place), checked against the log
     features: dict = field(default_factory=dict)  # template feature -> [launches, racy, proven]
     disagreements: list = field(default_factory=list)  # proven race-free, but racy: must stay empty
@@ -518,7 +534,8 @@ class Stats:
                 f"{self.proven}, run-time checked: {self.checked} ({self.checked_race_free} of them race-free); "
                 f"on the compiled CPU backend: {self.cpu_launches}, on hostcuda: {self.hostcuda_launches}; "
                 f"differentiated: {self.gradients} (plain adds: "
-                f"{self.plain_adds}, gathers: {self.gathers}); saved in place: {self.saved_in_place}; "
+                f"{self.plain_adds}, gathers: {self.gathers}, pulls: {self.pulls}); "
+                f"saved in place: {self.saved_in_place}; "
                 f"disagreements: {len(self.disagreements)}; wrong end-to-end: {len(self.wrong)}; "
                 f"other failures: {len(self.other)}")
 
@@ -527,6 +544,8 @@ def _arguments(rng: np.random.Generator, g: _Generator):
     dim = (int(rng.integers(1, 9)),) if g.ndim == 1 else \
         tuple(int(rng.integers(1, 5 if g.ndim == 2 else 4)) for _ in range(g.ndim))
     shape = (L1,) if g.rank == 1 else (L2, L2) if g.rank == 2 else (L_HIGH[g.rank],) * g.rank
+    if g.pattern == "direction":  # rows of a lattice about as long as the launch: wraps taken, launches past them
+        shape = (3, int(rng.integers(1, 9)))
     arrays = {"a": rng.uniform(0.0, 1.0, shape), "b": rng.uniform(0.0, 1.0, shape),
               "idx": (rng.permutation(16) % L2 if rng.random() < 0.5 else rng.integers(0, L2, 16)).astype(np.int64),
               "out": np.zeros(dim)}
@@ -693,6 +712,7 @@ def _check_adjoint_forms(stats: Stats, arrays: dict, dim, m: int, n: int, verdic
     for array, form in forms.items():
         stats.plain_adds += form == "plain add"
         stats.gathers += form == "gather"
+        stats.pulls += form == "pull"
         if form == "plain add" and array in verdict.shared:
             stats.disagreements.append(f"'{array}' takes plain adds, but two threads touch an element: {case}")
     v = {k: rng.standard_normal(arrays[k].shape) for k in ("a", "out")}

@@ -40,10 +40,13 @@ class NumbaOptions:
 # neighbour) stay inline, where their vectorised loop is the point (outlined, the 2-D heat step's gradient
 # took 63 ms instead of 15 ms at 2048^2); a reverse body of ten straight-line source statements is ~100.
 OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "96"))
-# A straight-line interior (no branch, no loop) is printed inline up to this many statements even where the
-# general body is outlined: the periodic gathers' interiors (upwind_2d 132, burgers_rusanov_1d 167 statements)
-# vectorise there.
-INLINE_INTERIOR = 4 * OUTLINE_STATEMENTS
+# A straight-line body (no `if` or loop statement: selects only) stays inline up to this many statements: LLVM
+# vectorises it across threads, which outlining forbids. Measured (one thread, docs/performance.md): the fused
+# gradient of d2q9_equilibrium (242 statements) ran 5.4x faster inline (51 -> 9.6 ms at 682^2), d2q9_step's
+# (719) 1.2x (93 -> 77 ms), for about 18 % more compile (d2q9_step's first autodiff 104 -> 122 s wall, loaded);
+# the periodic gathers' straight-line interiors (upwind_2d 132, burgers_rusanov_1d 167 statements) vectorise
+# inline beside an outlined general body.
+STRAIGHT_STATEMENTS = int(os.environ.get("GRADKERN_STRAIGHT_STATEMENTS", "1024"))
 # An interior whose body still branches (data-dependent `if`s, early returns the split could not fold) is kept
 # only up to this many expression nodes: it does not vectorise, so the split saves a few well-predicted edge
 # tests per thread, and each extra copy of a long body costs its compile again (superbee's first primal: 136 s
@@ -57,12 +60,14 @@ SPLIT_BRANCHY_OPS = 400
 SERIAL_EDGES = 256
 
 
-def _outlined_interior(body: tuple[ir.Stmt, ...]) -> bool:
-    """Whether an interior body is outlined: past OUTLINE_STATEMENTS, unless it is straight-line and at most
-    INLINE_INTERIOR statements long, where the vectorised loop is the point."""
+def outlines(body: tuple[ir.Stmt, ...]) -> bool:
+    """Whether a thread body is printed as a serial function the launch loops call: past OUTLINE_STATEMENTS
+    statements, or past STRAIGHT_STATEMENTS for a straight-line body."""
     n = statements(body)
-    return n > OUTLINE_STATEMENTS and (n > INLINE_INTERIOR or any(isinstance(s, (ir.If, ir.While, ir.For))
-                                                                   for s in ir.walk_stmts(body)))
+    if n <= OUTLINE_STATEMENTS:
+        return False
+    straight = not any(isinstance(s, (ir.If, ir.For, ir.While)) for s in ir.walk_stmts(body))
+    return not straight or n > STRAIGHT_STATEMENTS
 
 
 def keeps_interior(k: ir.Kernel) -> bool:
@@ -71,7 +76,7 @@ def keeps_interior(k: ir.Kernel) -> bool:
     a long one whose interior still branches (SPLIT_BRANCHY_OPS). A long general body with a straight-line
     interior (a periodic gather, whose wrapped candidates the interior drops) keeps it: the general body
     is outlined, the interior printed inline (LoopPrinter.thread_body)."""
-    if statements(k.body) > OUTLINE_STATEMENTS and _outlined_interior(k.interior.body):
+    if outlines(k.body) and outlines(k.interior.body):
         return False
     branches = any(isinstance(s, (ir.If, ir.While)) for s in ir.walk_stmts(k.interior.body))
     return not branches or sum(1 for _ in ir.all_exprs(k.body)) <= SPLIT_BRANCHY_OPS
@@ -138,9 +143,9 @@ class LoopPrinter:
         # passes and LLVM's optimisation of one huge loop body cost time superlinear in its length (issue
         # 14.11), and a body this long gains nothing from vectorising across threads.
         # per body (the general one, the interior's): whether it is outlined; `outline`: either is
-        self.outlines = {id(k.body): statements(k.body) > OUTLINE_STATEMENTS}
+        self.outlines = {id(k.body): outlines(k.body)}
         if k.interior is not None:
-            self.outlines[id(k.interior.body)] = _outlined_interior(k.interior.body)
+            self.outlines[id(k.interior.body)] = outlines(k.interior.body)
         self.outline = any(self.outlines.values())
         # the owned targets' register accumulators, one per outer index (`_rows_open`); an outlined body adds
         # to them straight (PrivatizedSyntax), its chunk's rows all the same

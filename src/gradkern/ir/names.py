@@ -107,6 +107,16 @@ def gather_accumulator(shadow_name: str) -> str:
     return f"{PASS}gacc_{shadow_name}"
 
 
+def pull_site(n: int) -> str:
+    """A thread's sum of the atomic adds of pull site n, before its tape slot (transforms/pull.py)."""
+    return f"{PASS}psite{n}"
+
+
+def pull_accumulator(shadow_name: str, n: int) -> str:
+    """A pull kernel's per-thread sum for the n-th (shadow, constant positions) group (transforms/pull.py)."""
+    return f"{PASS}pacc{n}_{shadow_name}"
+
+
 GATHER_EXTENT = PASS + "gn"  # + axis: the gather kernel's launch extents
 
 

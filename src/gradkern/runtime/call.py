@@ -435,20 +435,31 @@ def _reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None, insp
     def run(role: str, r: ReverseSpecialization, lo: int, hi: int) -> Run:
         return Run(role, getattr(r, role), lo, hi, r, compiled)
 
-    # a gather that does the reverse's work (transforms/fold.py) leaves no reverse launch
-    split = (run("augmented_primal", rs, 0, lanes),
-             *(r for lo, hi, g in groups for r in ((run("gather", g, lo, hi),) if g.gather is not None else ())
-               + (() if g.gather_folded else (run("reverse", g, lo, hi),))))
+    # a gather that does the reverse's work (transforms/fold.py) leaves no reverse launch; a pull
+    # (transforms/pull.py) runs after the reverse, from the scratch slots it tapes
+    split = (run("augmented_primal", rs, 0, lanes), *(r for lo, hi, g in groups for r in _split_runs(run, g, lo, hi)))
     if roles == ("fused",):
         runs: tuple = (run("fused", rs, 0, lanes),)
     elif roles == ("gather", "fused"):
         runs = (*(run("gather", g, lo, hi) for lo, hi, g in groups), run("fused", whole or rs, 0, lanes))
+    elif roles == ("fused", "gather"):
+        runs = (run("fused", rs, 0, lanes), run("gather", rs, 0, lanes))
     else:
         runs = split
     plain_adds = frozenset(a for a, form in rs.adjoint_forms if form == "plain add")
     call = PreparedCall(f, "reverse", b, rs, Checks(rs.primal, f.name, plain_adds), runs, roles, tuple(shadows),
                         split, ReverseLayout(f, b, ann.active, lanes, shadows, rs, compiled))
     return call, Bound(call, list(b.kernel_values), shadows, b)
+
+
+def _split_runs(run, g: ReverseSpecialization, lo: int, hi: int) -> tuple:
+    """One group of lanes' runs after the augmented primal: gather then reverse (the reverse left out where
+    the gather folds it in), or, for a pull, reverse then gather."""
+    if g.gather is None:
+        return (run("reverse", g, lo, hi),)
+    if g.gather_pulls:
+        return (run("reverse", g, lo, hi), run("gather", g, lo, hi))
+    return (run("gather", g, lo, hi),) + (() if g.gather_folded else (run("reverse", g, lo, hi),))
 
 
 SPLIT_PLAN = ("augmented_primal", "reverse")
@@ -469,6 +480,8 @@ def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str, grouped
         return ("augmented_primal", "gather") if rs.gather_folded else ("augmented_primal", "gather", "reverse")
     if rs.gather is None:
         return SPLIT_PLAN if active and untaped and backend_object(backend).split_reductions else ("fused",)
+    if rs.gather_pulls:  # the fused kernel tapes the scratch the pull reads (transforms/pull.py)
+        return ("fused", "gather")
     if untaped:  # the fused kernel after a folded gather is the primal alone (transforms/fold.py)
         return ("gather", "fused")
     return ("augmented_primal", "gather") if rs.gather_folded else ("augmented_primal", "gather", "reverse")

@@ -121,8 +121,10 @@ def inspect(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = Non
         sources = _sources(race_check=rs.primal.race_check_source, fused=fused,
                            augmented_primal=rs.augmented_primal, reverse=rs.reverse, count=rs.count,
                            gather=rs.gather)
-        # where the Active sums are made: the fused kernel or the reverse, or a gather that does the reverse's work
-        summing = rs.gather if rs.gather_folded else getattr(rs, call.roles[-1])
+        # where the Active sums are made: the fused kernel or the reverse (before a pull, which makes none),
+        # or a gather that does the reverse's work
+        last = [r for r in call.roles if not (rs.gather_pulls and r == "gather")][-1]
+        summing = rs.gather if rs.gather_folded else getattr(rs, last)
         sums = {n: _summation(summing, tangent_param(acc, 0, lanes)) for n, acc in rs.kernels.accumulators.items()}
         return Inspection(format_kernel(fused.typed), fused.source or "", fused.parallel,
                           needs_race_check(rs.primal, b), tuple(sorted(fused.facts.atomic_targets)), tape_bytes,

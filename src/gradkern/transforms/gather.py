@@ -76,6 +76,8 @@ class Gather:
     # it does all the reverse's work (transforms/fold.py), and clears these shadows after their last read
     reverse_folded: bool = False
     folded: tuple[str, ...] = ()
+    # a pull (transforms/pull.py): runs after the reverse (or fused) kernel, from the scratch slots it taped
+    pulls: bool = False
 
 
 class _Offsets:
@@ -193,12 +195,14 @@ class _Offsets:
             return out
         return map_expr(e, sub)
 
-    def is_thread(self, o: Offset) -> ir.Expr:
+    def is_thread(self, o: Offset, past=None) -> ir.Expr:
         """Whether neighbour tid - o is a thread of the launch: 0 <= tid - o < gn on every axis. A wrap
         also gets the same test written as tid against launch invariants, which the CPU's interior
         splitting folds to False: for s = 1, tid >= M + c (tid - o >= 0); for s = -1, tid < gn - M + c
         (tid - o < gn), a bound in which two extents cancel, which the split takes for a lower edge
-        (transforms/split.py): c where gn = M, so the interior carries no wrapped candidate."""
+        (transforms/split.py): c where gn = M, so the interior carries no wrapped candidate. Given `past`
+        (transforms/pull.py), the s = -1 test is `tid < c or past(gn > M, axis)` instead (the same
+        implication: tid - o < gn gives tid < c where gn <= M)."""
         tests = []
         for axis, (c, s) in enumerate(o):
             tid = ir.Tid(axis, type=I64)
@@ -206,8 +210,11 @@ class _Offsets:
             gn = b.var(f"{EXTENT}{axis}", I64)
             if s > 0:
                 tests.append(b.cmp(Op.GE, tid, b.add(self.modulus[axis], b.const(c, I64))))
-            elif s < 0:
+            elif s < 0 and past is None:
                 tests.append(b.cmp(Op.LT, tid, b.add(b.sub(gn, self.modulus[axis]), b.const(c, I64))))
+            elif s < 0:
+                wide = b.cmp(Op.GT, gn, self.modulus[axis])
+                tests.append(ir.Apply(Op.OR, (b.cmp(Op.LT, tid, b.const(c, I64)), past(wide, axis)), type=BOOL))
             tests += [b.cmp(Op.GE, t, b.const(0, I64)), b.cmp(Op.LT, t, gn)]
         return _all(tests)
 
