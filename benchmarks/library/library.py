@@ -82,17 +82,28 @@ _STENCIL = ("byte bound: the gradient is the gather (which also clears the outpu
 _WRAP = ("wrap-aware gather replays every neighbour candidate (3 in 1-D, 9 in 2-D) with its flux; the hand "
          "adjoint computes each face flux once (suspected, not profiled)")
 REASONS: dict[str, str] = {
-    "axpy": "two passes (augmented primal, reverse) plus Active a's partial sums: 7 streams for the primal's 3",
-    "scal": "in place with Active a, nothing taped since issue 33 (x's old value kept in a register); not profiled",
-    "ger": ("in-order sums: on one thread the gradient took 15.8 ms, 10.7 without Active alpha's sum, 3.8 without "
-            "the per-row dx sum too (primal 2.6); several partial sums would change the rounding"),
-    "gemv_t": "one thread per column walks A with stride n on the CPU (the GPU's layout); x's shadow atomic",
+    "axpy": ("fused since issue 33 (Active a's sum reassociated, so the loop vectorises: docs/adjoint-forms.md "
+             "section 7): 6 streams for the primal's 3; one thread: 2.14-2.18x (2.80-2.87x as two passes)"),
+    "scal": ("fused, Active a's sum reassociated (adjoint-forms.md 7): 4 streams for the primal's 2; one thread: "
+             "2.11-2.15x (3.13-3.44x with the sum in order)"),
+    "ger": ("fused, alpha's and each row's dx sums reassociated (adjoint-forms.md 7): one thread 1.79-1.87x "
+            "(4.7-6.7x with in-order sums, two passes)"),
+    "gemv_t": ("one thread per column walks A with stride n (16 KiB, a page per element); the gradient walks A "
+               "twice (forward and reverse loop) and dA (read and written) in the same order: 4 strided accesses "
+               "per element for the primal's 1; one thread 2.62-2.63x"),
     "d2q9_step": ("f's shadow takes atomic adds, privatised per chunk: the gather rewrite does not take the "
                   "constant direction index of f[q, i, j]; the hand adjoint is a two-pass pull"),
     "d2q9_equilibrium": "fused reverse without atomics; not profiled",
     "l2_misfit": "u's shadow takes atomic adds at sensors that may repeat: sparse privatisation (adjoint-forms.md 5)",
     "l2_misfit_2d": "u's shadow takes atomic adds at sensors that may repeat: sparse privatisation",
-    "nbody_forces": "pos and mass shadows take atomic adds (thread i reads every j), privatised; 24 B/thread tape",
+    "nbody_forces": ("compute bound (all pairs of 2048 particles): per pair the primal divides once and takes one "
+                     "sqrt; the fused gradient runs that loop, then a reverse loop that recomputes both and divides "
+                     "3 more times (1/den, q/den, 0.5/sqrt): 6 divider operations for the primal's 2; one thread "
+                     "3.89-3.96x. The reverse loop reads nothing of the forward loop's but p and the adjoint of acc, "
+                     "known before it: one pass could share the division and sqrt (not done)"),
+    "leapfrog": ("one thread 1.93-2.08x (meets); on 2 threads (3.62x quiet) the outlined body (151 IR statements) adds "
+                 "Active dt's term to its chunk's slot at every thread, and the two chunks' slots shared a cache "
+                 "line: padded apart since (numba_loops.PAD), not measured on 2 threads under this session's load"),
     "spmv_t": "not profiled (the same random dy reads as the hand adjoint)",
     "laplace_2d": _STENCIL, "heat_step_2d": _STENCIL, "wave_step_2d": _STENCIL,
     "heat_step_3d": _STENCIL + "; vs hand: the 3-D gather's frame, not profiled",

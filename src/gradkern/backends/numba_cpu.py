@@ -122,7 +122,6 @@ class NumbaBackend(Backend):
     name = "cpu"
     splits_interior = True
     private_rows = True
-    split_reductions = True
     row_lagged = True
     lane_group = LANE_GROUP
 
@@ -266,8 +265,10 @@ class NumbaBackend(Backend):
     def summation(self, code: Generated, accumulator: str, parallel: bool) -> str:
         if parallel and accumulator in code.info.private:
             flush = rf"\n +_gkb_priv_{re.escape(accumulator)}\[_gkb_c\b[^\n]*\] \+= _gkb_acc\d+\n"  # at any depth
-            where = "a register" if re.search(flush, code.source) else "its own slot"
-            return (f"per-chunk partial sums: each Numba thread's chunk sums its threads' terms in order into {where}, "
+            how = ("into a register whose adds may be reassociated, so that the loop vectorises (partial sums in "
+                   "vector lanes, combined at the chunk's end)" if re.search(flush, code.source)
+                   else "in order into its own slot")
+            return (f"per-chunk partial sums: each Numba thread's chunk sums its threads' terms {how}, "
                     "and the chunks' sums are added once after the loop (no atomics)")
         return super().summation(code, accumulator, parallel)
 
