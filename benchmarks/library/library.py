@@ -101,9 +101,9 @@ REASONS: dict[str, str] = {
                      "3 more times (1/den, q/den, 0.5/sqrt): 6 divider operations for the primal's 2; one thread "
                      "3.89-3.96x. The reverse loop reads nothing of the forward loop's but p and the adjoint of acc, "
                      "known before it: one pass could share the division and sqrt (not done)"),
-    "leapfrog": ("one thread 1.93-2.08x (meets); on 2 threads (3.62x quiet) the outlined body (151 IR statements) adds "
-                 "Active dt's term to its chunk's slot at every thread, and the two chunks' slots shared a cache "
-                 "line: padded apart since (numba_loops.PAD), not measured on 2 threads under this session's load"),
+    "leapfrog": ("one thread 1.93-2.08x; 2 threads 3.62x in session 41's quiet run, 1.99x in session 42's (load 3.7). "
+                 "The outlined body (151 IR statements) adds Active dt's term to its chunk's slot at every thread; "
+                 "the two chunks' slots shared a cache line until numba_loops.PAD (an A/B at load 3.5: inconclusive)"),
     "spmv_t": "not profiled (the same random dy reads as the hand adjoint)",
     "laplace_2d": _STENCIL, "heat_step_2d": _STENCIL, "wave_step_2d": _STENCIL,
     "heat_step_3d": _STENCIL + "; vs hand: the 3-D gather's frame, not profiled",
