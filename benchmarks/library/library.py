@@ -83,10 +83,10 @@ _WRAP = ("wrap-aware gather replays every neighbour candidate (3 in 1-D, 9 in 2-
          "adjoint computes each face flux once (suspected, not profiled)")
 REASONS: dict[str, str] = {
     "axpy": ("fused since issue 33 (Active a's sum reassociated, so the loop vectorises: docs/adjoint-forms.md "
-             "section 7): 6 streams for the primal's 3; one thread: 2.14-2.18x (2.80-2.87x as two passes)"),
-    "scal": ("fused, Active a's sum reassociated (adjoint-forms.md 7): 4 streams for the primal's 2; one thread: "
+             "section 8): 6 streams for the primal's 3; one thread: 2.14-2.18x (2.80-2.87x as two passes)"),
+    "scal": ("fused, Active a's sum reassociated (adjoint-forms.md 8): 4 streams for the primal's 2; one thread: "
              "2.11-2.15x (3.13-3.44x with the sum in order)"),
-    "ger": ("fused, alpha's and each row's dx sums reassociated (adjoint-forms.md 7): one thread 1.79-1.87x "
+    "ger": ("fused, alpha's and each row's dx sums reassociated (adjoint-forms.md 8): one thread 1.79-1.87x "
             "(4.7-6.7x with in-order sums, two passes)"),
     "gemv_t": ("one thread per column walks A with stride n (16 KiB, a page per element); the gradient walks A "
                "twice (forward and reverse loop) and dA (read and written) in the same order: 4 strided accesses "

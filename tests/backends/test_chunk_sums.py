@@ -1,6 +1,6 @@
 """Atomic adds at constant indices (an Active scalar's sum, `out[0] += ...`) in a parallel CPU launch:
 each chunk sums its threads' terms in a register, through an add LLVM may reassociate so that the loop
-vectorises (backends/numba_syntax.py `_gkb_radd`, docs/adjoint-forms.md section 7), and adds that sum to
+vectorises (backends/numba_syntax.py `_gkb_radd`, docs/adjoint-forms.md section 8), and adds that sum to
 its private slot once (backends/numba_loops.py `_accumulators`). The result is a sum of the same terms in
 another order: exact where every order is (dyadic terms), otherwise within the bound of a reordered sum,
 for any chunk count, in float32 and float64. The chunks' private copies of several targets (of different

@@ -170,7 +170,7 @@ def test_fallbacks_keep_the_copies(monkeypatch):
 
 @pytest.mark.parametrize("chunks", [1, 2, 3, 10**6])
 def test_owned_rows_sum_their_rows(monkeypatch, chunks):
-    """Each owned row's adds in a register whose adds LLVM may reassociate (docs/adjoint-forms.md section 7),
+    """Each owned row's adds in a register whose adds LLVM may reassociate (docs/adjoint-forms.md section 8),
     added once: exact where every order is (dyadic values), within a reordered sum's bound otherwise."""
     shape = (13, 21)
     rng = np.random.default_rng(chunks)

@@ -556,7 +556,7 @@ def _accumulators(k: ir.Kernel, private: tuple[str, ...],
     private copy once after it. The copy's element would otherwise be loaded and stored at every
     thread (LLVM cannot keep it in a register beside the other stores), a chain through memory that
     made saxpy's gradient latency-bound. The register's adds may be reassociated (numba_syntax
-    `_gkb_radd`, docs/adjoint-forms.md section 7): the same terms, grouped so that the loop vectorises."""
+    `_gkb_radd`, docs/adjoint-forms.md section 8): the same terms, grouped so that the loop vectorises."""
     bodies = k.body + (k.interior.body if k.interior is not None else ())
     adds = [s for s in ir.walk_stmts(bodies) if isinstance(s, ir.AtomicAdd)]
     types = {p.name: p.type for p in k.params}

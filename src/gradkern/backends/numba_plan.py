@@ -87,7 +87,7 @@ def owned_rows(k: ir.Kernel, atomic: tuple[str, ...], mixed: tuple[str, ...]) ->
     in a register and added to the target once (numba_loops.py `_rows_flush`). That is the private copy's
     sum for the row (no other chunk's copy holds anything there), without the copy
     (docs/adjoint-forms.md#5-atomic-adds-on-the-cpu); in thread order in 1-D, reassociated over the inner
-    axes of a 2-D or 3-D launch (docs/adjoint-forms.md, section 7)."""
+    axes of a 2-D or 3-D launch (docs/adjoint-forms.md, section 8)."""
     bodies = k.body + (k.interior.body if k.interior is not None else ())
     adds: dict[str, list[ir.AtomicAdd]] = {}
     for s in ir.walk_stmts(bodies):

@@ -112,7 +112,7 @@ class NumbaSyntax(Syntax):
 # A register sum carried from thread to thread (an Active scalar's, an owned row's over the inner axes) is
 # added through `_gkb_radd`, compiled with fastmath's `reassoc` alone: inlined into the launch loop, its add
 # lets LLVM keep the sum in vector lanes (the loop vectorises; in fixed order it could not), every other
-# operation of the loop keeping its exact IEEE meaning (docs/adjoint-forms.md, section 7). Not cached on its
+# operation of the loop keeping its exact IEEE meaning (docs/adjoint-forms.md, section 8). Not cached on its
 # own: it is compiled into its callers, whose cached code a warm process loads without it.
 REASSOCIATED_ADD = ["@_gk_njit(cache=False, fastmath={'reassoc'}, error_model='numpy', boundscheck=False)",
                     "def _gkb_radd(a, b):", "    return a + b"]

@@ -456,7 +456,7 @@ SPLIT_PLAN = ("augmented_primal", "reverse")
 
 def autodiff_plan(rs: ReverseSpecialization, grouped: bool = False) -> tuple[str, ...]:
     """The kernels (by role) `gk.autodiff` runs, in order: without a gather, the fused kernel, Active
-    scalars or not (on the CPU their sums vectorise: docs/adjoint-forms.md, section 7); lanes in groups
+    scalars or not (on the CPU their sums vectorise: docs/adjoint-forms.md, section 8); lanes in groups
     (`Backend.lane_group`): the augmented primal once, then each group's gather and reverse, or, with a
     gather and nothing taped (`grouped_fuses`), each group's gather then one fused launch of all lanes."""
     untaped = rs.kernels.static_slots == (0, 0)
