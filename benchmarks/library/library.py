@@ -87,11 +87,15 @@ _STENCIL = ("byte bound: the gradient is the gather (which also clears the outpu
 # the two shadows first and computes them once.
 _WRAP = "periodic gather: the interior replays {copies} sliced copies ({statements} straight-line statements); {rest}"
 REASONS: dict[str, str] = {
-    "axpy": "two passes (augmented primal, reverse) plus Active a's partial sums: 7 streams for the primal's 3",
-    "scal": "in place with Active a, nothing taped since issue 33 (x's old value kept in a register); not profiled",
-    "ger": ("in-order sums: on one thread the gradient took 15.8 ms, 10.7 without Active alpha's sum, 3.8 without "
-            "the per-row dx sum too (primal 2.6); several partial sums would change the rounding"),
-    "gemv_t": "one thread per column walks A with stride n on the CPU (the GPU's layout); x's shadow atomic",
+    "axpy": ("fused since issue 33 (Active a's sum reassociated, so the loop vectorises: docs/adjoint-forms.md "
+             "section 9): 6 streams for the primal's 3; one thread: 2.14-2.18x (2.80-2.87x as two passes)"),
+    "scal": ("fused, Active a's sum reassociated (adjoint-forms.md 9): 4 streams for the primal's 2; one thread: "
+             "2.11-2.15x (3.13-3.44x with the sum in order)"),
+    "ger": ("fused, alpha's and each row's dx sums reassociated (adjoint-forms.md 9): one thread 1.79-1.87x "
+            "(4.7-6.7x with in-order sums, two passes)"),
+    "gemv_t": ("one thread per column walks A with stride n (16 KiB, a page per element); the gradient walks A "
+               "twice (forward and reverse loop) and dA (read and written) in the same order: 4 strided accesses "
+               "per element for the primal's 1; one thread 2.62-2.63x"),
     "d2q9_step": ("byte bound: f's shadow pulled (adjoint-forms.md 8), fused kernel then pull move 75 values a cell "
                   "against the primal's 19 (3.9x) and the hand-written adjoint's 85; quiet: 0.75x hand (1 thread), "
                   "0.83x (2)"),
@@ -99,7 +103,15 @@ REASONS: dict[str, str] = {
                          "242-statement body ran outlined, unvectorised, 5x slower until issue 33"),
     "l2_misfit": "u's shadow takes atomic adds at sensors that may repeat: sparse privatisation (adjoint-forms.md 5)",
     "l2_misfit_2d": "u's shadow takes atomic adds at sensors that may repeat: sparse privatisation",
-    "nbody_forces": "pos and mass shadows take atomic adds (thread i reads every j), privatised; 24 B/thread tape",
+    "nbody_forces": ("compute bound (all pairs of 2048 particles), scalar loops (each carries in-order sums): the "
+                     "fused gradient runs the primal's pair loop (17 arithmetic operations as printed, 1 division, "
+                     "1 sqrt), then a reverse loop of 62 (5 divisions and 6 sqrt before CSE) and 4 private-copy "
+                     "adds per pair; "
+                     "one thread 11.1 ms primal, 43.4-44.0 gradient (3.90-3.96x). Not the divider: sharing 1/den "
+                     "between the division's partials (one division fewer per pair) measured 3.94x"),
+    "leapfrog": ("one thread 1.93-2.08x; 2 threads 3.62x in session 41's quiet run, 1.99x in session 42's (load 3.7). "
+                 "The outlined body (151 IR statements) adds Active dt's term to its chunk's slot at every thread; "
+                 "the two chunks' slots shared a cache line until numba_loops.PAD (an A/B at load 3.5: inconclusive)"),
     "spmv_t": "not profiled (the same random dy reads as the hand adjoint)",
     "laplace_2d": _STENCIL, "heat_step_2d": _STENCIL, "wave_step_2d": _STENCIL,
     # vs hand, session 42 (one thread, loaded machine, one process): signed indices made the parfor loops

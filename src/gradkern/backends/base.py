@@ -48,11 +48,6 @@ class Backend:
     splits_interior: bool = False
     #: the pipeline marks which atomic adds land at `tid[0] + c` on array axis 0 (analysis/rows.py)
     private_rows: bool = False
-    #: autodiff runs augmented primal + reverse instead of the fused kernel when Active scalars are summed
-    #: over threads and nothing is taped: a loop carrying a float sum cannot vectorise (its order is fixed),
-    #: so fused, the primal's arithmetic would run scalar too (measured on the CPU: saxpy 6.4 ms fused,
-    #: 4.7 ms split, at 2^22)
-    split_reductions: bool = False
     #: prints a kernel's deferred statements (ir.Deferred) row-lagged inside chunks whose rows run in order,
     #: so the pipeline folds a gather's reverse into it (transforms/fold.py); a GPU has no such order
     row_lagged: bool = False

@@ -62,6 +62,9 @@ class CpuLaunch(LaunchInfo):
     owned: tuple[str, ...] = ()
     spilled: tuple[tuple[str, int], ...] = ()
     chunked: bool = False  # the entry takes `_gkb_chunks` without private copies (deferred statements)
+    # sums whose adds LLVM may reassociate (`_gkb_radd`): the serial twin may group their terms otherwise than
+    # the parallel loop, so numba_choice never measures the two against each other (docs/performance.md)
+    reassociated: bool = False
 
     def chunk_bytes(self, sizes: dict[str, int]) -> int:
         """Bytes of private copies per chunk (`sizes`: bytes per array): of every privatised target, or in
@@ -122,7 +125,6 @@ class NumbaBackend(Backend):
     name = "cpu"
     splits_interior = True
     private_rows = True
-    split_reductions = True
     row_lagged = True
     lane_group = LANE_GROUP
 
@@ -155,7 +157,7 @@ class NumbaBackend(Backend):
         sparse = tuple(spill.items()) if f"\ndef {entry}_sparse(" in source else ()
         return Generated(source, entry, CpuLaunch(atomic if parallel else (), f"{entry}_serial" if twin else None,
                                                   edges, mixed if parallel else (), plan, tuple(owned), sparse,
-                                                  parallel and k.deferred is not None))
+                                                  parallel and k.deferred is not None, "_gkb_radd(" in source))
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -172,7 +174,7 @@ class NumbaBackend(Backend):
             threads = _threads(dim)
             if threads < SERIAL_THREADS:
                 entry = _serial_twin(entry, info.serial)
-            elif numba_choice.ENABLED and SERIAL_THREADS:  # parallel or serial, by measurement (numba_choice.py)
+            elif numba_choice.ENABLED and SERIAL_THREADS and not info.reassociated:  # by measurement (numba_choice.py)
                 serial, trial = numba_choice.CHOICE.pick(entry, threads)
                 t0 = time.perf_counter()
                 self._launch(typed, code, _serial_twin(entry, info.serial) if serial else entry, entry, dim, values)
@@ -266,8 +268,10 @@ class NumbaBackend(Backend):
     def summation(self, code: Generated, accumulator: str, parallel: bool) -> str:
         if parallel and accumulator in code.info.private:
             flush = rf"\n +_gkb_priv_{re.escape(accumulator)}\[_gkb_c\b[^\n]*\] \+= _gkb_acc\d+\n"  # at any depth
-            where = "a register" if re.search(flush, code.source) else "its own slot"
-            return (f"per-chunk partial sums: each Numba thread's chunk sums its threads' terms in order into {where}, "
+            how = ("into a register whose adds may be reassociated, so that the loop vectorises (partial sums in "
+                   "vector lanes, combined at the chunk's end)" if re.search(flush, code.source)
+                   else "in order into its own slot")
+            return (f"per-chunk partial sums: each Numba thread's chunk sums its threads' terms {how}, "
                     "and the chunks' sums are added once after the loop (no atomics)")
         return super().summation(code, accumulator, parallel)
 

@@ -19,7 +19,7 @@ from ..ir import nodes as ir
 from .base import check_launch_ndim
 from .numba_names import defined_before_use, floor_of, single_definitions, statements, tid_copies_unaliased
 from .numba_plan import MixedPlan
-from .numba_syntax import CHECK, IMPORTS, INLINE_CHECKS, NumbaSyntax, PrivatizedSyntax
+from .numba_syntax import CHECK, IMPORTS, INLINE_CHECKS, REASSOCIATED_ADD, NumbaSyntax, PrivatizedSyntax
 from .printer import Printer
 
 
@@ -58,6 +58,10 @@ SPLIT_BRANCHY_OPS = 400
 # each, cold), and the edges of a stencil are a few threads. Wider edges (an interior bounded by a parameter)
 # run in `<entry>_edges`, a parallel function compiled only when a launch needs it (`LoopPrinter.module`).
 SERIAL_EDGES = 256
+# A 1-D private copy's chunk rows are this many elements longer than the target (64 bytes of 4-byte elements):
+# two chunks adding at once to the same few elements (an Active sum in an outlined body adds to its chunk's
+# slot at every thread) would otherwise write the same cache line from two cores at every add.
+PAD = 16
 
 
 def outlines(body: tuple[ir.Stmt, ...]) -> bool:
@@ -201,6 +205,8 @@ class LoopPrinter:
                           f"def {entry}_sparse_serial({', '.join(params)}):", *sparse]
             for d in sorted({self.k.param(a).type.ndim for a in self.spilled}):
                 lines += ["", "", *_spill_function(d)]
+        if any("_gkb_radd(" in line for line in lines):
+            lines += ["", "", *REASSOCIATED_ADD]
         if self.outlined:  # the body functions go before the entry that calls them
             at = lines.index(f"@_gk_njit({flags})") - 2
             lines[at:at] = self.outlined
@@ -225,6 +231,10 @@ class LoopPrinter:
         # (docs/adjoint-forms.md): np.zeros and `X += copy[c]` would each be a parallel region of their own
         # (a fork and a join per target, and per target and chunk). Each chunk zeroes its own copy, flat.
         for a in copied:
+            if k.param(a).type.ndim == 1:  # chunks' rows PAD elements apart: no cache line shared between chunks
+                lines += [f"        _gkb_priv_{a} = _gk_np.empty((_gkb_chunks, {a}.shape[0] + {PAD}), {a}.dtype)",
+                          f"        _gkb_flat_{a} = _gkb_priv_{a}"]
+                continue
             lines += [f"        _gkb_priv_{a} = _gk_np.empty((_gkb_chunks,) + {a}.shape, {a}.dtype)",
                       f"        _gkb_flat_{a} = _gkb_priv_{a}.reshape((_gkb_chunks, {a}.size))"]
         depth = 3
@@ -580,7 +590,8 @@ def _accumulators(k: ir.Kernel, private: tuple[str, ...],
     constant indices (an Active scalar's sum): `acc += v` in the chunk's loop, added to the chunk's
     private copy once after it. The copy's element would otherwise be loaded and stored at every
     thread (LLVM cannot keep it in a register beside the other stores), a chain through memory that
-    made saxpy's gradient latency-bound. The same additions in the same order: the same result."""
+    made saxpy's gradient latency-bound. The register's adds may be reassociated (numba_syntax
+    `_gkb_radd`, docs/adjoint-forms.md section 9): the same terms, grouped so that the loop vectorises."""
     bodies = k.body + (k.interior.body if k.interior is not None else ())
     adds = [s for s in ir.walk_stmts(bodies) if isinstance(s, ir.AtomicAdd)]
     types = {p.name: p.type for p in k.params}

@@ -84,9 +84,10 @@ def owned_rows(k: ir.Kernel, atomic: tuple[str, ...], mixed: tuple[str, ...]) ->
 
     Chunks split axis 0, so chunk [a, b) adds only to rows [a + c, b + c): no two chunks reach a common
     row, and each outer index's adds (every thread `(t0, ...)` of it adds to row t0 + c alone) are summed
-    in a register in thread order and added to the target once (numba_loops.py `_rows_flush`). That is the
-    private copy's sum for the row (0 + v0 + v1 + ..., then added to the target; no other chunk's copy
-    holds anything there), without the copy (docs/adjoint-forms.md#5-atomic-adds-on-the-cpu)."""
+    in a register and added to the target once (numba_loops.py `_rows_flush`). That is the private copy's
+    sum for the row (no other chunk's copy holds anything there), without the copy
+    (docs/adjoint-forms.md#5-atomic-adds-on-the-cpu); in thread order in 1-D, reassociated over the inner
+    axes of a 2-D or 3-D launch (docs/adjoint-forms.md, section 9)."""
     bodies = k.body + (k.interior.body if k.interior is not None else ())
     adds: dict[str, list[ir.AtomicAdd]] = {}
     for s in ir.walk_stmts(bodies):

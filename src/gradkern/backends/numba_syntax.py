@@ -121,6 +121,20 @@ class NumbaSyntax(Syntax):
         return [f"for {var} in range({start}, {stop}, {step}):"]
 
 
+# A register sum carried from thread to thread (an Active scalar's, an owned row's over the inner axes) is
+# added through `_gkb_radd`, compiled with fastmath's `reassoc` alone: inlined into the launch loop, its add
+# lets LLVM keep the sum in vector lanes (the loop vectorises; in fixed order it could not), every other
+# operation of the loop keeping its exact IEEE meaning (docs/adjoint-forms.md, section 9). Not cached on its
+# own: it is compiled into its callers, whose cached code a warm process loads without it.
+REASSOCIATED_ADD = ["@_gk_njit(cache=False, fastmath={'reassoc'}, error_model='numpy', boundscheck=False)",
+                    "def _gkb_radd(a, b):", "    return a + b"]
+
+
+def reassociated(acc: str, value: str) -> str:
+    """`acc += value` for a sum LLVM may reassociate (REASSOCIATED_ADD)."""
+    return f"{acc} = _gkb_radd({acc}, {value})"
+
+
 class PrivatizedSyntax(NumbaSyntax):
     """Atomic adds go to the running chunk's private copy of their target, `_gkb_priv_X[c]`, summed into X
     after the loop. A *mixed* target X (one the kernel also loads or stores plainly) has no such copy
@@ -159,7 +173,7 @@ class PrivatizedSyntax(NumbaSyntax):
 
     def atomic(self, array: str, indices: list[str], value: str) -> str:
         acc = self.accumulators.get((array, tuple(indices)))
-        return f"{acc} += {value}" if acc is not None else super().atomic(array, indices, value)
+        return reassociated(acc, value) if acc is not None else super().atomic(array, indices, value)
 
     def shared_index(self, array: str, indices: list[str]) -> str:
         return f"_gkb_pb_{array}[{', '.join(['_gkb_s', *map(unsigned, indices)])}]"
@@ -171,7 +185,10 @@ class PrivatizedSyntax(NumbaSyntax):
                 f"_gkb_lo_{a}, _gkb_hi_{a}, {', '.join(indices)}, {value})"
         if s.array in self.owned:  # the chunk owns the row: its register, or the target itself
             acc = self.rows.get(s.array)
-            return f"{acc} += {value}" if acc is not None else f"{self.index(s.array, indices)} += {value}"
+            if acc is None:
+                return f"{self.index(s.array, indices)} += {value}"
+            # in 1-D a row is one thread's: nothing carried from thread to thread
+            return reassociated(acc, value) if self.launch_ndim > 1 else f"{acc} += {value}"
         if s.array not in self.mixed:
             return self.atomic(s.array, indices, value)
         if s.row is not None:  # chunks running at once never add to a common row this way

@@ -429,7 +429,7 @@ def _reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None, insp
     grouped = len(groups) > 1
     whole = reverse_specialization(f, b, shadows, ann.active, ann.no_need, lanes) if grouped and \
         grouped_fuses(rs) else None
-    roles = autodiff_plan(rs, bool(ann.active), b.backend, grouped)
+    roles = autodiff_plan(rs, grouped)
     compiled = not inspect_only
 
     def run(role: str, r: ReverseSpecialization, lo: int, hi: int) -> Run:
@@ -465,12 +465,11 @@ def _split_runs(run, g: ReverseSpecialization, lo: int, hi: int) -> tuple:
 SPLIT_PLAN = ("augmented_primal", "reverse")
 
 
-def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str, grouped: bool = False) -> tuple[str, ...]:
-    """The kernels (by role) `gk.autodiff` runs, in order. Where the backend sums Active scalars better
-    apart from the primal (`Backend.split_reductions`) and nothing is taped, augmented primal + reverse;
-    lanes in groups (`Backend.lane_group`): the augmented primal once, then each group's gather and reverse,
-    or, with a gather and nothing taped (`grouped_fuses`), each group's gather then one fused launch of all
-    lanes."""
+def autodiff_plan(rs: ReverseSpecialization, grouped: bool = False) -> tuple[str, ...]:
+    """The kernels (by role) `gk.autodiff` runs, in order: without a gather, the fused kernel, Active
+    scalars or not (on the CPU their sums vectorise: docs/adjoint-forms.md, section 9); lanes in groups
+    (`Backend.lane_group`): the augmented primal once, then each group's gather and reverse, or, with a
+    gather and nothing taped (`grouped_fuses`), each group's gather then one fused launch of all lanes."""
     untaped = rs.kernels.static_slots == (0, 0)
     if grouped:
         if grouped_fuses(rs):
@@ -479,7 +478,7 @@ def autodiff_plan(rs: ReverseSpecialization, active: bool, backend: str, grouped
             return SPLIT_PLAN
         return ("augmented_primal", "gather") if rs.gather_folded else ("augmented_primal", "gather", "reverse")
     if rs.gather is None:
-        return SPLIT_PLAN if active and untaped and backend_object(backend).split_reductions else ("fused",)
+        return ("fused",)
     if rs.gather_pulls:  # the fused kernel tapes the scratch the pull reads (transforms/pull.py)
         return ("fused", "gather")
     if untaped:  # the fused kernel after a folded gather is the primal alone (transforms/fold.py)
