@@ -19,7 +19,16 @@ from ..ir import nodes as ir
 from .base import check_launch_ndim
 from .numba_names import defined_before_use, floor_of, single_definitions, statements, tid_copies_unaliased
 from .numba_plan import MixedPlan
-from .numba_syntax import CHECK, IMPORTS, INLINE_CHECKS, REASSOCIATED_ADD, NumbaSyntax, PrivatizedSyntax
+from .numba_syntax import (
+    CHECK,
+    IMPORTS,
+    INLINE_CHECKS,
+    REASSOCIATED_ADD,
+    NumbaSyntax,
+    PrivatizedSyntax,
+    private_sums,
+    spill_function,
+)
 from .printer import Printer
 
 
@@ -204,7 +213,7 @@ class LoopPrinter:
                 lines += ["", "", f"@_gk_njit({flags.replace('parallel=True', 'parallel=False')})",
                           f"def {entry}_sparse_serial({', '.join(params)}):", *sparse]
             for d in sorted({self.k.param(a).type.ndim for a in self.spilled}):
-                lines += ["", "", *_spill_function(d)]
+                lines += ["", "", *spill_function(d)]
         if any("_gkb_radd(" in line for line in lines):
             lines += ["", "", *REASSOCIATED_ADD]
         if self.outlined:  # the body functions go before the entry that calls them
@@ -285,7 +294,7 @@ class LoopPrinter:
                       f"                {a}[{at}] += _gkb_sv_{a}[_gkb_k, _gkb_e]"]
         lines += self.deferred_rest()
         if copied:
-            lines += _private_sums(copied, {a: types[a].ndim for a in copied})
+            lines += private_sums(copied, {a: types[a].ndim for a in copied})
         for a in shared:  # the flagged rows of each slot's copy, in slot order; zeroed again
             rest = [f"_gkb_r{d}" for d in range(1, k.param(a).type.ndim)]
             at = ", ".join(["_gkb_r0", *rest])
@@ -547,41 +556,6 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     The entry takes the launch extents first, then the kernel's parameters."""
     printer = LoopPrinter(k, launch_ndim, options, header)
     return printer.module(), printer.entry
-
-
-def _private_sums(copied: tuple[str, ...], ndims: dict[str, int]) -> list[str]:
-    """The chunks' private copies summed into their targets in one parallel loop over the targets' rows
-    (each row of each target by one worker): every element gets its copies' values in chunk order, the
-    order of the serial sums `X += copy[c]`, so the same result."""
-    rows = ", ".join(f"{a}.shape[0]" for a in copied)
-    lines = [f"        for _gkb_r0 in _gk_prange({f'max({rows})' if len(copied) > 1 else rows}):"]
-    for a in copied:
-        rest = [f"_gkb_r{d}" for d in range(1, ndims[a])]
-        at = ", ".join(["_gkb_r0", *rest])
-        lines.append(f"            if _gkb_r0 < {a}.shape[0]:")
-        for d, r in enumerate(rest, 1):
-            lines.append(f"{'    ' * (3 + d)}for {r} in range({a}.shape[{d}]):")
-        pad = "    " * (4 + len(rest))
-        # a sum of its own per target: one name for all would take the widest type, and round differently
-        lines += [f"{pad}_gkb_v_{a} = {a}[{at}]",
-                  f"{pad}for _gkb_k in range(_gkb_chunks):",
-                  f"{pad}    _gkb_v_{a} += _gkb_priv_{a}[_gkb_k, {at}]",
-                  f"{pad}{a}[{at}] = _gkb_v_{a}"]
-    return lines
-
-
-def _spill_function(ndim: int) -> list[str]:
-    """`_gkb_spillN`, an add of sparse privatisation to an N-D target (LoopPrinter.chunks): straight into the
-    target in a row the chunk owns, otherwise appended to the chunk's spill list; returns the list's length."""
-    idx = [f"i{d}" for d in range(ndim)]
-    return ["@_gk_njit(cache=True, error_model='numpy', boundscheck=False)",
-            f"def _gkb_spill{ndim}(x, si, sv, c, k, lo, hi, {', '.join(idx)}, v):",
-            "    if i0 >= lo and i0 < hi:",
-            f"        x[{', '.join(idx)}] += v",
-            "        return k",
-            *[f"    si[c, k, {d}] = i{d}" for d in range(ndim)],
-            "    sv[c, k] = v",
-            "    return k + 1"]
 
 
 def _accumulators(k: ir.Kernel, private: tuple[str, ...],

@@ -216,3 +216,38 @@ class PrivatizedSyntax(NumbaSyntax):
             indices = names
         # the value (which may read X[idx]) is evaluated before either write
         return lines + [f"{self.index(s.array, indices)} = {value}", f"{self.shared_index(s.array, indices)} = 0"]
+
+
+def private_sums(copied: tuple[str, ...], ndims: dict[str, int]) -> list[str]:
+    """The chunks' private copies summed into their targets in one parallel loop over the targets' rows
+    (each row of each target by one worker): every element gets its copies' values in chunk order, the
+    order of the serial sums `X += copy[c]`, so the same result."""
+    rows = ", ".join(f"{a}.shape[0]" for a in copied)
+    lines = [f"        for _gkb_r0 in _gk_prange({f'max({rows})' if len(copied) > 1 else rows}):"]
+    for a in copied:
+        rest = [f"_gkb_r{d}" for d in range(1, ndims[a])]
+        at = ", ".join(["_gkb_r0", *rest])
+        lines.append(f"            if _gkb_r0 < {a}.shape[0]:")
+        for d, r in enumerate(rest, 1):
+            lines.append(f"{'    ' * (3 + d)}for {r} in range({a}.shape[{d}]):")
+        pad = "    " * (4 + len(rest))
+        # a sum of its own per target: one name for all would take the widest type, and round differently
+        lines += [f"{pad}_gkb_v_{a} = {a}[{at}]",
+                  f"{pad}for _gkb_k in range(_gkb_chunks):",
+                  f"{pad}    _gkb_v_{a} += _gkb_priv_{a}[_gkb_k, {at}]",
+                  f"{pad}{a}[{at}] = _gkb_v_{a}"]
+    return lines
+
+
+def spill_function(ndim: int) -> list[str]:
+    """`_gkb_spillN`, an add of sparse privatisation to an N-D target (LoopPrinter.chunks): straight into the
+    target in a row the chunk owns, otherwise appended to the chunk's spill list; returns the list's length."""
+    idx = [f"i{d}" for d in range(ndim)]
+    return ["@_gk_njit(cache=True, error_model='numpy', boundscheck=False)",
+            f"def _gkb_spill{ndim}(x, si, sv, c, k, lo, hi, {', '.join(idx)}, v):",
+            "    if i0 >= lo and i0 < hi:",
+            f"        x[{', '.join(idx)}] += v",
+            "        return k",
+            *[f"    si[c, k, {d}] = i{d}" for d in range(ndim)],
+            "    sv[c, k] = v",
+            "    return k + 1"]
