@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -28,7 +27,7 @@ from ..errors import InternalError
 from ..ir import nodes as ir
 from . import numba_choice, numba_loops, numba_plan
 from .base import Backend, Generated, LaunchInfo
-from .numba_loops import NumbaOptions, generate
+from .numba_loops import LoopPrinter, NumbaOptions
 from .numba_plan import MixedPlan, mixed_plan, owned_rows, sparse_pays, spilled
 
 # A parallel launch of fewer threads than this runs the serial twin of its entry (numba_loops.py): waking the
@@ -62,9 +61,11 @@ class CpuLaunch(LaunchInfo):
     owned: tuple[str, ...] = ()
     spilled: tuple[tuple[str, int], ...] = ()
     chunked: bool = False  # the entry takes `_gkb_chunks` without private copies (deferred statements)
-    # sums whose adds LLVM may reassociate (`_gkb_radd`): the serial twin may group their terms otherwise than
-    # the parallel loop, so numba_choice never measures the two against each other (docs/performance.md)
+    # sums whose adds LLVM may reassociate (`_gkb_radd`, as the printer recorded): the serial twin may group their
+    # terms otherwise than the parallel loop, so numba_choice never measures the two against each other
+    # (docs/performance.md)
     reassociated: bool = False
+    registers: tuple[str, ...] = ()  # privatised targets whose chunks sum in a register (numba_loops._accumulators)
 
     def chunk_bytes(self, sizes: dict[str, int]) -> int:
         """Bytes of private copies per chunk (`sizes`: bytes per array): of every privatised target, or in
@@ -152,12 +153,14 @@ class NumbaBackend(Backend):
             if plain_chunks and not mixed else {}
         options = NumbaOptions(parallel=parallel, privatized=atomic, mixed=mixed, plan=plan, serial_twin=twin,
                                owned=tuple(owned.items()), spilled=tuple(spill.items()))
-        source, entry = generate(k, launch_ndim, options, header)
-        edges = f"{entry}_edges" if f"\ndef {entry}_edges(" in source else None
-        sparse = tuple(spill.items()) if f"\ndef {entry}_sparse(" in source else ()
+        printer = LoopPrinter(k, launch_ndim, options, header)
+        source, entry = printer.module(), printer.entry
+        edges = f"{entry}_edges" if printer.edges else None
+        sparse = tuple(spill.items()) if printer.spilled else ()
         return Generated(source, entry, CpuLaunch(atomic if parallel else (), f"{entry}_serial" if twin else None,
                                                   edges, mixed if parallel else (), plan, tuple(owned), sparse,
-                                                  parallel and k.deferred is not None, "_gkb_radd(" in source))
+                                                  parallel and k.deferred is not None, printer.reassociated,
+                                                  tuple(sorted(printer.registers))))
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -267,9 +270,8 @@ class NumbaBackend(Backend):
 
     def summation(self, code: Generated, accumulator: str, parallel: bool) -> str:
         if parallel and accumulator in code.info.private:
-            flush = rf"\n +_gkb_priv_{re.escape(accumulator)}\[_gkb_c\b[^\n]*\] \+= _gkb_acc\d+\n"  # at any depth
             how = ("into a register whose adds may be reassociated, so that the loop vectorises (partial sums in "
-                   "vector lanes, combined at the chunk's end)" if re.search(flush, code.source)
+                   "vector lanes, combined at the chunk's end)" if accumulator in code.info.registers
                    else "in order into its own slot")
             return (f"per-chunk partial sums: each Numba thread's chunk sums its threads' terms {how}, "
                     "and the chunks' sums are added once after the loop (no atomics)")

@@ -168,6 +168,11 @@ class LoopPrinter:
         self.spilled = {} if self.outline or self.plan is not None or not self.private else dict(options.spilled)
         self.outlined: list[str] = []
         self.thread_args = [f"_gkb_t{a}" for a in range(launch_ndim)]
+        # what `module` printed, for the backend to run it by (numba_cpu.CpuLaunch) without reading the text:
+        # `<entry>_edges` (`<entry>_sparse` where `spilled`), a sum through `_gkb_radd`, the targets summed in
+        # a register (`_accumulators`)
+        self.edges = self.reassociated = False
+        self.registers: frozenset[str] = frozenset()
 
     def module(self) -> str:
         """The module's source: imports, the bounds-check helper, outlined bodies, the entry, its siblings."""
@@ -179,7 +184,7 @@ class LoopPrinter:
             lines += ["", "", CHECK[0].format(inline=inline), *CHECK[1:]]
         lines += ["", "", f"@_gk_njit({flags})", f"def {entry}({', '.join(params)}):"]
         # a 1-D parallel launch with an interior: its edges run serially in the entry, or in `<entry>_edges`
-        edges = options.parallel and not self.chunked and self.ndim == 1 and k.interior is not None \
+        edges = self.edges = options.parallel and not self.chunked and self.ndim == 1 and k.interior is not None \
             and k.interior.on(0) is not None
         if not self.chunked:
             loop = "_gk_prange" if options.parallel else "range"
@@ -214,7 +219,7 @@ class LoopPrinter:
                           f"def {entry}_sparse_serial({', '.join(params)}):", *sparse]
             for d in sorted({self.k.param(a).type.ndim for a in self.spilled}):
                 lines += ["", "", *spill_function(d)]
-        if any("_gkb_radd(" in line for line in lines):
+        if self.reassociated:
             lines += ["", "", *REASSOCIATED_ADD]
         if self.outlined:  # the body functions go before the entry that calls them
             at = lines.index(f"@_gk_njit({flags})") - 2
@@ -286,6 +291,8 @@ class LoopPrinter:
                                                     ordered=deferred))
         lines += [f"{pad}_gkb_priv_{a}[{', '.join(['_gkb_c', *idx])}] += {acc}"
                   for (a, idx), acc in accumulators.items()]
+        self.reassociated |= syntax.reassociates
+        self.registers |= {a for a, _ in accumulators}
         lines += [f"{pad}_gkb_ns_{a}[_gkb_c] = _gkb_k_{a}" for a in spill]
         for a in spill:  # the spilled adds in chunk order, each chunk's in its threads' order
             at = ", ".join(f"_gkb_si_{a}[_gkb_k, _gkb_e, {d}]" for d in range(types[a].ndim))

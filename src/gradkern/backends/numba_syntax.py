@@ -130,11 +130,6 @@ REASSOCIATED_ADD = ["@_gk_njit(cache=False, fastmath={'reassoc'}, error_model='n
                     "def _gkb_radd(a, b):", "    return a + b"]
 
 
-def reassociated(acc: str, value: str) -> str:
-    """`acc += value` for a sum LLVM may reassociate (REASSOCIATED_ADD)."""
-    return f"{acc} = _gkb_radd({acc}, {value})"
-
-
 class PrivatizedSyntax(NumbaSyntax):
     """Atomic adds go to the running chunk's private copy of their target, `_gkb_priv_X[c]`, summed into X
     after the loop. A *mixed* target X (one the kernel also loads or stores plainly) has no such copy
@@ -167,13 +162,21 @@ class PrivatizedSyntax(NumbaSyntax):
         self.shared = shared  # mixed targets with adds not marked with a row: per-slot copies
         self.accumulators = accumulators or {}
         self.temporaries = 0
+        # set once a sum is printed through `_gkb_radd`: the printer then adds its definition, and the launch
+        # is never timed against its serial twin (numba_cpu.CpuLaunch.reassociated)
+        self.reassociates = False
+
+    def reassociated(self, acc: str, value: str) -> str:
+        """`acc += value` for a sum LLVM may reassociate (REASSOCIATED_ADD)."""
+        self.reassociates = True
+        return f"{acc} = _gkb_radd({acc}, {value})"
 
     def atomic_index(self, array: str, indices: list[str]) -> str:
         return f"_gkb_priv_{array}[{', '.join(['_gkb_c', *map(unsigned, indices)])}]"
 
     def atomic(self, array: str, indices: list[str], value: str) -> str:
         acc = self.accumulators.get((array, tuple(indices)))
-        return reassociated(acc, value) if acc is not None else super().atomic(array, indices, value)
+        return self.reassociated(acc, value) if acc is not None else super().atomic(array, indices, value)
 
     def shared_index(self, array: str, indices: list[str]) -> str:
         return f"_gkb_pb_{array}[{', '.join(['_gkb_s', *map(unsigned, indices)])}]"
@@ -188,7 +191,7 @@ class PrivatizedSyntax(NumbaSyntax):
             if acc is None:
                 return f"{self.index(s.array, indices)} += {value}"
             # in 1-D a row is one thread's: nothing carried from thread to thread
-            return reassociated(acc, value) if self.launch_ndim > 1 else f"{acc} += {value}"
+            return self.reassociated(acc, value) if self.launch_ndim > 1 else f"{acc} += {value}"
         if s.array not in self.mixed:
             return self.atomic(s.array, indices, value)
         if s.row is not None:  # chunks running at once never add to a common row this way
