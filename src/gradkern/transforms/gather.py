@@ -195,14 +195,13 @@ class _Offsets:
             return out
         return map_expr(e, sub)
 
-    def is_thread(self, o: Offset, past=None) -> ir.Expr:
+    def is_thread(self, o: Offset) -> ir.Expr:
         """Whether neighbour tid - o is a thread of the launch: 0 <= tid - o < gn on every axis. A wrap
         also gets the same test written as tid against launch invariants, which the CPU's interior
         splitting folds to False: for s = 1, tid >= M + c (tid - o >= 0); for s = -1, tid < gn - M + c
         (tid - o < gn), a bound in which two extents cancel, which the split takes for a lower edge
-        (transforms/split.py): c where gn = M, so the interior carries no wrapped candidate. Given `past`
-        (transforms/pull.py), the s = -1 test is `tid < c or past(gn > M, axis)` instead (the same
-        implication: tid - o < gn gives tid < c where gn <= M)."""
+        (transforms/split.py): c where gn = M, so the interior carries no wrapped candidate. The one form of
+        this hint, for the replay gather and the pull alike (transforms/pull.py)."""
         tests = []
         for axis, (c, s) in enumerate(o):
             tid = ir.Tid(axis, type=I64)
@@ -210,11 +209,8 @@ class _Offsets:
             gn = b.var(f"{EXTENT}{axis}", I64)
             if s > 0:
                 tests.append(b.cmp(Op.GE, tid, b.add(self.modulus[axis], b.const(c, I64))))
-            elif s < 0 and past is None:
-                tests.append(b.cmp(Op.LT, tid, b.add(b.sub(gn, self.modulus[axis]), b.const(c, I64))))
             elif s < 0:
-                wide = b.cmp(Op.GT, gn, self.modulus[axis])
-                tests.append(ir.Apply(Op.OR, (b.cmp(Op.LT, tid, b.const(c, I64)), past(wide, axis)), type=BOOL))
+                tests.append(b.cmp(Op.LT, tid, b.add(b.sub(gn, self.modulus[axis]), b.const(c, I64))))
             tests += [b.cmp(Op.GE, t, b.const(0, I64)), b.cmp(Op.LT, t, gn)]
         return _all(tests)
 
@@ -471,12 +467,14 @@ def gatherable(k: ir.Kernel, shadows: set[str]) -> dict[str, set[Offset]]:
                 bad.add(s.array)
             else:
                 found.setdefault(s.array, set()).update(offsets)
-        elif isinstance(s, ir.Store) and s.array in shadows:
-            bad.add(s.array)
-    for e in ir.all_exprs(k.body):
-        if isinstance(e, ir.Load) and e.array in shadows:
-            bad.add(e.array)
+    bad |= plainly_accessed(k.body, shadows)
     return {a: o for a, o in found.items() if a not in bad}
+
+
+def plainly_accessed(body: tuple[ir.Stmt, ...], shadows: set[str]) -> set[str]:
+    """Those of `shadows` that `body` stores or loads (not only adds to atomically): no gather or pull for them."""
+    return {s.array for s in ir.walk_stmts(body) if isinstance(s, ir.Store) and s.array in shadows} | \
+        {e.array for e in ir.all_exprs(body) if isinstance(e, ir.Load) and e.array in shadows}
 
 
 def without_atomics_on(k: ir.Kernel, arrays: set[str]) -> ir.Kernel:
@@ -541,8 +539,13 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool =
     param_names = {p.name for p in params}
     kernel = replace(source, name=source.name.replace("_rev", "_gather"), params=params, body=tuple(body),
                      locals=tuple(sorted((n, t) for n, t in local.items() if n not in param_names)), interior=None)
+    return Gather(kernel, tuple(sorted(plan)), *described(at, offsets, ndim), sums_kept=kept)
+
+
+def described(at: _Offsets, offsets: list[Offset], ndim: int) -> tuple[tuple, tuple, tuple]:
+    """A gather's (or a pull's) `offsets` as `Gather` records them: shown, reach, wraps (transforms/pull.py)."""
     reach = tuple(max(0, *(c for o in offsets for c, s in [o[axis]] if s == 0)) for axis in range(ndim))
     wraps = tuple((at.modulus[axis].array, at.modulus[axis].axis) if any(o[axis][1] for o in offsets) else None
                   for axis in range(ndim))
     shown = tuple(tuple(c if not s else f"{c}{'+' if s > 0 else '-'}M" for c, s in o) for o in offsets)
-    return Gather(kernel, tuple(sorted(plan)), shown, reach, wraps, sums_kept=kept)
+    return shown, reach, wraps

@@ -32,7 +32,7 @@ from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.rewrite import map_expr, with_blocks
 from ..ir.types import I64, Scalar
-from .gather import EXTENT, Gather, Offset, _all, _Offsets
+from .gather import EXTENT, Gather, Offset, _all, _Offsets, described, plainly_accessed
 from .reverse import TAPE
 
 
@@ -127,11 +127,7 @@ def pull_sites(k: ir.Kernel, shadows: set[str]) -> tuple[Site, ...]:
             site = found.setdefault((s.array, idx), Site(s.array, slot[0], idx, slot[1]))
             if site.offsets != slot[1] or site.key != slot[0]:
                 bad.add(s.array)
-        elif isinstance(s, ir.Store) and s.array in shadows:
-            bad.add(s.array)
-    for e in ir.all_exprs(k.body):
-        if isinstance(e, ir.Load) and e.array in shadows:
-            bad.add(e.array)
+    bad |= plainly_accessed(k.body, shadows)
     # one thread per element: every site of a shadow has its launch axes at the same positions (`u[i, 0]` beside
     # `u[3, i]` would have threads 3 and 0 both add into u[3, 0])
     patterns: dict[str, set] = {}
@@ -202,13 +198,6 @@ def _unless(cond: ir.Expr) -> ir.Expr:
     return b.mul(b.sub(b.const(1, I64), b.cast(cond, I64)), b.const(_FAR, I64))
 
 
-def _is_thread(at: _Offsets, o: Offset) -> ir.Expr:
-    """`_Offsets.is_thread` with its hint for a wrap s = -1, `tid < c or gn > M`, written `tid < c or tid >= W`
-    (W = `_unless(gn > M)`): the same value, but a test of tid the interior split folds to False, so the
-    interior of a periodic pull has no branch left (where gn > M, W = 0 leaves it no interior instead)."""
-    return at.is_thread(o, lambda wide, axis: b.cmp(Op.GE, ir.Tid(axis, type=I64), _unless(wide)))
-
-
 def _as(e: ir.Expr, t: Scalar) -> ir.Expr:
     return e if e.type == t else b.cast(e, t)
 
@@ -240,7 +229,7 @@ def pull_kernel(source: ir.Kernel, sites: tuple[Site, ...], first: int, tape_flo
                 lands = _lands(at, inline, index_of[(site.array, site.indices)], site.key, o)
                 if lands is False:
                     continue
-                test = _is_thread(at, o) if lands is True else _all([_is_thread(at, o), at.shifted(lands, o)])
+                test = at.is_thread(o) if lands is True else _all([at.is_thread(o), at.shifted(lands, o)])
                 shifted = tuple(at.shifted(ir.Tid(axis, type=I64), o) for axis in range(ndim))
                 value = _as(ir.Load(TAPE, (*shifted, b.const(first + n, I64)), type=tape_float), t)
                 body.append(ir.If(test, (ir.Assign(acc[g], b.add(b.var(acc[g], t), value)),)))
@@ -259,7 +248,7 @@ def pull_kernel(source: ir.Kernel, sites: tuple[Site, ...], first: int, tape_flo
         inside += [b.cmp(Op.LT, ir.Tid(0, type=I64), _unless(b.cmp(Op.GE, b.const(c, I64),
                                                                    ir.Shape(primal_of[array], p, type=I64))))
                    for p, c in enumerate(key) if c is not None]
-        reached = _all([_is_thread(at, o) for o in mine], Op.OR)
+        reached = _all([at.is_thread(o) for o in mine], Op.OR)
         t = types[array]
         body.append(ir.If(_all([reached, *inside]),
                           (ir.Store(array, idx, b.add(ir.Load(array, idx, type=t), b.var(acc[g], t))),)))
@@ -267,9 +256,4 @@ def pull_kernel(source: ir.Kernel, sites: tuple[Site, ...], first: int, tape_flo
     local = {acc[g]: types[g[0]] for g in groups}
     kernel = replace(source, name=source.name.replace("_rev", "_pull"), params=params, body=tuple(body),
                      locals=tuple(sorted(local.items())), interior=None, deferred=None)
-    ordered = sorted(offsets)
-    reach = tuple(max(0, *(c for o in ordered for c, s in [o[axis]] if s == 0)) for axis in range(ndim))
-    wraps = tuple((at.modulus[axis].array, at.modulus[axis].axis) if any(o[axis][1] for o in ordered) else None
-                  for axis in range(ndim))
-    shown = tuple(tuple(c if not s else f"{c}{'+' if s > 0 else '-'}M" for c, s in o) for o in ordered)
-    return Gather(kernel, tuple(sorted(types)), shown, reach, wraps, pulls=True)
+    return Gather(kernel, tuple(sorted(types)), *described(at, sorted(offsets), ndim), pulls=True)
