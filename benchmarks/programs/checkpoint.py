@@ -45,7 +45,7 @@ shared count alone (update_hiwater_rss), while VmRSS in /proc/self/status is the
 reads low by the pages still pending per CPU, up to (batch - 1) x CPUs pages (`rss_slack`: 62 pages, 0.12
 states at N = 2**18 on 2 CPUs), by an amount that depends on the pages the process touched before. Measured
 (two 2 MiB NumPy arrays touched and freed, 1,026 pages with malloc's header page each): 996 to 1,025 pages read,
-a sawtooth of period 32 in the pages touched beforehand, with or without a warm-up; the primal row's 24-28
+a sawtooth of period 32 in the pages touched beforehand, with or without a warm-up; the primal row's 11 to 28
 missing pages are this. No exact high-water mark is available, so every row reads alike through it, and the
 goal line gives the resolution of "above primal" (a difference of two such peaks: +- the slack).
 
