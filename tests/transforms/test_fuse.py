@@ -88,6 +88,15 @@ def test_element_written_and_read_at_the_same_iteration_fuses():
     assert fused(loops(fwd, rev)) is not None
 
 
+def test_a_contiguous_walk_is_legal_but_left_as_two_loops():
+    # matvec's row: the reverse loop re-reads it from cache and vectorises alone (strided_walk)
+    fwd = [ir.Assign("acc", b.add(f("acc"), b.mul(ld("A", j, i), ld("x", i))))]
+    rev = [add("d_A", j, i, value=b.mul(f("d_acc"), ld("x", i)))]
+    block = loops(fwd, rev, [D_ACC])
+    assert reason(block) == "fused"
+    assert fused(block) is None
+
+
 @pytest.mark.parametrize("case, why", [
     # the reverse reads a local the forward loop writes (its value at the end, not at the iteration)
     ("reads_forward_local", "share a local"),
@@ -117,7 +126,8 @@ def test_refusals(case, why):
     cases = {
         "reads_forward_local": lambda: loops(GEMV_F, [add("d_A", i, j, value=f("acc"))]),
         "forward_reads_reverse_local": lambda: loops(
-            [ir.Assign("acc", b.add(f("acc"), f("t")))], [ir.Assign("t", ld("A", i, j)), *GEMV_R], [D_ACC]),
+            [ir.Assign("acc", b.add(f("acc"), b.mul(f("t"), ld("A", i, j))))],
+            [ir.Assign("t", ld("A", i, j)), *GEMV_R], [D_ACC]),
         "index_array": lambda: loops(
             [ir.Store("B", (ir.Load("idx", (i,), type=I64), j), ld("A", i, j))],
             [add("d_A", i, j, value=ld("B", i, j))]),
