@@ -93,9 +93,10 @@ REASONS: dict[str, str] = {
              "2.11-2.15x (3.13-3.44x with the sum in order)"),
     "ger": ("fused, alpha's and each row's dx sums reassociated (adjoint-forms.md 9): one thread 1.79-1.87x "
             "(4.7-6.7x with in-order sums, two passes)"),
-    "gemv_t": ("one thread per column walks A with stride n (16 KiB, a page per element); the gradient walks A "
-               "twice (forward and reverse loop) and dA (read and written) in the same order: 4 strided accesses "
-               "per element for the primal's 1; one thread 2.62-2.63x"),
+    "gemv_t": ("one thread per column walks A with stride n (16 KiB, a page per element); since issue 33 the "
+               "reverse loop is fused into the forward one (adjoint-forms.md section 10): A's column walked once, "
+               "3 strided accesses per element (A, dA read and written) for the primal's 1, was 4; one thread "
+               "1.96-2.06x (2.91-2.93x as two loops, alternating runs, load 4.4), 2 threads 2.23x (2.56x, load 4.3)"),
     "d2q9_step": ("byte bound: f's shadow pulled (adjoint-forms.md 8), fused kernel then pull move 75 values a cell "
                   "against the primal's 19 (3.9x) and the hand-written adjoint's 85; quiet: 0.75x hand (1 thread), "
                   "0.83x (2)"),

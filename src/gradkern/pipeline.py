@@ -5,7 +5,7 @@ checks each kernel the stage made, and with GRADKERN_DUMP=dir each is written
 there as `<kernel>.<signature>.<nn>-<stage>.<role>.txt`.
 
     primal:  merge_aliases → infer_types → race_check → bounds → generate
-    reverse: primal stages → unroll → versions → activity → reverse → gather → no_need → lanes → generate
+    reverse: primal stages → unroll → versions → activity → reverse → gather → no_need → lanes → fuse → generate
     forward: primal stages → activity → tangent → lanes → primal_stores → generate
 
 Nothing here compiles or runs: the backend object's `generate` prints source;
@@ -41,6 +41,7 @@ from .transforms.boundscheck import Access, bounds_checked, index_skeleton
 from .transforms.dce import eliminate_dead
 from .transforms.fold import fold_reverse, without_folded
 from .transforms.forward import forward_kernel
+from .transforms.fuse import fuse_loops
 from .transforms.gather import Gather, gather_kernel, gatherable, without_atomics_on
 from .transforms.lanes import replicate_lanes, separable_stores, without_primal_stores
 from .transforms.pull import pull_kernel, pull_sites, to_scratch
@@ -55,6 +56,9 @@ from .transforms.versions import version_locals
 FOLD = os.environ.get("GRADKERN_GATHER_FOLD", "1") != "0"
 # GRADKERN_PULL=0 leaves atomics where a pull would take them (docs/adjoint-forms.md, section 8): for measuring
 PULL = os.environ.get("GRADKERN_PULL", "1") != "0"
+# GRADKERN_FUSE_LOOPS=0 keeps a reverse loop apart from its forward twin (docs/adjoint-forms.md, section 10): for
+# measuring the fusion
+FUSE_LOOPS = os.environ.get("GRADKERN_FUSE_LOOPS", "1") != "0"
 
 
 @dataclass(frozen=True)
@@ -245,6 +249,15 @@ def _lanes_reverse(w: Work) -> None:
             w.kernels[role] = replicate_lanes(w.kernels[role], seeds, w.request.lanes)
 
 
+def _fuse(w: Work) -> None:
+    if not FUSE_LOOPS:
+        return
+    fused, loops = fuse_loops(w.kernels["fused"])
+    if loops:
+        w.kernels["fused"] = fused
+        w.notes = f"fused the reverse loops over {', '.join(loops)} into their forward twins"
+
+
 def _tangent(w: Work) -> None:
     fk = forward_kernel(w.kernels["primal"], w.activity)
     w.kernels["tangent"] = fk.kernel
@@ -273,6 +286,8 @@ REVERSE_STAGES = PRIMAL_STAGES + (
     Stage("gather", "affine-stencil adjoints gathered by their owners instead of scattered by atomics", _gather),
     Stage("no_need", "the fused kernel drops stores to DuplicatedNoNeed arrays it never reads", _no_need),
     Stage("lanes", "vector mode: the adjoint work once per lane, the primal work shared", _lanes_reverse),
+    Stage("fuse", "a reverse loop fused into its forward twin where no result can change (docs/adjoint-forms.md)",
+          _fuse),
 )
 FORWARD_STAGES = PRIMAL_STAGES + (
     _ACTIVITY,

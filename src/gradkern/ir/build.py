@@ -77,3 +77,19 @@ def select(c: ir.Expr, a: ir.Expr, b: ir.Expr) -> ir.Select:
 
 def index(e: ir.Expr) -> ir.Expr:
     return cast(e, I64)
+
+
+def trip_count(start: ir.Expr, stop: ir.Expr, step: ir.Expr) -> ir.Expr:
+    """The number of iterations of range(start, stop, step): ceil((stop - start) / step), at least 0. The
+    reverse loop runs r over range(0, trip_count) and recomputes the variable as `iteration_value`."""
+    zero, one = const(0, I64), const(1, I64)
+    up = apply(Op.FLOORDIV, sub(add(sub(stop, start), step), one), step)
+    down = apply(Op.FLOORDIV, sub(sub(sub(start, stop), step), one), neg(step))
+    count = select(cmp(Op.GT, step, zero), up, down) if not (isinstance(step, ir.Const) and step.value > 0) \
+        else up
+    return apply(Op.MAX, count, zero)
+
+
+def iteration_value(start: ir.Expr, step: ir.Expr, r: str) -> ir.Expr:
+    """The loop variable's value at iteration `r` (a local) of range(start, stop, step)."""
+    return add(start, mul(var(r, I64), step))

@@ -268,19 +268,14 @@ class _Builder:
             n = self.fresh("n", I64)
             r = self.fresh("r", I64)
             zero, one = b.const(0, I64), b.const(1, I64)
-            # trip count of range(start, stop, step) = ceil((stop - start) / step), at least 0
-            up = b.apply(Op.FLOORDIV, b.sub(b.add(b.sub(stop, start), step), one), step)
-            down = b.apply(Op.FLOORDIV, b.sub(b.sub(b.sub(start, stop), step), one), b.neg(step))
-            count = b.select(b.cmp(Op.GT, step, zero), up, down) \
-                if not (isinstance(step, ir.Const) and step.value > 0) else up
-            body = peephole([ir.Assign(s.var, b.add(start, b.mul(b.var(r, I64), step))),
+            body = peephole([ir.Assign(s.var, b.iteration_value(start, step, r)),
                              *self.reverse_block(s.body, path + (0,))])
             if _iterations_commute(body):  # forward order vectorises; the sums are the same up to rounding
                 loop = ir.For(r, zero, b.var(n, I64), one, tuple(body), loc=s.loc)
             else:
                 loop = ir.For(r, b.sub(b.var(n, I64), one), b.const(-1, I64), b.const(-1, I64), tuple(body),
                               loc=s.loc)
-            return [*pre, ir.Assign(n, b.apply(Op.MAX, count, zero)), loop]
+            return [*pre, ir.Assign(n, b.trip_count(start, stop, step)), loop]
         if isinstance(s, ir.While):
             return []
         raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
