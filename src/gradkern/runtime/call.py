@@ -176,6 +176,17 @@ class Bound:
     def __init__(self, call: PreparedCall, values: list, derivatives: dict, b: Binding | None = None):
         self.call, self.values, self.derivatives, self._b = call, values, derivatives, b
 
+    def with_values(self, values: list) -> Bound:
+        """The same call with other values of the same kinds and geometry (a program's sweep hands a reverse
+        views of saved copies in place of the buffers: program/contents.py); its binding, where one was made,
+        is kept (what a run reads of it, shapes, is the same)."""
+        return Bound(self.call, values, self.derivatives, self._b)
+
+    @property
+    def given(self) -> Any:
+        """The binding's values, one per parameter (a refilled call has no aliases: its values)."""
+        return self.values if self._b is None else self._b.values
+
     @property
     def b(self) -> Binding:
         if self._b is None:  # a refilled call: no aliases, so its values are its kernel values

@@ -155,8 +155,10 @@ def _launches(bound: Bound, runs: tuple, accs: dict, tapes: tuple | None, counts
         if role == "gather":
             if counts is None:
                 counts = _counts(call, False)
-            b = bound.b
-            shapes = {n: v.shape for n, v in zip(b.names, b.values) if hasattr(v, "shape")}
+            shapes = None
+            if run.family.gather_wraps:  # the arrays' shapes are read only for a wrapped reach
+                b = bound.b
+                shapes = {n: v.shape for n, v in zip(b.names, b.values) if hasattr(v, "shape")}
             yield (run, run.family.gather_extents(dim, shapes),
                    [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts, *dim])
         elif role == "reverse":
