@@ -82,7 +82,9 @@ class ProgramRecorder(Recorder):
         self.rules: list = within.rules if within is not None else []
         self.alone = alone
         self.no_need: dict[int, bool] = no_need or {}
-        self.replays = Replays()  # what earlier launches worked out, for the next on the same arrays (replay.py)
+        # what earlier launches worked out, for the next on the same arrays (replay.py); a checkpointed loop's
+        # segments share the program's (the same shadows)
+        self.replays = within.replays if within is not None else Replays()
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params

@@ -182,8 +182,10 @@ class ShadowMap:
 
     def remove(self, gone: set[int]) -> None:
         """Forget the entries whose ids are in `gone` (a checkpointed loop's segment dropped its temporaries)."""
-        self.entries = [e for e in self.entries if id(e) not in gone]
-        self.version += 1
+        kept = [e for e in self.entries if id(e) not in gone]
+        if len(kept) < len(self.entries):
+            self.entries = kept
+            self.version += 1
 
     @property
     def internal_bytes(self) -> int:
