@@ -237,7 +237,7 @@ class PreparedCall:
     group's ReverseSpecialization; the last lane group's ForwardSpecialization) and the mode's `layout`."""
 
     __slots__ = ("kernel", "generation", "mode", "key", "template", "names", "dim", "spec", "checks", "runs",
-                 "split", "roles", "layout", "plain", "ahead")
+                 "split", "roles", "layout", "plain", "ahead", "extents")
 
     def __init__(self, kernel: KernelFunction, mode: str, b: Binding, spec: Any, checks: Checks, runs: tuple,
                  roles: tuple, names: tuple = (), split: tuple = (), layout: Any = None):
@@ -246,6 +246,8 @@ class PreparedCall:
         self.spec, self.checks, self.runs, self.split = spec, checks, runs, split
         self.roles, self.layout = roles, layout
         self.ahead = True  # its later runs not yet offered to the compile pool (runtime/reverse.py)
+        # each gather run's launch domain: a function of the dim and the arrays' shapes, which the signature fixes
+        self.extents: dict = {}
         # no annotation in the signature (a launch's): the refill converts the scalars at these positions alone
         self.plain: tuple[tuple[int, Any], ...] | None = None
 
