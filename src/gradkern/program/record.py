@@ -92,9 +92,10 @@ class ProgramRecorder(Recorder):
         replay = self.replays.find(kernel, dim, backend, args, self.shadows.version)
         if replay is not None:
             annotated, scalars, plain, active = replay.annotations(args)
+            arrays = replay.arrays(args)
         else:
             annotated, scalars, plain, active = self._annotations(params, args)
-        arrays = [a for a in args if is_array(a)]
+            arrays = [a for a in args if is_array(a)]
         before = f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')"
         ours = self.guard.unlock(arrays, before)  # validated and run as the user's writable arrays
         try:

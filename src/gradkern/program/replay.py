@@ -19,17 +19,21 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+import numpy as np
+
 from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..runtime.arrays import is_array
 from ..runtime.call import made
 from .scalars import ActiveScalar
 
+_SCALARS = frozenset({float, int, bool, ActiveScalar})  # never arrays: the key asks no more of them
 MAX_REPLAYS = 64  # kept per recording; a program launching on fresh arrays every step starts over
 
 
 def replay_key(kernel: Any, backend: str | None, args: tuple) -> tuple:
     """The arguments' identities (arrays) and kinds (scalars): an entry is looked up by it, then checked."""
-    return (id(kernel), backend, *(id(a) if is_array(a) else type(a) for a in args))
+    return (id(kernel), backend, *(id(a) if type(a) is np.ndarray or (type(a) not in _SCALARS and is_array(a))
+                                   else type(a) for a in args))
 
 
 class LaunchFacts:
@@ -78,6 +82,10 @@ class LaunchFacts:
             return False
         refs = self.refs
         return all(values[k] is refs[j][1]() for k, j in self.pairs)
+
+    def arrays(self, args: tuple) -> list:
+        """The array arguments, in order (`matches` found them the entry's)."""
+        return [args[n] for n, _ in self.refs]
 
     def annotations(self, args: tuple) -> tuple[list, dict, tuple, bool]:
         """As ProgramRecorder._annotations: the annotated arguments, the Active scalars by position, the plain
