@@ -115,6 +115,24 @@ def _sibling(entry: Any, name: str) -> Any:
     return hit[1]
 
 
+_COPIED: dict[int, tuple[Any, Any, tuple[int, ...]]] = {}
+
+
+def _copied(typed: ir.Kernel, info: Any) -> tuple[int, ...]:
+    """The positions of the privatised targets copied whole per chunk (neither mixed nor row-owned), kept per
+    kernel and launch info (asked at every privatised launch)."""
+    entry = _COPIED.get(id(info))
+    if entry is not None and entry[0] is info and entry[1] is typed:
+        return entry[2]
+    private, mixed, owned = info.private, info.mixed, info.owned
+    got = tuple(n for n, p in enumerate(typed.params) if p.name in private and p.name not in mixed
+                and p.name not in owned)
+    if len(_COPIED) >= 4096:
+        _COPIED.clear()
+    _COPIED[id(info)] = (info, typed, got)
+    return got
+
+
 def _serial_twin(entry: Any, name: str) -> Any:
     """The serial twin printed beside `entry` in its generated module."""
     return _sibling(entry, name)
@@ -195,9 +213,8 @@ class NumbaBackend(Backend):
             self._run_mixed(typed, code, entry, dim, values)
         elif info.private or info.chunked:  # privatised atomic targets: how many private copies fit the limit
             # info.chunk_bytes without a plan (no shared targets), inline: this is every privatised launch's path
-            private, mixed, owned = info.private, info.mixed, info.owned
-            copy_bytes = sum([values[n].nbytes for n, p in enumerate(typed.params)
-                              if p.name in private and p.name not in mixed and p.name not in owned])
+            copy_bytes = sum([values[n].nbytes for n in _copied(typed, info)])
+            mixed = info.mixed
             chunks = numba_plan.private_chunks(copy_bytes, dim[0], bool(mixed))
             if info.spilled and self._sparse(typed, info, main, code.entry + ("_sparse_serial" if twin else "_sparse"),
                                              dim, values):

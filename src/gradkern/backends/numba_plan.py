@@ -147,8 +147,12 @@ def private_chunks(copy_bytes: int, n0: int, mixed: bool = False, width: int = 0
     GRADKERN_MIXED_PRIVATE_BYTES (default the same)."""
     import numba
 
-    plan = MixedPlan(width, ())
-    chunks = plan.chunks(max(1, min(numba.get_num_threads() * plan.phases, n0)), n0)
+    threads = numba.get_num_threads()
+    if width > 0:
+        plan = MixedPlan(width, ())
+        chunks = plan.chunks(max(1, min(threads * plan.phases, n0)), n0)
+    else:  # one phase, no minimum width (MixedPlan(0, ()).chunks is the identity): every privatised launch's path
+        chunks = max(1, min(threads, n0))
     return chunks if chunks * copy_bytes <= (MIXED_PRIVATE_LIMIT if mixed else PRIVATE_LIMIT) else 0
 
 

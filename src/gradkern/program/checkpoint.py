@@ -91,7 +91,8 @@ class _Untaped(Recorder):
         if self.loop.mode is Mode.RECORD:
             self.loop.found.wants_shadows(self.loop.outer.shadows, [p.written for p in kernel.ir.params], args)
         guard = self.loop.guard
-        with guard.unlocked(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop"):
+        ours = guard.unlock(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop")
+        try:
             call, bound = prepare(kernel, plain, dim, backend, "launch")  # validated as the user's writable arrays
             binding = bound.b
             written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
@@ -99,6 +100,8 @@ class _Untaped(Recorder):
             self.loop.before_launch(kernel.name, written, binding, overwritten_whole(
                 kernel.ir.params, binding, call.primal.facts) if recording_forward else [])
             run(call, bound)
+        finally:
+            guard.relock(ours)
         guard.lock(arrays, self._where(f"a launch of kernel '{kernel.name}'"))
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:

@@ -67,7 +67,10 @@ class HostWriteGuard:
         for v in views:
             root = memory_root(v)
             refs = self.followers.setdefault(id(root), [])
-            if not any(r() is v for r in refs):
+            for r in refs:
+                if r() is v:
+                    break
+            else:
                 refs.append(weakref.ref(v))
             if self._holds(root) and v.flags.writeable:
                 v.flags.writeable = False
@@ -77,33 +80,44 @@ class HostWriteGuard:
         refs = self.followers.get(id(root))
         if not refs:
             return []
-        alive = [r for r in refs if r() is not None]
-        self.followers[id(root)] = alive
-        return [r() for r in alive]
+        views = [v for v in (r() for r in refs) if v is not None]
+        if len(views) < len(refs):  # some were freed
+            self.followers[id(root)] = [r for r in refs if r() is not None]
+        return views
 
     def _fingerprinted(self, a: Any) -> bool:
         auto = not isinstance(a, np.ndarray) or device_memory(a)
         return self.mode == "fingerprint" or (self.mode == "auto" and auto)
 
     def lock(self, arrays: list, where: str) -> None:
+        numpy_printed = None  # whether NumPy arrays are fingerprinted: the same for all of them
         for a in arrays:
-            if self._fingerprinted(a):
+            numpy = isinstance(a, np.ndarray)
+            if numpy and numpy_printed is None:
+                numpy_printed = self._fingerprinted(a)
+            if (numpy_printed if numpy else self._fingerprinted(a)):
                 root = memory_root(a)
                 self.prints[id(root)] = (_reference(root), fingerprint(root), where)
-            if not isinstance(a, np.ndarray) or self.mode == "fingerprint":
+            if not numpy or self.mode == "fingerprint":
                 continue
             root = memory_root(a)
             self.locked_after[id(root)] = where
             for x in (root, a, *self._followers(root)):
-                # a view made while its buffer was locked is read-only only because of us
-                if not self._holds(x) and (x.flags.writeable or self._holds(root)):
+                flags = x.flags
+                if flags.writeable:
+                    if not self._holds(x):
+                        self.arrays[id(x)] = weakref.ref(x)
+                    flags.writeable = False
+                elif not self._holds(x) and self._holds(root):
+                    # a view made while its buffer was locked is read-only only because of us
                     self.arrays[id(x)] = weakref.ref(x)
-                x.flags.writeable = False
         self.last = where
 
     def check(self, arrays: list | None, before: str) -> None:
         """ProgramError if a fingerprinted buffer of `arrays` (of every one when None) changed since the
         launch that last took it; `before` says where the change was found."""
+        if not self.prints:  # nothing fingerprinted: nothing to compare
+            return
         roots = self.prints if arrays is None else {id(memory_root(a)): None for a in arrays}
         for key in list(roots):  # a freed buffer's entry is dropped on the way
             if key in self.prints:
@@ -135,17 +149,32 @@ class HostWriteGuard:
     def unlocked(self, arrays: list, before: str = "before the next launch") -> Iterator[None]:
         """The arrays a launch writes, writable for its duration (roots first: a view follows its base);
         fingerprinted buffers are checked first."""
-        self.check(arrays, before)
-        # a view made by the program while its buffer was locked is read-only too: it follows its buffer
-        ours = [x for a in arrays if isinstance(a, np.ndarray) and self._holds(memory_root(a))
-                for x in (memory_root(a), a)]
-        for x in ours:
-            x.flags.writeable = True
+        ours = self.unlock(arrays, before)
         try:
             yield
         finally:
-            for x in reversed(ours):
-                x.flags.writeable = False
+            self.relock(ours)
+
+    def unlock(self, arrays: list, before: str) -> list:
+        """`unlocked`'s entry (a launch's hot path calls it without a context manager): returns what `relock`
+        locks again."""
+        self.check(arrays, before)
+        # a view made by the program while its buffer was locked is read-only too: it follows its buffer
+        ours = []
+        for a in arrays:
+            if isinstance(a, np.ndarray):
+                root = memory_root(a)
+                if self._holds(root):
+                    ours.append(root)
+                    ours.append(a)
+        for x in ours:
+            x.flags.writeable = True
+        return ours
+
+    @staticmethod
+    def relock(ours: list) -> None:
+        for x in reversed(ours):
+            x.flags.writeable = False
 
     def _holds(self, x: Any) -> bool:
         ref = self.arrays.get(id(x))

@@ -110,6 +110,24 @@ class HostTracker:
         # id(buffer) -> (weak reference to the buffer, origin of its contents)
         self.tainted: dict[int, tuple[Any, Origin]] = {}
         self.checking = True
+        # id(TrackedArray) -> (weak reference to it, its plain view): the view every launch taking it gets
+        self.views: dict[int, tuple[Any, np.ndarray]] = {}
+
+    def plain_view(self, a: TrackedArray) -> np.ndarray:
+        """`a` as a plain ndarray, the same view object at every launch that passes `a` while it keeps its
+        shape, strides, dtype and write flag (a view's memory cannot move): the program's bookkeeping of a
+        launch then finds the objects of the step before (docs/programs.md#host-cost-per-step)."""
+        key = id(a)
+        entry = self.views.get(key)
+        if entry is not None and entry[0]() is a:
+            v = entry[1]
+            if v.shape == a.shape and v.strides == a.strides and v.dtype == a.dtype \
+                    and v.flags.writeable == a.flags.writeable:
+                return v
+        v = a.view(np.ndarray)
+        views = self.views
+        views[key] = (weakref.ref(a, lambda _, key=key: views.pop(key, None)), v)
+        return v
 
     def recorded(self) -> None:
         """The program's recording is over: the steps a sweep recomputes were checked when they were recorded."""
@@ -392,7 +410,9 @@ def unwrap_args(args: tuple, what: str) -> tuple:
     out, views = [], {}  # an array passed twice is one view twice (a rule's in-place argument pair)
     for n, a in enumerate(args):
         if isinstance(a, Const):
-            out.append(views.setdefault(id(a.val), plain(a.val)))
+            v = a.val
+            out.append(views.setdefault(id(v), host.plain_view(v) if host is not None and isinstance(v, TrackedArray)
+                                        else plain(v)))
             continue
         if host is not None and host.checking and isinstance(a, np.ndarray):
             origin = host.origin(a)
@@ -402,5 +422,6 @@ def unwrap_args(args: tuple, what: str) -> tuple:
                                    f"which host code computed from an active array: {origin.describe()}; its "
                                    "derivative would be lost, so it did not run and no shadow changed",
                                    hint=_FIX)
-        out.append(views.setdefault(id(a), plain(a)) if isinstance(a, TrackedArray) else a)
+        out.append(views.setdefault(id(a), plain(a) if host is None else host.plain_view(a))
+                   if isinstance(a, TrackedArray) else a)
     return tuple(out)

@@ -28,6 +28,7 @@ from ..runtime.launch import run
 from ..runtime.reverse import run_augmented_primal, saved_in_place
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
+from .replay import LaunchFacts, Replays
 from .rulestep import record_forward, record_reverse
 from .scalars import ActiveScalar
 from .shadows import ShadowMap, memory_root
@@ -39,14 +40,19 @@ def overwritten_whole(params, binding: Any, facts: Any) -> list:
     """The buffers this launch overwrites entirely without reading them: parameters the analysis found
     stored at every thread's own element and never read (`facts.overwritten`), passed as their whole buffer,
     launched over exactly its shape, and not passed again under another parameter."""
+    return [memory_root(binding.values[k]) for k in overwritten_whole_positions(params, binding, facts)]
+
+
+def overwritten_whole_positions(params, binding: Any, facts: Any) -> list[int]:
+    """The positions among the binding's values of `overwritten_whole`'s buffers."""
     roots = [id(memory_root(v)) for v in binding.values if is_array(v)]
     out = []
-    for p, v in zip(params, binding.values):
+    for k, (p, v) in enumerate(zip(params, binding.values)):
         if p.name in facts.overwritten and is_array(v):
             root = memory_root(v)
             whole = v is root or (v.nbytes == root.nbytes and tuple(v.strides) == tuple(root.strides))
             if whole and tuple(binding.dim) == tuple(v.shape) and roots.count(id(root)) == 1:
-                out.append(root)
+                out.append(k)
     return out
 
 
@@ -76,10 +82,35 @@ class ProgramRecorder(Recorder):
         self.rules: list = within.rules if within is not None else []
         self.alone = alone
         self.no_need: dict[int, bool] = no_need or {}
+        # what earlier launches worked out, for the next on the same arrays (replay.py); a checkpointed loop's
+        # segments share the program's (the same shadows)
+        self.replays = within.replays if within is not None else Replays()
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
         args = unwrap_args(given, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
+        replay = self.replays.find(kernel, dim, backend, args, self.shadows.version)
+        if replay is not None:
+            annotated, scalars, plain, active = replay.annotations(args)
+            arrays = replay.arrays(args)
+        else:
+            annotated, scalars, plain, active = self._annotations(params, args)
+            arrays = [a for a in args if is_array(a)]
+        before = f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')"
+        ours = self.guard.unlock(arrays, before)  # validated and run as the user's writable arrays
+        try:
+            step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend, args, replay)
+        finally:
+            self.guard.relock(ours)
+        for view in written:
+            self.versions.written(view)
+        for view in reads:  # this step's reverse reads these as the step left them
+            self.versions.read_by_reverse(view)
+        self._add(step, arrays)
+
+    def _annotations(self, params, args: tuple) -> tuple[list, dict, tuple, bool]:
+        """How the launch takes `args`: annotated (shadows found or made), its Active scalars by position, the
+        plain values, whether it is active."""
         annotated, scalars = [], {}
         plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
         active = any(isinstance(a, ActiveScalar) for a in args) or any(
@@ -95,15 +126,7 @@ class ProgramRecorder(Recorder):
                 annotated.append(Const(a))
         if len(args) != len(params):
             annotated = list(plain)  # the binding reports the count
-        arrays = [a for a in args if is_array(a)]
-        before = f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')"
-        with self.guard.unlocked(arrays, before):  # validated and run as the user's writable arrays
-            step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend)
-        for view in written:
-            self.versions.written(view)
-        for view in reads:  # this step's reverse reads these as the step left them
-            self.versions.read_by_reverse(view)
-        self._add(step, arrays)
+        return annotated, scalars, plain, active
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         """A call of a function with a custom rule (rulestep.py); returns what the call returns."""
@@ -121,23 +144,26 @@ class ProgramRecorder(Recorder):
             self.scalars.setdefault(id(s), s)
         self.steps.append(step)
 
-    def _run(self, kernel, dim, plain, annotated, scalars, active, backend) -> tuple[Step, list, list]:
+    def _run(self, kernel, dim, plain, annotated, scalars, active, backend, args, replay) -> tuple[Step, list, list]:
         """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
-        Returns the step, the arrays it may write and those its reverse reads."""
-        params = kernel.ir.params
+        Returns the step, the arrays it may write and those its reverse reads. `replay`: what the last launch
+        of this kernel on these objects worked out (replay.py), used where the launch prepares the same call."""
         call, bound = prepare(kernel, tuple(annotated) if active else plain, dim, backend,
                               "reverse" if active else "launch")
-        binding = bound.b
         prepared = bound if active else None  # nothing active: a plain launch, recorded for what it overwrites
-        values = dict(zip([p.name for p in params], binding.values))
         step = Step(len(self.steps) + 1, kernel.name, prepared, None, scalars=scalars)
-        written = [values[p.name] for p in params if p.written and is_array(values.get(p.name))]
-        reads = [values[n] for n in (call.spec.reverse_reads if active else ()) if is_array(values.get(n))]
+        vals = bound.given
+        if replay is None or not replay.same(call, vals):
+            replay = self._facts(kernel, dim, backend, args, annotated, active, call, bound)
+        written = [vals[k] for k in replay.written]
+        reads = [vals[k] for k in replay.reads]
         whole = None
         if self.observer is not None:
-            whole = overwritten_whole(params, binding, call.primal.facts)
-            self.observer(kernel.name, written, binding, whole)
-        saves = self._filled(bound, values, whole) if prepared is not None else None
+            whole = [memory_root(vals[k]) for k in replay.whole]
+            self.observer(kernel.name, written, bound.b, whole)
+        saves = None
+        if prepared is not None and replay.filled and all(self.versions.needed(vals[k]) for _, k in replay.filled):
+            saves = {n: vals[k] for n, k in replay.filled}
         for view in written:
             if saves is None or all(view is not v for v in saves.values()):
                 self.versions.before_write(view, step.saves)
@@ -149,19 +175,28 @@ class ProgramRecorder(Recorder):
             run(call, bound)
         return step, written, reads
 
-    def _filled(self, bound: Any, values: dict, whole: list | None) -> dict | None:
-        """The arguments (name -> view) whose old contents the augmented primal copies as it runs: where every
-        parameter it can save so (`saved_in_place`) is overwritten whole and still read by a recorded reverse;
-        None where some is not (its saves are copies made before the launch)."""
-        names = saved_in_place(bound)
-        if not names or not all(self.versions.needed(values[n]) for n in names):
-            return None
-        if whole is None:
-            whole = overwritten_whole(bound.call.kernel.ir.params, bound.b, bound.call.primal.facts)
-        roots = {id(r) for r in whole}
-        if not all(id(memory_root(values[n])) in roots for n in names):
-            return None
-        return {n: values[n] for n in names}
+    def _facts(self, kernel, dim, backend, args, annotated, active, call, bound) -> LaunchFacts:
+        """What this launch's bookkeeping needs from its arguments, worked out in full and kept for a replay."""
+        params = kernel.ir.params
+        binding = bound.b
+        names = [p.name for p in params]
+        pos = {n: k for k, n in enumerate(names[:len(binding.values)])}
+        written = tuple(pos[p.name] for p in params if p.written and p.name in pos
+                        and is_array(binding.values[pos[p.name]]))
+        reads = tuple(pos[n] for n in (call.spec.reverse_reads if active else ())
+                      if n in pos and is_array(binding.values[pos[n]]))
+        whole = overwritten_whole_positions(params, binding, call.primal.facts)
+        roots = {id(memory_root(binding.values[k])) for k in whole}
+        filled = ()
+        if active:
+            saved = tuple((n, pos[n]) for n in saved_in_place(bound) if n in pos)
+            if saved and len(saved) == len(saved_in_place(bound)) and \
+                    all(id(memory_root(binding.values[k])) in roots for _, k in saved):
+                filled = saved
+        facts = LaunchFacts(kernel, dim, args, annotated, active, call, binding.values, written, reads, whole,
+                            filled, self.shadows.version)
+        self.replays.keep(facts, args, backend)
+        return facts
 
     def expect_rule(self) -> None:
         """An active rule call a checkpointed loop records only when it recomputes the call's step: the sweep

@@ -10,6 +10,8 @@ primal (same strides) and the view's elements are elements of the primal
 
 from __future__ import annotations
 
+import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +31,39 @@ class _Entry:
     internal: bool  # allocated by the program (freed with it), not the user's
 
 
+def _data_fixed() -> bool:
+    """Whether this NumPy refuses to re-point an array's memory (`a.data = ...`, allowed with a warning before
+    NumPy 2): then a view's address is fixed for its lifetime (`resize` refuses an array that does not own
+    its memory)."""
+    v = np.zeros(1)[:]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            v.data = np.zeros(1).data
+    except (AttributeError, TypeError):
+        return True
+    return False
+
+
+_FIXED = _data_fixed()
+_ADDRESSES: dict[int, tuple[Any, int]] = {}  # id(view) -> (weak reference to it, its address)
+
+
 def _address(x: Any) -> int:
-    return x.ctypes.data if isinstance(x, np.ndarray) else x.data.ptr
+    """The address of `x`'s first element; a NumPy view's is kept (reading it costs a microsecond, and the
+    sweep asks for the same views' at every step: docs/programs.md#host-cost-per-step)."""
+    if not isinstance(x, np.ndarray):
+        return x.data.ptr
+    if x.base is None or not _FIXED:  # an owner can be resized elsewhere
+        return x.ctypes.data
+    entry = _ADDRESSES.get(id(x))
+    if entry is not None and entry[0]() is x:
+        return entry[1]
+    ptr = x.ctypes.data
+    if len(_ADDRESSES) >= 4096:
+        _ADDRESSES.clear()
+    _ADDRESSES[id(x)] = (weakref.ref(x), ptr)
+    return ptr
 
 
 def _same_geometry(a: Any, b: Any) -> bool:
@@ -41,6 +74,11 @@ def _same_geometry(a: Any, b: Any) -> bool:
 
 def memory_root(x: Any) -> Any:
     """The array that owns `x`'s memory (`x` itself when it owns it)."""
+    b = getattr(x, "base", None)
+    if b is None:
+        return x
+    if type(b) is np.ndarray and b.base is None:  # the common case: a view of its owner (asked per launch)
+        return b
     while getattr(x, "base", None) is not None and (isinstance(x.base, np.ndarray) or is_cupy_array(x.base)):
         x = x.base
     return x
@@ -73,6 +111,7 @@ class ShadowMap:
     def __init__(self, lanes: int = 1):
         self.entries: list[_Entry] = []
         self.lanes = lanes
+        self.version = 0  # changed by every registration and removal: what `find` answers may change then
 
     def register(self, name: str, primal: Any, shadow: tuple, internal: bool = False) -> None:
         lo, hi = byte_bounds(primal)
@@ -82,6 +121,7 @@ class ShadowMap:
                                    "array; a program's shadows follow memory, so each element needs one shadow",
                                    hint="annotate the whole array once and pass views of it")
         self.entries.append(_Entry(primal, shadow, lo, hi, internal))
+        self.version += 1
 
     def find(self, a: Any) -> tuple | None:
         """The shadows of array `a` (views of an annotated array's shadows), or None when nothing covers it."""
@@ -142,7 +182,10 @@ class ShadowMap:
 
     def remove(self, gone: set[int]) -> None:
         """Forget the entries whose ids are in `gone` (a checkpointed loop's segment dropped its temporaries)."""
-        self.entries = [e for e in self.entries if id(e) not in gone]
+        kept = [e for e in self.entries if id(e) not in gone]
+        if len(kept) < len(self.entries):
+            self.entries = kept
+            self.version += 1
 
     @property
     def internal_bytes(self) -> int:

@@ -124,7 +124,7 @@ class Step:
         bound = self.prepared
         values = contents.values(bound.values)
         if values is not None:
-            bound = Bound(bound.call, values, bound.derivatives, bound.b)
+            bound = bound.with_values(values)
         got = run_reverse(bound, self.tape)
         self.tape = None  # freed once used
         return got

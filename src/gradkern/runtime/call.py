@@ -176,6 +176,17 @@ class Bound:
     def __init__(self, call: PreparedCall, values: list, derivatives: dict, b: Binding | None = None):
         self.call, self.values, self.derivatives, self._b = call, values, derivatives, b
 
+    def with_values(self, values: list) -> Bound:
+        """The same call with other values of the same kinds and geometry (a program's sweep hands a reverse
+        views of saved copies in place of the buffers: program/contents.py); its binding, where one was made,
+        is kept (what a run reads of it, shapes, is the same)."""
+        return Bound(self.call, values, self.derivatives, self._b)
+
+    @property
+    def given(self) -> Any:
+        """The binding's values, one per parameter (a refilled call has no aliases: its values)."""
+        return self.values if self._b is None else self._b.values
+
     @property
     def b(self) -> Binding:
         if self._b is None:  # a refilled call: no aliases, so its values are its kernel values
@@ -226,7 +237,7 @@ class PreparedCall:
     group's ReverseSpecialization; the last lane group's ForwardSpecialization) and the mode's `layout`."""
 
     __slots__ = ("kernel", "generation", "mode", "key", "template", "names", "dim", "spec", "checks", "runs",
-                 "split", "roles", "layout", "plain", "ahead")
+                 "split", "roles", "layout", "plain", "ahead", "extents")
 
     def __init__(self, kernel: KernelFunction, mode: str, b: Binding, spec: Any, checks: Checks, runs: tuple,
                  roles: tuple, names: tuple = (), split: tuple = (), layout: Any = None):
@@ -235,6 +246,8 @@ class PreparedCall:
         self.spec, self.checks, self.runs, self.split = spec, checks, runs, split
         self.roles, self.layout = roles, layout
         self.ahead = True  # its later runs not yet offered to the compile pool (runtime/reverse.py)
+        # each gather run's launch domain: a function of the dim and the arrays' shapes, which the signature fixes
+        self.extents: dict = {}
         # no annotation in the signature (a launch's): the refill converts the scalars at these positions alone
         self.plain: tuple[tuple[int, Any], ...] | None = None
 

@@ -155,10 +155,12 @@ def _launches(bound: Bound, runs: tuple, accs: dict, tapes: tuple | None, counts
         if role == "gather":
             if counts is None:
                 counts = _counts(call, False)
-            b = bound.b
-            shapes = {n: v.shape for n, v in zip(b.names, b.values) if hasattr(v, "shape")}
-            yield (run, run.family.gather_extents(dim, shapes),
-                   [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts, *dim])
+            extents = call.extents.get(run)
+            if extents is None:  # the same at every call of this signature (its dim and shapes are the key's)
+                b = bound.b
+                shapes = {n: v.shape for n, v in zip(b.names, b.values) if hasattr(v, "shape")}
+                extents = call.extents[run] = run.family.gather_extents(dim, shapes)
+            yield (run, extents, [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts, *dim])
         elif role == "reverse":
             yield run, dim, [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts]
         else:  # fused: every lane

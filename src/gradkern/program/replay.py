@@ -1,0 +1,122 @@
+"""A recorded launch replayed (docs/programs.md#host-cost-per-step): what a program's recorder works out
+from a launch's arguments beyond what the runtime's prepared call checks (which arguments have shadows,
+which views the launch writes and its reverse reads, which it overwrites whole, which the augmented primal
+can save as it runs), kept per kernel, launch shape and argument objects, so that a time loop's next launch
+of the same kernel on the same arrays finds it instead of working it out again.
+
+Nothing a later launch could change is skipped. The entry is found by the arguments' identities and is used
+only where every array argument is still the same object (a weak reference, so a temporary is freed) with
+the same shape, strides and dtype (a NumPy array's memory cannot move: its `data` cannot be assigned, and
+`resize` refuses an array something else references), no shadow was registered or removed since
+(`ShadowMap.version`: what `find` answers changes only then), and the runtime prepared the same call with
+the same objects as its values (`LaunchFacts.same`). The runtime's own checks (`prepare`) still run at every
+launch; so do the program's checks whose answer can change between launches: the host-write guard, the
+host-code origin of each argument, which buffers a recorded reverse still reads (versions.py).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..annotations import Active, BatchDuplicated, Const, Duplicated
+from ..runtime.arrays import is_array
+from ..runtime.call import made
+from .scalars import ActiveScalar
+
+_SCALARS = frozenset({float, int, bool, ActiveScalar})  # never arrays: the key asks no more of them
+MAX_REPLAYS = 64  # kept per recording; a program launching on fresh arrays every step starts over
+
+
+def replay_key(kernel: Any, backend: str | None, args: tuple) -> tuple:
+    """The arguments' identities (arrays) and kinds (scalars): an entry is looked up by it, then checked."""
+    return (id(kernel), backend, *(id(a) if type(a) is np.ndarray or (type(a) not in _SCALARS and is_array(a))
+                                   else type(a) for a in args))
+
+
+class LaunchFacts:
+    """One launch's bookkeeping facts, by position: `written` and `reads` index the binding's values (the
+    views the launch may write, those its reverse reads), `whole` those overwritten whole (record.overwritten_whole),
+    `filled` the (name, position) pairs the augmented primal can save as it runs, () where it cannot."""
+
+    __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
+                 "whole", "filled", "version")
+
+    def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
+                 values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int):
+        self.kernel, self.dim, self.active, self.call, self.version = kernel, dim, active, call, version
+        self.written, self.reads, self.whole, self.filled = written, reads, whole, filled
+        arrays = [(n, a) for n, a in enumerate(args) if is_array(a)]
+        self.refs = tuple((n, weakref.ref(a)) for n, a in arrays)
+        self.geometry = tuple((a.shape, a.strides, a.dtype) for _, a in arrays)
+        # per argument: 0 an Active scalar, 1 an array with shadows (their tuple), 2 Const
+        kinds: list = []
+        for a, ann in zip(args, annotated):
+            if isinstance(a, ActiveScalar):
+                kinds.append((0, None))
+            elif isinstance(ann, (Duplicated, BatchDuplicated)):
+                kinds.append((1, ann.dval if isinstance(ann, Duplicated) else tuple(ann.dvals)))
+            else:
+                kinds.append((2, None))
+        self.kinds = tuple(kinds)
+        # (binding value position, index into `refs`) of every array value: the runtime bound those objects
+        self.pairs = tuple((k, j) for k, v in enumerate(values) if is_array(v)
+                           for j, (_, a) in enumerate(arrays) if a is v)
+
+    def matches(self, kernel: Any, dim: Any, args: tuple, version: int) -> bool:
+        """Whether `args` are this entry's objects, as they were (see the module's docstring)."""
+        if self.kernel is not kernel or self.version != version or type(dim) is not type(self.dim) or \
+                dim != self.dim:
+            return False
+        for (n, ref), (shape, strides, dtype) in zip(self.refs, self.geometry):
+            a = args[n]
+            if ref() is not a or a.shape != shape or a.strides != strides or a.dtype != dtype:
+                return False
+        return True
+
+    def same(self, call: Any, values: Any) -> bool:
+        """Whether the runtime prepared this entry's call and bound the arguments themselves as its values."""
+        if call is not self.call:
+            return False
+        refs = self.refs
+        return all(values[k] is refs[j][1]() for k, j in self.pairs)
+
+    def arrays(self, args: tuple) -> list:
+        """The array arguments, in order (`matches` found them the entry's)."""
+        return [args[n] for n, _ in self.refs]
+
+    def annotations(self, args: tuple) -> tuple[list, dict, tuple, bool]:
+        """As ProgramRecorder._annotations: the annotated arguments, the Active scalars by position, the plain
+        values, whether the launch is active."""
+        annotated, scalars, plain = [], {}, []
+        for n, (a, (kind, dx)) in enumerate(zip(args, self.kinds)):
+            if kind == 0:
+                annotated.append(made(Active, val=a.value))
+                scalars[n] = a
+                plain.append(a.value)
+                continue
+            plain.append(a)
+            if kind == 1:
+                annotated.append(made(Duplicated, val=a, dval=dx) if type(dx) is not tuple else
+                                 made(BatchDuplicated, val=a, dvals=dx))
+            else:
+                annotated.append(Const(a))
+        return annotated, scalars, tuple(plain), self.active
+
+
+class Replays:
+    """The launch facts of one recording, by `replay_key`."""
+
+    def __init__(self):
+        self.entries: dict[tuple, LaunchFacts] = {}
+
+    def find(self, kernel: Any, dim: Any, backend: str | None, args: tuple, version: int) -> LaunchFacts | None:
+        facts = self.entries.get(replay_key(kernel, backend, args))
+        return facts if facts is not None and facts.matches(kernel, dim, args, version) else None
+
+    def keep(self, facts: LaunchFacts, args: tuple, backend: str | None) -> None:
+        if len(self.entries) >= MAX_REPLAYS:
+            self.entries.clear()
+        self.entries[replay_key(facts.kernel, backend, args)] = facts
