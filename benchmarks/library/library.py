@@ -126,8 +126,8 @@ REASONS: dict[str, str] = {
                               "3.6x primal (hand 3.2x) on one thread"),
     "burgers_rusanov_1d": ("periodic gather, its interior (3 sliced copies) evaluated by its coefficients "
                            "(adjoint-forms.md 10): each face's Rusanov partials once per cell, 79 printed statements "
-                           "against 167 replayed; one thread 0.53-0.64x hand, 2.7-3.2x primal (replayed: 1.05-1.09x, "
-                           "4.8-5.1x)"),
+                           "against 167 replayed; one thread at load 2: 0.62-0.64x hand, 3.6x primal (hand 3.1x; "
+                           "replayed: 0.96-1.01x, 5.4x); above 3x its primal as the hand adjoint is"),
     "shallow_water_2d": ("periodic gather past LOOP_STATEMENTS (its unwrapped sliced copies: 1013 statements): the "
                          "9 candidates replayed in a loop with landing tests, outlined, no interior (3.6x hand on one "
                          "thread); a looped frame beside an unrolled inline interior ran 0.51x hand at 1024^2 but "
