@@ -38,6 +38,7 @@ from .ir.types import Type
 from .ir.verify import verify
 from .transforms.aliasing import merge_aliases
 from .transforms.boundscheck import Access, bounds_checked, index_skeleton
+from .transforms.coefficients import by_coefficients
 from .transforms.dce import eliminate_dead
 from .transforms.fold import fold_reverse, without_folded
 from .transforms.forward import forward_kernel
@@ -59,6 +60,8 @@ PULL = os.environ.get("GRADKERN_PULL", "1") != "0"
 # GRADKERN_FUSE_LOOPS=0 keeps a reverse loop apart from its forward twin (docs/adjoint-forms.md, section 10): for
 # measuring the fusion
 FUSE_LOOPS = os.environ.get("GRADKERN_FUSE_LOOPS", "1") != "0"
+# GRADKERN_COEFFICIENTS=0 keeps a gather's interior as replayed (docs/adjoint-forms.md, section 11): for measuring
+COEFFICIENTS = os.environ.get("GRADKERN_COEFFICIENTS", "1") != "0"
 
 
 @dataclass(frozen=True)
@@ -349,7 +352,7 @@ class Specialization:
 
 
 def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
-              strided: frozenset[str] = frozenset()) -> Specialization:
+              strided: frozenset[str] = frozenset(), shadows: frozenset[str] = frozenset()) -> Specialization:
     """Access facts and backend source for one typed kernel. Every launch runs
     in parallel (race freedom proved, or checked exactly first); only the race
     check itself runs serially."""
@@ -368,6 +371,8 @@ def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
         split = split_interior(printed)
         if split.interior is not None and be.keeps_interior(split):
             printed = verify(split, "interior splitting")
+            if role == "gather" and COEFFICIENTS:  # each shared partial once (docs/adjoint-forms.md, section 11)
+                printed = verify(by_coefficients(printed, set(shadows)), "the interior by its coefficients")
             _dump(request.kernel.name, tag, f"generate.{role}.interior", format_kernel(printed))
     if parallel and be.private_rows:  # which atomic adds land in rows relative to the thread's own
         printed = verify(mark_rows(printed), "atomic add rows marked")
@@ -503,13 +508,15 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
                 frozenset(no_need), lanes)
     w = run_stages(REVERSE_STAGES, r)
     strided_all = _derivative_strided(r, w.reverse.shadows)
+    shadows = frozenset(tangent_param(sh, lane, r.lanes) for sh in w.reverse.shadows.values()
+                        for lane in range(r.lanes))
     kernels = {role: w.kernels[role] for role in REVERSE_ROLES if role in w.kernels}
     primal_arrays = {p.name for p in w.kernels["primal"].params if p.is_array}
     reads = {e.array for role in ("reverse", "gather") if role in w.kernels
              for e in ir.all_exprs(w.kernels[role].body + _deferred(w.kernels[role]))
              if isinstance(e, ir.Load)} & primal_arrays
     return ReverseSpecialization(_primal_specialization(w), w.reverse, frozenset(kernels),
-                                 lambda role: _generate(r, kernels[role], role, strided=strided_all),
+                                 lambda role: _generate(r, kernels[role], role, strided=strided_all, shadows=shadows),
                                  gather_reach=w.gather.reach if w.gather is not None else (),
                                  gather_wraps=w.gather.wraps if w.gather is not None else (),
                                  gather_folded=w.gather is not None and w.gather.reverse_folded,

@@ -111,7 +111,10 @@ def _sum_bound(t):
 def _against_before(monkeypatch, f, make, dim=None, terms=None):
     """`f` folded against the plan before (a kernel object built without the fold), fused and split: the
     shadows bit for bit, the split plan without a reverse launch, the Active derivative (argument 2) within
-    `_sum_bound` of the old one (`terms(u, dun)`: its terms). Returns the folded kernel and the results."""
+    `_sum_bound` of the old one (`terms(u, dun)`: its terms). Returns the folded kernel and the results.
+    Both gathers' interiors as replayed: the coefficient form reassociates each differently
+    (docs/adjoint-forms.md, section 11; tests/transforms/test_coefficients.py bounds that)."""
+    monkeypatch.setattr(pipeline, "COEFFICIENTS", False)
     monkeypatch.setattr(pipeline, "FOLD", False)
     before = _both(_fresh(f), make, dim)
     monkeypatch.setattr(pipeline, "FOLD", True)
