@@ -122,8 +122,8 @@ REASONS: dict[str, str] = {
     "heat_step_3d": _STENCIL, "allen_cahn_step_2d": _STENCIL,
     "laplace9_2d": _STENCIL + "; vs hand: the 9-point gather's frame, not profiled",
     "add_source": ("one point: host cost per call, not bandwidth. Each timed call follows the row's reset (two 32 MiB "
-                   "arrays restored), which leaves the caches cold: measured at 2048^2, gk.launch 59 us and gk.autodiff "
-                   "165 us after a reset (3.9 and 24.5 us warm), a bare Numba call 20 us"),
+                   "arrays restored), which leaves the caches cold: measured at 2048^2, gk.launch 59 us and "
+                   "gk.autodiff 165 us after a reset (3.9 and 24.5 us warm), a bare Numba call 20 us"),
     "upwind_1d": _WRAP.format(copies=3, statements=69, rest="the hand adjoint's 5 streams; 0.92x hand on one thread"),
     "upwind_2d": _WRAP.format(copies=5, statements=132, rest="each face's upwind partials twice; 1.13x hand, "
                               "3.6x primal (hand 3.2x) on one thread"),
