@@ -39,6 +39,7 @@ from .contents import Contents
 from .guard import HostWriteGuard
 from .hostcode import unwrap_args
 from .loopstate import TAKEN_DEAD, LoopState
+from .recompute import RecomputedLaunches
 from .record import ProgramRecorder, overwritten_whole
 from .rulestep import run_plain
 from .scalars import ActiveScalar
@@ -85,20 +86,34 @@ class _Untaped(Recorder):
         return self.loop.guard
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
-        args = unwrap_args(given, f"a launch of kernel '{kernel.name}' in step {self.t} of the checkpointed loop")
+        loop = self.loop
+        recomputing = loop.mode is Mode.RECOMPUTE
+        hit = loop.launches.find(kernel, backend, given, loop.guard, loop.outer.host) if recomputing else None
+        if hit is not None:
+            entry, args = hit
+        else:
+            entry, args = None, unwrap_args(given, f"a launch of kernel '{kernel.name}' in step {self.t} of the "
+                                                   "checkpointed loop")
         plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
-        arrays = [a for a in plain if is_array(a)]
-        if self.loop.mode is Mode.RECORD:
-            self.loop.found.wants_shadows(self.loop.outer.shadows, [p.written for p in kernel.ir.params], args)
-        guard = self.loop.guard
+        arrays = [plain[n] for n in entry.arrays] if entry is not None else [a for a in plain if is_array(a)]
+        if not recomputing:
+            loop.found.wants_shadows(loop.outer.shadows, [p.written for p in kernel.ir.params], args)
+        guard = loop.guard
         ours = guard.unlock(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop")
         try:
             call, bound = prepare(kernel, plain, dim, backend, "launch")  # validated as the user's writable arrays
-            binding = bound.b
-            written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
-            recording_forward = self.loop.mode is Mode.RECORD  # what it overwrites whole: for the snapshots
-            self.loop.before_launch(kernel.name, written, binding, overwritten_whole(
-                kernel.ir.params, binding, call.primal.facts) if recording_forward else [])
+            if entry is not None and call is entry.call:
+                # the same prepared call, refilled with the same arrays: the loop state's checks of this launch
+                # answer as before (recompute.py)
+                loop.found.recomputed.append(entry.signature)
+            else:
+                binding = bound.b
+                written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
+                loop.before_launch(kernel.name, written, binding, [] if recomputing else overwritten_whole(
+                    kernel.ir.params, binding, call.primal.facts))  # what it overwrites whole: for the snapshots
+                if recomputing:
+                    loop.launches.keep(kernel, backend, given, args, plain, loop.outer.host, call, bound.values,
+                                       loop.found.recomputed[-1])
             run(call, bound)
         finally:
             guard.relock(ours)
@@ -154,6 +169,7 @@ class CheckpointedLoop(LoopHooks):
         self.tail: Snapshot | None = None  # the state at step nsteps-1, for rebuilding the final state
         self.rebuild = rebuild
         self.stats: ScheduleStats = self.driver.stats
+        self.launches = RecomputedLaunches()  # its recomputed launches, as they ran (recompute.py)
 
     # -- the program's view (steps.ProgramStep) -------------------------------------------------------------------
     @property

@@ -60,11 +60,16 @@ class HostWriteGuard:
         # id(buffer) -> weak references to the views of it the program holds (TrackedArrays), locked with it
         self.followers: dict[int, list] = {}
         self.locked_after: dict[int, Any] = {}  # id(flag-locked buffer) -> where it was locked
+        # id(NumPy array) -> weak references to it and its buffer: `lock` held and locked both, and its buffer's
+        # followers; a later `lock` of it only rereads their two flags (docs/programs.md#host-cost-per-step)
+        self.settled: dict[int, tuple[Any, Any]] = {}
 
     def follow(self, views: list) -> None:
         """Lock `views` whenever their buffer is locked, and now if it is: a view made while its buffer was
         writable keeps its own write flag otherwise (and a launch's plain view of it would be writable)."""
         for v in views:
+            if self._holds(v):  # locked by this guard, and so until `release`, which forgets the followers too
+                continue
             root = memory_root(v)
             refs = self.followers.setdefault(id(root), [])
             for r in refs:
@@ -72,7 +77,7 @@ class HostWriteGuard:
                     break
             else:
                 refs.append(weakref.ref(v))
-            if self._holds(root) and v.flags.writeable:
+            if self._holds(root) and not self._holds(v):  # read-only now because of us (as `lock` holds it)
                 v.flags.writeable = False
                 self.arrays[id(v)] = weakref.ref(v)
 
@@ -91,10 +96,20 @@ class HostWriteGuard:
 
     def lock(self, arrays: list, where: str) -> None:
         numpy_printed = None  # whether NumPy arrays are fingerprinted: the same for all of them
+        settled = self.settled
         for a in arrays:
             numpy = isinstance(a, np.ndarray)
             if numpy and numpy_printed is None:
                 numpy_printed = self._fingerprinted(a)
+            if numpy and not numpy_printed:
+                hit = settled.get(id(a))
+                # locked by this guard before and read-only still: its buffer's followers are too (NumPy refuses
+                # to make a view of a read-only buffer writable), so there is nothing to lock
+                if hit is not None and hit[0]() is a and not a.flags.writeable:
+                    root = hit[1]()  # alive while `a` is
+                    if not root.flags.writeable:
+                        self.locked_after[id(root)] = where
+                        continue
             if (numpy_printed if numpy else self._fingerprinted(a)):
                 root = memory_root(a)
                 self.prints[id(root)] = (_reference(root), fingerprint(root), where)
@@ -111,6 +126,8 @@ class HostWriteGuard:
                 elif not self._holds(x) and self._holds(root):
                     # a view made while its buffer was locked is read-only only because of us
                     self.arrays[id(x)] = weakref.ref(x)
+            if not numpy_printed and self._holds(root) and self._holds(a):
+                settled[id(a)] = (self.arrays[id(a)], self.arrays[id(root)])  # weak: temporaries are freed
         self.last = where
 
     def check(self, arrays: list | None, before: str) -> None:
@@ -161,8 +178,13 @@ class HostWriteGuard:
         self.check(arrays, before)
         # a view made by the program while its buffer was locked is read-only too: it follows its buffer
         ours = []
+        settled = self.settled
         for a in arrays:
-            if isinstance(a, np.ndarray):
+            hit = settled.get(id(a))
+            if hit is not None and hit[0]() is a:  # `a` and its buffer held (lock)
+                ours.append(hit[1]())
+                ours.append(a)
+            elif isinstance(a, np.ndarray):
                 root = memory_root(a)
                 if self._holds(root):
                     ours.append(root)
@@ -190,6 +212,7 @@ class HostWriteGuard:
         self.arrays.clear()
         self.followers.clear()
         self.locked_after.clear()
+        self.settled.clear()
 
     def host_write_error(self, exc: ValueError) -> ProgramError | None:
         """The ProgramError for NumPy's read-only failure inside the program, naming the array where the

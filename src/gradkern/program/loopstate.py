@@ -96,6 +96,7 @@ class StepSeries:
         return 0
 
 
+MAX_CHECKED = 64  # check_launch's answers kept; a loop launching on fresh arrays every step starts over
 TAKEN, TAKEN_DEAD = 1, 2  # a step took a buffer; and its first launch taking it overwrote it whole unread
 _NONE = StepSeries(0)  # no step: what a buffer outside the state keeps once the forward is over
 
@@ -135,6 +136,7 @@ class LoopState:
         self._launches: dict = {}  # the first forward's distinct launches (record_launch)
         self._step_keys: dict = {}  # its distinct steps: the tuple of their launches -> number
         self._step: tuple[int, list] = (-1, [])  # the step being recorded and its launches so far
+        self._checked: dict = {}  # check_launch's answers by the launch's objects: (their references, ids)
 
     # -- the first forward ------------------------------------------------------------------------------------------
     def record_launch(self, t: int, name: str, written: list, binding: Any, dead: set[int]) -> dict[int, Any]:
@@ -244,10 +246,18 @@ class LoopState:
     def check_launch(self, t: int, name: str, written: list, binding: Any) -> None:
         """A launch (or rule call) of step t recomputed: noted for `check_step`; ProgramError if it writes a
         buffer only a taped step took or a persistent one outside the state."""
+        arrays = [a for a in binding.values if is_array(a)]
+        key = (name, *map(id, arrays), None, *map(id, written))
+        hit = self._checked.get(key)
+        # the same objects as a launch checked before (weak references): a view's buffer cannot change (`base`
+        # is read-only) and the state is fixed once found, so its ids and its writes' checks are the same
+        # (docs/programs.md#host-cost-per-step); the extent is compared by check_step
+        if hit is not None and all(r() is a for r, a in zip(hit[0], arrays)) and \
+                all(r() is w for r, w in zip(hit[1], written)):
+            self.recomputed.append((name, tuple(binding.dim), hit[2]))
+            return
         ids = []
-        for a in binding.values:
-            if not is_array(a):
-                continue
+        for a in arrays:
             root = memory_root(a)
             known = self.seen.get(id(root))
             ids.append(id(root) if known is not None and known.ref() is root and id(root) in self.persistent
@@ -266,6 +276,13 @@ class LoopState:
                                    "(the buffers its steps write); recomputing it from a snapshot would be wrong",
                                    hint="a step must be a function of t and the state: write the same arrays in "
                                         "every step, or allocate per-step temporaries inside the step")
+        try:
+            refs, written_refs = tuple(map(weakref.ref, arrays)), tuple(map(weakref.ref, written))
+        except TypeError:  # an array that takes no weak reference: checked in full every time
+            return
+        if len(self._checked) >= MAX_CHECKED:
+            self._checked.clear()
+        self._checked[key] = (refs, written_refs, ids)
 
     def check_step(self, t: int) -> None:
         """ProgramError unless recomputed step t launched what it launched when it was recorded."""

@@ -1,0 +1,107 @@
+"""A checkpointed loop's recomputed launches at close to a plain launch's host cost
+(docs/programs.md#host-cost-per-step): each untaped launch the schedule reruns is
+kept as it ran, per kernel and argument objects, so that the next rerun of it
+skips what cannot have changed.
+
+What is skipped, and why it cannot have changed:
+* `unwrap_args`' per-argument work: its answer is a function of the objects
+  passed (a TrackedArray as the tracker's plain view of it, which
+  `HostTracker.plain_view` still gives; any other array or value as it is) and
+  of the origin checks, which a sweep does not make (`HostTracker.checking` is
+  False once the program is recorded). An entry is taken only while every array
+  argument is the same object (a weak reference), no argument is a `gk.Const`,
+  and the tracker does not check.
+* the loop state's checks of the launch (loopstate.py `check_launch`): where the
+  runtime prepared the very same call (`call is entry.call`, refilled: its
+  values are the arguments themselves), the launch takes the same objects, whose
+  buffers cannot change (`base` is read-only), and the state is fixed once the
+  first forward is over, so the launch's entry in the step's record is the one
+  kept. `check_step` still compares every recomputed step with its record.
+
+What still runs at every launch: the guard's follow, unlock, relock and lock
+(guard.py, with its own fast path for arrays it holds), the runtime's `prepare`
+(every validation, with its exact signature), and the launch.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..annotations import Const
+from ..runtime.arrays import is_array
+from .hostcode import TrackedArray
+from .replay import MAX_REPLAYS, replay_key
+
+
+class _Unwrapped:
+    """How `unwrap_args` unwrapped one launch's arguments, by position: the given arrays' weak references, and
+    which of them are TrackedArrays (passed as the tracker's plain view of them)."""
+
+    __slots__ = ("refs", "tracked")
+
+    def __init__(self, given: tuple):
+        self.refs = tuple(weakref.ref(a) if isinstance(a, np.ndarray) else None for a in given)
+        self.tracked = tuple(n for n, a in enumerate(given) if isinstance(a, TrackedArray))
+
+    def unwrap(self, given: tuple, host: Any) -> tuple | None:
+        """`unwrap_args(given)`'s answer (the tracker not checking origins), or None if `given` is not what
+        this entry was made from."""
+        out = list(given)
+        for a, r in zip(given, self.refs):
+            if r is None:
+                if isinstance(a, (np.ndarray, Const)):
+                    return None
+            elif r() is not a:
+                return None
+        for n in self.tracked:
+            out[n] = host.plain_view(given[n])
+        return tuple(out)
+
+
+class _Launch:
+    """A recomputed launch as it ran: its unwrapped arguments, the positions of its arrays among them, the
+    runtime's prepared call and the launch's entry in the loop state's record of the step (its checks' answer)."""
+
+    __slots__ = ("unwrapped", "arrays", "call", "signature")
+
+    def __init__(self, unwrapped: _Unwrapped, arrays: tuple, call: Any, signature: tuple):
+        self.unwrapped, self.arrays, self.call, self.signature = unwrapped, arrays, call, signature
+
+
+class RecomputedLaunches:
+    """A loop's recomputed launches (module docstring), by `replay_key`."""
+
+    def __init__(self):
+        self.entries: dict[tuple, _Launch] = {}
+
+    def find(self, kernel: Any, backend: str | None, given: tuple, guard: Any,
+             host: Any) -> tuple[_Launch, tuple] | None:
+        """The entry of a launch of `kernel` on `given` and the unwrapped arguments, with the TrackedArrays
+        followed by `guard`; None where there is none (unwrap them in full)."""
+        entry = self.entries.get(replay_key(kernel, backend, given))
+        if entry is None or len(given) != len(entry.unwrapped.refs) or host is None or host.checking:
+            return None
+        args = entry.unwrapped.unwrap(given, host)
+        if args is None:
+            return None
+        if entry.unwrapped.tracked:
+            guard.follow([given[n] for n in entry.unwrapped.tracked])  # as unwrap_args: locked with their buffers
+        return entry, args
+
+    def keep(self, kernel: Any, backend: str | None, given: tuple, args: tuple, plain: tuple, host: Any,
+             call: Any, values: Any, signature: tuple) -> None:
+        """Keep a launch that ran: `args` = unwrap_args(given), `plain` them with Active scalars' values, the
+        runtime prepared `call` and bound `values`, the loop state checked it as `signature`. Kept only where a
+        launch finding it is provably the same (module docstring): the tracker does not check origins, no
+        argument is a Const, the call is refilled (`call.plain`), so its values are the arguments themselves."""
+        if host is None or host.checking or call.plain is None or any(isinstance(a, Const) for a in given):
+            return
+        arrays = tuple(n for n, a in enumerate(plain) if is_array(a))
+        if len(values) != len(plain) or any(values[n] is not plain[n] for n in arrays):
+            return
+        if len(self.entries) >= MAX_REPLAYS:
+            self.entries.clear()
+        self.entries[replay_key(kernel, backend, given)] = _Launch(_Unwrapped(given), arrays, call, signature)
