@@ -159,6 +159,7 @@ class CheckpointedLoop(LoopHooks):
         self.at: int | None = 0  # the step whose input the live buffers hold (None: not known)
         self.t = 0  # the step running
         self.guard = outer.guard
+        self.recomputing: HostWriteGuard | None = None  # the recomputation's guard while it holds arrays
         self.driver = ScheduledLoop(schedule, nsteps, self, progress)
         self.found = LoopState(self._freed)
         self.store = SnapshotStore(storage)
@@ -252,6 +253,7 @@ class CheckpointedLoop(LoopHooks):
             self.close()
 
     def close(self) -> None:
+        self._give_back()
         self.driver.close()
         for snap in self.open:
             snap.free()
@@ -297,6 +299,7 @@ class CheckpointedLoop(LoopHooks):
         return snap.skip_dead and not (snap.at == 0 and key in self.entry_needed)
 
     def restore(self, snap: Snapshot) -> None:
+        self._give_back()
         snap.restore()
         self.at, self.live = snap.at, None
 
@@ -313,12 +316,21 @@ class CheckpointedLoop(LoopHooks):
             self._advance(n0, n1, tape)
             return
         # recomputing during the program's reverse: the recording's guard was given back; this one is the
-        # recomputation's own, given back when it ends
-        self.guard = HostWriteGuard()
+        # recomputation's own, kept by the advances that follow each other (snapshots between them only read)
+        # and given back before anything else writes the state (docs/programs.md#host-cost-per-step)
+        if self.recomputing is None:
+            self.guard = self.recomputing = HostWriteGuard()
         try:
             self._advance(n0, n1, tape)
-        finally:
-            self.guard.release()
+        except BaseException:
+            self._give_back()
+            raise
+
+    def _give_back(self) -> None:
+        """The recomputation's guard given back: every array it locked writable again."""
+        if self.recomputing is not None:
+            self.recomputing.release()
+            self.recomputing = None
 
     def _advance(self, n0: int, n1: int, tape: bool) -> None:
         self.live = None
@@ -346,6 +358,7 @@ class CheckpointedLoop(LoopHooks):
 
     def reverse(self, n1: int, n0: int, clear: bool) -> None:
         """The schedule's reverse of steps n1-1 … n0: the taped segment from n0, on its end state."""
+        self._give_back()
         seg = self.segments.get(n0)
         if seg is None or seg.n1 != n1:
             raise ProgramError(f"the schedule reverses steps {n0}..{n1 - 1}, which were not taped as one segment")
@@ -364,6 +377,7 @@ class CheckpointedLoop(LoopHooks):
         self.segments[n0].end = self.snapshot(StorageType.RAM, skip_dead=False)  # the live state is at n1
 
     def discard_tapes(self, steps) -> None:
+        self._give_back()
         for n0 in [n for n in self.segments if n in set(steps)]:
             self._drop_segment(n0)
 
