@@ -88,18 +88,22 @@ class _Untaped(Recorder):
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         loop = self.loop
         recomputing = loop.mode is Mode.RECOMPUTE
-        hit = loop.launches.find(kernel, backend, given, loop.guard, loop.outer.host) if recomputing else None
-        if hit is not None:
-            entry, args = hit
+        guard = loop.guard
+        hit = loop.launches.find(kernel, backend, given, guard, loop.outer.host) if recomputing else None
+        if hit is not None:  # a recomputed launch as it ran before (recompute.py)
+            entry, plain, arrays = hit
         else:
             entry, args = None, unwrap_args(given, f"a launch of kernel '{kernel.name}' in step {self.t} of the "
                                                    "checkpointed loop")
-        plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
-        arrays = [plain[n] for n in entry.arrays] if entry is not None else [a for a in plain if is_array(a)]
-        if not recomputing:
-            loop.found.wants_shadows(loop.outer.shadows, [p.written for p in kernel.ir.params], args)
-        guard = loop.guard
-        ours = guard.unlock(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop")
+            plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
+            arrays = [a for a in plain if is_array(a)]
+            if not recomputing:
+                loop.found.wants_shadows(loop.outer.shadows, [p.written for p in kernel.ir.params], args)
+        ours = guard.unlock_settled(arrays) if entry is not None else None
+        settled = ours is not None
+        if not settled:
+            ours = guard.unlock(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop")
+        where = self._where(f"a launch of kernel '{kernel.name}'")
         try:
             call, bound = prepare(kernel, plain, dim, backend, "launch")  # validated as the user's writable arrays
             if entry is not None and call is entry.call:
@@ -112,12 +116,16 @@ class _Untaped(Recorder):
                 loop.before_launch(kernel.name, written, binding, [] if recomputing else overwritten_whole(
                     kernel.ir.params, binding, call.primal.facts))  # what it overwrites whole: for the snapshots
                 if recomputing:
-                    loop.launches.keep(kernel, backend, given, args, plain, loop.outer.host, call, bound.values,
+                    loop.launches.keep(kernel, backend, given, plain, loop.outer.host, call, bound.values,
                                        loop.found.recomputed[-1])
             run(call, bound)
         finally:
-            guard.relock(ours)
-        guard.lock(arrays, self._where(f"a launch of kernel '{kernel.name}'"))
+            if settled:
+                guard.relock_settled(ours, where)
+            else:
+                guard.relock(ours)
+        if not settled:
+            guard.lock(arrays, where)
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         """A rule call of an untaped step: its primal, with the loop's bookkeeping as for a launch."""

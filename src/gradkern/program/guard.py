@@ -198,6 +198,31 @@ class HostWriteGuard:
         for x in reversed(ours):
             x.flags.writeable = False
 
+    def unlock_settled(self, arrays: list) -> list | None:
+        """`unlock(arrays)` where `lock` locked every one of them (`settled`) and nothing is fingerprinted: what
+        `relock_settled` locks again; None otherwise (unlock them in full)."""
+        if self.prints or not arrays or self._fingerprinted(arrays[0]):
+            return None
+        settled, ours = self.settled, []
+        for a in arrays:
+            hit = settled.get(id(a))
+            if hit is None or hit[0]() is not a:
+                return None
+            ours.append(hit[1]())
+            ours.append(a)
+        for x in ours:
+            x.flags.writeable = True
+        return ours
+
+    def relock_settled(self, ours: list, where: str) -> None:
+        """`relock(ours)` and `lock` of the arrays `unlock_settled` unlocked, which is all that is left of it:
+        every one of them and its buffer read-only again (their followers stayed so), locked after `where`."""
+        for x in reversed(ours):
+            x.flags.writeable = False
+        for root in ours[::2]:
+            self.locked_after[id(root)] = where
+        self.last = where
+
     def _holds(self, x: Any) -> bool:
         ref = self.arrays.get(id(x))
         return ref is not None and ref() is x

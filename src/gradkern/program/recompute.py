@@ -34,41 +34,42 @@ from ..annotations import Const
 from ..runtime.arrays import is_array
 from .hostcode import TrackedArray
 from .replay import MAX_REPLAYS, replay_key
+from .scalars import ActiveScalar
 
-
-class _Unwrapped:
-    """How `unwrap_args` unwrapped one launch's arguments, by position: the given arrays' weak references, and
-    which of them are TrackedArrays (passed as the tracker's plain view of them)."""
-
-    __slots__ = ("refs", "tracked")
-
-    def __init__(self, given: tuple):
-        self.refs = tuple(weakref.ref(a) if isinstance(a, np.ndarray) else None for a in given)
-        self.tracked = tuple(n for n, a in enumerate(given) if isinstance(a, TrackedArray))
-
-    def unwrap(self, given: tuple, host: Any) -> tuple | None:
-        """`unwrap_args(given)`'s answer (the tracker not checking origins), or None if `given` is not what
-        this entry was made from."""
-        out = list(given)
-        for a, r in zip(given, self.refs):
-            if r is None:
-                if isinstance(a, (np.ndarray, Const)):
-                    return None
-            elif r() is not a:
-                return None
-        for n in self.tracked:
-            out[n] = host.plain_view(given[n])
-        return tuple(out)
+_PASSED, _ACTIVE, _TRACKED, _ARRAY = range(4)  # how a launch's argument is unwrapped, by position
 
 
 class _Launch:
-    """A recomputed launch as it ran: its unwrapped arguments, the positions of its arrays among them, the
-    runtime's prepared call and the launch's entry in the loop state's record of the step (its checks' answer)."""
+    """A recomputed launch as it ran: how each argument was unwrapped (`kinds`, and the given arrays' weak
+    references), the runtime's prepared call, and the launch's entry in the loop state's record of the step
+    (its checks' answer)."""
 
-    __slots__ = ("unwrapped", "arrays", "call", "signature")
+    __slots__ = ("kinds", "refs", "tracked", "call", "signature")
 
-    def __init__(self, unwrapped: _Unwrapped, arrays: tuple, call: Any, signature: tuple):
-        self.unwrapped, self.arrays, self.call, self.signature = unwrapped, arrays, call, signature
+    def __init__(self, given: tuple, call: Any, signature: tuple):
+        self.kinds = tuple(_TRACKED if isinstance(a, TrackedArray) else _ARRAY if isinstance(a, np.ndarray)
+                           else _ACTIVE if isinstance(a, ActiveScalar) else _PASSED for a in given)
+        self.refs = tuple(weakref.ref(a) if isinstance(a, np.ndarray) else None for a in given)
+        self.tracked = tuple(n for n, k in enumerate(self.kinds) if k == _TRACKED)
+        self.call, self.signature = call, signature
+
+    def plain(self, given: tuple, host: Any) -> tuple[tuple, list] | None:
+        """The launch's values (`unwrap_args(given)`, Active scalars as their values) and its arrays, or None if
+        `given` is not what this entry was made from. The key (`replay_key`) matched: a position that held an
+        array holds one of the same id, one that held a scalar a scalar of the same type, and no `gk.Const`."""
+        out, arrays = [], []
+        for a, kind, ref in zip(given, self.kinds, self.refs):
+            if kind == _PASSED:
+                out.append(a)
+            elif kind == _ACTIVE:
+                out.append(a.value)
+            elif ref() is not a:
+                return None
+            else:
+                v = host.plain_view(a) if kind == _TRACKED else a
+                out.append(v)
+                arrays.append(v)
+        return tuple(out), arrays
 
 
 class RecomputedLaunches:
@@ -78,30 +79,32 @@ class RecomputedLaunches:
         self.entries: dict[tuple, _Launch] = {}
 
     def find(self, kernel: Any, backend: str | None, given: tuple, guard: Any,
-             host: Any) -> tuple[_Launch, tuple] | None:
-        """The entry of a launch of `kernel` on `given` and the unwrapped arguments, with the TrackedArrays
-        followed by `guard`; None where there is none (unwrap them in full)."""
+             host: Any) -> tuple[_Launch, tuple, list] | None:
+        """The entry of a launch of `kernel` on `given`, the launch's values and its arrays, with the
+        TrackedArrays followed by `guard`; None where there is none (unwrap them in full)."""
         entry = self.entries.get(replay_key(kernel, backend, given))
-        if entry is None or len(given) != len(entry.unwrapped.refs) or host is None or host.checking:
+        if entry is None or len(given) != len(entry.kinds) or host is None or host.checking:
             return None
-        args = entry.unwrapped.unwrap(given, host)
-        if args is None:
+        got = entry.plain(given, host)
+        if got is None:
             return None
-        if entry.unwrapped.tracked:
-            guard.follow([given[n] for n in entry.unwrapped.tracked])  # as unwrap_args: locked with their buffers
-        return entry, args
+        if entry.tracked:
+            guard.follow([given[n] for n in entry.tracked])  # as unwrap_args: locked with their buffers
+        return entry, got[0], got[1]
 
-    def keep(self, kernel: Any, backend: str | None, given: tuple, args: tuple, plain: tuple, host: Any,
-             call: Any, values: Any, signature: tuple) -> None:
-        """Keep a launch that ran: `args` = unwrap_args(given), `plain` them with Active scalars' values, the
-        runtime prepared `call` and bound `values`, the loop state checked it as `signature`. Kept only where a
-        launch finding it is provably the same (module docstring): the tracker does not check origins, no
-        argument is a Const, the call is refilled (`call.plain`), so its values are the arguments themselves."""
-        if host is None or host.checking or call.plain is None or any(isinstance(a, Const) for a in given):
+    def keep(self, kernel: Any, backend: str | None, given: tuple, plain: tuple, host: Any, call: Any,
+             values: Any, signature: tuple) -> None:
+        """Keep a launch that ran: `plain` = unwrap_args(given) with Active scalars' values, the runtime prepared
+        `call` and bound `values`, the loop state checked it as `signature`. Kept only where a launch finding
+        it is provably the same (module docstring): the tracker does not check origins, no argument is a
+        Const or an array other than NumPy's, the call is refilled (`call.plain`), so that its values are the
+        arguments themselves."""
+        if host is None or host.checking or call.plain is None or any(
+                isinstance(a, Const) or (not isinstance(a, np.ndarray) and is_array(a)) for a in given):
             return
-        arrays = tuple(n for n, a in enumerate(plain) if is_array(a))
+        arrays = [n for n, a in enumerate(plain) if is_array(a)]
         if len(values) != len(plain) or any(values[n] is not plain[n] for n in arrays):
             return
         if len(self.entries) >= MAX_REPLAYS:
             self.entries.clear()
-        self.entries[replay_key(kernel, backend, given)] = _Launch(_Unwrapped(given), arrays, call, signature)
+        self.entries[replay_key(kernel, backend, given)] = _Launch(given, call, signature)
