@@ -325,7 +325,8 @@ class CheckpointedLoop(LoopHooks):
             return
         # recomputing during the program's reverse: the recording's guard was given back; this one is the
         # recomputation's own, kept by the advances that follow each other (snapshots between them only read)
-        # and given back before anything else writes the state (docs/programs.md#host-cost-per-step)
+        # and given back before anything else writes the state
+        # (docs/programs.md#recomputed-steps-of-a-checkpointed-loop)
         if self.recomputing is None:
             self.guard = self.recomputing = HostWriteGuard()
         try:

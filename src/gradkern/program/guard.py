@@ -61,7 +61,8 @@ class HostWriteGuard:
         self.followers: dict[int, list] = {}
         self.locked_after: dict[int, Any] = {}  # id(flag-locked buffer) -> where it was locked
         # id(NumPy array) -> weak references to it and its buffer: `lock` held and locked both, and its buffer's
-        # followers; a later `lock` of it only rereads their two flags (docs/programs.md#host-cost-per-step)
+        # followers; a later `lock` of it only rereads their two flags
+        # (docs/programs.md#recomputed-steps-of-a-checkpointed-loop)
         self.settled: dict[int, tuple[Any, Any]] = {}
 
     def follow(self, views: list) -> None:

@@ -251,7 +251,7 @@ class LoopState:
         hit = self._checked.get(key)
         # the same objects as a launch checked before (weak references): a view's buffer cannot change (`base`
         # is read-only) and the state is fixed once found, so its ids and its writes' checks are the same
-        # (docs/programs.md#host-cost-per-step); the extent is compared by check_step
+        # (docs/programs.md#recomputed-steps-of-a-checkpointed-loop); the extent is compared by check_step
         if hit is not None and all(r() is a for r, a in zip(hit[0], arrays)) and \
                 all(r() is w for r, w in zip(hit[1], written)):
             self.recomputed.append((name, tuple(binding.dim), hit[2]))

@@ -1,5 +1,5 @@
 """A checkpointed loop's recomputed launches at close to a plain launch's host cost
-(docs/programs.md#host-cost-per-step): each untaped launch the schedule reruns is
+(docs/programs.md#recomputed-steps-of-a-checkpointed-loop): each untaped launch the schedule reruns is
 kept as it ran, per kernel and argument objects, so that the next rerun of it
 skips what cannot have changed.
 
