@@ -48,6 +48,10 @@ from .snapshots import Snapshot, SnapshotStore
 from .steps import ProgramStep, reverse_steps
 from .versions import Versions
 
+# what a host write refused in a recomputed step leaves (docs/checkpointed-loops.md, How it works)
+_RECOMPUTED_WRITE = ("in a step the checkpointed loop recomputed during the program's reverse, which must run as "
+                     "its first forward did; the shadows hold a partial gradient")
+
 
 class Mode(Enum):
     """Where a checkpointed loop is (pyadjoint's tape `Mode`, for one loop)."""
@@ -407,7 +411,13 @@ class CheckpointedLoop(LoopHooks):
         self.t = t
         self.found.recomputed = []
         with recording(recorder):
-            self.step_fn(t)
+            try:
+                self.step_fn(t)
+            except ValueError as e:  # a host write the recomputation's guard refused (the first forward's: run.py)
+                err = None if self.mode is Mode.RECORD else self.guard.host_write_error(e, _RECOMPUTED_WRITE)
+                if err is None:
+                    raise
+                raise err from e
         if self.mode is Mode.RECOMPUTE:
             self.found.check_step(t)
 

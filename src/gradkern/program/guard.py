@@ -240,9 +240,10 @@ class HostWriteGuard:
         self.locked_after.clear()
         self.settled.clear()
 
-    def host_write_error(self, exc: ValueError) -> ProgramError | None:
+    def host_write_error(self, exc: ValueError, outcome: str = "no shadow was changed") -> ProgramError | None:
         """The ProgramError for NumPy's read-only failure inside the program, naming the array where the
-        failing frame has it under a name; None for any other ValueError."""
+        failing frame has it under a name and saying what `outcome` the failure left; None for any other
+        ValueError."""
         if "read-only" not in str(exc):
             return None
         names: list[str] = []
@@ -260,7 +261,7 @@ class HostWriteGuard:
             "one of " + ", ".join(f"'{n}'" for n in names)
         after = self.last if self.last is not None else "during the program"
         return ProgramError(f"a host write to {which}, which the program's derivative depends on, {after}: "
-                            f"{exc}; no shadow was changed",
+                            f"{exc}; {outcome}",
                             hint="change arrays inside a program with launches, gk.copy(dst, src) or "
                                  "gk.fill(dst, value), which are differentiated")
 
