@@ -12,6 +12,7 @@ programs.py's ping-pong Allen-Cahn, each against a hand-written Numba store-all 
   (`l2_misfit` of the new state against that step's row of observations): the loss accumulated every step.
 * copy_2d: the 2-D Allen-Cahn step written as users write explicit updates, `u_old = u.copy()` (a host
   NumPy operation, which gradkern turns into a `gk.copy` launch) and then the step from u_old into u.
+* pingpong_2d: the same 2-D step over ping-pong buffers (copy_2d without its copies: what they cost).
 
 Each hand-written version stores every state in a (T + 1)-state buffer allocated once and kept between calls
 (programs.py's convention), and its adjoint is one gather kernel per step over the stored states (Numba,
@@ -419,7 +420,33 @@ class Copy2D(Shape):
         return adj.copy(), dc
 
 
-SHAPES = {s.name: s for s in (InPlace1D, Wave2D, Misfit1D, Copy2D)}
+class PingPong2D(Copy2D):
+    name = "pingpong_2d"
+    what = "2-D Allen-Cahn over ping-pong buffers (copy_2d without the copy), E = sum u^2"
+
+    def program(self):
+        steps = self.steps
+
+        def simulate(u, v, E, c):
+            for _ in range(steps // 2):
+                gk.launch(allen_cahn_step_2d, u.shape, u, v, c, DT)
+                gk.launch(allen_cahn_step_2d, u.shape, v, u, c, DT)
+            gk.launch(sum_squares_2d, u.shape, u, E)
+        return simulate
+
+    def gradkern(self):
+        s = self.shape
+        u, v, E, du, dv, dE = self.buffers("gk", lambda: tuple(np.empty(k) for k in (s, s, 1, s, s, 1)))
+        u[...] = self.u0
+        for a in (v, E, du, dv):
+            a[...] = 0.0
+        dE[...] = 1.0
+        g = gk.autodiff(self.program(), gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, dE),
+                        gk.Active(AC2_C))
+        return du.copy(), g[3]
+
+
+SHAPES = {s.name: s for s in (InPlace1D, Wave2D, Misfit1D, Copy2D, PingPong2D)}
 
 
 def _note(parts, t0: float, t1: float, steps: int) -> None:
