@@ -496,6 +496,7 @@ def step_parts(shape: Shape, rounds: int = 3) -> dict[str, float]:
 
 
 def measure(cls, n: int, steps: int, runs: int) -> dict:
+    gk.release_memory()  # each shape from the same state: none of the earlier shapes' kept buffers
     shape = cls(n, steps)
     shape.gradkern()  # warm-up: compiles, and fills the save pool and the replays as a user's loop would
     ref = shape.gradkern()
@@ -505,8 +506,10 @@ def measure(cls, n: int, steps: int, runs: int) -> dict:
     small = cls(64, steps)  # 8 x 8 for the 2-D shapes
     small.gradkern()
     host = interleaved({"gk": timed(small.gradkern)}, max(runs, 5))
+    parts = step_parts(shape)
+    shape.release()  # the next shape runs without this one's buffers
     return {"shape": shape, "gk": statistics.median(times["gk"]), "hand": statistics.median(times["hand"]),
-            "peaks": peaks, "host_us": statistics.median(host["gk"]) / steps * 1e6, "parts": step_parts(shape)}
+            "peaks": peaks, "host_us": statistics.median(host["gk"]) / steps * 1e6, "parts": parts}
 
 
 def main() -> None:
