@@ -91,8 +91,9 @@ __all__ = ["autodiff", "autodiff_thunk", "launch", "inspect", "Inspection", "jac
 
 def release_memory() -> int:
     """Give back the buffers gradkern keeps between calls for reuse (docs/programs.md#saved-copies-and-the-sweep):
-    the free buffers of programs' saved copies and the CPU backend's zeroed private copies. Returns the bytes
-    freed. Nothing a tape holds is touched."""
+    the free buffers of programs' saved copies and of their temporaries' shadows, the arrays host code's copies
+    inside programs are lent (docs/programs.md#program-shapes; those still in use stay with their users), and
+    the CPU backend's zeroed private copies. Returns the bytes freed. Nothing a tape holds is touched."""
     from .backends.numba_plan import SLOTS
 
     return POOL.clear() + SLOTS.clear()

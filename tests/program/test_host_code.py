@@ -118,6 +118,41 @@ def test_time_loop_with_copy_check_grad(rng, mode):
                gk.Active(0.2), mode=mode)
 
 
+def test_copies_reuse_kept_arrays_only_when_nothing_refers_to_them(rng):
+    """u.copy() inside a program lends the save pool's kept arrays (docs/programs.md, "Program shapes"): a
+    second gradient reuses the first's, with the same result; a copy the program hands out (kept in `held`,
+    or a view of it) is never lent again while it is alive, and the temporaries' shadows go back to the pool."""
+    from gradkern.program.savepool import POOL
+
+    held = []
+
+    def prog(u, E, c):
+        un = np.zeros_like(u)
+        for t in range(4):
+            u_old = u.copy()
+            if t == 1:
+                held.append(u_old[1:])  # a view: its array stays lent
+            gk.launch(heat, N, u_old, un, c)
+            gk.copy(u, un)
+        gk.launch(energy, N, u, E)
+
+    gk.release_memory()
+    u = _u(rng)
+    first = _grad(prog, u, gk.Active(0.2))
+    leased, kept = POOL.leased_bytes, np.array(held[0])
+    assert leased >= 2 * N * 8
+    second = _grad(prog, u, gk.Active(0.2))
+    assert POOL.leased_bytes == leased + N * 8  # every copy lent again but the one `held` still refers to
+    np.testing.assert_array_equal(second[0], first[0])
+    assert second[1][2] == first[1][2]
+    np.testing.assert_array_equal(held[0], kept)  # not overwritten by the second call's copies
+    assert POOL.free_bytes >= 4 * N * 8  # the four temporaries' shadows
+    du_plain, g_plain = _grad(time_loop(4), u, gk.Active(0.2))
+    np.testing.assert_array_equal(first[0], du_plain)
+    gk.release_memory()
+    assert POOL.leased_bytes == 0 and POOL.free_bytes == 0
+
+
 def test_copy_inside_checkpointed_loop(rng):
     """A recomputed step makes the same launches: u.copy() is a launch whenever a program records."""
     def prog(u, E, c):

@@ -335,6 +335,46 @@ def test_reassigned_local_gradient_fused_and_split(tmp_path):
     assert_split_equals_fused(chain, args, 6)
 
 
+@gk.kernel
+def linear_local(u, un, c):
+    i = gk.tid()
+    if i == 0 or i == u.shape[0] - 1:
+        un[i] = u[i]
+    else:
+        s = (u[i - 1] + u[i + 1] + u[i - 1] * u[i + 1] - 2.0 * u[i]) * 0.5  # 11 operations, no call or division
+        un[i] = u[i] + c * s * u[i]
+
+
+@gk.kernel
+def divided_local(u, un, c):
+    i = gk.tid()
+    if i == 0 or i == u.shape[0] - 1:
+        un[i] = u[i]
+    else:
+        s = (u[i - 1] + u[i + 1] + u[i - 1] * u[i + 1] - 2.0 * u[i]) / 3.0  # 11 operations, one a division
+        un[i] = u[i] + c * s * u[i]
+
+
+def test_linear_locals_are_recomputed_up_to_linear_limit():
+    """A local of loads, + - * and negation only is recomputed up to LINEAR_LIMIT operations (a stencil's
+    Laplacian: allen_cahn_step_2d's `lap`, 10), one of the same length with a division is taped (past
+    RECOMPUTE_LIMIT); both gradients right, split as fused (docs/programs.md#program-shapes)."""
+    from gradkern.kernels import allen_cahn_step_2d
+    from gradkern.transforms.tape import LINEAR_LIMIT
+    assert RECOMPUTE_LIMIT < 10 < 11 <= LINEAR_LIMIT
+    r = np.random.default_rng(5)
+    for kernel, taped in ((linear_local, 0), (divided_local, 8)):
+        args = (dup(rand(r, 9), r), dup(rand(r, 9), r), gk.Active(0.3))
+        assert tape_bytes(kernel, *args, dim=9) == taped
+        assert check_grad(kernel, *args, dim=9).ok
+        split_dot_product(kernel, args, 9)
+        assert_split_equals_fused(kernel, args, 9)
+    s2 = (6, 7)
+    args2 = (dup(rand(r, *s2), r), dup(rand(r, *s2), r), gk.Active(0.2), 1e-3)
+    assert tape_bytes(allen_cahn_step_2d, *args2, dim=s2) == 0
+    assert_split_equals_fused(allen_cahn_step_2d, args2, s2)
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on the PATH")
 def test_generated_cuda_of_these_kernels_compiles(tmp_path):
     from backends.test_cuda import (  # not at the top: test_cuda imports this module's CASES through signatures

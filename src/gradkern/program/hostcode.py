@@ -43,6 +43,7 @@ from ..recording import active_recorder
 from ..runtime.arrays import byte_bounds
 from .hostops import copy as gk_copy
 from .hostops import fill as gk_fill
+from .savepool import POOL
 from .scalars import ActiveScalar
 from .shadows import memory_root
 
@@ -278,9 +279,12 @@ class TrackedArray(np.ndarray):
     def _copied(self, op: str, dtype: Any, order: str) -> Any:
         src = plain(self)
         host = tracker()
-        if _launchable(src) and active_recorder() is not None and self._gk_origin is None \
+        rec = active_recorder()
+        if _launchable(src) and rec is not None and self._gk_origin is None \
                 and (host is None or host.origin(src) is None):
-            out = np.empty(src.shape, dtype or src.dtype, order="F" if order == "F" else "C")
+            lend = order != "F" and getattr(rec, "lends_copies", False)  # a state copied every step: kept memory
+            out = POOL.leased(src.shape, dtype or src.dtype) if lend else \
+                np.empty(src.shape, dtype or src.dtype, order="F" if order == "F" else "C")
             gk_copy(out, src)
             return out.view(TrackedArray)
         r = np.array(src, dtype=dtype, order=order, copy=True)

@@ -73,6 +73,9 @@ class ProgramRecorder(Recorder):
         self.versions = versions or Versions()  # copy-on-write of what a recorded reverse reads
         self.observer = observer
         self.in_loop = within is not None  # a checkpointed loop inside a step is refused
+        # host code's copies come from the save pool's kept arrays (hostcode.py), except in a checkpointed loop's
+        # segments, whose recomputed steps are checked against their record by the arrays' identities
+        self.lends_copies = within is None
         self.steps: list[ProgramStep] = []
         # host code on the program's arrays (hostcode.py)
         self.host = within.host if within is not None else HostTracker(shadows)

@@ -199,6 +199,7 @@ def sweep(tape: ProgramTape) -> tuple:
         contents.finish()
         for loop in tape.loops:  # a checkpointed loop rebuilds the final state it gave no final copy of
             loop.rebuild_final()
+    tape.shadows.give_back()
     backpropagate(list(tape.scalars.values()))
 
     def result(s: ActiveScalar):

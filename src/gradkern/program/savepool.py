@@ -6,13 +6,17 @@ next gradient saves as many again. A fresh NumPy allocation of a state costs
 its first-touch page faults on every step, so the saves' buffers are kept
 between calls, up to GRADKERN_SAVE_POOL_BYTES free at a time (default: an
 eighth of the machine's memory; 0 keeps none), and `gk.release_memory()` gives
-them back. Device arrays use their library's own pool (CuPy keeps freed
-blocks), not this one.
+them back. The same pool zeroes its free buffers for a program's temporaries'
+shadows (given back when the sweep ends), and lends kept arrays to host code's
+copies inside a recording (`leased`, up to the same number of bytes again;
+docs/programs.md#program-shapes). Device arrays use their library's own pool
+(CuPy keeps freed blocks), not this one.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any
 
@@ -36,6 +40,8 @@ class SavePool:
         self.limit = limit
         self._free: dict[int, list[np.ndarray]] = {}
         self.free_bytes = 0
+        self._leases: dict[tuple, list[np.ndarray]] = {}  # by shape and dtype, the arrays `leased` lends
+        self.leased_bytes = 0
         self._lock = threading.Lock()  # programs may record on several threads
 
     def copy_of(self, view: Any) -> Any:
@@ -53,6 +59,24 @@ class SavePool:
             return out
         return np.empty(view.shape, view.dtype) if isinstance(view, np.ndarray) else \
             type(view)(view.shape, view.dtype)  # CuPy: from its own pool
+
+    def leased(self, shape: tuple, dtype: Any) -> np.ndarray:
+        """A new C-ordered array (contents undefined) that this pool keeps and lends again: host code's copies
+        of a state inside a program (`u.copy()` every step) reuse mapped memory as the saves do
+        (docs/programs.md, "Program shapes"). A kept array is lent again only when nothing but this pool refers
+        to it: it owns its memory, so every view of it has it as its base and its reference count counts them."""
+        key = (tuple(shape), np.dtype(dtype).str)
+        with self._lock:
+            kept = self._leases.setdefault(key, [])
+            for out in kept:
+                if sys.getrefcount(out) <= _UNUSED:
+                    out.flags.writeable = True  # as a new array is
+                    return out
+            out = np.empty(shape, dtype)
+            if out.nbytes and self.leased_bytes + out.nbytes <= self.limit:
+                kept.append(out)
+                self.leased_bytes += out.nbytes
+            return out
 
     def _take(self, view: Any) -> Any:
         if not isinstance(view, np.ndarray):
@@ -86,7 +110,13 @@ class SavePool:
         """Drop every free buffer; returns the bytes given back."""
         with self._lock:
             freed, self._free, self.free_bytes = self.free_bytes, {}, 0
+            freed += sum(out.nbytes for kept in self._leases.values() for out in kept
+                         if sys.getrefcount(out) <= _UNUSED)
+            self._leases, self.leased_bytes = {}, 0
         return freed
+
+
+_UNUSED = 3  # references to a kept array nothing uses: the pool's list, the loop's name, getrefcount's argument
 
 
 POOL = SavePool(_default_limit())

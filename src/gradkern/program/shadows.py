@@ -20,6 +20,7 @@ import numpy as np
 from ..annotations import Annotation, BatchDuplicated, Const, Duplicated
 from ..errors import ProgramError
 from ..runtime.arrays import byte_bounds, is_cupy_array, module_of
+from .savepool import POOL
 
 
 @dataclass
@@ -159,10 +160,16 @@ class ShadowMap:
         return _view_at(s, _address(a) + (_address(s) - _address(p)), a)
 
     def internal(self, a: Any) -> tuple:
-        """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them."""
+        """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them: a C-ordered
+        NumPy buffer's from the save pool, zeroed (docs/programs.md, "Program shapes"; `give_back` returns them)."""
         root = memory_root(a)
         xp = module_of(root)
-        shadows = tuple(xp.zeros_like(root) for _ in range(self.lanes))
+        if isinstance(root, np.ndarray) and root.flags.c_contiguous:
+            shadows = tuple(POOL.empty_like(root) for _ in range(self.lanes))
+            for s in shadows:
+                s.fill(0)
+        else:
+            shadows = tuple(xp.zeros_like(root) for _ in range(self.lanes))
         if tuple(shadows[0].strides) != tuple(root.strides):
             raise ProgramError(f"an array of shape {tuple(root.shape)} and strides {tuple(root.strides)} needs a "
                                "shadow laid out like it, which zeros_like does not give",
@@ -186,6 +193,14 @@ class ShadowMap:
         if len(kept) < len(self.entries):
             self.entries = kept
             self.version += 1
+
+    def give_back(self) -> None:
+        """The sweep is over: the temporaries' shadows go back to the save pool (nothing outside the program
+        holds them; a consumed tape is never swept again)."""
+        for e in self.entries:
+            if e.internal:
+                for s in e.shadow:
+                    POOL.give(s)
 
     @property
     def internal_bytes(self) -> int:

@@ -39,7 +39,16 @@ Each is built from leaves, and each leaf comes from one place:
    most RECOMPUTE_LIMIT operations (arithmetic, calls, loads and selects;
    conversions are free) once those definitions are expanded. A longer chain
    is taped: a slot costs one store and one load, while a recomputation costs
-   its operations every time the reverse needs the value.
+   its operations every time the reverse needs the value. A chain of loads,
+   additions, subtractions, multiplications and negations only (a stencil's
+   linear combination, `lap = u[i-1, j] + ... - 4.0 * u[i, j]`) is recomputable
+   up to LINEAR_LIMIT operations: such operations cost about a cycle each on
+   values the thread's own stencil has just loaded, while the slot is 8 bytes
+   stored (16 with the write-allocate) and loaded again from memory the tape
+   occupies until the reverse (a program's whole loop), plus 16 bytes of
+   per-thread push counters where the paths push different numbers of values
+   (docs/programs.md, "Program shapes": 2.6x a hand-written adjoint from one
+   taped Laplacian).
 
 A loop-carried value (a running sum at iteration j, `s` in
 `for k in range(n): s = sin(s) * 1.5`) is never recomputable: taped per
@@ -61,6 +70,10 @@ from .derivatives import partials
 # Operations a recomputed value may take once the local definitions it reads are expanded (rule 4).
 # `s = x[i]; s = sin(s) * c; ...` recomputes its first four values (1, 3, 5, 7 operations) and tapes the rest.
 RECOMPUTE_LIMIT = 8
+# Operations a recomputed value may take when every one of them is a load, a conversion or one of LINEAR_OPS
+# (rule 4): a 5-, 7- or 9-point Laplacian's 10 to 20.
+LINEAR_LIMIT = 32
+LINEAR_OPS = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.NEG, Op.CAST})
 
 Path = tuple[int, ...]  # a statement: (index, block, index, block, ..., index) from the kernel body; a block: its
 # statement's path and the block's position; the kernel body: ()
@@ -150,6 +163,11 @@ class _Value:
     expr: ir.Expr | None
     cost: int = 0
     restored: frozenset[tuple[Path, str]] = frozenset()
+    linear: bool = True  # loads, conversions and LINEAR_OPS only
+
+    @property
+    def recomputable(self) -> bool:
+        return self.expr is not None and (self.cost <= RECOMPUTE_LIMIT or (self.linear and self.cost <= LINEAR_LIMIT))
 
 
 _NONE = _Value(None)
@@ -267,7 +285,7 @@ class _Planner:
                 return _Value(e, 0, frozenset({(where, e.name)}))
             if how == _DEFINED:
                 x = self.definitions[where]
-                return x if x.expr is not None and x.cost <= RECOMPUTE_LIMIT else _NONE
+                return x if x.recomputable else _NONE
             return _NONE
         if isinstance(e, ir.Load) and e.array in self.written:
             return _NONE
@@ -276,8 +294,10 @@ class _Planner:
             return _NONE
         own = 0 if (isinstance(e, ir.Apply) and e.op is Op.CAST) or \
             not isinstance(e, (ir.Apply, ir.Load, ir.Select, ir.InBounds)) else 1
+        linear = (isinstance(e, ir.Load) or not isinstance(e, (ir.Apply, ir.Select, ir.InBounds))
+                  or (isinstance(e, ir.Apply) and e.op in LINEAR_OPS)) and all(x.linear for x in kids)
         return _Value(with_children(e, tuple(x.expr for x in kids)) if kids else e,
-                      own + sum(x.cost for x in kids), frozenset().union(*(x.restored for x in kids)))
+                      own + sum(x.cost for x in kids), frozenset().union(*(x.restored for x in kids)), linear)
 
     def leaves(self, e: ir.Expr, taped: list, recomputed: dict, restored: set):
         """Sort the leaves of needed value `e` by where they come from (rule 3)."""
@@ -348,7 +368,7 @@ class _Planner:
                 continue
             path, name = key
             x = self.definitions.get(path + (self.final_at[key],))
-            replay = x is not None and x.expr is not None and x.cost <= RECOMPUTE_LIMIT
+            replay = x is not None and x.recomputable
             chosen[key] = x.expr if replay else None
             if replay:
                 todo += [r for r in x.restored if r not in chosen]
