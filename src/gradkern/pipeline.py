@@ -48,7 +48,7 @@ from .transforms.lanes import replicate_lanes, separable_stores, without_primal_
 from .transforms.pull import pull_kernel, pull_sites, to_scratch
 from .transforms.reverse import ReverseKernels, reverse_kernels
 from .transforms.simplify import without_stores_to
-from .transforms.split import split_interior
+from .transforms.split import split_interior, with_interior_of
 from .transforms.unroll import unroll_offset_loops
 from .transforms.versions import version_locals
 
@@ -60,6 +60,10 @@ PULL = os.environ.get("GRADKERN_PULL", "1") != "0"
 # GRADKERN_FUSE_LOOPS=0 keeps a reverse loop apart from its forward twin (docs/adjoint-forms.md, section 10): for
 # measuring the fusion
 FUSE_LOOPS = os.environ.get("GRADKERN_FUSE_LOOPS", "1") != "0"
+# the role of a looped gather's unrolled twin in Work.kernels (transforms/gather.py, Gather.unrolled);
+# GRADKERN_GATHER_TWIN=0 leaves a looped gather without its interior (docs/adjoint-forms.md, section 7): for measuring
+UNROLLED = "gather_unrolled"
+TWIN = os.environ.get("GRADKERN_GATHER_TWIN", "1") != "0"
 # GRADKERN_COEFFICIENTS=0 keeps a gather's interior as replayed (docs/adjoint-forms.md, section 11): for measuring
 COEFFICIENTS = os.environ.get("GRADKERN_COEFFICIENTS", "1") != "0"
 
@@ -212,6 +216,8 @@ def _gather(w: Work) -> None:
         w.kernels["fused"] = without_folded(w.kernels["fused"], folded, accumulators)
         w.notes += f"; the reverse folded in: clears {', '.join(folded.folded) or 'nothing'}, sums its Active scalars"
     w.kernels["gather"] = w.gather.kernel
+    if w.gather.unrolled is not None and TWIN:  # its interior printed on the CPU (docs/adjoint-forms.md, section 7)
+        w.kernels[UNROLLED] = w.gather.unrolled
 
 
 def _pull(w: Work) -> None:
@@ -247,7 +253,7 @@ def _lanes_reverse(w: Work) -> None:
     if w.request.lanes == 1:
         return
     seeds = set(w.reverse.shadows.values()) | set(w.reverse.accumulators.values())
-    for role in ("fused", "reverse", "gather"):
+    for role in ("fused", "reverse", "gather", UNROLLED):
         if role in w.kernels:
             w.kernels[role] = replicate_lanes(w.kernels[role], seeds, w.request.lanes)
 
@@ -352,10 +358,11 @@ class Specialization:
 
 
 def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
-              strided: frozenset[str] = frozenset(), shadows: frozenset[str] = frozenset()) -> Specialization:
+              strided: frozenset[str] = frozenset(), shadows: frozenset[str] = frozenset(),
+              unrolled: ir.Kernel | None = None) -> Specialization:
     """Access facts and backend source for one typed kernel. Every launch runs
     in parallel (race freedom proved, or checked exactly first); only the race
-    check itself runs serially."""
+    check itself runs serially. `unrolled`: a looped gather's unrolled twin, whose interior it takes."""
     be: Backend = backend(request.backend)
     facts = launch_facts(k)
     printed = verify(eliminate_dead(version_locals(k)), "versioned locals, dead assignments removed")
@@ -369,6 +376,11 @@ def _generate(request: Request, k: ir.Kernel, role: str, parallel: bool = True,
     tag = _signature_tag(request)
     if parallel and be.splits_interior:
         split = split_interior(printed)
+        if unrolled is not None and not request.boundscheck:
+            twin = verify(eliminate_dead(version_locals(unrolled)), "the unrolled twin")
+            twin = split_interior(replace(twin, thread_indices=frozenset(indices(twin).tid_copies)))
+            taken = with_interior_of(printed, twin)
+            split = verify(taken, "the unrolled twin's interior") if taken.interior is not None else split
         if split.interior is not None and be.keeps_interior(split):
             printed = verify(split, "interior splitting")
             if role == "gather" and COEFFICIENTS:  # each shared partial once (docs/adjoint-forms.md, section 11)
@@ -516,7 +528,8 @@ def specialize_reverse(kernel: ir.Kernel, types: dict[str, Type], launch_ndim: i
              for e in ir.all_exprs(w.kernels[role].body + _deferred(w.kernels[role]))
              if isinstance(e, ir.Load)} & primal_arrays
     return ReverseSpecialization(_primal_specialization(w), w.reverse, frozenset(kernels),
-                                 lambda role: _generate(r, kernels[role], role, strided=strided_all, shadows=shadows),
+                                 lambda role: _generate(r, kernels[role], role, strided=strided_all, shadows=shadows,
+                                                        unrolled=w.kernels.get(UNROLLED) if role == "gather" else None),
                                  gather_reach=w.gather.reach if w.gather is not None else (),
                                  gather_wraps=w.gather.wraps if w.gather is not None else (),
                                  gather_folded=w.gather is not None and w.gather.reverse_folded,

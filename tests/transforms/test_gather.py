@@ -307,6 +307,42 @@ def test_periodic_gather_interior_replays_no_wrapped_candidate(kernel, shape, ke
     assert check_grad(kernel, *args, dim=shape).ok
 
 
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_looped_gather_takes_its_unrolled_twins_interior(name, monkeypatch):
+    """Past LOOP_STATEMENTS a gather replays its neighbours in a loop over the offsets; it carries its unrolled
+    twin (the same sums in the same order), whose split interior the CPU prints beside the looped body
+    (docs/adjoint-forms.md, section 7). Forced for every case: the looped gather's shadows bit for bit the
+    unrolled one's, fused and in vector mode, and its interior there wherever the unrolled gather has one. Bit for
+    bit with the interior replayed: by its coefficients (section 11) an element's sum is associated otherwise in
+    the interior than in the general body, and which elements the interior takes differs where one gather folds
+    the reverse in (chunked rows) and the other does not."""
+    import gradkern.pipeline as pipeline
+    from gradkern.transforms import gather
+
+    monkeypatch.setattr(pipeline, "COEFFICIENTS", False)
+    kernel, args, dim = CASES[name](np.random.default_rng(11))
+    rng = np.random.default_rng(4)
+    seeds = [[rand(rng, *a.val.shape) for _ in range(2)] if isinstance(a, gk.Duplicated) else None for a in args]
+
+    def run():
+        kernel._specs.clear()
+        batch = tuple(gk.BatchDuplicated(a.val.copy(), tuple(x.copy() for x in seed)) if seed else a
+                      for a, seed in zip(args, seeds))
+        gk.autodiff(kernel, *batch, dim=dim)
+        source = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse).sources["gather"]
+        lanes = [x for a in batch if isinstance(a, gk.BatchDuplicated) for x in a.dvals]
+        return _run(kernel, args, dim) + lanes, source
+
+    unrolled, plain = run()
+    monkeypatch.setattr(gather, "LOOP_STATEMENTS", 0)
+    looped, source = run()
+    kernel._specs.clear()
+    assert "_gk_gnb" in source and "_gk_gnb" not in plain
+    assert ("_gkb_lo" in source) == ("_gkb_lo" in plain)  # the split ranges' bounds: an interior printed
+    for a, b_ in zip(unrolled, looped):
+        np.testing.assert_array_equal(b_, a)
+
+
 def test_index_wrapped_to_a_constant_is_not_gathered_but_right():
     """`else 0` is no thread-plus-offset branch: the adjoint stays an atomic add (still exact)."""
     @gk.kernel

@@ -96,13 +96,15 @@ def fold_reverse(source: ir.Kernel, rest: ir.Kernel, plan: dict[str, set[Offset]
     if adds and not g.sums_kept:
         return None
     reads: dict[str, set[int]] = {a: set() for a in consumed}  # D_s on axis 0
-    gat = _Offsets(g.kernel)
-    for e in ir.all_exprs(g.kernel.body):
-        if isinstance(e, ir.Load) and e.array in consumed:
-            found = gat.axis(e.indices[0], 0) if e.indices else None
-            if found is None or any(w for _, w in found):
-                return None
-            reads[e.array] |= {c for c, _ in found}
+    # a looped gather's unrolled twin lends the CPU its interior (gather.py): its reads count too
+    for k in (g.kernel, *((g.unrolled,) if g.unrolled is not None else ())):
+        gat = _Offsets(k)
+        for e in ir.all_exprs(k.body):
+            if isinstance(e, ir.Load) and e.array in consumed:
+                found = gat.axis(e.indices[0], 0) if e.indices else None
+                if found is None or any(w for _, w in found):
+                    return None
+                reads[e.array] |= {c for c, _ in found}
     lag = max([z - min(reads[a]) for a, z in zs if reads[a]], default=0)
     window = max([lag - z + max(reads[a]) for a, z in zs if reads[a]], default=0)
     deferred = eliminate_dead(without(rest, lambda s: isinstance(s, ir.AtomicAdd) or

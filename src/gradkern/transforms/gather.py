@@ -38,6 +38,7 @@ transforms/fold.py folds that reverse's remaining work into the gather.
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import dataclass, replace
 
 from ..ir import build as b
@@ -58,8 +59,10 @@ from .simplify import without
 # not counted: the CPU's interior drops them) past which a gather replays its neighbours in a loop over the
 # offsets instead of one copy per offset (docs/compile-time.md, finding 10): a copy is a reverse body, and
 # Numba's compile time grows with the code it is given; bodies this long are outlined into a serial function on
-# the CPU (backends/numba_loops.py, OUTLINE_STATEMENTS = 96), which is not vectorised either way.
-LOOP_STATEMENTS = 192
+# the CPU (backends/numba_loops.py, OUTLINE_STATEMENTS = 96), which is not vectorised either way. The looped
+# gather carries its unrolled twin, whose interior the CPU prints where keeps_interior allows (docs/adjoint-forms.md,
+# section 7). GRADKERN_LOOP_STATEMENTS: for measuring.
+LOOP_STATEMENTS = int(os.environ.get("GRADKERN_LOOP_STATEMENTS", "192"))
 Offset = tuple[tuple[int, int], ...]
 
 
@@ -78,6 +81,8 @@ class Gather:
     folded: tuple[str, ...] = ()
     # a pull (transforms/pull.py): runs after the reverse (or fused) kernel, from the scratch slots it taped
     pulls: bool = False
+    # a looped gather's twin with one copy per offset, for its interior only (pipeline._generate)
+    unrolled: ir.Kernel | None = None
 
 
 class _Offsets:
@@ -516,30 +521,40 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool =
         copies[offsets.index(own)] = live_slice(_neighbour(source.body, own, plan, acc, frozenset(), at, own_sums),
                                                 live)
     local = {n: t for n, t in source.locals if n not in sums or kept} | {acc[a]: types[a] for a in plan}
-    if looped:
-        body.append(_offset_loop(source, offsets, plan, acc, sums, at, local))
-    for n, o in enumerate([] if looped else offsets):
+    unrolled_local = dict(local)
+    unrolled: list[ir.Stmt] = list(body)
+    for n, o in enumerate(offsets):
         # each neighbour gets its own names: its index locals are then assigned once
         # (tid - o), which lets interior splitting fold the neighbour's boundary tests
         renamed = {x: names.neighbour(x, n) for x, _ in source.locals if x not in acc.values() and x not in sums}
-        local |= {renamed[x]: t for x, t in source.locals if x in renamed}
-        copy = rename_locals(copies[n], renamed)
-        body.append(ir.If(at.is_thread(o), copy))
+        unrolled_local |= {renamed[x]: t for x, t in source.locals if x in renamed}
+        unrolled.append(ir.If(at.is_thread(o), rename_locals(copies[n], renamed)))
+    if looped:
+        body.append(_offset_loop(source, offsets, plan, acc, sums, at, local))
+    else:
+        body, local = unrolled, unrolled_local
     tids = tuple(ir.Tid(a, type=I64) for a in range(ndim))
     primal_of = {names.shadow(p.name): p.name for p in source.params}
+    stores: list[ir.Stmt] = []
     for a in sorted(plan):
         # tid is in a's reach: some tid - o (o an offset of a) is a thread, and tid is inside a
         # (whose shape is its primal's: the primal keeps its name in every lane of vector mode)
         reached = _all([at.is_thread(o) for o in sorted(plan[a])], Op.OR)
         inside = [b.cmp(Op.LT, ir.Tid(axis, type=I64), ir.Shape(primal_of[a], axis, type=I64))
                   for axis in range(ndim)]
-        body.append(ir.If(_all([reached, *inside]),
-                          (ir.Store(a, tids, b.add(ir.Load(a, tids, type=types[a]), b.var(acc[a], types[a]))),)))
+        stores.append(ir.If(_all([reached, *inside]),
+                            (ir.Store(a, tids, b.add(ir.Load(a, tids, type=types[a]), b.var(acc[a], types[a]))),)))
     params = source.params + tuple(ir.Param(f"{EXTENT}{a}", I64) for a in range(ndim))
     param_names = {p.name for p in params}
-    kernel = replace(source, name=source.name.replace("_rev", "_gather"), params=params, body=tuple(body),
-                     locals=tuple(sorted((n, t) for n, t in local.items() if n not in param_names)), interior=None)
-    return Gather(kernel, tuple(sorted(plan)), *described(at, offsets, ndim), sums_kept=kept)
+
+    def made(stmts: list[ir.Stmt], owned: dict) -> ir.Kernel:
+        return replace(source, name=source.name.replace("_rev", "_gather"), params=params, body=(*stmts, *stores),
+                       locals=tuple(sorted((n, t) for n, t in owned.items() if n not in param_names)), interior=None)
+    kernel = made(body, local)
+    # a looped gather carries its unrolled twin (the same sums in the same order): the CPU prints the twin's
+    # split interior beside the looped body (docs/adjoint-forms.md, section 7)
+    return Gather(kernel, tuple(sorted(plan)), *described(at, offsets, ndim), sums_kept=kept,
+                  unrolled=made(unrolled, unrolled_local) if looped else None)
 
 
 def described(at: _Offsets, offsets: list[Offset], ndim: int) -> tuple[tuple, tuple, tuple]:

@@ -26,7 +26,7 @@ from ..ir import nodes as ir
 from ..ir.indices import indices
 from ..ir.names import GATHER_EXTENT
 from ..ir.ops import COMPARISONS, Op
-from ..ir.rewrite import map_expr, with_blocks, with_exprs
+from ..ir.rewrite import map_expr, rename_locals, with_blocks, with_exprs
 from ..ir.types import I64
 from .simplify import simplify_block, simplify_expr
 
@@ -176,3 +176,29 @@ def split_interior(k: ir.Kernel) -> ir.Kernel:
     if not ranges:
         return k
     return replace(k, interior=ir.Interior(tuple(ranges), body))
+
+
+def with_interior_of(k: ir.Kernel, twin: ir.Kernel) -> ir.Kernel:
+    """`k` with the interior of `twin`, a split kernel with k's parameters that computes what k computes for
+    every thread (a looped gather's unrolled twin, transforms/gather.py): its locals renamed apart from k's.
+    Correct for any such twin: inside the ranges the twin's interior computes what the twin does, which is
+    what k does; elsewhere k's own body runs. `k` unchanged when the twin has no interior."""
+    if twin.interior is None or k.interior is not None or k.params != twin.params:
+        return k
+    bounds = [e for r in twin.interior.ranges for e in (r.lo, r.hi) if e is not None]
+    mine = {n for n, _ in twin.locals}
+    if any(isinstance(x, ir.Var) and x.name in mine for e in bounds for x in ir.walk_expr(e)):
+        return k  # a range reading a local (not made by split_interior): not renamed, so not taken
+    taken = {n for n, _ in k.locals} | {p.name for p in k.params} | {n for n, _ in twin.locals}
+    renamed: dict[str, str] = {}
+    for n, _ in twin.locals:
+        if n in dict(k.locals):
+            fresh = f"{n}_in"
+            while fresh in taken:
+                fresh += "_"
+            taken.add(fresh)
+            renamed[n] = fresh
+    locals_ = dict(k.locals) | {renamed.get(n, n): t for n, t in twin.locals}
+    return replace(k, locals=tuple(sorted(locals_.items())),
+                   thread_indices=k.thread_indices | {renamed.get(n, n) for n in twin.thread_indices},
+                   interior=ir.Interior(twin.interior.ranges, rename_locals(twin.interior.body, renamed)))
