@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gradkern as gk
+from gradkern.kernels import allen_cahn_step
 from gradkern.program import checkpoint
 from gradkern.runtime import blocked
 from program.test_checkpoint import PROGRAMS, args_for, checkpointed, loop_entry, one_launch_per_step
@@ -55,6 +56,33 @@ def test_small_states_are_never_held(monkeypatch):
     monkeypatch.setattr(blocked, "MIN_BYTES", 1 << 30)
     _, loop = _gradient("one_launch_per_step", 3, 41, 30)
     assert loop.stats.steps_blocked == 0 and not loop.blocking_refused
+
+
+def test_host_code_reading_the_state_sees_what_held_launches_write(monkeypatch):
+    """A step whose host code reads the state (a sum, through the TrackedArray it was given) makes the held
+    launches run first: every recomputed step sees the values it saw in the first forward."""
+    monkeypatch.setattr(blocked, "MIN_BYTES", 0)
+    n, nsteps = 33, 24
+
+    def run(seen):
+        def program(u, v, E, c, k):
+            def step(t):
+                a, b = (u, v) if t % 2 == 0 else (v, u)
+                seen.append(float(a.sum()))
+                gk.launch(allen_cahn_step, n, a, b, c, 0.01)
+            gk.checkpointed_loop(step, k, snapshots=2)
+            gk.launch(checkpoint_energy, n, u, E)
+        args = args_for("heat_ping_pong", n, nsteps)
+        fwd, rev = gk.autodiff_thunk(program, gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
+        tape = fwd(*args)
+        return rev(*args, tape), loop_entry(tape)
+
+    off, on = [], []
+    monkeypatch.setattr(checkpoint, "TEMPORAL", False)
+    want, _ = run(off)
+    monkeypatch.setattr(checkpoint, "TEMPORAL", True)
+    got, loop = run(on)
+    assert on == off and got[3] == want[3] and loop.stats.steps_blocked == 0
 
 
 @gk.kernel
