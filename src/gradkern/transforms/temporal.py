@@ -37,13 +37,14 @@ from ..ir.names import TEMPORAL
 from ..ir.ops import Op
 from ..ir.rewrite import map_expr, with_blocks, with_exprs
 from ..ir.types import I64, Array
+from .split import split_interior
 from .unroll import unroll_offset_loops
 
 # the parameters the blocked kernel takes after the step's own, in this order
 SCRATCH, EXTENT, TILES, TILE, STEPS, WORKERS = (TEMPORAL + n for n in ("scratch", "n", "ntiles", "tile", "steps",
                                                                        "workers"))
-_P, _T, _I0, _I1, _LO, _HI, _A, _B, _G, _S, _RD, _WR = (TEMPORAL + n for n in (
-    "p", "t", "i0", "i1", "lo", "hi", "a", "b", "g", "s", "rd", "wr"))
+_P, _T, _I0, _I1, _LO, _HI, _A, _B, _G, _S, _RD, _WR, _IL, _IH = (TEMPORAL + n for n in (
+    "p", "t", "i0", "i1", "lo", "hi", "a", "b", "g", "s", "rd", "wr", "il", "ih"))
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,25 @@ def _loop(var: str, start: ir.Expr, stop: ir.Expr, body: tuple[ir.Stmt, ...]) ->
     return ir.For(var, start, stop, b.const(1, I64), body)
 
 
+def _points(k: ir.Kernel, src: str, dst: str, start: ir.Expr, stop: ir.Expr, read: ir.Expr | None,
+            write: ir.Expr | None) -> tuple[ir.Stmt, ...]:
+    """The step at every point g of [start, stop): where the step has an interior without boundary tests
+    (transforms/split.py, as the CPU prints the step's own launch), three loops, the interior's in the middle,
+    whose loop has no branch and vectorises; else one loop."""
+    general = _stage(k.body, src, dst, read, write)
+    axis = k.interior.on(0) if k.interior is not None else None
+    if axis is None:
+        return (_loop(_G, start, stop, general),)
+    lo = b.index(axis.lo)
+    hi = b.index(axis.hi) if axis.hi is not None else b.var(EXTENT, I64)
+    il, ih = b.var(_IL, I64), b.var(_IH, I64)
+    return (ir.Assign(_IL, b.apply(Op.MAX, start, b.apply(Op.MIN, stop, lo))),
+            ir.Assign(_IH, b.apply(Op.MAX, il, b.apply(Op.MIN, stop, hi))),
+            _loop(_G, start, il, general),
+            _loop(_G, il, ih, _stage(k.interior.body, src, dst, read, write)),
+            _loop(_G, ih, stop, general))
+
+
 def blocked_kernel(k: ir.Kernel, src: str, dst: str) -> Blocked:
     """The blocked form of typed step kernel `k` from `src` to `dst` (module doc), or the reason it is refused.
     Its parameters: the step's, then SCRATCH (2·workers rows of tile + 2·steps·r), EXTENT (the step's launch
@@ -150,6 +170,7 @@ def blocked_kernel(k: ir.Kernel, src: str, dst: str) -> Blocked:
     reach = stencil_reach(k, src, dst)
     if isinstance(reach, str):
         return _refused(reach)
+    k = split_interior(k)
     i64 = lambda v: b.const(v, I64)  # noqa: E731
     v = lambda name: b.var(name, I64)  # noqa: E731
     p, t, lo, hi, n, s = v(_P), v(_T), v(_LO), v(_HI), v(EXTENT), v(_S)
@@ -173,26 +194,26 @@ def blocked_kernel(k: ir.Kernel, src: str, dst: str) -> Blocked:
         # stage 0: src -> scratch row 2p
         *bounds(i64(0)),
         ir.Assign(_WR, two_p),
-        _loop(_G, v(_A), v(_B), _stage(k.body, src, dst, None, v(_WR))),
+        *_points(k, src, dst, v(_A), v(_B), None, v(_WR)),
         # stages 1 … steps-2: scratch -> scratch
         _loop(_S, i64(1), last, (
             *bounds(s),
             ir.Assign(_RD, row(b.sub(s, i64(1)))),
             ir.Assign(_WR, row(s)),
-            _loop(_G, v(_A), v(_B), _stage(k.body, src, dst, v(_RD), v(_WR))),
+            *_points(k, src, dst, v(_A), v(_B), v(_RD), v(_WR)),
         )),
         # the last stage: scratch -> the tile of dst
         ir.Assign(_RD, row(b.sub(last, i64(1)))),
-        _loop(_G, v(_I0), v(_I1), _stage(k.body, src, dst, v(_RD), None)),
+        *_points(k, src, dst, v(_I0), v(_I1), v(_RD), None),
     )
     first = b.apply(Op.FLOORDIV, b.mul(p, v(TILES)), v(WORKERS))
     end = b.apply(Op.FLOORDIV, b.mul(b.add(p, i64(1)), v(TILES)), v(WORKERS))
     body = (ir.Assign(_P, ir.Tid(0, type=I64)), _loop(_T, first, end, tile_body))
     scratch = ir.Param(SCRATCH, Array(k.param(dst).type.dtype, 2), is_array=True, written=True)
     extra = (scratch, *(ir.Param(name, I64) for name in (EXTENT, TILES, TILE, STEPS, WORKERS)))
-    ours = tuple((name, I64) for name in (_P, _T, _I0, _I1, _LO, _HI, _A, _B, _G, _S, _RD, _WR))
+    ours = tuple((name, I64) for name in (_P, _T, _I0, _I1, _LO, _HI, _A, _B, _G, _S, _RD, _WR, _IL, _IH))
     blocked = replace(k, name=f"{k.name}_blocked", params=k.params + extra, body=body, locals=k.locals + ours,
-                      thread_indices=frozenset())
+                      thread_indices=frozenset(), interior=None)
     return Blocked(blocked, reach)
 
 
