@@ -27,7 +27,7 @@ TILE = int(os.environ.get("GRADKERN_TEMPORAL_TILE", "16384"))
 # launches per blocked pass at most: the halo of k·r points per tile end is computed twice, k·r/tile extra work
 MAX_STEPS = 32
 # the least state (bytes of one buffer) for which a blocked pass pays: measured, docs/checkpointed-loops.md
-MIN_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BYTES", str(8 << 20)))
+MIN_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BYTES", str(2 << 20)))
 MIN_LAUNCHES = 4  # fewer: the blocked pass would compute one step or none
 
 
