@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from fuzz.test_race_fuzz import _HAS_GPP
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
@@ -83,6 +84,33 @@ def test_host_code_reading_the_state_sees_what_held_launches_write(monkeypatch):
     monkeypatch.setattr(checkpoint, "TEMPORAL", True)
     got, loop = run(on)
     assert on == off and got[3] == want[3] and loop.stats.steps_blocked == 0
+
+
+@pytest.mark.skipif(not _HAS_GPP, reason="hostcuda needs a C++ compiler")
+def test_on_hostcuda_launches_run_one_by_one(monkeypatch):
+    """The CUDA backends print no blocked step: on hostcuda a run is held, refused with that reason and run
+    launch by launch, the gradient bit for bit the one without blocking."""
+    monkeypatch.setattr(blocked, "MIN_BYTES", 0)
+    n, nsteps = 24, 16
+
+    def run():
+        def program(u, v, E, c, k):
+            def step(t):
+                a, b = (u, v) if t % 2 == 0 else (v, u)
+                gk.launch(allen_cahn_step, n, a, b, c, 0.01, backend="hostcuda")
+            gk.checkpointed_loop(step, k, snapshots=2)
+            gk.launch(checkpoint_energy, n, u, E, backend="hostcuda")
+        args = args_for("heat_ping_pong", n, nsteps)
+        fwd, rev = gk.autodiff_thunk(program, gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
+        tape = fwd(*args)
+        return rev(*args, tape)[3], [a.dval for a in args[:3]], loop_entry(tape)
+
+    monkeypatch.setattr(checkpoint, "TEMPORAL", False)
+    want = run()
+    monkeypatch.setattr(checkpoint, "TEMPORAL", True)
+    got = run()
+    assert got[0] == want[0] and all(np.array_equal(a, b) for a, b in zip(got[1], want[1]))
+    assert got[2].stats.steps_blocked == 0 and "hostcuda" in got[2].blocking_refused["allen_cahn_step"]
 
 
 @gk.kernel
