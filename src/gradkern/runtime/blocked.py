@@ -14,6 +14,7 @@ operations on the same operands as in the k launches, so the result is the same 
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from ..backends import backend
@@ -29,6 +30,9 @@ MAX_STEPS = 32
 # the least state (bytes of one buffer) for which a blocked pass pays: measured, docs/checkpointed-loops.md
 MIN_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BYTES", str(2 << 20)))
 MIN_LAUNCHES = 4  # fewer: the blocked pass would compute one step or none
+# each thread's scratch rows, by dtype and backend, grown as needed and kept: a loop's recomputation allocates
+# none (benchmarks/programs/checkpoint.py counts the loop's peak memory after a warm-up)
+_SCRATCH = threading.local()
 
 
 class BlockedStep:
@@ -39,7 +43,6 @@ class BlockedStep:
         self.run_ = Run("blocked", spec.spec, 0, 0, spec.spec)
         self.reach, self.src, self.dst = spec.reach, src, dst
         self.be = backend(spec.spec.backend)
-        self.scratch: Any = None
 
     def pays(self, bound: Bound) -> bool:
         """Whether a run of launches like `bound` is large enough to block (MIN_BYTES)."""
@@ -75,11 +78,20 @@ class BlockedStep:
         ntiles = -(-n // tile)
         workers = min(workers, ntiles)
         shape = (2 * workers, tile + 2 * steps * self.reach)
-        dtype = values[self.dst].dtype
-        s = self.scratch
-        if s is None or s.dtype != dtype or s.shape[0] < shape[0] or s.shape[1] < shape[1]:
-            s = self.scratch = self.be.array_module().empty(shape, dtype)
-        self.run_((workers,), [*values, s, n, ntiles, tile, steps, workers])
+        self.run_((workers,), [*values, self._scratch(shape, values[self.dst].dtype), n, ntiles, tile, steps,
+                               workers])
+
+    def _scratch(self, shape: tuple[int, int], dtype: Any) -> Any:
+        kept = _SCRATCH.__dict__.setdefault("rows", {})
+        key = (dtype, self.be.name)
+        s = kept.get(key)
+        if s is None or s.shape[0] < shape[0] or s.shape[1] < shape[1]:
+            # as large as any pass of this reach needs, whatever the state's size: a first pass on a small state
+            # (a warm-up) allocates what later ones use
+            rows = max(shape[0], 2 * self.be.workers(), s.shape[0] if s is not None else 0)
+            width = max(shape[1], TILE + 2 * MAX_STEPS * self.reach, s.shape[1] if s is not None else 0)
+            s = kept[key] = self.be.array_module().empty((rows, width), dtype)
+        return s
 
 
 def _run(bound: Bound) -> None:
