@@ -22,8 +22,9 @@ ends 0 and n kept, where the step's own boundary branches apply because the thre
 last stage writes the tile of `dst`. Every element is computed by the same expression on the same operands as
 in the sequential launches, so the result is bit-identical (tests/transforms/test_temporal.py checks it on
 random stencils against sequential launches). What a launch needs beyond the step's (the runtime checks it,
-runtime/blocked.py): `steps >= 2`, src and dst of shape (n,) for a launch over n, distinct buffers, and `src`
-not read by `dst`'s later uses (the caller gives the intermediate buffer back itself).
+runtime/blocked.py): `steps >= 2`, src and dst distinct buffers of shape (n,) for a launch over n. The kernel
+leaves `src` as it was; runtime/blocked.py runs one or two launches beside it so that both buffers end as the
+sequential launches leave them.
 """
 
 from __future__ import annotations
