@@ -20,10 +20,17 @@ state sizes that fit in L2, in L3, and far beyond L3, with 1 and 2 Numba threads
 * `sweep x k`: k launches of this file's untiled sweep (each thread a contiguous chunk, the same
   branch-free interior loop as the blocked pass): the blocked pass's exact sequential twin;
 * `blocked k`: one temporally blocked pass, tiles of --tile points.
+* `gk x k`: k `gk.launch`es of gradkern's own `allen_cahn_step` (the library's) over ping-pong buffers, prepared
+  once (`runtime/launch.run`): what a checkpointed loop's recomputation runs with GRADKERN_TEMPORAL=0;
+* `gk blocked k`: the same k prepared launches through gradkern's generated blocked form
+  (transforms/temporal.py, runtime/blocked.py): k - 1 steps in one blocked pass and the last launch as
+  prepared (k even), so both buffers end as the k launches leave them; what the recomputation runs.
 
     python benchmarks/programs/temporal.py             # the table
     python benchmarks/programs/temporal.py --quick     # small sizes only, a few seconds
     python benchmarks/programs/temporal.py --write     # and replace its section of RESULTS.md
+    python benchmarks/programs/temporal.py --loop --sizes 16777216 --steps 100 --snapshots 4,10
+        # a checkpointed loop's gradient (checkpoint.py's program) with and without blocking, interleaved
 """
 
 from __future__ import annotations
@@ -41,6 +48,11 @@ import benchpath  # noqa: E402,F401  the shared modules and every part on sys.pa
 from programs import _step
 from report import publish, run_lines
 from timing import interleaved, load_average, timed
+
+from gradkern.kernels import allen_cahn_step
+from gradkern.runtime import blocked as gk_blocked
+from gradkern.runtime.call import prepare
+from gradkern.runtime.launch import run as gk_run
 
 DT = 1e-5
 C = 0.2
@@ -132,19 +144,39 @@ def measure(u0, k: int, tile: int, rounds: int) -> dict[str, float]:
     assert np.array_equal(ref, u if k % 2 == 0 else v), "hand _step and sweep differ"
     blocked(u0, out, k, tile, C, DT)
     assert np.array_equal(ref, out), (n, k, "the blocked pass differs from the sequential launches")
-    del ref
+    launches = [prepare(allen_cahn_step, (u, v, C, DT) if s % 2 == 0 else (v, u, C, DT), n, "cpu", "launch")[1]
+                for s in range(k)]
+    form = gk_blocked.blocked_step(allen_cahn_step, launches[0], 0, 1)
+    assert not isinstance(form, str), form
+    gk_blocked.TILE = tile
+
+    def gk_steps():
+        for bound in launches:
+            gk_run(bound.call, bound)
+
+    reset()
+    gk_steps()
+    assert np.array_equal(ref, u if k % 2 == 0 else v), "gradkern's launches differ"
+    both = u.copy(), v.copy()
+    reset()
+    form.run(launches)
+    assert np.array_equal(both[0], u) and np.array_equal(both[1], v), "the generated blocked form differs"
+    del ref, both
     times = interleaved({
         "hand": timed(lambda: steps(_step, u, v, k), setup=reset),
         "sweep": timed(lambda: steps(sweep, u, v, k), setup=reset),
         "blocked": timed(lambda: blocked(u, out, k, tile, C, DT), setup=reset),
+        "gk": timed(gk_steps, setup=reset),
+        "gk_blocked": timed(lambda: form.run(launches), setup=reset),
     }, rounds)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
 def table(sizes: list[int], ks: list[int], threads: list[int], tile: int, rounds: int) -> tuple[list[str], list]:
     lines = ["| state (MiB) | threads | k | hand _step x k (ms) | sweep x k (ms) | blocked k (ms) | "
-             "sweep / blocked | hand / blocked | blocked GB/s (state in + out) |",
-             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "sweep / blocked | hand / blocked | blocked GB/s (state in + out) | gk x k (ms) | gk blocked k (ms) | "
+             "gk x k / gk blocked | gk blocked / blocked |",
+             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     rows = []
     for n in sizes:
         u0 = np.random.default_rng(0).uniform(-0.9, 0.9, n)
@@ -156,9 +188,52 @@ def table(sizes: list[int], ks: list[int], threads: list[int], tile: int, rounds
                 gbs = 2 * n * 8 / m["blocked"] / 1e9
                 lines.append(f"| {n * 8 / 2**20:g} | {nt} | {k} | {m['hand'] * 1e3:.2f} | {m['sweep'] * 1e3:.2f} | "
                              f"{m['blocked'] * 1e3:.2f} | {m['sweep'] / m['blocked']:.2f} | "
-                             f"{m['hand'] / m['blocked']:.2f} | {gbs:.1f} |")
+                             f"{m['hand'] / m['blocked']:.2f} | {gbs:.1f} | {m['gk'] * 1e3:.2f} | "
+                             f"{m['gk_blocked'] * 1e3:.2f} | {m['gk'] / m['gk_blocked']:.2f} | "
+                             f"{m['gk_blocked'] / m['blocked']:.2f} |")
                 print(lines[-1], f"(load {load_average():.2f})", flush=True)
     return lines, rows
+
+
+def loop_table(sizes: list[int], steps: int, snapshots: list[int], rounds: int) -> list[str]:
+    """checkpoint.py's loop (one Allen-Cahn launch per step over ping-pong buffers, E = sum u^2 after it) under
+    `gk.checkpointed_loop(snapshots=s)`: its gradient with the recomputation's launches blocked and with
+    GRADKERN_TEMPORAL=0 (the module flag switched between runs), interleaved; checked bit for bit."""
+    from checkpoint import gradkern_args, program
+
+    import gradkern as gk
+    from gradkern.program import checkpoint as gk_checkpoint
+
+    lines = ["| state (MiB) | steps | snapshots | steps recomputed | launches blocked | gradient, not blocked (s) | "
+             "gradient, blocked (s) | not blocked / blocked |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for n in sizes:
+        u0 = np.random.default_rng(0).uniform(-0.9, 0.9, n)
+        for s in snapshots:
+            f = program(steps, s)
+            kinds = (gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active)
+            got: dict[bool, tuple] = {}
+
+            def gradient(flag: bool, f=f, kinds=kinds, u0=u0, got=got) -> None:
+                gk_checkpoint.TEMPORAL = flag
+                fwd, rev = gk.autodiff_thunk(f, *kinds)
+                args = gradkern_args(u0, C)
+                tape = fwd(*args)
+                dc = rev(*args, tape)[3]
+                loop = next(x for x in tape.steps if x.kernel == "checkpointed_loop")
+                got[flag] = (args[0].dval, args[1].dval, dc, loop.stats)
+
+            for flag in (False, True):
+                gradient(flag)
+            assert all(np.array_equal(a, b) for a, b in zip(got[False][:3], got[True][:3])), "gradients differ"
+            stats = got[True][3]
+            got.clear()
+            times = interleaved({"off": timed(lambda: gradient(False)), "on": timed(lambda: gradient(True))}, rounds)
+            gk_checkpoint.TEMPORAL = True
+            off, on = statistics.median(times["off"]), statistics.median(times["on"])
+            lines.append(f"| {n * 8 / 2**20:g} | {steps} | {s} | {stats.steps_recomputed} | {stats.steps_blocked} | "
+                         f"{off:.2f} | {on:.2f} | {off / on:.2f} |")
+            print(lines[-1], f"(load {load_average():.2f})", flush=True)
+    return lines
 
 
 def main() -> None:
@@ -171,7 +246,13 @@ def main() -> None:
     ap.add_argument("--tile", type=int, default=16384, help="tile points (default 16384: 2 x 128 KiB of scratch)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--write", action="store_true", help="replace this script's section of RESULTS.md")
+    ap.add_argument("--loop", action="store_true", help="a checkpointed loop's gradient with and without blocking")
+    ap.add_argument("--steps", type=int, default=100, help="--loop: the loop's steps")
+    ap.add_argument("--snapshots", type=lambda s: [int(x) for x in s.split(",")], default=[4, 10])
     args = ap.parse_args()
+    if args.loop:
+        loop_table(args.sizes or [2**24], args.steps, args.snapshots, args.rounds)
+        return
     sizes = args.sizes or ([2**14, 2**17] if args.quick else [2**17, 2**21, 2**24, 2**27])
     rounds = 3 if args.quick else args.rounds
     threads = [t for t in args.threads if t <= numba.config.NUMBA_NUM_THREADS]

@@ -61,6 +61,13 @@ class Backend:
     #: on a 2-core AMD EPYC (benchmarks/kernels/batch.py). Where a gather exists and nothing is taped, the groups'
     #: gathers are followed by one fused launch of all lanes (runtime/reverse.py)
     lane_group: int = 0
+    #: prints a temporally blocked step (transforms/temporal.py): a loop of tiles per worker thread, whose
+    #: scratch rows stay in that thread's cache; a GPU would want one tile per thread block (not built)
+    blocks_steps: bool = False
+
+    def workers(self) -> int:
+        """How many threads a launch of this backend runs on (a blocked step's workers)."""
+        return 1
 
     def keeps_interior(self, k: ir.Kernel) -> bool:
         """Whether `k`, split into an interior (`k.interior` set), is worth printing so: every copy of

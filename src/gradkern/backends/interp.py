@@ -24,6 +24,7 @@ class InterpLaunch(LaunchInfo):
 
 class InterpBackend(Backend):
     name = "interp"
+    blocks_steps = True
     # it runs the serial check, and builds the GPU's two-launch form too, so tests compare them
     race_check_forms = ("serial", "parallel")
 

@@ -143,12 +143,17 @@ class NumbaBackend(Backend):
 
     name = "cpu"
     splits_interior = True
+    blocks_steps = True
     private_rows = True
     row_lagged = True
     lane_group = LANE_GROUP
 
     def keeps_interior(self, k: ir.Kernel) -> bool:
         return numba_loops.keeps_interior(k)
+
+    def workers(self) -> int:
+        import numba  # noqa: PLC0415  (Numba loads when a launch first needs it)
+        return numba.get_num_threads()
 
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:

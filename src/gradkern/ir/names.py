@@ -149,4 +149,5 @@ def version(name: str, k: int) -> str:
 
 
 OOB = PASS + "oob"  # the out-of-bounds flag of a bounds-checked kernel (transforms/boundscheck.py)
+TEMPORAL = PASS + "tb_"  # transforms/temporal.py: the blocked kernel's parameters and loop locals
 BOUNDS_INDEX = PASS + "bi_"  # + index type: an index the exact bounds check evaluates only to check it

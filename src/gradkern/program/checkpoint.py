@@ -21,6 +21,7 @@ reruns steps from snapshots), EXHAUSTED once closed. Its parts by role:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -39,7 +40,7 @@ from .contents import Contents
 from .guard import HostWriteGuard
 from .hostcode import unwrap_args
 from .loopstate import TAKEN_DEAD, LoopState
-from .recompute import RecomputedLaunches
+from .recompute import PendingRun, RecomputedLaunches
 from .record import ProgramRecorder, overwritten_whole
 from .rulestep import run_plain
 from .scalars import ActiveScalar
@@ -48,6 +49,9 @@ from .snapshots import Snapshot, SnapshotStore
 from .steps import ProgramStep, reverse_steps
 from .versions import Versions
 
+# GRADKERN_TEMPORAL=0 runs every recomputed launch by itself, never a blocked pass of several
+# (docs/checkpointed-loops.md#temporal-blocking-of-recomputed-steps): for measuring, and as a way back
+TEMPORAL = os.environ.get("GRADKERN_TEMPORAL", "1") != "0"
 # what a host write refused in a recomputed step leaves (docs/checkpointed-loops.md, How it works)
 _RECOMPUTED_WRITE = ("in a step the checkpointed loop recomputed during the program's reverse, which must run as "
                      "its first forward did; the shadows hold a partial gradient")
@@ -103,6 +107,10 @@ class _Untaped(Recorder):
             arrays = [a for a in plain if is_array(a)]
             if not recomputing:
                 loop.found.wants_shadows(loop.outer.shadows, [p.written for p in kernel.ir.params], args)
+        pending = loop.pending  # held launches of a run that this one may continue (recompute.py)
+        continues = pending is not None and pending.continues(kernel, dim, backend, plain)
+        if pending is not None and not continues:
+            pending.flush()
         ours = guard.unlock_settled(arrays) if entry is not None else None
         settled = ours is not None
         if not settled:
@@ -122,7 +130,8 @@ class _Untaped(Recorder):
                 if recomputing:
                     loop.launches.keep(kernel, backend, given, plain, loop.outer.host, call, bound.values,
                                        loop.found.recomputed[-1])
-            run(call, bound)
+            if pending is None or not pending.hold(kernel, dim, backend, plain, bound, arrays, continues):
+                run(call, bound)
         finally:
             if settled:
                 guard.relock_settled(ours, where)
@@ -135,6 +144,8 @@ class _Untaped(Recorder):
         """A rule call of an untaped step: its primal, with the loop's bookkeeping as for a launch."""
         given = unwrap_args(given, f"a call of rule '{rule.name}' in step {self.t} of the checkpointed loop")
         loop = self.loop
+        if loop.pending is not None:
+            loop.pending.flush()
         if loop.mode is Mode.RECORD:
             loop.found.wants_shadows(loop.outer.shadows, [rule.may_write(n) for n in range(len(given))], given)
         if any(isinstance(a, ActiveScalar) for a in given) or any(
@@ -183,6 +194,9 @@ class CheckpointedLoop(LoopHooks):
         self.rebuild = rebuild
         self.stats: ScheduleStats = self.driver.stats
         self.launches = RecomputedLaunches()  # its recomputed launches, as they ran (recompute.py)
+        self.pending: PendingRun | None = None  # while recomputing untaped steps: launches held for a blocked pass
+        self.blocked_forms: dict = {}  # the blocked forms its recomputation asked for (recompute.py)
+        self.blocking_refused: dict[str, str] = {}  # kernel name -> why its launches were not blocked
 
     # -- the program's view (steps.ProgramStep) -------------------------------------------------------------------
     @property
@@ -348,8 +362,15 @@ class CheckpointedLoop(LoopHooks):
     def _advance(self, n0: int, n1: int, tape: bool) -> None:
         self.live = None
         if not tape:
-            for t in range(n0, n1):
-                self._step(t, _Untaped(self, t))
+            if self.mode is Mode.RECOMPUTE and TEMPORAL and n1 - n0 >= 2:
+                self.pending = PendingRun(self.guard, self.blocked_forms, self.blocking_refused, self.stats)
+            try:
+                for t in range(n0, n1):
+                    self._step(t, _Untaped(self, t))
+                if self.pending is not None:
+                    self.pending.flush()
+            finally:
+                self.pending = None
             self.at = n1
             return
         recording_forward = self.mode is Mode.RECORD

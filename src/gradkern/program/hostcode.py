@@ -167,6 +167,14 @@ def _guard() -> Any:
     return getattr(active_recorder(), "guard", None)
 
 
+def _read() -> None:
+    """Host code is about to read a program's array: launches that a checkpointed loop's recomputation holds for
+    a blocked pass run first (recompute.py `PendingRun`), so that it reads what they write."""
+    pending = getattr(getattr(active_recorder(), "loop", None), "pending", None)
+    if pending is not None and pending.launches:
+        pending.flush()
+
+
 # -- the array class fn receives ----------------------------------------------------------------------------------
 
 
@@ -233,6 +241,7 @@ class TrackedArray(np.ndarray):
             self._gk_origin = _origin("an ndarray method", [obj])
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, out: Any = None, **kwargs: Any) -> Any:
+        _read()
         host = tracker()
         op = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
         arrays = _arrays_in(inputs)
@@ -245,6 +254,7 @@ class TrackedArray(np.ndarray):
         return _result(r, arrays, op, host)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        _read()
         name = func.__name__
         if name == "copy" and args and isinstance(args[0], TrackedArray):
             return args[0].copy()
@@ -261,6 +271,7 @@ class TrackedArray(np.ndarray):
         return _result(r, arrays, op, host)
 
     def __getitem__(self, key: Any) -> Any:
+        _read()
         return _result(plain(self)[plain(key)], [self], "indexing with an index array", tracker())
 
     # -- copies: launches, so that they are differentiated ---------------------------------------------------------
@@ -277,6 +288,7 @@ class TrackedArray(np.ndarray):
         return self._copied("ndarray.astype", dtype, "C" if order in ("K", "A") else order)
 
     def _copied(self, op: str, dtype: Any, order: str) -> Any:
+        _read()
         src = plain(self)
         host = tracker()
         rec = active_recorder()
@@ -294,6 +306,7 @@ class TrackedArray(np.ndarray):
         self[...] = value
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        _read()
         host = tracker()
         if host is None or active_recorder() is None:
             np.ndarray.__setitem__(plain(self), key, plain(value))
@@ -312,6 +325,7 @@ class TrackedArray(np.ndarray):
         _write(host, "an assignment", target, value)
 
     def __repr__(self) -> str:
+        _read()
         return repr(plain(self))
 
 

@@ -31,7 +31,9 @@ from typing import Any
 import numpy as np
 
 from ..annotations import Const
+from ..runtime import blocked
 from ..runtime.arrays import is_array
+from ..runtime.launch import run
 from .hostcode import TrackedArray
 from .replay import MAX_REPLAYS, replay_key
 from .scalars import ActiveScalar
@@ -108,3 +110,97 @@ class RecomputedLaunches:
         if len(self.entries) >= MAX_REPLAYS:
             self.entries.clear()
         self.entries[replay_key(kernel, backend, given)] = _Launch(given, call, signature)
+
+
+class PendingRun:
+    """A run of recomputed launches held back to run as one temporally blocked pass
+    (docs/checkpointed-loops.md#temporal-blocking-of-recomputed-steps): consecutive launches of one kernel over
+    one domain, each with the previous one's two buffers swapped (the one it reads is the one the previous
+    launch wrote; same dtype, shape and strides, so the same signature) and every other argument the same
+    object or value. The program sees only launches and their arrays; whether the kernel has a blocked form
+    the runtime asks the pipeline (runtime/blocked.py), which proves the kernel a pure stencil step or refuses
+    it. A launch whose NumPy arrays are all smaller than MIN_BYTES is never held.
+
+    Before a launch's arrays are unlocked, `continues` says whether it continues the run; if not, the caller
+    `flush`es what is held (through the blocked form where the run is long enough, the form exists and the
+    state is large enough, `BlockedStep.pays`; else one by one). After the launch is prepared, `hold` keeps it
+    or says to run it now. What is held runs before anything else can write or read the buffers through a
+    launch: the next launch that does not continue the run, a rule call, and the end of the schedule's advance
+    (checkpoint.py). Host code of the steps between the held launches would see older contents: the page
+    above says so."""
+
+    def __init__(self, guard: Any, forms: dict, refused: dict, stats: Any):
+        self.guard, self.forms, self.refused, self.stats = guard, forms, refused, stats
+        self.last: tuple = ()  # (kernel, dim, backend, plain values) of the last launch held
+        self.launches: list = []  # Bound objects, in order
+        self.arrays: list = []  # each launch's arrays, for the guard
+        self.pair: tuple[int, int] | None = None  # (read, written) positions, once two launches are held
+
+    def continues(self, kernel: Any, dim: Any, backend: Any, plain: tuple) -> bool:
+        """Whether this launch continues the run held (class doc)."""
+        if not self.launches:
+            return False
+        k, d, be, before = self.last
+        if kernel is not k or dim != d or backend != be or len(plain) != len(before):
+            return False
+        moved = _moved(plain, before)
+        if len(moved) != 2 or any(not isinstance(plain[n], np.ndarray) for n in moved):
+            return False
+        p, q = moved
+        a, b = plain[p], plain[q]
+        if a is not before[q] or b is not before[p] or (a.dtype, a.shape, a.strides) != (b.dtype, b.shape, b.strides):
+            return False
+        params = kernel.ir.params
+        if params[p].written == params[q].written:  # one buffer read, the other written
+            return False
+        pair = (q, p) if params[p].written else (p, q)
+        return self.pair is None or pair == self.pair
+
+    def hold(self, kernel: Any, dim: Any, backend: Any, plain: tuple, bound: Any, arrays: list,
+             continues: bool) -> bool:
+        """Keep the prepared launch `bound` (True), or leave it to the caller to run now (False)."""
+        if continues:
+            before = self.last[3]
+            p, q = _moved(plain, before)
+            self.pair = (q, p) if kernel.ir.params[p].written else (p, q)
+        elif self.launches or not any(isinstance(a, np.ndarray) and a.nbytes >= blocked.MIN_BYTES for a in arrays):
+            return False  # a device array's launches are not blocked (runtime/blocked.py): never held
+        self.last = (kernel, dim, backend, plain)
+        self.launches.append(bound)
+        self.arrays.append(arrays)
+        return True
+
+    def flush(self) -> None:
+        """Run what is held (class doc) and hold nothing."""
+        launches, arrays, self.launches, self.arrays = self.launches, self.arrays, [], []
+        pair, self.pair, kernel, self.last = self.pair, None, self.last[0] if self.last else None, ()
+        if not launches:
+            return
+        form = self._form(kernel, launches[0], pair) if len(launches) >= blocked.MIN_LAUNCHES else None
+        seen = {id(a): a for group in arrays for a in group}
+        ours = self.guard.unlock(list(seen.values()), f"before recomputed launches of kernel '{kernel.name}'")
+        try:
+            if form is not None and form.pays(launches[0]):
+                form.run(launches)
+                self.stats.steps_blocked += len(launches)
+            else:
+                for bound in launches:
+                    run(bound.call, bound)
+        finally:
+            self.guard.relock(ours)
+
+    def _form(self, kernel: Any, first: Any, pair: tuple[int, int]) -> Any:
+        key = (id(first.call), pair)
+        hit = self.forms.get(key)
+        if hit is None or hit[0] is not first.call:
+            hit = self.forms[key] = (first.call, blocked.blocked_step(kernel, first, *pair))
+        if isinstance(hit[1], str):
+            self.refused[kernel.name] = hit[1]
+            return None
+        return hit[1]
+
+
+def _moved(plain: tuple, before: tuple) -> list[int]:
+    """The positions where two launches' values differ: arrays by identity, scalars by type and value."""
+    return [n for n, (a, b) in enumerate(zip(plain, before))
+            if a is not b and (isinstance(a, np.ndarray) or type(a) is not type(b) or not a == b)]

@@ -250,6 +250,7 @@ class ScheduleStats:
     nsteps: int
     steps_advanced: int = 0  # forward steps run, the first forward included
     steps_reversed: int = 0
+    steps_blocked: int = 0  # recomputed launches run through temporally blocked passes (recompute.py)
     snapshots_held: int = 0
     peak_snapshots: int = 0
     peak_ram_bytes: int = 0
