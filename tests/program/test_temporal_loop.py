@@ -59,9 +59,19 @@ def test_small_states_are_never_held(monkeypatch):
     assert loop.stats.steps_blocked == 0 and not loop.blocking_refused
 
 
-def test_host_code_reading_the_state_sees_what_held_launches_write(monkeypatch):
-    """A step whose host code reads the state (a sum, through the TrackedArray it was given) makes the held
-    launches run first: every recomputed step sees the values it saw in the first forward."""
+READS = {  # host code reading the state through the TrackedArray a step was given, each way NumPy offers
+    "sum": lambda a: float(a.sum()), "element": lambda a: float(a[3]), "item": lambda a: a.item(3),
+    "tolist": lambda a: a.tolist()[3], "argmax": lambda a: int(a.argmax()), "iter": lambda a: float(next(iter(a))),
+    "flatten": lambda a: float(np.ndarray.__getitem__(a.flatten(), 2)), "dot": lambda a: float(a.dot(a)),
+    "str": lambda a: str(a), "tobytes": lambda a: a.tobytes()[:16], "astype": lambda a: int(a.astype(int).sum()),
+}
+
+
+@pytest.mark.parametrize("read", READS)
+def test_host_code_reading_the_state_sees_what_held_launches_write(read, monkeypatch):
+    """A step whose host code reads the state (through the TrackedArray it was given: a ufunc, indexing, or an
+    ndarray method that reads values) makes the held launches run first: every recomputed step sees the values
+    it saw in the first forward."""
     monkeypatch.setattr(blocked, "MIN_BYTES", 0)
     n, nsteps = 33, 24
 
@@ -69,7 +79,7 @@ def test_host_code_reading_the_state_sees_what_held_launches_write(monkeypatch):
         def program(u, v, E, c, k):
             def step(t):
                 a, b = (u, v) if t % 2 == 0 else (v, u)
-                seen.append(float(a.sum()))
+                seen.append(READS[read](a))
                 gk.launch(allen_cahn_step, n, a, b, c, 0.01)
             gk.checkpointed_loop(step, k, snapshots=2)
             gk.launch(checkpoint_energy, n, u, E)
@@ -147,3 +157,25 @@ def test_a_refused_step_runs_one_launch_at_a_time(monkeypatch):
 def checkpoint_energy(u, E):
     i = gk.tid()
     gk.atomic_add(E, 0, u[i] * u[i])
+
+
+def test_launches_on_arrays_fn_was_not_given_are_never_held(monkeypatch):
+    """A step launching on a plain array (one captured, not given to fn) is not held: its host reads would not
+    be seen (docs/checkpointed-loops.md#temporal-blocking-of-recomputed-steps)."""
+    monkeypatch.setattr(blocked, "MIN_BYTES", 0)
+    n, nsteps = 33, 24
+    w = np.zeros(n)
+
+    def program(u, v, E, c, k):
+        def step(t):
+            if t % 2 == 0:
+                gk.launch(allen_cahn_step, n, u, w, c, 0.01)
+            else:
+                gk.launch(allen_cahn_step, n, w, u, c, 0.01)
+        gk.checkpointed_loop(step, k, snapshots=2)
+        gk.launch(checkpoint_energy, n, u, E)
+    args = args_for("heat_ping_pong", n, nsteps)
+    fwd, rev = gk.autodiff_thunk(program, gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
+    tape = fwd(*args)
+    rev(*args, tape)
+    assert loop_entry(tape).stats.steps_blocked == 0

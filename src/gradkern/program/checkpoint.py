@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+import numpy as np
 from checkpoint_schedules import StorageType
 
 from ..errors import ProgramError
@@ -38,7 +39,7 @@ from ..runtime.launch import run
 from .budget import BudgetSchedule, Plan
 from .contents import Contents
 from .guard import HostWriteGuard
-from .hostcode import unwrap_args
+from .hostcode import TrackedArray, unwrap_args
 from .loopstate import TAKEN_DEAD, LoopState
 from .recompute import PendingRun, RecomputedLaunches
 from .record import ProgramRecorder, overwritten_whole
@@ -108,6 +109,11 @@ class _Untaped(Recorder):
             if not recomputing:
                 loop.found.wants_shadows(loop.outer.shadows, [p.written for p in kernel.ir.params], args)
         pending = loop.pending  # held launches of a run that this one may continue (recompute.py)
+        # only launches on the arrays fn was given (TrackedArrays, whose host reads run what is held first) are
+        # held: a plain array's reads are not seen (docs/checkpointed-loops.md#temporal-blocking-of-recomputed-steps)
+        if pending is not None and any(isinstance(a, np.ndarray) and not isinstance(a, TrackedArray) for a in given):
+            pending.flush()
+            pending = None
         continues = pending is not None and pending.continues(kernel, dim, backend, plain)
         if pending is not None and not continues:
             pending.flush()

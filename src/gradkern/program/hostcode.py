@@ -280,6 +280,7 @@ class TrackedArray(np.ndarray):
 
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> Any:
+        _read()
         dtype = np.dtype(dtype)
         if dtype == self.dtype and not copy:
             return self
@@ -327,6 +328,26 @@ class TrackedArray(np.ndarray):
     def __repr__(self) -> str:
         _read()
         return repr(plain(self))
+
+
+def _reading(name: str) -> Any:
+    """ndarray's method `name`, run after what a recomputation holds (`_read`): it reads the values."""
+    method = getattr(np.ndarray, name)
+
+    def read(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _read()
+        return method(self, *args, **kwargs)
+    read.__name__ = read.__qualname__ = name
+    return read
+
+
+# the methods that read values without a ufunc or a NumPy function (those come through __array_ufunc__ and
+# __array_function__); `view` is not one (plain() makes the launches' views with it)
+for _name in ("item", "tolist", "tobytes", "tofile", "argmax", "argmin", "argsort", "argpartition", "nonzero",
+              "searchsorted", "dot", "flatten", "ravel", "__iter__", "__contains__", "__float__", "__int__",
+              "__bool__", "__index__", "__complex__", "__str__", "__format__", "__copy__", "__deepcopy__",
+              "__reduce__", "__reduce_ex__"):
+    setattr(TrackedArray, _name, _reading(_name))
 
 
 def _view_key(key: Any) -> Any:
