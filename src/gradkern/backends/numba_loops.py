@@ -28,6 +28,7 @@ from .numba_syntax import (
     PrivatizedSyntax,
     private_sums,
     spill_function,
+    unsigned_copies,
 )
 from .printer import Printer
 
@@ -327,7 +328,7 @@ class LoopPrinter:
         first = self.firsts[id(body)]
         own_prologue = tuple(a for a in self.zeros if a.name in reads and a.name not in first)
         if not self.outlines[id(body)]:
-            p.block(own_prologue + body, depth)
+            self._unsigned_body(p, own_prologue + body, depth)
             return p.lines
         private_args = ["_gkb_c", *(["_gkb_s"] if self.shared else []), *[f"_gkb_priv_{a}" for a in self.copied]] \
             if isinstance(syntax, PrivatizedSyntax) else []
@@ -335,7 +336,7 @@ class LoopPrinter:
         args = ", ".join(self.thread_args + private_args + self.params)
         if not any(line.startswith(f"def {name}(") for line in self.outlined):
             f = Printer(syntax)
-            f.block(own_prologue + body, 1)
+            self._unsigned_body(f, own_prologue + body, 1)
             self.outlined.extend(["", "", "@_gk_njit(cache=True, error_model='numpy', "
                                   f"boundscheck={self.options.boundscheck})", f"def {name}({args}):", *f.lines])
         # the indices pass as int64: Numba types the call twice, in the entry before its parfor pass and in
@@ -346,6 +347,15 @@ class LoopPrinter:
             (self.thread_args + private_args)[indices:] + self.params
         p.line(depth, f"{name}({', '.join(call)})")
         return p.lines
+
+    def _unsigned_body(self, p: Printer, body: tuple[ir.Stmt, ...], depth: int) -> None:
+        """`body` printed with unsigned copies of its index names (numba_syntax.unsigned_copies), tids' first."""
+        p.sx.copies = unsigned_copies(body, frozenset(self.params), p.sx.tid)
+        try:
+            p.lines += [p.sx.indent * depth + text for t in self.thread_args for text in p.sx.defined(t)]
+            p.block(body, depth)
+        finally:
+            p.sx.copies = frozenset()
 
     def _rows_open(self, p: Printer, d: int) -> None:
         """The register accumulators of the owned targets (`_row_accumulators`), zeroed for this outer index."""

@@ -7,6 +7,7 @@ plainly). backends/numba_loops.py prints kernels with them."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 from ..ir import nodes as ir
 from ..ir.ops import FUNCTIONS, Op
@@ -56,6 +57,32 @@ def unsigned(index: str) -> str:
     return index if index.isdigit() else f"_gk_uint64({index})"
 
 
+def unsigned_copy(name: str) -> str:
+    """The local that holds `_gk_uint64(name)` where the printer keeps one (`NumbaSyntax.copies`)."""
+    return f"_gkb_u_{name}"
+
+
+def unsigned_copies(body: tuple[ir.Stmt, ...], params: frozenset[str], tid: str) -> frozenset[str]:
+    """The names in a thread body that keep an unsigned copy (`NumbaSyntax.copies`): each local that is an
+    array index by itself more often than it is defined (assigned, or a loop's variable), and each thread
+    index (printed `tid.format(axis)`) that is one at least twice. Every index is cast (`unsigned`); one
+    that is a bare name then reads the copy, cast once where the name is defined, instead of a cast of
+    its own: the same values with fewer casts for Numba's typing and IR passes
+    (docs/performance.md#one-cast-per-definition-not-per-index). Parameters keep a cast per index:
+    one read before its first definition in the body would have no copy."""
+    uses: Counter = Counter()
+    defs: Counter = Counter()
+    for s in ir.walk_stmts(body):
+        if isinstance(s, (ir.Assign, ir.For)):
+            defs[s.name if isinstance(s, ir.Assign) else s.var] += 1
+        indexed = [x.indices for e in ir.stmt_exprs(s) for x in ir.walk_expr(e) if isinstance(x, ir.Load)]
+        indexed += [s.indices] if isinstance(s, (ir.Store, ir.AtomicAdd)) else []
+        uses.update(i.name if isinstance(i, ir.Var) else tid.format(i.axis)
+                    for ix in indexed for i in ix if isinstance(i, (ir.Var, ir.Tid)))
+    tids = {tid.format(a) for a in range(3)}
+    return frozenset(n for n, c in uses.items() if (c >= 2 if n in tids else c > defs[n] > 0 and n not in params))
+
+
 # ir.InBounds: an index outside [0, n) records the access and the thread (the first one wins; one
 # int64 store, so a racing store from another thread cannot mix its fields in) and becomes 0.
 # Inlined by Numba (inline='always', in its IR, before typing) only in a kernel of at most
@@ -77,6 +104,17 @@ class NumbaSyntax(Syntax):
     def __init__(self, launch_ndim: int = 1):
         super().__init__(ops=PY_OPS, empty_block="pass", tid="_gkb_t{0}")
         self.launch_ndim = launch_ndim
+        # the names (locals, thread indices) of the body being printed that keep an unsigned copy, defined
+        # after each of their definitions and read by every index that is the bare name: one cast per
+        # definition instead of one per index (`unsigned_copies`; empty outside a thread body)
+        self.copies: frozenset[str] = frozenset()
+
+    def unsigned(self, index: str) -> str:
+        """`unsigned(index)`, read from its unsigned copy where the body keeps one."""
+        return unsigned_copy(index) if index in self.copies else unsigned(index)
+
+    def defined(self, name: str) -> list[str]:
+        return [f"{unsigned_copy(name)} = _gk_uint64({name})"] if name in self.copies else []
 
     def copy(self, name: str, value: str, is_int: bool) -> str:
         # m = int64(i), not m = i: Numba's parfor pass refuses a later write to a
@@ -102,7 +140,7 @@ class NumbaSyntax(Syntax):
         return f"bool({operand})" if dst.is_bool else f"_gk_{dst.name}({operand})"
 
     def index(self, array: str, indices: list[str]) -> str:
-        return f"{array}[{', '.join(unsigned(i) for i in indices)}]"
+        return f"{array}[{', '.join(map(self.unsigned, indices))}]"
 
     def apply(self, e: ir.Apply, args: list[str]) -> str | None:
         base, expo = (e.args + (None,))[:2]
@@ -172,14 +210,14 @@ class PrivatizedSyntax(NumbaSyntax):
         return f"{acc} = _gkb_radd({acc}, {value})"
 
     def atomic_index(self, array: str, indices: list[str]) -> str:
-        return f"_gkb_priv_{array}[{', '.join(['_gkb_c', *map(unsigned, indices)])}]"
+        return f"_gkb_priv_{array}[{', '.join(['_gkb_c', *map(self.unsigned, indices)])}]"
 
     def atomic(self, array: str, indices: list[str], value: str) -> str:
         acc = self.accumulators.get((array, tuple(indices)))
         return self.reassociated(acc, value) if acc is not None else super().atomic(array, indices, value)
 
     def shared_index(self, array: str, indices: list[str]) -> str:
-        return f"_gkb_pb_{array}[{', '.join(['_gkb_s', *map(unsigned, indices)])}]"
+        return f"_gkb_pb_{array}[{', '.join(['_gkb_s', *map(self.unsigned, indices)])}]"
 
     def atomic_stmt(self, s: ir.AtomicAdd, indices: list[str], value: str) -> str:
         if s.array in self.spill:

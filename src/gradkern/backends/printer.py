@@ -55,6 +55,11 @@ class Syntax:
         """`name = value` where value is another local."""
         return self.assign.format(name, value)
 
+    def defined(self, name: str) -> list[str]:
+        """Statements printed right after each definition of the local `name` (an assignment, at the top of a
+        loop over it): none here (the Numba printer keeps an unsigned copy of some indices)."""
+        return []
+
     def atomic_index(self, array: str, indices: list[str]) -> str:
         """The element an atomic add updates (a backend may redirect it)."""
         return self.index(array, indices)
@@ -141,10 +146,14 @@ class Printer:
             self.line(depth, sx.empty_block)
         end = sx.statement_end
         for s in body:
-            if isinstance(s, ir.Assign) and isinstance(s.value, ir.Var):
-                self.line(depth, sx.copy(sx.name(s.name), sx.name(s.value.name), s.value.type.is_int) + end)
-            elif isinstance(s, ir.Assign):
-                self.line(depth, sx.assign.format(sx.name(s.name), self.expr(s.value)) + end)
+            if isinstance(s, ir.Assign):
+                name = sx.name(s.name)
+                if isinstance(s.value, ir.Var):
+                    self.line(depth, sx.copy(name, sx.name(s.value.name), s.value.type.is_int) + end)
+                else:
+                    self.line(depth, sx.assign.format(name, self.expr(s.value)) + end)
+                for text in sx.defined(name):
+                    self.line(depth, text + end)
             elif isinstance(s, ir.Store):
                 for text in sx.store_lines(s, [self.expr(i) for i in s.indices], self.expr(s.value)):
                     self.line(depth, text + end)
@@ -162,6 +171,8 @@ class Printer:
                 bounds = (self.expr(s.start), self.expr(s.stop), self.expr(s.step))
                 for text in sx.for_open(sx.name(s.var), *bounds, s.step):
                     self.line(depth, text)
+                for text in sx.defined(sx.name(s.var)):
+                    self.line(depth + 1, text + end)
                 self.block(s.body, depth + 1)
                 if sx.block_close:
                     self.line(depth, sx.block_close)

@@ -20,15 +20,17 @@ def allen_cahn_step_1d(_gkb_n0, u, un, c, dt):
         for _gkb_e0 in range(_gkb_w0):
             _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
             i = _gkb_t0
+            _gkb_u_i = _gk_uint64(i)
             if ((i == 0) or (i == (u.shape[0] - 1))):
-                un[_gk_uint64(i)] = u[_gk_uint64(i)]
+                un[_gkb_u_i] = u[_gkb_u_i]
             else:
-                ui = u[_gk_uint64(i)]
-                un[_gk_uint64(i)] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
+                ui = u[_gkb_u_i]
+                un[_gkb_u_i] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
     for _gkb_t0 in _gk_prange(1, _gkb_hi0):
         i = _gkb_t0
-        ui = u[_gk_uint64(i)]
-        un[_gk_uint64(i)] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
+        _gkb_u_i = _gk_uint64(i)
+        ui = u[_gkb_u_i]
+        un[_gkb_u_i] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
     return _gkb_w0 <= 256
 
 
@@ -41,15 +43,17 @@ def allen_cahn_step_1d_serial(_gkb_n0, u, un, c, dt):
         for _gkb_e0 in range(_gkb_w0):
             _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
             i = _gkb_t0
+            _gkb_u_i = _gk_uint64(i)
             if ((i == 0) or (i == (u.shape[0] - 1))):
-                un[_gk_uint64(i)] = u[_gk_uint64(i)]
+                un[_gkb_u_i] = u[_gkb_u_i]
             else:
-                ui = u[_gk_uint64(i)]
-                un[_gk_uint64(i)] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
+                ui = u[_gkb_u_i]
+                un[_gkb_u_i] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
     for _gkb_t0 in _gk_prange(1, _gkb_hi0):
         i = _gkb_t0
-        ui = u[_gk_uint64(i)]
-        un[_gk_uint64(i)] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
+        _gkb_u_i = _gk_uint64(i)
+        ui = u[_gkb_u_i]
+        un[_gkb_u_i] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
     return _gkb_w0 <= 256
 
 
@@ -61,8 +65,9 @@ def allen_cahn_step_1d_edges(_gkb_n0, u, un, c, dt):
     for _gkb_e0 in _gk_prange(_gkb_w0):
         _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
         i = _gkb_t0
+        _gkb_u_i = _gk_uint64(i)
         if ((i == 0) or (i == (u.shape[0] - 1))):
-            un[_gk_uint64(i)] = u[_gk_uint64(i)]
+            un[_gkb_u_i] = u[_gkb_u_i]
         else:
-            ui = u[_gk_uint64(i)]
-            un[_gk_uint64(i)] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))
+            ui = u[_gkb_u_i]
+            un[_gkb_u_i] = ((ui + (c * ((u[_gk_uint64((i - 1))] - (_gk_float32(2.0) * ui)) + u[_gk_uint64((i + 1))]))) + (dt * (ui - (ui ** 3))))

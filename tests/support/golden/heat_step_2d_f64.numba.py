@@ -25,15 +25,19 @@ def heat_step_2d_2d(_gkb_n0, _gkb_n1, u, un, c):
         for _gkb_e1 in range(_gkb_w1):
             _gkb_t1 = _gk_int64(_gkb_e1) if _gkb_e1 < _gkb_lo1 else _gk_int64(_gkb_e1) + (_gkb_hi1 - _gkb_lo1)
             i = _gkb_t0
+            _gkb_u_i = _gk_uint64(i)
             j = _gkb_t1
+            _gkb_u_j = _gk_uint64(j)
             if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
-                un[_gk_uint64(i), _gk_uint64(j)] = u[_gk_uint64(i), _gk_uint64(j)]
+                un[_gkb_u_i, _gkb_u_j] = u[_gkb_u_i, _gkb_u_j]
             else:
-                un[_gk_uint64(i), _gk_uint64(j)] = (u[_gk_uint64(i), _gk_uint64(j)] + (c * ((((u[_gk_uint64((i - 1)), _gk_uint64(j)] + u[_gk_uint64((i + 1)), _gk_uint64(j)]) + u[_gk_uint64(i), _gk_uint64((j - 1))]) + u[_gk_uint64(i), _gk_uint64((j + 1))]) - (4.0 * u[_gk_uint64(i), _gk_uint64(j)]))))
+                un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[_gk_uint64((i - 1)), _gkb_u_j] + u[_gk_uint64((i + 1)), _gkb_u_j]) + u[_gkb_u_i, _gk_uint64((j - 1))]) + u[_gkb_u_i, _gk_uint64((j + 1))]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
         for _gkb_t1 in range(1, _gkb_hi1):
             i = _gkb_t0
+            _gkb_u_i = _gk_uint64(i)
             j = _gkb_t1
-            un[_gk_uint64(i), _gk_uint64(j)] = (u[_gk_uint64(i), _gk_uint64(j)] + (c * ((((u[_gk_uint64((i - 1)), _gk_uint64(j)] + u[_gk_uint64((i + 1)), _gk_uint64(j)]) + u[_gk_uint64(i), _gk_uint64((j - 1))]) + u[_gk_uint64(i), _gk_uint64((j + 1))]) - (4.0 * u[_gk_uint64(i), _gk_uint64(j)]))))
+            _gkb_u_j = _gk_uint64(j)
+            un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[_gk_uint64((i - 1)), _gkb_u_j] + u[_gk_uint64((i + 1)), _gkb_u_j]) + u[_gkb_u_i, _gk_uint64((j - 1))]) + u[_gkb_u_i, _gk_uint64((j + 1))]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
 
 
 @_gk_njit(parallel=False, cache=True, error_model='numpy', boundscheck=False)
@@ -50,12 +54,16 @@ def heat_step_2d_2d_serial(_gkb_n0, _gkb_n1, u, un, c):
         for _gkb_e1 in range(_gkb_w1):
             _gkb_t1 = _gk_int64(_gkb_e1) if _gkb_e1 < _gkb_lo1 else _gk_int64(_gkb_e1) + (_gkb_hi1 - _gkb_lo1)
             i = _gkb_t0
+            _gkb_u_i = _gk_uint64(i)
             j = _gkb_t1
+            _gkb_u_j = _gk_uint64(j)
             if ((((i == 0) or (j == 0)) or (i == (u.shape[0] - 1))) or (j == (u.shape[1] - 1))):
-                un[_gk_uint64(i), _gk_uint64(j)] = u[_gk_uint64(i), _gk_uint64(j)]
+                un[_gkb_u_i, _gkb_u_j] = u[_gkb_u_i, _gkb_u_j]
             else:
-                un[_gk_uint64(i), _gk_uint64(j)] = (u[_gk_uint64(i), _gk_uint64(j)] + (c * ((((u[_gk_uint64((i - 1)), _gk_uint64(j)] + u[_gk_uint64((i + 1)), _gk_uint64(j)]) + u[_gk_uint64(i), _gk_uint64((j - 1))]) + u[_gk_uint64(i), _gk_uint64((j + 1))]) - (4.0 * u[_gk_uint64(i), _gk_uint64(j)]))))
+                un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[_gk_uint64((i - 1)), _gkb_u_j] + u[_gk_uint64((i + 1)), _gkb_u_j]) + u[_gkb_u_i, _gk_uint64((j - 1))]) + u[_gkb_u_i, _gk_uint64((j + 1))]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
         for _gkb_t1 in range(1, _gkb_hi1):
             i = _gkb_t0
+            _gkb_u_i = _gk_uint64(i)
             j = _gkb_t1
-            un[_gk_uint64(i), _gk_uint64(j)] = (u[_gk_uint64(i), _gk_uint64(j)] + (c * ((((u[_gk_uint64((i - 1)), _gk_uint64(j)] + u[_gk_uint64((i + 1)), _gk_uint64(j)]) + u[_gk_uint64(i), _gk_uint64((j - 1))]) + u[_gk_uint64(i), _gk_uint64((j + 1))]) - (4.0 * u[_gk_uint64(i), _gk_uint64(j)]))))
+            _gkb_u_j = _gk_uint64(j)
+            un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[_gk_uint64((i - 1)), _gkb_u_j] + u[_gk_uint64((i + 1)), _gkb_u_j]) + u[_gkb_u_i, _gk_uint64((j - 1))]) + u[_gkb_u_i, _gk_uint64((j + 1))]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
