@@ -116,7 +116,17 @@ class SavePool:
         return freed
 
 
-_UNUSED = 3  # references to a kept array nothing uses: the pool's list, the loop's name, getrefcount's argument
+def _unused_references() -> int:
+    """The references a kept array has when nothing uses it, as this interpreter counts them: the pool's list, the
+    loop's name and getrefcount's argument are 3 on CPython up to 3.13, and later versions may count borrowed
+    references differently, so `leased` compares with a count taken the way it takes its own."""
+    kept = [np.empty(1)]
+    for out in kept:
+        return sys.getrefcount(out)
+    raise AssertionError("unreachable")
+
+
+_UNUSED = _unused_references()
 
 
 POOL = SavePool(_default_limit())
