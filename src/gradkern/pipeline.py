@@ -214,7 +214,8 @@ def _gather(w: Work) -> None:
     if folded is not None:
         w.gather = folded
         w.kernels["fused"] = without_folded(w.kernels["fused"], folded, accumulators)
-        w.notes += f"; the reverse folded in: clears {', '.join(folded.folded) or 'nothing'}, sums its Active scalars"
+        w.notes += (f"; the reverse folded in: clears {', '.join(folded.folded) or 'nothing'}, updates "
+                    f"{', '.join(folded.stores_kept) or 'nothing'} in its own copy, sums its Active scalars")
     w.kernels["gather"] = w.gather.kernel
     if w.gather.unrolled is not None and TWIN:  # its interior printed on the CPU (docs/adjoint-forms.md, section 7)
         w.kernels[UNROLLED] = w.gather.unrolled

@@ -8,7 +8,7 @@ import pytest
 import gradkern as gk
 import gradkern.pipeline as pipeline
 from gradkern.backends import numba_plan
-from gradkern.kernels import allen_cahn_step, allen_cahn_step_2d, heat_step_3d
+from gradkern.kernels import allen_cahn_step, allen_cahn_step_2d, heat_step_3d, wave_step_2d
 from gradkern.runtime.call import prepare
 from gradkern.testing import check_grad
 
@@ -234,3 +234,73 @@ def test_vector_mode_folds_each_lane():
         du, dun = np.zeros(n), seeds[lane].copy()
         one = gk.autodiff(kernel, gk.Duplicated(u, du), gk.Duplicated(np.zeros(n), dun), gk.Active(0.2), 0.01)
         assert np.array_equal(du, dus[lane]) and not duns[lane].any() and got[2][lane] == one[2]
+
+
+def _wave(shape):
+    def make():
+        rng = np.random.default_rng(9)
+        up, u, vel = (rng.standard_normal(shape) for _ in range(3))
+        dup_, du, dun, dvel = (rng.standard_normal(shape) for _ in range(4))
+        return (gk.Duplicated(up, dup_), gk.Duplicated(u, du), gk.Duplicated(np.zeros(shape), dun),
+                gk.Duplicated(vel, dvel), gk.Const(0.1)), (dup_, du, dun, dvel)
+    return make
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 2), (6, 5), (17, 9)])
+@pytest.mark.parametrize("chunks", [None, 3, 0])
+def test_wave_step_folds_its_thread_own_adds(monkeypatch, shape, chunks):
+    """wave_step_2d's reverse adds into d_u_prev and d_vel at the thread's own element (plain adds) beside
+    clearing d_u_next: the gather's own copy makes those adds (transforms/fold.py), no reverse launch follows,
+    and every shadow is bit for bit the plan before's."""
+    _chunks(monkeypatch, chunks)
+    kernel, after = _against_before(monkeypatch, wave_step_2d, _wave(shape))
+    assert all(not shadows[2].any() for shadows, _ in after)
+    rng = np.random.default_rng(2)
+    check_grad(kernel, *(gk.Duplicated(rng.standard_normal(shape), np.zeros(shape)) for _ in range(4)),
+               gk.Const(0.1))
+
+
+def test_wave_step_own_adds_by_coefficients_within_their_bound(monkeypatch):
+    """With the interior by its coefficients (docs/adjoint-forms.md, section 11) d_u_prev's add (a negation)
+    is exact and d_vel's, 2 c v g lap as two products summed, is reassociated: within 2 γ_8 S of the replayed
+    one, S = |dvel| + 2 |c v g lap| (each form within γ_K S of the exact value, K = 8 bounding the roundings
+    along a path and the terms added: Higham (3.4), (4.4))."""
+    shape = (33, 17)
+    make = _wave(shape)
+    out = {}
+    for coefficients in (False, True):
+        monkeypatch.setattr(pipeline, "COEFFICIENTS", coefficients)
+        args, shadows = make()
+        gk.autodiff(_fresh(wave_step_2d), *args)
+        out[coefficients] = [s.copy() for s in shadows]
+    (dup_old, _, _, dvel_old), (dup_new, _, _, dvel_new) = out[False], out[True]
+    assert np.array_equal(dup_old, dup_new)
+    args, shadows = make()
+    u, vel, g, dvel = args[1].val, args[3].val, shadows[2], shadows[3]
+    lap = np.zeros(shape)
+    lap[1:-1, 1:-1] = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4.0 * u[1:-1, 1:-1]
+    s = np.abs(dvel) + 2 * np.abs(0.1 * vel * g * lap)
+    k = 8
+    assert np.all(np.abs(dvel_new - dvel_old) <= 2 * (k * 2.0**-53 / (1 - k * 2.0**-53)) * s)
+
+
+def inplace_from_neighbour(u, q, un):
+    i = gk.tid()  # q's adjoint is read by the neighbour's copy (d_u[i - 1] needs it) and updated in place
+    if i >= 1:
+        un[i] = u[i - 1] * u[i]
+        q[i] = q[i] * u[i - 1]
+    else:
+        un[i] = u[i]
+
+
+def test_an_own_shadow_a_neighbours_copy_reads_keeps_the_reverse():
+    """The own copy may update an own shadow only where no other copy of the gather reads it: here thread
+    i + 1's copy reads d_q[i + 1] for d_u[i], so the fold is refused and the reverse launch stays."""
+    kernel = gk.kernel(inplace_from_neighbour)
+    n = 11
+    rng = np.random.default_rng(12)
+    args = (gk.Duplicated(rng.standard_normal(n), np.zeros(n)), gk.Duplicated(rng.standard_normal(n), np.zeros(n)),
+            gk.Duplicated(np.zeros(n), np.zeros(n)))
+    assert gk.inspect(kernel, *args, mode=gk.Reverse).adjoint_forms["u"] == "gather"
+    assert _runs(kernel, args)[1][-1] == "reverse"
+    check_grad(kernel, *args)

@@ -34,6 +34,7 @@ from dataclasses import replace
 from ..ir import build as b
 from ..ir import names
 from ..ir import nodes as ir
+from ..ir.indices import indices
 from ..ir.names import GATHER_EXTENT
 from ..ir.rewrite import rename_locals, with_blocks
 from ..ir.types import I64
@@ -71,15 +72,42 @@ def _merged(body: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
     return tuple(out)
 
 
+def own_slab(k: ir.Kernel, array: str) -> bool:
+    """Whether every access of `array` in `k` is in the accessing thread's own slab, statically: for each
+    launch axis a, some index position holds tid[a] + c_a (ir/indices.py) in every load, store and atomic
+    add of it, with the same position and c_a in each. Two threads then differ at that position on an
+    axis where their indices differ (adding a constant is injective): they never touch one element."""
+    ix = indices(k)
+    common: set[tuple[int, int, int]] | None = None  # (axis, position, c)
+    for s in ir.walk_stmts(k.body):
+        if isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array == array:
+            accesses = [s.indices]
+        else:
+            accesses = []
+        accesses += [e.indices for x in ir.stmt_exprs(s) for e in ir.walk_expr(x)
+                     if isinstance(e, ir.Load) and e.array == array]
+        for idx in accesses:
+            found = {(o[0], p, o[1]) for p, e in enumerate(idx) for o in [ix.offset(e)] if o is not None}
+            common = found if common is None else common & found
+    return common is not None and {a for a, _, _ in common} == set(range(k.tid_ndim))
+
+
 def fold_reverse(source: ir.Kernel, rest: ir.Kernel, plan: dict[str, set[Offset]], taped: bool,
                  sums: frozenset[str], accumulators: frozenset[str]) -> Gather | None:
     """The gather of `plan` built from `source` (the split reverse) that also does all the work of
-    `rest` (the reverse without the gathered adds): its zero stores as deferred statements, its Active
-    sums in the own copy. None where that is not proved sound (the module's docstring)."""
+    `rest` (the reverse without the gathered adds): its stores into thread-own shadows that no other copy
+    reads and its Active sums in the own copy, its other (zero) stores as deferred statements. None where
+    that is not proved sound (the module's docstring)."""
     ndim = source.tid_ndim
     writes = _writes(rest.body)
-    stores = [s for s, _ in writes if isinstance(s, ir.Store)]
-    if any(looped for s, looped in writes if isinstance(s, ir.Store)) or \
+    shadows = {names.shadow(p.name) for p in source.params if p.is_array}
+    own = frozenset(s.array for s, _ in writes if isinstance(s, ir.Store) and s.array in shadows and
+                    s.array not in plan and s.array not in accumulators and own_slab(source, s.array))
+    adds = any(isinstance(s, ir.AtomicAdd) for s, _ in writes)
+    g = gather_kernel(source, plan, taped, sums, own_sums=accumulators if adds else frozenset(), own_stores=own)
+    kept = frozenset(g.stores_kept)
+    stores = [s for s, _ in writes if isinstance(s, ir.Store) and s.array not in kept]
+    if any(looped for s, looped in writes if isinstance(s, ir.Store) and s.array not in kept) or \
             any(not _zero(s.value) or s.array in plan or s.array in accumulators for s in stores) or \
             any(s.array not in accumulators for s, _ in writes if isinstance(s, ir.AtomicAdd)):
         return None
@@ -91,8 +119,6 @@ def fold_reverse(source: ir.Kernel, rest: ir.Kernel, plan: dict[str, set[Offset]
             return None
         zs.append((s.array, next(iter(found))[0][0]))
     consumed = frozenset(a for a, _ in zs)
-    adds = any(isinstance(s, ir.AtomicAdd) for s, _ in writes)
-    g = gather_kernel(source, plan, taped, sums, own_sums=accumulators if adds else frozenset())
     if adds and not g.sums_kept:
         return None
     reads: dict[str, set[int]] = {a: set() for a in consumed}  # D_s on axis 0
@@ -108,9 +134,10 @@ def fold_reverse(source: ir.Kernel, rest: ir.Kernel, plan: dict[str, set[Offset]
     lag = max([z - min(reads[a]) for a, z in zs if reads[a]], default=0)
     window = max([lag - z + max(reads[a]) for a, z in zs if reads[a]], default=0)
     deferred = eliminate_dead(without(rest, lambda s: isinstance(s, ir.AtomicAdd) or
+                                      isinstance(s, ir.Store) and s.array in kept or
                                       isinstance(s, ir.Assign) and s.name in sums))
     body = _merged(deferred.body)
-    if any(isinstance(e, ir.Load) and (e.array in consumed or e.array in plan or e.array in accumulators)
+    if any(isinstance(e, ir.Load) and (e.array in consumed | kept or e.array in plan or e.array in accumulators)
            for e in ir.all_exprs(body)):
         return None
     own = {n for n, _ in deferred.locals}
@@ -125,7 +152,7 @@ def fold_reverse(source: ir.Kernel, rest: ir.Kernel, plan: dict[str, set[Offset]
 
 def without_folded(k: ir.Kernel, g: Gather, accumulators: frozenset[str]) -> ir.Kernel:
     """`k` (the fused kernel) without the work a folded gather `g` does: its stores into the shadows `g`
-    clears and its adds into the Active scalars' accumulators."""
-    folded = set(g.folded)
+    clears or its own copy updates, and its adds into the Active scalars' accumulators."""
+    folded = set(g.folded) | set(g.stores_kept)
     return without(k, lambda s: isinstance(s, ir.Store) and s.array in folded or
                    isinstance(s, ir.AtomicAdd) and s.array in accumulators)

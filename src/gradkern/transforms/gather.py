@@ -76,6 +76,8 @@ class Gather:
     wraps: tuple[tuple[str, int] | None, ...] = ()
     # its own copy (offset 0) sums the Active scalars (gather_kernel's `own_sums`, where it has one)
     sums_kept: bool = False
+    # the shadows whose stores its own copy makes (gather_kernel's `own_stores` that no other copy reads)
+    stores_kept: tuple[str, ...] = ()
     # it does all the reverse's work (transforms/fold.py), and clears these shadows after their last read
     reverse_folded: bool = False
     folded: tuple[str, ...] = ()
@@ -265,8 +267,8 @@ def _neighbour(body, o: Offset, plan: dict, acc: dict[str, str], sums: set[str],
     """Thread (tid - o)'s statements, keeping of all its writes only the
     contributions to the gathered shadows at offset o (into the accumulators):
     its stores, atomic adds and Active scalars' `sums` are dropped, but for its
-    atomic adds into the arrays `kept` (the gather's own copy keeps the Active
-    scalars' sums: transforms/fold.py, where `sums` is then empty)."""
+    writes into the arrays `kept` (the gather's own copy keeps the Active scalars'
+    sums and its thread-own shadows' stores: transforms/fold.py, where `sums` is then empty)."""
     out: list[ir.Stmt] = []
     for s in body:
         if isinstance(s, ir.AtomicAdd) and s.array in plan:
@@ -275,7 +277,7 @@ def _neighbour(body, o: Offset, plan: dict, acc: dict[str, str], sums: set[str],
                 a = acc[s.array]
                 add = ir.Assign(a, b.add(b.var(a, s.value.type), at.shifted(s.value, o)))
                 out.append(add if test is True else ir.If(at.shifted(test, o), (add,)))
-        elif isinstance(s, ir.AtomicAdd) and s.array in kept:
+        elif isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array in kept:
             out.append(with_exprs(s, lambda e: at.shifted(e, o)))
         elif not isinstance(s, (ir.Store, ir.AtomicAdd)) and not (isinstance(s, ir.Assign) and s.name in sums):
             out.append(with_blocks(with_exprs(s, lambda e: at.shifted(e, o)),
@@ -488,12 +490,15 @@ def without_atomics_on(k: ir.Kernel, arrays: set[str]) -> ir.Kernel:
 
 
 def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool = True,
-                  sums: frozenset[str] = frozenset(), own_sums: frozenset[str] = frozenset()) -> Gather:
+                  sums: frozenset[str] = frozenset(), own_sums: frozenset[str] = frozenset(),
+                  own_stores: frozenset[str] = frozenset()) -> Gather:
     """The gather kernel for `plan` (shadow → offsets), built from `source`, a
     reverse kernel that replays every value it needs (the split reverse);
     `sums`: its locals that sum Active scalars' derivatives (the reverse's, not the gather's,
     unless `own_sums`, the accumulator arrays they are added to, is given: then the copy of
-    offset 0 keeps them, where there is one copy per offset, and `Gather.sums_kept` says so).
+    offset 0 keeps them, where there is one copy per offset, and `Gather.sums_kept` says so);
+    `own_stores`: shadows whose stores that copy makes too, of which those no other copy loads
+    (`Gather.stores_kept`; transforms/fold.py proves the rest).
     Without a tape, the tape pointers it would read from the count array are dropped."""
     ndim = source.tid_ndim
     if not taped:
@@ -516,10 +521,13 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool =
     looped = len(offsets) > 1 and sum(_statement_count(c) for c, o in zip(copies, offsets)
                                       if not any(s for _, s in o)) > LOOP_STATEMENTS
     own = ((0, 0),) * ndim
-    kept = bool(own_sums) and not looped and own in offsets
-    if kept:  # the own copy keeps the sums and their adds into the accumulators
-        copies[offsets.index(own)] = live_slice(_neighbour(source.body, own, plan, acc, frozenset(), at, own_sums),
-                                                live)
+    alone = not looped and own in offsets  # one copy per offset, one of them the own copy
+    kept = bool(own_sums) and alone
+    others = {e.array for c, o in zip(copies, offsets) if o != own for e in ir.all_exprs(c) if isinstance(e, ir.Load)}
+    stores_kept = frozenset(own_stores - others) if alone else frozenset()
+    if kept or stores_kept:  # the own copy keeps the sums and their adds into the accumulators, and the stores
+        copies[offsets.index(own)] = live_slice(_neighbour(source.body, own, plan, acc, frozenset() if kept else sums,
+                                                           at, (own_sums if kept else frozenset()) | stores_kept), live)
     local = {n: t for n, t in source.locals if n not in sums or kept} | {acc[a]: types[a] for a in plan}
     unrolled_local = dict(local)
     unrolled: list[ir.Stmt] = list(body)
@@ -554,6 +562,7 @@ def gather_kernel(source: ir.Kernel, plan: dict[str, set[Offset]], taped: bool =
     # a looped gather carries its unrolled twin (the same sums in the same order): the CPU prints the twin's
     # split interior beside the looped body (docs/adjoint-forms.md, section 7)
     return Gather(kernel, tuple(sorted(plan)), *described(at, offsets, ndim), sums_kept=kept,
+                  stores_kept=tuple(sorted(stores_kept)),
                   unrolled=made(unrolled, unrolled_local) if looped else None)
 
 
