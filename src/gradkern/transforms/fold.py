@@ -1,14 +1,21 @@
 """The reverse's last work folded into a stencil's gather (docs/adjoint-forms.md, section 6).
 
 Once the gather (transforms/gather.py) computes a stencil's scattered adds, the reverse kernel of a
-stencil such as un[i] = f(u[i-1], u[i], u[i+1], c) has two jobs left: clear the consumed output shadow
-(`d_un[i] = 0`, each thread its own elements) and sum the Active scalars' terms. Both fold into the
-gather, and the reverse launch goes:
+stencil such as un[i] = f(u[i-1], u[i], u[i+1], c) has jobs left: clear the consumed output shadow
+(`d_un[i] = 0`, each thread its own elements), sum the Active scalars' terms, and add into the shadows
+of arrays the thread reads or updates at its own element (`d_vel[i, j] += ...` of a wave step). All fold
+into the gather, and the reverse launch goes:
 
 * the sums: the gather's own copy (offset 0, thread t replaying itself) keeps the reverse's per-thread
   sums and their atomic adds into the accumulators (`gather_kernel(..., own_sums=...)`); the other
   copies drop them, as before;
-* the clearing: the reverse's zero stores, with what their indices and conditions need, become the
+* the own stores: the own copy also makes the reverse's stores into a shadow when every access of it in
+  the reverse is in the thread's own slab (`own_slab`: for each launch axis one index position holding
+  tid + c, the same in every access) and no other copy of the gather loads it (`Gather.stores_kept`).
+  Then gather thread t is the only thread of the gather that touches those elements (launch thread t's,
+  which no other launch thread touches), and it makes the same stores on the same values, in the
+  reverse's order: the shadows are bit for bit the reverse launch's (docs/adjoint-forms.md, section 6);
+* the clearing: the reverse's other (zero) stores, with what their indices and conditions need, become the
   gather kernel's deferred statements (`ir.Deferred`) over the launch domain. They run after every
   gather thread; a backend that runs rows in order within chunks runs them row-lagged instead.
 
@@ -21,10 +28,12 @@ start: `window` = max over the stores of (lag - z + max D_s). The inner axes nee
 threads all run before the next row starts. For Allen–Cahn (D = {-1, 0, 1}, z = 0): lag 1, window 2.
 
 Refused (None: the reverse launch stays) where this is not proved: a reverse with any other write left
-(plain adds, atomics into shadows, a store of anything but zero), a zero store inside a loop or not at
+(a store other than zero into a shadow that is not own or that another copy reads, atomics into shadows,
+any store into a primal), a zero store outside the own copy inside a loop or not at
 `tid + z` on every axis (no wrap), a consumed shadow the gather also computes, one the gather reads at an
 index that is not a constant offset of tid on axis 0, deferred statements that read a shadow or an
-accumulator, and Active sums where the gather has no own copy (no offset 0, or a looped gather).
+accumulator or an own-stored shadow, and Active sums or own stores where the gather has no own copy (no
+offset 0, or a looped gather).
 """
 
 from __future__ import annotations
