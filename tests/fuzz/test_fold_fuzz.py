@@ -2,10 +2,11 @@
 section 6, "Stores into thread-own shadows").
 
 Random stencil kernels, 1-D and 2-D: an output written from a stencil read of u, beside extra reads and writes
-at the thread's own index (`p[i]`, `w[i1]` with `i1 = i + 1`, in-place `q[i] = q[i] * ...`), and mutations
-that break ownership (`p` also read at `i + 1`, or at `n - 1 - i`) or that make a neighbour's copy read an own
-shadow (`q[i] = q[i] * u[i - 1]`). Each kernel runs on the reference interpreter with the fold turned on
-there (the interpreter runs the gather's threads one after another, then its deferred statements), against:
+at the thread's own index (`p[i]`, `w[i1]` with `i1 = i + 1`, `w[i] = exp(p[i]) * u[i]`, in-place
+`q[i] = q[i] * ...`), and mutations that break ownership (`p` also read at `i + 1`, or at `n - 1 - i`; `w` written
+at `n - 1 - i`) or that make a neighbour's copy read an own shadow (`q[i] = q[i] * u[i - 1]`).
+Each kernel runs on the reference interpreter with the fold turned on there (the interpreter runs the gather's
+threads one after another, then its deferred statements), against:
 
 * the oracle of the legality rule: every element a gather thread writes, outside the deferred statements, is
   read or written by no other gather thread (recorded per element by running the gather's IR thread by
@@ -62,7 +63,7 @@ def _source(rng: np.random.Generator, name: str, ndim: int) -> str:
         extras.append(f"        s = s + p[i + 1{', j' if ndim == 2 else ''}] * u[{own}]")
     elif mutation < 0.2:  # p read at a mirrored index: not own, atomics, the fold refused
         extras.append(f"        s = s + p[p.shape[0] - 1 - i{', j' if ndim == 2 else ''}]")
-    kind = int(rng.integers(4))
+    kind = int(rng.integers(6))
     w_at = own if rng.random() < 0.5 else own1
     if kind == 0:  # a write-only own output from this thread's own value: its shadow read by the own copy only
         extras.append(f"        w[{w_at}] = u[{own}] * u[{own}] + p[{p_at}]")
@@ -70,11 +71,15 @@ def _source(rng: np.random.Generator, name: str, ndim: int) -> str:
         extras.append(f"        w[{w_at}] = s * s")
     elif kind == 2:  # in place, own only: its adjoint updated by the own copy
         extras.append(f"        q[{own}] = q[{own}] * p[{p_at}] + u[{own}]")
-    else:  # in place from a neighbour: the neighbour's copy reads this shadow, the fold refused
+    elif kind == 3:  # in place from a neighbour: the neighbour's copy reads this shadow, the fold refused
         extras.append(f"        q[{own}] = q[{own}] * {picked[0]}")
+    elif kind == 4:  # an own output whose partial is its result (exp): the own copy replays it before the primal
+        extras.append(f"        w[{w_at}] = gk.exp(p[{p_at}]) * u[{own}]")
+    else:  # an output at a mirrored index: not own, so not the own copy's (cleared deferred, or refused)
+        extras.append(f"        w[w.shape[0] - 1 - i{', j' if ndim == 2 else ''}] = u[{own}] * p[{p_at}]")
     rng.shuffle(extras)
     lines += extras + ["        un[" + own + "] = s + u[" + own + "]", "    else:", f"        un[{own}] = u[{own}]"]
-    if kind >= 2 or rng.random() < 0.3:
+    if kind in (2, 3) or rng.random() < 0.3:
         lines.append(f"        q[{own}] = q[{own}] * 2.0")
     return "\n".join(lines) + "\n"
 
