@@ -108,9 +108,9 @@ def _sum_bound(t):
     return 2 * (k * 2.0**-53 / (1 - k * 2.0**-53)) * np.abs(t).sum()
 
 
-def _against_before(monkeypatch, f, make, dim=None, terms=None):
+def _against_before(monkeypatch, f, make, dim=None, terms=None, active=2):
     """`f` folded against the plan before (a kernel object built without the fold), fused and split: the
-    shadows bit for bit, the split plan without a reverse launch, the Active derivative (argument 2) within
+    shadows bit for bit, the split plan without a reverse launch, the Active derivative (argument `active`) within
     `_sum_bound` of the old one (`terms(u, dun)`: its terms). Returns the folded kernel and the results.
     Both gathers' interiors as replayed: the coefficient form reassociates each differently
     (docs/adjoint-forms.md, section 11; tests/transforms/test_coefficients.py bounds that)."""
@@ -126,7 +126,7 @@ def _against_before(monkeypatch, f, make, dim=None, terms=None):
         for a, b in zip(old_shadows, new_shadows):
             assert np.array_equal(a, b)
         if terms is not None:
-            assert abs(new[2] - old[2]) <= _sum_bound(terms(args[0].val, args[1].dval))
+            assert abs(new[active] - old[active]) <= _sum_bound(terms(args[0].val, args[1].dval))
     return kernel, after
 
 
@@ -236,13 +236,13 @@ def test_vector_mode_folds_each_lane():
         assert np.array_equal(du, dus[lane]) and not duns[lane].any() and got[2][lane] == one[2]
 
 
-def _wave(shape):
+def _wave(shape, c=gk.Const):
     def make():
         rng = np.random.default_rng(9)
         up, u, vel = (rng.standard_normal(shape) for _ in range(3))
         dup_, du, dun, dvel = (rng.standard_normal(shape) for _ in range(4))
         return (gk.Duplicated(up, dup_), gk.Duplicated(u, du), gk.Duplicated(np.zeros(shape), dun),
-                gk.Duplicated(vel, dvel), gk.Const(0.1)), (dup_, du, dun, dvel)
+                gk.Duplicated(vel, dvel), c(0.1)), (dup_, du, dun, dvel)
     return make
 
 
@@ -258,6 +258,20 @@ def test_wave_step_folds_its_thread_own_adds(monkeypatch, shape, chunks):
     rng = np.random.default_rng(2)
     check_grad(kernel, *(gk.Duplicated(rng.standard_normal(shape), np.zeros(shape)) for _ in range(4)),
                gk.Const(0.1))
+
+
+def test_wave_step_folds_own_adds_beside_an_active_scalar(monkeypatch):
+    """c Active too: the own copy makes the adds and sums dc; shadows bit for bit, dc within its bound."""
+    _chunks(monkeypatch, 3)
+
+    def terms(u, vel, dun):
+        lap = u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4.0 * u[1:-1, 1:-1]
+        return dun[1:-1, 1:-1] * vel[1:-1, 1:-1] ** 2 * lap
+    make = _wave((17, 9), gk.Active)
+    args, shadows = make()
+    # _against_before's terms(u, dun): here of u, vel and u_next's seed
+    _against_before(monkeypatch, wave_step_2d, make,
+                    terms=lambda *_: terms(args[1].val, args[3].val, shadows[2]), active=4)
 
 
 def test_wave_step_own_adds_by_coefficients_within_their_bound(monkeypatch):
