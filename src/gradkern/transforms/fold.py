@@ -28,8 +28,8 @@ start: `window` = max over the stores of (lag - z + max D_s). The inner axes nee
 threads all run before the next row starts. For Allen–Cahn (D = {-1, 0, 1}, z = 0): lag 1, window 2.
 
 Refused (None: the reverse launch stays) where this is not proved: a reverse with any other write left
-(a store other than zero into a shadow that is not own or that another copy reads, atomics into shadows,
-any store into a primal), a zero store outside the own copy inside a loop or not at
+(a store other than zero into an array that is not an own shadow no other copy reads, atomics into shadows),
+a zero store outside the own copy inside a loop or not at
 `tid + z` on every axis (no wrap), a consumed shadow the gather also computes, one the gather reads at an
 index that is not a constant offset of tid on axis 0, deferred statements that read a shadow or an
 accumulator or an own-stored shadow, and Active sums or own stores where the gather has no own copy (no
