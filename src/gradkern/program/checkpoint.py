@@ -33,6 +33,7 @@ from ..errors import ProgramError
 from ..kernel import KernelFunction
 from ..recording import Recorder, recording
 from ..rules import CustomRule
+from ..runtime import blocked
 from ..runtime.arrays import is_array
 from ..runtime.call import prepare
 from ..runtime.launch import run
@@ -297,17 +298,20 @@ class CheckpointedLoop(LoopHooks):
         self.store.close()
         self.mode = Mode.EXHAUSTED
 
-    def _sizes(self) -> tuple[int, int]:
+    def _sizes(self) -> tuple[int, int, int]:
         """After step 0 of the first forward, for memory= (budget.py): the bytes of the arrays it took, less
-        those it overwrote whole unread (a snapshot's estimate), and the bytes of those it wrote."""
-        state = written = 0
+        those it overwrote whole unread (a snapshot's estimate), the bytes of those it wrote, and the scratch
+        of the recomputation's blocked passes where its launches may be held (a NumPy array of MIN_BYTES)."""
+        state = written = scratch = 0
         for seen in self.found.seen.values():
             root = seen.ref()
             if root is None or not seen.uses[0]:
                 continue  # a temporary of step 0, freed, or a buffer step 0 did not take
             state += 0 if seen.uses[0] == TAKEN_DEAD else int(root.nbytes)
             written += int(root.nbytes) if seen.written == 0 else 0
-        return state, written
+            if TEMPORAL and isinstance(root, np.ndarray) and root.nbytes >= blocked.MIN_BYTES:
+                scratch = max(scratch, blocked.scratch_bytes(root.itemsize))
+        return state, written, scratch
 
     def _chosen(self, plan: Plan) -> None:
         self.plan = plan
