@@ -53,6 +53,21 @@ def test_blocked_recomputation_gives_the_same_gradients_bit_for_bit(name, snapsh
         assert loop.stats.steps_recomputed > 0
 
 
+@pytest.mark.parametrize("snapshots", [2, 4])
+def test_the_first_forward_blocks_between_its_snapshots(snapshots, monkeypatch):
+    """The first forward holds its runs too: each open snapshot copies a buffer before a launch first writes it,
+    so the launches held before that run first (checkpoint.py `copies_before`); the gradient above compares the
+    whole result bit for bit, here the forward alone is seen to block."""
+    monkeypatch.setattr(blocked, "MIN_BYTES", 0)
+    monkeypatch.setattr(blocked, "TILE", 7)
+    args = args_for("heat_ping_pong", 41, 30)
+    fwd, rev = gk.autodiff_thunk(one_launch_per_step(checkpointed(snapshots)), *[
+        type(a) if isinstance(a, gk.Annotation) else gk.Const for a in args])
+    tape = fwd(*args)
+    assert loop_entry(tape).stats.steps_blocked >= 4
+    rev(*args, tape)
+
+
 def test_small_states_are_never_held(monkeypatch):
     monkeypatch.setattr(blocked, "MIN_BYTES", 1 << 30)
     _, loop = _gradient("one_launch_per_step", 3, 41, 30)

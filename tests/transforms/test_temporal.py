@@ -55,8 +55,11 @@ def one_sided(u, un, c):
 
 @pytest.mark.parametrize("backend", ["cpu", "interp"])
 @pytest.mark.parametrize("k", [4, 5, 6, 9, 33, 37])
-def test_allen_cahn_bit_identical(backend, k, monkeypatch):
-    monkeypatch.setattr(blocked, "TILE", 13)  # many tiles, some narrower than the halo
+@pytest.mark.parametrize("tile", [13, 2])
+def test_allen_cahn_bit_identical(backend, k, tile, monkeypatch):
+    # many tiles; a pass takes at most tile / 2r + 1 launches but never fewer than 4 (runtime/blocked.py `_most`):
+    # tiles of 13 points have halos of up to 6, tiles of 2 points halos of 3, wider than the tile
+    monkeypatch.setattr(blocked, "TILE", tile)
     n = 301 if backend == "cpu" else 67
     u0 = np.random.default_rng(k).uniform(-0.9, 0.9, n)
     assert check_bit_identical(allen_cahn, u0, (0.2, 0.01), k, backend) == 1

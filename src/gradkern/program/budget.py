@@ -18,7 +18,9 @@ the loop's step 0, run before the choice as the first forward's first step
   writes (the first step of a segment saves nothing: no reverse recorded
   before it reads what it overwrites).
 
-A candidate fits when s snapshots and one segment's copies fit in `memory`;
+A candidate fits when s snapshots and one segment's copies fit in `memory`, less
+the scratch rows of the recomputation's blocked passes where the loop may run
+them (runtime/blocked.py `scratch_bytes`);
 of those, the pick is the one advancing the fewest step-equivalents:
 untaped steps (the first forward and the recomputations, counted from the
 binomial schedule's actions) plus SAVE_COST per saved copy (a copy and its
@@ -99,7 +101,8 @@ def choose(nsteps: int, memory: int, state: int, step: int) -> Plan | None:
 
 class BudgetSchedule(CheckpointSchedule):
     """The schedule `memory=` gives: step 0 advanced with a snapshot before it, then `sizes()` (the loop's
-    estimates from step 0: snapshot bytes, step bytes) picks the plan, `chosen(plan)` tells the loop, and the
+    estimates from step 0: snapshot bytes, step bytes, and the blocked passes' scratch, which the budget holds
+    first) picks the plan, `chosen(plan)` tells the loop, and the
     plan's SegmentedSchedule runs on, its first advance starting at step 1."""
 
     def __init__(self, max_n: int, memory: int, sizes: Callable[[], tuple[int, int]],
@@ -118,8 +121,8 @@ class BudgetSchedule(CheckpointSchedule):
             yield from self.inner
             return
         yield Forward(0, 1, True, False, StorageType.RAM)
-        state, step = self.sizes()
-        plan = choose(max_n, self.memory, state, step)
+        state, step, scratch = self.sizes()
+        plan = choose(max_n, self.memory - scratch, state, step)
         if plan is None:
             plan = Plan(2, 1, "binomial", 2 * state)
             warnings.warn(f"memory={self.memory} bytes holds fewer than two of this loop's snapshots (about "

@@ -33,6 +33,7 @@ from ..errors import ProgramError
 from ..kernel import KernelFunction
 from ..recording import Recorder, recording
 from ..rules import CustomRule
+from ..runtime import blocked
 from ..runtime.arrays import is_array
 from ..runtime.call import prepare
 from ..runtime.launch import run
@@ -46,7 +47,8 @@ from .record import ProgramRecorder, overwritten_whole
 from .rulestep import run_plain
 from .scalars import ActiveScalar
 from .schedule import LoopHooks, ScheduledLoop, ScheduleStats
-from .snapshots import Snapshot, SnapshotStore
+from .shadows import memory_root
+from .snapshots import Snapshot, SnapshotStore, roots
 from .steps import ProgramStep, reverse_steps
 from .versions import Versions
 
@@ -114,6 +116,8 @@ class _Untaped(Recorder):
         if pending is not None and any(isinstance(a, np.ndarray) and not isinstance(a, TrackedArray) for a in given):
             pending.flush()
             pending = None
+        if pending is not None and not recomputing and loop.copies_before(kernel, plain):
+            pending.flush()  # an open snapshot copies a buffer before this launch writes it: what is held runs first
         continues = pending is not None and pending.continues(kernel, dim, backend, plain)
         if pending is not None and not continues:
             pending.flush()
@@ -297,17 +301,20 @@ class CheckpointedLoop(LoopHooks):
         self.store.close()
         self.mode = Mode.EXHAUSTED
 
-    def _sizes(self) -> tuple[int, int]:
+    def _sizes(self) -> tuple[int, int, int]:
         """After step 0 of the first forward, for memory= (budget.py): the bytes of the arrays it took, less
-        those it overwrote whole unread (a snapshot's estimate), and the bytes of those it wrote."""
-        state = written = 0
+        those it overwrote whole unread (a snapshot's estimate), the bytes of those it wrote, and the scratch
+        of the recomputation's blocked passes where its launches may be held (a NumPy array of MIN_BYTES)."""
+        state = written = scratch = 0
         for seen in self.found.seen.values():
             root = seen.ref()
             if root is None or not seen.uses[0]:
                 continue  # a temporary of step 0, freed, or a buffer step 0 did not take
             state += 0 if seen.uses[0] == TAKEN_DEAD else int(root.nbytes)
             written += int(root.nbytes) if seen.written == 0 else 0
-        return state, written
+            if TEMPORAL and isinstance(root, np.ndarray) and root.nbytes >= blocked.MIN_BYTES:
+                scratch = max(scratch, blocked.scratch_bytes(root.itemsize))
+        return state, written, scratch
 
     def _chosen(self, plan: Plan) -> None:
         self.plan = plan
@@ -368,7 +375,7 @@ class CheckpointedLoop(LoopHooks):
     def _advance(self, n0: int, n1: int, tape: bool) -> None:
         self.live = None
         if not tape:
-            if self.mode is Mode.RECOMPUTE and TEMPORAL and n1 - n0 >= 2:
+            if TEMPORAL and n1 - n0 >= 2:  # the first forward's runs too (copies_before)
                 self.pending = PendingRun(self.guard, self.blocked_forms, self.blocking_refused, self.stats)
             try:
                 for t in range(n0, n1):
@@ -458,9 +465,19 @@ class CheckpointedLoop(LoopHooks):
             return
         dead = {id(r) for r in overwritten}
         refs = self.found.record_launch(self.t, name, written, binding, dead)
-        taken = [v for v in binding.values if is_array(v)]
-        for snap in self.open:
-            snap.before_write(written, taken, refs, dead, self._may_skip)
+        if self.open:
+            written_roots, taken = roots(written), roots([v for v in binding.values if is_array(v)])
+            for snap in self.open:
+                snap.before_write(written_roots, taken, refs, dead, self._may_skip)
+
+    def copies_before(self, kernel: KernelFunction, plain: tuple) -> bool:
+        """In the first forward, with launches held: whether an open snapshot has yet to see a buffer this launch
+        of `kernel` on `plain` may write (it copies that buffer, or skips it, before the launch runs), so that
+        what is held must run first (docs/checkpointed-loops.md#temporal-blocking-of-recomputed-steps)."""
+        if not self.open or not self.pending.launches:
+            return False
+        roots = [id(memory_root(v)) for p, v in zip(kernel.ir.params, plain) if p.written and is_array(v)]
+        return any(key not in snap.copies and key not in snap.skipped for snap in self.open for key in roots)
 
     def _freed(self, ref: Any) -> None:
         """A buffer of the first forward was freed (a step's temporary): its copies go too."""

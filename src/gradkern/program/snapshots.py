@@ -92,19 +92,19 @@ class Snapshot:
         self.copies[id(root)] = (ref or root, self.store.store(root, self.storage), int(root.nbytes))
         self.store.held(int(root.nbytes))
 
-    def before_write(self, written: list, taken: list, refs: dict[int, Any], dead: set[int],
+    def before_write(self, written: dict[int, Any], taken: dict[int, Any], refs: dict[int, Any], dead: set[int],
                      may_skip: Any) -> None:
-        """An open snapshot before a launch that takes `taken` and writes `written` runs: each buffer written
-        for the first time since the snapshot's step is copied (`refs`: id -> its weak reference), or skipped
-        when the launch overwrites it whole unread (`dead`), no launch took it before, and
-        `may_skip(self, key)`."""
-        for key, root in _roots(written).items():
+        """An open snapshot before a launch that takes the buffers `taken` and writes `written` (id -> buffer,
+        `roots`) runs: each buffer written for the first time since the snapshot's step is copied (`refs`: id ->
+        its weak reference), or skipped when the launch overwrites it whole unread (`dead`), no launch took it
+        before, and `may_skip(self, key)`."""
+        for key, root in written.items():
             if key not in self.copies and key not in self.skipped:
                 if key in dead and key not in self.used and may_skip(self, key):
                     self.skipped.add(key)  # its contents at the snapshot's step are never read
                 else:
                     self.add(root, refs[key])
-        self.used.update(_roots(taken))
+        self.used.update(taken)
 
     def freed(self, ref: Any) -> None:
         """The buffer `ref` referred to was freed (a step's temporary): its copy goes too."""
@@ -133,5 +133,6 @@ class Snapshot:
             self.remove(key)
 
 
-def _roots(views: list) -> dict[int, Any]:
+def roots(views: list) -> dict[int, Any]:
+    """id -> memory root of each of `views` (an open snapshot's `before_write` takes them)."""
     return {id(memory_root(v)): memory_root(v) for v in views}

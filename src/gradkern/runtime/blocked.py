@@ -23,9 +23,11 @@ from ..kernel import KernelFunction
 from .call import Bound, Run
 from .specialize import _cached
 
-# points per tile: 2 scratch rows of 16384 float64 (256 KiB) stay in a 2 MiB L2 (benchmarks/programs/temporal.py)
-TILE = int(os.environ.get("GRADKERN_TEMPORAL_TILE", "16384"))
-# launches per blocked pass at most: the halo of k·r points per tile end is computed twice, k·r/tile extra work
+# points per tile: 2 scratch rows of 2048 float64 (2 x 16.5 KiB with the halo) stay in a 48 KiB L1, as fast as
+# L2-sized rows of 16384 or faster (docs/checkpointed-loops.md, "The scratch"), and 0.03 states at 2**18 points
+TILE = int(os.environ.get("GRADKERN_TEMPORAL_TILE", "2048"))
+# launches per blocked pass at most: the halo of k·r points per tile end is computed twice, k·r/tile extra work;
+# also at most tile / (2r) + 1, so that a scratch row (tile + 2(k - 1)r points) is at most 2 tiles (`scratch_bytes`)
 MAX_STEPS = 32
 # the least state (bytes of one buffer) for which a blocked pass pays: measured, docs/checkpointed-loops.md
 MIN_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BYTES", str(2 << 20)))
@@ -50,10 +52,12 @@ class BlockedStep:
 
     def run(self, launches: list[Bound]) -> None:
         """The launches, prepared and in order, run as the module doc says (at least MIN_LAUNCHES)."""
+        most = _most(self.reach)
         while launches:
-            part, launches = launches[:MAX_STEPS], launches[MAX_STEPS:]
-            if len(launches) and len(launches) < MIN_LAUNCHES:  # no short tail: the last part takes it
-                part, launches = part + launches, []
+            # no short tail: a run a little longer than `most` is cut so that its last pass has MIN_LAUNCHES
+            take = most if len(launches) <= most or len(launches) - most >= MIN_LAUNCHES else \
+                len(launches) - MIN_LAUNCHES
+            part, launches = launches[:take], launches[take:]
             self._part(part)
 
     def _part(self, part: list[Bound]) -> None:
@@ -89,9 +93,21 @@ class BlockedStep:
             # as large as any pass of this reach needs, whatever the state's size: a first pass on a small state
             # (a warm-up) allocates what later ones use
             rows = max(shape[0], 2 * self.be.workers(), s.shape[0] if s is not None else 0)
-            width = max(shape[1], TILE + 2 * MAX_STEPS * self.reach, s.shape[1] if s is not None else 0)
+            width = max(shape[1], TILE + 2 * (_most(self.reach) - 1) * self.reach, s.shape[1] if s is not None else 0)
             s = kept[key] = self.be.array_module().empty((rows, width), dtype)
         return s
+
+
+def _most(reach: int) -> int:
+    """Launches per pass at most for a step of this reach (MAX_STEPS)."""
+    return max(MIN_LAUNCHES, min(MAX_STEPS, TILE // (2 * max(reach, 1)) + 1))
+
+
+def scratch_bytes(itemsize: int) -> int:
+    """The most the blocked passes allocate (their scratch rows, kept per thread) for a state of `itemsize`-byte
+    elements: two rows a worker, each at most 2 TILE points (`_most`) for a step of reach up to TILE / 6; a
+    checkpointed loop's memory= counts it (docs/checkpointed-loops.md, "The scratch")."""
+    return 2 * max(1, backend("cpu").workers()) * 2 * TILE * itemsize
 
 
 def _run(bound: Bound) -> None:
