@@ -220,8 +220,10 @@ def test_not_constant_offsets_keep_the_reverse(f):
 
 
 def test_vector_mode_folds_each_lane():
-    """k lanes: every lane's shadow cleared and Active derivative summed by the gather, each bit for bit what
-    its one-lane call gives (tests/transforms/test_lanes.py checks the lane groups)."""
+    """k lanes: every lane's shadow cleared and Active derivative summed by the gather, the shadow bit for bit
+    what its one-lane call gives and the Active derivative within `_sum_bound` of it (tests/transforms/
+    test_lanes.py checks the lane groups): the k-lane gather is another compiled loop, whose register sum
+    LLVM may group differently (docs/adjoint-forms.md, section 9; with one Numba thread it differs by an ulp)."""
     n, k = 40, 3
     rng = np.random.default_rng(8)
     u, seeds = rng.standard_normal(n), [rng.standard_normal(n) for _ in range(k)]
@@ -233,7 +235,8 @@ def test_vector_mode_folds_each_lane():
     for lane in range(k):
         du, dun = np.zeros(n), seeds[lane].copy()
         one = gk.autodiff(kernel, gk.Duplicated(u, du), gk.Duplicated(np.zeros(n), dun), gk.Active(0.2), 0.01)
-        assert np.array_equal(du, dus[lane]) and not duns[lane].any() and got[2][lane] == one[2]
+        assert np.array_equal(du, dus[lane]) and not duns[lane].any()
+        assert abs(got[2][lane] - one[2]) <= _sum_bound(seeds[lane][1:-1] * (u[:-2] - 2.0 * u[1:-1] + u[2:]))
 
 
 def _wave(shape, c=gk.Const):
