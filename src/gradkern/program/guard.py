@@ -220,6 +220,10 @@ class HostWriteGuard:
         every one of them and its buffer read-only again (their followers stayed so), locked after `where`."""
         for x in reversed(ours):
             x.flags.writeable = False
+        self.locked_settled(ours, where)
+
+    def locked_settled(self, ours: list, where: str) -> None:
+        """`lock` of the arrays `unlock_settled` unlocked once `relock(ours)` made them read-only again."""
         for root in ours[::2]:
             self.locked_after[id(root)] = where
         self.last = where

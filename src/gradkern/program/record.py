@@ -22,7 +22,7 @@ from ..kernel import KernelFunction
 from ..recording import Recorder
 from ..rules import CustomRule
 from ..runtime.arrays import is_array
-from ..runtime.call import prepare
+from ..runtime.call import again, prepare
 from ..runtime.forward import forward as forward_launch
 from ..runtime.launch import run
 from ..runtime.reverse import run_augmented_primal, saved_in_place
@@ -99,17 +99,20 @@ class ProgramRecorder(Recorder):
         else:
             annotated, scalars, plain, active = self._annotations(params, args)
             arrays = [a for a in args if is_array(a)]
-        before = f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')"
-        ours = self.guard.unlock(arrays, before)  # validated and run as the user's writable arrays
+        guard = self.guard
+        # validated and run as the user's writable arrays (the arrays `lock` locked before: only their flags)
+        settled = guard.unlock_settled(arrays)
+        ours = settled if settled is not None else \
+            guard.unlock(arrays, f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')")
         try:
             step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend, args, replay)
         finally:
-            self.guard.relock(ours)
+            guard.relock(ours)
         for view in written:
             self.versions.written(view)
         for view in reads:  # this step's reverse reads these as the step left them
             self.versions.read_by_reverse(view)
-        self._add(step, arrays)
+        self._add(step, arrays, settled)
 
     def _annotations(self, params, args: tuple) -> tuple[list, dict, tuple, bool]:
         """How the launch takes `args`: annotated (shadows found or made), its Active scalars by position, the
@@ -140,9 +143,13 @@ class ProgramRecorder(Recorder):
         self._add(step, arrays)
         return result
 
-    def _add(self, step: Step, arrays: list) -> None:
-        """A launch or rule call recorded: the arrays it took locked after it, its Active scalars kept."""
-        self.guard.lock(arrays, step.where)
+    def _add(self, step: Step, arrays: list, settled: list | None = None) -> None:
+        """A launch or rule call recorded: the arrays it took locked after it (`settled`: they were, and are
+        again: guard.unlock_settled), its Active scalars kept."""
+        if settled is not None:
+            self.guard.locked_settled(settled, step.where)
+        else:
+            self.guard.lock(arrays, step.where)
         for s in step.scalars.values():
             self.scalars.setdefault(id(s), s)
         self.steps.append(step)
@@ -151,8 +158,11 @@ class ProgramRecorder(Recorder):
         """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
         Returns the step, the arrays it may write and those its reverse reads. `replay`: what the last launch
         of this kernel on these objects worked out (replay.py), used where the launch prepares the same call."""
-        call, bound = prepare(kernel, tuple(annotated) if active else plain, dim, backend,
-                              "reverse" if active else "launch")
+        given = tuple(annotated) if active else plain
+        call = replay.signed(args, dim, backend) if replay is not None else None
+        bound = again(call, kernel, given) if call is not None else None
+        if bound is None:
+            call, bound = prepare(kernel, given, dim, backend, "reverse" if active else "launch")
         prepared = bound if active else None  # nothing active: a plain launch, recorded for what it overwrites
         step = Step(len(self.steps) + 1, kernel.name, prepared, None, scalars=scalars)
         vals = bound.given

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..runtime.arrays import is_array
-from ..runtime.call import made
+from ..runtime.call import backend_name, made
 from .scalars import ActiveScalar
 
 _SCALARS = frozenset({float, int, bool, ActiveScalar})  # never arrays: the key asks no more of them
@@ -42,7 +42,7 @@ class LaunchFacts:
     `filled` the (name, position) pairs the augmented primal can save as it runs, () where it cannot."""
 
     __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
-                 "whole", "filled", "version")
+                 "whole", "filled", "version", "flags", "shadows", "shaped", "scalars")
 
     def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
                  values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int):
@@ -61,6 +61,13 @@ class LaunchFacts:
             else:
                 kinds.append((2, None))
         self.kinds = tuple(kinds)
+        # what the call's signature (runtime/call.py) reads beyond the objects and their geometry, as it was: each
+        # array's flags (the arguments', then their shadows'), the shadows' geometry, the plain scalars' types
+        self.shadows = tuple(dx for kind, d in self.kinds if kind == 1 for dx in (d if type(d) is tuple else (d,)))
+        self.shaped = tuple((dx.shape, dx.strides, dx.dtype) for dx in self.shadows)
+        self.flags = tuple(a.flags.num for _, a in arrays) + tuple(dx.flags.num for dx in self.shadows)
+        self.scalars = tuple((n, type(a.value if isinstance(a, ActiveScalar) else a)) for n, a in enumerate(args)
+                             if not is_array(a))
         # (binding value position, index into `refs`) of every array value: the runtime bound those objects
         self.pairs = tuple((k, j) for k, v in enumerate(values) if is_array(v)
                            for j, (_, a) in enumerate(arrays) if a is v)
@@ -82,6 +89,31 @@ class LaunchFacts:
             return False
         refs = self.refs
         return all(values[k] is refs[j][1]() for k, j in self.pairs)
+
+    def signed(self, args: tuple, dim: Any, backend: str | None) -> Any:
+        """The prepared call whose signature `args` have, `matches` having found them this entry's objects with
+        their geometry: the call `prepare` kept for these objects' signature (`call.key`), where every flag,
+        shadow geometry and scalar type the signature reads is as it was; None otherwise (prepare them)."""
+        call = self.call
+        if call is None or call.key is None or call.key[3] != backend_name(backend) or \
+                (type(dim) is tuple and not all(type(n) is int for n in dim)):
+            return None
+        flags = self.flags
+        k = 0
+        for n, _ in self.refs:
+            if args[n].flags.num != flags[k]:
+                return None
+            k += 1
+        for dx, (shape, strides, dtype) in zip(self.shadows, self.shaped):
+            if dx.flags.num != flags[k] or dx.shape != shape or dx.strides != strides or dx.dtype != dtype:
+                return None
+            k += 1
+        for n, t in self.scalars:
+            a = args[n]
+            v = a.value if type(a) is ActiveScalar else a
+            if type(v) is not t or (t is int and not -2**63 <= v < 2**63):
+                return None
+        return call
 
     def arrays(self, args: tuple) -> list:
         """The array arguments, in order (`matches` found them the entry's)."""

@@ -257,6 +257,11 @@ class PreparedCall:
         return self.checks.spec
 
 
+def backend_name(backend: str | None) -> str:
+    """The backend a call names, or the default one (the backend of a call's `signature`)."""
+    return backend or default_name()
+
+
 def signature(kernel: KernelFunction, mode: str, dim: Any, backend: str | None, args: tuple) -> tuple | None:
     """The key of a call (the only one: docs/prepared-call.md), or None where it must be prepared in full:
     a value of another kind (see `_value_key`), an unknown annotation, a dim that is not None, an int or
@@ -265,7 +270,7 @@ def signature(kernel: KernelFunction, mode: str, dim: Any, backend: str | None, 
     t = type(dim)
     if dim is not None and t is not int and not (t is tuple and all(type(n) is int for n in dim)):
         return None
-    sig: list = [id(kernel), mode, dim, backend or default_name()]
+    sig: list = [id(kernel), mode, dim, backend_name(backend)]
     arrays: list = []
     owners: list = []
     ndarray = np.ndarray
@@ -372,6 +377,19 @@ def refill(call: PreparedCall, args: tuple) -> Bound | None:
     return Bound(call, values, dict(zip(call.names, derivatives)) if derivatives else {})
 
 
+def again(call: PreparedCall, kernel: KernelFunction, args: tuple) -> Bound | None:
+    """`args` refilled into `call`, prepared for their signature, and its checks ensured; None where `call` is
+    another kernel's or of an older generation of its specialisations, or refilling fails (the full path then
+    raises what a first call would). `prepare`'s hit path, and a program's replay of a launch whose arguments'
+    signature is known to be `call.key` (program/replay.py)."""
+    if call.kernel is not kernel or call.generation != kernel._specs.generation:
+        return None
+    bound = refill(call, args)
+    if bound is not None:
+        call.checks.ensure(bound)
+    return bound
+
+
 def prepare(kernel: KernelFunction, args: tuple, dim: Any, backend: str | None, mode: str,
             inspect_only: bool = False) -> tuple[PreparedCall, Bound]:
     """Validate a call of `mode` (docs/prepared-call.md), fetch or build its specialisations, check bounds,
@@ -381,11 +399,9 @@ def prepare(kernel: KernelFunction, args: tuple, dim: Any, backend: str | None, 
     key = None if inspect_only else signature(kernel, mode, dim, backend, args)
     if key is not None:
         call = _CALLS.get(key)
-        if call is not None and call.kernel is kernel and call.generation == kernel._specs.generation:
-            bound = refill(call, args)
-            if bound is not None:
-                call.checks.ensure(bound)
-                return call, bound
+        bound = again(call, kernel, args) if call is not None else None
+        if bound is not None:
+            return call, bound
     if mode == "launch":
         call, bound = _launch(kernel, args, dim, backend, inspect_only)
     elif mode == "reverse":
