@@ -174,14 +174,19 @@ class ProgramRecorder(Recorder):
         if self.observer is not None:
             whole = [memory_root(vals[k]) for k in replay.whole]
             self.observer(kernel.name, written, bound.b, whole)
-        saves = None
-        if prepared is not None and replay.filled and all(self.versions.needed(vals[k]) for _, k in replay.filled):
-            saves = {n: vals[k] for n, k in replay.filled}
+        versions = self.versions
+        filled = replay.filled if prepared is not None else ()
+        for _, k in filled:  # the augmented primal fills the saves where every one of them is needed
+            if not versions.needed(vals[k]):
+                filled = ()
+                break
         for view in written:
-            if saves is None or all(view is not v for v in saves.values()):
-                self.versions.before_write(view, step.saves)
-        if saves is not None:
-            saves = {n: self.versions.save_filled(v, step.saves) for n, v in saves.items()}
+            for _, k in filled:
+                if view is vals[k]:
+                    break
+            else:
+                versions.before_write(view, step.saves)
+        saves = {n: versions.save_filled(vals[k], step.saves) for n, k in filled} if filled else None
         if prepared is not None:
             step.tape = run_augmented_primal(bound, saves)
         else:

@@ -215,6 +215,7 @@ class ReverseLayout:
         self.tape_type = rs.kernels.tape_float.numpy
         self.cpu = b.backend == "cpu"
         self.stand_ins: dict[tuple, Any] = {}
+        self.untaped: tuple | None = None  # (tapes, counters): the stand-ins of an untaped call on the CPU
         # the augmented primal's copy-on-write saves (transforms/saves.py): each saved parameter's
         # name and position among the kernel's values
         self.saved = tuple((n, order.index(n)) for n in rs.kernels.saved_in_place)

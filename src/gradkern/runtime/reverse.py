@@ -114,7 +114,8 @@ def run_reverse(bound: Bound, tape: Tape) -> tuple:
     """The reverse on the arrays in their post-primal state (the split runs after the augmented primal);
     returns what autodiff would."""
     call = bound.call
-    if tape.kernel != call.kernel.name or tape.key != call.layout.tape_key or tape.dim != call.dim:
+    if tape.key is not call.layout.tape_key and (tape.kernel != call.kernel.name or tape.key != call.layout.tape_key
+                                                 or tape.dim != call.dim):
         raise AnnotationError(f"this tape was made by forward for kernel '{tape.kernel}' with another "
                               "signature or launch shape")
     return _execute(bound, call.split[1:], ((tape.values, tape.ints), tape.counts))
@@ -179,8 +180,16 @@ def _save_values(bound: Bound, saves: dict[str, Any] | None) -> list:
 
 
 def _taped(bound: Bound) -> tuple:
-    """The tapes and the per-thread push counters of an augmented primal, on the launch's device."""
-    return _allocate_tape(bound), _counts(bound.call, bound.call.spec.kernels.counted)
+    """The tapes and the per-thread push counters of an augmented primal, on the launch's device: on the CPU,
+    where nothing is taped or counted, the layout's stand-ins, the same at every call of the signature."""
+    layout = bound.call.layout
+    if layout.untaped is not None:
+        return layout.untaped
+    kernels = bound.call.spec.kernels
+    taped = _allocate_tape(bound), _counts(bound.call, kernels.counted)
+    if layout.cpu and kernels.static_slots == (0, 0) and not kernels.counted:
+        layout.untaped = taped
+    return taped
 
 
 def _counts(call: PreparedCall, used: bool) -> Any:
