@@ -93,8 +93,8 @@ class ProgramRecorder(Recorder):
         params = kernel.ir.params
         args = unwrap_args(given, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
         replay = self.replays.find(kernel, dim, backend, args, self.shadows.version)
-        if replay is not None:
-            annotated, scalars, plain, active = replay.annotations(args)
+        if replay is not None:  # the annotations are made only where the call is prepared in full
+            annotated, (scalars, plain), active = None, replay.plain(args), replay.active
             arrays = replay.arrays(args)
         else:
             annotated, scalars, plain, active = self._annotations(params, args)
@@ -158,15 +158,19 @@ class ProgramRecorder(Recorder):
         """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
         Returns the step, the arrays it may write and those its reverse reads. `replay`: what the last launch
         of this kernel on these objects worked out (replay.py), used where the launch prepares the same call."""
-        given = tuple(annotated) if active else plain
         call = replay.signed(args, dim, backend) if replay is not None else None
-        bound = again(call, kernel, given) if call is not None else None
+        bound = again(call, kernel, plain, replay.known) if call is not None else None
         if bound is None:
-            call, bound = prepare(kernel, given, dim, backend, "reverse" if active else "launch")
+            if annotated is None:
+                annotated = replay.annotations(args)[0]
+            call, bound = prepare(kernel, tuple(annotated) if active else plain, dim, backend,
+                                  "reverse" if active else "launch")
         prepared = bound if active else None  # nothing active: a plain launch, recorded for what it overwrites
         step = Step(len(self.steps) + 1, kernel.name, prepared, None, scalars=scalars)
         vals = bound.given
         if replay is None or not replay.same(call, vals):
+            if annotated is None:
+                annotated = replay.annotations(args)[0]
             replay = self._facts(kernel, dim, backend, args, annotated, active, call, bound)
         written = [vals[k] for k in replay.written]
         reads = [vals[k] for k in replay.reads]

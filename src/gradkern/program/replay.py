@@ -42,7 +42,7 @@ class LaunchFacts:
     `filled` the (name, position) pairs the augmented primal can save as it runs, () where it cannot."""
 
     __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
-                 "whole", "filled", "version", "flags", "shadows", "shaped", "scalars")
+                 "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known")
 
     def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
                  values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int):
@@ -68,6 +68,11 @@ class LaunchFacts:
         self.flags = tuple(a.flags.num for _, a in arrays) + tuple(dx.flags.num for dx in self.shadows)
         self.scalars = tuple((n, type(a.value if isinstance(a, ActiveScalar) else a)) for n, a in enumerate(args)
                              if not is_array(a))
+        # what runtime/call.py's refill collects from the annotations `annotations` makes: the Active positions and
+        # the shadows by parameter (call.refill_known)
+        lanes = [(d,) if type(d) is not tuple else d for kind, d in self.kinds if kind == 1]
+        self.known = (tuple(n for n, (kind, _) in enumerate(self.kinds) if kind == 0),
+                      dict(zip(call.names, lanes)) if call is not None and lanes else {})
         # (binding value position, index into `refs`) of every array value: the runtime bound those objects
         self.pairs = tuple((k, j) for k, v in enumerate(values) if is_array(v)
                            for j, (_, a) in enumerate(arrays) if a is v)
@@ -114,6 +119,15 @@ class LaunchFacts:
             if type(v) is not t or (t is int and not -2**63 <= v < 2**63):
                 return None
         return call
+
+    def plain(self, args: tuple) -> tuple[dict, tuple]:
+        """The Active scalars by position and the plain values, as `annotations` gives them."""
+        scalars, plain = {}, list(args)
+        for n in self.known[0]:
+            a = args[n]
+            scalars[n] = a
+            plain[n] = a.value
+        return scalars, tuple(plain)
 
     def arrays(self, args: tuple) -> list:
         """The array arguments, in order (`matches` found them the entry's)."""

@@ -378,17 +378,35 @@ def refill(call: PreparedCall, args: tuple) -> Bound | None:
     return Bound(call, values, dict(zip(call.names, derivatives)) if derivatives else {})
 
 
-def again(call: PreparedCall, kernel: KernelFunction, args: tuple) -> Bound | None:
+def again(call: PreparedCall, kernel: KernelFunction, args: tuple, known: tuple | None = None) -> Bound | None:
     """`args` refilled into `call`, prepared for their signature, and its checks ensured; None where `call` is
     another kernel's or of an older generation of its specialisations, or refilling fails (the full path then
     raises what a first call would). `prepare`'s hit path, and a program's replay of a launch whose arguments'
-    signature is known to be `call.key` (program/replay.py)."""
+    signature is known to be `call.key` (program/replay.py), which gives `args` as plain values with what their
+    annotations were (`known`: see `refill_known`)."""
     if call.kernel is not kernel or call.generation != kernel._specs.generation:
         return None
-    bound = refill(call, args)
+    bound = refill(call, args) if known is None else refill_known(call, args, *known)
     if bound is not None:
         call.checks.ensure(bound)
     return bound
+
+
+def refill_known(call: PreparedCall, values: tuple, active: tuple[int, ...], derivatives: dict) -> Bound | None:
+    """`refill` of annotated arguments given as their plain values (annotations unwrapped), the positions of the
+    Active ones and the shadows by parameter (what `refill` collects from the annotations, the same objects);
+    None when an Active value is not finite."""
+    for n in active:
+        if not isfinite(values[n]):
+            return None
+    plain = call.plain
+    if plain is not None:
+        values = list(values)
+        for n, convert in plain:
+            values[n] = convert(values[n])
+        return Bound(call, values, {})
+    return Bound(call, [v if convert is None else convert(v) for v, convert in zip(values, call.template[1])],
+                 derivatives)
 
 
 def prepare(kernel: KernelFunction, args: tuple, dim: Any, backend: str | None, mode: str,
