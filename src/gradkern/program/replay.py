@@ -32,8 +32,11 @@ MAX_REPLAYS = 64  # kept per recording; a program launching on fresh arrays ever
 
 def replay_key(kernel: Any, backend: str | None, args: tuple) -> tuple:
     """The arguments' identities (arrays) and kinds (scalars): an entry is looked up by it, then checked."""
-    return (id(kernel), backend, *(id(a) if type(a) is np.ndarray or (type(a) not in _SCALARS and is_array(a))
-                                   else type(a) for a in args))
+    key = [id(kernel), backend]
+    for a in args:
+        t = type(a)
+        key.append(id(a) if t is np.ndarray or (t not in _SCALARS and is_array(a)) else t)
+    return tuple(key)
 
 
 class LaunchFacts:
@@ -84,7 +87,8 @@ class LaunchFacts:
             return False
         for (n, ref), (shape, strides, dtype) in zip(self.refs, self.geometry):
             a = args[n]
-            if ref() is not a or a.shape != shape or a.strides != strides or a.dtype != dtype:
+            if ref() is not a or a.shape != shape or a.strides != strides or \
+                    (a.dtype is not dtype and a.dtype != dtype):
                 return False
         return True
 
