@@ -26,6 +26,7 @@ from ..runtime.call import again, prepare
 from ..runtime.forward import forward as forward_launch
 from ..runtime.launch import run
 from ..runtime.reverse import run_augmented_primal, saved_in_place
+from .contents import array_positions
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
 from .replay import LaunchFacts, Replays
@@ -172,6 +173,7 @@ class ProgramRecorder(Recorder):
             if annotated is None:
                 annotated = replay.annotations(args)[0]
             replay = self._facts(kernel, dim, backend, args, annotated, active, call, bound)
+        step.arrays = replay.arrays_at
         written = [vals[k] for k in replay.written]
         reads = [vals[k] for k in replay.reads]
         whole = None
@@ -216,7 +218,7 @@ class ProgramRecorder(Recorder):
                     all(id(memory_root(binding.values[k])) in roots for _, k in saved):
                 filled = saved
         facts = LaunchFacts(kernel, dim, args, annotated, active, call, binding.values, written, reads, whole,
-                            filled, self.shadows.version)
+                            filled, self.shadows.version, array_positions(bound.values) if active else None)
         self.replays.keep(facts, args, backend)
         return facts
 

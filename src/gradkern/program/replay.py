@@ -45,10 +45,13 @@ class LaunchFacts:
     `filled` the (name, position) pairs the augmented primal can save as it runs, () where it cannot."""
 
     __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
-                 "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known")
+                 "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known", "arrays_at")
 
     def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
-                 values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int):
+                 values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int,
+                 arrays_at: tuple | None = None):
+        """`arrays_at`: contents.array_positions of the prepared call's kernel values (a step's sweep reads them)."""
+        self.arrays_at = arrays_at
         self.kernel, self.dim, self.active, self.call, self.version = kernel, dim, active, call, version
         self.written, self.reads, self.whole, self.filled = written, reads, whole, filled
         arrays = [(n, a) for n, a in enumerate(args) if is_array(a)]
