@@ -51,9 +51,17 @@ def test_ping_pong_is_bit_identical_with_and_without_replays(monkeypatch):
         ping_pong(u, v, E, c, steps)
 
     with_replays = _gradient(loop, arrays, 0.2)
+    # signed replays (the prepared call refilled without `signature` or annotations: call.refill_known) refused:
+    # every replay prepared in full
+    monkeypatch.setattr(LaunchFacts, "signed", lambda self, *a: None)
+    _assert_identical(with_replays, _gradient(loop, arrays, 0.2))
     _without_replays(monkeypatch)
-    without = _gradient(loop, arrays, 0.2)
-    for a, b in zip(with_replays, without):
+    _assert_identical(with_replays, _gradient(loop, arrays, 0.2))
+
+
+def _assert_identical(got, want):
+    """Two `_gradient` results bit for bit the same."""
+    for a, b in zip(got, want):
         for x, y in zip(a if isinstance(a, list) else [a], b if isinstance(b, list) else [b]):
             assert np.array_equal(x, y)
 
@@ -97,32 +105,6 @@ def test_the_replays_kept_are_bounded(monkeypatch):
         kept.append(a)
         replays.keep(LaunchFacts(energy, 4, (a,), [gk.Const(a)], False, None, (a,), (), (), (), (), 0), (a,), None)
     assert len(replays.entries) <= 4
-
-
-def _without_signed_replays(monkeypatch):
-    monkeypatch.setattr(LaunchFacts, "signed", lambda self, *a: None)
-
-
-def test_signed_replays_are_bit_identical_to_prepared_calls(monkeypatch):
-    """A replay whose arguments' signature the facts vouch for refills the prepared call without `signature` and
-    without annotations (call.refill_known); the oracle prepares every launch in full (replays found, not signed),
-    then with every replay refused."""
-    n, steps = 200, 10
-    rng = np.random.default_rng(5)
-    arrays = (rng.uniform(-0.9, 0.9, n), np.zeros(n), np.zeros(1))
-
-    def loop(u, v, E, c):
-        ping_pong(u, v, E, c, steps)
-
-    signed = _gradient(loop, arrays, 0.3)
-    _without_signed_replays(monkeypatch)
-    unsigned = _gradient(loop, arrays, 0.3)
-    _without_replays(monkeypatch)
-    without = _gradient(loop, arrays, 0.3)
-    for got in (unsigned, without):
-        for a, b in zip(signed, got):
-            for x, y in zip(a if isinstance(a, list) else [a], b if isinstance(b, list) else [b]):
-                assert np.array_equal(x, y)
 
 
 def test_a_signed_replay_is_refused_when_what_the_signature_reads_changed():

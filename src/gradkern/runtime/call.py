@@ -352,13 +352,10 @@ def _value_key(v: Any, arrays: list) -> Any:
 def refill(call: PreparedCall, args: tuple) -> Bound | None:
     """The only refill path: the values of `args`, whose signature `call` was prepared for (scalars
     converted, annotations unwrapped), and their shadows (a tuple of lanes per differentiated argument);
-    None when an Active value is not finite (the full path then raises what a first call would)."""
-    plain = call.plain
-    if plain is not None:
-        values = list(args)
-        for n, convert in plain:
-            values[n] = convert(values[n])
-        return Bound(call, values, {})
+    None when an Active value is not finite (the full path then raises what a first call would). A caller that
+    knows the annotations refills from the plain values instead (`refill_known`)."""
+    if call.plain is not None:
+        return _refill_plain(call, args)
     values, derivatives = [], []
     for a, convert in zip(args, call.template[1]):
         t = type(a)
@@ -376,6 +373,14 @@ def refill(call: PreparedCall, args: tuple) -> Bound | None:
             a = a.val
         values.append(a if convert is None else convert(a))
     return Bound(call, values, dict(zip(call.names, derivatives)) if derivatives else {})
+
+
+def _refill_plain(call: PreparedCall, args: tuple) -> Bound:
+    """The refill of a call without annotations in its signature (a launch's): its scalars converted."""
+    values = list(args)
+    for n, convert in call.plain:
+        values[n] = convert(values[n])
+    return Bound(call, values, {})
 
 
 def again(call: PreparedCall, kernel: KernelFunction, args: tuple, known: tuple | None = None) -> Bound | None:
@@ -399,12 +404,8 @@ def refill_known(call: PreparedCall, values: tuple, active: tuple[int, ...], der
     for n in active:
         if not isfinite(values[n]):
             return None
-    plain = call.plain
-    if plain is not None:
-        values = list(values)
-        for n, convert in plain:
-            values[n] = convert(values[n])
-        return Bound(call, values, {})
+    if call.plain is not None:
+        return _refill_plain(call, values)
     return Bound(call, [v if convert is None else convert(v) for v, convert in zip(values, call.template[1])],
                  derivatives)
 
