@@ -9,8 +9,11 @@ only where every array argument is still the same object (a weak reference, so a
 the same shape, strides and dtype (a NumPy array's memory cannot move: its `data` cannot be assigned, and
 `resize` refuses an array something else references), no shadow was registered or removed since
 (`ShadowMap.version`: what `find` answers changes only then), and the runtime prepared the same call with
-the same objects as its values (`LaunchFacts.same`). The runtime's own checks (`prepare`) still run at every
-launch; so do the program's checks whose answer can change between launches: the host-write guard, the
+the same objects as its values (`LaunchFacts.same`). The runtime validates every launch: in full
+(`prepare`), or, where the facts vouch for the arguments' signature (`LaunchFacts.signed`: every flag, shadow
+geometry and scalar type `signature` reads as it was), by refilling the facts' prepared call and ensuring its
+checks (`call.again`; docs/programs.md#session-45-a-replayed-launch-without-its-signature-cheaper-flags). The
+program's checks whose answer can change between launches run at every launch: the host-write guard, the
 host-code origin of each argument, which buffers a recorded reverse still reads (versions.py).
 """
 
