@@ -215,8 +215,11 @@ def _accumulators(call: PreparedCall) -> dict[str, tuple]:
     threads, in float64 also for float32 kernels (transforms/reverse.py)."""
     layout = call.layout
     zeros, dtype = layout.xp.zeros, layout.acc_type
-    if layout.lanes == 1:
-        return {n: (zeros(1, dtype),) for n in layout.acc_order}
+    if layout.lanes == 1:  # loops, not comprehensions: these run at every launch of a program's sweep
+        accs = {}
+        for n in layout.acc_order:
+            accs[n] = (zeros(1, dtype),)
+        return accs
     return {n: tuple(zeros(1, dtype) for _ in range(layout.lanes)) for n in layout.acc_order}
 
 
@@ -225,8 +228,12 @@ def _adjoint_values(bound: Bound, accs: dict[str, tuple], lo: int, hi: int) -> l
     (the accumulators' dict is in that order: `_accumulators`)."""
     shadows, layout = bound.derivatives, bound.call.layout
     if lo == 0 and hi == layout.lanes:
-        return [*(dx for n in layout.shadow_order for dx in shadows[n]),
-                *(acc for lanes in accs.values() for acc in lanes)]
+        out: list = []
+        for n in layout.shadow_order:
+            out += shadows[n]
+        for lanes in accs.values():
+            out += lanes
+        return out
     return [*(dx for n in layout.shadow_order for dx in shadows[n][lo:hi]),
             *(acc for lanes in accs.values() for acc in lanes[lo:hi])]
 
@@ -235,7 +242,10 @@ def _results(call: PreparedCall, accs: dict[str, tuple]) -> tuple:
     """Active scalars' derivatives (a tuple of one per lane in vector mode), None for the rest."""
     layout = call.layout
     if layout.lanes == 1:
-        return tuple(None if n is None else float(accs[n][0][0]) for n in layout.results)
+        out = []
+        for n in layout.results:
+            out.append(None if n is None else float(accs[n][0][0]))
+        return tuple(out)
     return tuple(None if n is None else tuple(float(a[0]) for a in accs[n]) for n in layout.results)
 
 
