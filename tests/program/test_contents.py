@@ -185,3 +185,33 @@ def test_a_pool_keeps_at_most_its_limit():
     assert np.shares_memory(c, a) and pool.free_bytes == 0
     np.testing.assert_array_equal(c, 2.0)
     assert SavePool(0).copy_of(np.ones(3)).base is None  # nothing kept: a plain copy
+
+
+def test_a_pool_lends_a_kept_buffer_as_it_is_where_the_save_is_like_it():
+    """A kept buffer (its owner, given back through any view of it) is lent itself to a save of its dtype and shape
+    (no view made per save) and viewed as one of another dtype or shape of as many bytes."""
+    pool = SavePool(1000)
+    a = pool.copy_of(np.ones(10))
+    pool.give(a[2:])  # through a view: the owner is kept
+    assert pool.copy_of(np.full(10, 3.0)) is a and np.array_equal(a, np.full(10, 3.0))
+    pool.give(a)
+    b = pool.empty_like(np.ones((5, 4), np.float32))
+    assert b.shape == (5, 4) and b.dtype == np.float32 and np.shares_memory(b, a) and b.base is not None
+    pool.give(b)
+    assert pool.free_bytes == 80 and pool.empty_like(np.ones(10)) is a
+
+
+def test_same_geometry_takes_a_view_of_a_contiguous_base_without_its_address():
+    """A view whose base is the other array needs no address read where the base is contiguous (it starts where
+    the base does); an `as_strided` view of the same shape and strides elsewhere in the memory is no such view."""
+    from gradkern.program.shadows import _same_geometry
+
+    a = np.arange(12.0)
+    assert _same_geometry(a[:], a) and _same_geometry(a, a.reshape(3, 4).reshape(12))
+    assert not _same_geometry(a[1:], a) and not _same_geometry(a[::-1], a)
+    shifted = np.lib.stride_tricks.as_strided(a[1:], shape=a.shape, strides=a.strides)
+    assert shifted.base is not a and not _same_geometry(shifted, a)
+    b = np.arange(12.0).reshape(3, 4)
+    assert _same_geometry(b.T.T, b) and not _same_geometry(b[:, :2], b)
+    f = np.asfortranarray(b)
+    assert _same_geometry(f.T.T, f)

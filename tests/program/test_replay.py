@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import gradkern as gk
+from gradkern.kernels import allen_cahn_step
 from gradkern.program.replay import LaunchFacts, Replays
 from program.test_programs import energy, ping_pong
 
@@ -50,9 +51,17 @@ def test_ping_pong_is_bit_identical_with_and_without_replays(monkeypatch):
         ping_pong(u, v, E, c, steps)
 
     with_replays = _gradient(loop, arrays, 0.2)
+    # signed replays (the prepared call refilled without `signature` or annotations: call.refill_known) refused:
+    # every replay prepared in full
+    monkeypatch.setattr(LaunchFacts, "signed", lambda self, *a: None)
+    _assert_identical(with_replays, _gradient(loop, arrays, 0.2))
     _without_replays(monkeypatch)
-    without = _gradient(loop, arrays, 0.2)
-    for a, b in zip(with_replays, without):
+    _assert_identical(with_replays, _gradient(loop, arrays, 0.2))
+
+
+def _assert_identical(got, want):
+    """Two `_gradient` results bit for bit the same."""
+    for a, b in zip(got, want):
         for x, y in zip(a if isinstance(a, list) else [a], b if isinstance(b, list) else [b]):
             assert np.array_equal(x, y)
 
@@ -96,3 +105,63 @@ def test_the_replays_kept_are_bounded(monkeypatch):
         kept.append(a)
         replays.keep(LaunchFacts(energy, 4, (a,), [gk.Const(a)], False, None, (a,), (), (), (), (), 0), (a,), None)
     assert len(replays.entries) <= 4
+
+
+def test_a_signed_replay_is_refused_when_what_the_signature_reads_changed():
+    """The flags of an argument or a shadow, a shadow's geometry, a scalar's type, a launch shape of numpy
+    integers or another backend: each makes `signed` answer None (the call is then
+    prepared in full, which validates it)."""
+    import gradkern.runtime.call as runtime_call
+    from gradkern.program.scalars import ActiveScalar
+    from gradkern.program.shadows import ShadowMap
+
+    n = 16
+    u, v, du, dv = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    shadows = ShadowMap()
+    shadows.register("u", u, (du,))
+    shadows.register("v", v, (dv,))
+    c = ActiveScalar(0.2)
+    args = (u, v, c, 0.01)
+    annotated = [gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Active(0.2), gk.Const(0.01)]
+    call, bound = runtime_call.prepare(allen_cahn_step, tuple(annotated), n, None, "reverse")
+    assert call.key is not None
+    facts = LaunchFacts(allen_cahn_step, n, args, annotated, True, call, bound.given, (1,), (0,), (), (), 0)
+    assert facts.signed(args, n, None) is call
+    bound = runtime_call.again(call, allen_cahn_step, (u, v, 0.2, 0.01), facts.known)
+    assert bound is not None and bound.values[0] is u and bound.values[1] is v and bound.values[2] == 0.2
+    assert {name: tuple(id(d) for d in ds) for name, ds in bound.derivatives.items()} == \
+        {name: (id(d),) for name, d in zip(call.names, (du, dv))}
+    assert runtime_call.refill_known(call, (u, v, float("nan"), 0.01), *facts.known) is None  # prepare raises
+    assert facts.signed((u, v, c, np.float32(0.01)), n, None) is None  # another scalar type
+    assert facts.signed((u, v, ActiveScalar(0.5), 1), n, None) is None  # an int where a float was
+    assert facts.signed((u, v, ActiveScalar(0.5), 0.02), n, None) is call  # other values of the same types
+    assert facts.signed(args, (np.int64(n),), None) is None  # a launch shape `signature` does not key
+    other = "cpu" if runtime_call.backend_name(None) == "hostcuda" else "hostcuda"
+    assert facts.signed(args, n, other) is None  # another backend
+    for a in (u, dv):
+        a.flags.writeable = False
+        assert facts.signed(args, n, None) is None  # flags (the binding refuses a read-only shadow)
+        a.flags.writeable = True
+        assert facts.signed(args, n, None) is call
+    dv.shape = (2, n // 2)
+    assert facts.signed(args, n, None) is None  # a shadow reshaped in place
+    dv.shape = (n,)
+    assert facts.signed(args, n, None) is call
+
+
+def test_a_shadow_made_read_only_between_two_launches_raises_as_a_first_launch_would():
+    """Bad input still raises before any buffer is touched when the launch before was replayed: the second
+    launch's shadow is read-only, which `signed` sees (its flags) and the full preparation refuses."""
+    n = 32
+    u, v, du, dv = np.linspace(0.1, 0.9, n), np.zeros(n), np.zeros(n), np.zeros(n)
+
+    def prog(u, v, c):
+        gk.launch(allen_cahn_step, n, u, v, c, 0.01)
+        gk.launch(allen_cahn_step, n, v, u, c, 0.01)
+        gk.launch(allen_cahn_step, n, u, v, c, 0.01)  # a replay of the first
+        dv.flags.writeable = False
+        gk.launch(allen_cahn_step, n, v, u, c, 0.01)  # would be a replay of the second
+
+    with pytest.raises(gk.AnnotationError):
+        gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Active(0.2))
+    dv.flags.writeable = True

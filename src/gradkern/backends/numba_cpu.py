@@ -152,8 +152,7 @@ class NumbaBackend(Backend):
         return numba_loops.keeps_interior(k)
 
     def workers(self) -> int:
-        import numba  # noqa: PLC0415  (Numba loads when a launch first needs it)
-        return numba.get_num_threads()
+        return numba_plan.thread_count()
 
     def generate(self, k: ir.Kernel, launch_ndim: int, *, parallel: bool, strided: frozenset[str],
                  header: str) -> Generated:

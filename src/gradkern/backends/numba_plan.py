@@ -6,6 +6,7 @@ plan says; backends/numba_cpu.py runs it."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -139,15 +140,28 @@ def spilled(k: ir.Kernel, atomic: tuple[str, ...], exclude) -> dict[str, int]:
     return {a: b for a, b in bounds.items() if b}
 
 
+def thread_count() -> int:
+    """`numba.get_num_threads()`: once Numba's threading layer is up, its C getter alone (the public function
+    first takes two locks, one a multiprocessing lock: 1.2 µs against 0.08 here, at every privatised launch;
+    docs/programs.md#host-cost-per-step); the public function before that, or where Numba's module differs."""
+    layer = sys.modules.get("numba.np.ufunc.parallel")
+    if layer is not None and getattr(layer, "_is_initialized", False) is True:
+        getter = getattr(layer, "_get_num_threads", None)
+        threads = getter() if getter is not None else 0
+        if threads > 0:
+            return threads
+    import numba
+
+    return numba.get_num_threads()
+
+
 def private_chunks(copy_bytes: int, n0: int, mixed: bool = False, width: int = 0) -> int:
     """How many chunks a parallel launch with atomics splits axis 0 into: one per Numba thread (at most
     one per outer index; for a mixed launch whose chunks run in two phases, `MixedPlan`, two per thread,
     each at least `width` threads wide), or 0 (the serial path) when their private copies, `copy_bytes`
     each, would take more than GRADKERN_PRIVATE_BYTES (default 1 GiB), or for a mixed launch
     GRADKERN_MIXED_PRIVATE_BYTES (default the same)."""
-    import numba
-
-    threads = numba.get_num_threads()
+    threads = thread_count()
     if width > 0:
         plan = MixedPlan(width, ())
         chunks = plan.chunks(max(1, min(threads * plan.phases, n0)), n0)

@@ -30,6 +30,11 @@ def writable(a: Any) -> Any:
     return a
 
 
+def array_positions(values: Any) -> tuple:
+    """(position, id of its buffer) of each array among `values`."""
+    return tuple((n, id(memory_root(v))) for n, v in enumerate(values) if is_array(v))
+
+
 class Contents:
     """Buffers whose contents for the sweep are held by a save instead (id -> (buffer, save data)), and the
     final contents of the buffers the sweep wrote into."""
@@ -41,22 +46,24 @@ class Contents:
         self.held: dict[int, tuple[Any, Any]] = {}
         self.final: dict[int, tuple[Any, Any]] | None = {} if final else None
 
-    def values(self, values: list) -> list | None:
+    def values(self, values: list, arrays: tuple | None = None) -> list | None:
         """`values` with every array inside a held buffer replaced by the same view of its save, or None when
-        none is."""
-        if not self.held:
+        none is. `arrays`: where known, (position, id of its buffer) of every array among `values`
+        (replay.LaunchFacts.arrays_at, of the same objects: a view's buffer, its base, is fixed and alive)."""
+        held = self.held
+        if not held:
             return None
+        if arrays is None:
+            arrays = array_positions(values)
         out = None
-        for n, v in enumerate(values):
-            if not is_array(v):
-                continue
-            root = memory_root(v)
-            entry = self.held.get(id(root))
+        for n, key in arrays:
+            entry = held.get(key)
             if entry is None:
                 continue
-            data = entry[1]
+            root, data = entry
             if out is None:
                 out = list(values)
+            v = values[n]
             out[n] = data if _same_geometry(v, root) else \
                 _view_at(data, _address(v) + (_address(data) - _address(root)), v)
         return out

@@ -190,14 +190,16 @@ class HostWriteGuard:
                 if self._holds(root):
                     ours.append(root)
                     ours.append(a)
+        # setflags(write) with the flag positional: `flags.writeable = v` calls setflags with keywords, which
+        # NumPy parses at four to eight times the cost (docs/programs.md#host-cost-per-step)
         for x in ours:
-            x.flags.writeable = True
+            x.setflags(True)
         return ours
 
     @staticmethod
     def relock(ours: list) -> None:
         for x in reversed(ours):
-            x.flags.writeable = False
+            x.setflags(False)
 
     def unlock_settled(self, arrays: list) -> list | None:
         """`unlock(arrays)` where `lock` locked every one of them (`settled`) and nothing is fingerprinted: what
@@ -212,14 +214,18 @@ class HostWriteGuard:
             ours.append(hit[1]())
             ours.append(a)
         for x in ours:
-            x.flags.writeable = True
+            x.setflags(True)
         return ours
 
     def relock_settled(self, ours: list, where: str) -> None:
         """`relock(ours)` and `lock` of the arrays `unlock_settled` unlocked, which is all that is left of it:
         every one of them and its buffer read-only again (their followers stayed so), locked after `where`."""
         for x in reversed(ours):
-            x.flags.writeable = False
+            x.setflags(False)
+        self.locked_settled(ours, where)
+
+    def locked_settled(self, ours: list, where: str) -> None:
+        """`lock` of the arrays `unlock_settled` unlocked once `relock(ours)` made them read-only again."""
         for root in ours[::2]:
             self.locked_after[id(root)] = where
         self.last = where

@@ -144,7 +144,7 @@ class HostTracker:
     def origin(self, a: Any) -> Origin | None:
         """Where `a`'s values were computed on the host from an active array (None: they were not)."""
         got = getattr(a, "_gk_origin", None)
-        if got is not None:
+        if got is not None or not self.tainted:
             return got
         kept = self.tainted.get(id(memory_root(a))) if isinstance(a, np.ndarray) else None
         return kept[1] if kept is not None and kept[0]() is memory_root(a) else None
@@ -442,10 +442,17 @@ def unwrap_args(args: tuple, what: str) -> tuple:
     """A launch's or rule call's arguments as the runtime takes them: TrackedArrays as plain views,
     `gk.Const(x)` as x. ProgramError if one was computed on the host from an active array (and is not
     wrapped in Const): `what` names the launch."""
-    host, guard = tracker(), _guard()
+    recorder = active_recorder()
+    host, guard = getattr(recorder, "host", None), getattr(recorder, "guard", None)
     if guard is not None:  # locked with their buffers from now on
-        guard.follow([a.val if isinstance(a, Const) else a for a in args
-                      if isinstance(a.val if isinstance(a, Const) else a, TrackedArray)])
+        tracked = []
+        for a in args:
+            v = a.val if isinstance(a, Const) else a
+            if isinstance(v, TrackedArray):
+                tracked.append(v)
+        if tracked:
+            guard.follow(tracked)
+    checking = host is not None and host.checking
     out, views = [], {}  # an array passed twice is one view twice (a rule's in-place argument pair)
     for n, a in enumerate(args):
         if isinstance(a, Const):
@@ -453,7 +460,10 @@ def unwrap_args(args: tuple, what: str) -> tuple:
             out.append(views.setdefault(id(v), host.plain_view(v) if host is not None and isinstance(v, TrackedArray)
                                         else plain(v)))
             continue
-        if host is not None and host.checking and isinstance(a, np.ndarray):
+        if not isinstance(a, np.ndarray):
+            out.append(a)
+            continue
+        if checking:
             origin = host.origin(a)
             if origin is not None:
                 frame = _user_frame()
@@ -461,6 +471,11 @@ def unwrap_args(args: tuple, what: str) -> tuple:
                                    f"which host code computed from an active array: {origin.describe()}; its "
                                    "derivative would be lost, so it did not run and no shadow changed",
                                    hint=_FIX)
-        out.append(views.setdefault(id(a), plain(a) if host is None else host.plain_view(a))
-                   if isinstance(a, TrackedArray) else a)
+        if isinstance(a, TrackedArray):
+            v = views.get(id(a))
+            if v is None:
+                v = views[id(a)] = plain(a) if host is None else host.plain_view(a)
+            out.append(v)
+        else:
+            out.append(a)
     return tuple(out)

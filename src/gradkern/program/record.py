@@ -22,10 +22,11 @@ from ..kernel import KernelFunction
 from ..recording import Recorder
 from ..rules import CustomRule
 from ..runtime.arrays import is_array
-from ..runtime.call import prepare
+from ..runtime.call import again, prepare
 from ..runtime.forward import forward as forward_launch
 from ..runtime.launch import run
 from ..runtime.reverse import run_augmented_primal, saved_in_place
+from .contents import array_positions
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
 from .replay import LaunchFacts, Replays
@@ -93,23 +94,26 @@ class ProgramRecorder(Recorder):
         params = kernel.ir.params
         args = unwrap_args(given, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
         replay = self.replays.find(kernel, dim, backend, args, self.shadows.version)
-        if replay is not None:
-            annotated, scalars, plain, active = replay.annotations(args)
+        if replay is not None:  # the annotations are made only where the call is prepared in full
+            annotated, (scalars, plain), active = None, replay.plain(args), replay.active
             arrays = replay.arrays(args)
         else:
             annotated, scalars, plain, active = self._annotations(params, args)
             arrays = [a for a in args if is_array(a)]
-        before = f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')"
-        ours = self.guard.unlock(arrays, before)  # validated and run as the user's writable arrays
+        guard = self.guard
+        # validated and run as the user's writable arrays (the arrays `lock` locked before: only their flags)
+        settled = guard.unlock_settled(arrays)
+        ours = settled if settled is not None else \
+            guard.unlock(arrays, f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')")
         try:
             step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend, args, replay)
         finally:
-            self.guard.relock(ours)
+            guard.relock(ours)
         for view in written:
             self.versions.written(view)
         for view in reads:  # this step's reverse reads these as the step left them
             self.versions.read_by_reverse(view)
-        self._add(step, arrays)
+        self._add(step, arrays, settled)
 
     def _annotations(self, params, args: tuple) -> tuple[list, dict, tuple, bool]:
         """How the launch takes `args`: annotated (shadows found or made), its Active scalars by position, the
@@ -140,9 +144,13 @@ class ProgramRecorder(Recorder):
         self._add(step, arrays)
         return result
 
-    def _add(self, step: Step, arrays: list) -> None:
-        """A launch or rule call recorded: the arrays it took locked after it, its Active scalars kept."""
-        self.guard.lock(arrays, step.where)
+    def _add(self, step: Step, arrays: list, settled: list | None = None) -> None:
+        """A launch or rule call recorded: the arrays it took locked after it (`settled`: they were, and are
+        again: guard.unlock_settled), its Active scalars kept."""
+        if settled is not None:
+            self.guard.locked_settled(settled, step.where)
+        else:
+            self.guard.lock(arrays, step.where)
         for s in step.scalars.values():
             self.scalars.setdefault(id(s), s)
         self.steps.append(step)
@@ -151,27 +159,40 @@ class ProgramRecorder(Recorder):
         """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
         Returns the step, the arrays it may write and those its reverse reads. `replay`: what the last launch
         of this kernel on these objects worked out (replay.py), used where the launch prepares the same call."""
-        call, bound = prepare(kernel, tuple(annotated) if active else plain, dim, backend,
-                              "reverse" if active else "launch")
+        call = replay.signed(args, dim, backend) if replay is not None else None
+        bound = again(call, kernel, plain, replay.known) if call is not None else None
+        if bound is None:
+            if annotated is None:
+                annotated = replay.annotations(args)[0]
+            call, bound = prepare(kernel, tuple(annotated) if active else plain, dim, backend,
+                                  "reverse" if active else "launch")
         prepared = bound if active else None  # nothing active: a plain launch, recorded for what it overwrites
         step = Step(len(self.steps) + 1, kernel.name, prepared, None, scalars=scalars)
         vals = bound.given
         if replay is None or not replay.same(call, vals):
+            if annotated is None:
+                annotated = replay.annotations(args)[0]
             replay = self._facts(kernel, dim, backend, args, annotated, active, call, bound)
+        step.arrays = replay.arrays_at
         written = [vals[k] for k in replay.written]
         reads = [vals[k] for k in replay.reads]
         whole = None
         if self.observer is not None:
             whole = [memory_root(vals[k]) for k in replay.whole]
             self.observer(kernel.name, written, bound.b, whole)
-        saves = None
-        if prepared is not None and replay.filled and all(self.versions.needed(vals[k]) for _, k in replay.filled):
-            saves = {n: vals[k] for n, k in replay.filled}
+        versions = self.versions
+        filled = replay.filled if prepared is not None else ()
+        for _, k in filled:  # the augmented primal fills the saves where every one of them is needed
+            if not versions.needed(vals[k]):
+                filled = ()
+                break
         for view in written:
-            if saves is None or all(view is not v for v in saves.values()):
-                self.versions.before_write(view, step.saves)
-        if saves is not None:
-            saves = {n: self.versions.save_filled(v, step.saves) for n, v in saves.items()}
+            for _, k in filled:
+                if view is vals[k]:
+                    break
+            else:
+                versions.before_write(view, step.saves)
+        saves = {n: versions.save_filled(vals[k], step.saves) for n, k in filled} if filled else None
         if prepared is not None:
             step.tape = run_augmented_primal(bound, saves)
         else:
@@ -197,7 +218,7 @@ class ProgramRecorder(Recorder):
                     all(id(memory_root(binding.values[k])) in roots for _, k in saved):
                 filled = saved
         facts = LaunchFacts(kernel, dim, args, annotated, active, call, binding.values, written, reads, whole,
-                            filled, self.shadows.version)
+                            filled, self.shadows.version, array_positions(bound.values) if active else None)
         self.replays.keep(facts, args, backend)
         return facts
 

@@ -9,8 +9,11 @@ only where every array argument is still the same object (a weak reference, so a
 the same shape, strides and dtype (a NumPy array's memory cannot move: its `data` cannot be assigned, and
 `resize` refuses an array something else references), no shadow was registered or removed since
 (`ShadowMap.version`: what `find` answers changes only then), and the runtime prepared the same call with
-the same objects as its values (`LaunchFacts.same`). The runtime's own checks (`prepare`) still run at every
-launch; so do the program's checks whose answer can change between launches: the host-write guard, the
+the same objects as its values (`LaunchFacts.same`). The runtime validates every launch: in full
+(`prepare`), or, where the facts vouch for the arguments' signature (`LaunchFacts.signed`: every flag, shadow
+geometry and scalar type `signature` reads as it was), by refilling the facts' prepared call and ensuring its
+checks (`call.again`; docs/programs.md#session-45-a-replayed-launch-without-its-signature-cheaper-flags). The
+program's checks whose answer can change between launches run at every launch: the host-write guard, the
 host-code origin of each argument, which buffers a recorded reverse still reads (versions.py).
 """
 
@@ -23,7 +26,7 @@ import numpy as np
 
 from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..runtime.arrays import is_array
-from ..runtime.call import made
+from ..runtime.call import backend_name, made
 from .scalars import ActiveScalar
 
 _SCALARS = frozenset({float, int, bool, ActiveScalar})  # never arrays: the key asks no more of them
@@ -32,8 +35,11 @@ MAX_REPLAYS = 64  # kept per recording; a program launching on fresh arrays ever
 
 def replay_key(kernel: Any, backend: str | None, args: tuple) -> tuple:
     """The arguments' identities (arrays) and kinds (scalars): an entry is looked up by it, then checked."""
-    return (id(kernel), backend, *(id(a) if type(a) is np.ndarray or (type(a) not in _SCALARS and is_array(a))
-                                   else type(a) for a in args))
+    key = [id(kernel), backend]
+    for a in args:
+        t = type(a)
+        key.append(id(a) if t is np.ndarray or (t not in _SCALARS and is_array(a)) else t)
+    return tuple(key)
 
 
 class LaunchFacts:
@@ -42,10 +48,13 @@ class LaunchFacts:
     `filled` the (name, position) pairs the augmented primal can save as it runs, () where it cannot."""
 
     __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
-                 "whole", "filled", "version")
+                 "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known", "arrays_at")
 
     def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
-                 values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int):
+                 values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int,
+                 arrays_at: tuple | None = None):
+        """`arrays_at`: contents.array_positions of the prepared call's kernel values (a step's sweep reads them)."""
+        self.arrays_at = arrays_at
         self.kernel, self.dim, self.active, self.call, self.version = kernel, dim, active, call, version
         self.written, self.reads, self.whole, self.filled = written, reads, whole, filled
         arrays = [(n, a) for n, a in enumerate(args) if is_array(a)]
@@ -61,6 +70,18 @@ class LaunchFacts:
             else:
                 kinds.append((2, None))
         self.kinds = tuple(kinds)
+        # what the call's signature (runtime/call.py) reads beyond the objects and their geometry, as it was: each
+        # array's flags (the arguments', then their shadows'), the shadows' geometry, the plain scalars' types
+        self.shadows = tuple(dx for kind, d in self.kinds if kind == 1 for dx in (d if type(d) is tuple else (d,)))
+        self.shaped = tuple((dx.shape, dx.strides, dx.dtype) for dx in self.shadows)
+        self.flags = tuple(a.flags.num for _, a in arrays) + tuple(dx.flags.num for dx in self.shadows)
+        self.scalars = tuple((n, type(a.value if isinstance(a, ActiveScalar) else a)) for n, a in enumerate(args)
+                             if not is_array(a))
+        # what runtime/call.py's refill collects from the annotations `annotations` makes: the Active positions and
+        # the shadows by parameter (call.refill_known)
+        lanes = [(d,) if type(d) is not tuple else d for kind, d in self.kinds if kind == 1]
+        self.known = (tuple(n for n, (kind, _) in enumerate(self.kinds) if kind == 0),
+                      dict(zip(call.names, lanes)) if call is not None and lanes else {})
         # (binding value position, index into `refs`) of every array value: the runtime bound those objects
         self.pairs = tuple((k, j) for k, v in enumerate(values) if is_array(v)
                            for j, (_, a) in enumerate(arrays) if a is v)
@@ -72,7 +93,8 @@ class LaunchFacts:
             return False
         for (n, ref), (shape, strides, dtype) in zip(self.refs, self.geometry):
             a = args[n]
-            if ref() is not a or a.shape != shape or a.strides != strides or a.dtype != dtype:
+            if ref() is not a or a.shape != shape or a.strides != strides or \
+                    (a.dtype is not dtype and a.dtype != dtype):
                 return False
         return True
 
@@ -82,6 +104,40 @@ class LaunchFacts:
             return False
         refs = self.refs
         return all(values[k] is refs[j][1]() for k, j in self.pairs)
+
+    def signed(self, args: tuple, dim: Any, backend: str | None) -> Any:
+        """The prepared call whose signature `args` have, `matches` having found them this entry's objects with
+        their geometry: the call `prepare` kept for these objects' signature (`call.key`), where every flag,
+        shadow geometry and scalar type the signature reads is as it was; None otherwise (prepare them)."""
+        call = self.call
+        if call is None or call.key is None or call.key[3] != backend_name(backend) or \
+                (type(dim) is tuple and not all(type(n) is int for n in dim)):
+            return None
+        flags = self.flags
+        k = 0
+        for n, _ in self.refs:
+            if args[n].flags.num != flags[k]:
+                return None
+            k += 1
+        for dx, (shape, strides, dtype) in zip(self.shadows, self.shaped):
+            if dx.flags.num != flags[k] or dx.shape != shape or dx.strides != strides or dx.dtype != dtype:
+                return None
+            k += 1
+        for n, t in self.scalars:
+            a = args[n]
+            v = a.value if type(a) is ActiveScalar else a
+            if type(v) is not t or (t is int and not -2**63 <= v < 2**63):
+                return None
+        return call
+
+    def plain(self, args: tuple) -> tuple[dict, tuple]:
+        """The Active scalars by position and the plain values, as `annotations` gives them."""
+        scalars, plain = {}, list(args)
+        for n in self.known[0]:
+            a = args[n]
+            scalars[n] = a
+            plain[n] = a.value
+        return scalars, tuple(plain)
 
     def arrays(self, args: tuple) -> list:
         """The array arguments, in order (`matches` found them the entry's)."""

@@ -79,31 +79,36 @@ class SavePool:
             return out
 
     def _take(self, view: Any) -> Any:
-        if not isinstance(view, np.ndarray):
+        if type(view) is not np.ndarray and not isinstance(view, np.ndarray):
             return None
-        nbytes = int(view.nbytes)
+        nbytes = view.nbytes
         with self._lock:
             spare = self._free.get(nbytes)
             if not spare:
                 return None
             raw = spare.pop()
             self.free_bytes -= nbytes
-        return raw.view(view.dtype).reshape(view.shape)
+        # a kept array is the C-ordered owner of its memory: as it is where the save is of its dtype and shape
+        # (a time loop's saves are), else viewed as one
+        if raw.shape == view.shape and raw.dtype == view.dtype:
+            return raw
+        return raw.reshape(-1).view(np.uint8).view(view.dtype).reshape(view.shape)
 
     def give(self, data: Any) -> None:
         """`data` (made by `copy_of`) is no longer used: its buffer is kept for the next save of its size."""
-        if not isinstance(data, np.ndarray):
+        if type(data) is not np.ndarray and not isinstance(data, np.ndarray):
             return
         raw = data
         while isinstance(raw.base, np.ndarray):
             raw = raw.base
-        if not raw.flags.c_contiguous or not raw.flags.owndata or not raw.flags.writeable:
+        flags = raw.flags
+        if not flags.c_contiguous or not flags.owndata or not flags.writeable:
             return
-        nbytes = int(raw.nbytes)
+        nbytes = raw.nbytes
         with self._lock:
             if nbytes == 0 or self.free_bytes + nbytes > self.limit:
                 return
-            self._free.setdefault(nbytes, []).append(raw.reshape(-1).view(np.uint8))
+            self._free.setdefault(nbytes, []).append(raw)
             self.free_bytes += nbytes
 
     def clear(self) -> int:

@@ -68,9 +68,20 @@ def _address(x: Any) -> int:
 
 
 def _same_geometry(a: Any, b: Any) -> bool:
-    """The same memory, shape, strides and dtype (the address last: reading it costs microseconds)."""
-    return a is b or (tuple(a.shape) == tuple(b.shape) and tuple(a.strides) == tuple(b.strides) and a.dtype == b.dtype
-                      and _address(a) == _address(b))
+    """The same memory, shape, strides and dtype (the address last: reading it costs microseconds). A NumPy view
+    whose base is the other, a contiguous array, needs no address: a view NumPy made of an array (its `base`)
+    lies inside the array's memory (slicing, `view`, `reshape` and `np.ndarray(buffer=...)` stay inside it; an
+    `as_strided` view's base is no ndarray), and with the same shape, strides and dtype it spans as many bytes
+    as the contiguous array has, so it starts where the array does (docs/programs.md#host-cost-per-step)."""
+    if a is b:
+        return True
+    if tuple(a.shape) != tuple(b.shape) or tuple(a.strides) != tuple(b.strides) or a.dtype != b.dtype:
+        return False
+    if type(a) is np.ndarray and type(b) is np.ndarray:
+        inner, outer = (a, b) if a.base is b else (b, a) if b.base is a else (None, None)
+        if inner is not None and (outer.flags.c_contiguous or outer.flags.f_contiguous):
+            return True
+    return _address(a) == _address(b)
 
 
 def memory_root(x: Any) -> Any:

@@ -90,6 +90,7 @@ class Step:
     tape: Tape | None
     saves: list[Saved] = field(default_factory=list)
     scalars: dict[int, ActiveScalar] = field(default_factory=dict)  # parameter position -> its Active scalar
+    arrays: tuple | None = None  # contents.array_positions of the prepared values, where the recorder knows them
 
     @property
     def where(self) -> str:
@@ -122,7 +123,7 @@ class Step:
         if self.prepared is None:
             return None
         bound = self.prepared
-        values = contents.values(bound.values)
+        values = contents.values(bound.values, self.arrays)
         if values is not None:
             bound = bound.with_values(values)
         got = run_reverse(bound, self.tape)

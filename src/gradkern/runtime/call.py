@@ -215,6 +215,7 @@ class ReverseLayout:
         self.tape_type = rs.kernels.tape_float.numpy
         self.cpu = b.backend == "cpu"
         self.stand_ins: dict[tuple, Any] = {}
+        self.untaped: tuple | None = None  # (tapes, counters): the stand-ins of an untaped call on the CPU
         # the augmented primal's copy-on-write saves (transforms/saves.py): each saved parameter's
         # name and position among the kernel's values
         self.saved = tuple((n, order.index(n)) for n in rs.kernels.saved_in_place)
@@ -257,6 +258,11 @@ class PreparedCall:
         return self.checks.spec
 
 
+def backend_name(backend: str | None) -> str:
+    """The backend a call names, or the default one (the backend of a call's `signature`)."""
+    return backend or default_name()
+
+
 def signature(kernel: KernelFunction, mode: str, dim: Any, backend: str | None, args: tuple) -> tuple | None:
     """The key of a call (the only one: docs/prepared-call.md), or None where it must be prepared in full:
     a value of another kind (see `_value_key`), an unknown annotation, a dim that is not None, an int or
@@ -265,7 +271,7 @@ def signature(kernel: KernelFunction, mode: str, dim: Any, backend: str | None, 
     t = type(dim)
     if dim is not None and t is not int and not (t is tuple and all(type(n) is int for n in dim)):
         return None
-    sig: list = [id(kernel), mode, dim, backend or default_name()]
+    sig: list = [id(kernel), mode, dim, backend_name(backend)]
     arrays: list = []
     owners: list = []
     ndarray = np.ndarray
@@ -346,13 +352,10 @@ def _value_key(v: Any, arrays: list) -> Any:
 def refill(call: PreparedCall, args: tuple) -> Bound | None:
     """The only refill path: the values of `args`, whose signature `call` was prepared for (scalars
     converted, annotations unwrapped), and their shadows (a tuple of lanes per differentiated argument);
-    None when an Active value is not finite (the full path then raises what a first call would)."""
-    plain = call.plain
-    if plain is not None:
-        values = list(args)
-        for n, convert in plain:
-            values[n] = convert(values[n])
-        return Bound(call, values, {})
+    None when an Active value is not finite (the full path then raises what a first call would). A caller that
+    knows the annotations refills from the plain values instead (`refill_known`)."""
+    if call.plain is not None:
+        return _refill_plain(call, args)
     values, derivatives = [], []
     for a, convert in zip(args, call.template[1]):
         t = type(a)
@@ -372,6 +375,41 @@ def refill(call: PreparedCall, args: tuple) -> Bound | None:
     return Bound(call, values, dict(zip(call.names, derivatives)) if derivatives else {})
 
 
+def _refill_plain(call: PreparedCall, args: tuple) -> Bound:
+    """The refill of a call without annotations in its signature (a launch's): its scalars converted."""
+    values = list(args)
+    for n, convert in call.plain:
+        values[n] = convert(values[n])
+    return Bound(call, values, {})
+
+
+def again(call: PreparedCall, kernel: KernelFunction, args: tuple, known: tuple | None = None) -> Bound | None:
+    """`args` refilled into `call`, prepared for their signature, and its checks ensured; None where `call` is
+    another kernel's or of an older generation of its specialisations, or refilling fails (the full path then
+    raises what a first call would). `prepare`'s hit path, and a program's replay of a launch whose arguments'
+    signature is known to be `call.key` (program/replay.py), which gives `args` as plain values with what their
+    annotations were (`known`: see `refill_known`)."""
+    if call.kernel is not kernel or call.generation != kernel._specs.generation:
+        return None
+    bound = refill(call, args) if known is None else refill_known(call, args, *known)
+    if bound is not None:
+        call.checks.ensure(bound)
+    return bound
+
+
+def refill_known(call: PreparedCall, values: tuple, active: tuple[int, ...], derivatives: dict) -> Bound | None:
+    """`refill` of annotated arguments given as their plain values (annotations unwrapped), the positions of the
+    Active ones and the shadows by parameter (what `refill` collects from the annotations, the same objects);
+    None when an Active value is not finite."""
+    for n in active:
+        if not isfinite(values[n]):
+            return None
+    if call.plain is not None:
+        return _refill_plain(call, values)
+    return Bound(call, [v if convert is None else convert(v) for v, convert in zip(values, call.template[1])],
+                 derivatives)
+
+
 def prepare(kernel: KernelFunction, args: tuple, dim: Any, backend: str | None, mode: str,
             inspect_only: bool = False) -> tuple[PreparedCall, Bound]:
     """Validate a call of `mode` (docs/prepared-call.md), fetch or build its specialisations, check bounds,
@@ -381,11 +419,9 @@ def prepare(kernel: KernelFunction, args: tuple, dim: Any, backend: str | None, 
     key = None if inspect_only else signature(kernel, mode, dim, backend, args)
     if key is not None:
         call = _CALLS.get(key)
-        if call is not None and call.kernel is kernel and call.generation == kernel._specs.generation:
-            bound = refill(call, args)
-            if bound is not None:
-                call.checks.ensure(bound)
-                return call, bound
+        bound = again(call, kernel, args) if call is not None else None
+        if bound is not None:
+            return call, bound
     if mode == "launch":
         call, bound = _launch(kernel, args, dim, backend, inspect_only)
     elif mode == "reverse":

@@ -114,7 +114,8 @@ def run_reverse(bound: Bound, tape: Tape) -> tuple:
     """The reverse on the arrays in their post-primal state (the split runs after the augmented primal);
     returns what autodiff would."""
     call = bound.call
-    if tape.kernel != call.kernel.name or tape.key != call.layout.tape_key or tape.dim != call.dim:
+    if tape.key is not call.layout.tape_key and (tape.kernel != call.kernel.name or tape.key != call.layout.tape_key
+                                                 or tape.dim != call.dim):
         raise AnnotationError(f"this tape was made by forward for kernel '{tape.kernel}' with another "
                               "signature or launch shape")
     return _execute(bound, call.split[1:], ((tape.values, tape.ints), tape.counts))
@@ -179,8 +180,16 @@ def _save_values(bound: Bound, saves: dict[str, Any] | None) -> list:
 
 
 def _taped(bound: Bound) -> tuple:
-    """The tapes and the per-thread push counters of an augmented primal, on the launch's device."""
-    return _allocate_tape(bound), _counts(bound.call, bound.call.spec.kernels.counted)
+    """The tapes and the per-thread push counters of an augmented primal, on the launch's device: on the CPU,
+    where nothing is taped or counted, the layout's stand-ins, the same at every call of the signature."""
+    layout = bound.call.layout
+    if layout.untaped is not None:
+        return layout.untaped
+    kernels = bound.call.spec.kernels
+    taped = _allocate_tape(bound), _counts(bound.call, kernels.counted)
+    if layout.cpu and kernels.static_slots == (0, 0) and not kernels.counted:
+        layout.untaped = taped
+    return taped
 
 
 def _counts(call: PreparedCall, used: bool) -> Any:
@@ -206,8 +215,11 @@ def _accumulators(call: PreparedCall) -> dict[str, tuple]:
     threads, in float64 also for float32 kernels (transforms/reverse.py)."""
     layout = call.layout
     zeros, dtype = layout.xp.zeros, layout.acc_type
-    if layout.lanes == 1:
-        return {n: (zeros(1, dtype),) for n in layout.acc_order}
+    if layout.lanes == 1:  # loops, not comprehensions: these run at every launch of a program's sweep
+        accs = {}
+        for n in layout.acc_order:
+            accs[n] = (zeros(1, dtype),)
+        return accs
     return {n: tuple(zeros(1, dtype) for _ in range(layout.lanes)) for n in layout.acc_order}
 
 
@@ -216,8 +228,12 @@ def _adjoint_values(bound: Bound, accs: dict[str, tuple], lo: int, hi: int) -> l
     (the accumulators' dict is in that order: `_accumulators`)."""
     shadows, layout = bound.derivatives, bound.call.layout
     if lo == 0 and hi == layout.lanes:
-        return [*(dx for n in layout.shadow_order for dx in shadows[n]),
-                *(acc for lanes in accs.values() for acc in lanes)]
+        out: list = []
+        for n in layout.shadow_order:
+            out += shadows[n]
+        for lanes in accs.values():
+            out += lanes
+        return out
     return [*(dx for n in layout.shadow_order for dx in shadows[n][lo:hi]),
             *(acc for lanes in accs.values() for acc in lanes[lo:hi])]
 
@@ -226,7 +242,10 @@ def _results(call: PreparedCall, accs: dict[str, tuple]) -> tuple:
     """Active scalars' derivatives (a tuple of one per lane in vector mode), None for the rest."""
     layout = call.layout
     if layout.lanes == 1:
-        return tuple(None if n is None else float(accs[n][0][0]) for n in layout.results)
+        out = []
+        for n in layout.results:
+            out.append(None if n is None else float(accs[n][0][0]))
+        return tuple(out)
     return tuple(None if n is None else tuple(float(a[0]) for a in accs[n]) for n in layout.results)
 
 
