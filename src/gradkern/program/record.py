@@ -31,7 +31,7 @@ from .hostcode import HostTracker, unwrap_args
 from .replay import LaunchFacts, Replays
 from .rulestep import record_forward, record_reverse
 from .scalars import ActiveScalar
-from .shadows import ShadowMap, memory_root
+from .shadows import ShadowMap, mapped, memory_root
 from .steps import ProgramStep, Step, after_launch
 from .versions import Versions
 
@@ -97,6 +97,7 @@ class ProgramRecorder(Recorder):
             annotated, scalars, plain, active = replay.annotations(args)
             arrays = replay.arrays(args)
         else:
+            known = len(self.shadows.entries)
             annotated, scalars, plain, active = self._annotations(params, args)
             arrays = [a for a in args if is_array(a)]
         before = f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')"
@@ -105,6 +106,10 @@ class ProgramRecorder(Recorder):
             step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend, args, replay)
         finally:
             self.guard.relock(ours)
+        if not self.in_loop and step.prepared is not None:  # the temporaries' shadows: docs/programs.md,
+            if replay is None and len(self.shadows.entries) > known:  # "Program shapes"
+                step.made = self.shadows.entries[known:]  # given back after its reverse (steps.py)
+            step.mapped = mapped(step.prepared.values)
         for view in written:
             self.versions.written(view)
         for view in reads:  # this step's reverse reads these as the step left them

@@ -15,6 +15,8 @@ docs/programs.md#program-shapes). Device arrays use their library's own pool
 
 from __future__ import annotations
 
+import ctypes
+import math
 import os
 import sys
 import threading
@@ -40,7 +42,8 @@ class SavePool:
         self.limit = limit
         self._free: dict[int, list[np.ndarray]] = {}
         self.free_bytes = 0
-        self._leases: dict[tuple, list[np.ndarray]] = {}  # by shape and dtype, the arrays `leased` lends
+        self._leases: dict[int, list[np.ndarray]] = {}  # by byte size, the arrays `leased` lends
+        self._offsets: dict[int, int] = {}  # id of a kept array -> its first element's offset within a page
         self.leased_bytes = 0
         self._lock = threading.Lock()  # programs may record on several threads
 
@@ -60,22 +63,31 @@ class SavePool:
         return np.empty(view.shape, view.dtype) if isinstance(view, np.ndarray) else \
             type(view)(view.shape, view.dtype)  # CuPy: from its own pool
 
-    def leased(self, shape: tuple, dtype: Any) -> np.ndarray:
-        """A new C-ordered array (contents undefined) that this pool keeps and lends again: host code's copies
-        of a state inside a program (`u.copy()` every step) reuse mapped memory as the saves do
-        (docs/programs.md, "Program shapes"). A kept array is lent again only when nothing but this pool refers
-        to it: it owns its memory, so every view of it has it as its base and its reference count counts them."""
-        key = (tuple(shape), np.dtype(dtype).str)
+    def leased(self, like: np.ndarray, dtype: Any) -> np.ndarray:
+        """A new C-ordered array shaped like `like` (contents undefined) in memory this pool keeps and lends
+        again: host code's copies of a state inside a program (`u.copy()` every step) reuse mapped memory as the
+        saves do, and start at `like`'s offset within a page (`placed`; docs/programs.md, "Program shapes"). A
+        kept array is lent again (or its memory, placed anew) only when nothing but this pool refers to it: it
+        is the root of its memory, so every view of it has it as its base and its reference count counts them."""
+        dtype = np.dtype(dtype)
+        shape = tuple(like.shape)
+        nbytes = like.size * dtype.itemsize
+        offset = like.__array_interface__["data"][0] % PAGE
         with self._lock:
-            kept = self._leases.setdefault(key, [])
-            for out in kept:
+            kept = self._leases.setdefault(nbytes, [])
+            for n in range(len(kept)):  # (enumerate's reused tuple would hold a reference)
+                out = kept[n]
                 if sys.getrefcount(out) <= _UNUSED:
-                    out.flags.writeable = True  # as a new array is
+                    if out.shape != shape or out.dtype != dtype or self._offsets[id(out)] != offset:
+                        del self._offsets[id(out)]
+                        out = kept[n] = placed(shape, dtype, like, out.base)
+                        self._offsets[id(out)] = offset
                     return out
-            out = np.empty(shape, dtype)
-            if out.nbytes and self.leased_bytes + out.nbytes <= self.limit:
+            out = placed(shape, dtype, like)
+            if nbytes and self.leased_bytes + nbytes <= self.limit:
                 kept.append(out)
-                self.leased_bytes += out.nbytes
+                self._offsets[id(out)] = offset
+                self.leased_bytes += nbytes
             return out
 
     def _take(self, view: Any) -> Any:
@@ -110,17 +122,48 @@ class SavePool:
         """Drop every free buffer; returns the bytes given back."""
         with self._lock:
             freed, self._free, self.free_bytes = self.free_bytes, {}, 0
-            freed += sum(out.nbytes for kept in self._leases.values() for out in kept
+            freed += sum(nbytes for nbytes, kept in self._leases.items() for out in kept
                          if sys.getrefcount(out) <= _UNUSED)
-            self._leases, self.leased_bytes = {}, 0
+            self._leases, self._offsets, self.leased_bytes = {}, {}, 0
         return freed
 
 
+PAGE = 4096
+
+
+def _memory(nbytes: int) -> Any:
+    """`nbytes` bytes and a page more, so that an array of `nbytes` fits at any offset within a page: a NumPy
+    allocation (traced and huge-page advised as any other) seen through a ctypes array, which keeps it alive
+    and is not an array itself (see `placed`)."""
+    raw = np.empty(nbytes + PAGE, np.uint8)
+    return (ctypes.c_char * raw.nbytes).from_buffer(raw)
+
+
+def placed(shape: tuple, dtype: Any, like: Any, memory: Any = None) -> np.ndarray:
+    """A C-ordered array in `memory` (made by `_memory`; new memory when None) whose first element lies at
+    `like`'s offset within a page. A kernel that reads a copy and writes its source right after the copy was
+    written (`u_old = u.copy()`, then the step u_old -> u) ran 2-3x slower where the two started at different
+    offsets within a page than at the same one, hand-written Numba loops as much as generated ones
+    (docs/programs.md, "Program shapes"), and a fresh array lies wherever the allocator puts it (glibc's heap
+    at any 16-byte offset once its dynamic mmap threshold has risen, a fresh mapping at 16). The array is the
+    root of its memory as an allocated one is (`memory_root`: its base is not an array), so views of it have
+    it as their base."""
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    if memory is None:
+        memory = _memory(nbytes)
+    start = ctypes.addressof(memory)
+    skip = (like.__array_interface__["data"][0] - start) % PAGE
+    if skip % dtype.alignment:  # `like` is not aligned for `dtype`: an aligned start instead
+        skip = -start % 64
+    return np.ndarray(tuple(shape), dtype, buffer=memory, offset=skip)
+
+
 def _unused_references() -> int:
-    """The references a kept array has when nothing uses it, as this interpreter counts them: the pool's list, the
-    loop's name and getrefcount's argument are 3 on CPython up to 3.13, and later versions may count borrowed
-    references differently, so `leased` compares with a count taken the way it takes its own."""
-    kept = [np.empty(1)]
+    """The references a kept array has when nothing uses it, as this interpreter counts them: the pool's list,
+    the loop's name and getrefcount's argument are 3 on CPython up to 3.13, and later versions may count
+    borrowed references differently, so `leased` compares with a count taken the way it takes its own."""
+    kept = [placed((1,), np.float64, np.empty(1))]
     for out in kept:
         return sys.getrefcount(out)
     raise AssertionError("unreachable")

@@ -10,6 +10,8 @@ primal (same strides) and the view's elements are elements of the primal
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -20,7 +22,10 @@ import numpy as np
 from ..annotations import Annotation, BatchDuplicated, Const, Duplicated
 from ..errors import ProgramError
 from ..runtime.arrays import byte_bounds, is_cupy_array, module_of
-from .savepool import POOL
+from .savepool import PAGE, POOL
+
+HUGE = 2 << 20  # a transparent huge page
+MAPPED = 1 << 20  # temporaries' shadows from this many bytes up are mappings of their own (`_zero_pages`)
 
 
 @dataclass
@@ -30,6 +35,7 @@ class _Entry:
     lo: int
     hi: int
     internal: bool  # allocated by the program (freed with it), not the user's
+    released: bool = False  # an internal entry's shadows given back (`release`)
 
 
 def _data_fixed() -> bool:
@@ -85,6 +91,79 @@ def memory_root(x: Any) -> Any:
     return x
 
 
+
+
+def _zero_pages(root: np.ndarray) -> np.ndarray:
+    """A zero array laid out like `root` (C-ordered) and starting at its offset within a page, in an anonymous
+    mapping of its own, huge-page advised: zero without a pass over it, and holding memory only from `populate`
+    (the sweep's first reverse that takes it) until `release` (docs/programs.md, "Program shapes")."""
+    length = -(-(root.nbytes + PAGE) // HUGE) * HUGE + HUGE
+    memory = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # shared memory: no huge pages
+    if hasattr(mmap, "MADV_HUGEPAGE"):
+        memory.madvise(mmap.MADV_HUGEPAGE)
+    start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+    skip = -start % HUGE + root.ctypes.data % PAGE
+    return np.ndarray(root.shape, root.dtype, buffer=memory, offset=skip, strides=root.strides)
+
+
+_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14
+
+
+def mapped(values: list) -> list:
+    """The temporaries' shadows in mappings of their own (`_zero_pages`) that `values` (a prepared call's)
+    take, whole or through views."""
+    found = []
+    for v in values:
+        base = getattr(v, "base", None)
+        if type(base) is _Keep:
+            v, base = base.owner, getattr(base.owner, "base", None)
+        if type(base) is mmap.mmap and not any(v is f for f in found):
+            found.append(v)
+    return found
+
+
+def populate(shadows: list) -> None:
+    """Map the pages of mapped shadows writable (zeroed huge pages) before a reverse adds into them: the first
+    touch of an untouched huge-page-advised mapping by a read maps the shared zero page, and the write after it
+    splits it into 4 kB pages, faulted one by one (2 ms a MB here). Pages already there stay as they are; a
+    kernel without MADV_POPULATE_WRITE faults them on first touch instead."""
+    for s in shadows:
+        memory = s.base
+        start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+        lo = (s.ctypes.data - start) // PAGE * PAGE
+        try:
+            memory.madvise(_POPULATE_WRITE, lo, min(len(memory) - lo, s.nbytes + PAGE))
+        except OSError:
+            pass
+        _trace(s, True)
+
+
+_NUMPY_DOMAIN = 389047  # tracemalloc's domain for NumPy's allocations (NPY_TRACE_DOMAIN)
+
+
+def _trace(s: np.ndarray, held: bool) -> None:
+    """Tell tracemalloc (when it traces) that a mapped shadow's memory is held from its first population to its
+    release, as a NumPy allocation would be: what measures a program's peak memory sees it then."""
+    api = ctypes.pythonapi
+    if held:
+        api.PyTraceMalloc_Track(ctypes.c_uint(_NUMPY_DOMAIN), ctypes.c_size_t(s.ctypes.data),
+                                ctypes.c_size_t(s.nbytes))
+    else:
+        api.PyTraceMalloc_Untrack(ctypes.c_uint(_NUMPY_DOMAIN), ctypes.c_size_t(s.ctypes.data))
+
+
+def release(entries: list) -> None:
+    """The shadows of temporaries (internal entries) are no longer read: a mapping's pages go back to the
+    system (reading them again would read zeros), a pooled buffer to the save pool; once each."""
+    for e in entries:
+        if e.internal and not e.released:
+            e.released = True
+            for s in e.shadow:
+                if isinstance(s, np.ndarray) and isinstance(s.base, mmap.mmap):
+                    s.base.madvise(mmap.MADV_DONTNEED)
+                    _trace(s, False)
+                else:
+                    POOL.give(s)
 
 
 class _Keep:
@@ -160,11 +239,14 @@ class ShadowMap:
         return _view_at(s, _address(a) + (_address(s) - _address(p)), a)
 
     def internal(self, a: Any) -> tuple:
-        """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them: a C-ordered
-        NumPy buffer's from the save pool, zeroed (docs/programs.md, "Program shapes"; `give_back` returns them)."""
+        """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them: a large
+        C-ordered NumPy buffer's in mappings of their own (`_zero_pages`), a small one's from the save pool,
+        zeroed (docs/programs.md, "Program shapes"; `give_back` and `release` return them)."""
         root = memory_root(a)
         xp = module_of(root)
-        if isinstance(root, np.ndarray) and root.flags.c_contiguous:
+        if isinstance(root, np.ndarray) and root.flags.c_contiguous and root.nbytes >= MAPPED:
+            shadows = tuple(_zero_pages(root) for _ in range(self.lanes))
+        elif isinstance(root, np.ndarray) and root.flags.c_contiguous:
             shadows = tuple(POOL.empty_like(root) for _ in range(self.lanes))
             for s in shadows:
                 s.fill(0)
@@ -197,10 +279,7 @@ class ShadowMap:
     def give_back(self) -> None:
         """The sweep is over: the temporaries' shadows go back to the save pool (nothing outside the program
         holds them; a consumed tape is never swept again)."""
-        for e in self.entries:
-            if e.internal:
-                for s in e.shadow:
-                    POOL.give(s)
+        release(self.entries)
 
     @property
     def internal_bytes(self) -> int:
