@@ -75,3 +75,24 @@ def test_zero_pages_are_laid_out_like_their_primal_and_given_back():
     shadows.release([entry])
     shadows.release([entry])  # once
     assert entry.released and not z.any()  # its pages given back: zeros if read again
+
+
+def test_arrays_in_memory_of_their_own_are_keyed_as_allocations():
+    """A lent copy and a mapped shadow (savepool.Memory) own their memory as NumPy allocations do: their calls
+    are keyed (refilled, not bound in full), and views of one array still alias each other."""
+    from gradkern.program.savepool import placed
+    from gradkern.runtime.binding import disjoint, memory_owner, numpy_made
+    from gradkern.runtime.call import signature
+
+    a = placed((N,), np.float64, np.empty(N))
+    b = placed((N,), np.float64, np.empty(N))
+    za, zb = shadows._zero_pages(a), shadows._zero_pages(b)
+    for x in (a, a[3:], za, za[::2]):
+        assert numpy_made(x)
+    assert memory_owner(a, a.flags.num) is memory_owner(a[3:], a[3:].flags.num) is a.base
+    assert not disjoint([a[:10], a[5:]], [a.base, a.base])
+    assert disjoint([a, b, za, zb], [a.base, b.base, za.base, zb.base])
+    args = (gk.Duplicated(a, za), gk.Duplicated(b, zb), 0.2, 0.01)
+    assert signature(allen_cahn_step, "reverse", N, None, args) is not None
+    assert signature(allen_cahn_step, "reverse", N, None, (gk.Duplicated(a, za), gk.Duplicated(a[1:], zb[1:]),
+                                                           0.2, 0.01)) is None  # may alias: bound in full

@@ -6,10 +6,11 @@ next gradient saves as many again. A fresh NumPy allocation of a state costs
 its first-touch page faults on every step, so the saves' buffers are kept
 between calls, up to GRADKERN_SAVE_POOL_BYTES free at a time (default: an
 eighth of the machine's memory; 0 keeps none), and `gk.release_memory()` gives
-them back. The same pool zeroes its free buffers for a program's temporaries'
-shadows (given back when the sweep ends), and lends kept arrays to host code's
-copies inside a recording (`leased`, up to the same number of bytes again;
-docs/programs.md#program-shapes). Device arrays use their library's own pool
+them back. The same pool zeroes its free buffers for a program's small
+temporaries' shadows (large ones are mappings of their own: shadows.py), and
+lends kept arrays, placed at their source's offset within a page, to host
+code's copies inside a recording (`leased`, up to the same number of bytes
+again; docs/programs.md#program-shapes). Device arrays use their library's own pool
 (CuPy keeps freed blocks), not this one.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import mmap
 import os
 import sys
 import threading
@@ -131,15 +133,47 @@ class SavePool:
 PAGE = 4096
 
 
-def _memory(nbytes: int) -> Any:
-    """`nbytes` bytes and a page more, so that an array of `nbytes` fits at any offset within a page: a NumPy
-    allocation (traced and huge-page advised as any other) seen through a ctypes array, which keeps it alive
-    and is not an array itself (see `placed`)."""
-    raw = np.empty(nbytes + PAGE, np.uint8)
-    return (ctypes.c_char * raw.nbytes).from_buffer(raw)
+class Memory(mmap.mmap):
+    """An anonymous private mapping that holds one array (and views of it): the array's memory, as an
+    allocation is. `gk_memory` tells the launch path (runtime/arrays.py: `held_memory`) that the mapping is the
+    owner of the arrays in it, so their calls are keyed and refilled as a NumPy allocation's are. Huge-page
+    advised; `traced` says tracemalloc is told of it (NumPy's domain), so that peak-memory measures see it."""
+
+    gk_memory = True
+
+    def __new__(cls, length: int) -> Memory:
+        self = super().__new__(cls, -1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # shared: no THP
+        if hasattr(mmap, "MADV_HUGEPAGE"):
+            self.madvise(mmap.MADV_HUGEPAGE)
+        self.address = ctypes.addressof(ctypes.c_char.from_buffer(self))
+        self.traced = False
+        return self
+
+    def trace(self, held: bool) -> None:
+        if held != self.traced:
+            self.traced = held
+            api = ctypes.pythonapi
+            if held:
+                api.PyTraceMalloc_Track(ctypes.c_uint(_NUMPY_DOMAIN), ctypes.c_size_t(self.address),
+                                        ctypes.c_size_t(len(self)))
+            else:
+                api.PyTraceMalloc_Untrack(ctypes.c_uint(_NUMPY_DOMAIN), ctypes.c_size_t(self.address))
+
+    def __del__(self) -> None:
+        self.trace(False)
 
 
-def placed(shape: tuple, dtype: Any, like: Any, memory: Any = None) -> np.ndarray:
+_NUMPY_DOMAIN = 389047  # tracemalloc's domain for NumPy's allocations (NPY_TRACE_DOMAIN)
+
+
+def _memory(nbytes: int) -> Memory:
+    """Memory for an array of `nbytes` at any offset within a page, held (traced) while it lives."""
+    memory = Memory(-(-(nbytes + PAGE) // PAGE) * PAGE)
+    memory.trace(True)
+    return memory
+
+
+def placed(shape: tuple, dtype: Any, like: Any, memory: Memory | None = None) -> np.ndarray:
     """A C-ordered array in `memory` (made by `_memory`; new memory when None) whose first element lies at
     `like`'s offset within a page. A kernel that reads a copy and writes its source right after the copy was
     written (`u_old = u.copy()`, then the step u_old -> u) ran 2-3x slower where the two started at different
@@ -152,10 +186,9 @@ def placed(shape: tuple, dtype: Any, like: Any, memory: Any = None) -> np.ndarra
     nbytes = math.prod(shape) * dtype.itemsize
     if memory is None:
         memory = _memory(nbytes)
-    start = ctypes.addressof(memory)
-    skip = (like.__array_interface__["data"][0] - start) % PAGE
+    skip = (like.__array_interface__["data"][0] - memory.address) % PAGE
     if skip % dtype.alignment:  # `like` is not aligned for `dtype`: an aligned start instead
-        skip = -start % 64
+        skip = 0
     return np.ndarray(tuple(shape), dtype, buffer=memory, offset=skip)
 
 

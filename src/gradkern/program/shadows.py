@@ -10,7 +10,6 @@ primal (same strides) and the view's elements are elements of the primal
 
 from __future__ import annotations
 
-import ctypes
 import mmap
 import warnings
 import weakref
@@ -22,7 +21,7 @@ import numpy as np
 from ..annotations import Annotation, BatchDuplicated, Const, Duplicated
 from ..errors import ProgramError
 from ..runtime.arrays import byte_bounds, is_cupy_array, module_of
-from .savepool import PAGE, POOL
+from .savepool import PAGE, POOL, Memory
 
 HUGE = 2 << 20  # a transparent huge page
 MAPPED = 1 << 20  # temporaries' shadows from this many bytes up are mappings of their own (`_zero_pages`)
@@ -94,15 +93,12 @@ def memory_root(x: Any) -> Any:
 
 
 def _zero_pages(root: np.ndarray) -> np.ndarray:
-    """A zero array laid out like `root` (C-ordered) and starting at its offset within a page, in an anonymous
-    mapping of its own, huge-page advised: zero without a pass over it, and holding memory only from `populate`
-    (the sweep's first reverse that takes it) until `release` (docs/programs.md, "Program shapes")."""
-    length = -(-(root.nbytes + PAGE) // HUGE) * HUGE + HUGE
-    memory = mmap.mmap(-1, length, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # shared memory: no huge pages
-    if hasattr(mmap, "MADV_HUGEPAGE"):
-        memory.madvise(mmap.MADV_HUGEPAGE)
-    start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
-    skip = -start % HUGE + root.ctypes.data % PAGE
+    """A zero array laid out like `root` (C-ordered) and starting at its offset within a page, in a mapping
+    of its own (savepool.Memory), its first element in the first huge page: zero without a pass over it, and
+    holding memory only from `populate` (the sweep's first reverse that takes it) until `release`
+    (docs/programs.md, "Program shapes")."""
+    memory = Memory(-(-(root.nbytes + PAGE) // HUGE) * HUGE + HUGE)
+    skip = -memory.address % HUGE + root.ctypes.data % PAGE
     return np.ndarray(root.shape, root.dtype, buffer=memory, offset=skip, strides=root.strides)
 
 
@@ -115,9 +111,10 @@ def mapped(values: list) -> list:
     found = []
     for v in values:
         base = getattr(v, "base", None)
-        if type(base) is _Keep:
-            v, base = base.owner, getattr(base.owner, "base", None)
-        if type(base) is mmap.mmap and not any(v is f for f in found):
+        if type(base) is np.ndarray or type(base) is _Keep:  # a view of a shadow
+            v = base if type(base) is np.ndarray else base.owner
+            base = getattr(v, "base", None)
+        if type(base) is Memory and not any(v is f for f in found):
             found.append(v)
     return found
 
@@ -129,27 +126,14 @@ def populate(shadows: list) -> None:
     kernel without MADV_POPULATE_WRITE faults them on first touch instead."""
     for s in shadows:
         memory = s.base
-        start = ctypes.addressof(ctypes.c_char.from_buffer(memory))
-        lo = (s.ctypes.data - start) // PAGE * PAGE
+        if memory.traced:  # populated already (and not released)
+            continue
+        lo = (s.ctypes.data - memory.address) // PAGE * PAGE
         try:
             memory.madvise(_POPULATE_WRITE, lo, min(len(memory) - lo, s.nbytes + PAGE))
         except OSError:
             pass
-        _trace(s, True)
-
-
-_NUMPY_DOMAIN = 389047  # tracemalloc's domain for NumPy's allocations (NPY_TRACE_DOMAIN)
-
-
-def _trace(s: np.ndarray, held: bool) -> None:
-    """Tell tracemalloc (when it traces) that a mapped shadow's memory is held from its first population to its
-    release, as a NumPy allocation would be: what measures a program's peak memory sees it then."""
-    api = ctypes.pythonapi
-    if held:
-        api.PyTraceMalloc_Track(ctypes.c_uint(_NUMPY_DOMAIN), ctypes.c_size_t(s.ctypes.data),
-                                ctypes.c_size_t(s.nbytes))
-    else:
-        api.PyTraceMalloc_Untrack(ctypes.c_uint(_NUMPY_DOMAIN), ctypes.c_size_t(s.ctypes.data))
+        memory.trace(True)
 
 
 def release(entries: list) -> None:
@@ -159,9 +143,9 @@ def release(entries: list) -> None:
         if e.internal and not e.released:
             e.released = True
             for s in e.shadow:
-                if isinstance(s, np.ndarray) and isinstance(s.base, mmap.mmap):
+                if isinstance(s, np.ndarray) and type(s.base) is Memory:
                     s.base.madvise(mmap.MADV_DONTNEED)
-                    _trace(s, False)
+                    s.base.trace(False)
                 else:
                     POOL.give(s)
 
