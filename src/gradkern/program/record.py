@@ -109,7 +109,7 @@ class ProgramRecorder(Recorder):
         if not self.in_loop and step.prepared is not None:  # the temporaries' shadows: docs/programs.md,
             if replay is None and len(self.shadows.entries) > known:  # "Program shapes"
                 step.made = self.shadows.entries[known:]  # given back after its reverse (steps.py)
-            step.mapped = mapped(step.prepared.values)
+            step.mapped = mapped(step.prepared.derivatives)
         for view in written:
             self.versions.written(view)
         for view in reads:  # this step's reverse reads these as the step left them

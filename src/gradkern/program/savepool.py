@@ -147,6 +147,8 @@ class Memory(mmap.mmap):
             self.madvise(mmap.MADV_HUGEPAGE)
         self.address = ctypes.addressof(ctypes.c_char.from_buffer(self))
         self.traced = False
+        self.size = length  # what tracemalloc is told it holds
+        self.zero = False  # a temporary's shadow (program/shadows.py: `_zero_pages`)
         return self
 
     def trace(self, held: bool) -> None:
@@ -155,7 +157,7 @@ class Memory(mmap.mmap):
             api = ctypes.pythonapi
             if held:
                 api.PyTraceMalloc_Track(ctypes.c_uint(_NUMPY_DOMAIN), ctypes.c_size_t(self.address),
-                                        ctypes.c_size_t(len(self)))
+                                        ctypes.c_size_t(self.size))
             else:
                 api.PyTraceMalloc_Untrack(ctypes.c_uint(_NUMPY_DOMAIN), ctypes.c_size_t(self.address))
 

@@ -98,6 +98,7 @@ def _zero_pages(root: np.ndarray) -> np.ndarray:
     holding memory only from `populate` (the sweep's first reverse that takes it) until `release`
     (docs/programs.md, "Program shapes")."""
     memory = Memory(-(-(root.nbytes + PAGE) // HUGE) * HUGE + HUGE)
+    memory.zero, memory.size = True, root.nbytes  # populated: the array's pages, no more
     skip = -memory.address % HUGE + root.ctypes.data % PAGE
     return np.ndarray(root.shape, root.dtype, buffer=memory, offset=skip, strides=root.strides)
 
@@ -105,25 +106,26 @@ def _zero_pages(root: np.ndarray) -> np.ndarray:
 _POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14
 
 
-def mapped(values: list) -> list:
-    """The temporaries' shadows in mappings of their own (`_zero_pages`) that `values` (a prepared call's)
-    take, whole or through views."""
+def mapped(derivatives: dict) -> list:
+    """The temporaries' shadows in mappings of their own (`_zero_pages`) among a prepared call's shadows
+    (`Bound.derivatives`: a tuple of lanes by parameter), whole or through views."""
     found = []
-    for v in values:
-        base = getattr(v, "base", None)
-        if type(base) is np.ndarray or type(base) is _Keep:  # a view of a shadow
-            v = base if type(base) is np.ndarray else base.owner
+    for lanes in derivatives.values():
+        for v in lanes:
             base = getattr(v, "base", None)
-        if type(base) is Memory and not any(v is f for f in found):
-            found.append(v)
+            if type(base) is np.ndarray or type(base) is _Keep:  # a view of a shadow
+                v = base if type(base) is np.ndarray else base.owner
+                base = getattr(v, "base", None)
+            if type(base) is Memory and base.zero and not any(v is f for f in found):
+                found.append(v)
     return found
 
 
 def populate(shadows: list) -> None:
-    """Map the pages of mapped shadows writable (zeroed huge pages) before a reverse adds into them: the first
-    touch of an untouched huge-page-advised mapping by a read maps the shared zero page, and the write after it
-    splits it into 4 kB pages, faulted one by one (2 ms a MB here). Pages already there stay as they are; a
-    kernel without MADV_POPULATE_WRITE faults them on first touch instead."""
+    """Map the pages of mapped shadows writable (zeroed huge pages) before a reverse adds into them: the kernel's
+    zeroing happens here, not at the reverse's first touches (whatever a kernel does with a read of the huge zero
+    page before a write: some split it into 4 kB pages), and tracemalloc counts the memory from here. Pages
+    already there stay as they are; a kernel without MADV_POPULATE_WRITE faults them at first touch instead."""
     for s in shadows:
         memory = s.base
         if memory.traced:  # populated already (and not released)
