@@ -129,7 +129,7 @@ class ProgramRecorder(Recorder):
                 scalars[n] = a
             elif is_array(a) and active and a.dtype.kind == "f":
                 # an active value written into an array nothing covers yet gives it a shadow
-                annotated.append(self.shadows.annotate(a, p.written))
+                annotated.append(self.shadows.annotate(a, p.written, mapped=not self.in_loop))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):

@@ -162,7 +162,11 @@ class Memory(mmap.mmap):
                 api.PyTraceMalloc_Untrack(ctypes.c_uint(_NUMPY_DOMAIN), ctypes.c_size_t(self.address))
 
     def __del__(self) -> None:
-        self.trace(False)
+        if getattr(self, "traced", False):
+            try:
+                self.trace(False)
+            except Exception:  # noqa: BLE001 - at interpreter exit ctypes may be gone; nothing to tell then
+                pass
 
 
 _NUMPY_DOMAIN = 389047  # tracemalloc's domain for NumPy's allocations (NPY_TRACE_DOMAIN)

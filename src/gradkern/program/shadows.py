@@ -224,13 +224,14 @@ class ShadowMap:
                                hint="annotate the contiguous array the view comes from")
         return _view_at(s, _address(a) + (_address(s) - _address(p)), a)
 
-    def internal(self, a: Any) -> tuple:
-        """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them: a large
-        C-ordered NumPy buffer's in mappings of their own (`_zero_pages`), a small one's from the save pool,
-        zeroed (docs/programs.md, "Program shapes"; `give_back` and `release` return them)."""
+    def internal(self, a: Any, mapped: bool = False) -> tuple:
+        """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them: a C-ordered
+        NumPy buffer's from the save pool, zeroed, or where `mapped` (a launch recorded outside a checkpointed
+        loop: its step populates and releases them) and large, in mappings of their own (`_zero_pages`)
+        (docs/programs.md, "Program shapes"; `give_back` and `release` return them)."""
         root = memory_root(a)
         xp = module_of(root)
-        if isinstance(root, np.ndarray) and root.flags.c_contiguous and root.nbytes >= MAPPED:
+        if mapped and isinstance(root, np.ndarray) and root.flags.c_contiguous and root.nbytes >= MAPPED:
             shadows = tuple(_zero_pages(root) for _ in range(self.lanes))
         elif isinstance(root, np.ndarray) and root.flags.c_contiguous:
             shadows = tuple(POOL.empty_like(root) for _ in range(self.lanes))
@@ -245,12 +246,13 @@ class ShadowMap:
         self.register("a temporary", root, shadows, internal=True)
         return self.find(a)
 
-    def annotate(self, a: Any, written: bool, internal: bool = True) -> Annotation:
+    def annotate(self, a: Any, written: bool, internal: bool = True, mapped: bool = False) -> Annotation:
         """A float array of an active launch or rule call as the call sees it: with its shadows, with new zero
-        ones (`internal`) if the call may write it and none covers it (as a temporary gets), else Const."""
+        ones (`internal`; `mapped`: see `internal`) if the call may write it and none covers it (as a temporary
+        gets), else Const."""
         dx = self.find(a)
         if dx is None and written and internal:
-            dx = self.internal(a)
+            dx = self.internal(a, mapped)
         if dx is None:
             return Const(a)
         return Duplicated(a, dx[0]) if self.lanes == 1 else BatchDuplicated(a, dx)
