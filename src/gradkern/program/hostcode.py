@@ -296,7 +296,7 @@ class TrackedArray(np.ndarray):
         if _launchable(src) and rec is not None and self._gk_origin is None \
                 and (host is None or host.origin(src) is None):
             lend = order != "F" and getattr(rec, "lends_copies", False)  # a state copied every step: kept memory
-            out = POOL.leased(src.shape, dtype or src.dtype) if lend else \
+            out = POOL.leased(src, dtype or src.dtype) if lend else \
                 np.empty(src.shape, dtype or src.dtype, order="F" if order == "F" else "C")
             gk_copy(out, src)
             return out.view(TrackedArray)

@@ -32,7 +32,7 @@ from .hostcode import HostTracker, unwrap_args
 from .replay import LaunchFacts, Replays
 from .rulestep import record_forward, record_reverse
 from .scalars import ActiveScalar
-from .shadows import ShadowMap, memory_root
+from .shadows import ShadowMap, mapped, memory_root
 from .steps import ProgramStep, Step, after_launch
 from .versions import Versions
 
@@ -98,6 +98,7 @@ class ProgramRecorder(Recorder):
             annotated, (scalars, plain), active = None, replay.plain(args), replay.active
             arrays = replay.arrays(args)
         else:
+            known = len(self.shadows.entries)
             annotated, scalars, plain, active = self._annotations(params, args)
             arrays = [a for a in args if is_array(a)]
         guard = self.guard
@@ -109,6 +110,10 @@ class ProgramRecorder(Recorder):
             step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend, args, replay)
         finally:
             guard.relock(ours)
+        if not self.in_loop and step.prepared is not None:  # the temporaries' shadows: docs/programs.md,
+            if replay is None and len(self.shadows.entries) > known:  # "Program shapes"
+                step.made = self.shadows.entries[known:]  # given back after its reverse (steps.py)
+            step.mapped = mapped(step.prepared.derivatives)
         for view in written:
             self.versions.written(view)
         for view in reads:  # this step's reverse reads these as the step left them
@@ -128,7 +133,7 @@ class ProgramRecorder(Recorder):
                 scalars[n] = a
             elif is_array(a) and active and a.dtype.kind == "f":
                 # an active value written into an array nothing covers yet gives it a shadow
-                annotated.append(self.shadows.annotate(a, p.written))
+                annotated.append(self.shadows.annotate(a, p.written, mapped=not self.in_loop))
             else:
                 annotated.append(Const(a))
         if len(args) != len(params):

@@ -10,6 +10,7 @@ primal (same strides) and the view's elements are elements of the primal
 
 from __future__ import annotations
 
+import mmap
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -20,7 +21,10 @@ import numpy as np
 from ..annotations import Annotation, BatchDuplicated, Const, Duplicated
 from ..errors import ProgramError
 from ..runtime.arrays import byte_bounds, is_cupy_array, module_of
-from .savepool import POOL
+from .savepool import PAGE, POOL, Memory
+
+HUGE = 2 << 20  # a transparent huge page
+MAPPED = 1 << 20  # temporaries' shadows from this many bytes up are mappings of their own (`_zero_pages`)
 
 
 @dataclass
@@ -30,6 +34,7 @@ class _Entry:
     lo: int
     hi: int
     internal: bool  # allocated by the program (freed with it), not the user's
+    released: bool = False  # an internal entry's shadows given back (`release`)
 
 
 def _data_fixed() -> bool:
@@ -96,6 +101,66 @@ def memory_root(x: Any) -> Any:
     return x
 
 
+
+
+def _zero_pages(root: np.ndarray) -> np.ndarray:
+    """A zero array laid out like `root` (C-ordered) and starting at its offset within a page, in a mapping
+    of its own (savepool.Memory), its first element in the first huge page: zero without a pass over it, and
+    holding memory only from `populate` (the sweep's first reverse that takes it) until `release`
+    (docs/programs.md, "Program shapes")."""
+    memory = Memory(-(-(root.nbytes + PAGE) // HUGE) * HUGE + HUGE)
+    memory.zero, memory.size = True, root.nbytes  # populated: the array's pages, no more
+    skip = -memory.address % HUGE + root.ctypes.data % PAGE
+    return np.ndarray(root.shape, root.dtype, buffer=memory, offset=skip, strides=root.strides)
+
+
+_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux 5.14
+
+
+def mapped(derivatives: dict) -> list:
+    """The temporaries' shadows in mappings of their own (`_zero_pages`) among a prepared call's shadows
+    (`Bound.derivatives`: a tuple of lanes by parameter), whole or through views."""
+    found = []
+    for lanes in derivatives.values():
+        for v in lanes:
+            base = getattr(v, "base", None)
+            if type(base) is np.ndarray or type(base) is _Keep:  # a view of a shadow
+                v = base if type(base) is np.ndarray else base.owner
+                base = getattr(v, "base", None)
+            if type(base) is Memory and base.zero and not any(v is f for f in found):
+                found.append(v)
+    return found
+
+
+def populate(shadows: list) -> None:
+    """Map the pages of mapped shadows writable (zeroed huge pages) before a reverse adds into them: the kernel's
+    zeroing happens here, not at the reverse's first touches (whatever a kernel does with a read of the huge zero
+    page before a write: some split it into 4 kB pages), and tracemalloc counts the memory from here. Pages
+    already there stay as they are; a kernel without MADV_POPULATE_WRITE faults them at first touch instead."""
+    for s in shadows:
+        memory = s.base
+        if memory.traced:  # populated already (and not released)
+            continue
+        lo = (s.ctypes.data - memory.address) // PAGE * PAGE
+        try:
+            memory.madvise(_POPULATE_WRITE, lo, min(len(memory) - lo, s.nbytes + PAGE))
+        except OSError:
+            pass
+        memory.trace(True)
+
+
+def release(entries: list) -> None:
+    """The shadows of temporaries (internal entries) are no longer read: a mapping's pages go back to the
+    system (reading them again would read zeros), a pooled buffer to the save pool; once each."""
+    for e in entries:
+        if e.internal and not e.released:
+            e.released = True
+            for s in e.shadow:
+                if isinstance(s, np.ndarray) and type(s.base) is Memory:
+                    s.base.madvise(mmap.MADV_DONTNEED)
+                    s.base.trace(False)
+                else:
+                    POOL.give(s)
 
 
 class _Keep:
@@ -170,12 +235,16 @@ class ShadowMap:
                                hint="annotate the contiguous array the view comes from")
         return _view_at(s, _address(a) + (_address(s) - _address(p)), a)
 
-    def internal(self, a: Any) -> tuple:
+    def internal(self, a: Any, mapped: bool = False) -> tuple:
         """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them: a C-ordered
-        NumPy buffer's from the save pool, zeroed (docs/programs.md, "Program shapes"; `give_back` returns them)."""
+        NumPy buffer's from the save pool, zeroed, or where `mapped` (a launch recorded outside a checkpointed
+        loop: its step populates and releases them) and large, in mappings of their own (`_zero_pages`)
+        (docs/programs.md, "Program shapes"; `give_back` and `release` return them)."""
         root = memory_root(a)
         xp = module_of(root)
-        if isinstance(root, np.ndarray) and root.flags.c_contiguous:
+        if mapped and isinstance(root, np.ndarray) and root.flags.c_contiguous and root.nbytes >= MAPPED:
+            shadows = tuple(_zero_pages(root) for _ in range(self.lanes))
+        elif isinstance(root, np.ndarray) and root.flags.c_contiguous:
             shadows = tuple(POOL.empty_like(root) for _ in range(self.lanes))
             for s in shadows:
                 s.fill(0)
@@ -188,12 +257,13 @@ class ShadowMap:
         self.register("a temporary", root, shadows, internal=True)
         return self.find(a)
 
-    def annotate(self, a: Any, written: bool, internal: bool = True) -> Annotation:
+    def annotate(self, a: Any, written: bool, internal: bool = True, mapped: bool = False) -> Annotation:
         """A float array of an active launch or rule call as the call sees it: with its shadows, with new zero
-        ones (`internal`) if the call may write it and none covers it (as a temporary gets), else Const."""
+        ones (`internal`; `mapped`: see `internal`) if the call may write it and none covers it (as a temporary
+        gets), else Const."""
         dx = self.find(a)
         if dx is None and written and internal:
-            dx = self.internal(a)
+            dx = self.internal(a, mapped)
         if dx is None:
             return Const(a)
         return Duplicated(a, dx[0]) if self.lanes == 1 else BatchDuplicated(a, dx)
@@ -208,10 +278,7 @@ class ShadowMap:
     def give_back(self) -> None:
         """The sweep is over: the temporaries' shadows go back to the save pool (nothing outside the program
         holds them; a consumed tape is never swept again)."""
-        for e in self.entries:
-            if e.internal:
-                for s in e.shadow:
-                    POOL.give(s)
+        release(self.entries)
 
     @property
     def internal_bytes(self) -> int:

@@ -17,7 +17,7 @@ from ..runtime.reverse import Tape, run_reverse
 from .contents import Contents
 from .savepool import POOL
 from .scalars import ActiveScalar
-from .shadows import _same_geometry, memory_root
+from .shadows import _same_geometry, memory_root, populate, release
 
 
 @dataclass
@@ -91,6 +91,10 @@ class Step:
     saves: list[Saved] = field(default_factory=list)
     scalars: dict[int, ActiveScalar] = field(default_factory=dict)  # parameter position -> its Active scalar
     arrays: tuple | None = None  # contents.array_positions of the prepared values, where the recorder knows them
+    # the temporaries' shadows this launch made (it first wrote them): no reverse before its own reads them,
+    # so they are given back once it has run (docs/programs.md, "Program shapes")
+    made: list = field(default_factory=list)
+    mapped: list = field(default_factory=list)  # the temporaries' shadows in mappings it takes: populated first
 
     @property
     def where(self) -> str:
@@ -110,12 +114,16 @@ class Step:
 
     def run_reverse(self, lanes: int, contents: Contents) -> None:
         """This launch's reverse (on the arrays as the launch left them), then its saves passed back."""
+        if self.mapped:
+            populate(self.mapped)
         got = self.derivatives(contents)
         if got is not None:
             for pos, s in self.scalars.items():
                 s.adjoint = s.adjoint + (np.asarray(got[pos]) if lanes > 1 else got[pos])  # per lane in vector mode
         for saved in reversed(self.saves):
             contents.passed(saved)
+        if self.made:
+            release(self.made)
 
     def derivatives(self, contents: Contents) -> tuple | None:
         """The reverse itself: shadows accumulated, one entry per parameter returned (None: no derivative).

@@ -214,6 +214,17 @@ def _overlap_exact(g: np.ndarray) -> bool:
     return False
 
 
+def held_memory(b: Any) -> Any:
+    """Where `b` is the base of an array gradkern placed in memory of its own (program/savepool.py: `Memory`,
+    whose type says `gk_memory`): that memory, the owner of the array and of its views as an allocation is
+    (`b` itself, or the base of the array `b` when `b` is a view's base); None otherwise."""
+    if getattr(type(b), "gk_memory", False):
+        return b
+    if type(b) is np.ndarray and getattr(type(b.base), "gk_memory", False):
+        return b.base
+    return None
+
+
 def outside_its_memory(x: Any) -> bool:
     """Whether an array's elements reach outside the memory it is a view of
     (`as_strided` with wrong strides or shape: reading it can crash the
@@ -224,7 +235,7 @@ def outside_its_memory(x: Any) -> bool:
     pointers, foreign GPU memory) is trusted."""
     if isinstance(x, np.ndarray):
         base = x.base
-        if base is None or (type(base) is np.ndarray and base.flags.owndata):
+        if base is None or (type(base) is np.ndarray and base.flags.owndata) or held_memory(base) is not None:
             return False
         root, b = x, base
         while b is not None:  # the last NumPy array on the chain of bases holds the memory

@@ -25,6 +25,7 @@ from .arrays import (
     byte_bounds,
     cupy_module,
     geometry,
+    held_memory,
     is_array,
     is_cupy_array,
     is_device_array,
@@ -172,7 +173,7 @@ def numpy_made(a: Any) -> bool:
     if type(a) is not np.ndarray:
         return False
     base = a.base
-    return base is None or (type(base) is np.ndarray and base.flags.owndata)
+    return base is None or (type(base) is np.ndarray and base.flags.owndata) or held_memory(base) is not None
 
 
 def _check_array(kernel: ir.Kernel, p: ir.Param, a: Any) -> None:
@@ -223,7 +224,7 @@ def memory_owner(a: np.ndarray, flags: int) -> Any:
     but not its own data either: memory a C extension wrapped; a signature then takes the full path)."""
     base = a.base
     if base is not None:
-        return base
+        return held_memory(base) or base
     return a if flags & OWNDATA else None
 
 

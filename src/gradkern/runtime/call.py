@@ -27,7 +27,7 @@ from ..ir.types import Array
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization, Specialization, tangent_param
 from .annotate import annotated_binding, lane_groups
-from .arrays import array_module, is_array, untouched
+from .arrays import array_module, held_memory, is_array, untouched
 from .binding import KEYED_SCALARS, OWNDATA, Binding, bind, disjoint, memory_owner, numpy_made, template_of
 from .bounds_check import check_bounds
 from .compile_pool import settle, submit
@@ -280,7 +280,9 @@ def signature(kernel: KernelFunction, mode: str, dim: Any, backend: str | None, 
         if t is ndarray:  # a plain array (a launch's): `_value_key` inline
             b = a.base
             if not (b is None or (type(b) is ndarray and b.flags.owndata)):
-                return None
+                b = held_memory(b)  # memory of its own (program/savepool.py), or unknown
+                if b is None:
+                    return None
             f = a.flags.num
             o = b if b is not None else a if f & OWNDATA else None
             if o is None:
@@ -298,9 +300,14 @@ def signature(kernel: KernelFunction, mode: str, dim: Any, backend: str | None, 
             v, d = a.val, a.dval
             if type(v) is ndarray and type(d) is ndarray:  # the common case, `_value_key` of both inline
                 vb, db = v.base, d.base
-                if not ((vb is None or (type(vb) is ndarray and vb.flags.owndata))
-                        and (db is None or (type(db) is ndarray and db.flags.owndata))):
-                    return None
+                if not (vb is None or (type(vb) is ndarray and vb.flags.owndata)):
+                    vb = held_memory(vb)
+                    if vb is None:
+                        return None
+                if not (db is None or (type(db) is ndarray and db.flags.owndata)):
+                    db = held_memory(db)
+                    if db is None:
+                        return None
                 vf, df = v.flags.num, d.flags.num
                 vo = vb if vb is not None else v if vf & OWNDATA else None  # binding.memory_owner
                 do = db if db is not None else d if df & OWNDATA else None
