@@ -136,6 +136,8 @@ class SavePool:
 
 
 PAGE = 4096
+# anonymous private mappings (not on Windows: plain NumPy allocations there, at whatever offset they get)
+MAPPABLE = hasattr(mmap, "MAP_ANONYMOUS") and hasattr(mmap, "MAP_PRIVATE")
 
 
 class Memory(mmap.mmap):
@@ -194,6 +196,8 @@ def placed(shape: tuple, dtype: Any, like: Any, memory: Memory | None = None) ->
     root of its memory as an allocated one is (`memory_root`: its base is not an array), so views of it have
     it as their base."""
     dtype = np.dtype(dtype)
+    if not MAPPABLE:
+        return np.empty(tuple(shape), dtype)
     nbytes = math.prod(shape) * dtype.itemsize
     if memory is None:
         memory = _memory(nbytes)

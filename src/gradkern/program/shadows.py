@@ -21,7 +21,7 @@ import numpy as np
 from ..annotations import Annotation, BatchDuplicated, Const, Duplicated
 from ..errors import ProgramError
 from ..runtime.arrays import byte_bounds, is_cupy_array, module_of
-from .savepool import PAGE, POOL, Memory
+from .savepool import MAPPABLE, PAGE, POOL, Memory
 
 HUGE = 2 << 20  # a transparent huge page
 MAPPED = 1 << 20  # temporaries' shadows from this many bytes up are mappings of their own (`_zero_pages`)
@@ -242,7 +242,7 @@ class ShadowMap:
         (docs/programs.md, "Program shapes"; `give_back` and `release` return them)."""
         root = memory_root(a)
         xp = module_of(root)
-        if mapped and isinstance(root, np.ndarray) and root.flags.c_contiguous and root.nbytes >= MAPPED:
+        if mapped and MAPPABLE and isinstance(root, np.ndarray) and root.flags.c_contiguous and root.nbytes >= MAPPED:
             shadows = tuple(_zero_pages(root) for _ in range(self.lanes))
         elif isinstance(root, np.ndarray) and root.flags.c_contiguous:
             shadows = tuple(POOL.empty_like(root) for _ in range(self.lanes))
