@@ -33,6 +33,15 @@ def _gradient(name, snapshots, n, nsteps):
     return result, loop_entry(tape)
 
 
+def _split(program, n, nsteps):
+    """`program` (u, v, E, c, k) of heat_ping_pong's arguments run in split mode: the arguments, the reverse's
+    results and the tape."""
+    args = args_for("heat_ping_pong", n, nsteps)
+    fwd, rev = gk.autodiff_thunk(program, gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
+    tape = fwd(*args)
+    return args, rev(*args, tape), tape
+
+
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("snapshots", [2, 4])
 def test_blocked_recomputation_gives_the_same_gradients_bit_for_bit(name, snapshots, monkeypatch):
@@ -98,10 +107,8 @@ def test_host_code_reading_the_state_sees_what_held_launches_write(read, monkeyp
                 gk.launch(allen_cahn_step, n, a, b, c, 0.01)
             gk.checkpointed_loop(step, k, snapshots=2)
             gk.launch(checkpoint_energy, n, u, E)
-        args = args_for("heat_ping_pong", n, nsteps)
-        fwd, rev = gk.autodiff_thunk(program, gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
-        tape = fwd(*args)
-        return rev(*args, tape), loop_entry(tape)
+        _, got, tape = _split(program, n, nsteps)
+        return got, loop_entry(tape)
 
     off, on = [], []
     monkeypatch.setattr(checkpoint, "TEMPORAL", False)
@@ -125,10 +132,8 @@ def test_on_hostcuda_launches_run_one_by_one(monkeypatch):
                 gk.launch(allen_cahn_step, n, a, b, c, 0.01, backend="hostcuda")
             gk.checkpointed_loop(step, k, snapshots=2)
             gk.launch(checkpoint_energy, n, u, E, backend="hostcuda")
-        args = args_for("heat_ping_pong", n, nsteps)
-        fwd, rev = gk.autodiff_thunk(program, gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
-        tape = fwd(*args)
-        return rev(*args, tape)[3], [a.dval for a in args[:3]], loop_entry(tape)
+        args, got, tape = _split(program, n, nsteps)
+        return got[3], [a.dval for a in args[:3]], loop_entry(tape)
 
     monkeypatch.setattr(checkpoint, "TEMPORAL", False)
     want = run()
@@ -189,8 +194,5 @@ def test_launches_on_arrays_fn_was_not_given_are_never_held(monkeypatch):
                 gk.launch(allen_cahn_step, n, w, u, c, 0.01)
         gk.checkpointed_loop(step, k, snapshots=2)
         gk.launch(checkpoint_energy, n, u, E)
-    args = args_for("heat_ping_pong", n, nsteps)
-    fwd, rev = gk.autodiff_thunk(program, gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
-    tape = fwd(*args)
-    rev(*args, tape)
+    _, _, tape = _split(program, n, nsteps)
     assert loop_entry(tape).stats.steps_blocked == 0
