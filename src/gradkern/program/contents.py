@@ -39,12 +39,14 @@ class Contents:
     """Buffers whose contents for the sweep are held by a save instead (id -> (buffer, save data)), and the
     final contents of the buffers the sweep wrote into."""
 
-    def __init__(self, final: bool = True):
+    def __init__(self, final: bool = True, renames: Any = None):
         """`final`: copy a buffer's contents before the sweep first writes it and write them back at the end
         (a program's sweep: the primals end as the program left them); otherwise buffers end holding what they
-        held before the swept steps ran (a checkpointed loop's segment)."""
+        held before the swept steps ran (a checkpointed loop's segment). `renames`: the sweep's renamed shadows
+        (renames.ShadowRenames), or None."""
         self.held: dict[int, tuple[Any, Any]] = {}
         self.final: dict[int, tuple[Any, Any]] | None = {} if final else None
+        self.renames = renames
 
     def values(self, values: list, arrays: tuple | None = None) -> list | None:
         """`values` with every array inside a held buffer replaced by the same view of its save, or None when
@@ -89,7 +91,9 @@ class Contents:
 
     def settle(self, root: Any | None = None) -> None:
         """Write the held contents into their buffers (`root`'s only, or every one), for a reverse that reads
-        the buffers themselves."""
+        the buffers themselves; every one: the renamed shadows too (a rule's or a loop's reverse reads them)."""
+        if root is None and self.renames is not None:
+            self.renames.settle()
         keys = list(self.held) if root is None else [id(root)] if id(root) in self.held else []
         for key in keys:
             buffer, data = self.held.pop(key)
@@ -99,7 +103,10 @@ class Contents:
 
     def finish(self) -> None:
         """The sweep ended (or failed): a held save is dropped, or written into its buffer where the buffers
-        end as they were before the swept steps; the final contents written back."""
+        end as they were before the swept steps; the final contents written back; the user's shadows hold what
+        stood for them."""
+        if self.renames is not None:
+            self.renames.settle(final=True)
         if self.final is None:
             self.settle()
             return

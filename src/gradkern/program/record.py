@@ -29,6 +29,7 @@ from ..runtime.reverse import run_augmented_primal, saved_in_place
 from .contents import array_positions
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
+from .hostops import moves_adjoint
 from .replay import LaunchFacts, Replays
 from .rulestep import record_forward, record_reverse
 from .scalars import ActiveScalar
@@ -179,6 +180,11 @@ class ProgramRecorder(Recorder):
                 annotated = replay.annotations(args)[0]
             replay = self._facts(kernel, dim, backend, args, annotated, active, call, bound)
         step.arrays = replay.arrays_at
+        if prepared is not None and replay.whole:  # the sweep's renamed shadows (renames.py)
+            params = kernel.ir.params
+            step.cleared = tuple(params[k].name for k in replay.whole)
+        if prepared is not None:
+            step.moved = moves_adjoint(kernel)
         written = [vals[k] for k in replay.written]
         reads = [vals[k] for k in replay.reads]
         whole = None

@@ -24,6 +24,7 @@ from .contents import Contents, writable
 from .guard import HostWriteGuard
 from .hostcode import TrackedArray, track
 from .record import ForwardRecorder, ProgramRecorder
+from .renames import ShadowRenames, enabled
 from .report import LaunchRow, ProgramInspection
 from .rulestep import pattern
 from .scalars import ActiveScalar, backpropagate
@@ -188,10 +189,14 @@ def sweep(tape: ProgramTape) -> tuple:
     # passed once, the user's shadows are kept so that a RuleError (or any error of the sweep) leaves them
     kept = [(dx, dx.copy()) for e in tape.shadows.entries if not e.internal for dx in e.shadow] \
         if _unchecked_rules(tape) else []
-    contents = Contents()  # the primals end as the program left them
+    renames = ShadowRenames([dx for e in tape.shadows.entries if not e.internal for dx in e.shadow]) \
+        if lanes == 1 and enabled() else None
+    contents = Contents(renames=renames)  # the primals end as the program left them
     try:
         reverse_steps(tape.steps, lanes, contents)
     except BaseException:
+        if renames is not None:
+            renames.settle(final=True)  # before the kept shadows are written back
         for dx, data in kept:
             dx[...] = data
         raise

@@ -156,11 +156,17 @@ def release(entries: list) -> None:
         if e.internal and not e.released:
             e.released = True
             for s in e.shadow:
-                if isinstance(s, np.ndarray) and type(s.base) is Memory:
-                    s.base.madvise(mmap.MADV_DONTNEED)
-                    s.base.trace(False)
-                else:
-                    POOL.give(s)
+                give_back(s)
+
+
+def give_back(s: Any) -> None:
+    """A temporary's shadow memory no longer read: a mapping's pages go back to the system, a pooled buffer to
+    the save pool."""
+    if isinstance(s, np.ndarray) and type(s.base) is Memory:
+        s.base.madvise(mmap.MADV_DONTNEED)
+        s.base.trace(False)
+    else:
+        POOL.give(s)
 
 
 class _Keep:

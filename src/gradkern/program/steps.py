@@ -95,6 +95,8 @@ class Step:
     # so they are given back once it has run (docs/programs.md, "Program shapes")
     made: list = field(default_factory=list)
     mapped: list = field(default_factory=list)  # the temporaries' shadows in mappings it takes: populated first
+    cleared: tuple = ()  # the parameters it overwrites whole: its reverse leaves their shadows +0.0 (renames.py)
+    moved: tuple | None = None  # a library copy's (destination, source) parameters (hostops.moves_adjoint)
 
     @property
     def where(self) -> str:
@@ -113,17 +115,28 @@ class Step:
         return [memory_root(s.view) for s in self.saves]
 
     def run_reverse(self, lanes: int, contents: Contents) -> None:
-        """This launch's reverse (on the arrays as the launch left them), then its saves passed back."""
-        if self.mapped:
-            populate(self.mapped)
-        got = self.derivatives(contents)
-        if got is not None:
-            for pos, s in self.scalars.items():
-                s.adjoint = s.adjoint + (np.asarray(got[pos]) if lanes > 1 else got[pos])  # per lane in vector mode
+        """This launch's reverse (on the arrays as the launch left them; a copy's by renaming shadows where
+        `contents.renames` can: renames.py), then its saves passed back."""
+        renames = contents.renames
+        if renames is not None and renames.moved(self):
+            self.tape = None
+        else:
+            if self.mapped:
+                if renames is None:
+                    populate(self.mapped)
+                else:
+                    renames.populate(self.mapped)
+            got = self.derivatives(contents)
+            if got is not None:
+                for pos, s in self.scalars.items():
+                    s.adjoint = s.adjoint + (np.asarray(got[pos]) if lanes > 1 else got[pos])  # per lane
         for saved in reversed(self.saves):
             contents.passed(saved)
         if self.made:
-            release(self.made)
+            if renames is None:
+                release(self.made)
+            else:
+                renames.release(self.made)
 
     def derivatives(self, contents: Contents) -> tuple | None:
         """The reverse itself: shadows accumulated, one entry per parameter returned (None: no derivative).
@@ -132,10 +145,14 @@ class Step:
             return None
         bound = self.prepared
         values = contents.values(bound.values, self.arrays)
-        if values is not None:
-            bound = bound.with_values(values)
+        renames = contents.renames
+        derivatives = renames.derivatives(bound.derivatives) if renames is not None else None
+        if values is not None or derivatives is not None:
+            bound = bound.with_values(bound.values if values is None else values, derivatives)
         got = run_reverse(bound, self.tape)
         self.tape = None  # freed once used
+        if renames is not None:
+            renames.reversed(bound.derivatives, self.cleared)
         return got
 
 

@@ -176,11 +176,12 @@ class Bound:
     def __init__(self, call: PreparedCall, values: list, derivatives: dict, b: Binding | None = None):
         self.call, self.values, self.derivatives, self._b = call, values, derivatives, b
 
-    def with_values(self, values: list) -> Bound:
-        """The same call with other values of the same kinds and geometry (a program's sweep hands a reverse
-        views of saved copies in place of the buffers: program/contents.py); its binding, where one was made,
-        is kept (what a run reads of it, shapes, is the same)."""
-        return Bound(self.call, values, self.derivatives, self._b)
+    def with_values(self, values: list, derivatives: dict | None = None) -> Bound:
+        """The same call with other values (and `derivatives`, where given) of the same kinds and geometry (a
+        program's sweep hands a reverse views of saved copies in place of the buffers, program/contents.py, and
+        of the memory that stands for a shadow, program/renames.py); its binding, where one was made, is kept
+        (what a run reads of it, shapes, is the same)."""
+        return Bound(self.call, values, self.derivatives if derivatives is None else derivatives, self._b)
 
     @property
     def given(self) -> Any:
