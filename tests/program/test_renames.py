@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 
 import gradkern as gk
+from gradkern.backends import set_default
+from gradkern.backends.hostcuda import compiler
 from gradkern.kernels import allen_cahn_step
 from gradkern.program import renames, shadows
 from program.test_programs import energy
@@ -190,3 +192,15 @@ def test_random_programs_of_copies_give_the_same_floats(monkeypatch, count, case
         _same_floats(program, monkeypatch, arrays, seeds)
     except AssertionError as e:
         raise AssertionError(f"case {case}: {ops}\n{e}") from e
+
+
+@pytest.mark.skipif(compiler() is None, reason="g++ is not on the PATH: backend hostcuda is unavailable")
+def test_renamed_on_hostcuda_with_the_same_floats(monkeypatch, count):
+    """The renaming is the sweep's, whatever backend runs the kernels: on hostcuda (the CUDA C on the host)
+    the same floats with it on and off."""
+    before = set_default("hostcuda")
+    try:
+        _same_floats(copy_then_step, monkeypatch, *_inputs(7))
+    finally:
+        set_default(before)
+    assert count["moved"] == T
