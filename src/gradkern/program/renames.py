@@ -88,12 +88,14 @@ class ShadowRenames:
         """A launch's reverse ran with `derivatives` (as it took them): every memory it took may hold anything
         now, except the shadows of the parameters it overwrote whole (`cleared`), which it cleared."""
         zero = self.zero
-        for lanes in derivatives.values():
-            for v in lanes:
-                zero.pop(id(_memory(v)), None)
+        if zero:
+            for lanes in derivatives.values():
+                for v in lanes:
+                    b = v.base  # an array is its own memory without a base array (docs/programs.md#host-cost-per-step)
+                    zero.pop(id(v) if b is None or type(b) is Memory else id(_memory(v)), None)
         for name in cleared:
             lanes = derivatives.get(name)
-            if lanes is not None and len(lanes) == 1 and _memory(lanes[0]) is lanes[0]:
+            if lanes is not None and len(lanes) == 1 and (lanes[0].base is None or type(lanes[0].base) is Memory):
                 zero[id(lanes[0])] = lanes[0]
 
     def moved(self, step: Any) -> bool:
@@ -109,8 +111,8 @@ class ShadowRenames:
         if dst_name not in d or src_name not in d or len(d[dst_name]) != 1 or len(d[src_name]) != 1:
             return False
         dst, src = d[dst_name][0], d[src_name][0]
-        if dst is src or type(dst) is not np.ndarray or type(src) is not np.ndarray or not _alike(dst, src) \
-                or not dst.flags.c_contiguous or not _mapped(dst) or _memory(src) is not src \
+        if not _mapped(dst) or dst is src or type(src) is not np.ndarray or not _alike(dst, src) \
+                or not dst.flags.c_contiguous or _memory(src) is not src \
                 or not (_mapped(src) or id(src) in self.user) or not any(e.shadow[0] is dst for e in step.made):
             return False
         stands = self.stands
@@ -150,6 +152,10 @@ class ShadowRenames:
                 continue
             e.released = True
             for s in e.shadow:
+                if not self.stands and not _mapped(s):  # nothing stands for it: as shadows.release
+                    self.zero.pop(id(s), None)
+                    give_back(s)
+                    continue
                 now = self.stands.pop(id(s))[1] if id(s) in self.stands else s
                 if now is not s and not self._in_use(s):
                     give_back(s)  # its own memory, never populated
@@ -179,6 +185,12 @@ class ShadowRenames:
 
     def _in_use(self, memory: Any) -> bool:
         return any(m is memory for _, m in self.stands.values()) or any(z is memory for z in self.free)
+
+    @staticmethod
+    def wanted(steps: list) -> bool:
+        """Whether a sweep of `steps` has a copy it may rename, one into a temporary whose shadow is mapped
+        (else it keeps no books: about 3 us a launch on small arrays)."""
+        return any(getattr(s, "moved", None) is not None and s.mapped for s in steps)
 
     def _keep_zero(self, memory: Any) -> None:
         if len(self.free) < KEPT_ZEROS:

@@ -190,7 +190,7 @@ def sweep(tape: ProgramTape) -> tuple:
     kept = [(dx, dx.copy()) for e in tape.shadows.entries if not e.internal for dx in e.shadow] \
         if _unchecked_rules(tape) else []
     renames = ShadowRenames([dx for e in tape.shadows.entries if not e.internal for dx in e.shadow]) \
-        if lanes == 1 and enabled() else None
+        if lanes == 1 and enabled() and ShadowRenames.wanted(tape.steps) else None
     contents = Contents(renames=renames)  # the primals end as the program left them
     try:
         reverse_steps(tape.steps, lanes, contents)
