@@ -33,20 +33,10 @@ def reused(monkeypatch):
 
 def _moves_before_a_tape(nsteps: int, snapshots: int) -> int:
     """How often the default schedule (one snapshot kept for the final state) restores step n with a Move and
-    then tapes step n, where the state at n + 1 it reversed before was reached by running step n (not restored:
-    a restore is not a launch, so its buffer's writer is forgotten)."""
+    then tapes step n."""
     actions = list(BinomialSchedule(nsteps, snapshots - 1))
-    reached = {}  # step -> how the live state last got there: by a launch, or restored
-    count = 0
-    for a, b in zip(actions, actions[1:]):
-        kind = type(a).__name__
-        if kind == "Forward":
-            reached[a.n1] = "launch"
-        elif kind in ("Copy", "Move"):
-            reached[a.n] = "restored"
-            if kind == "Move" and type(b).__name__ == "Forward" and b.write_adj_deps and b.n0 == a.n:
-                count += reached.get(a.n + 1) == "launch"
-    return count
+    return sum(1 for a, b in zip(actions, actions[1:]) if type(a).__name__ == "Move"
+               and type(b).__name__ == "Forward" and b.write_adj_deps and b.n0 == a.n)
 
 
 @pytest.mark.parametrize("name", [*PROGRAMS, "one_launch_per_step"])
@@ -56,7 +46,8 @@ def test_reused_outputs_give_the_gradients_of_launches_run_again(name, snapshots
     make = one_launch_per_step if name == "one_launch_per_step" else PROGRAMS[name]
     arg_name = "heat_ping_pong" if name == "one_launch_per_step" else name
     got = _gradient(make(checkpointed(snapshots)), args_for(arg_name, n, nsteps))
-    if name == "one_launch_per_step":  # after every Move the other buffer holds the taped step's output
+    if name == "one_launch_per_step":  # after every Move the other buffer holds the taped step's output,
+        # written by step n or restored from the snapshot at n + 1
         assert reused[-1] == _moves_before_a_tape(nsteps, snapshots) > 0
     elif name == "heat_ping_pong":  # two launches a step: the restored step's first output was overwritten since
         assert reused[-1] == 0
@@ -103,14 +94,16 @@ class _Host:
 
 
 class _Found:
-    state = {1: None, 2: None}
+    state: dict = {}
+    steps: dict = {}
 
 
-def test_last_writers_forget_on_host_writes_restores_and_other_buffers():
+def test_last_writers_follow_launches_restores_and_host_writes():
     host = _Host()
     w = LastWriters(host, _Found())
     a, b, tmp = np.zeros(2), np.zeros(2), np.zeros(2)
     _Found.state = {id(a): a, id(b): b}
+    _Found.steps = {3: 1, 4: 2, 5: 2}
     w.start(3)
     w.wrote([id(b), id(tmp)])  # launch 0 of step 3 writes b and a temporary
     w.start(3)
@@ -125,5 +118,13 @@ def test_last_writers_forget_on_host_writes_restores_and_other_buffers():
     w.wrote([id(b)])
     w.start(3)
     assert w.holds([b], [b])
-    w.forget([id(b)])  # a restore or a reverse wrote it
+    w.forget([id(b)])  # a reverse wrote it
     assert not w.holds([b], [b])
+    w.start(3)
+    w.wrote([id(b)])
+    w.end(1)  # step 3, of signature 1, wrote b last in its launch 0
+    w.restored([id(b), id(tmp)], 4)  # the state at step 4
+    w.start(3)
+    assert w.holds([b], [b])  # launch 0 of a step of signature 1 is the last to write b: it left state 4 there
+    w.start(5)
+    assert not w.holds([b], [b])  # another step

@@ -349,7 +349,7 @@ class CheckpointedLoop(LoopHooks):
     def restore(self, snap: Snapshot) -> None:
         self._give_back()
         snap.restore()
-        self.writers.forget(snap.copies)
+        self.writers.restored(snap.copies, snap.at)
         self.at, self.live = snap.at, None
 
     def free(self, snap: Snapshot) -> None:
@@ -430,7 +430,7 @@ class CheckpointedLoop(LoopHooks):
                 raise ProgramError("the schedule ran other steps between taping a segment and reversing it, and "
                                    "the segment's end state was not kept", hint="report this schedule as a bug")
             seg.end.restore()
-            self.writers.forget(seg.end.copies)
+            self.writers.restored(seg.end.copies, seg.end.at)
         reverse_steps(seg.steps, self.outer.shadows.lanes)
         self.writers.forget(seg.written)
         self.live, self.at = None, None
@@ -473,6 +473,7 @@ class CheckpointedLoop(LoopHooks):
                 raise err from e
         if self.mode is Mode.RECOMPUTE:
             self.found.check_step(t)
+            self.writers.end(self.found.steps[t])
 
     def before_launch(self, name: str, written: list, binding: Any, overwritten: list) -> None:
         """Bookkeeping before a launch (or rule call) of the running step runs: in the first forward, the

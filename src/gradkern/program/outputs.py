@@ -9,6 +9,12 @@ nothing. Binomial checkpointing meets this after a `Move`: reversing step t + 1 
 schedule ran step t before and left its output in the other buffer; it then restores the snapshot at t into the
 buffer step t reads, and tapes step t, whose launch would rewrite that output with the values it holds.
 
+A restored buffer holds the state at the snapshot's step s, which is what the last launch of step s - 1 that
+writes it left (a later host write into it is refused: a launch took it, guard.py): which launch that is, is
+learnt from the recomputed steps, per step signature (every step of one signature makes the same launches on the
+same buffers, loopstate.py `check_step`). So the launch also need not run where state t + 1 was restored from a
+snapshot rather than recomputed.
+
 What writes a buffer: a launch or rule call of the loop (each one noted here as it runs), a snapshot's restore,
 the reverse of a taped segment (it gives back what the segment's steps overwrote) and host code (a TrackedArray
 write counts in `HostTracker.writes`; a change forgets every buffer). What the loop does outside its own
@@ -25,7 +31,8 @@ from .shadows import memory_root
 
 
 class LastWriters:
-    """id(buffer) -> (step, launch number within the step) of the launch that last wrote it."""
+    """id(buffer) -> (step, launch number within the step) of the launch that last wrote it, or ("state", s)
+    where a restore wrote the state at step s into it."""
 
     def __init__(self, host: Any, found: Any):
         self.host = host  # the program's HostTracker (None: host writes are not counted, nothing is reused)
@@ -34,10 +41,19 @@ class LastWriters:
         self.host_writes = host.writes if host is not None else 0
         self.t, self.number = -1, 0  # the running step and the number of its next launch
         self.reused = 0  # launches not rerun (`holds` answered yes and the recorder used it)
+        self.step_writes: dict[int, int] = {}  # the running step's buffers -> the last of its launches writing each
+        # (step signature number, id(buffer)) -> the last launch of such a step that writes the buffer
+        self.last: dict[tuple[int, int], int] = {}
 
     def start(self, t: int) -> None:
         """Step t starts running: its launches are numbered from 0."""
         self.t, self.number = t, 0
+        self.step_writes = {}
+
+    def end(self, signature: int) -> None:
+        """The running step ended, a step of this signature number (LoopState.steps): learn its last writers."""
+        for key, number in self.step_writes.items():
+            self.last[(signature, key)] = number
 
     def _current(self) -> bool:
         """False, and every buffer forgotten, where host code wrote an array since the last look."""
@@ -56,12 +72,16 @@ class LastWriters:
         ran (module docstring), so that it need not run."""
         if not written or not self._current():
             return False
-        mark = (self.t, self.number)
+        mark, restored = (self.t, self.number), ("state", self.t + 1)
+        signature = self.found.steps[self.t]
         overwritten = {id(r) for r in whole}
         state = self.found.state
         for view in written:
             key = id(memory_root(view))
-            if key not in overwritten or key not in state or self.writer.get(key) != mark:
+            if key not in overwritten or key not in state:
+                return False
+            writer = self.writer.get(key)
+            if writer != mark and (writer != restored or self.last.get((signature, key)) != self.number):
                 return False
         return True
 
@@ -74,6 +94,17 @@ class LastWriters:
         for key in keys:
             if key in state:
                 self.writer[key] = mark
+                self.step_writes[key] = mark[1]
+
+    def restored(self, keys, at: int | None) -> None:
+        """A snapshot's restore wrote the state at step `at` into the buffers `keys` (ids)."""
+        self._current()
+        state = self.found.state
+        for key in keys:
+            if key in state and at is not None:
+                self.writer[key] = ("state", at)
+            else:
+                self.writer.pop(key, None)
 
     def forget(self, keys=None) -> None:
         """The buffers `keys` (ids; None: all) were written by something other than a launch of the loop."""
