@@ -42,6 +42,7 @@ from .contents import Contents
 from .guard import HostWriteGuard
 from .hostcode import TrackedArray, unwrap_args
 from .loopstate import TAKEN_DEAD, LoopState
+from .outputs import LastWriters
 from .recompute import PendingRun, RecomputedLaunches
 from .record import ProgramRecorder, overwritten_whole
 from .rulestep import run_plain
@@ -77,6 +78,7 @@ class _Segment:
     n1: int
     steps: list[ProgramStep]
     temporaries: list  # the ShadowMap entries its launches made (its temporaries' shadows)
+    written: set[int]  # the buffers its launches wrote (ids), which its reverse may give back older contents
     end: Snapshot | None = None
 
 
@@ -132,6 +134,7 @@ class _Untaped(Recorder):
                 # the same prepared call, refilled with the same arrays: the loop state's checks of this launch
                 # answer as before (recompute.py)
                 loop.found.recomputed.append(entry.signature)
+                loop.writers.wrote(entry.written)
             else:
                 binding = bound.b
                 written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
@@ -139,7 +142,7 @@ class _Untaped(Recorder):
                     kernel.ir.params, binding, call.primal.facts))  # what it overwrites whole: for the snapshots
                 if recomputing:
                     loop.launches.keep(kernel, backend, given, plain, loop.outer.host, call, bound.values,
-                                       loop.found.recomputed[-1])
+                                       loop.found.recomputed[-1], tuple(id(memory_root(w)) for w in written))
             if pending is None or not pending.hold(kernel, dim, backend, plain, bound, arrays, continues):
                 run(call, bound)
         finally:
@@ -207,6 +210,10 @@ class CheckpointedLoop(LoopHooks):
         self.pending: PendingRun | None = None  # while recomputing untaped steps: launches held for a blocked pass
         self.blocked_forms: dict = {}  # the blocked forms its recomputation asked for (recompute.py)
         self.blocking_refused: dict[str, str] = {}  # kernel name -> why its launches were not blocked
+        # which launch last wrote each buffer, for a taped step's launches that need not rerun (outputs.py)
+        self.writers = LastWriters(outer.host, self.found)
+        self.reusable = False  # whether the launch before_launch was told of need not run
+        self.taping: set[int] | None = None  # while a segment is taped: the buffers its launches write
 
     # -- the program's view (steps.ProgramStep) -------------------------------------------------------------------
     @property
@@ -259,6 +266,7 @@ class CheckpointedLoop(LoopHooks):
         if tail is None:
             return
         self.mode, self.guard = Mode.RECOMPUTE, HostWriteGuard()
+        self.writers.forget()
         try:
             tail.restore()
             for t in range(tail.at, self.nsteps):
@@ -281,6 +289,7 @@ class CheckpointedLoop(LoopHooks):
         """The loop's reverse, as one step of the program's: the schedule's reverse phase, on the buffers
         themselves."""
         contents.settle()
+        self.writers.forget()  # the program after the loop may have written its buffers (outputs.py)
         for root in self.roots_written_back():
             contents.writing(root)
         try:
@@ -340,6 +349,7 @@ class CheckpointedLoop(LoopHooks):
     def restore(self, snap: Snapshot) -> None:
         self._give_back()
         snap.restore()
+        self.writers.restored(snap.copies, snap.at)
         self.at, self.live = snap.at, None
 
     def free(self, snap: Snapshot) -> None:
@@ -392,13 +402,19 @@ class CheckpointedLoop(LoopHooks):
             self.found.make_wanted_shadows(shadows)
         # from step 0: what the program before the loop still reads, saved before the loop overwrites it
         versions = Versions(self.entry_needed if n0 == 0 else None)
-        rec = ProgramRecorder(shadows, self.guard, within=self.outer, versions=versions, observer=self.before_launch)
+        rec = ProgramRecorder(shadows, self.guard, within=self.outer, versions=versions, observer=self.before_launch,
+                              reuse=self._reusable if TEMPORAL else None)
         before = len(shadows.entries)
-        for t in range(n0, n1):
-            self._step(t, rec)
-            if recording_forward:
-                self.found.forward_taped.add(t)
-        seg = _Segment(n0, n1, rec.steps, shadows.entries[before:])
+        self.taping = written = set()
+        try:
+            for t in range(n0, n1):
+                self._step(t, rec)
+                if recording_forward:
+                    self.found.forward_taped.add(t)
+        finally:
+            self.taping = None
+        self.writers.reused += rec.reused
+        seg = _Segment(n0, n1, rec.steps, shadows.entries[before:], written)
         self.at = n1
         self.segments[n0] = seg
         self.live = n0
@@ -414,7 +430,9 @@ class CheckpointedLoop(LoopHooks):
                 raise ProgramError("the schedule ran other steps between taping a segment and reversing it, and "
                                    "the segment's end state was not kept", hint="report this schedule as a bug")
             seg.end.restore()
+            self.writers.restored(seg.end.copies, seg.end.at)
         reverse_steps(seg.steps, self.outer.shadows.lanes)
+        self.writers.forget(seg.written)
         self.live, self.at = None, None
         if clear:
             self._drop_segment(n0)
@@ -443,6 +461,7 @@ class CheckpointedLoop(LoopHooks):
             self.tail = Snapshot(t, StorageType.RAM, self.store)  # open: filled as step t writes
             self.open.append(self.tail)
         self.t = t
+        self.writers.start(t)
         self.found.recomputed = []
         with recording(recorder):
             try:
@@ -454,14 +473,21 @@ class CheckpointedLoop(LoopHooks):
                 raise err from e
         if self.mode is Mode.RECOMPUTE:
             self.found.check_step(t)
+            self.writers.end(self.found.steps[t])
 
     def before_launch(self, name: str, written: list, binding: Any, overwritten: list) -> None:
         """Bookkeeping before a launch (or rule call) of the running step runs: in the first forward, the
         state's record and copy-on-write for the open snapshots; when recomputed, the state's checks.
         `overwritten`: the buffers the launch overwrites whole without reading them (record.overwritten_whole);
         a snapshot need not keep a buffer whose first use after it is such a launch."""
+        keys = [id(memory_root(w)) for w in written]
+        if self.taping is not None:
+            self.taping.update(keys)
         if self.mode is not Mode.RECORD:
             self.found.check_launch(self.t, name, written, binding)
+            # a taped launch only (an untaped one is told of no buffer overwritten whole)
+            self.reusable = bool(overwritten) and self.writers.holds(written, overwritten)
+            self.writers.wrote(keys)
             return
         dead = {id(r) for r in overwritten}
         refs = self.found.record_launch(self.t, name, written, binding, dead)
@@ -469,6 +495,10 @@ class CheckpointedLoop(LoopHooks):
             written_roots, taken = roots(written), roots([v for v in binding.values if is_array(v)])
             for snap in self.open:
                 snap.before_write(written_roots, taken, refs, dead, self._may_skip)
+
+    def _reusable(self) -> bool:
+        """The recorder's `reuse`: whether the taped launch before_launch was just told of need not run."""
+        return self.reusable
 
     def copies_before(self, kernel: KernelFunction, plain: tuple) -> bool:
         """In the first forward, with launches held: whether an open snapshot has yet to see a buffer this launch

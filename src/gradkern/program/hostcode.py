@@ -111,6 +111,7 @@ class HostTracker:
         # id(buffer) -> (weak reference to the buffer, origin of its contents)
         self.tainted: dict[int, tuple[Any, Origin]] = {}
         self.checking = True
+        self.writes = 0  # host writes into the program's arrays so far (outputs.py: a loop's launches not rerun)
         # id(TrackedArray) -> (weak reference to it, its plain view): the view every launch taking it gets
         self.views: dict[int, tuple[Any, np.ndarray]] = {}
 
@@ -389,6 +390,7 @@ def _writable(dst: Any, host: HostTracker) -> None:
     a read-only array as NumPy refuses it, a fingerprinted one before it changes."""
     if isinstance(dst, np.ndarray) and not dst.flags.writeable:
         raise ValueError("assignment destination is read-only")
+    host.writes += 1
     guard = _guard()
     if guard is not None:
         guard.refuse_write(dst)

@@ -44,16 +44,17 @@ _PASSED, _ACTIVE, _TRACKED, _ARRAY = range(4)  # how a launch's argument is unwr
 class _Launch:
     """A recomputed launch as it ran: how each argument was unwrapped (`kinds`, and the given arrays' weak
     references), the runtime's prepared call, and the launch's entry in the loop state's record of the step
-    (its checks' answer)."""
+    (its checks' answer), and the buffers it writes."""
 
-    __slots__ = ("kinds", "refs", "tracked", "call", "signature")
+    __slots__ = ("kinds", "refs", "tracked", "call", "signature", "written")
 
-    def __init__(self, given: tuple, call: Any, signature: tuple):
+    def __init__(self, given: tuple, call: Any, signature: tuple, written: tuple):
         self.kinds = tuple(_TRACKED if isinstance(a, TrackedArray) else _ARRAY if isinstance(a, np.ndarray)
                            else _ACTIVE if isinstance(a, ActiveScalar) else _PASSED for a in given)
         self.refs = tuple(weakref.ref(a) if isinstance(a, np.ndarray) else None for a in given)
         self.tracked = tuple(n for n, k in enumerate(self.kinds) if k == _TRACKED)
         self.call, self.signature = call, signature
+        self.written = written  # the ids of the buffers it writes (outputs.py)
 
     def plain(self, given: tuple, host: Any) -> tuple[tuple, list] | None:
         """The launch's values (`unwrap_args(given)`, Active scalars as their values) and its arrays, or None if
@@ -95,9 +96,10 @@ class RecomputedLaunches:
         return entry, got[0], got[1]
 
     def keep(self, kernel: Any, backend: str | None, given: tuple, plain: tuple, host: Any, call: Any,
-             values: Any, signature: tuple) -> None:
+             values: Any, signature: tuple, written: tuple) -> None:
         """Keep a launch that ran: `plain` = unwrap_args(given) with Active scalars' values, the runtime prepared
-        `call` and bound `values`, the loop state checked it as `signature`. Kept only where a launch finding
+        `call` and bound `values`, the loop state checked it as `signature`, it writes the buffers `written`
+        (ids). Kept only where a launch finding
         it is provably the same (module docstring): the tracker does not check origins, no argument is a
         Const or an array other than NumPy's, the call is refilled (`call.plain`), so that its values are the
         arguments themselves."""
@@ -109,7 +111,7 @@ class RecomputedLaunches:
             return
         if len(self.entries) >= MAX_REPLAYS:
             self.entries.clear()
-        self.entries[replay_key(kernel, backend, given)] = _Launch(given, call, signature)
+        self.entries[replay_key(kernel, backend, given)] = _Launch(given, call, signature, written)
 
 
 class PendingRun:

@@ -25,7 +25,7 @@ from ..runtime.arrays import is_array
 from ..runtime.call import again, prepare
 from ..runtime.forward import forward as forward_launch
 from ..runtime.launch import run
-from ..runtime.reverse import run_augmented_primal, saved_in_place
+from ..runtime.reverse import run_augmented_primal, saved_in_place, untaped_tape
 from .contents import array_positions
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
@@ -63,10 +63,12 @@ class ProgramRecorder(Recorder):
 
     def __init__(self, shadows: ShadowMap, guard: HostWriteGuard, within: ProgramRecorder | None = None,
                  versions: Versions | None = None, observer: Any = None, alone: bool = False,
-                 no_need: dict[int, bool] | None = None):
+                 no_need: dict[int, bool] | None = None, reuse: Any = None):
         """`within`: the program a checkpointed loop's taped segment belongs to (its shadows, host tracker,
         Active scalars and rule calls are this recorder's too); `observer(name, written views, binding,
-        buffers overwritten whole)` is told of each launch and rule call before it runs. `alone`: gk.autodiff
+        buffers overwritten whole)` is told of each launch and rule call before it runs; `reuse()`, asked after it
+        where the launch saves nothing, True where its outputs already hold what it writes (a checkpointed loop's:
+        outputs.py), so that it is recorded without running (`reused` counts them). `alone`: gk.autodiff
         of a rule function alone: its reverse runs right after it, so nothing it reads can change in between
         (config.overwritten all False) and no later step needs internal shadows; `no_need`: its argument
         positions that are DuplicatedNoNeed."""
@@ -74,6 +76,7 @@ class ProgramRecorder(Recorder):
         self.guard = guard
         self.versions = versions or Versions()  # copy-on-write of what a recorded reverse reads
         self.observer = observer
+        self.reuse, self.reused = reuse, 0
         self.in_loop = within is not None  # a checkpointed loop inside a step is refused
         # host code's copies come from the save pool's kept arrays (hostcode.py), except in a checkpointed loop's
         # segments, whose recomputed steps are checked against their record by the arrays' identities
@@ -204,10 +207,14 @@ class ProgramRecorder(Recorder):
             else:
                 versions.before_write(view, step.saves)
         saves = {n: versions.save_filled(vals[k], step.saves) for n, k in filled} if filled else None
+        reused = self.reuse is not None and saves is None and not step.saves and self.reuse()
         if prepared is not None:
-            step.tape = run_augmented_primal(bound, saves)
-        else:
+            tape = untaped_tape(bound) if reused else None
+            reused = tape is not None
+            step.tape = tape if reused else run_augmented_primal(bound, saves)
+        elif not reused:
             run(call, bound)
+        self.reused += reused
         return step, written, reads
 
     def _facts(self, kernel, dim, backend, args, annotated, active, call, bound) -> LaunchFacts:

@@ -110,6 +110,18 @@ def run_augmented_primal(bound: Bound, saves: dict[str, Any] | None = None) -> T
                 ints=tapes[1], counts=counts)
 
 
+def untaped_tape(bound: Bound) -> Tape | None:
+    """The Tape `run_augmented_primal(bound)` would leave, without running it, where the signature tapes and
+    counts nothing (the layout's stand-ins, kept once its first augmented primal ran on the CPU); None otherwise.
+    For a launch whose outputs already hold what it would write (program/outputs.py)."""
+    call = bound.call
+    if call.layout.untaped is None or call.ahead:
+        return None
+    tapes, counts = call.layout.untaped
+    return made(Tape, kernel=call.kernel.name, key=call.layout.tape_key, dim=call.dim, values=tapes[0],
+                ints=tapes[1], counts=counts)
+
+
 def run_reverse(bound: Bound, tape: Tape) -> tuple:
     """The reverse on the arrays in their post-primal state (the split runs after the augmented primal);
     returns what autodiff would."""
