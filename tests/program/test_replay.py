@@ -165,3 +165,89 @@ def test_a_shadow_made_read_only_between_two_launches_raises_as_a_first_launch_w
     with pytest.raises(gk.AnnotationError):
         gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Active(0.2))
     dv.flags.writeable = True
+
+
+def test_a_signed_replay_binds_the_objects_it_matched(monkeypatch):
+    """The recorder skips `LaunchFacts.same` where a signed replay refilled the facts' own call (record.py): the
+    runtime then bound the objects `matches` found (an array's value is never converted), so `same` holds for every
+    such launch: asserted here at each one, over the ping-pong program and a repeated add."""
+    record = importlib.import_module("gradkern.program.record")
+    checked, last = [], []
+    real_signed, real_again = LaunchFacts.signed, record.again
+
+    def signed(self, *a):
+        call = real_signed(self, *a)
+        last[:] = [self] if call is not None else []
+        return call
+
+    def again(call, kernel, plain, known=None):
+        bound = real_again(call, kernel, plain, known)
+        if bound is not None:
+            assert last[0].call is call and last[0].same(call, bound.given)
+            checked.append(kernel.name)
+        return bound
+
+    monkeypatch.setattr(LaunchFacts, "signed", signed)
+    monkeypatch.setattr(record, "again", again)
+    n, steps = 64, 6
+    rng = np.random.default_rng(5)
+
+    def loop(u, v, E, c):
+        ping_pong(u, v, E, c, steps)
+        for _ in range(3):
+            gk.launch(add_into, n, v, u)
+            gk.launch(add_into, n, u, u)  # an array passed twice: prepared in full (no signed replay)
+
+    _gradient(loop, (rng.uniform(-0.9, 0.9, n), np.zeros(n), np.zeros(1)), 0.2)
+    assert checked.count("allen_cahn_step") >= steps - 2 and checked.count("add_into") >= 2
+
+
+def test_the_facts_keep_mapped_only_for_their_own_shadows():
+    a = np.zeros(8)
+    facts = LaunchFacts(energy, 8, (a,), [gk.Const(a)], False, None, (a,), (), (), (), (), 0)
+    other = {"u": (np.zeros(8),)}
+    assert facts.mapped(other) == [] and facts._mapped is None  # not the facts' dict: worked out, not kept
+
+
+@pytest.mark.parametrize("n", [64, 300])  # below and above SERIAL_THREADS: a twin, a primal chosen by timing
+def test_a_sweep_replaying_one_prepared_call_is_bit_identical(monkeypatch, n):
+    """The sweep reverses a prepared call of one run, and the recorder runs its augmented primal, through the
+    backend's launcher once the call has run (runtime/reverse.py: `_replay`, `_launcher`, Backend.launcher): the
+    same shadows, dc and final primals bit for bit as every launch through `Run.__call__`; and the launchers ran."""
+    reverse = importlib.import_module("gradkern.runtime.reverse")
+    steps = 12
+    rng = np.random.default_rng(6)
+    arrays = (rng.uniform(-0.9, 0.9, n), np.zeros(n), np.zeros(1))
+
+    def loop(u, v, E, c):
+        ping_pong(u, v, E, c, steps)
+
+    made, real = [], reverse._replay
+
+    def counted(bound, taped):
+        got = real(bound, taped)
+        if got is None:
+            return None
+
+        def replay(*a):
+            made.append(bound.call.kernel.name)
+            return got(*a)
+        return replay
+
+    calls = importlib.import_module("gradkern.runtime.call")._CALLS
+
+    def forget():  # the prepared calls are kept across tests, each with its launchers once asked
+        for call in list(calls.values()):
+            call.replay = call.primal_launch = None
+
+    forget()
+    monkeypatch.setattr(reverse, "_replay", counted)
+    replayed = _gradient(loop, arrays, 0.2)
+    assert made.count("allen_cahn_step") >= 2 * steps - 2
+    if n < importlib.import_module("gradkern.backends.numba_cpu").SERIAL_THREADS:  # a twin: no choice by timing
+        assert any(c.primal_launch for c in calls.values() if c.kernel is allen_cahn_step)
+    forget()
+    monkeypatch.setattr(reverse, "_launcher", lambda *a: None)  # every launch through Run.__call__
+    _assert_identical(replayed, _gradient(loop, arrays, 0.2))
+    assert not any(c.primal_launch or c.replay for c in calls.values())
+    forget()

@@ -87,6 +87,14 @@ class Backend:
         """Run over `dim` with the values of `typed`'s parameters, in order."""
         raise NotImplementedError
 
+    def launcher(self, typed: ir.Kernel, code: Generated, entry: Any, parallel: bool, dim: tuple[int, ...],
+                 values: list) -> Any:
+        """A callable `launch(values)` that does what `run(typed, code, entry, parallel, dim, values)` does for
+        values of the same kinds and geometry as `values`, with what `run` decides from them decided once (a
+        program's sweep replays one prepared call step after step: runtime/reverse.py); None where `run` must
+        decide at each launch."""
+        return None
+
     def ahead(self, code: Generated, entry: Any, dim: tuple[int, ...], values: list) -> Ahead | None:
         """What a worker process can compile ahead so that `run(..., dim, values)` finds it compiled, or
         None: compiled already (in this process or on disk), kept in memory, or nothing to compile."""

@@ -208,6 +208,37 @@ class NumbaBackend(Backend):
                 return
         self._launch(typed, code, entry, main, dim, values)
 
+    def launcher(self, typed: ir.Kernel, code: Generated, entry: Any, parallel: bool, dim: tuple[int, ...],
+                 values: list) -> Any:
+        """`run`'s choices for this dim and these values' geometry made once (Backend.launcher): the entry or its
+        serial twin, the privatised copies' bytes; the chunks still follow Numba's thread count at each launch.
+        None where `run` decides more at each launch: an empty dim, a choice by timing, mixed or sparse targets."""
+        info: CpuLaunch = code.info
+        if 0 in dim or entry is None or (info.private and info.plan is not None) or info.spilled:
+            return None
+        # what `run` reads at each launch besides the values: changed (tests patch them), the launch is `run`'s
+        main, threshold, choosing, twin_of = entry, SERIAL_THREADS, numba_choice.ENABLED, _serial_twin
+        if info.serial is not None:
+            if _threads(dim) < SERIAL_THREADS:
+                entry = _serial_twin(entry, info.serial)
+            elif numba_choice.ENABLED and SERIAL_THREADS and not info.reassociated:
+                return None
+        chunked = info.private or info.chunked
+        copy_bytes = sum([values[n].nbytes for n in _copied(typed, info)]) if chunked else 0
+        n0, mixed = dim[0], bool(info.mixed)
+
+        def launch(values: list) -> None:
+            if SERIAL_THREADS != threshold or numba_choice.ENABLED != choosing or _serial_twin is not twin_of:
+                self.run(typed, code, main, parallel, dim, values)
+            elif not chunked:
+                if entry(*dim, *values) is False:
+                    _sibling(main, info.edges)(*dim, *values)
+            else:
+                chunks = numba_plan.private_chunks(copy_bytes, n0, mixed)
+                if entry(*dim, *values, chunks) is False:
+                    _sibling(main, f"{code.entry}_atomics_serial")(*dim, *values, chunks)
+        return launch
+
     def _launch(self, typed: ir.Kernel, code: Generated, entry: Any, main: Any, dim: tuple[int, ...],
                 values: list) -> None:
         """Run `entry` (the generated entry `main` or its serial twin) and the siblings it hands over to."""

@@ -446,17 +446,34 @@ def unwrap_args(args: tuple, what: str) -> tuple:
     wrapped in Const): `what` names the launch."""
     recorder = active_recorder()
     host, guard = getattr(recorder, "host", None), getattr(recorder, "guard", None)
-    if guard is not None:  # locked with their buffers from now on
-        tracked = []
-        for a in args:
-            v = a.val if isinstance(a, Const) else a
-            if isinstance(v, TrackedArray):
-                tracked.append(v)
-        if tracked:
-            guard.follow(tracked)
+    # every launch of a time loop comes here: the arguments are looked at in one pass where no Const wraps a
+    # TrackedArray (then the guard follows the tracked ones first, as below) (docs/programs.md#host-cost-per-step)
+    tracked = None
+    for a in args:
+        t = type(a)
+        if t is TrackedArray or (t is not float and t is not int and t is not ActiveScalar
+                                 and isinstance(a.val if isinstance(a, Const) else a, TrackedArray)):
+            if tracked is None:
+                tracked = []
+            tracked.append(a.val if isinstance(a, Const) else a)
+    if guard is not None and tracked:  # locked with their buffers from now on
+        guard.follow(tracked)
     checking = host is not None and host.checking
+    tainted = checking and bool(host.tainted)
     out, views = [], {}  # an array passed twice is one view twice (a rule's in-place argument pair)
     for n, a in enumerate(args):
+        t = type(a)
+        if t is TrackedArray:
+            if checking and (a._gk_origin is not None or tainted) and host.origin(a) is not None:
+                _refuse_origin(host, a, n, what)
+            v = views.get(id(a))
+            if v is None:
+                v = views[id(a)] = plain(a) if host is None else host.plain_view(a)
+            out.append(v)
+            continue
+        if t is float or t is int or t is ActiveScalar:
+            out.append(a)
+            continue
         if isinstance(a, Const):
             v = a.val
             out.append(views.setdefault(id(v), host.plain_view(v) if host is not None and isinstance(v, TrackedArray)
@@ -465,14 +482,8 @@ def unwrap_args(args: tuple, what: str) -> tuple:
         if not isinstance(a, np.ndarray):
             out.append(a)
             continue
-        if checking:
-            origin = host.origin(a)
-            if origin is not None:
-                frame = _user_frame()
-                raise ProgramError(f"{what} takes {_names(frame, [plain(a)])} (argument {n}) at {_where(frame)}, "
-                                   f"which host code computed from an active array: {origin.describe()}; its "
-                                   "derivative would be lost, so it did not run and no shadow changed",
-                                   hint=_FIX)
+        if checking and host.origin(a) is not None:
+            _refuse_origin(host, a, n, what)
         if isinstance(a, TrackedArray):
             v = views.get(id(a))
             if v is None:
@@ -481,3 +492,11 @@ def unwrap_args(args: tuple, what: str) -> tuple:
         else:
             out.append(a)
     return tuple(out)
+
+
+def _refuse_origin(host: HostTracker, a: Any, n: int, what: str) -> None:
+    """The ProgramError of `unwrap_args` for argument `n`, which host code computed from an active array."""
+    frame = _user_frame()
+    raise ProgramError(f"{what} takes {_names(frame, [plain(a)])} (argument {n}) at {_where(frame)}, "
+                       f"which host code computed from an active array: {host.origin(a).describe()}; its "
+                       "derivative would be lost, so it did not run and no shadow changed", hint=_FIX)

@@ -117,7 +117,8 @@ class ProgramRecorder(Recorder):
         if not self.in_loop and step.prepared is not None:  # the temporaries' shadows: docs/programs.md,
             if replay is None and len(self.shadows.entries) > known:  # "Program shapes"
                 step.made = self.shadows.entries[known:]  # given back after its reverse (steps.py)
-            step.mapped = mapped(step.prepared.derivatives)
+            step.mapped = replay.mapped(step.prepared.derivatives) if replay is not None else \
+                mapped(step.prepared.derivatives)
         for view in written:
             self.versions.written(view)
         for view in reads:  # this step's reverse reads these as the step left them
@@ -170,6 +171,9 @@ class ProgramRecorder(Recorder):
         of this kernel on these objects worked out (replay.py), used where the launch prepares the same call."""
         call = replay.signed(args, dim, backend) if replay is not None else None
         bound = again(call, kernel, plain, replay.known) if call is not None else None
+        # refilled into the facts' own call from the objects `find` matched: the runtime bound those objects
+        # (an array's value is never converted), so `same` holds (tests/program/test_replay.py)
+        signed = bound is not None
         if bound is None:
             if annotated is None:
                 annotated = replay.annotations(args)[0]
@@ -178,7 +182,7 @@ class ProgramRecorder(Recorder):
         prepared = bound if active else None  # nothing active: a plain launch, recorded for what it overwrites
         step = Step(len(self.steps) + 1, kernel.name, prepared, None, scalars=scalars)
         vals = bound.given
-        if replay is None or not replay.same(call, vals):
+        if not signed and (replay is None or not replay.same(call, vals)):
             if annotated is None:
                 annotated = replay.annotations(args)[0]
             replay = self._facts(kernel, dim, backend, args, annotated, active, call, bound)

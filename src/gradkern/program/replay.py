@@ -28,6 +28,7 @@ from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..runtime.arrays import is_array
 from ..runtime.call import backend_name, made
 from .scalars import ActiveScalar
+from .shadows import mapped
 
 _SCALARS = frozenset({float, int, bool, ActiveScalar})  # never arrays: the key asks no more of them
 MAX_REPLAYS = 64  # kept per recording; a program launching on fresh arrays every step starts over
@@ -48,13 +49,15 @@ class LaunchFacts:
     `filled` the (name, position) pairs the augmented primal can save as it runs, () where it cannot."""
 
     __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
-                 "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known", "arrays_at")
+                 "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known", "arrays_at",
+                 "_mapped")
 
     def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
                  values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int,
                  arrays_at: tuple | None = None):
         """`arrays_at`: contents.array_positions of the prepared call's kernel values (a step's sweep reads them)."""
         self.arrays_at = arrays_at
+        self._mapped: tuple | None = None  # (derivatives, shadows.mapped of them)
         self.kernel, self.dim, self.active, self.call, self.version = kernel, dim, active, call, version
         self.written, self.reads, self.whole, self.filled = written, reads, whole, filled
         arrays = [(n, a) for n, a in enumerate(args) if is_array(a)]
@@ -129,6 +132,18 @@ class LaunchFacts:
             if type(v) is not t or (t is int and not -2**63 <= v < 2**63):
                 return None
         return call
+
+    def mapped(self, derivatives: dict) -> list:
+        """shadows.mapped(derivatives), kept for the facts' own shadows by parameter (`known[1]`, which a signed
+        replay's call takes as they are): whether a shadow is in a zero mapping of its own is fixed when it is
+        made (`_zero_pages`), and the dict holds the same objects."""
+        kept = self._mapped
+        if kept is not None and kept[0] is derivatives:
+            return kept[1]
+        found = mapped(derivatives)
+        if derivatives is self.known[1]:
+            self._mapped = (derivatives, found)
+        return found
 
     def plain(self, args: tuple) -> tuple[dict, tuple]:
         """The Active scalars by position and the plain values, as `annotations` gives them."""

@@ -37,6 +37,11 @@ def _default_limit() -> int:
         return 1 << 30
 
 
+# NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_OWNDATA | NPY_ARRAY_WRITEABLE, bits of ndarray.flags.num: one flags object read
+# instead of three (`give` runs at every step of a program's sweep: docs/programs.md#host-cost-per-step)
+_KEPT_FLAGS = 0x0001 | 0x0004 | 0x0400
+
+
 class SavePool:
     """Free byte buffers by size; `copy_of` takes one (or allocates), `give` returns it."""
 
@@ -115,8 +120,7 @@ class SavePool:
         raw = data
         while isinstance(raw.base, np.ndarray):
             raw = raw.base
-        flags = raw.flags
-        if not flags.c_contiguous or not flags.owndata or not flags.writeable:
+        if raw.flags.num & _KEPT_FLAGS != _KEPT_FLAGS:  # C-contiguous, its own data, writable
             return
         nbytes = raw.nbytes
         with self._lock:

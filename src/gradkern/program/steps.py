@@ -93,8 +93,8 @@ class Step:
     arrays: tuple | None = None  # contents.array_positions of the prepared values, where the recorder knows them
     # the temporaries' shadows this launch made (it first wrote them): no reverse before its own reads them,
     # so they are given back once it has run (docs/programs.md, "Program shapes")
-    made: list = field(default_factory=list)
-    mapped: list = field(default_factory=list)  # the temporaries' shadows in mappings it takes: populated first
+    made: list | tuple = ()
+    mapped: list | tuple = ()  # the temporaries' shadows in mappings it takes: populated first
     cleared: tuple = ()  # the parameters it overwrites whole: its reverse leaves their shadows +0.0 (renames.py)
     moved: tuple | None = None  # a library copy's (destination, source) parameters (hostops.moves_adjoint)
 

@@ -239,7 +239,8 @@ class PreparedCall:
     group's ReverseSpecialization; the last lane group's ForwardSpecialization) and the mode's `layout`."""
 
     __slots__ = ("kernel", "generation", "mode", "key", "template", "names", "dim", "spec", "checks", "runs",
-                 "split", "roles", "layout", "plain", "ahead", "extents")
+                 "split", "roles", "layout", "plain", "ahead", "extents", "replay",
+                 "primal_launch")
 
     def __init__(self, kernel: KernelFunction, mode: str, b: Binding, spec: Any, checks: Checks, runs: tuple,
                  roles: tuple, names: tuple = (), split: tuple = (), layout: Any = None):
@@ -250,6 +251,9 @@ class PreparedCall:
         self.ahead = True  # its later runs not yet offered to the compile pool (runtime/reverse.py)
         # each gather run's launch domain: a function of the dim and the arrays' shapes, which the signature fixes
         self.extents: dict = {}
+        # its reverse replayed, its augmented primal's launcher (runtime/reverse.py): None, not yet asked; False, none
+        self.replay: Any = None
+        self.primal_launch: Any = None
         # no annotation in the signature (a launch's): the refill converts the scalars at these positions alone
         self.plain: tuple[tuple[int, Any], ...] | None = None
 

@@ -30,13 +30,14 @@ from typing import Any
 import numpy as np
 
 from ..annotations import Annotation, Const
+from ..backends import backend as backend_object
 from ..errors import AnnotationError
 from ..ir.interp import interpret
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization
 from .arrays import array_module, is_cupy_array, owned_nbytes
 from .binding import Binding
-from .call import Bound, PreparedCall, made, prepare
+from .call import _OBSERVERS, Bound, PreparedCall, made, prepare
 from .execute import run_spec
 
 
@@ -101,7 +102,14 @@ def run_augmented_primal(bound: Bound, saves: dict[str, Any] | None = None) -> T
     records its next launches)."""
     call = bound.call
     tapes, counts = _taped(bound)
-    call.split[0](call.dim, [*bound.values, *tapes, counts, *_save_values(bound, saves)])
+    values = [*bound.values, *tapes, counts, *_save_values(bound, saves)]
+    launch = call.primal_launch
+    if launch and not _OBSERVERS:  # the launch of the call before, replayed (`_launcher`)
+        launch(values)
+    else:
+        call.split[0](call.dim, values)
+        if launch is None:
+            call.primal_launch = _launcher(call.split[0], call.dim, values) or False
     if call.ahead:  # once per prepared call
         call.ahead = False
         for run, dim, values in _launches(bound, call.split[1:], _accumulators(call), tapes, counts):
@@ -130,7 +138,41 @@ def run_reverse(bound: Bound, tape: Tape) -> tuple:
                                                  or tape.dim != call.dim):
         raise AnnotationError(f"this tape was made by forward for kernel '{tape.kernel}' with another "
                               "signature or launch shape")
-    return _execute(bound, call.split[1:], ((tape.values, tape.ints), tape.counts))
+    taped = ((tape.values, tape.ints), tape.counts)
+    replay = call.replay
+    if replay and not _OBSERVERS:
+        return replay(bound, taped)
+    got = _execute(bound, call.split[1:], taped)
+    if replay is None:
+        call.replay = _replay(bound, taped) or False
+    return got
+
+
+def _replay(bound: Bound, taped: tuple) -> Any:
+    """The reverse of `bound`'s call as one backend launcher (Backend.launcher) where it is one run of one lane
+    whose compilation is settled: what `_execute` would do for values of the same kinds and geometry (a
+    program's sweep reverses the same prepared call step after step: docs/programs.md#host-cost-per-step),
+    without the run's generator, `Run.__call__` and the backend's choices at each step; None otherwise."""
+    call = bound.call
+    runs = call.split[1:]
+    if len(runs) != 1 or call.layout.lanes != 1 or runs[0].role not in ("gather", "reverse"):
+        return None
+    run = runs[0]
+    ((_, dim, values),) = _launches(bound, runs, _accumulators(call), *taped)
+    launch = _launcher(run, dim, values)
+    if launch is None:
+        return None
+    gather, lo, hi = run.role == "gather", run.lo, run.hi
+    tail = tuple(call.dim) if gather else ()  # a gather's launch shape follows its counts (`_launches`)
+
+    def replay(bound: Bound, taped: tuple) -> tuple:
+        accs = _accumulators(call)
+        (tapes, counts) = taped
+        if counts is None and gather:
+            counts = _counts(call, False)
+        launch([*bound.values, *_adjoint_values(bound, accs, lo, hi), *tapes, counts, *tail])
+        return _results(call, accs)
+    return replay
 
 
 def _execute(bound: Bound, runs: tuple, taped: tuple | None = None) -> tuple:
@@ -148,6 +190,14 @@ def _execute(bound: Bound, runs: tuple, taped: tuple | None = None) -> tuple:
     for run, dim, values in launches:
         run(dim, values)
     return _results(call, accs)
+
+
+def _launcher(run: Any, dim: tuple, values: list) -> Any:
+    """`run`'s backend launcher for this dim and values like these (Backend.launcher), once the run has run:
+    its compilation settled (none pending in the compile pool), not a bounds-checked one (run_spec); else None."""
+    if run.job or run.run is None:
+        return None
+    return backend_object(run.spec.backend).launcher(run.typed, run.code, run.entry, run.parallel, dim, values)
 
 
 def _launches(bound: Bound, runs: tuple, accs: dict, tapes: tuple | None, counts: Any) -> Iterator[tuple]:
