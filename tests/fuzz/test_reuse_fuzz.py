@@ -19,6 +19,7 @@ import numpy as np
 from program.test_checkpoint import checkpointed
 from program.test_programs import energy
 from program.test_recompute import _gradient, _same
+from program.test_reused_outputs import count_reused
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
@@ -82,14 +83,7 @@ def _args(rng: np.random.Generator, nsteps: int) -> list:
 
 
 def test_reused_outputs_give_the_floats_of_every_launch_rerun(monkeypatch):
-    reused = []
-    close = CheckpointedLoop.close
-
-    def counted(self):
-        if self.mode.name != "EXHAUSTED":
-            reused.append(self.writers.reused)
-        close(self)
-    monkeypatch.setattr(CheckpointedLoop, "close", counted)
+    reused = count_reused(monkeypatch)
     rng = np.random.default_rng(SEED)
     with_reuse = 0
     for case in range(N_PROGRAMS):

@@ -17,9 +17,8 @@ from program.test_checkpoint import PROGRAMS, args_for, checkpointed, energy, on
 from program.test_recompute import _gradient, _same
 
 
-@pytest.fixture
-def reused(monkeypatch):
-    """The launches each checkpointed loop did not rerun, in order of the loops' ends."""
+def count_reused(monkeypatch) -> list[int]:
+    """The launches each checkpointed loop did not rerun, appended as the loops end."""
     counts = []
     close = CheckpointedLoop.close
 
@@ -29,6 +28,12 @@ def reused(monkeypatch):
         close(self)
     monkeypatch.setattr(CheckpointedLoop, "close", counted)
     return counts
+
+
+@pytest.fixture
+def reused(monkeypatch):
+    """The launches each checkpointed loop did not rerun, in order of the loops' ends."""
+    return count_reused(monkeypatch)
 
 
 def _moves_before_a_tape(nsteps: int, snapshots: int) -> int:
