@@ -93,6 +93,8 @@ def moves_adjoint(k: Any) -> tuple[str, str] | None:
     source's and clears it (the library's copies), else None."""
     names = _MOVES.get(id(k))
     return names if names is not None and k in _COPY else None
+
+
 _FILL = (_fill1, _fill2, _fill3, _fill4, _fill5)
 
 
