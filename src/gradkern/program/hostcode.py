@@ -291,8 +291,8 @@ class TrackedArray(np.ndarray):
 
     def _copied(self, op: str, dtype: Any, order: str) -> Any:
         _read()
-        src = plain(self)
         host = tracker()
+        src = plain(self) if host is None else host.plain_view(self)  # the same view at every step: replay.py
         rec = active_recorder()
         if _launchable(src) and rec is not None and self._gk_origin is None \
                 and (host is None or host.origin(src) is None):

@@ -97,12 +97,12 @@ class ProgramRecorder(Recorder):
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
         args = unwrap_args(given, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
-        replay = self.replays.find(kernel, dim, backend, args, self.shadows.version)
+        known = len(self.shadows.entries)  # a rebound replay registers a temporary's shadow too (replay.py)
+        replay = self.replays.find(kernel, dim, backend, args, self.shadows, not self.in_loop)
         if replay is not None:  # the annotations are made only where the call is prepared in full
             annotated, (scalars, plain), active = None, replay.plain(args), replay.active
             arrays = replay.arrays(args)
         else:
-            known = len(self.shadows.entries)
             annotated, scalars, plain, active = self._annotations(params, args)
             arrays = [a for a in args if is_array(a)]
         guard = self.guard
@@ -111,11 +111,12 @@ class ProgramRecorder(Recorder):
         ours = settled if settled is not None else \
             guard.unlock(arrays, f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')")
         try:
-            step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend, args, replay)
+            step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend, args, replay,
+                                             known)
         finally:
             guard.relock(ours)
         if not self.in_loop and step.prepared is not None:  # the temporaries' shadows: docs/programs.md,
-            if replay is None and len(self.shadows.entries) > known:  # "Program shapes"
+            if len(self.shadows.entries) > known:  # "Program shapes"
                 step.made = self.shadows.entries[known:]  # given back after its reverse (steps.py)
             step.mapped = replay.mapped(step.prepared.derivatives) if replay is not None else \
                 mapped(step.prepared.derivatives)
@@ -165,10 +166,12 @@ class ProgramRecorder(Recorder):
             self.scalars.setdefault(id(s), s)
         self.steps.append(step)
 
-    def _run(self, kernel, dim, plain, annotated, scalars, active, backend, args, replay) -> tuple[Step, list, list]:
+    def _run(self, kernel, dim, plain, annotated, scalars, active, backend, args, replay,
+             known: int) -> tuple[Step, list, list]:
         """Prepare the launch, save what it overwrites that an earlier reverse reads, run it.
         Returns the step, the arrays it may write and those its reverse reads. `replay`: what the last launch
-        of this kernel on these objects worked out (replay.py), used where the launch prepares the same call."""
+        of this kernel on these objects worked out (replay.py), used where the launch prepares the same call;
+        `known`: how many shadow entries there were before the launch."""
         call = replay.signed(args, dim, backend) if replay is not None else None
         bound = again(call, kernel, plain, replay.known) if call is not None else None
         # refilled into the facts' own call from the objects `find` matched: the runtime bound those objects
@@ -185,7 +188,9 @@ class ProgramRecorder(Recorder):
         if not signed and (replay is None or not replay.same(call, vals)):
             if annotated is None:
                 annotated = replay.annotations(args)[0]
-            replay = self._facts(kernel, dim, backend, args, annotated, active, call, bound)
+            replay = self._facts(kernel, dim, backend, args, annotated, active, call, bound, known)
+        elif not replay.signable:  # facts rebound to these temporaries, whose call the runtime prepared as theirs
+            replay.settle(args, array_positions(bound.values) if active else None)
         step.arrays = replay.arrays_at
         if prepared is not None and replay.whole:  # the sweep's renamed shadows (renames.py)
             params = kernel.ir.params
@@ -221,7 +226,7 @@ class ProgramRecorder(Recorder):
         self.reused += reused
         return step, written, reads
 
-    def _facts(self, kernel, dim, backend, args, annotated, active, call, bound) -> LaunchFacts:
+    def _facts(self, kernel, dim, backend, args, annotated, active, call, bound, known: int) -> LaunchFacts:
         """What this launch's bookkeeping needs from its arguments, worked out in full and kept for a replay."""
         params = kernel.ir.params
         binding = bound.b
@@ -239,8 +244,11 @@ class ProgramRecorder(Recorder):
             if saved and len(saved) == len(saved_in_place(bound)) and \
                     all(id(memory_root(binding.values[k])) in roots for _, k in saved):
                 filled = saved
+        shadows = self.shadows
         facts = LaunchFacts(kernel, dim, args, annotated, active, call, binding.values, written, reads, whole,
-                            filled, self.shadows.version, array_positions(bound.values) if active else None)
+                            filled, shadows.version, array_positions(bound.values) if active else None,
+                            shadows.removed, shadows if active and call.key is not None else None,
+                            tuple(shadows.entries[known:]))
         self.replays.keep(facts, args, backend)
         return facts
 

@@ -8,27 +8,34 @@ Nothing a later launch could change is skipped. The entry is found by the argume
 only where every array argument is still the same object (a weak reference, so a temporary is freed) with
 the same shape, strides and dtype (a NumPy array's memory cannot move: its `data` cannot be assigned, and
 `resize` refuses an array something else references), no shadow was registered or removed since
-(`ShadowMap.version`: what `find` answers changes only then), and the runtime prepared the same call with
-the same objects as its values (`LaunchFacts.same`). The runtime validates every launch: in full
-(`prepare`), or, where the facts vouch for the arguments' signature (`LaunchFacts.signed`: every flag, shadow
-geometry and scalar type `signature` reads as it was), by refilling the facts' prepared call and ensuring its
-checks (`call.again`; docs/programs.md#session-45-a-replayed-launch-without-its-signature-cheaper-flags). The
-program's checks whose answer can change between launches run at every launch: the host-write guard, the
-host-code origin of each argument, which buffers a recorded reverse still reads (versions.py).
+(`ShadowMap.version`: what `find` answers changes only then; where every array argument had shadows, no
+removal: a registration changes no answer `find` gave), and the runtime prepared the same call with
+the same objects as its values (`LaunchFacts.same`). A launch on other host copies in the same roles (a new
+`u.copy()` every step) takes the facts of the last such launch rebound to its temporaries and their shadows
+(`role_key`, `LaunchFacts.rebind`: docs/programs.md#temporaries-replayed-session-47), prepared in full.
+The runtime validates every launch: in full (`prepare`), or, where the facts vouch for the arguments'
+signature (`LaunchFacts.signed`: every flag, shadow geometry and scalar type `signature` reads as it was), by
+refilling the facts' prepared call and ensuring its checks (`call.again`;
+docs/programs.md#session-45-a-replayed-launch-without-its-signature-cheaper-flags). The program's checks whose
+answer can change between launches run at every launch: the host-write guard, the host-code origin of each
+argument, which buffers a recorded reverse still reads (versions.py).
 """
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import Any
 
 import numpy as np
 
 from ..annotations import Active, BatchDuplicated, Const, Duplicated
+from ..errors import ProgramError
 from ..runtime.arrays import is_array
 from ..runtime.call import backend_name, made
+from .savepool import Memory
 from .scalars import ActiveScalar
-from .shadows import mapped
+from .shadows import mapped, memory_root
 
 _SCALARS = frozenset({float, int, bool, ActiveScalar})  # never arrays: the key asks no more of them
 MAX_REPLAYS = 64  # kept per recording; a program launching on fresh arrays every step starts over
@@ -50,14 +57,15 @@ class LaunchFacts:
 
     __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
                  "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known", "arrays_at",
-                 "_mapped")
+                 "_mapped", "removed", "signable", "covered", "slots")
 
     def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
                  values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int,
-                 arrays_at: tuple | None = None):
-        """`arrays_at`: contents.array_positions of the prepared call's kernel values (a step's sweep reads them)."""
+                 arrays_at: tuple | None = None, removed: int = 0, temporaries: Any = None, fresh: tuple = ()):
+        """`arrays_at`: contents.array_positions of the prepared call's kernel values (a step's sweep reads them);
+        `removed`: the shadow map's count of removals; `temporaries`: the shadow map where the facts may be rebound
+        to other temporaries (`slots`), `fresh` the entries this launch registered."""
         self.arrays_at = arrays_at
-        self._mapped: tuple | None = None  # (derivatives, shadows.mapped of them)
         self.kernel, self.dim, self.active, self.call, self.version = kernel, dim, active, call, version
         self.written, self.reads, self.whole, self.filled = written, reads, whole, filled
         arrays = [(n, a) for n, a in enumerate(args) if is_array(a)]
@@ -73,33 +81,109 @@ class LaunchFacts:
             else:
                 kinds.append((2, None))
         self.kinds = tuple(kinds)
+        self.removed, self.signable = removed, True
+        self._objects(args)
+        self.scalars = tuple((n, type(a.value if isinstance(a, ActiveScalar) else a)) for n, a in enumerate(args)
+                             if not is_array(a))
+        # (binding value position, index into `refs`) of every array value: the runtime bound those objects
+        self.pairs = tuple((k, j) for k, v in enumerate(values) if is_array(v)
+                           for j, (_, a) in enumerate(arrays) if a is v)
+        # every array argument had shadows: a registration since changes none of them (`matches`)
+        self.covered = active and all(self.kinds[n][0] == 1 for n, _ in arrays)
+        self.slots = _slots(args, self.kinds, values, temporaries, fresh) if temporaries is not None else None
+
+    def _objects(self, args: tuple) -> None:
+        """What the facts read of the objects `refs` and `kinds` name: see __init__'s comments."""
         # what the call's signature (runtime/call.py) reads beyond the objects and their geometry, as it was: each
         # array's flags (the arguments', then their shadows'), the shadows' geometry, the plain scalars' types
         self.shadows = tuple(dx for kind, d in self.kinds if kind == 1 for dx in (d if type(d) is tuple else (d,)))
         self.shaped = tuple((dx.shape, dx.strides, dx.dtype) for dx in self.shadows)
-        self.flags = tuple(a.flags.num for _, a in arrays) + tuple(dx.flags.num for dx in self.shadows)
-        self.scalars = tuple((n, type(a.value if isinstance(a, ActiveScalar) else a)) for n, a in enumerate(args)
-                             if not is_array(a))
+        self.flags = tuple(args[n].flags.num for n, _ in self.refs) + tuple(dx.flags.num for dx in self.shadows)
         # what runtime/call.py's refill collects from the annotations `annotations` makes: the Active positions and
         # the shadows by parameter (call.refill_known)
+        call = self.call
         lanes = [(d,) if type(d) is not tuple else d for kind, d in self.kinds if kind == 1]
         self.known = (tuple(n for n, (kind, _) in enumerate(self.kinds) if kind == 0),
                       dict(zip(call.names, lanes)) if call is not None and lanes else {})
-        # (binding value position, index into `refs`) of every array value: the runtime bound those objects
-        self.pairs = tuple((k, j) for k, v in enumerate(values) if is_array(v)
-                           for j, (_, a) in enumerate(arrays) if a is v)
+        self._mapped: tuple | None = None  # (derivatives, shadows.mapped of them)
 
-    def matches(self, kernel: Any, dim: Any, args: tuple, version: int) -> bool:
-        """Whether `args` are this entry's objects, as they were (see the module's docstring)."""
-        if self.kernel is not kernel or self.version != version or type(dim) is not type(self.dim) or \
-                dim != self.dim:
+    def matches(self, kernel: Any, dim: Any, args: tuple, version: int, removed: int = -1,
+                rebinding: bool = False) -> bool:
+        """Whether `args` are this entry's objects, as they were (see the module's docstring), at the shadow map's
+        `version` and count of removals (`removed`: where the facts are `covered`, registrations since do not
+        matter); `rebinding`: but for its temporaries' (`slots`), whose geometry alone is compared here (`rebind`
+        checks the rest)."""
+        if self.kernel is not kernel or type(dim) is not type(self.dim) or dim != self.dim:
             return False
+        if self.version != version and not (self.covered and self.removed == removed):
+            return False
+        slotted = self.slots[0] if rebinding else ()
         for (n, ref), (shape, strides, dtype) in zip(self.refs, self.geometry):
             a = args[n]
-            if ref() is not a or a.shape != shape or a.strides != strides or \
+            if (ref() is not a and n not in slotted) or a.shape != shape or a.strides != strides or \
                     (a.dtype is not dtype and a.dtype != dtype):
                 return False
         return True
+
+    def rebind(self, args: tuple, shadows: Any, mapped: bool) -> bool:
+        """These facts, of a launch on other temporaries of the same roles (`slots`), made the facts of `args`:
+        each temporary a whole host copy in a save-pool mapping of its own, laid out as recorded, passed once;
+        one the launch shadowed first has no shadow yet and gets one as `_annotations` gives it (`mapped`), any
+        other has the one internal shadow registered in its mapping, laid out and mapped as recorded
+        (docs/programs.md#temporaries-replayed-session-47). `matches(rebinding=True)` found the rest the same.
+        False where one is not so (the launch is then worked out in full; a shadow made here stays registered,
+        as `_annotations` would have made it)."""
+        positions, made, laid = self.slots
+        roots, found = [], []
+        for n, fresh, (was_mapped, shape, strides, dtype) in zip(positions, made, laid):
+            a = args[n]
+            root = memory_root(a)
+            memory = getattr(root, "base", None)
+            if type(a) is not np.ndarray or type(memory) is not Memory or root.shape != a.shape or \
+                    root.strides != a.strides or root.dtype != a.dtype or any(root is r for r in roots):
+                return False
+            roots.append(root)
+            inside = shadows.in_memory.get(id(memory))
+            if fresh:
+                if inside:
+                    return False
+                found.append(None)
+                continue
+            if not inside or len(inside) != 1:
+                return False
+            e = inside[0]
+            if not e.internal or e.released or e.primal is not root or len(e.shadow) != 1:
+                return False
+            dx = e.shadow[0]
+            if (type(dx.base) is Memory) != was_mapped or dx.shape != shape or dx.strides != strides or \
+                    dx.dtype != dtype:
+                return False
+            found.append(dx)
+        for k, n in enumerate(positions):
+            if made[k]:
+                dx = shadows.internal(args[n], mapped)[0]
+                was_mapped, shape, strides, dtype = laid[k]
+                if (type(dx.base) is Memory) != was_mapped or dx.shape != shape or dx.strides != strides or \
+                        dx.dtype != dtype:
+                    return False
+                found[k] = dx
+        kinds, refs = list(self.kinds), list(self.refs)
+        for n, dx in zip(positions, found):
+            kinds[n] = (1, dx)
+            j = next(j for j, (m, _) in enumerate(refs) if m == n)
+            refs[j] = (n, weakref.ref(args[n]))
+        self.kinds, self.refs = tuple(kinds), tuple(refs)
+        self._objects(args)
+        self.version, self.removed = shadows.version, shadows.removed
+        self.signable = False  # until the runtime prepared these objects' call as the facts' (record.py)
+        return True
+
+    def settle(self, args: tuple, arrays_at: tuple | None) -> None:
+        """The runtime prepared the facts' call for `args`, to which `rebind` bound them (`same`): their flags as
+        the launch takes them (unlocked) and the kernel values' buffers (`arrays_at`) are these objects', and a
+        later launch on them may be `signed`."""
+        self.flags = tuple(args[n].flags.num for n, _ in self.refs) + tuple(dx.flags.num for dx in self.shadows)
+        self.arrays_at, self.signable = arrays_at, True
 
     def same(self, call: Any, values: Any) -> bool:
         """Whether the runtime prepared this entry's call and bound the arguments themselves as its values."""
@@ -113,7 +197,7 @@ class LaunchFacts:
         their geometry: the call `prepare` kept for these objects' signature (`call.key`), where every flag,
         shadow geometry and scalar type the signature reads is as it was; None otherwise (prepare them)."""
         call = self.call
-        if call is None or call.key is None or call.key[3] != backend_name(backend) or \
+        if not self.signable or call is None or call.key is None or call.key[3] != backend_name(backend) or \
                 (type(dim) is tuple and not all(type(n) is int for n in dim)):
             return None
         flags = self.flags
@@ -177,17 +261,97 @@ class LaunchFacts:
         return annotated, scalars, tuple(plain), self.active
 
 
+def _slots(args: tuple, kinds: tuple, values: Any, shadows: Any, fresh: tuple) -> tuple | None:
+    """The temporaries of a launch that a later launch may rebind (`LaunchFacts.rebind`): (their positions, whether
+    this launch gave each its shadow, (whether its shadow is mapped, its shape, strides and dtype)), or None where
+    some array in a save-pool mapping is not such a temporary or none is: each a whole host copy (`_temporary`)
+    with one internal shadow registered in its mapping, of one lane, whose buffer no other value of the launch
+    shares."""
+    positions, made, laid = [], [], []
+    roots = [id(memory_root(v)) for v in values if is_array(v)]
+    for n, a in enumerate(args):
+        if _temporary(a) is None:
+            continue
+        root = memory_root(a)
+        kind, dx = kinds[n]
+        inside = shadows.in_memory.get(id(root.base))
+        if type(a) is not np.ndarray or kind != 1 or type(dx) is tuple or root.shape != a.shape or \
+                root.strides != a.strides or root.dtype != a.dtype or roots.count(id(root)) != 1 or \
+                sum(v is a for v in args) != 1 or not inside or len(inside) != 1:
+            return None
+        e = inside[0]
+        if not e.internal or e.primal is not root or len(e.shadow) != 1 or e.shadow[0] is not dx:
+            return None
+        positions.append(n)
+        made.append(any(e is f for f in fresh))
+        laid.append((type(dx.base) is Memory, dx.shape, dx.strides, dx.dtype))
+    return (tuple(positions), tuple(made), tuple(laid)) if positions else None
+
+
+def _temporary(a: Any) -> Any:
+    """The save-pool mapping (savepool.Memory) of a NumPy array in one (a host copy, hostcode.py), or None."""
+    if not isinstance(a, np.ndarray):
+        return None
+    root = memory_root(a)
+    memory = getattr(root, "base", None)
+    return memory if type(memory) is Memory else None
+
+
+def role_key(kernel: Any, backend: str | None, args: tuple) -> tuple | None:
+    """`replay_key` with every array in a save-pool mapping (a host copy) named by its role, not its identity:
+    None where there is none."""
+    key, any_temporary = [id(kernel), backend], False
+    for a in args:
+        t = type(a)
+        if t in _SCALARS:
+            key.append(t)
+        elif _temporary(a) is not None:
+            key.append(_TEMPORARY)
+            any_temporary = True
+        else:
+            key.append(id(a) if is_array(a) else t)
+    return tuple(key) if any_temporary else None
+
+
+_TEMPORARY = "a temporary"  # never a type or an id
+
+
 class Replays:
-    """The launch facts of one recording, by `replay_key`."""
+    """The launch facts of one recording, by `replay_key`, and those that may be rebound to other temporaries by
+    `role_key`. `GRADKERN_REPLAY` (docs/environment.md): `objects` only the first, `off` neither."""
 
     def __init__(self):
         self.entries: dict[tuple, LaunchFacts] = {}
+        self.roles: dict[tuple, LaunchFacts] = {}
+        mode = os.environ.get("GRADKERN_REPLAY", "on")
+        if mode not in ("on", "objects", "off"):
+            raise ProgramError(f"GRADKERN_REPLAY must be on, objects or off, got {mode!r}")
+        self.on, self.temporaries = mode != "off", mode == "on"
 
-    def find(self, kernel: Any, dim: Any, backend: str | None, args: tuple, version: int) -> LaunchFacts | None:
+    def find(self, kernel: Any, dim: Any, backend: str | None, args: tuple, shadows: Any,
+             mapped: bool = True) -> LaunchFacts | None:
+        """The facts of these objects, or of other temporaries of the same roles rebound to them (`mapped`: as a
+        temporary's shadow is made, `ShadowMap.internal`); None: work them out."""
+        if not self.on:
+            return None
         facts = self.entries.get(replay_key(kernel, backend, args))
-        return facts if facts is not None and facts.matches(kernel, dim, args, version) else None
+        if facts is not None and facts.matches(kernel, dim, args, shadows.version, shadows.removed):
+            return facts
+        if not self.temporaries:
+            return None
+        key = role_key(kernel, backend, args)
+        facts = self.roles.get(key) if key is not None else None
+        if facts is None or not facts.matches(kernel, dim, args, shadows.version, shadows.removed, True) or \
+                not facts.rebind(args, shadows, mapped):
+            return None
+        return facts
 
     def keep(self, facts: LaunchFacts, args: tuple, backend: str | None) -> None:
         if len(self.entries) >= MAX_REPLAYS:
             self.entries.clear()
+            self.roles.clear()
         self.entries[replay_key(facts.kernel, backend, args)] = facts
+        if facts.slots is not None:
+            key = role_key(facts.kernel, backend, args)
+            if key is not None:
+                self.roles[key] = facts

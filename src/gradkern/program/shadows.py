@@ -101,6 +101,11 @@ def memory_root(x: Any) -> Any:
     return x
 
 
+def _held(primal: Any) -> Any:
+    """The savepool.Memory `primal` lies in (a host copy lent by the save pool, or a view of one), or None."""
+    root = memory_root(primal)
+    memory = getattr(root, "base", None)
+    return memory if type(memory) is Memory else None
 
 
 def _zero_pages(root: np.ndarray) -> np.ndarray:
@@ -195,6 +200,9 @@ class ShadowMap:
         self.entries: list[_Entry] = []
         self.lanes = lanes
         self.version = 0  # changed by every registration and removal: what `find` answers may change then
+        self.removed = 0  # changed by every removal (a registration changes no answer `find` gave: replay.py)
+        # id(savepool.Memory) -> the entries whose primal lies in that mapping (a host copy's temporary: replay.py)
+        self.in_memory: dict[int, list[_Entry]] = {}
 
     def register(self, name: str, primal: Any, shadow: tuple, internal: bool = False) -> None:
         lo, hi = byte_bounds(primal)
@@ -203,8 +211,12 @@ class ShadowMap:
                 raise ProgramError(f"'{name}' overlaps another annotated array in memory without being the same "
                                    "array; a program's shadows follow memory, so each element needs one shadow",
                                    hint="annotate the whole array once and pass views of it")
-        self.entries.append(_Entry(primal, shadow, lo, hi, internal))
+        entry = _Entry(primal, shadow, lo, hi, internal)
+        self.entries.append(entry)
         self.version += 1
+        memory = _held(primal)
+        if memory is not None:
+            self.in_memory.setdefault(id(memory), []).append(entry)
 
     def find(self, a: Any) -> tuple | None:
         """The shadows of array `a` (views of an annotated array's shadows), or None when nothing covers it."""
@@ -261,7 +273,8 @@ class ShadowMap:
                                "shadow laid out like it, which zeros_like does not give",
                                hint="allocate temporaries with np.zeros/np.empty")
         self.register("a temporary", root, shadows, internal=True)
-        return self.find(a)
+        # nothing covered `a` (the caller found none), so nothing before this entry covers its own buffer
+        return shadows if a is root else self.find(a)
 
     def annotate(self, a: Any, written: bool, internal: bool = True, mapped: bool = False) -> Annotation:
         """A float array of an active launch or rule call as the call sees it: with its shadows, with new zero
@@ -280,6 +293,12 @@ class ShadowMap:
         if len(kept) < len(self.entries):
             self.entries = kept
             self.version += 1
+            self.removed += 1
+            self.in_memory = {}
+            for e in kept:
+                memory = _held(e.primal)
+                if memory is not None:
+                    self.in_memory.setdefault(id(memory), []).append(e)
 
     def give_back(self) -> None:
         """The sweep is over: the temporaries' shadows go back to the save pool (nothing outside the program
