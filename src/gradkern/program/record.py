@@ -189,8 +189,8 @@ class ProgramRecorder(Recorder):
             if annotated is None:
                 annotated = replay.annotations(args)[0]
             replay = self._facts(kernel, dim, backend, args, annotated, active, call, bound, known)
-        elif not replay.signable:  # facts rebound to these temporaries, whose call the runtime prepared as theirs
-            replay.settle(args, array_positions(bound.values) if active else None)
+        elif replay.rebound and not signed:  # facts rebound to these temporaries, prepared as theirs (replay.py)
+            replay.settle(args)
         step.arrays = replay.arrays_at
         if prepared is not None and replay.whole:  # the sweep's renamed shadows (renames.py)
             params = kernel.ir.params

@@ -12,7 +12,7 @@ the same shape, strides and dtype (a NumPy array's memory cannot move: its `data
 removal: a registration changes no answer `find` gave), and the runtime prepared the same call with
 the same objects as its values (`LaunchFacts.same`). A launch on other host copies in the same roles (a new
 `u.copy()` every step) takes the facts of the last such launch rebound to its temporaries and their shadows
-(`role_key`, `LaunchFacts.rebind`: docs/programs.md#temporaries-replayed-session-47), prepared in full.
+(`role_key`, `LaunchFacts.rebind`: docs/programs.md#temporaries-replayed-session-47).
 The runtime validates every launch: in full (`prepare`), or, where the facts vouch for the arguments'
 signature (`LaunchFacts.signed`: every flag, shadow geometry and scalar type `signature` reads as it was), by
 refilling the facts' prepared call and ensuring its checks (`call.again`;
@@ -31,7 +31,7 @@ import numpy as np
 
 from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..errors import ProgramError
-from ..runtime.arrays import is_array
+from ..runtime.arrays import held_memory, is_array
 from ..runtime.call import backend_name, made
 from .savepool import Memory
 from .scalars import ActiveScalar
@@ -57,7 +57,7 @@ class LaunchFacts:
 
     __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
                  "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known", "arrays_at",
-                 "_mapped", "removed", "signable", "covered", "slots")
+                 "_mapped", "removed", "rebound", "covered", "slots")
 
     def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
                  values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int,
@@ -81,7 +81,7 @@ class LaunchFacts:
             else:
                 kinds.append((2, None))
         self.kinds = tuple(kinds)
-        self.removed, self.signable = removed, True
+        self.removed, self.rebound = removed, False
         self._objects(args)
         self.scalars = tuple((n, type(a.value if isinstance(a, ActiveScalar) else a)) for n, a in enumerate(args)
                              if not is_array(a))
@@ -127,63 +127,72 @@ class LaunchFacts:
 
     def rebind(self, args: tuple, shadows: Any, mapped: bool) -> bool:
         """These facts, of a launch on other temporaries of the same roles (`slots`), made the facts of `args`:
-        each temporary a whole host copy in a save-pool mapping of its own, laid out as recorded, passed once;
-        one the launch shadowed first has no shadow yet and gets one as `_annotations` gives it (`mapped`), any
-        other has the one internal shadow registered in its mapping, laid out and mapped as recorded
-        (docs/programs.md#temporaries-replayed-session-47). `matches(rebinding=True)` found the rest the same.
-        False where one is not so (the launch is then worked out in full; a shadow made here stays registered,
-        as `_annotations` would have made it)."""
-        positions, made, laid = self.slots
-        roots, found = [], []
+        each temporary the whole array placed in a save-pool mapping, laid out as recorded; one the launch
+        shadowed first has no shadow yet and gets one as `_annotations` gives it (`mapped`), any other has the
+        one internal shadow registered in its mapping, laid out and mapped as recorded; the temporaries' and
+        their shadows' allocations are none of the other values' and differ from each other (so that, with
+        the other values the same objects, the launch's arrays are disjoint as the facts' call's signature
+        says) (docs/programs.md#temporaries-replayed-session-47). `matches(rebinding=True)` found the rest
+        the same. False where one is not so (the launch is then worked out in full; a shadow made here stays
+        registered, as `_annotations` would have made it)."""
+        positions, made, laid, js, owners = self.slots
+        seen, roots, found = [], [], []
         for n, fresh, (was_mapped, shape, strides, dtype) in zip(positions, made, laid):
             a = args[n]
-            root = memory_root(a)
-            memory = getattr(root, "base", None)
-            if type(a) is not np.ndarray or type(memory) is not Memory or root.shape != a.shape or \
-                    root.strides != a.strides or root.dtype != a.dtype or any(root is r for r in roots):
+            if type(a) is not np.ndarray:
                 return False
+            root = a.base
+            if type(root) is Memory:
+                root = a
+            elif type(root) is not np.ndarray or type(root.base) is not Memory or root.shape != a.shape or \
+                    root.strides != a.strides or root.dtype != a.dtype:
+                return False
+            memory = root.base
+            if id(memory) in owners or id(memory) in seen:
+                return False
+            seen.append(id(memory))
             roots.append(root)
-            inside = shadows.in_memory.get(id(memory))
             if fresh:
-                if inside:
+                if shadows.in_memory.get(id(memory)):
                     return False
                 found.append(None)
                 continue
+            inside = shadows.in_memory.get(id(memory))
             if not inside or len(inside) != 1:
                 return False
             e = inside[0]
             if not e.internal or e.released or e.primal is not root or len(e.shadow) != 1:
                 return False
             dx = e.shadow[0]
-            if (type(dx.base) is Memory) != was_mapped or dx.shape != shape or dx.strides != strides or \
-                    dx.dtype != dtype:
+            if not _laid(dx, was_mapped, shape, strides, dtype, owners, seen):
                 return False
             found.append(dx)
         for k, n in enumerate(positions):
             if made[k]:
                 dx = shadows.internal(args[n], mapped)[0]
-                was_mapped, shape, strides, dtype = laid[k]
-                if (type(dx.base) is Memory) != was_mapped or dx.shape != shape or dx.strides != strides or \
-                        dx.dtype != dtype:
+                if not _laid(dx, *laid[k], owners, seen):
                     return False
                 found[k] = dx
-        kinds, refs = list(self.kinds), list(self.refs)
-        for n, dx in zip(positions, found):
+        kinds, refs, new = list(self.kinds), list(self.refs), {}
+        for n, j, root, dx in zip(positions, js, roots, found):
             kinds[n] = (1, dx)
-            j = next(j for j, (m, _) in enumerate(refs) if m == n)
             refs[j] = (n, weakref.ref(args[n]))
+            new[n] = id(root)
         self.kinds, self.refs = tuple(kinds), tuple(refs)
-        self._objects(args)
-        self.version, self.removed = shadows.version, shadows.removed
-        self.signable = False  # until the runtime prepared these objects' call as the facts' (record.py)
+        self.shadows = tuple(dx for kind, d in kinds if kind == 1 for dx in (d if type(d) is tuple else (d,)))
+        lanes = [(d,) if type(d) is not tuple else d for kind, d in kinds if kind == 1]
+        self.known = (self.known[0], dict(zip(self.call.names, lanes)))  # a new dict: a step's Bound holds the old
+        self._mapped = None
+        if self.arrays_at is not None:  # the kernel values are the arguments (a signed call's: no aliases)
+            self.arrays_at = tuple((k, new.get(k, i)) for k, i in self.arrays_at)
+        self.version, self.removed, self.rebound = shadows.version, shadows.removed, True
         return True
 
-    def settle(self, args: tuple, arrays_at: tuple | None) -> None:
-        """The runtime prepared the facts' call for `args`, to which `rebind` bound them (`same`): their flags as
-        the launch takes them (unlocked) and the kernel values' buffers (`arrays_at`) are these objects', and a
-        later launch on them may be `signed`."""
+    def settle(self, args: tuple) -> None:
+        """The runtime prepared the facts' call for `args`, to which `rebind` bound them (`same`): their flags,
+        as the launch takes them (unlocked), are what a later `signed` launch on them compares."""
         self.flags = tuple(args[n].flags.num for n, _ in self.refs) + tuple(dx.flags.num for dx in self.shadows)
-        self.arrays_at, self.signable = arrays_at, True
+        self.rebound = False
 
     def same(self, call: Any, values: Any) -> bool:
         """Whether the runtime prepared this entry's call and bound the arguments themselves as its values."""
@@ -197,7 +206,7 @@ class LaunchFacts:
         their geometry: the call `prepare` kept for these objects' signature (`call.key`), where every flag,
         shadow geometry and scalar type the signature reads is as it was; None otherwise (prepare them)."""
         call = self.call
-        if not self.signable or call is None or call.key is None or call.key[3] != backend_name(backend) or \
+        if call is None or call.key is None or call.key[3] != backend_name(backend) or \
                 (type(dim) is tuple and not all(type(n) is int for n in dim)):
             return None
         flags = self.flags
@@ -263,10 +272,11 @@ class LaunchFacts:
 
 def _slots(args: tuple, kinds: tuple, values: Any, shadows: Any, fresh: tuple) -> tuple | None:
     """The temporaries of a launch that a later launch may rebind (`LaunchFacts.rebind`): (their positions, whether
-    this launch gave each its shadow, (whether its shadow is mapped, its shape, strides and dtype)), or None where
-    some array in a save-pool mapping is not such a temporary or none is: each a whole host copy (`_temporary`)
-    with one internal shadow registered in its mapping, of one lane, whose buffer no other value of the launch
-    shares."""
+    this launch gave each its shadow, (whether its shadow is mapped, its shape, strides and dtype), their indices
+    in the facts' `refs`, the ids of the other values' and their shadows' allocations), or None where some array
+    in a save-pool mapping is not such a temporary or none is: each a whole host copy (`_temporary`), bound as
+    itself, with one internal shadow registered in its mapping, of one lane, whose buffer no other value of
+    the launch shares."""
     positions, made, laid = [], [], []
     roots = [id(memory_root(v)) for v in values if is_array(v)]
     for n, a in enumerate(args):
@@ -277,7 +287,8 @@ def _slots(args: tuple, kinds: tuple, values: Any, shadows: Any, fresh: tuple) -
         inside = shadows.in_memory.get(id(root.base))
         if type(a) is not np.ndarray or kind != 1 or type(dx) is tuple or root.shape != a.shape or \
                 root.strides != a.strides or root.dtype != a.dtype or roots.count(id(root)) != 1 or \
-                sum(v is a for v in args) != 1 or not inside or len(inside) != 1:
+                sum(v is a for v in args) != 1 or len(values) != len(args) or values[n] is not a or \
+                not inside or len(inside) != 1:
             return None
         e = inside[0]
         if not e.internal or e.primal is not root or len(e.shadow) != 1 or e.shadow[0] is not dx:
@@ -285,7 +296,41 @@ def _slots(args: tuple, kinds: tuple, values: Any, shadows: Any, fresh: tuple) -
         positions.append(n)
         made.append(any(e is f for f in fresh))
         laid.append((type(dx.base) is Memory, dx.shape, dx.strides, dx.dtype))
-    return (tuple(positions), tuple(made), tuple(laid)) if positions else None
+    if not positions:
+        return None
+    others = [a for n, a in enumerate(args) if is_array(a) and n not in positions]
+    others += [dx for n, (kind, d) in enumerate(kinds) if kind == 1 and n not in positions
+               for dx in (d if type(d) is tuple else (d,))]
+    owners = [_owner(x) for x in others]
+    if any(o is None for o in owners):
+        return None
+    js = tuple(next(j for j, m in enumerate(m for m, a in enumerate(args) if is_array(a)) if m == n)
+               for n in positions)
+    return tuple(positions), tuple(made), tuple(laid), js, frozenset(id(o) for o in owners)
+
+
+def _owner(x: Any) -> Any:
+    """The allocation of a NumPy array the runtime keys (binding.numpy_made, memory_owner), or None."""
+    if type(x) is not np.ndarray:
+        return None
+    b = x.base
+    if b is None:
+        return x if x.flags.owndata else None
+    if type(b) is np.ndarray and b.flags.owndata:
+        return b
+    return held_memory(b)
+
+
+def _laid(dx: Any, was_mapped: bool, shape: tuple, strides: tuple, dtype: Any, owners: frozenset,
+          seen: list) -> bool:
+    """A rebound temporary's shadow is laid out and mapped as recorded, in an allocation of its own (`seen`:
+    the ids of those of the slots so far, which it joins)."""
+    o = _owner(dx)
+    if o is None or (type(dx.base) is Memory) != was_mapped or dx.shape != shape or dx.strides != strides or \
+            dx.dtype != dtype or id(o) in owners or id(o) in seen:
+        return False
+    seen.append(id(o))
+    return True
 
 
 def _temporary(a: Any) -> Any:
