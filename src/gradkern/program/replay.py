@@ -350,7 +350,17 @@ def role_key(kernel: Any, backend: str | None, args: tuple) -> tuple | None:
         t = type(a)
         if t in _SCALARS:
             key.append(t)
-        elif _temporary(a) is not None:
+            continue
+        if t is np.ndarray:  # `_temporary` inline where the base is the root (a view NumPy made of it)
+            b = a.base
+            if b is None or (type(b) is np.ndarray and b.base is None):
+                key.append(id(a))
+                continue
+            if type(b) is Memory or (type(b) is np.ndarray and type(b.base) is Memory):
+                key.append(_TEMPORARY)
+                any_temporary = True
+                continue
+        if _temporary(a) is not None:
             key.append(_TEMPORARY)
             any_temporary = True
         else:

@@ -51,6 +51,7 @@ class SavePool:
         self.free_bytes = 0
         self._leases: dict[int, list[np.ndarray]] = {}  # by byte size, the arrays `leased` lends
         self._offsets: dict[int, int] = {}  # id of a kept array -> its first element's offset within a page
+        self._next: dict[int, int] = {}  # by byte size, where `leased` starts looking (after the last it lent)
         self.leased_bytes = 0
         self._lock = threading.Lock()  # programs may record on several threads
 
@@ -82,9 +83,12 @@ class SavePool:
         offset = like.__array_interface__["data"][0] % PAGE
         with self._lock:
             kept = self._leases.setdefault(nbytes, [])
-            for n in range(len(kept)):  # (enumerate's reused tuple would hold a reference)
+            start, count = self._next.get(nbytes, 0), len(kept)
+            for k in range(count):  # (enumerate's reused tuple would hold a reference)
+                n = (start + k) % count  # from after the last lent: a loop's copies are lent in turn, not rescanned
                 out = kept[n]
                 if sys.getrefcount(out) <= _UNUSED:
+                    self._next[nbytes] = n + 1
                     if out.shape != shape or out.dtype != dtype or self._offsets[id(out)] != offset:
                         del self._offsets[id(out)]
                         out = kept[n] = placed(shape, dtype, like, out.base)

@@ -206,7 +206,10 @@ class ShadowMap:
 
     def register(self, name: str, primal: Any, shadow: tuple, internal: bool = False) -> None:
         lo, hi = byte_bounds(primal)
-        for e in self.entries:
+        memory = _held(primal)
+        # an array in a save-pool mapping overlaps only arrays in it, whose entries `in_memory` holds (the mapping
+        # is reached only through its placed array and NumPy's views of it: programs.md, "Temporaries replayed")
+        for e in self.entries if memory is None else self.in_memory.get(id(memory), ()):
             if lo < e.hi and e.lo < hi and not _same_geometry(e.primal, primal):
                 raise ProgramError(f"'{name}' overlaps another annotated array in memory without being the same "
                                    "array; a program's shadows follow memory, so each element needs one shadow",
@@ -214,7 +217,6 @@ class ShadowMap:
         entry = _Entry(primal, shadow, lo, hi, internal)
         self.entries.append(entry)
         self.version += 1
-        memory = _held(primal)
         if memory is not None:
             self.in_memory.setdefault(id(memory), []).append(entry)
 
