@@ -2,8 +2,9 @@
 random time loops whose body (the same random list of operations every step, some only at some steps) makes
 host copies of the state and of older copies (`u.copy()`, `astype`, a copy of a copy), steps from a copy into
 the state (write-only and read-modify-write), reads copies kept from earlier steps, copies into an existing
-copy (`gk.copy(w, v)`), fills a copy, launches on half of a copy or on a copy passed twice, copies an inactive
-array (no shadow: its memory lent again), writes a plain array on the host, and adds losses of copies. The
+copy (`gk.copy(w, v)`; `gk.copy(w, u)`, the launch `u.copy()` makes, into a copy that has its shadow), fills a
+copy, launches on half of a copy or on a copy passed twice, copies an inactive array (no shadow: its memory
+lent again), writes a plain array on the host, and adds losses of copies. The
 brute-force oracle is the same program with every replay refused (`GRADKERN_REPLAY=off`: each launch worked
 out in full): the shadows, the Active scalar's derivative and the final primals must agree to the bit. A
 quarter of the programs must rebind some launch to other temporaries (else it tests little); some run at
@@ -25,8 +26,8 @@ from gradkern.program.replay import LaunchFacts
 
 N_PROGRAMS = int(os.environ.get("GRADKERN_FUZZ_REPLAY", "24"))
 SEED = int(os.environ.get("GRADKERN_FUZZ_SEED", "0"))
-OPS = ("copy", "step", "step", "rmw_old", "copy_of_copy", "astype", "into_copy", "fill_copy", "half", "twice",
-       "inactive", "host", "loss", "some_t")
+OPS = ("copy", "step", "step", "rmw_old", "copy_of_copy", "astype", "into_copy", "recopy", "fill_copy", "half",
+       "twice", "inactive", "host", "loss", "some_t")
 
 
 @gk.kernel
@@ -74,6 +75,8 @@ def _program(rng: np.random.Generator, n: int):
                     copies.append(v.astype(np.float64))
                 elif op == "into_copy":
                     gk.copy(last, v)
+                elif op == "recopy":  # the launch `u.copy()` makes, into a copy that has its shadow
+                    gk.copy(last, u)
                 elif op == "fill_copy":
                     gk.fill(last, 0.5)
                 elif op == "half":

@@ -392,7 +392,7 @@ class Replays:
         facts = self.entries.get(replay_key(kernel, backend, args))
         if facts is not None and facts.matches(kernel, dim, args, shadows.version, shadows.removed):
             return facts
-        if not self.temporaries:
+        if not self.temporaries or not self.roles:
             return None
         key = role_key(kernel, backend, args)
         facts = self.roles.get(key) if key is not None else None
