@@ -15,9 +15,9 @@ launch is a pure move when, over the whole buffers, d_dst == +0.0 and d_src == d
 every other shadow and Active scalar untouched, the buffers distinct and alike (the renaming swaps memory).
 
 Properties: every launch the recorder would rename (`record.moved_positions` on the prepared reverse call's
-`primal.facts`) passes the oracle (soundness), and at least a third of the launches the oracle finds pure
-moves are accepted (a fuzz run of 3000 accepts about half of them: the rest are moves the analysis refuses by
-design, docs/programs.md). GRADKERN_FUZZ_MOVES sets the number of kernels (CI default 60), GRADKERN_FUZZ_SEED
+`primal.facts`) passes the oracle (soundness), and at least half of the launches the oracle finds pure
+moves are accepted (the rest are moves the analysis refuses by design, docs/programs.md "Pure moves", which
+states the share of a long run). GRADKERN_FUZZ_MOVES sets the number of kernels (CI default 150), GRADKERN_FUZZ_SEED
 the seed. A local long run: GRADKERN_FUZZ_MOVES=3000 pytest -s -n0 tests/fuzz/test_moves_fuzz.py
 """
 
@@ -196,4 +196,4 @@ def test_pure_moves_against_the_oracle(tmp_path):
     print(f"\nmoves fuzz: {stats['launches']} launches ({stats['skipped']} refused), {stats['moves']} pure moves, "
           f"{stats['accepted']} accepted")
     assert not stats["unsound"], stats["unsound"][0]
-    assert stats["moves"] > 0 and stats["both"] * 3 >= stats["moves"], stats
+    assert stats["moves"] > 0 and stats["both"] * 2 >= stats["moves"], stats

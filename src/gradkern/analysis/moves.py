@@ -42,7 +42,8 @@ class Move:
     ndim: int  # the kernel's tid axes: a launch's dim must be exactly dst.shape[:ndim]
 
 
-def _loop_var(s: ir.For) -> bool:
+def _counts_from_zero(s: ir.For) -> bool:
+    """Whether the loop is `range(0, stop, 1)`."""
     return isinstance(s.start, ir.Const) and s.start.value == 0 and not isinstance(s.start.value, bool) \
         and isinstance(s.step, ir.Const) and s.step.value == 1 and not isinstance(s.step.value, bool)
 
@@ -66,7 +67,7 @@ def move(k: ir.Kernel) -> Move | None:
         s = rest[0]
         if isinstance(s, ir.Store):
             store = s
-        elif isinstance(s, ir.For) and _loop_var(s):
+        elif isinstance(s, ir.For) and _counts_from_zero(s):
             loops.append(s)
             body = s.body
         else:
