@@ -9,8 +9,10 @@ the same way (rulestep.py).
 
 What a derivative step needs is known without reading kernel bodies: the
 pipeline reports which primal arrays a kernel's reverse reads
-(`ReverseSpecialization.reverse_reads`), and a parameter's `written` flag
-says which ones a launch may change.
+(`ReverseSpecialization.reverse_reads`), a parameter's `written` flag
+says which ones a launch may change, and the access facts say which
+parameters a launch overwrites whole (`overwritten`) and whether its
+reverse is a pure move (`moved`, analysis/moves.py).
 """
 
 from __future__ import annotations
