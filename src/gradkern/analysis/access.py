@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from ..ir import nodes as ir
 from ..ir.indices import Indices, indices
 from ..ir.ops import Op
+from .moves import Move, move
 from .overflow import Check, Exactness, Loop, Poly, add, const, mul, tid_unknown, unknown
 
 
@@ -79,6 +80,8 @@ class LaunchFacts:
     # overwritten arrays every store of which is at the thread's own element: a thread may copy its element's
     # old contents before its first store (transforms/reverse.py: the augmented primal's saves)
     saved_in_place: frozenset[str] = frozenset()
+    # the kernel is a pure move, its reverse `d_src += d_dst; d_dst = 0` at a launch over dst whole (moves.py)
+    moved: Move | None = None
 
     def exactness(self, arrays) -> Exactness:
         """The checks under which the own slabs of `arrays` are exclusive (analysis/overflow.py)."""
@@ -339,7 +342,7 @@ def launch_facts(k: ir.Kernel) -> LaunchFacts:
     saved = frozenset(a for a in overwritten if all(_is_own_element(s.indices, ix, k.tid_ndim)
                                                     for s in ir.walk_stmts(k.body)
                                                     if isinstance(s, ir.Store) and s.array == a))
-    return LaunchFacts(own, atomic, written, tuple(rows.items()), overwritten, segments, saved)
+    return LaunchFacts(own, atomic, written, tuple(rows.items()), overwritten, segments, saved, move(k))
 
 
 def _is_own_element(idx: tuple, ix: Indices, ndim: int) -> bool:

@@ -82,17 +82,8 @@ def _fill5(dst, value):
             dst[i, j, k, m, n] = value
 
 
-_COPY = (_copy1, _copy2, _copy3, _copy4, _copy5)
-# the copies' reverse is exactly `d_src += d_dst; d_dst = 0` (each element of dst is src's, nothing else): a
-# program's sweep may rename shadows in its place (renames.py)
-_MOVES = {id(k): ("dst", "src") for k in _COPY}
-
-
-def moves_adjoint(k: Any) -> tuple[str, str] | None:
-    """(destination, source) parameters of a kernel whose reverse only adds the destination's shadow into the
-    source's and clears it (the library's copies), else None."""
-    names = _MOVES.get(id(k))
-    return names if names is not None and k in _COPY else None
+_COPY = (_copy1, _copy2, _copy3, _copy4, _copy5)  # pure moves (analysis/moves.py): a sweep may rename their
+# reverse (program/renames.py)
 
 
 _FILL = (_fill1, _fill2, _fill3, _fill4, _fill5)

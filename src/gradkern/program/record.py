@@ -9,8 +9,10 @@ the same way (rulestep.py).
 
 What a derivative step needs is known without reading kernel bodies: the
 pipeline reports which primal arrays a kernel's reverse reads
-(`ReverseSpecialization.reverse_reads`), and a parameter's `written` flag
-says which ones a launch may change.
+(`ReverseSpecialization.reverse_reads`), a parameter's `written` flag
+says which ones a launch may change, and the access facts say which
+parameters a launch overwrites whole (`overwritten`) and whether its
+reverse is a pure move (`moved`, analysis/moves.py).
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from ..runtime.reverse import run_augmented_primal, saved_in_place, untaped_tape
 from .contents import array_positions
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
-from .hostops import moves_adjoint
 from .replay import LaunchFacts, Replays
 from .rulestep import record_forward, record_reverse
 from .scalars import ActiveScalar
@@ -51,11 +52,39 @@ def overwritten_whole_positions(params, binding: Any, facts: Any) -> list[int]:
     out = []
     for k, (p, v) in enumerate(zip(params, binding.values)):
         if p.name in facts.overwritten and is_array(v):
-            root = memory_root(v)
-            whole = v is root or (v.nbytes == root.nbytes and tuple(v.strides) == tuple(root.strides))
-            if whole and tuple(binding.dim) == tuple(v.shape) and roots.count(id(root)) == 1:
+            if _whole(v, roots) and tuple(binding.dim) == tuple(v.shape):
                 out.append(k)
     return out
+
+
+def _whole(v: Any, roots: list) -> bool:
+    """Whether the array `v` is its whole buffer, laid out as the buffer, and no other argument of the launch
+    (`roots`: the ids of every array argument's buffer) lies in that buffer."""
+    root = memory_root(v)
+    return (v is root or (v.nbytes == root.nbytes and tuple(v.strides) == tuple(root.strides))) \
+        and roots.count(id(root)) == 1
+
+
+def moved_positions(params, binding: Any, facts: Any) -> tuple[int, int] | None:
+    """(destination, source) positions among the binding's values where this launch's reverse is exactly
+    `d_src += d_dst; d_dst = 0` (docs/programs.md, "Renamed shadows"): the kernel is a pure move
+    (`facts.moved`, analysis/moves.py), both arrays are whole buffers of one shape that no other argument
+    shares, and the launch is over exactly the destination's leading extents, one thread per element."""
+    m = facts.moved
+    if m is None:
+        return None
+    names = [p.name for p in params[:len(binding.values)]]
+    if m.dst not in names or m.src not in names:
+        return None
+    kd, ks = names.index(m.dst), names.index(m.src)
+    d, s = binding.values[kd], binding.values[ks]
+    if not is_array(d) or not is_array(s) or tuple(d.shape) != tuple(s.shape) or d.dtype != s.dtype:
+        return None
+    roots = [id(memory_root(v)) for v in binding.values if is_array(v)]
+    dim = tuple(binding.dim)
+    if len(dim) != m.ndim or dim != tuple(d.shape[:m.ndim]) or not _whole(d, roots) or not _whole(s, roots):
+        return None
+    return kd, ks
 
 
 class ProgramRecorder(Recorder):
@@ -192,11 +221,11 @@ class ProgramRecorder(Recorder):
         elif replay.rebound and not signed:  # facts rebound to these temporaries, prepared as theirs (replay.py)
             replay.settle(args)
         step.arrays = replay.arrays_at
+        params = kernel.ir.params
         if prepared is not None and replay.whole:  # the sweep's renamed shadows (renames.py)
-            params = kernel.ir.params
             step.cleared = tuple(params[k].name for k in replay.whole)
-        if prepared is not None:
-            step.moved = moves_adjoint(kernel)
+        if prepared is not None and replay.moved is not None:  # a pure move's reverse: renamed (renames.py)
+            step.moved = tuple(params[k].name for k in replay.moved)
         written = [vals[k] for k in replay.written]
         reads = [vals[k] for k in replay.reads]
         whole = None
@@ -248,7 +277,7 @@ class ProgramRecorder(Recorder):
         facts = LaunchFacts(kernel, dim, args, annotated, active, call, binding.values, written, reads, whole,
                             filled, shadows.version, array_positions(bound.values) if active else None,
                             shadows.removed, shadows if active and call.key is not None else None,
-                            tuple(shadows.entries[known:]))
+                            tuple(shadows.entries[known:]), moved_positions(params, binding, call.primal.facts))
         self.replays.keep(facts, args, backend)
         return facts
 

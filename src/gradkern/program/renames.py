@@ -1,5 +1,6 @@
 """Shadows renamed in a program's sweep (docs/programs.md, "Renamed shadows"): a copy's reverse
-(`gk.copy`, or host code's `u_old = u.copy()`) adds the copy's shadow into its source's and clears the copy's.
+(`gk.copy`, host code's `u_old = u.copy()`, any kernel that is a pure move) adds the copy's shadow into its
+source's and clears the copy's.
 Where the source's shadow is known to hold +0.0 everywhere (a launch that overwrote the source whole has just
 had its reverse, which cleared it) and the copy's shadow is a temporary's that the copy made, the sweep instead
 lets the copy's shadow memory stand for the source's shadow from then on (0 + g is g: the same floats) and keeps
@@ -12,8 +13,8 @@ stands for one is written into it once, when the sweep ends or before a step who
 other means (a custom rule's reverse, a checkpointed loop's segments).
 
 What the sweep knows without reading kernel bodies: which parameters a launch overwrites whole (their shadows
-hold +0.0 after its reverse: the reverse clears a consumed output's shadow), and which kernels are the library's
-copies, whose reverse is exactly add-then-clear (hostops.py declares it).
+hold +0.0 after its reverse: the reverse clears a consumed output's shadow), and which launches are pure moves,
+whose reverse is exactly add-then-clear (the access facts' `moved`, analysis/moves.py; record.moved_positions).
 """
 
 from __future__ import annotations

@@ -53,19 +53,22 @@ def replay_key(kernel: Any, backend: str | None, args: tuple) -> tuple:
 class LaunchFacts:
     """One launch's bookkeeping facts, by position: `written` and `reads` index the binding's values (the
     views the launch may write, those its reverse reads), `whole` those overwritten whole (record.overwritten_whole),
-    `filled` the (name, position) pairs the augmented primal can save as it runs, () where it cannot."""
+    `filled` the (name, position) pairs the augmented primal can save as it runs, () where it cannot, `moved` the
+    (destination, source) positions where the launch's reverse is a pure move (record.moved_positions), else None."""
 
     __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
                  "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known", "arrays_at",
-                 "_mapped", "removed", "rebound", "covered", "slots")
+                 "_mapped", "removed", "rebound", "covered", "slots", "moved")
 
     def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
                  values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int,
-                 arrays_at: tuple | None = None, removed: int = 0, temporaries: Any = None, fresh: tuple = ()):
+                 arrays_at: tuple | None = None, removed: int = 0, temporaries: Any = None, fresh: tuple = (),
+                 moved: tuple | None = None):
         """`arrays_at`: contents.array_positions of the prepared call's kernel values (a step's sweep reads them);
         `removed`: the shadow map's count of removals; `temporaries`: the shadow map where the facts may be rebound
-        to other temporaries (`slots`), `fresh` the entries this launch registered."""
-        self.arrays_at = arrays_at
+        to other temporaries (`slots`), `fresh` the entries this launch registered; `moved`: a pure move's
+        (destination, source) value positions (record.moved_positions)."""
+        self.arrays_at, self.moved = arrays_at, moved
         self.kernel, self.dim, self.active, self.call, self.version = kernel, dim, active, call, version
         self.written, self.reads, self.whole, self.filled = written, reads, whole, filled
         arrays = [(n, a) for n, a in enumerate(args) if is_array(a)]

@@ -96,7 +96,7 @@ class Step:
     made: list | tuple = ()
     mapped: list | tuple = ()  # the temporaries' shadows in mappings it takes: populated first
     cleared: tuple = ()  # the parameters it overwrites whole: its reverse leaves their shadows +0.0 (renames.py)
-    moved: tuple | None = None  # a library copy's (destination, source) parameters (hostops.moves_adjoint)
+    moved: tuple | None = None  # a pure move's (destination, source) parameters (record.moved_positions)
 
     @property
     def where(self) -> str:
