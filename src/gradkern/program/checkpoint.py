@@ -391,8 +391,8 @@ class CheckpointedLoop(LoopHooks):
             raise
 
     def _give_back(self) -> None:
-        """A restore not written yet written, and the recomputation's guard given back: every array it locked
-        writable again."""
+        """A deferred restore written back (snapshots.py `Deferred`), and the recomputation's guard given back:
+        every array it locked writable again."""
         self.deferred.settle()
         if self.recomputing is not None:
             self.recomputing.release()
