@@ -49,27 +49,32 @@ def scaled(a, out):
     out[i] = 1.5 * a[i] + a[i] * a[i]
 
 
+def run_op(op: str, t: int, a, b, w, h, c) -> None:
+    """One of OPS in step t, from the state `a` into the other buffer `b` (the in-place fuzzer's too)."""
+    if op == "stencil":
+        gk.launch(allen_cahn_step, N, a, b, c, 0.01)
+    elif op == "blend":
+        gk.launch(blend, N, a, w, b, 0.5 + 0.01 * (t % 5))
+    elif op == "blend_some_t" and t % 3 == 0:
+        gk.launch(blend, N, a, w, b, 0.7)
+    elif op == "rmw_out":
+        gk.launch(rmw, N, b, 0.3)
+    elif op == "rmw_state":
+        gk.launch(rmw, N, a, 0.2)
+    elif op == "half":
+        gk.launch(scaled, N // 2, a, b)
+    elif op == "fill":
+        gk.fill(b, 0.25)
+    elif op == "host":
+        h[1] = float(t)  # a host write into a plain array: every buffer forgotten
+
+
 def _program(ops: list[str], loop):
     def run(u, v, w, h, E, c, k):
         def step(t):
             a, b = (u, v) if t % 2 == 0 else (v, u)
             for op in ops:
-                if op == "stencil":
-                    gk.launch(allen_cahn_step, N, a, b, c, 0.01)
-                elif op == "blend":
-                    gk.launch(blend, N, a, w, b, 0.5 + 0.01 * (t % 5))
-                elif op == "blend_some_t" and t % 3 == 0:
-                    gk.launch(blend, N, a, w, b, 0.7)
-                elif op == "rmw_out":
-                    gk.launch(rmw, N, b, 0.3)
-                elif op == "rmw_state":
-                    gk.launch(rmw, N, a, 0.2)
-                elif op == "half":
-                    gk.launch(scaled, N // 2, a, b)
-                elif op == "fill":
-                    gk.fill(b, 0.25)
-                elif op == "host":
-                    h[1] = float(t)  # a host write into a plain array: every buffer forgotten
+                run_op(op, t, a, b, w, h, c)
         loop(step, k)
         gk.launch(energy, N, u, E)
     return run

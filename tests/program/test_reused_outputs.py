@@ -17,17 +17,22 @@ from program.test_checkpoint import PROGRAMS, args_for, checkpointed, energy, on
 from program.test_recompute import _gradient, _same
 
 
-def count_reused(monkeypatch) -> list[int]:
-    """The launches each checkpointed loop did not rerun, appended as the loops end."""
+def count_at_close(monkeypatch, what) -> list[int]:
+    """`what(loop)` of each checkpointed loop, appended as the loops end."""
     counts = []
     close = CheckpointedLoop.close
 
     def counted(self):
         if self.mode.name != "EXHAUSTED":
-            counts.append(self.writers.reused)
+            counts.append(what(self))
         close(self)
     monkeypatch.setattr(CheckpointedLoop, "close", counted)
     return counts
+
+
+def count_reused(monkeypatch) -> list[int]:
+    """The launches each checkpointed loop did not rerun, appended as the loops end."""
+    return count_at_close(monkeypatch, lambda loop: loop.writers.reused)
 
 
 @pytest.fixture

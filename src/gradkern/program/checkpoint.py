@@ -49,13 +49,16 @@ from .rulestep import run_plain
 from .scalars import ActiveScalar
 from .schedule import LoopHooks, ScheduledLoop, ScheduleStats
 from .shadows import memory_root
-from .snapshots import Snapshot, SnapshotStore, roots
+from .snapshots import Deferred, Snapshot, SnapshotStore, roots
 from .steps import ProgramStep, reverse_steps
 from .versions import Versions
 
 # GRADKERN_TEMPORAL=0 runs every recomputed launch by itself, never a blocked pass of several
 # (docs/checkpointed-loops.md#temporal-blocking-of-recomputed-steps): for measuring, and as a way back
 TEMPORAL = os.environ.get("GRADKERN_TEMPORAL", "1") != "0"
+# GRADKERN_RESTORE_IN_PLACE=0 writes every restore back before the next step runs, instead of letting the untaped
+# step after it read the snapshot in place (docs/checkpointed-loops.md#a-restore-read-in-place)
+IN_PLACE = TEMPORAL and os.environ.get("GRADKERN_RESTORE_IN_PLACE", "1") != "0"
 # what a host write refused in a recomputed step leaves (docs/checkpointed-loops.md, How it works)
 _RECOMPUTED_WRITE = ("in a step the checkpointed loop recomputed during the program's reverse, which must run as "
                      "its first forward did; the shadows hold a partial gradient")
@@ -143,6 +146,11 @@ class _Untaped(Recorder):
                 if recomputing:
                     loop.launches.keep(kernel, backend, given, plain, loop.outer.host, call, bound.values,
                                        loop.found.recomputed[-1], tuple(id(memory_root(w)) for w in written))
+            if loop.deferred:  # a restore not written yet: this launch may read the snapshot in place
+                read = loop.deferred.reading(kernel.ir.params, given, plain, bound, lambda: overwritten_whole(
+                    kernel.ir.params, bound.b, call.primal.facts), TrackedArray)
+                loop.stats.read_in_place += read is not bound
+                bound = read
             if pending is None or not pending.hold(kernel, dim, backend, plain, bound, arrays, continues):
                 run(call, bound)
         finally:
@@ -159,6 +167,7 @@ class _Untaped(Recorder):
         loop = self.loop
         if loop.pending is not None:
             loop.pending.flush()
+        loop.deferred.settle()
         if loop.mode is Mode.RECORD:
             loop.found.wants_shadows(loop.outer.shadows, [rule.may_write(n) for n in range(len(given))], given)
         if any(isinstance(a, ActiveScalar) for a in given) or any(
@@ -214,6 +223,7 @@ class CheckpointedLoop(LoopHooks):
         self.writers = LastWriters(outer.host, self.found)
         self.reusable = False  # whether the launch before_launch was told of need not run
         self.taping: set[int] | None = None  # while a segment is taped: the buffers its launches write
+        self.deferred = Deferred()  # a restore the next untaped steps read in place, not written yet (snapshots.py)
 
     # -- the program's view (steps.ProgramStep) -------------------------------------------------------------------
     @property
@@ -331,6 +341,7 @@ class CheckpointedLoop(LoopHooks):
 
     # -- the schedule's hooks ---------------------------------------------------------------------------------------
     def snapshot(self, storage: StorageType, skip_dead: bool = True) -> Snapshot:
+        self.deferred.settle()
         snap = Snapshot(self.at, storage, self.store, skip_dead)
         if self.mode is Mode.RECORD:
             self.open.append(snap)  # filled as steps first write each buffer
@@ -348,11 +359,14 @@ class CheckpointedLoop(LoopHooks):
 
     def restore(self, snap: Snapshot) -> None:
         self._give_back()
-        snap.restore()
+        # in the reverse phase, buffers the untaped step after it may read in place are not written yet
+        snap.restore(self.deferred if IN_PLACE and self.mode is Mode.RECOMPUTE and self.guard.mode == "auto"
+                     else None)
         self.writers.restored(snap.copies, snap.at)
         self.at, self.live = snap.at, None
 
     def free(self, snap: Snapshot) -> None:
+        self.deferred.settle()
         if snap in self.open:
             self.open.remove(snap)
         snap.free()
@@ -377,7 +391,9 @@ class CheckpointedLoop(LoopHooks):
             raise
 
     def _give_back(self) -> None:
-        """The recomputation's guard given back: every array it locked writable again."""
+        """A deferred restore written back (snapshots.py `Deferred`), and the recomputation's guard given back:
+        every array it locked writable again."""
+        self.deferred.settle()
         if self.recomputing is not None:
             self.recomputing.release()
             self.recomputing = None
@@ -394,8 +410,13 @@ class CheckpointedLoop(LoopHooks):
                     self.pending.flush()
             finally:
                 self.pending = None
+            if self.deferred:  # what no later step reads before overwriting it whole is never written back
+                first_use = self.found.first_use
+                self.writers.forget(self.deferred.resolve(n1, lambda key: key in first_use and first_use[
+                    key].first_from(n1) == TAKEN_DEAD))
             self.at = n1
             return
+        self.deferred.settle()
         recording_forward = self.mode is Mode.RECORD
         shadows = self.outer.shadows
         if recording_forward:

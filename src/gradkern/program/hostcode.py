@@ -169,11 +169,17 @@ def _guard() -> Any:
 
 
 def _read() -> None:
-    """Host code is about to read a program's array: launches that a checkpointed loop's recomputation holds for
-    a blocked pass run first (recompute.py `PendingRun`), so that it reads what they write."""
-    pending = getattr(getattr(active_recorder(), "loop", None), "pending", None)
+    """Host code is about to read (or write) a program's array: launches that a checkpointed loop's recomputation
+    holds for a blocked pass run first (recompute.py `PendingRun`), so that it reads what they write, and a restore
+    its launches read in place is written back (snapshots.py `Deferred`)."""
+    loop = getattr(active_recorder(), "loop", None)
+    if loop is None:
+        return
+    pending = loop.pending
     if pending is not None and pending.launches:
         pending.flush()
+    if loop.deferred:
+        loop.deferred.settle()
 
 
 # -- the array class fn receives ----------------------------------------------------------------------------------

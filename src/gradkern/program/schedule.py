@@ -251,6 +251,7 @@ class ScheduleStats:
     steps_advanced: int = 0  # forward steps run, the first forward included
     steps_reversed: int = 0
     steps_blocked: int = 0  # recomputed launches run through temporally blocked passes (recompute.py)
+    read_in_place: int = 0  # untaped launches that read a restored snapshot in place (snapshots.py `Deferred`)
     snapshots_held: int = 0
     peak_snapshots: int = 0
     peak_ram_bytes: int = 0

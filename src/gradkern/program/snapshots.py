@@ -122,15 +122,108 @@ class Snapshot:
         self.store.drop(data)
         self.store.held(-size)
 
-    def restore(self) -> None:
+    def restore(self, defer: Deferred | None = None) -> None:
+        """Write the copies back into their buffers; with `defer`, those a launch may read in place
+        (`in_place`) are handed to it instead, not written (Deferred)."""
         for ref, data, _ in self.copies.values():
             root = ref() if isinstance(ref, weakref.ref) else ref
-            if root is not None:
+            if root is None:
+                continue
+            if defer is not None and data[0] == "copy" and in_place(root, data[1]):
+                defer[id(root)] = (root, data[1])
+            else:
                 self.store.load(root, data)
 
     def free(self) -> None:
         for key in list(self.copies):
             self.remove(key)
+
+
+def in_place(root: Any, copy: Any) -> bool:
+    """Whether a launch may read `copy` in place of the buffer `root` (Deferred): both NumPy arrays in host
+    memory (not hostcuda's stand-in for a GPU, whose buffers the guard fingerprints), of one dtype, shape and
+    strides."""
+    return type(copy) is np.ndarray and isinstance(root, np.ndarray) and not device_memory(root) and \
+        copy.dtype == root.dtype and copy.shape == root.shape and copy.strides == root.strides
+
+
+class Deferred(dict):
+    """A restore not written into its buffers yet (docs/checkpointed-loops.md#a-restore-read-in-place):
+    id(buffer) -> (buffer, the snapshot's copy). Until it is settled, what the buffer holds is the copy's
+    contents; the launches of the untaped advance that follows the restore read the copy in place (`reading`),
+    and a buffer that such a launch overwrites whole unread, or that the state's record says is dead when the
+    advance ends (`resolve`), is never written from the copy. Everything else writes it first (`settle`): the
+    loop's other hooks, a launch that reads the buffer otherwise, a rule call, host code reading or writing a
+    TrackedArray (hostcode.py `_read`)."""
+
+    def settle(self, keys: list | None = None) -> None:
+        """Write the copies into their buffers (all, or those of `keys`). The buffer's write flag is left as it
+        is (the recomputation's guard may hold it read-only; a launch's signature saw it so)."""
+        for key in list(self) if keys is None else keys:
+            root, copy = self.pop(key)
+            locked = not root.flags.writeable
+            if locked:
+                root.setflags(True)
+            try:
+                root[...] = copy
+            finally:
+                if locked:
+                    root.setflags(False)
+
+    def reading(self, params: Any, given: tuple, plain: tuple, bound: Any, whole: Any, tracked: type) -> Any:
+        """A launch of an untaped step about to run (or be held) with the values of `bound`; `plain`: its
+        unwrapped arguments, one per parameter (`given` as passed), `whole()`: the buffers it overwrites whole
+        without reading them (record.overwritten_whole). Returns the Bound to run: where the launch only reads a
+        deferred buffer, through a TrackedArray viewing all of it, the copy in its place; a buffer it overwrites
+        whole unread (passed once) is dropped, never written from the copy; any other use settles it first."""
+        values = bound.values
+        touched: dict[int, list[int]] = {}
+        for n, v in enumerate(plain):
+            if isinstance(v, np.ndarray):
+                root = memory_root(v)
+                hit = self.get(id(root))
+                if hit is not None and hit[0] is root:
+                    touched.setdefault(id(root), []).append(n)
+        if not touched:
+            return bound
+        # the kernel's values one per parameter, as given (no merged aliases): positions are the parameters'
+        aligned = len(values) == len(plain) and all(values[n] is plain[n] for ns in touched.values() for n in ns)
+        load, swap = [], []
+        for key, ns in touched.items():
+            root, copy = self[key]
+            if any(params[n].written for n in ns):
+                if len(ns) == 1 and any(r is root for r in whole()):
+                    del self[key]  # overwritten whole unread: what the copy holds is never read
+                else:
+                    load.append(key)
+            elif aligned and all(isinstance(given[n], tracked) and _all_of(plain[n], root) for n in ns):
+                swap.extend((n, copy) for n in ns)
+            else:
+                load.append(key)
+        if load:
+            self.settle(load)
+        if not swap:
+            return bound
+        values = list(values)
+        for n, copy in swap:
+            values[n] = copy
+        return bound.with_values(values)
+
+    def resolve(self, at: int, dead: Any) -> list[int]:
+        """The untaped advance ended with the state at step `at`: the buffers `dead(key)` says no step reads
+        before overwriting them whole are dropped (returned: what they hold is not the state), the others
+        settled."""
+        dropped = [key for key in self if dead(key)]
+        for key in dropped:
+            del self[key]
+        self.settle()
+        return dropped
+
+
+def _all_of(view: np.ndarray, root: np.ndarray) -> bool:
+    """Whether `view` shows all of `root` as `root` does (same first byte, dtype, shape and strides)."""
+    return view is root or (view.dtype == root.dtype and view.shape == root.shape and view.strides == root.strides
+                            and view.__array_interface__["data"][0] == root.__array_interface__["data"][0])
 
 
 def roots(views: list) -> dict[int, Any]:
