@@ -8,8 +8,12 @@ the ends (as wide as the reach on each side, or wider) follow one of four rules 
 an affine map of u), chosen by branches on the thread index. A kernel the generator makes reads out of range
 nowhere, by design.
 
-GRADKERN_FUZZ_TEMPORAL sets the number of kernels (CI default 10; every 10th on the compiled CPU backend, the
-rest on the reference interpreter), GRADKERN_FUZZ_SEED the seed.
+2-D steps (`test_temporal_fuzz_2d`): the same over a (nx, ny) launch, reads of `u` at random constant offsets in
+both dimensions (rows through an alias `r = i + c` sometimes), edges as wide as the reach in each dimension under
+one of the four rules, on random band heights (often narrower than the halo of k·r rows).
+
+GRADKERN_FUZZ_TEMPORAL sets the number of kernels of each kind (CI default 10; every 10th on the compiled CPU
+backend, the rest on the reference interpreter), GRADKERN_FUZZ_SEED the seed.
 """
 
 from __future__ import annotations
@@ -72,19 +76,71 @@ def source(rng, name: str) -> tuple[str, int]:
     return "\n".join(lines) + "\n", reach
 
 
-def test_temporal_fuzz(tmp_path, monkeypatch):
-    rng = np.random.default_rng(SEED)
-    made = [source(rng, f"tb_{SEED}_{n}") for n in range(N_KERNELS)]
-    module = load_kernels(str(tmp_path / f"temporal_fuzz_{SEED}.py"), [s for s, _ in made])
+def _check_all(made: list[tuple[str, int]], module, prefix: str, rng, draw) -> None:
+    """Each made kernel (`prefix` + its number in `module`) on its backend, with a shape, tile and k that
+    `draw(backend)` sets and answers, bit for bit both ways."""
     for n, (src, reach) in enumerate(made):
         backend = "cpu" if n % CPU_EVERY == 0 else "interp"
-        size = int(rng.integers(8, 160 if backend == "cpu" else 48))
-        monkeypatch.setattr(blocked, "TILE", int(rng.integers(1, 24)))
-        k = int(rng.integers(4, 13))
-        u0, w = rng.uniform(-1, 1, size), rng.uniform(-0.3, 0.3, size)
-        step = getattr(module, f"tb_{SEED}_{n}")
+        shape, k = draw(backend)
+        u0, w = rng.uniform(-1, 1, shape), rng.uniform(-0.3, 0.3, shape)
+        step = getattr(module, f"{prefix}{n}")
         try:
             got = check_bit_identical(step, u0, (w, float(rng.uniform(-1, 1))), k, backend)
         except AssertionError as e:
             pytest.fail(f"{e}\n{src}")
         assert got <= reach, src  # the largest offset it may read (its terms need not use every one)
+
+
+def test_temporal_fuzz(tmp_path, monkeypatch):
+    rng = np.random.default_rng(SEED)
+    made = [source(rng, f"tb_{SEED}_{n}") for n in range(N_KERNELS)]
+    module = load_kernels(str(tmp_path / f"temporal_fuzz_{SEED}.py"), [s for s, _ in made])
+
+    def draw(backend):
+        size = int(rng.integers(8, 160 if backend == "cpu" else 48))
+        monkeypatch.setattr(blocked, "TILE", int(rng.integers(1, 24)))
+        return size, int(rng.integers(4, 13))
+    _check_all(made, module, f"tb_{SEED}_", rng, draw)
+
+
+def _at2(di: int, dj: int, row: str = "i") -> str:
+    shift = lambda v, o: v if o == 0 else f"{v} + {o}" if o > 0 else f"{v} - {-o}"  # noqa: E731
+    return f"u[{shift(row, di)}, {shift('j', dj)}]"
+
+
+def source_2d(rng, name: str) -> tuple[str, int]:
+    """A random 2-D stencil step (module doc) and the largest |row offset| it may read."""
+    pairs = [(int(a), int(c)) for a, c in rng.integers(-2, 3, size=(rng.integers(1, 5), 2))] + [(0, 0)]
+    reach = max(abs(a) for a, _ in pairs)
+    creach = max(abs(c) for _, c in pairs)
+    top, bottom = reach + int(rng.integers(0, 2)), reach + int(rng.integers(0, 2))
+    side = creach + int(rng.integers(0, 2))
+    terms = []
+    for _ in range(rng.integers(1, 5)):
+        a, c = pairs[int(rng.integers(len(pairs)))]
+        form = int(rng.integers(3))
+        terms.append(f"{rng.uniform(-0.3, 0.3):.3f} * {_at2(a, c)}" if form == 0 else
+                     f"0.05 * {_at2(a, c)} * u[i, j]" if form == 1 else f"w[i, j] * {_at2(a, c)}")
+    lines = [f"def {name}(u, un, w, c):", "    i, j = gk.tid()", "    nx = u.shape[0]", "    ny = u.shape[1]"]
+    if rng.integers(2):
+        a, c = pairs[int(rng.integers(len(pairs)))]
+        lines.append(f"    r = i + {a}" if a >= 0 else f"    r = i - {-a}")
+        terms.append(f"0.1 * {_at2(0, c, 'r')}")
+    end = ["u[i, j]", "0.0", "w[i, j]", "0.5 * u[i, j] + 0.25"][int(rng.integers(4))]
+    edge = " or ".join(t for t in (f"i < {top}" if top else "", f"i >= nx - {bottom}" if bottom else "",
+                                   f"j < {side} or j >= ny - {side}" if side else "") if t) or "c > 9.0"
+    lines += [f"    if {edge}:", f"        un[i, j] = {end}", "    else:", f"        un[i, j] = {' + '.join(terms)}"]
+    return "\n".join(lines) + "\n", reach
+
+
+def test_temporal_fuzz_2d(tmp_path, monkeypatch):
+    rng = np.random.default_rng(SEED + 1)
+    made = [source_2d(rng, f"tb2_{SEED}_{n}") for n in range(N_KERNELS)]
+    module = load_kernels(str(tmp_path / f"temporal_fuzz_2d_{SEED}.py"), [s for s, _ in made])
+
+    def draw(backend):
+        cpu = backend == "cpu"
+        shape = (int(rng.integers(6, 48 if cpu else 20)), int(rng.integers(5, 24 if cpu else 10)))
+        monkeypatch.setattr(blocked, "BAND_ROWS", int(rng.integers(1, 12)))
+        return shape, int(rng.integers(4, 11))
+    _check_all(made, module, f"tb2_{SEED}_", rng, draw)
