@@ -86,15 +86,18 @@ def test_float32_one_band():
 
 
 def test_band_by_bytes():
-    """Default bands are the rows of BAND_BYTES; a band of fewer than 12 r rows is not worth a pass."""
+    """Default bands are the rows of BAND_BYTES; a band of fewer than 12 r rows, or a state under MIN_BYTES_2D, is
+    not worth a pass."""
     def form_and_bound(shape):
         u, v = np.zeros(shape), np.zeros(shape)
         bound = prepare(allen_cahn_step_2d, (u, v, 0.2, 0.01), shape, "cpu", "launch")[1]
         return blocked.blocked_step(allen_cahn_step_2d, bound, 0, 1), bound
-    form, bound = form_and_bound((512, 512))
-    assert blocked._tile(bound.values[0]) == blocked.BAND_BYTES // 4096 and form.pays(bound)
-    wide, bound = form_and_bound((4, blocked.BAND_BYTES // 8 // 11))  # 11 rows a band
-    assert not wide.pays(bound)
+    form, bound = form_and_bound((2048, 1024))
+    assert blocked._tile(bound.values[0]) == blocked.BAND_BYTES // 8192 and form.pays(bound)
+    assert not form.pays(form_and_bound((512, 512))[1])
+    ny = blocked.BAND_BYTES // 8 // 11
+    wide, bound = form_and_bound((blocked.MIN_BYTES_2D // (8 * ny) + 1, ny))
+    assert bound.values[0].nbytes >= blocked.MIN_BYTES_2D and not wide.pays(bound)  # 11 rows a band
 
 
 def _reason(step, args, dim):
@@ -151,3 +154,17 @@ def test_refusals_2d():
     assert "not a 2-D array" in _reason(from_a_row, (np.zeros(6), y), (6, 6))
     assert "reads 'un'" in _reason(reads_written_2d, (x, y), (6, 6))
     assert "3 axes" in _reason(volume, (np.zeros((3, 3, 3)), np.zeros((3, 3, 3))), (3, 3, 3))
+
+
+def test_scratch_bytes_bounds_a_pass():
+    """A checkpointed loop's memory= counts `scratch_bytes` (program/checkpoint.py `_sizes`): at least what the
+    longest pass over a 2-D state keeps; nothing for a state too small to block."""
+    shape = (2048, 1024)
+    u, v = np.random.default_rng(0).uniform(-0.5, 0.5, shape), np.zeros(shape)
+    bounds = [prepare(allen_cahn_step_2d, (u, v, 0.2, 0.01) if s % 2 == 0 else (v, u, 0.2, 0.01), shape, "cpu",
+                      "launch")[1] for s in range(40)]
+    form = blocked.blocked_step(allen_cahn_step_2d, bounds[0], 0, 1)
+    form.run(bounds)
+    kept = blocked._SCRATCH.rows[(np.dtype(np.float64), "cpu", 3)]
+    assert 0 < kept.nbytes <= blocked.scratch_bytes(8, shape)
+    assert blocked.scratch_bytes(8, (512, 512)) == 0

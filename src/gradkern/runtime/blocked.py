@@ -38,6 +38,9 @@ MIN_LAUNCHES = 4  # fewer: the blocked pass would compute one step or none
 # so a worker's two scratch bands are at most 3 BAND_BYTES); BAND_ROWS (tests, benchmarks) sets a band's rows
 BAND_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BAND", str(1 << 20)))
 BAND_ROWS = int(os.environ["GRADKERN_TEMPORAL_ROWS"]) if "GRADKERN_TEMPORAL_ROWS" in os.environ else None
+# the least 2-D state for which a blocked pass pays: 16 MiB (1448^2 float64: 1.22-1.65x for k = 4 … 16), not
+# 8 MiB (0.96-1.09x) or 2 MiB (0.74-1.02x), measured (docs/checkpointed-loops.md, "2-D steps")
+MIN_BYTES_2D = int(os.environ.get("GRADKERN_TEMPORAL_BYTES_2D", str(16 << 20)))
 # each thread's scratch rows, by dtype and backend, grown as needed and kept: a loop's recomputation allocates
 # none (benchmarks/programs/checkpoint.py counts the loop's peak memory after a warm-up)
 _SCRATCH = threading.local()
@@ -53,12 +56,13 @@ class BlockedStep:
         self.be = backend(spec.spec.backend)
 
     def pays(self, bound: Bound) -> bool:
-        """Whether a run of launches like `bound` is large enough to block (MIN_BYTES; 2-D: and its bands hold
-        enough rows for MIN_LAUNCHES launches a pass, `_most`)."""
+        """Whether a run of launches like `bound` is large enough to block (MIN_BYTES; 2-D: MIN_BYTES_2D, and its
+        bands hold enough rows for MIN_LAUNCHES launches a pass, `_most`)."""
         a = bound.values[self.src]
-        if a.ndim == 2 and _tile(a) // (4 * max(self.reach, 1)) + 1 < MIN_LAUNCHES:
-            return False  # a band of fewer than 12 r rows: halos as wide as the band
-        return a.nbytes >= MIN_BYTES
+        if a.ndim == 1:
+            return a.nbytes >= MIN_BYTES
+        # a band of fewer than 12 r rows: halos as wide as the band
+        return a.nbytes >= MIN_BYTES_2D and _tile(a) // (4 * max(self.reach, 1)) + 1 >= MIN_LAUNCHES
 
     def run(self, launches: list[Bound]) -> None:
         """The launches, prepared and in order, run as the module doc says (at least MIN_LAUNCHES)."""
@@ -129,11 +133,14 @@ def _most(reach: int, state: Any = None) -> int:
 def scratch_bytes(itemsize: int, shape: tuple[int, ...] = ()) -> int:
     """The most the blocked passes allocate (their scratch rows, kept per thread) for a state of `itemsize`-byte
     elements: two rows a worker, each at most 2 TILE points (`_most`) for a step of reach up to TILE / 6; for a
-    2-D state of `shape`, two bands a worker of at most 1.5 bands' rows each (`_most`, the rows of BAND_BYTES); a
-    checkpointed loop's memory= counts it (docs/checkpointed-loops.md, "The scratch")."""
+    2-D state of `shape`, nothing under MIN_BYTES_2D (never blocked), else two bands a worker of at most 1.5
+    bands' rows each (`_most`, the rows of BAND_BYTES); a checkpointed loop's memory= counts it
+    (docs/checkpointed-loops.md, "The scratch")."""
     workers = max(1, backend("cpu").workers())
     if len(shape) == 2:
         row = shape[1] * itemsize
+        if shape[0] * row < MIN_BYTES_2D:
+            return 0
         return workers * 2 * (3 * max(1, BAND_BYTES // max(1, row)) // 2 + 1) * row
     return workers * 2 * 2 * TILE * itemsize
 
