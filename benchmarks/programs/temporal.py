@@ -259,8 +259,14 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=100, help="--loop: the loop's steps")
     ap.add_argument("--snapshots", type=lambda s: [int(x) for x in s.split(",")], default=[4, 10])
     ap.add_argument("--2d", dest="planar", action="store_true", help="the 2-D step (temporal_2d.py)")
+    ap.add_argument("--3d", dest="volume", action="store_true", help="the 3-D heat step (temporal_2d.py)")
     ap.add_argument("--band", type=int, default=None, help="--2d: band rows (default: runtime/blocked.py's)")
     args = ap.parse_args()
+    if args.volume:
+        import temporal_2d
+        temporal_2d.table_3d(args.sizes or [128, 256], args.ks if args.ks != [4, 16] else [4, 8, 16], args.band,
+                             args.rounds)
+        return
     if args.planar:
         import temporal_2d
         if args.loop:

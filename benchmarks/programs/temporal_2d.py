@@ -16,6 +16,7 @@ Rows, each the time of advancing one state by k steps (median of --rounds interl
 
     python benchmarks/programs/temporal.py --2d                 # 2048^2 and 4096^2, k = 4, 8, 16
     python benchmarks/programs/temporal.py --2d --loop          # a checkpointed loop of the 2-D step
+    python benchmarks/programs/temporal.py --3d --sizes 128,256  # heat_step_3d over sizes x 128 x 128, gk only
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import numpy as np
 from timing import interleaved, load_average, timed
 
 import gradkern as gk
-from gradkern.kernels import allen_cahn_step_2d
+from gradkern.kernels import allen_cahn_step_2d, heat_step_3d
 from gradkern.runtime import blocked as gk_blocked
 from gradkern.runtime.call import prepare
 from gradkern.runtime.launch import run as gk_run
@@ -159,6 +160,47 @@ def table(edges: list[int], ks: list[int], threads: list[int], band: int | None,
                              f"{m['gk'] / m['gk_blocked']:.2f} | {m['hand'] / m['hand_blocked']:.2f} | "
                              f"{m['gk_blocked'] / m['hand_blocked']:.2f} |")
                 print(lines[-1], f"(load {load_average():.2f})", flush=True)
+    return lines
+
+
+def table_3d(sizes: list[int], ks: list[int], band: int | None, rounds: int) -> list[str]:
+    """k prepared launches of the library's `heat_step_3d` (7 points, faces kept) over n x 128 x 128 against the
+    same launches through the generated blocked form (bands of planes), one thread, process time; bit for bit."""
+    numba.set_num_threads(1)
+    lines = ["| state | MiB | k | band planes | gk x k (ms) | gk blocked k (ms) | gk x k / gk blocked |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for n in sizes:
+        u0 = np.random.default_rng(0).uniform(-0.9, 0.9, (n, 128, 128))
+        u, v = np.empty_like(u0), np.empty_like(u0)
+        for k in ks:
+            launches = [prepare(heat_step_3d, (u, v, 0.1) if s % 2 == 0 else (v, u, 0.1), u0.shape, "cpu",
+                                "launch")[1] for s in range(k)]
+            form = gk_blocked.blocked_step(heat_step_3d, launches[0], 0, 1)
+            assert not isinstance(form, str), form
+            gk_blocked.BAND_ROWS = band
+
+            def reset(u=u, v=v, u0=u0):
+                u[...] = u0
+                v[...] = 0.0
+
+            def gk_steps(launches=launches):
+                for bound in launches:
+                    gk_run(bound.call, bound)
+
+            reset()
+            gk_steps()
+            both = u.copy(), v.copy()
+            reset()
+            form.run(launches)
+            assert np.array_equal(u, both[0]) and np.array_equal(v, both[1]), "the generated blocked form differs"
+            times = interleaved({"gk": timed(gk_steps, clock=time.process_time, setup=reset),
+                                 "gk_blocked": timed(lambda form=form, launches=launches: form.run(launches),
+                                                     clock=time.process_time, setup=reset)}, rounds)
+            m = {name: statistics.median(t) for name, t in times.items()}
+            lines.append(f"| {n}x128x128 | {u0.nbytes / 2**20:g} | {k} | {band or gk_blocked._tile(u0)} | "
+                         f"{m['gk'] * 1e3:.1f} | {m['gk_blocked'] * 1e3:.1f} | {m['gk'] / m['gk_blocked']:.2f} |")
+            print(lines[-1], f"(load {load_average():.2f})", flush=True)
+            gk_blocked.BAND_ROWS = None
     return lines
 
 

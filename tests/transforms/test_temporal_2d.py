@@ -1,14 +1,14 @@
-"""Temporal blocking of a 2-D stencil step (transforms/temporal.py, runtime/blocked.py): bands of rows, k launches
-over ping-pong buffers as one blocked pass give both buffers bit for bit what the k launches give, for row
-reaches 0 to 2, column reaches 0 to 2, different boundary rules, bands narrower than the halo; what is not a
-pure 2-D stencil step is refused with its reason."""
+"""Temporal blocking of a 2-D or 3-D stencil step (transforms/temporal.py, runtime/blocked.py): bands of rows
+(planes), k launches over ping-pong buffers as one blocked pass give both buffers bit for bit what the k launches
+give, for row reaches 0 to 2, column reaches 0 to 2, different boundary rules, bands narrower than the halo; what
+is not a pure stencil step is refused with its reason."""
 
 import numpy as np
 import pytest
 from support.temporal import check_bit_identical
 
 import gradkern as gk
-from gradkern.kernels import allen_cahn_step_2d
+from gradkern.kernels import allen_cahn_step_2d, heat_step_3d
 from gradkern.runtime import blocked
 from gradkern.runtime.binding import bind
 from gradkern.runtime.call import prepare
@@ -85,9 +85,9 @@ def test_float32_one_band():
     assert check_bit_identical(allen_cahn_step_2d, u0, (0.2, 0.01), 6, "cpu") == 1  # one band: the whole state
 
 
-def test_band_by_bytes():
-    """Default bands are the rows of BAND_BYTES; a band of fewer than 12 r rows, or a state under MIN_BYTES_2D, is
-    not worth a pass."""
+def test_band_by_bytes(monkeypatch):
+    """Default bands are the rows of BAND_BYTES, at least BAND_MIN; a band of fewer than 12 r rows, or a state under
+    MIN_BYTES_2D, is not worth a pass."""
     def form_and_bound(shape):
         u, v = np.zeros(shape), np.zeros(shape)
         bound = prepare(allen_cahn_step_2d, (u, v, 0.2, 0.01), shape, "cpu", "launch")[1]
@@ -95,9 +95,11 @@ def test_band_by_bytes():
     form, bound = form_and_bound((2048, 1024))
     assert blocked._tile(bound.values[0]) == blocked.BAND_BYTES // 8192 and form.pays(bound)
     assert not form.pays(form_and_bound((512, 512))[1])
-    ny = blocked.BAND_BYTES // 8 // 11
+    ny = blocked.BAND_BYTES // 8 // 4
     wide, bound = form_and_bound((blocked.MIN_BYTES_2D // (8 * ny) + 1, ny))
-    assert bound.values[0].nbytes >= blocked.MIN_BYTES_2D and not wide.pays(bound)  # 11 rows a band
+    assert blocked._tile(bound.values[0]) == blocked.BAND_MIN and wide.pays(bound)
+    monkeypatch.setattr(blocked, "BAND_ROWS", 11)
+    assert not wide.pays(bound)
 
 
 def _reason(step, args, dim):
@@ -134,9 +136,25 @@ def from_a_row(u, un):
 
 
 @gk.kernel
-def volume(u, un):
+def planes_ahead(u, un, c):
+    # 3-D, plane reach 2 one-sided, the middle axis's reach 1, the last axis read as it is
     i, j, q = gk.tid()
-    un[i, j, q] = u[i, j, q]
+    if i >= u.shape[0] - 2 or j == 0 or j == u.shape[1] - 1:
+        un[i, j, q] = c * u[i, j, q]
+    else:
+        un[i, j, q] = 0.5 * u[i + 2, j, q] + 0.25 * (u[i, j - 1, q] + u[i + 1, j + 1, q]) + 0.01 * q
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interp"])
+@pytest.mark.parametrize("k", [4, 7, 10])
+@pytest.mark.parametrize("rows", [1, 5])
+def test_3d_bit_identical(backend, k, rows, monkeypatch):
+    # bands of planes, narrower than the halo
+    monkeypatch.setattr(blocked, "BAND_ROWS", rows)
+    shape = (29, 7, 6) if backend == "cpu" else (13, 5, 4)
+    u0 = np.random.default_rng(k).uniform(-0.9, 0.9, shape)
+    assert check_bit_identical(heat_step_3d, u0, (0.1,), k, backend) == 1
+    assert check_bit_identical(planes_ahead, u0, (0.9,), k, backend) == 2
 
 
 @gk.kernel
@@ -153,7 +171,6 @@ def test_refusals_2d():
     assert "not at a constant offset" in _reason(periodic_columns, (x, y), (6, 6))
     assert "not a 2-D array" in _reason(from_a_row, (np.zeros(6), y), (6, 6))
     assert "reads 'un'" in _reason(reads_written_2d, (x, y), (6, 6))
-    assert "3 axes" in _reason(volume, (np.zeros((3, 3, 3)), np.zeros((3, 3, 3))), (3, 3, 3))
 
 
 def test_scratch_bytes_bounds_a_pass():

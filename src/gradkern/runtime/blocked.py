@@ -18,6 +18,8 @@ import os
 import threading
 from typing import Any
 
+import numpy as np
+
 from ..backends import backend
 from ..blocking import BlockedSpecialization, specialize_blocked
 from ..kernel import KernelFunction
@@ -33,13 +35,17 @@ MAX_STEPS = 32
 # the least state (bytes of one buffer) for which a blocked pass pays: measured, docs/checkpointed-loops.md
 MIN_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BYTES", str(2 << 20)))
 MIN_LAUNCHES = 4  # fewer: the blocked pass would compute one step or none
-# a 2-D step's tiles are bands of whole rows of BAND_BYTES (docs/checkpointed-loops.md, "2-D steps": 64 rows of
-# 2048 float64, measured best of 16 … 64), a pass at most band / 4r + 1 launches (halos of at most half a band,
-# so a worker's two scratch bands are at most 3 BAND_BYTES); BAND_ROWS (tests, benchmarks) sets a band's rows
+# a 2-D (3-D) step's tiles are bands of whole rows (planes): the rows of BAND_BYTES but at least BAND_MIN of them
+# (docs/checkpointed-loops.md, "2-D steps": 64 rows of 2048 float64 as fast as 32 … 256; 3-D planes of 128 KiB:
+# bands of 32 planes 1.31x the launches, of 8 planes 1.05x); a pass at most band / 4r + 1 launches (halos of at
+# most half a band, so a worker's two scratch bands are at most 1.5 bands each); BAND_ROWS (tests, benchmarks)
+# sets a band's rows
 BAND_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BAND", str(1 << 20)))
+BAND_MIN = 32
 BAND_ROWS = int(os.environ["GRADKERN_TEMPORAL_ROWS"]) if "GRADKERN_TEMPORAL_ROWS" in os.environ else None
-# the least 2-D state for which a blocked pass pays: 16 MiB (1448^2 float64: 1.22-1.65x for k = 4 … 16), not
-# 8 MiB (0.96-1.09x) or 2 MiB (0.74-1.02x), measured (docs/checkpointed-loops.md, "2-D steps")
+# the least 2-D or 3-D state for which a blocked pass pays: 16 MiB (2-D 1448^2 float64: 1.22-1.65x for k = 4 … 16,
+# 3-D 128^3: 1.33x at k = 8), not 8 MiB (2-D 0.96-1.09x, 3-D 1.08x) or 2 MiB (0.74-1.02x), measured
+# (docs/checkpointed-loops.md, "2-D steps")
 MIN_BYTES_2D = int(os.environ.get("GRADKERN_TEMPORAL_BYTES_2D", str(16 << 20)))
 # each thread's scratch rows, by dtype and backend, grown as needed and kept: a loop's recomputation allocates
 # none (benchmarks/programs/checkpoint.py counts the loop's peak memory after a warm-up)
@@ -116,32 +122,32 @@ class BlockedStep:
 
 
 def _tile(state: Any) -> int:
-    """Points (2-D: rows) per tile of a pass over `state`: TILE, or for a 2-D state BAND_ROWS or the rows of
-    BAND_BYTES."""
+    """Points (2-D: rows, 3-D: planes) per tile of a pass over `state`: TILE, or for a 2-D or 3-D state BAND_ROWS
+    or the rows (planes) of BAND_BYTES."""
     if state.ndim == 1:
         return TILE
-    return BAND_ROWS if BAND_ROWS is not None else max(1, BAND_BYTES // max(1, state[0].nbytes))
+    return BAND_ROWS if BAND_ROWS is not None else max(BAND_MIN, BAND_BYTES // max(1, state[0].nbytes))
 
 
 def _most(reach: int, state: Any = None) -> int:
     """Launches per pass at most for a step of this reach over `state` (None: a 1-D one) (MAX_STEPS, BAND_BYTES)."""
     if state is None or state.ndim == 1:
-        return max(MIN_LAUNCHES, min(MAX_STEPS, TILE // (2 * max(reach, 1)) + 1))
+        return max(MIN_LAUNCHES, min(MAX_STEPS, TILE // (2 * max(reach, 1)) + 1))  # 2-D, 3-D: halos of half a band
     return max(MIN_LAUNCHES, min(MAX_STEPS, _tile(state) // (4 * max(reach, 1)) + 1))
 
 
 def scratch_bytes(itemsize: int, shape: tuple[int, ...] = ()) -> int:
     """The most the blocked passes allocate (their scratch rows, kept per thread) for a state of `itemsize`-byte
     elements: two rows a worker, each at most 2 TILE points (`_most`) for a step of reach up to TILE / 6; for a
-    2-D state of `shape`, nothing under MIN_BYTES_2D (never blocked), else two bands a worker of at most 1.5
-    bands' rows each (`_most`, the rows of BAND_BYTES); a checkpointed loop's memory= counts it
+    2-D or 3-D state of `shape`, nothing under MIN_BYTES_2D (never blocked), else two bands a worker of at most 1.5
+    bands' rows each (`_most`, `_tile`); a checkpointed loop's memory= counts it
     (docs/checkpointed-loops.md, "The scratch")."""
     workers = max(1, backend("cpu").workers())
-    if len(shape) == 2:
-        row = shape[1] * itemsize
+    if len(shape) >= 2:
+        row = int(np.prod(shape[1:])) * itemsize
         if shape[0] * row < MIN_BYTES_2D:
             return 0
-        return workers * 2 * (3 * max(1, BAND_BYTES // max(1, row)) // 2 + 1) * row
+        return workers * 2 * (3 * max(BAND_MIN, BAND_BYTES // max(1, row)) // 2 + 1) * row
     return workers * 2 * 2 * TILE * itemsize
 
 
@@ -154,8 +160,8 @@ def blocked_step(kernel: KernelFunction, bound: Bound, src: int, dst: int) -> Bl
     """The blocked form of `kernel`'s launch `bound` reading the buffer at position `src` and writing the one at
     `dst` (module doc), or why there is none. Cached with the kernel's specialisations."""
     call, b = bound.call, bound.b
-    if len(call.dim) > 2:
-        return "the launch is not 1-D or 2-D"
+    if len(call.dim) > 3:
+        return "the launch has more than 3 axes"
     if b.aliases:
         return "the launch passes one array for two parameters"
     a, d = bound.values[src], bound.values[dst]

@@ -1,23 +1,23 @@
-"""Temporal blocking of a 1-D or 2-D stencil step (docs/checkpointed-loops.md, "Temporal blocking of recomputed
-steps" and "2-D steps"): from a step kernel that maps a state array `src` to `dst`, a kernel that runs `steps`
-launches of it over ping-pong buffers in one pass over memory, with the same result to the bit.
+"""Temporal blocking of a 1-D, 2-D or 3-D stencil step (docs/checkpointed-loops.md, "Temporal blocking of
+recomputed steps" and "2-D steps"): from a step kernel that maps a state array `src` to `dst`, a kernel that runs
+`steps` launches of it over ping-pong buffers in one pass over memory, with the same result to the bit.
 
 The step must be a pure stencil step, which `blocked_kernel` proves or refuses with the reason:
 
-* one or two launch axes; `src` and `dst` arrays of one dtype with one dimension per launch axis;
+* one to three launch axes; `src` and `dst` arrays of one dtype with one dimension per launch axis;
 * it writes `dst` and nothing else, only at the thread's own index (`tid + 0` in each dimension, through the
   index analysis of ir/indices.py), on every path through the body (so every element of the launch is
   overwritten: a thread that skipped its store would leave an element of two steps before, which a tile
   cannot know);
 * it never reads `dst`, and reads `src` only at `tid + c` for constant c (2-D: `[tid[0] + c, tid[1] + c']`,
-  after unrolling short offset loops, transforms/unroll.py); the reach r is the largest |c| (of the rows: the
-  columns are never tiled, so c' may be anything the step's own launch reads); other arrays it reads anywhere
-  (never written: the step writes only `dst`);
+  3-D likewise, after unrolling short offset loops, transforms/unroll.py); the reach r is the largest |c| (of
+  axis 0: the other axes are never tiled, so c' may be anything the step's own launch reads); other arrays it
+  reads anywhere (never written: the step writes only `dst`);
 * no atomic adds.
 
-A 2-D step is tiled along its rows (axis 0) only: a tile is a band of whole rows, every stage runs over all
-columns, and the column index stays the global one, so the step's own column-boundary branches apply as in its
-launch; everything below about points holds for rows.
+A 2-D (3-D) step is tiled along axis 0 only: a tile is a band of whole rows (planes), every stage runs over all
+their points, and the other axes' indices stay the global ones, so the step's own boundary branches on them apply
+as in its launch; everything below about points holds for rows (planes).
 
 Then step t's element g depends only on step t-1's elements g-r … g+r, computed by the same statements with
 the thread index g, so each element of the last step can be computed from a window of the first state: the
@@ -48,11 +48,13 @@ from .split import split_interior
 from .unroll import unroll_offset_loops
 
 # the parameters the blocked kernel takes after the step's own, in this order
-# (EXTENT1, the launch's extent on axis 1, only for a 2-D step)
-SCRATCH, EXTENT, TILES, TILE, STEPS, WORKERS, EXTENT1 = (TEMPORAL + n for n in (
-    "scratch", "n", "ntiles", "tile", "steps", "workers", "ny"))
-_LOCALS = _P, _T, _I0, _I1, _LO, _HI, _A, _B, _G, _S, _RD, _WR, _IL, _IH, _H, _JL, _JH = tuple(TEMPORAL + n for n in (
-    "p", "t", "i0", "i1", "lo", "hi", "a", "b", "g", "s", "rd", "wr", "il", "ih", "h", "jl", "jh"))
+# (EXTENT1, EXTENT2: the launch's extents on axes 1 and 2, only for a 2-D or 3-D step)
+SCRATCH, EXTENT, TILES, TILE, STEPS, WORKERS, EXTENT1, EXTENT2 = (TEMPORAL + n for n in (
+    "scratch", "n", "ntiles", "tile", "steps", "workers", "ny", "nz"))
+_LOCALS = _P, _T, _I0, _I1, _LO, _HI, _A, _B, _G, _S, _RD, _WR, _IL, _IH, _H, _JL, _JH, _Q, _QL, _QH = tuple(
+    TEMPORAL + n for n in ("p", "t", "i0", "i1", "lo", "hi", "a", "b", "g", "s", "rd", "wr", "il", "ih", "h", "jl",
+                           "jh", "q", "ql", "qh"))
+_AXES, _EXTENTS, _SPLITS = (_G, _H, _Q), (EXTENT, EXTENT1, EXTENT2), ((_IL, _IH), (_JL, _JH), (_QL, _QH))
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,8 @@ def stencil_reach(k: ir.Kernel, src: str, dst: str) -> int | str:
     one."""
     params = {p.name: p for p in k.params}
     nd = k.tid_ndim
-    if nd not in (1, 2):
-        return f"it launches over {nd} axes (temporal blocking is built for 1-D and 2-D steps only)"
+    if nd not in (1, 2, 3):
+        return f"it launches over {nd} axes (temporal blocking is built for 1-D to 3-D steps only)"
     for name in (src, dst):
         t = params[name].type if name in params else None
         if not isinstance(t, Array) or t.ndim != nd:
@@ -119,9 +121,9 @@ def stencil_reach(k: ir.Kernel, src: str, dst: str) -> int | str:
 
 
 def _tids(e: ir.Expr) -> ir.Expr | None:
-    """The thread index of axis 0 as g, of axis 1 as h (map_expr's `pre`)."""
+    """The thread index of axis 0 as g, of axis 1 as h, of axis 2 as q (map_expr's `pre`)."""
     if isinstance(e, ir.Tid):
-        at = b.var(_G if e.axis == 0 else _H, I64)
+        at = b.var(_AXES[e.axis], I64)
         return b.cast(at, e.type) if e.type is not None else at
     return None
 
@@ -170,35 +172,32 @@ def _three(var: str, lo_name: str, hi_name: str, start: ir.Expr, stop: ir.Expr, 
 
 def _points(k: ir.Kernel, src: str, dst: str, start: ir.Expr, stop: ir.Expr, read: ir.Expr | None,
             write: ir.Expr | None) -> tuple[ir.Stmt, ...]:
-    """The step at every point g of [start, stop) (2-D: every row g of it, each over all its columns h): where
-    the step has an interior without boundary tests (transforms/split.py, as the CPU prints the step's own
-    launch), three loops on each split axis, the interior's in the middle, whose innermost loop has no branch
-    and vectorises; else one loop."""
+    """The step at every point g of [start, stop) (2-D, 3-D: every row or plane g of it, each over all its
+    points): where the step has an interior without boundary tests (transforms/split.py, as the CPU prints the
+    step's own launch), three loops on each split axis, the interior's in the middle, whose innermost loop has no
+    branch and vectorises; else one loop an axis. An inner axis's range may read the outer axes' indices
+    (`ir.AxisRange`): it is computed inside their loops."""
     general = _stage(k.body, src, dst, read, write)
     inner = _stage(k.interior.body, src, dst, read, write) if k.interior is not None else None
-    if k.tid_ndim == 2:  # a row: its columns, split where the interior's column range says (it may read g)
-        ny, zero = b.var(EXTENT1, I64), b.const(0, I64)
-        cols = k.interior.on(1) if k.interior is not None else None
-        if cols is None:
-            inner = (_loop(_H, zero, ny, inner),) if inner is not None else None
-        else:
-            hi = b.index(map_expr(cols.hi, pre=_tids)) if cols.hi is not None else ny
-            inner = _three(_H, _JL, _JH, zero, ny, b.index(map_expr(cols.lo, pre=_tids)), hi, general, inner)
-        general = (_loop(_H, zero, ny, general),)
-    rows = k.interior.on(0) if k.interior is not None else None
-    if inner is None:
-        return (_loop(_G, start, stop, general),)
-    if rows is None:
-        return (_loop(_G, start, stop, inner),)
-    hi = b.index(rows.hi) if rows.hi is not None else b.var(EXTENT, I64)
-    return _three(_G, _IL, _IH, start, stop, b.index(rows.lo), hi, general, inner)
+    for axis in range(k.tid_ndim - 1, -1, -1):
+        first, last = (start, stop) if axis == 0 else (b.const(0, I64), b.var(_EXTENTS[axis], I64))
+        split = k.interior.on(axis) if k.interior is not None else None
+        if inner is not None and split is not None:
+            hi = b.index(map_expr(split.hi, pre=_tids)) if split.hi is not None else b.var(_EXTENTS[axis], I64)
+            inner = _three(_AXES[axis], *_SPLITS[axis], first, last, b.index(map_expr(split.lo, pre=_tids)), hi,
+                           general, inner)
+        elif inner is not None:
+            inner = (_loop(_AXES[axis], first, last, inner),)
+        general = (_loop(_AXES[axis], first, last, general),)
+    return inner if inner is not None else general
 
 
 def blocked_kernel(k: ir.Kernel, src: str, dst: str) -> Blocked:
     """The blocked form of typed step kernel `k` from `src` to `dst` (module doc), or the reason it is refused.
     Its parameters: the step's, then SCRATCH (2·workers rows of tile + 2·steps·r; 2-D: 2·workers bands of
     tile + 2·steps·r rows of ny), EXTENT (the step's launch extent n, on axis 0), TILES (ceil(n / tile)), TILE,
-    STEPS (>= 2) and WORKERS, and for a 2-D step EXTENT1 (ny); it is launched over `workers` threads."""
+    STEPS (>= 2) and WORKERS, and for a 2-D or 3-D step EXTENT1 (ny) and EXTENT2 (nz, 3-D); it is launched over
+    `workers` threads."""
     if src == dst:
         return _refused("the step reads and writes the same array")
     k = unroll_offset_loops(k)
@@ -246,7 +245,7 @@ def blocked_kernel(k: ir.Kernel, src: str, dst: str) -> Blocked:
     body = (ir.Assign(_P, ir.Tid(0, type=I64)), _loop(_T, first, end, tile_body))
     nd = k.tid_ndim
     scratch = ir.Param(SCRATCH, Array(k.param(dst).type.dtype, nd + 1), is_array=True, written=True)
-    extents = (EXTENT, TILES, TILE, STEPS, WORKERS) + ((EXTENT1,) if nd == 2 else ())
+    extents = (EXTENT, TILES, TILE, STEPS, WORKERS, *_EXTENTS[1:nd])
     extra = (scratch, *(ir.Param(name, I64) for name in extents))
     ours = tuple((name, I64) for name in _LOCALS)
     blocked = replace(k, name=f"{k.name}_blocked", params=k.params + extra, body=body, locals=k.locals + ours,
@@ -255,4 +254,4 @@ def blocked_kernel(k: ir.Kernel, src: str, dst: str) -> Blocked:
 
 
 __all__ = ["Blocked", "blocked_kernel", "stencil_reach", "SCRATCH", "EXTENT", "TILES", "TILE", "STEPS", "WORKERS",
-           "EXTENT1"]
+           "EXTENT1", "EXTENT2"]
