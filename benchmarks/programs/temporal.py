@@ -31,6 +31,8 @@ state sizes that fit in L2, in L3, and far beyond L3, with 1 and 2 Numba threads
     python benchmarks/programs/temporal.py --write     # and replace its section of RESULTS.md
     python benchmarks/programs/temporal.py --loop --sizes 16777216 --steps 100 --snapshots 4,10
         # a checkpointed loop's gradient (checkpoint.py's program) with and without blocking, interleaved
+    python benchmarks/programs/temporal.py --2d [--loop] [--sizes 2048,4096]
+        # the 2-D step (temporal_2d.py: bands of rows; --sizes are edges of square states)
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import numba
@@ -195,11 +198,16 @@ def table(sizes: list[int], ks: list[int], threads: list[int], tile: int, rounds
     return lines, rows
 
 
-def loop_table(sizes: list[int], steps: int, snapshots: list[int], rounds: int) -> list[str]:
+def loop_table(sizes: list[int], steps: int, snapshots: list[int], rounds: int, planar: bool = False) -> list[str]:
     """checkpoint.py's loop (one Allen-Cahn launch per step over ping-pong buffers, E = sum u^2 after it) under
     `gk.checkpointed_loop(snapshots=s)`: its gradient with the recomputation's launches blocked and with
-    GRADKERN_TEMPORAL=0 (the module flag switched between runs), interleaved; checked bit for bit."""
-    from checkpoint import gradkern_args, program
+    GRADKERN_TEMPORAL=0 (the module flag switched between runs), interleaved; checked bit for bit. `planar`:
+    temporal_2d.py's 2-D loop over states of sizes x sizes, timed in process time (one thread)."""
+    if planar:
+        from temporal_2d import gradkern_args, program
+    else:
+        from checkpoint import gradkern_args, program
+    clock = time.process_time if planar else time.perf_counter
 
     import gradkern as gk
     from gradkern.program import checkpoint as gk_checkpoint
@@ -207,7 +215,7 @@ def loop_table(sizes: list[int], steps: int, snapshots: list[int], rounds: int) 
     lines = ["| state (MiB) | steps | snapshots | steps recomputed | launches blocked | gradient, not blocked (s) | "
              "gradient, blocked (s) | not blocked / blocked |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for n in sizes:
-        u0 = np.random.default_rng(0).uniform(-0.9, 0.9, n)
+        u0 = np.random.default_rng(0).uniform(-0.9, 0.9, (n, n) if planar else n)
         for s in snapshots:
             f = program(steps, s)
             kinds = (gk.Duplicated, gk.Duplicated, gk.Duplicated, gk.Active)
@@ -227,11 +235,12 @@ def loop_table(sizes: list[int], steps: int, snapshots: list[int], rounds: int) 
             assert all(np.array_equal(a, b) for a, b in zip(got[False][:3], got[True][:3])), "gradients differ"
             stats = got[True][3]
             got.clear()
-            times = interleaved({"off": timed(lambda: gradient(False)), "on": timed(lambda: gradient(True))}, rounds)
+            times = interleaved({"off": timed(lambda: gradient(False), clock=clock),
+                                 "on": timed(lambda: gradient(True), clock=clock)}, rounds)
             gk_checkpoint.TEMPORAL = True
             off, on = statistics.median(times["off"]), statistics.median(times["on"])
-            lines.append(f"| {n * 8 / 2**20:g} | {steps} | {s} | {stats.steps_recomputed} | {stats.steps_blocked} | "
-                         f"{off:.2f} | {on:.2f} | {off / on:.2f} |")
+            lines.append(f"| {u0.nbytes / 2**20:g} | {steps} | {s} | {stats.steps_recomputed} | "
+                         f"{stats.steps_blocked} | {off:.2f} | {on:.2f} | {off / on:.2f} |")
             print(lines[-1], f"(load {load_average():.2f})", flush=True)
     return lines
 
@@ -249,7 +258,24 @@ def main() -> None:
     ap.add_argument("--loop", action="store_true", help="a checkpointed loop's gradient with and without blocking")
     ap.add_argument("--steps", type=int, default=100, help="--loop: the loop's steps")
     ap.add_argument("--snapshots", type=lambda s: [int(x) for x in s.split(",")], default=[4, 10])
+    ap.add_argument("--2d", dest="planar", action="store_true", help="the 2-D step (temporal_2d.py)")
+    ap.add_argument("--3d", dest="volume", action="store_true", help="the 3-D heat step (temporal_2d.py)")
+    ap.add_argument("--band", type=int, default=None, help="--2d: band rows (default: runtime/blocked.py's)")
     args = ap.parse_args()
+    if args.volume:
+        import temporal_2d
+        temporal_2d.table_3d(args.sizes or [128, 256], args.ks if args.ks != [4, 16] else [4, 8, 16], args.band,
+                             args.rounds)
+        return
+    if args.planar:
+        import temporal_2d
+        if args.loop:
+            loop_table(args.sizes or [1024], args.steps, args.snapshots, args.rounds, planar=True)
+        else:
+            threads = [t for t in args.threads if t <= numba.config.NUMBA_NUM_THREADS]
+            temporal_2d.table(args.sizes or [2048, 4096], args.ks if args.ks != [4, 16] else [4, 8, 16], threads,
+                              args.band, args.rounds)
+        return
     if args.loop:
         loop_table(args.sizes or [2**24], args.steps, args.snapshots, args.rounds)
         return

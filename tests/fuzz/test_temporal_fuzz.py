@@ -8,8 +8,13 @@ the ends (as wide as the reach on each side, or wider) follow one of four rules 
 an affine map of u), chosen by branches on the thread index. A kernel the generator makes reads out of range
 nowhere, by design.
 
-GRADKERN_FUZZ_TEMPORAL sets the number of kernels (CI default 10; every 10th on the compiled CPU backend, the
-rest on the reference interpreter), GRADKERN_FUZZ_SEED the seed.
+2-D and 3-D steps (`test_temporal_fuzz_nd`): the same over a (nx, ny) or (nx, ny, nz) launch, reads of `u` at
+random constant offsets in every dimension (axis 0 through an alias `r = i + c` sometimes), edges as wide as the
+reach in each dimension or one wider under one of the four rules, on random band heights (often narrower than the
+halo of k·r rows or planes).
+
+GRADKERN_FUZZ_TEMPORAL sets the number of kernels of each kind (CI default 10; every 10th on the compiled CPU
+backend, the rest on the reference interpreter), GRADKERN_FUZZ_SEED the seed.
 """
 
 from __future__ import annotations
@@ -72,19 +77,78 @@ def source(rng, name: str) -> tuple[str, int]:
     return "\n".join(lines) + "\n", reach
 
 
-def test_temporal_fuzz(tmp_path, monkeypatch):
-    rng = np.random.default_rng(SEED)
-    made = [source(rng, f"tb_{SEED}_{n}") for n in range(N_KERNELS)]
-    module = load_kernels(str(tmp_path / f"temporal_fuzz_{SEED}.py"), [s for s, _ in made])
+def _check_all(made: list[tuple[str, int]], module, prefix: str, rng, draw) -> None:
+    """Each made kernel (`prefix` + its number in `module`) on its backend, with a shape, tile and k that
+    `draw(backend)` sets and answers, bit for bit both ways."""
     for n, (src, reach) in enumerate(made):
         backend = "cpu" if n % CPU_EVERY == 0 else "interp"
-        size = int(rng.integers(8, 160 if backend == "cpu" else 48))
-        monkeypatch.setattr(blocked, "TILE", int(rng.integers(1, 24)))
-        k = int(rng.integers(4, 13))
-        u0, w = rng.uniform(-1, 1, size), rng.uniform(-0.3, 0.3, size)
-        step = getattr(module, f"tb_{SEED}_{n}")
+        shape, k = draw(backend)
+        u0, w = rng.uniform(-1, 1, shape), rng.uniform(-0.3, 0.3, shape)
+        step = getattr(module, f"{prefix}{n}")
         try:
             got = check_bit_identical(step, u0, (w, float(rng.uniform(-1, 1))), k, backend)
         except AssertionError as e:
             pytest.fail(f"{e}\n{src}")
         assert got <= reach, src  # the largest offset it may read (its terms need not use every one)
+
+
+def test_temporal_fuzz(tmp_path, monkeypatch):
+    rng = np.random.default_rng(SEED)
+    made = [source(rng, f"tb_{SEED}_{n}") for n in range(N_KERNELS)]
+    module = load_kernels(str(tmp_path / f"temporal_fuzz_{SEED}.py"), [s for s, _ in made])
+
+    def draw(backend):
+        size = int(rng.integers(8, 160 if backend == "cpu" else 48))
+        monkeypatch.setattr(blocked, "TILE", int(rng.integers(1, 24)))
+        return size, int(rng.integers(4, 13))
+    _check_all(made, module, f"tb_{SEED}_", rng, draw)
+
+
+_NAMES = ("i", "j", "q")
+
+
+def _at(offsets: tuple[int, ...], row: str = "i") -> str:
+    shift = lambda v, o: v if o == 0 else f"{v} + {o}" if o > 0 else f"{v} - {-o}"  # noqa: E731
+    return f"u[{', '.join(shift(row if d == 0 else _NAMES[d], o) for d, o in enumerate(offsets))}]"
+
+
+def source_nd(rng, name: str, nd: int) -> tuple[str, int]:
+    """A random 2-D or 3-D stencil step (module doc) and the largest |offset on axis 0| it may read."""
+    offs = [tuple(int(x) for x in row) for row in rng.integers(-2, 3, size=(rng.integers(1, 5), nd))] + [(0,) * nd]
+    reach = max(abs(o[0]) for o in offs)
+    here = f"[{', '.join(_NAMES[:nd])}]"
+    terms = []
+    for _ in range(rng.integers(1, 5)):
+        o = offs[int(rng.integers(len(offs)))]
+        form = int(rng.integers(3))
+        terms.append(f"{rng.uniform(-0.3, 0.3):.3f} * {_at(o)}" if form == 0 else
+                     f"0.05 * {_at(o)} * u{here}" if form == 1 else f"w{here} * {_at(o)}")
+    lines = [f"def {name}(u, un, w, c):", f"    {', '.join(_NAMES[:nd])} = gk.tid()"]
+    if rng.integers(2):
+        o = offs[int(rng.integers(len(offs)))]
+        lines.append(f"    r = i + {o[0]}" if o[0] >= 0 else f"    r = i - {-o[0]}")
+        terms.append(f"0.1 * {_at((0, *o[1:]), 'r')}")
+    edges = []
+    for d in range(nd):  # as wide as the reach on the axis, or one wider, on each side
+        lo, hi = (max(abs(o[d]) for o in offs) + int(rng.integers(0, 2)) for _ in range(2))
+        edges += [f"{_NAMES[d]} < {lo}"] if lo else []
+        edges += [f"{_NAMES[d]} >= u.shape[{d}] - {hi}"] if hi else []
+    end = [f"u{here}", "0.0", f"w{here}", f"0.5 * u{here} + 0.25"][int(rng.integers(4))]
+    lines += [f"    if {' or '.join(edges) or 'c > 9.0'}:", f"        un{here} = {end}", "    else:",
+              f"        un{here} = {' + '.join(terms)}"]
+    return "\n".join(lines) + "\n", reach
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_temporal_fuzz_nd(nd, tmp_path, monkeypatch):
+    rng = np.random.default_rng(SEED + nd)
+    made = [source_nd(rng, f"tb{nd}_{SEED}_{n}", nd) for n in range(N_KERNELS)]
+    module = load_kernels(str(tmp_path / f"temporal_fuzz_{nd}d_{SEED}.py"), [s for s, _ in made])
+
+    def draw(backend):
+        cpu = backend == "cpu"
+        top = {(2, True): 24, (2, False): 10, (3, True): 10, (3, False): 7}[nd, cpu]
+        shape = (int(rng.integers(6, 40 if cpu else 18)), *(int(rng.integers(5, top)) for _ in range(nd - 1)))
+        monkeypatch.setattr(blocked, "BAND_ROWS", int(rng.integers(1, 12)))
+        return shape, int(rng.integers(4, 11))
+    _check_all(made, module, f"tb{nd}_{SEED}_", rng, draw)

@@ -11,10 +11,10 @@ from gradkern.runtime.call import prepare
 
 
 def ping_pong(step, u, v, k: int, rest: tuple, backend: str) -> None:
-    """k launches of `step` over len(u) threads: u -> v, v -> u, ..."""
+    """k launches of `step` over u.shape threads (1-D or 2-D): u -> v, v -> u, ..."""
     for s in range(k):
         a, b = (u, v) if s % 2 == 0 else (v, u)
-        gk.launch(step, u.shape[0], a, b, *rest, backend=backend)
+        gk.launch(step, _dim(u), a, b, *rest, backend=backend)
 
 
 def blocked_ping_pong(step, u, v, k: int, rest: tuple, backend: str) -> blocked.BlockedStep | str:
@@ -22,11 +22,15 @@ def blocked_ping_pong(step, u, v, k: int, rest: tuple, backend: str) -> blocked.
     bounds = []
     for s in range(k):
         a, b = (u, v) if s % 2 == 0 else (v, u)
-        bounds.append(prepare(step, (a, b, *rest), u.shape[0], backend, "launch")[1])
+        bounds.append(prepare(step, (a, b, *rest), _dim(u), backend, "launch")[1])
     form = blocked.blocked_step(step, bounds[0], 0, 1)
     if not isinstance(form, str):
         form.run(bounds)
     return form
+
+
+def _dim(u):
+    return u.shape[0] if u.ndim == 1 else u.shape
 
 
 def check_bit_identical(step, u0, rest: tuple, k: int, backend: str, v0=None) -> int:

@@ -332,7 +332,7 @@ class CheckpointedLoop(LoopHooks):
             state += 0 if seen.uses[0] == TAKEN_DEAD else int(root.nbytes)
             written += int(root.nbytes) if seen.written == 0 else 0
             if TEMPORAL and isinstance(root, np.ndarray) and root.nbytes >= blocked.MIN_BYTES:
-                scratch = max(scratch, blocked.scratch_bytes(root.itemsize))
+                scratch = max(scratch, blocked.scratch_bytes(root.itemsize, root.shape))
         return state, written, scratch
 
     def _chosen(self, plan: Plan) -> None:

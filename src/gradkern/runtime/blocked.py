@@ -8,7 +8,8 @@ swapped) and leaves both buffers exactly as the k launches would: state k in the
 k - 1 in the other. The blocked kernel reads one buffer and writes the other, so it computes k - 1 steps
 (k even: then launch k runs as prepared) or k - 2 (k odd: launch 1 runs first, then the blocked pass from
 the buffer it wrote, then launch k): every element either buffer ends with is computed by the same
-operations on the same operands as in the k launches, so the result is the same to the bit.
+operations on the same operands as in the k launches, so the result is the same to the bit. A 2-D launch's
+tiles are bands of whole rows (`_tile`, docs/checkpointed-loops.md "2-D steps").
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import os
 import threading
 from typing import Any
+
+import numpy as np
 
 from ..backends import backend
 from ..blocking import BlockedSpecialization, specialize_blocked
@@ -32,6 +35,18 @@ MAX_STEPS = 32
 # the least state (bytes of one buffer) for which a blocked pass pays: measured, docs/checkpointed-loops.md
 MIN_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BYTES", str(2 << 20)))
 MIN_LAUNCHES = 4  # fewer: the blocked pass would compute one step or none
+# a 2-D (3-D) step's tiles are bands of whole rows (planes): the rows of BAND_BYTES but at least BAND_MIN of them
+# (docs/checkpointed-loops.md, "2-D steps": 64 rows of 2048 float64 as fast as 32 … 256; 3-D planes of 128 KiB:
+# bands of 32 planes 1.31x the launches, of 8 planes 1.05x); a pass at most band / 4r + 1 launches (halos of at
+# most half a band, so a worker's two scratch bands are at most 1.5 bands each); BAND_ROWS (tests, benchmarks)
+# sets a band's rows
+BAND_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BAND", str(1 << 20)))
+BAND_MIN = 32
+BAND_ROWS = int(os.environ["GRADKERN_TEMPORAL_ROWS"]) if "GRADKERN_TEMPORAL_ROWS" in os.environ else None
+# the least 2-D or 3-D state for which a blocked pass pays: 16 MiB (2-D 1448^2 float64: 1.22-1.65x for k = 4 … 16,
+# 3-D 128^3: 1.33x at k = 8), not 8 MiB (2-D 0.96-1.09x, 3-D 1.08x) or 2 MiB (0.74-1.02x), measured
+# (docs/checkpointed-loops.md, "2-D steps")
+MIN_BYTES_2D = int(os.environ.get("GRADKERN_TEMPORAL_BYTES_2D", str(16 << 20)))
 # each thread's scratch rows, by dtype and backend, grown as needed and kept: a loop's recomputation allocates
 # none (benchmarks/programs/checkpoint.py counts the loop's peak memory after a warm-up)
 _SCRATCH = threading.local()
@@ -47,12 +62,17 @@ class BlockedStep:
         self.be = backend(spec.spec.backend)
 
     def pays(self, bound: Bound) -> bool:
-        """Whether a run of launches like `bound` is large enough to block (MIN_BYTES)."""
-        return bound.values[self.src].nbytes >= MIN_BYTES
+        """Whether a run of launches like `bound` is large enough to block (MIN_BYTES; 2-D: MIN_BYTES_2D, and its
+        bands hold enough rows for MIN_LAUNCHES launches a pass, `_most`)."""
+        a = bound.values[self.src]
+        if a.ndim == 1:
+            return a.nbytes >= MIN_BYTES
+        # a band of fewer than 12 r rows: halos as wide as the band
+        return a.nbytes >= MIN_BYTES_2D and _tile(a) // (4 * max(self.reach, 1)) + 1 >= MIN_LAUNCHES
 
     def run(self, launches: list[Bound]) -> None:
         """The launches, prepared and in order, run as the module doc says (at least MIN_LAUNCHES)."""
-        most = _most(self.reach)
+        most = _most(self.reach, launches[0].values[self.src]) if launches else MIN_LAUNCHES
         while launches:
             # no short tail: a run a little longer than `most` is cut so that its last pass has MIN_LAUNCHES
             take = most if len(launches) <= most or len(launches) - most >= MIN_LAUNCHES else \
@@ -76,38 +96,59 @@ class BlockedStep:
     def _pass(self, first: Bound, steps: int) -> None:
         """`steps` launches from `first` in one blocked pass: its src read, its dst written."""
         values = first.values
-        n = first.call.dim[0]
+        n, state = first.call.dim[0], values[self.src]
         workers = max(1, self.be.workers())
-        tile = max(1, min(TILE, -(-n // workers)))
+        tile = max(1, min(_tile(state), -(-n // workers)))
         ntiles = -(-n // tile)
         workers = min(workers, ntiles)
-        shape = (2 * workers, tile + 2 * steps * self.reach)
+        shape = (2 * workers, tile + 2 * steps * self.reach, *state.shape[1:])
         self.run_((workers,), [*values, self._scratch(shape, values[self.dst].dtype), n, ntiles, tile, steps,
-                               workers])
+                               workers, *state.shape[1:]])
 
-    def _scratch(self, shape: tuple[int, int], dtype: Any) -> Any:
+    def _scratch(self, shape: tuple[int, ...], dtype: Any) -> Any:
         kept = _SCRATCH.__dict__.setdefault("rows", {})
-        key = (dtype, self.be.name)
+        key = (dtype, self.be.name, len(shape))
         s = kept.get(key)
-        if s is None or s.shape[0] < shape[0] or s.shape[1] < shape[1]:
+        if s is None or any(have < need for have, need in zip(s.shape, shape)):
             # as large as any pass of this reach needs, whatever the state's size: a first pass on a small state
-            # (a warm-up) allocates what later ones use
-            rows = max(shape[0], 2 * self.be.workers(), s.shape[0] if s is not None else 0)
-            width = max(shape[1], TILE + 2 * (_most(self.reach) - 1) * self.reach, s.shape[1] if s is not None else 0)
-            s = kept[key] = self.be.array_module().empty((rows, width), dtype)
+            # (a warm-up) allocates what later ones use (a 2-D band: as large as this pass's and the last one's)
+            old = s.shape if s is not None else (0,) * len(shape)
+            rows = max(shape[0], 2 * self.be.workers(), old[0])
+            width = max(shape[1], old[1], TILE + 2 * (_most(self.reach) - 1) * self.reach if len(shape) == 2
+                        else 0)
+            s = kept[key] = self.be.array_module().empty((rows, width, *(max(a, c) for a, c in zip(shape[2:],
+                                                                                                  old[2:]))), dtype)
         return s
 
 
-def _most(reach: int) -> int:
-    """Launches per pass at most for a step of this reach (MAX_STEPS)."""
-    return max(MIN_LAUNCHES, min(MAX_STEPS, TILE // (2 * max(reach, 1)) + 1))
+def _tile(state: Any) -> int:
+    """Points (2-D: rows, 3-D: planes) per tile of a pass over `state`: TILE, or for a 2-D or 3-D state BAND_ROWS
+    or the rows (planes) of BAND_BYTES."""
+    if state.ndim == 1:
+        return TILE
+    return BAND_ROWS if BAND_ROWS is not None else max(BAND_MIN, BAND_BYTES // max(1, state[0].nbytes))
 
 
-def scratch_bytes(itemsize: int) -> int:
+def _most(reach: int, state: Any = None) -> int:
+    """Launches per pass at most for a step of this reach over `state` (None: a 1-D one) (MAX_STEPS, BAND_BYTES)."""
+    if state is None or state.ndim == 1:
+        return max(MIN_LAUNCHES, min(MAX_STEPS, TILE // (2 * max(reach, 1)) + 1))  # 2-D, 3-D: halos of half a band
+    return max(MIN_LAUNCHES, min(MAX_STEPS, _tile(state) // (4 * max(reach, 1)) + 1))
+
+
+def scratch_bytes(itemsize: int, shape: tuple[int, ...] = ()) -> int:
     """The most the blocked passes allocate (their scratch rows, kept per thread) for a state of `itemsize`-byte
-    elements: two rows a worker, each at most 2 TILE points (`_most`) for a step of reach up to TILE / 6; a
-    checkpointed loop's memory= counts it (docs/checkpointed-loops.md, "The scratch")."""
-    return 2 * max(1, backend("cpu").workers()) * 2 * TILE * itemsize
+    elements: two rows a worker, each at most 2 TILE points (`_most`) for a step of reach up to TILE / 6; for a
+    2-D or 3-D state of `shape`, nothing under MIN_BYTES_2D (never blocked), else two bands a worker of at most 1.5
+    bands' rows each (`_most`, `_tile`); a checkpointed loop's memory= counts it
+    (docs/checkpointed-loops.md, "The scratch")."""
+    workers = max(1, backend("cpu").workers())
+    if len(shape) >= 2:
+        row = int(np.prod(shape[1:])) * itemsize
+        if shape[0] * row < MIN_BYTES_2D:
+            return 0
+        return workers * 2 * (3 * max(BAND_MIN, BAND_BYTES // max(1, row)) // 2 + 1) * row
+    return workers * 2 * 2 * TILE * itemsize
 
 
 def _run(bound: Bound) -> None:
@@ -119,12 +160,12 @@ def blocked_step(kernel: KernelFunction, bound: Bound, src: int, dst: int) -> Bl
     """The blocked form of `kernel`'s launch `bound` reading the buffer at position `src` and writing the one at
     `dst` (module doc), or why there is none. Cached with the kernel's specialisations."""
     call, b = bound.call, bound.b
-    if len(call.dim) != 1:
-        return "the launch is not 1-D"
+    if len(call.dim) > 3:
+        return "the launch has more than 3 axes"
     if b.aliases:
         return "the launch passes one array for two parameters"
     a, d = bound.values[src], bound.values[dst]
-    if a.shape != (call.dim[0],) or d.shape != (call.dim[0],):
+    if a.shape != tuple(call.dim) or d.shape != tuple(call.dim):
         return "the buffers' shapes are not the launch's extent"
     params = [p.name for p in call.primal.typed.params]
     boundscheck = bool(call.primal.bounds_sites)
