@@ -121,7 +121,7 @@ class PendingRun:
     launch wrote; same dtype, shape and strides, so the same signature) and every other argument the same
     object or value. The program sees only launches and their arrays; whether the kernel has a blocked form
     the runtime asks the pipeline (runtime/blocked.py), which proves the kernel a pure stencil step or refuses
-    it. A launch whose NumPy arrays are all smaller than MIN_BYTES is never held.
+    it. A launch whose NumPy arrays are all smaller than MIN_BYTES (2-D, 3-D: MIN_BYTES_2D) is never held.
 
     Before a launch's arrays are unlocked, `continues` says whether it continues the run; if not, the caller
     `flush`es what is held (through the blocked form where the run is long enough, the form exists and the
@@ -165,8 +165,9 @@ class PendingRun:
             before = self.last[3]
             p, q = _moved(plain, before)
             self.pair = (q, p) if kernel.ir.params[p].written else (p, q)
-        elif self.launches or not any(isinstance(a, np.ndarray) and a.nbytes >= blocked.MIN_BYTES for a in arrays):
-            return False  # a device array's launches are not blocked (runtime/blocked.py): never held
+        elif self.launches or not any(isinstance(a, np.ndarray) and a.nbytes >= (blocked.MIN_BYTES if a.ndim == 1 else
+                                                                           blocked.MIN_BYTES_2D) for a in arrays):
+            return False  # a device array's launches, a state too small to block (runtime/blocked.py): never held
         self.last = (kernel, dim, backend, plain)
         self.launches.append(bound)
         self.arrays.append(arrays)
