@@ -93,6 +93,7 @@ class ProgramRecorder(Recorder):
         # what earlier launches worked out, for the next on the same arrays (replay.py); a checkpointed loop's
         # segments share the program's (the same shadows)
         self.replays = within.replays if within is not None else Replays()
+        self._cleared: dict[tuple, tuple] = {}  # (kernel, positions) -> the names of Step.cleared
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
@@ -158,7 +159,7 @@ class ProgramRecorder(Recorder):
         """A launch or rule call recorded: the arrays it took locked after it (`settled`: they were, and are
         again: guard.unlock_settled), its Active scalars kept."""
         if settled is not None:
-            self.guard.locked_settled(settled, step.where)
+            self.guard.locked_settled(settled, step)  # its `where`, formatted where an error names it
         else:
             self.guard.lock(arrays, step.where)
         for s in step.scalars.values():
@@ -188,12 +189,21 @@ class ProgramRecorder(Recorder):
             replay = self._facts(kernel, dim, backend, args, annotated, active, call, bound)
         step.arrays = replay.arrays_at
         if prepared is not None and replay.whole:  # the sweep's renamed shadows (renames.py)
-            params = kernel.ir.params
-            step.cleared = tuple(params[k].name for k in replay.whole)
+            key = (kernel, *replay.whole)  # the names of those positions, per kernel (its parameters are fixed)
+            cleared = self._cleared.get(key)
+            if cleared is None:
+                params = kernel.ir.params
+                cleared = self._cleared[key] = tuple(params[k].name for k in replay.whole)
+            step.cleared = cleared
         if prepared is not None:
             step.moved = moves_adjoint(kernel)
-        written = [vals[k] for k in replay.written]
-        reads = [vals[k] for k in replay.reads]
+        # loops, not comprehensions, here and below: every launch of a time loop runs them
+        # (docs/programs.md#host-cost-per-step)
+        written, reads = [], []
+        for k in replay.written:
+            written.append(vals[k])
+        for k in replay.reads:
+            reads.append(vals[k])
         whole = None
         if self.observer is not None:
             whole = [memory_root(vals[k]) for k in replay.whole]
@@ -210,7 +220,11 @@ class ProgramRecorder(Recorder):
                     break
             else:
                 versions.before_write(view, step.saves)
-        saves = {n: versions.save_filled(vals[k], step.saves) for n, k in filled} if filled else None
+        saves = None
+        if filled:
+            saves = {}
+            for n, k in filled:
+                saves[n] = versions.save_filled(vals[k], step.saves)
         reused = self.reuse is not None and saves is None and not step.saves and self.reuse()
         if prepared is not None:
             tape = untaped_tape(bound) if reused else None
