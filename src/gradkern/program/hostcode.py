@@ -440,16 +440,19 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 # -- launches and rule calls --------------------------------------------------------------------------------------
 
 
-def unwrap_args(args: tuple, what: str) -> tuple:
+def unwrap_args(args: tuple, what: Any) -> tuple:
     """A launch's or rule call's arguments as the runtime takes them: TrackedArrays as plain views,
     `gk.Const(x)` as x. ProgramError if one was computed on the host from an active array (and is not
-    wrapped in Const): `what` names the launch."""
+    wrapped in Const): `what` names the launch (or returns its name, called only then: a time loop's
+    launches make no string)."""
     recorder = active_recorder()
     host, guard = getattr(recorder, "host", None), getattr(recorder, "guard", None)
     if host is not None:
         out = _unwrap_plain(args, host, guard)
         if out is not None:
             return out
+    if callable(what):
+        what = what()
     # every launch of a time loop comes here: the arguments are looked at in one pass where no Const wraps a
     # TrackedArray (then the guard follows the tracked ones first, as below) (docs/programs.md#host-cost-per-step)
     tracked = None

@@ -97,7 +97,7 @@ class ProgramRecorder(Recorder):
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
-        args = unwrap_args(given, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
+        args = unwrap_args(given, lambda: f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
         replay = self.replays.find(kernel, dim, backend, args, self.shadows.version)
         if replay is not None:  # the annotations are made only where the call is prepared in full
             annotated, (scalars, plain), active = None, replay.plain(args), replay.active
