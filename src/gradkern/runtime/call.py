@@ -240,7 +240,7 @@ class PreparedCall:
 
     __slots__ = ("kernel", "generation", "mode", "key", "template", "names", "dim", "spec", "checks", "runs",
                  "split", "roles", "layout", "plain", "ahead", "extents", "replay",
-                 "primal_launch", "converts")
+                 "primal_launch", "converts", "untaped_tape")
 
     def __init__(self, kernel: KernelFunction, mode: str, b: Binding, spec: Any, checks: Checks, runs: tuple,
                  roles: tuple, names: tuple = (), split: tuple = (), layout: Any = None):
@@ -258,6 +258,7 @@ class PreparedCall:
         self.plain: tuple[tuple[int, Any], ...] | None = None
         # the positions of the scalars a refill converts and how (refill_known: no pass over the other values)
         self.converts = tuple((n, convert) for n, convert in enumerate(self.template[1]) if convert is not None)
+        self.untaped_tape: Any = None  # the one Tape of a call that tapes and counts nothing (runtime/reverse.py)
 
     @property
     def primal(self) -> Specialization:
