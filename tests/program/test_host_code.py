@@ -420,3 +420,44 @@ def test_tracked_argument_is_locked_with_its_buffer(rng):
         gk.autodiff(prog, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))
     np.testing.assert_array_equal(u, u0)
     assert u.flags.writeable
+
+
+# -- unwrapping a launch's arguments ------------------------------------------------------------------------------
+
+
+def test_the_one_pass_unwrapping_gives_what_the_full_one_gives(monkeypatch):
+    """`hostcode._unwrap_plain` (TrackedArrays, floats, ints and Active scalars: a time loop's launches) against
+    the full path of `unwrap_args`: the same plain view objects, the guard following each TrackedArray, other
+    arguments left to the full path, and bit-identical gradients of a loop with the one pass refused."""
+    from gradkern.program import hostcode
+    from gradkern.recording import active_recorder
+    one_pass = hostcode._unwrap_plain
+
+    def loop(u, v, E, c):
+        rec = active_recorder()
+        args = (u, v, 1.5, 2, c, u)
+        fast = one_pass(args, rec.host, rec.guard)
+        assert fast is not None and fast[0] is fast[5]  # an array passed twice is one view twice
+        assert all(any(r() is a for refs in rec.guard.followers.values() for r in refs) for a in (u, v))
+        with monkeypatch.context() as m:
+            m.setattr(hostcode, "_unwrap_plain", lambda *a: None)
+            full = hostcode.unwrap_args(args, "a check")
+        assert len(fast) == len(full) and all(a is b for a, b in zip(fast, full))
+        assert one_pass((gk.Const(u), v), rec.host, rec.guard) is None
+        assert one_pass((u, np.float32(1.0)), rec.host, rec.guard) is None
+        for _ in range(3):
+            gk.launch(heat, N, u, v, c)
+            gk.launch(heat, N, v, u, c)
+        gk.launch(energy, N, u, E)
+
+    def gradient():
+        u, v, E = _u(np.random.default_rng(4)), np.zeros(N), np.zeros(1)
+        du, dv, dE = np.zeros(N), np.zeros(N), np.ones(1)
+        got = gk.autodiff(loop, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, dE), gk.Active(0.2))
+        return du, dv, got[3], u, v
+
+    fast = gradient()
+    monkeypatch.setattr(hostcode, "_unwrap_plain", lambda *a: None)
+    full = gradient()
+    for a, b in zip(fast, full):
+        assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(np.signbit(a), np.signbit(b))

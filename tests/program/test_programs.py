@@ -235,6 +235,22 @@ def test_host_writes_to_recorded_arrays_are_refused_with_shadows_unchanged(write
     assert u.flags.writeable and v.flags.writeable  # the flags are given back
 
 
+def test_a_host_write_after_a_replayed_launch_names_that_launch():
+    """From the second launch on the same arrays the guard notes the recorded Step as where they were locked
+    (guard.locked_settled: no string per launch); the error still names the launch after which the write came."""
+    def bad(u, v, c):
+        for _ in range(2):
+            gk.launch(scale_into, u.shape[0], u, v, c)
+            gk.launch(scale_into, u.shape[0], v, u, c)
+        u[3] = 0
+
+    u, v = rng_uniform(13, 6), rng_uniform(14, 6)
+    du, dv = np.zeros(6), np.zeros(6)
+    with pytest.raises(gk.ProgramError, match=r"host write to 'u'.*after launch 4 \(kernel 'scale_into'\)"):
+        gk.autodiff(bad, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Active(0.5))
+    assert u.flags.writeable and v.flags.writeable
+
+
 def test_fingerprints_catch_writes_through_old_views_and_after_the_last_launch(monkeypatch):
     """Writes NumPy's flags cannot see (through a view made before the call) and a write after the last
     launch, found by fingerprints; GRADKERN_HOST_WRITE_CHECK=off turns fingerprints off, bad values are refused."""

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..errors import ProgramError
 from ..runtime.arrays import device_memory
+from ..runtime.call import backend_name
 from .fingerprint import fingerprint
 from .shadows import memory_root
 
@@ -204,7 +205,10 @@ class HostWriteGuard:
     def unlock_settled(self, arrays: list) -> list | None:
         """`unlock(arrays)` where `lock` locked every one of them (`settled`) and nothing is fingerprinted: what
         `relock_settled` locks again; None otherwise (unlock them in full)."""
-        if self.prints or not arrays or self._fingerprinted(arrays[0]):
+        # `_fingerprinted(arrays[0])` without its calls: only NumPy arrays are `settled`, and they are
+        # fingerprinted in mode 'fingerprint', or in 'auto' while hostcuda is the default backend
+        mode = self.mode
+        if self.prints or not arrays or mode == "fingerprint" or (mode == "auto" and backend_name(None) == "hostcuda"):
             return None
         settled, ours = self.settled, []
         for a in arrays:
@@ -224,8 +228,10 @@ class HostWriteGuard:
             x.setflags(False)
         self.locked_settled(ours, where)
 
-    def locked_settled(self, ours: list, where: str) -> None:
-        """`lock` of the arrays `unlock_settled` unlocked once `relock(ours)` made them read-only again."""
+    def locked_settled(self, ours: list, where: Any) -> None:
+        """`lock` of the arrays `unlock_settled` unlocked once `relock(ours)` made them read-only again. `where`:
+        a string, or an object whose `str` is it, formatted only where an error names it (a recorded launch's
+        Step: no string made per launch)."""
         for root in ours[::2]:
             self.locked_after[id(root)] = where
         self.last = where

@@ -446,12 +446,19 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 # -- launches and rule calls --------------------------------------------------------------------------------------
 
 
-def unwrap_args(args: tuple, what: str) -> tuple:
+def unwrap_args(args: tuple, what: Any) -> tuple:
     """A launch's or rule call's arguments as the runtime takes them: TrackedArrays as plain views,
     `gk.Const(x)` as x. ProgramError if one was computed on the host from an active array (and is not
-    wrapped in Const): `what` names the launch."""
+    wrapped in Const): `what` names the launch (or returns its name, called only then: a time loop's
+    launches make no string)."""
     recorder = active_recorder()
     host, guard = getattr(recorder, "host", None), getattr(recorder, "guard", None)
+    if host is not None:
+        out = _unwrap_plain(args, host, guard)
+        if out is not None:
+            return out
+    if callable(what):
+        what = what()
     # every launch of a time loop comes here: the arguments are looked at in one pass where no Const wraps a
     # TrackedArray (then the guard follows the tracked ones first, as below) (docs/programs.md#host-cost-per-step)
     tracked = None
@@ -497,6 +504,33 @@ def unwrap_args(args: tuple, what: str) -> tuple:
             out.append(v)
         else:
             out.append(a)
+    return tuple(out)
+
+
+def _unwrap_plain(args: tuple, host: HostTracker, guard: Any) -> tuple | None:
+    """`unwrap_args` where every argument is a TrackedArray, a float, an int or an ActiveScalar (a time loop's
+    launches) and none was computed on the host from an active array: each TrackedArray followed by the guard
+    where it does not hold it yet, then its plain view, in one pass (following one TrackedArray changes no other
+    one's flags, so following each just before its view is following them all first); None otherwise (the full
+    path, which follows them all before it refuses one). docs/programs.md#host-cost-per-step"""
+    held = guard.arrays if guard is not None else None
+    checking = host.checking
+    tainted = checking and bool(host.tainted)
+    out = []
+    for a in args:
+        t = type(a)
+        if t is TrackedArray:
+            if checking and (a._gk_origin is not None or tainted) and host.origin(a) is not None:
+                return None
+            if held is not None:
+                ref = held.get(id(a))
+                if ref is None or ref() is not a:
+                    guard.follow((a,))
+            out.append(host.plain_view(a))  # the same view for an array passed twice (plain_view keeps it)
+        elif t is float or t is int or t is ActiveScalar:
+            out.append(a)
+        else:
+            return None
     return tuple(out)
 
 

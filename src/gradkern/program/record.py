@@ -122,10 +122,11 @@ class ProgramRecorder(Recorder):
         # what earlier launches worked out, for the next on the same arrays (replay.py); a checkpointed loop's
         # segments share the program's (the same shadows)
         self.replays = within.replays if within is not None else Replays()
+        self._cleared: dict[tuple, tuple] = {}  # (kernel, positions) -> the names of Step.cleared
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
-        args = unwrap_args(given, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
+        args = unwrap_args(given, lambda: f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
         known = len(self.shadows.entries)  # a rebound replay registers a temporary's shadow too (replay.py)
         replay = self.replays.find(kernel, dim, backend, args, self.shadows, not self.in_loop)
         if replay is not None:  # the annotations are made only where the call is prepared in full
@@ -188,7 +189,7 @@ class ProgramRecorder(Recorder):
         """A launch or rule call recorded: the arrays it took locked after it (`settled`: they were, and are
         again: guard.unlock_settled), its Active scalars kept."""
         if settled is not None:
-            self.guard.locked_settled(settled, step.where)
+            self.guard.locked_settled(settled, step)  # its `where`, formatted where an error names it
         else:
             self.guard.lock(arrays, step.where)
         for s in step.scalars.values():
@@ -223,11 +224,20 @@ class ProgramRecorder(Recorder):
         step.arrays = replay.arrays_at
         params = kernel.ir.params
         if prepared is not None and replay.whole:  # the sweep's renamed shadows (renames.py)
-            step.cleared = tuple(params[k].name for k in replay.whole)
+            key = (kernel, *replay.whole)  # the names of those positions, per kernel (its parameters are fixed)
+            cleared = self._cleared.get(key)
+            if cleared is None:
+                cleared = self._cleared[key] = tuple(params[k].name for k in replay.whole)
+            step.cleared = cleared
         if prepared is not None and replay.moved is not None:  # a pure move's reverse: renamed (renames.py)
             step.moved = tuple(params[k].name for k in replay.moved)
-        written = [vals[k] for k in replay.written]
-        reads = [vals[k] for k in replay.reads]
+        # loops, not comprehensions, here and below: every launch of a time loop runs them
+        # (docs/programs.md#host-cost-per-step)
+        written, reads = [], []
+        for k in replay.written:
+            written.append(vals[k])
+        for k in replay.reads:
+            reads.append(vals[k])
         whole = None
         if self.observer is not None:
             whole = [memory_root(vals[k]) for k in replay.whole]
@@ -244,7 +254,11 @@ class ProgramRecorder(Recorder):
                     break
             else:
                 versions.before_write(view, step.saves)
-        saves = {n: versions.save_filled(vals[k], step.saves) for n, k in filled} if filled else None
+        saves = None
+        if filled:
+            saves = {}
+            for n, k in filled:
+                saves[n] = versions.save_filled(vals[k], step.saves)
         reused = self.reuse is not None and saves is None and not step.saves and self.reuse()
         if prepared is not None:
             tape = untaped_tape(bound) if reused else None

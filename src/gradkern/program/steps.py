@@ -20,18 +20,16 @@ from .scalars import ActiveScalar
 from .shadows import _same_geometry, memory_root, populate, release
 
 
-@dataclass
 class Saved:
     """The old contents of a view a launch overwrote, written back when the
     reverse passes that launch (the reverse before it sees its own post-state)
-    and freed then."""
+    and freed then. (A class with slots, not a dataclass: one is made per save
+    and step of a time loop; docs/programs.md#host-cost-per-step.)"""
 
-    view: Any
-    data: Any
-    nbytes: int = 0
+    __slots__ = ("view", "data", "nbytes")
 
-    def __post_init__(self):
-        self.nbytes = int(self.data.nbytes)
+    def __init__(self, view: Any, data: Any):
+        self.view, self.data, self.nbytes = view, data, int(data.nbytes)
 
     def whole(self, root: Any) -> bool:
         """Whether the save holds all of `root` laid out as `root` is (a C-ordered copy of the whole of a
@@ -101,6 +99,11 @@ class Step:
     @property
     def where(self) -> str:
         return after_launch(self.number, self.kernel)
+
+    def __str__(self) -> str:
+        """Its `where`: the host-write guard keeps the step where it notes where an array was locked and formats
+        it only where an error names it (guard.locked_settled)."""
+        return self.where
 
     @property
     def saved_bytes(self) -> int:

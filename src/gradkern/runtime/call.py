@@ -240,7 +240,7 @@ class PreparedCall:
 
     __slots__ = ("kernel", "generation", "mode", "key", "template", "names", "dim", "spec", "checks", "runs",
                  "split", "roles", "layout", "plain", "ahead", "extents", "replay",
-                 "primal_launch")
+                 "primal_launch", "converts", "untaped_tape")
 
     def __init__(self, kernel: KernelFunction, mode: str, b: Binding, spec: Any, checks: Checks, runs: tuple,
                  roles: tuple, names: tuple = (), split: tuple = (), layout: Any = None):
@@ -256,6 +256,9 @@ class PreparedCall:
         self.primal_launch: Any = None
         # no annotation in the signature (a launch's): the refill converts the scalars at these positions alone
         self.plain: tuple[tuple[int, Any], ...] | None = None
+        # the positions of the scalars a refill converts and how (refill_known: no pass over the other values)
+        self.converts = tuple((n, convert) for n, convert in enumerate(self.template[1]) if convert is not None)
+        self.untaped_tape: Any = None  # the one Tape of a call that tapes and counts nothing (runtime/reverse.py)
 
     @property
     def primal(self) -> Specialization:
@@ -418,8 +421,10 @@ def refill_known(call: PreparedCall, values: tuple, active: tuple[int, ...], der
             return None
     if call.plain is not None:
         return _refill_plain(call, values)
-    return Bound(call, [v if convert is None else convert(v) for v, convert in zip(values, call.template[1])],
-                 derivatives)
+    out = list(values)
+    for n, convert in call.converts:
+        out[n] = convert(out[n])
+    return Bound(call, out, derivatives)
 
 
 def prepare(kernel: KernelFunction, args: tuple, dim: Any, backend: str | None, mode: str,

@@ -101,7 +101,8 @@ def run_augmented_primal(bound: Bound, saves: dict[str, Any] | None = None) -> T
     runs are then known: they are compiled ahead (runtime/compile_pool.py) while the caller goes on (a program
     records its next launches)."""
     call = bound.call
-    tapes, counts = _taped(bound)
+    taped = _taped(bound)
+    tapes, counts = taped
     values = [*bound.values, *tapes, counts, *_save_values(bound, saves)]
     launch = call.primal_launch
     if launch and not _OBSERVERS:  # the launch of the call before, replayed (`_launcher`)
@@ -114,8 +115,23 @@ def run_augmented_primal(bound: Bound, saves: dict[str, Any] | None = None) -> T
         call.ahead = False
         for run, dim, values in _launches(bound, call.split[1:], _accumulators(call), tapes, counts):
             run.ahead(dim, values)
+    if taped is call.layout.untaped:
+        return _untaped(call)
     return made(Tape, kernel=call.kernel.name, key=call.layout.tape_key, dim=call.dim, values=tapes[0],
                 ints=tapes[1], counts=counts)
+
+
+def _untaped(call: PreparedCall) -> Tape:
+    """The Tape of a call that tapes and counts nothing (the layout's stand-ins): one per prepared call, made
+    once. A Tape is frozen, and every one this call leaves holds the same objects, so a time loop's steps share
+    it instead of keeping a Tape and its dict each, objects the garbage collector would walk
+    (docs/programs.md#session-47-where-the-microseconds-of-a-step-go-now)."""
+    tape = call.untaped_tape
+    if tape is None:
+        tapes, counts = call.layout.untaped
+        tape = call.untaped_tape = made(Tape, kernel=call.kernel.name, key=call.layout.tape_key, dim=call.dim,
+                                        values=tapes[0], ints=tapes[1], counts=counts)
+    return tape
 
 
 def untaped_tape(bound: Bound) -> Tape | None:
@@ -125,9 +141,7 @@ def untaped_tape(bound: Bound) -> Tape | None:
     call = bound.call
     if call.layout.untaped is None or call.ahead:
         return None
-    tapes, counts = call.layout.untaped
-    return made(Tape, kernel=call.kernel.name, key=call.layout.tape_key, dim=call.dim, values=tapes[0],
-                ints=tapes[1], counts=counts)
+    return _untaped(call)
 
 
 def run_reverse(bound: Bound, tape: Tape) -> tuple:
