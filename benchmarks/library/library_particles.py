@@ -7,16 +7,20 @@ particle, no atomics: it pulls each pair's adjoint from both ends; force
 is differentiated too, so that its seeded shadow drives the gradient).
 The leapfrog push streams its arrays (n/3 particles: about n values per
 (n, 3) array); the cloud-in-cell deposit puts n/4 particles on a
-periodic grid of about n/4 nodes by atomic adds."""
+periodic grid of about n/4 nodes by atomic adds.
+
+    python benchmarks/library/library_particles.py  # check_rows(): hand-written == gradkern, and differences"""
 
 from __future__ import annotations
 
 import math
+import sys
 
 import numba
 import numpy as np
 from library_rows import Row, alone
 from numba import prange
+from rowcheck import check_against_hand
 
 
 def _setup_nbody(rng: np.random.Generator, n: int):
@@ -102,3 +106,38 @@ ROWS: list[Row] = [
     Row("leapfrog", _setup_leapfrog, lambda a: 2 * _bytes(a[0], a[1]) + _bytes(a[2], a[3])),
     Row("cic_deposit", _setup_cic, lambda a: _bytes(a[0], a[1]) + 2 * a[2].nbytes, wrt=("pos", "charge")),
 ]
+
+
+def check_rows(n: int = 12 * 12, seed: int = 1) -> None:
+    """nbody_forces' hand-written primal + adjoint against gk.autodiff (rowcheck, rtol 1e-9) and against central
+    differences of L = sum(dF * F) in 6 coordinates and masses (h = 1e-6, rtol 1e-6)."""
+    row = ROWS[0]
+    check_against_hand(row, n)
+    rng = np.random.default_rng(seed)
+    (pos, mass, force, eps2), m = row.setup(rng, n)
+    seed_f = rng.uniform(-1, 1, force.shape)
+
+    def loss(p, q):
+        f = np.zeros_like(force)
+        nbody_primal(p, q, f, eps2)
+        return float((seed_f * f).sum())
+
+    sh = {"pos": np.zeros_like(pos), "mass": np.zeros_like(mass), "force": seed_f.copy()}
+    _hand_nbody([pos, mass, force, eps2], sh)
+    h = 1e-6
+    for _ in range(6):
+        i, c = int(rng.integers(m)), int(rng.integers(3))
+        e = np.zeros_like(pos)
+        e[i, c] = h
+        fd = (loss(pos + e, mass) - loss(pos - e, mass)) / (2 * h)
+        assert abs(fd - sh["pos"][i, c]) <= 1e-6 * max(1.0, abs(fd)), (i, c, fd, sh["pos"][i, c])
+        u = np.zeros_like(mass)
+        u[i] = h
+        fd = (loss(pos, mass + u) - loss(pos, mass - u)) / (2 * h)
+        assert abs(fd - sh["mass"][i]) <= 1e-6 * max(1.0, abs(fd)), (i, fd, sh["mass"][i])
+    print("nbody_forces: hand-written primal + adjoint == gk.autodiff and central differences")
+
+
+if __name__ == "__main__":
+    check_rows()
+    sys.exit(0)
