@@ -112,8 +112,8 @@ REASONS: dict[str, str] = {
                      "divide again) and adds into zeroed adjoints are assignments: 58 instructions, 4 divisions a "
                      "pair for 65 and 5, 4.01-4.06x -> 3.63-3.64x (process time, load 3.6-9). The hand-written "
                      "adjoint (both ends of each pair pulled in one loop, 1 division and 1 sqrt a pair) costs the "
-                     "same: 3.64x its primal, gradkern 1.00x it (library.py at load 8.9: 3.35x, 1.03x); the forward "
-                     "loop alone is 1x of gradkern's 3.6x"),
+                     "same: 3.64x its primal, gradkern 1.00x it; library.py at load 1.7, one thread: 3.67x, 1.00x "
+                     "hand (hand 3.72x its primal), was 4.05x, 1.10x; the forward loop alone is 1x of the 3.67x"),
     "leapfrog": ("one thread 1.93-2.08x; 2 threads 3.62x in session 41's quiet run, 1.99x in session 42's (load 3.7). "
                  "The outlined body (151 IR statements) adds Active dt's term to its chunk's slot at every thread; "
                  "the two chunks' slots shared a cache line until numba_loops.PAD (an A/B at load 3.5: inconclusive)"),
