@@ -105,12 +105,15 @@ REASONS: dict[str, str] = {
                          "242-statement body ran outlined, unvectorised, 5x slower until issue 33"),
     "l2_misfit": "u's shadow takes atomic adds at sensors that may repeat: sparse privatisation (adjoint-forms.md 5)",
     "l2_misfit_2d": "u's shadow takes atomic adds at sensors that may repeat: sparse privatisation",
-    "nbody_forces": ("compute bound (all pairs of 2048 particles), scalar loops (each carries in-order sums): the "
-                     "fused gradient runs the primal's pair loop (17 arithmetic operations as printed, 1 division, "
-                     "1 sqrt), then a reverse loop of 62 (5 divisions and 6 sqrt before CSE) and 4 private-copy "
-                     "adds per pair; "
-                     "one thread 11.1 ms primal, 43.4-44.0 gradient (3.90-3.96x). Not the divider: sharing 1/den "
-                     "between the division's partials (one division fewer per pair) measured 3.94x"),
+    "nbody_forces": ("compute bound (all pairs of 2048 particles); the fused gradient runs the primal's pair loop, "
+                     "then a reverse loop recomputing each pair (adjoint-forms.md 12): alone 2.95-3.00x the primal "
+                     "(one thread, process time). Not the divider (2 divisions a pair instead of 5: 3.95x against "
+                     "4.01x); since issue 33 the quotient is read once (a shadow add made LLVM reload mass[j] and "
+                     "divide again) and adds into zeroed adjoints are assignments: 58 instructions, 4 divisions a "
+                     "pair for 65 and 5, 4.01-4.06x -> 3.63-3.64x (process time, load 3.6-9). The hand-written "
+                     "adjoint (both ends of each pair pulled in one loop, 1 division and 1 sqrt a pair) costs the "
+                     "same: 3.64x its primal, gradkern 1.00x it; library.py at load 1.7, one thread: 3.67x, 1.00x "
+                     "hand (hand 3.72x its primal), was 4.05x, 1.10x; the forward loop alone is 1x of the 3.67x"),
     "leapfrog": ("one thread 1.93-2.08x; 2 threads 3.62x in session 41's quiet run, 1.99x in session 42's (load 3.7). "
                  "The outlined body (151 IR statements) adds Active dt's term to its chunk's slot at every thread; "
                  "the two chunks' slots shared a cache line until numba_loops.PAD (an A/B at load 3.5: inconclusive)"),

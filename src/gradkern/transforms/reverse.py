@@ -42,6 +42,7 @@ from ..ir.types import F32, F64, I64, Array, Scalar
 from .derivatives import partials
 from .saves import saves_of
 from .tape import Needs, Restore, has_reverse, plan_tape
+from .zeros import drop_zero_adds
 
 # Two tapes per thread: floats (in the kernel's widest float type) and integers
 # (loop bounds, branch conditions, indices); `COUNT[tid, lane]` is each one's fill.
@@ -309,7 +310,13 @@ class _Builder:
             entry = partials(e.op, e.loc)
             args = tuple(self.subst(a, env) for a in e.args)
             out: list[ir.Stmt] = []
-            for a, p in zip(e.args, entry.at(args, self.subst(e, env))):
+            y = self.subst(e, env)
+            if _reloads(y) and any("y" in r and self.act.expr(a) for a, r in zip(e.args, entry.reads)):
+                # the result, in a local read before this statement's adds (docs/adjoint-forms.md section 12)
+                name = self.fresh("y", y.type)
+                out.append(ir.Assign(name, y))
+                y = b.var(name, y.type)
+            for a, p in zip(e.args, entry.at(args, y)):
                 if p is None or not self.act.expr(a):
                     continue
                 contrib = b.mul(g, b.cast(p, g.type)) if p.type != g.type else b.mul(g, p)
@@ -356,6 +363,11 @@ def _same_target(a: ir.Stmt, b_: ir.Stmt) -> bool:
     if isinstance(a, ir.Store) and isinstance(b_, ir.Store):
         return a.array == b_.array and a.indices == b_.indices
     return isinstance(a, ir.Assign) and isinstance(b_, ir.Assign) and a.name == b_.name
+
+
+def _reloads(e: ir.Expr) -> bool:
+    """Whether `e` computes on a load, which a backend reloads after a store into a shadow (adjoint-forms.md 12)."""
+    return isinstance(e, ir.Apply) and any(isinstance(x, ir.Load) for x in ir.walk_expr(e))
 
 
 def _target_value(s: ir.Stmt) -> ir.Expr:
@@ -562,7 +574,8 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
         return replace(k, name=f"{k.name}_{name}", params=params, body=tuple(body), tid_ndim=launch_ndim,
                        locals=local_items, interior=None)
 
-    fused_reverse, reverse = peephole(fused_reverse), peephole(reverse)
+    followed, n = frozenset(names.shadow(x) for x in act.locals), len(inits)  # zeros.py: the adjoint locals
+    fused_reverse, reverse = (drop_zero_adds(inits + peephole(r), followed)[n:] for r in (fused_reverse, reverse))
     fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p,
                    [*tp0, *fused_augmented, *inits, *fused_reverse, *flush])
     uniform = bld.static_slots(augmented, uniform=True)
