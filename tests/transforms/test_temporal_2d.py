@@ -92,7 +92,7 @@ def test_band_by_bytes(monkeypatch):
         u, v = np.zeros(shape), np.zeros(shape)
         bound = prepare(allen_cahn_step_2d, (u, v, 0.2, 0.01), shape, "cpu", "launch")[1]
         return blocked.blocked_step(allen_cahn_step_2d, bound, 0, 1), bound
-    form, bound = form_and_bound((2048, 1024))
+    form, bound = form_and_bound((blocked.MIN_BYTES_2D // 8192, 1024))  # at the threshold (np.zeros: not touched)
     assert blocked._tile(bound.values[0]) == blocked.BAND_BYTES // 8192 and form.pays(bound)
     assert not form.pays(form_and_bound((512, 512))[1])
     ny = blocked.BAND_BYTES // 8 // 4
@@ -173,9 +173,10 @@ def test_refusals_2d():
     assert "reads 'un'" in _reason(reads_written_2d, (x, y), (6, 6))
 
 
-def test_scratch_bytes_bounds_a_pass():
+def test_scratch_bytes_bounds_a_pass(monkeypatch):
     """A checkpointed loop's memory= counts `scratch_bytes` (program/checkpoint.py `_sizes`): at least what the
     longest pass over a 2-D state keeps; nothing for a state too small to block."""
+    monkeypatch.setattr(blocked, "MIN_BYTES_2D", 16 << 20)  # the 16 MiB state below is blocked
     shape = (2048, 1024)
     u, v = np.random.default_rng(0).uniform(-0.5, 0.5, shape), np.zeros(shape)
     bounds = [prepare(allen_cahn_step_2d, (u, v, 0.2, 0.01) if s % 2 == 0 else (v, u, 0.2, 0.01), shape, "cpu",

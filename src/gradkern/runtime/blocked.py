@@ -43,10 +43,10 @@ MIN_LAUNCHES = 4  # fewer: the blocked pass would compute one step or none
 BAND_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BAND", str(1 << 20)))
 BAND_MIN = 32
 BAND_ROWS = int(os.environ["GRADKERN_TEMPORAL_ROWS"]) if "GRADKERN_TEMPORAL_ROWS" in os.environ else None
-# the least 2-D or 3-D state for which a blocked pass pays: 16 MiB (2-D 1448^2 float64: 1.22-1.65x for k = 4 … 16,
-# 3-D 128^3: 1.33x at k = 8), not 8 MiB (2-D 0.96-1.09x, 3-D 1.08x) or 2 MiB (0.74-1.02x), measured
-# (docs/checkpointed-loops.md, "2-D steps")
-MIN_BYTES_2D = int(os.environ.get("GRADKERN_TEMPORAL_BYTES_2D", str(16 << 20)))
+# the least 2-D or 3-D state for which a blocked pass pays: 64 MiB, measured on the quiet machine (2-D 2896^2
+# float64: 1.23-1.36x for k = 8, 16 at one and two threads; 4096^2 1.22-1.45x; 2048^2 (32 MiB) 0.80-1.26x, even:
+# the VM's L3 holds it), docs/checkpointed-loops.md "2-D steps"
+MIN_BYTES_2D = int(os.environ.get("GRADKERN_TEMPORAL_BYTES_2D", str(64 << 20)))
 # each thread's scratch rows, by dtype and backend, grown as needed and kept: a loop's recomputation allocates
 # none (benchmarks/programs/checkpoint.py counts the loop's peak memory after a warm-up)
 _SCRATCH = threading.local()
