@@ -31,7 +31,8 @@ import numpy as np
 
 from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..errors import ProgramError
-from ..runtime.arrays import held_memory, is_array
+from ..runtime.arrays import is_array
+from ..runtime.binding import memory_owner, numpy_made
 from ..runtime.call import backend_name, made
 from .savepool import Memory
 from .scalars import ActiveScalar
@@ -314,14 +315,7 @@ def _slots(args: tuple, kinds: tuple, values: Any, shadows: Any, fresh: tuple) -
 
 def _owner(x: Any) -> Any:
     """The allocation of a NumPy array the runtime keys (binding.numpy_made, memory_owner), or None."""
-    if type(x) is not np.ndarray:
-        return None
-    b = x.base
-    if b is None:
-        return x if x.flags.owndata else None
-    if type(b) is np.ndarray and b.flags.owndata:
-        return b
-    return held_memory(b)
+    return memory_owner(x, x.flags.num) if numpy_made(x) else None
 
 
 def _laid(dx: Any, was_mapped: bool, shape: tuple, strides: tuple, dtype: Any, owners: frozenset,
