@@ -473,3 +473,178 @@ def test_port_checkpointed_gradient_equals_store_all(name):
         np.testing.assert_allclose(got[0][n], want[0][n], rtol=1e-12, atol=1e-14)
         np.testing.assert_array_equal(got[2][n], want[2][n])
     assert abs(got[1] - want[1]) <= 1e-12 * abs(want[1])
+
+
+# -- the natural spellings gradkern refuses: each a gk.GradkernError naming the fix, before any shadow changes ------
+def _refused(error, match, program, *args):
+    shadows = [a.dval.copy() for a in args if isinstance(a, gk.Duplicated)]
+    with pytest.raises(error, match=match) as info:
+        gk.autodiff(program, *args)
+    assert "gradkern/" not in str(info.value).replace("tests/program", "")  # the user's lines, not ours
+    return shadows, info.value
+
+
+@gk.kernel
+def srad_coefficients_q0(J, c, q0sqr):
+    i, j = gk.tid()
+    c[i, j] = J[i, j] * J[i, j] / (q0sqr * (1.0 + q0sqr))
+
+
+def srad_host_statistics(J, c, niter):
+    """srad.cpp's ROI statistics as a user ports them first: NumPy sums on the host, q0sqr a NumPy scalar."""
+    r1, r2, c1, c2 = SRAD_ROI
+    for _ in range(niter):
+        tile = J[r1:r2 + 1, c1:c2 + 1]
+        mean = tile.sum() / tile.size
+        var = (tile * tile).sum() / tile.size - mean * mean
+        q0sqr = var / (mean * mean)
+        gk.launch(srad_coefficients_q0, J.shape, J, c, q0sqr)
+
+
+def test_a_scalar_reduced_from_an_active_array_is_refused_at_the_launch():
+    """Before: q0sqr reached the launch as a constant and d/dJ lacked its part (srad's gradient 1.7x off
+    central differences, silently). A scalar reduced or read from an active array remembers where it came
+    from through host arithmetic; a launch taking it is refused, naming the reduction; float() and gk.Const
+    say that no derivative through it is wanted."""
+    rng = np.random.default_rng(5)
+    J, c = np.exp(_u(rng, 6, 7, lo=0.0, hi=1.0)), np.zeros((6, 7))
+    args = (gk.Duplicated(J.copy(), np.zeros_like(J)), gk.Duplicated(c.copy(), np.ones_like(c)), 2)
+    _, error = _refused(gk.ProgramError, r"takes a scalar \(argument 2\).*np\.add\.reduce", srad_host_statistics,
+                        *args)
+    assert "float(x) or gk.Const(x)" in str(error)
+    assert not args[0].dval.any() and (args[1].dval == 1.0).all()
+
+    def with_constant(J, c, niter, wrap):
+        tile = J[1:4, 2:5]
+        q0sqr = tile.var() / tile.mean() ** 2
+        assert q0sqr > 0 and q0sqr == float(q0sqr)  # control flow and printing read the number
+        for _ in range(niter):
+            gk.launch(srad_coefficients_q0, J.shape, J, c, wrap(q0sqr))
+    for wrap in (float, gk.Const):
+        dJ = np.zeros_like(J)
+        gk.autodiff(with_constant, gk.Duplicated(J.copy(), dJ), gk.Duplicated(c.copy(), np.ones_like(c)), 1, wrap)
+        q0 = J[1:4, 2:5].var() / J[1:4, 2:5].mean() ** 2
+        np.testing.assert_allclose(dJ, 2 * J / (q0 * (1 + q0)), rtol=1e-12)
+
+
+def test_active_scalar_arithmetic_with_a_reduced_scalar_is_refused():
+    """`lam * J.sum()` would be an Active scalar carrying lam's derivative only."""
+    def program(J, c, lam):
+        gk.launch(srad_coefficients_q0, J.shape, J, c, lam * J.sum())
+    rng = np.random.default_rng(4)
+    J = _u(rng, 3, 4)
+    _refused(gk.ProgramError, r"arithmetic of an Active scalar with a scalar .*np\.add\.reduce", program,
+             gk.Duplicated(J, np.zeros_like(J)), gk.Duplicated(np.zeros_like(J), np.ones_like(J)), gk.Active(0.5))
+
+
+def test_an_element_read_of_an_active_array_is_refused_as_a_fill_value():
+    """fdtd-2d's `ey[0][j] = _fict_[t]` with _fict_ differentiated: fict[t] is an element of an active array."""
+    rng = np.random.default_rng(6)
+    args = [gk.Duplicated(_u(rng, 4, 5), np.zeros((4, 5))) for _ in range(3)]
+    args += [gk.Duplicated(_u(rng, 3), np.zeros(3)), gk.Active(0.7), 3]
+    _refused(gk.ProgramError, r"an element read. of 'fict'", fdtd_2d(plain), *args)
+
+
+def hotspot_copy_back(temp, result, power, amb, num_iterations):
+    row, col = temp.shape
+    sdc, Rx, Ry, Rz = _hotspot_constants(row, col)
+    for _ in range(num_iterations):
+        gk.launch(hotspot_step, (row, col), result, temp, power, sdc, Rx, Ry, Rz, amb)
+        np.copyto(temp, result)  # hotspot_openmp.cpp's copy loop, written with NumPy
+
+
+def fdtd_row_fill(ex, ey, hz, fict, coef, tmax):
+    nx, ny = ex.shape
+    for t in range(tmax):
+        ey[0, :] = fict[t]  # fdtd-2d.c's `ey[0][j] = _fict_[t]`, written with NumPy
+        gk.launch(fdtd_ey, (nx - 1, ny), ey, hz)
+        gk.launch(fdtd_ex, (nx, ny - 1), ex, hz)
+        gk.launch(fdtd_hz, (nx - 1, ny - 1), hz, ex, ey, coef)
+
+
+def jacobi_boundary_fix(A, B, w, tsteps):
+    for _ in range(tsteps):
+        gk.launch(jacobi_1d_sweep, A.shape[0] - 2, A, B, w)
+        B[0] = B[1]  # a Neumann boundary fixed on the host
+        A, B = B, A
+
+
+@pytest.mark.parametrize("program", [hotspot_copy_back, fdtd_row_fill, jacobi_boundary_fix])
+def test_host_writes_into_launched_arrays_are_refused_naming_gk_copy_and_gk_fill(program):
+    rng = np.random.default_rng(8)
+    if program is hotspot_copy_back:
+        args = [gk.Duplicated(_u(rng, 4, 5, lo=320, hi=340), np.ones((4, 5))) for _ in range(2)]
+        args += [gk.Const(_u(rng, 4, 5, lo=0.0, hi=1e-3)), gk.Active(80.0), 2]
+    elif program is fdtd_row_fill:
+        args = [gk.Duplicated(_u(rng, 4, 5), np.ones((4, 5))) for _ in range(3)] + [_u(rng, 3), gk.Active(0.7), 2]
+    else:
+        args = [gk.Duplicated(_u(rng, 9), np.ones(9)) for _ in range(2)] + [gk.Active(0.3), 2]
+    shadows, error = _refused(gk.ProgramError, r"a host write to .* after launch \d+", program, *args)
+    assert "gk.copy(dst, src) or gk.fill(dst, value)" in str(error)
+    for before, a in zip(shadows, [a for a in args if isinstance(a, gk.Duplicated)]):
+        np.testing.assert_array_equal(a.dval, before)
+
+
+def hotspot_3d_list_swap(power, tIn, tOut, amb, numiter):
+    """3D.c's `tmp = tIn; tIn = tOut; tOut = tmp` kept in a list outside the step: not a function of t."""
+    nx, ny, nz = tIn.shape
+    bufs = [tIn, tOut]
+
+    def one(t):
+        a, b = bufs
+        gk.launch(hotspot_3d_step, (nx, ny, nz), power, a, b, 0.4, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 1e-3, amb)
+        bufs[0], bufs[1] = b, a
+    gk.checkpointed_loop(one, numiter, snapshots=2)
+
+
+def test_a_swap_kept_outside_a_checkpointed_step_is_refused_naming_the_t_parity_spelling():
+    rng = np.random.default_rng(9)
+    args = [gk.Const(_u(rng, 3, 3, 2)), gk.Duplicated(_u(rng, 3, 3, 2), np.ones((3, 3, 2))),
+            gk.Duplicated(_u(rng, 3, 3, 2), np.ones((3, 3, 2))), gk.Active(80.0), 4]
+    with pytest.raises(gk.ProgramError, match=r"on other arrays.*partial gradient") as info:
+        gk.autodiff(hotspot_3d_list_swap, *args)
+    assert "if t % 2 == 0 else" in str(info.value)
+    # without checkpoints the same loop is a plain program: the store-all gradient takes it
+    args = [gk.Const(args[0].val), *(gk.Duplicated(_u(rng, 3, 3, 2), np.ones((3, 3, 2))) for _ in range(2)),
+            gk.Active(80.0), 4]
+    gk.autodiff(lambda *a: hotspot_3d(plain)(*a), *args)
+
+
+@gk.kernel
+def three_point(left, mid, right, out, w):
+    i = gk.tid()
+    out[i] = w * (left[i] + mid[i] + right[i])
+
+
+def jacobi_1d_shifted_views(A, B, w, tsteps):
+    """jacobi-1d as NumPy code reads (B[1:-1] = w * (A[:-2] + A[1:-1] + A[2:])), the slices passed to a kernel."""
+    for _ in range(tsteps):
+        gk.launch(three_point, A.shape[0] - 2, A[:-2], A[1:-1], A[2:], B[1:-1], w)
+        A, B = B, A
+
+
+def test_shifted_views_of_one_active_array_are_refused_naming_the_indexed_spelling():
+    rng = np.random.default_rng(10)
+    args = [gk.Duplicated(_u(rng, 9), np.ones(9)), gk.Duplicated(_u(rng, 9), np.ones(9)), gk.Active(0.3), 2]
+    _, error = _refused(gk.AliasingError, r"shadow of 'mid' shares memory with the shadow of 'left'",
+                        jacobi_1d_shifted_views, *args)
+    assert "a[i - 1], a[i], a[i + 1]" in str(error)
+
+
+def test_bad_inputs_to_a_port_raise_gradkern_errors():
+    rng = np.random.default_rng(11)
+    A = _u(rng, 7, 7)
+    program = jacobi_2d(plain)
+    with pytest.raises(gk.AnnotationError):  # a shadow of another shape
+        gk.autodiff(program, gk.Duplicated(A.copy(), np.zeros((7, 6))), gk.Duplicated(A.copy(), np.zeros_like(A)),
+                    gk.Active(0.2), 1)
+    with pytest.raises(gk.AnnotationError):  # an integer state cannot carry a derivative
+        gk.autodiff(program, gk.Duplicated(np.ones((7, 7), np.int64), np.zeros((7, 7), np.int64)),
+                    gk.Duplicated(A.copy(), np.zeros_like(A)), gk.Active(0.2), 1)
+    with pytest.raises(gk.GradkernError):  # an array where the kernel takes a scalar
+        gk.autodiff(program, gk.Duplicated(A.copy(), np.zeros_like(A)), gk.Duplicated(A.copy(), np.zeros_like(A)),
+                    gk.Const(A.copy()), 1)
+    with pytest.raises(gk.ProgramError, match="snapshots"):
+        gk.autodiff(jacobi_2d(lambda step, n: gk.checkpointed_loop(step, n, snapshots=0)),
+                    gk.Duplicated(A.copy(), np.zeros_like(A)), gk.Duplicated(A.copy(), np.zeros_like(A)),
+                    gk.Active(0.2), 2)

@@ -41,6 +41,7 @@ from ..errors import ProgramError
 from ..ir.types import MAX_NDIM
 from ..recording import active_recorder
 from ..runtime.arrays import byte_bounds
+from .derived import DerivedScalar, constant, derived
 from .hostops import copy as gk_copy
 from .hostops import fill as gk_fill
 from .savepool import POOL
@@ -217,6 +218,10 @@ def _result(r: Any, inputs: list, op: str, host: HostTracker | None) -> Any:
     if isinstance(r, (tuple, list)):
         return type(r)(_result(x, inputs, op, host) for x in r)
     if not isinstance(r, np.ndarray) or type(r) is not np.ndarray or r.dtype.kind not in "fc":
+        if host is not None and (type(r) is np.float64 or type(r) is np.float32):  # a reduction, an element read
+            sources = [a for a in inputs if host.derived(a)]
+            if sources:
+                return derived(r, _origin(op, sources))
         return r
     out = r.view(TrackedArray)
     root = memory_root(r)
@@ -279,7 +284,9 @@ class TrackedArray(np.ndarray):
 
     def __getitem__(self, key: Any) -> Any:
         _read()
-        return _result(plain(self)[plain(key)], [self], "indexing with an index array", tracker())
+        r = plain(self)[plain(key)]
+        return _result(r, [self], "indexing with an index array" if isinstance(r, np.ndarray) else "an element read",
+                       tracker())
 
     # -- copies: launches, so that they are differentiated ---------------------------------------------------------
     def copy(self, order: str = "C") -> Any:
@@ -490,9 +497,13 @@ def unwrap_args(args: tuple, what: Any) -> tuple:
         if isinstance(a, Const):
             v = a.val
             out.append(views.setdefault(id(v), host.plain_view(v) if host is not None and isinstance(v, TrackedArray)
-                                        else plain(v)))
+                                        else plain(constant(v))))
             continue
         if not isinstance(a, np.ndarray):
+            if isinstance(a, DerivedScalar):
+                if checking:
+                    _refuse_scalar(a, n, what)
+                a = constant(a)
             out.append(a)
             continue
         if checking and host.origin(a) is not None:
@@ -532,6 +543,16 @@ def _unwrap_plain(args: tuple, host: HostTracker, guard: Any) -> tuple | None:
         else:
             return None
     return tuple(out)
+
+
+def _refuse_scalar(a: Any, n: int, what: str) -> None:
+    """The ProgramError of `unwrap_args` for a scalar argument `n` that host code reduced from an active array
+    (derived.py)."""
+    raise ProgramError(f"{what} takes a scalar (argument {n}) at {_where(_user_frame())} that host code computed "
+                       f"from an active array: {a._gk_origin.describe()}; its derivative would be lost, so it did "
+                       "not run and no shadow changed",
+                       hint="compute it in a kernel (gk.atomic_add sums into a small array that the next launch "
+                            "reads), or pass float(x) or gk.Const(x) to say that no derivative through it is wanted")
 
 
 def _refuse_origin(host: HostTracker, a: Any, n: int, what: str) -> None:

@@ -28,6 +28,10 @@ from ..runtime.arrays import is_array
 from .scalars import ActiveScalar
 from .shadows import ShadowMap, memory_root
 
+_PARTIAL = "found while the reverse recomputed it: the shadows may hold a partial gradient"
+_FUNCTION_OF_T = ("a step must be a function of t and the loop's state: choose ping-pong buffers from t "
+                  "(`a, b = (u, v) if t % 2 == 0 else (v, u)`), not from a swap kept outside the step (`bufs[0], "
+                  "bufs[1] = b, a` or a nonlocal), which a recomputed step finds in its last position")
 
 class StepSeries:
     """A small code per step, from step `start` on, set in ascending step order; 0 where none was set. Compact
@@ -293,8 +297,7 @@ class LoopState:
         for k, (a, b) in enumerate(zip(want, got)):
             if a != b:
                 raise ProgramError(f"step {t} of the checkpointed loop launched '{b[0]}' (launch {k + 1} of the "
-                                   f"step) on other arrays, or another kernel, than when it was recorded ('{a[0]}')",
-                                   hint="a step must be a function of t and the loop's state")
+                                   f"step) on other arrays, or another kernel, than when it was recorded ('{a[0]}'); "
+                                   f"{_PARTIAL}", hint=_FUNCTION_OF_T)
         raise ProgramError(f"step {t} of the checkpointed loop made {len(got)} launches on recomputation, "
-                           f"{len(want)} when it was recorded",
-                           hint="a step must be a function of t and the loop's state")
+                           f"{len(want)} when it was recorded; {_PARTIAL}", hint=_FUNCTION_OF_T)

@@ -166,6 +166,13 @@ def lane_groups(lanes: int, size: int) -> list[tuple[int, int]]:
     return [(lo, min(lo + size, lanes)) for lo in range(0, lanes, size)]
 
 
+# overlapping read-only views of one differentiated array (a stencil's `a[:-2], a[1:-1], a[2:]`): each thread's
+# adjoint would add into elements other threads' adds reach through the other view
+_OVERLAP_HINT = ("two arguments overlap in memory, as shifted views of one array do (a[:-2], a[1:-1], a[2:]), and "
+                 "their shadows would too: pass the array once and index its neighbours in the kernel (a[i - 1], "
+                 "a[i], a[i + 1]), or pass gk.Const(view) where no derivative through a view is wanted")
+
+
 def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, tuple]:
     """Shadows of exactly aliased primals must alias the same way (docs/launches.md);
     returns the shadows (one per lane) by parameter of the merged kernel. Any
@@ -199,7 +206,7 @@ def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, 
                         return f"'{n}'"
                     return f"the shadow of '{n}'" if ann.lanes == 1 else f"shadow {lane} of '{n}'"
                 raise AliasingError(f"{what(nb, lb)} shares memory with {what(na, la)}; every shadow needs its "
-                                    "own buffer")
+                                    "own buffer", hint=_OVERLAP_HINT if la >= 0 and lb >= 0 else None)
     return shadows
 
 

@@ -1,0 +1,85 @@
+"""Scalars host code reduced from an active array (docs/host-code.md, "Scalars reduced from active arrays"):
+`u.sum()`, `u.max()`, `u[3]`, `(u * u).mean()` inside a program. Their values depend on `u`, and no launch
+records how; passed to a launch they would drop that derivative silently (a ported Rodinia srad's `q0sqr`,
+PolyBench fdtd-2d's `_fict_[t]` of a differentiated `_fict_`). Each is a NumPy float scalar of a subclass
+that remembers its origin through host arithmetic (`s / n - m * m`, `np.sqrt(s)`); a launch or rule call
+that takes one raises `gk.ProgramError` naming the operation and the line (`hostcode.unwrap_args`).
+`float(s)` or `s.item()` is the constant (the derivative through it is not wanted, as `.item()` in
+PyTorch); comparisons, printing and control flow read it as the number it is."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class DerivedScalar:
+    """What the derived float scalars are an instance of: `_gk_origin` (hostcode.Origin) is where host code
+    made it. (NumPy's scalar type comes first in each class's bases, or NumPy takes it for an object.)"""
+
+    _gk_origin: Any = None
+
+
+def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    origin = next(x._gk_origin for x in inputs if isinstance(x, DerivedScalar))
+    r = getattr(ufunc, method)(*[constant(x) for x in inputs], **kwargs)
+    return r if kwargs.get("out") is not None else _carry(r, origin)
+
+
+def _carry(r: Any, origin: Any) -> Any:
+    """What an operation with a derived scalar returned, remembering `origin`: a float scalar as a derived one,
+    a float array as a TrackedArray (hostcode.py refuses a launch that takes it)."""
+    if isinstance(r, np.ndarray) and r.dtype.kind == "f":
+        from .hostcode import TrackedArray  # hostcode imports this module
+
+        out = r.view(TrackedArray)
+        if out._gk_origin is None:
+            out._gk_origin = origin
+        return out
+    return derived(r, origin)
+
+
+class _Derived64(np.float64, DerivedScalar):
+    pass
+
+
+class _Derived32(np.float32, DerivedScalar):
+    pass
+
+
+_CLASSES = {np.float64: _Derived64, np.float32: _Derived32}
+_BASES = {_Derived64: np.float64, _Derived32: np.float32}
+
+
+def derived(value: Any, origin: Any) -> Any:
+    """`value` (a NumPy float64 or float32 scalar) remembering `origin`; any other value as it is."""
+    cls = _CLASSES.get(_BASES.get(type(value), type(value)))
+    if cls is None or origin is None:
+        return value
+    out = cls(value)
+    out._gk_origin = origin
+    return out
+
+
+def constant(x: Any) -> Any:
+    """A derived scalar as its plain NumPy scalar; anything else as it is."""
+    base = _BASES.get(type(x))
+    return base(x) if base is not None else x
+
+
+def _operator(name: str) -> Any:
+    def op(self: Any, *other: Any) -> Any:
+        r = getattr(_BASES[type(self)], name)(constant(self), *[constant(o) for o in other])
+        return r if r is NotImplemented else _carry(r, self._gk_origin)
+    op.__name__ = name
+    return op
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__",
+              "__abs__"):
+    for _cls in _BASES:
+        setattr(_cls, _name, _operator(_name))
+for _cls in _BASES:
+    _cls.__array_ufunc__ = _array_ufunc
