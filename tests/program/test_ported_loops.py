@@ -420,14 +420,10 @@ def _loss(program, spec, weights, shift):
     return sum(float(np.sum(weights[n] * after[n])) for n in weights)
 
 
-@pytest.mark.parametrize("name", PORTS)
-def test_port_gradient_matches_finite_differences(name):
-    """The store-all gradient against central differences (a few coordinates of the initial state and the
-    scalar) and the dot-product test along a random direction; the primals after it as a primal run leaves
-    them."""
-    rng = np.random.default_rng(7)
-    make, spec = _ports(np.random.default_rng(1))[name]
-    program = make(plain)
+def _check_against_differences(program, spec, rng):
+    """The store-all gradient of `program` against central differences (a few coordinates of each initial array
+    and the scalar) and the dot-product test along a random direction; the primals after it as a primal run
+    leaves them."""
     weights = {n: rng.standard_normal(np.shape(v)) for n, (kind, v) in enumerate(spec) if kind == "dup"}
     grads, dscalar, primals = _gradient(program, spec, weights)
     after = _run(program, spec)
@@ -457,6 +453,12 @@ def test_port_gradient_matches_finite_differences(name):
     analytic = sum(float(np.sum(grads[n] * d)) for n, d in direction.items() if n in grads)
     analytic += dscalar * float(direction[act])
     assert abs(analytic - numeric) <= 1e-7 + 1e-5 * max(abs(numeric), abs(analytic)), (analytic, numeric)
+
+
+@pytest.mark.parametrize("name", PORTS)
+def test_port_gradient_matches_finite_differences(name):
+    make, spec = _ports(np.random.default_rng(1))[name]
+    _check_against_differences(make(plain), spec, np.random.default_rng(7))
 
 
 @pytest.mark.parametrize("name", PORTS)
@@ -648,3 +650,43 @@ def test_bad_inputs_to_a_port_raise_gradkern_errors():
         gk.autodiff(jacobi_2d(lambda step, n: gk.checkpointed_loop(step, n, snapshots=0)),
                     gk.Duplicated(A.copy(), np.zeros_like(A)), gk.Duplicated(A.copy(), np.zeros_like(A)),
                     gk.Active(0.2), 2)
+
+
+def jacobi_phases(A, B, w, plan, loop):
+    """jacobi-1d run in phases of different lengths (a Python loop around the time loop), with a host copy and
+    one more sweep from it between phases."""
+    n = A.shape[0]
+
+    def step(t):
+        gk.launch(jacobi_1d_sweep, n - 2, A, B, w)
+        gk.launch(jacobi_1d_sweep, n - 2, B, A, w * 0.9)
+    for nsteps in plan:
+        loop(step, nsteps)
+        old = A.copy()
+        gk.launch(jacobi_1d_sweep, n - 2, old, A, w)
+
+
+def hotspot_local_swap(temp, result, out, power, amb, num_iterations):
+    """hotspot with the copy-back replaced by a swap of local names, the answer copied into `out` at the end."""
+    row, col = temp.shape
+    sdc, Rx, Ry, Rz = _hotspot_constants(row, col)
+    for _ in range(num_iterations):
+        gk.launch(hotspot_step, (row, col), result, temp, power, sdc, Rx, Ry, Rz, amb)
+        temp, result = result, temp
+    np.copyto(out, temp)  # out: an argument no launch has taken yet, so the copy is a gk.copy launch
+
+
+def test_phases_of_different_lengths_and_a_local_swap():
+    rng = np.random.default_rng(12)
+    spec = [("dup", _u(rng, 10)), ("dup", _u(rng, 10)), ("active", 0.3), ("int", (2, 3, 1))]
+    _check_against_differences(lambda *a: jacobi_phases(*a, plain), spec, rng)
+    weights = {0: rng.standard_normal(10), 1: rng.standard_normal(10)}
+    want = _gradient(lambda *a: jacobi_phases(*a, plain), spec, weights)
+    got = _gradient(lambda *a: jacobi_phases(*a, checkpointed), spec, weights)
+    for n in want[0]:
+        np.testing.assert_allclose(got[0][n], want[0][n], rtol=1e-12, atol=1e-14)
+        np.testing.assert_array_equal(got[2][n], want[2][n])
+    assert abs(got[1] - want[1]) <= 1e-12 * abs(want[1])
+    hot = [("dup", _u(rng, 4, 5, lo=320, hi=340)) for _ in range(3)]
+    _check_against_differences(hotspot_local_swap, hot + [("const", _u(rng, 4, 5, lo=0.0, hi=1e-3)),
+                                                          ("active", 80.0), ("int", 3)], rng)
