@@ -18,9 +18,11 @@ never dropped:
   so does any host write into an array a launch has taken (guard.py), copies
   and fills included: those go through `gk.copy`/`gk.fill` by name.
 
-Results keep the class, so what is computed from them is seen too. Values
-reduced to Python numbers (`float(u.max())`) are constants, as `.item()` is
-in PyTorch. What is not seen: arrays that reach NumPy as plain `ndarray`
+Results keep the class, so what is computed from them is seen too. A scalar
+reduced or read from an active array (`u.sum()`, `u[3]`) remembers its origin
+(derived.py) and a launch taking it is refused; values reduced to Python
+numbers (`float(u.max())`) are constants, as `.item()` is in PyTorch. What
+is not seen: arrays that reach NumPy as plain `ndarray`
 (`np.asarray(u)`, `np.array(u)`, arrays `fn` allocates with `np.zeros(n)` and
 a launch later makes active); docs/host-code.md lists them.
 """
