@@ -335,12 +335,12 @@ def child(key: str, n: int, steps: int, traced: bool = False) -> None:
     print(json.dumps(out))
 
 
-def measure_memory(key: str, n: int, steps: int) -> dict:
-    """The row's peaks, each from a fresh process: RSS and glibc's large allocations, then (not JAX's rows,
-    whose allocations tracemalloc does not see) tracemalloc's."""
+def measure_memory(key: str, n: int, steps: int, traced: bool = True) -> dict:
+    """The row's peaks, each from a fresh process: RSS and glibc's large allocations, then (`traced`, not JAX's
+    rows, whose allocations tracemalloc does not see) tracemalloc's."""
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "NUMBA_NRT_STATS": "1"}
     out = {}
-    for extra in ([], ["--traced"]) if not key.startswith("jax") else ([],):
+    for extra in ([], ["--traced"]) if traced and not key.startswith("jax") else ([],):
         cmd = [sys.executable, str(Path(__file__).resolve()), "--one", key, "--n", str(n), "--steps", str(steps),
                *extra]
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -459,7 +459,8 @@ def main() -> None:
     mem = {}
 
     def memory_of(k: str) -> None:
-        mem[k] = measure_memory(k, n, steps)
+        # --quick: tracemalloc's process only for the rows the goal reads (under a minute)
+        mem[k] = measure_memory(k, n, steps, traced=not args.quick or k in (PRIMAL, ckpt(10)))
         print(f"memory {k}: {mem[k]}", file=sys.stderr, flush=True)
 
     memory_of(PRIMAL)
