@@ -59,7 +59,7 @@ class LaunchFacts:
 
     __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
                  "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known", "arrays_at",
-                 "_mapped", "removed", "rebound", "covered", "slots", "moved", "_scalars")
+                 "_mapped", "removed", "rebound", "covered", "slots", "moved", "_scalars", "names")
 
     def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
                  values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int,
@@ -86,6 +86,7 @@ class LaunchFacts:
                 kinds.append((2, None))
         self.kinds = tuple(kinds)
         self.removed, self.rebound, self._scalars = removed, False, None
+        self.names: tuple | None = None  # the names of a step's `cleared` and `moved` (record.py), once known
         self._objects(args)
         self.scalars = tuple((n, type(a.value if isinstance(a, ActiveScalar) else a)) for n, a in enumerate(args)
                              if not is_array(a))
