@@ -78,8 +78,8 @@ def after_launch(number: int, kernel: str) -> str:
 
 @dataclass(slots=True)
 class Step:
-    """One recorded launch. (Slots: one is made per launch of a time loop, and a `__dict__` beside it would be
-    one more object the garbage collector walks: docs/programs.md#session-48-fewer-objects-and-passes-per-step.)"""
+    """One recorded launch. (Slots: one is made per launch of a time loop, and none ever needs a `__dict__`:
+    docs/programs.md#session-48-fewer-objects-and-passes-per-step.)"""
 
     stats: ClassVar[Any] = None
 
