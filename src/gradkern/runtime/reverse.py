@@ -103,7 +103,8 @@ def run_augmented_primal(bound: Bound, saves: dict[str, Any] | None = None) -> T
     call = bound.call
     taped = _taped(bound)
     tapes, counts = taped
-    values = [*bound.values, *tapes, counts, *_save_values(bound, saves)]
+    values = [*bound.values, *tapes, counts]
+    values += _save_values(bound, saves)
     launch = call.primal_launch
     if launch and not _OBSERVERS:  # the launch of the call before, replayed (`_launcher`)
         launch(values)
@@ -271,9 +272,17 @@ def _save_values(bound: Bound, saves: dict[str, Any] | None) -> list:
     saved = bound.call.layout.saved
     if not saved:
         return []
+    out = []  # loops, not generators: a time loop's every launch comes here
     if saves:
-        return [*(saves[n] for n, _ in saved), 1]
-    return [*(bound.values[k] for _, k in saved), 0]
+        for n, _ in saved:
+            out.append(saves[n])
+        out.append(1)
+        return out
+    values = bound.values
+    for _, k in saved:
+        out.append(values[k])
+    out.append(0)
+    return out
 
 
 def _taped(bound: Bound) -> tuple:
