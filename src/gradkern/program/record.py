@@ -122,7 +122,6 @@ class ProgramRecorder(Recorder):
         # what earlier launches worked out, for the next on the same arrays (replay.py); a checkpointed loop's
         # segments share the program's (the same shadows)
         self.replays = within.replays if within is not None else Replays()
-        self._cleared: dict[tuple, tuple] = {}  # (kernel, positions) -> the names of Step.cleared
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
@@ -223,14 +222,12 @@ class ProgramRecorder(Recorder):
             replay.settle(args)
         step.arrays = replay.arrays_at
         params = kernel.ir.params
-        if prepared is not None and replay.whole:  # the sweep's renamed shadows (renames.py)
-            key = (kernel, *replay.whole)  # the names of those positions, per kernel (its parameters are fixed)
-            cleared = self._cleared.get(key)
-            if cleared is None:
-                cleared = self._cleared[key] = tuple(params[k].name for k in replay.whole)
-            step.cleared = cleared
-        if prepared is not None and replay.moved is not None:  # a pure move's reverse: renamed (renames.py)
-            step.moved = tuple(params[k].name for k in replay.moved)
+        if prepared is not None:  # the names of Step.cleared and Step.moved, kept by the facts (of one kernel)
+            names = replay.names
+            if names is None:
+                names = replay.names = (tuple(params[k].name for k in replay.whole),  # renamed shadows (renames.py)
+                                        None if replay.moved is None else tuple(params[k].name for k in replay.moved))
+            step.cleared, step.moved = names  # a pure move's reverse: renamed (renames.py)
         # loops, not comprehensions, here and below: every launch of a time loop runs them
         # (docs/programs.md#host-cost-per-step)
         written, reads = [], []

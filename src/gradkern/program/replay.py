@@ -59,7 +59,7 @@ class LaunchFacts:
 
     __slots__ = ("kernel", "dim", "refs", "geometry", "kinds", "active", "call", "pairs", "written", "reads",
                  "whole", "filled", "version", "flags", "shadows", "shaped", "scalars", "known", "arrays_at",
-                 "_mapped", "removed", "rebound", "covered", "slots", "moved")
+                 "_mapped", "removed", "rebound", "covered", "slots", "moved", "_scalars", "names")
 
     def __init__(self, kernel: Any, dim: Any, args: tuple, annotated: list, active: bool, call: Any,
                  values: Any, written: tuple, reads: tuple, whole: tuple, filled: tuple, version: int,
@@ -85,7 +85,8 @@ class LaunchFacts:
             else:
                 kinds.append((2, None))
         self.kinds = tuple(kinds)
-        self.removed, self.rebound = removed, False
+        self.removed, self.rebound, self._scalars = removed, False, None
+        self.names: tuple | None = None  # the names of a step's `cleared` and `moved` (record.py), once known
         self._objects(args)
         self.scalars = tuple((n, type(a.value if isinstance(a, ActiveScalar) else a)) for n, a in enumerate(args)
                              if not is_array(a))
@@ -243,12 +244,23 @@ class LaunchFacts:
         return found
 
     def plain(self, args: tuple) -> tuple[dict, tuple]:
-        """The Active scalars by position and the plain values, as `annotations` gives them."""
-        scalars, plain = {}, list(args)
+        """The Active scalars by position and the plain values, as `annotations` gives them. The dict of the
+        Active scalars is the last launch's where they are the same objects (a launch's step only reads it: one
+        object fewer per step for the garbage collector,
+        docs/programs.md#session-48-fewer-objects-and-passes-per-step)."""
+        plain, kept = list(args), self._scalars
+        same = kept is not None
         for n in self.known[0]:
             a = args[n]
-            scalars[n] = a
+            if same and kept.get(n) is not a:
+                same = False
             plain[n] = a.value
+        if same:
+            return kept, tuple(plain)
+        scalars = {}
+        for n in self.known[0]:
+            scalars[n] = args[n]
+        self._scalars = scalars
         return scalars, tuple(plain)
 
     def arrays(self, args: tuple) -> list:

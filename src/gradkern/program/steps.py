@@ -76,9 +76,10 @@ def after_launch(number: int, kernel: str) -> str:
     return f"after launch {number} (kernel '{kernel}')"
 
 
-@dataclass
+@dataclass(slots=True)
 class Step:
-    """One recorded launch."""
+    """One recorded launch. (Slots: one is made per launch of a time loop, and none ever needs a `__dict__`:
+    docs/programs.md#session-48-fewer-objects-and-passes-per-step.)"""
 
     stats: ClassVar[Any] = None
 

@@ -173,7 +173,7 @@ class Bound:
 
     __slots__ = ("call", "values", "derivatives", "_b")
 
-    def __init__(self, call: PreparedCall, values: list, derivatives: dict, b: Binding | None = None):
+    def __init__(self, call: PreparedCall, values: list | tuple, derivatives: dict, b: Binding | None = None):
         self.call, self.values, self.derivatives, self._b = call, values, derivatives, b
 
     def with_values(self, values: list, derivatives: dict | None = None) -> Bound:
@@ -424,7 +424,9 @@ def refill_known(call: PreparedCall, values: tuple, active: tuple[int, ...], der
     out = list(values)
     for n, convert in call.converts:
         out[n] = convert(out[n])
-    return Bound(call, out, derivatives)
+    # a tuple: the collector stops tracking a tuple of arrays and floats, and a program's recorded step keeps
+    # this Bound until its reverse (docs/programs.md#session-48-fewer-objects-and-passes-per-step)
+    return Bound(call, tuple(out), derivatives)
 
 
 def prepare(kernel: KernelFunction, args: tuple, dim: Any, backend: str | None, mode: str,

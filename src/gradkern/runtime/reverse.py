@@ -103,7 +103,8 @@ def run_augmented_primal(bound: Bound, saves: dict[str, Any] | None = None) -> T
     call = bound.call
     taped = _taped(bound)
     tapes, counts = taped
-    values = [*bound.values, *tapes, counts, *_save_values(bound, saves)]
+    values = [*bound.values, *tapes, counts]
+    values += _save_values(bound, saves)
     launch = call.primal_launch
     if launch and not _OBSERVERS:  # the launch of the call before, replayed (`_launcher`)
         launch(values)
@@ -176,16 +177,37 @@ def _replay(bound: Bound, taped: tuple) -> Any:
     launch = _launcher(run, dim, values)
     if launch is None:
         return None
-    gather, lo, hi = run.role == "gather", run.lo, run.hi
+    gather = run.role == "gather"
     tail = tuple(call.dim) if gather else ()  # a gather's launch shape follows its counts (`_launches`)
+    # one lane: `_accumulators`, `_adjoint_values` and `_results` of lanes 0:1 written out once, with what they
+    # look up per call (the orders, the accumulators' type, each result's accumulator) looked up here: a sweep
+    # runs this at every step (docs/programs.md#session-48-fewer-objects-and-passes-per-step)
+    layout = call.layout
+    zeros, dtype, order = layout.xp.zeros, layout.acc_type, layout.shadow_order
+    accs = len(layout.acc_order)
+    at = {n: k for k, n in enumerate(layout.acc_order)}
+    results = tuple(None if n is None else at[n] for n in layout.results)
 
     def replay(bound: Bound, taped: tuple) -> tuple:
-        accs = _accumulators(call)
         (tapes, counts) = taped
         if counts is None and gather:
             counts = _counts(call, False)
-        launch([*bound.values, *_adjoint_values(bound, accs, lo, hi), *tapes, counts, *tail])
-        return _results(call, accs)
+        values = [*bound.values]
+        shadows = bound.derivatives
+        for n in order:
+            values += shadows[n]
+        acc = []
+        for _ in range(accs):
+            acc.append(zeros(1, dtype))
+        values += acc
+        values += tapes
+        values.append(counts)
+        values += tail
+        launch(values)
+        out = []
+        for k in results:
+            out.append(None if k is None else float(acc[k][0]))
+        return tuple(out)
     return replay
 
 
@@ -250,9 +272,17 @@ def _save_values(bound: Bound, saves: dict[str, Any] | None) -> list:
     saved = bound.call.layout.saved
     if not saved:
         return []
+    out = []  # loops, not generators: a time loop's every launch comes here
     if saves:
-        return [*(saves[n] for n, _ in saved), 1]
-    return [*(bound.values[k] for _, k in saved), 0]
+        for n, _ in saved:
+            out.append(saves[n])
+        out.append(1)
+        return out
+    values = bound.values
+    for _, k in saved:
+        out.append(values[k])
+    out.append(0)
+    return out
 
 
 def _taped(bound: Bound) -> tuple:
