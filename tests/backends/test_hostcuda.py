@@ -440,10 +440,10 @@ def test_without_gpp_the_backend_says_so_by_name(monkeypatch):
 # ---- the disk cache heals -----------------------------------------------------------------------------------------
 
 def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
-    """A library that does not load, or loads but was built from another source, or a directory in its place,
-    is discarded and rebuilt with one CacheWarning; so is a source file that is not what gradkern wrote. Each
-    damage is made in a copy of the cache no library of this process was loaded from (the dynamic loader hands
-    back a loaded library by its path, and writing over a mapped one would crash the process)."""
+    """A library that does not load, or loads but was built from another source, or is cut short, or a directory
+    in its place, is discarded and rebuilt with one CacheWarning; so is a source file that is not what gradkern
+    wrote. Each damage is made in a copy of the cache no library of this process was loaded from (the dynamic
+    loader hands back a loaded library by its path, and writing over a mapped one would crash the process)."""
     import shutil
 
     from gradkern.backends.hostcuda import HostCudaBackend
@@ -471,7 +471,10 @@ def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
 
     damages = [lambda path: path.write_bytes(b"not a library"),  # does not load
                lambda path: shutil.copy(path.with_name(other), path),  # loads, but is another source's
-               lambda path: (path.unlink(), path.mkdir())]  # a directory where the file goes
+               lambda path: (path.unlink(), path.mkdir()),  # a directory where the file goes
+               # cut short (a killed write): loading it crashed the process with SIGBUS; cut in its tail, it loaded
+               lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
+               lambda path: path.write_bytes(path.read_bytes()[:-1])]
     for n, damage in enumerate(damages):
         cache, path = copy(n)
         damage(path)
