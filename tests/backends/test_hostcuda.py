@@ -485,3 +485,30 @@ def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
     path.with_suffix(".cu").write_text("garbage")  # rewritten before it is compiled
     with pytest.warns(gk.CacheWarning, match="not the source gradkern wrote"):
         works(cache)
+
+
+def test_a_full_disk_is_a_clear_error_not_an_oserror(tmp_path, monkeypatch):
+    """Where neither the cache directory nor a private temporary one can take the library (a full disk), the
+    launch raised the OSError of a file write; a library must be a file to be loaded, so there is no memory
+    fallback: BackendUnavailableError names both directories, after the one CacheWarning, nothing touched."""
+    import errno
+
+    from gradkern.backends import hostcuda
+
+    @gk.kernel
+    def thrice_on_a_full_disk(x):
+        i = gk.tid()
+        x[i] = 3.0 * x[i]
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(hostcuda, "write_exact", full)
+    monkeypatch.setattr(hostcuda, "_memory_dir", [])
+    monkeypatch.setenv("GRADKERN_CACHE_DIR", str(tmp_path / "cache"))
+    x = np.ones(4)
+    with pytest.warns(gk.CacheWarning, match="cannot use the cache directory"):
+        with pytest.raises(gk.BackendUnavailableError, match="No space left on device") as info:
+            gk.launch(thrice_on_a_full_disk, 4, x, backend="hostcuda")
+    assert str(tmp_path / "cache") in str(info.value) and "GRADKERN_CACHE_DIR" in info.value.hint
+    np.testing.assert_array_equal(x, 1.0)

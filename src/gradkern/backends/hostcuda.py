@@ -221,7 +221,13 @@ def build(source: str, entry: str, directory: Path) -> tuple[Any, Any, Path]:
             _memory_dir.append(Path(tempfile.mkdtemp(prefix="gradkern-hostcuda-")))
             warn(f"cannot use the cache directory {directory} ({e}); compiled code is kept in {_memory_dir[0]} "
                  "for the rest of this process (set GRADKERN_CACHE_DIR to a writable directory)")
-    return _build_in(_memory_dir[0], key, source, entry, cxx)
+    try:
+        return _build_in(_memory_dir[0], key, source, entry, cxx)
+    except OSError as e:  # a full disk: a library must be a file to be loaded, so there is no fallback
+        raise BackendUnavailableError(f"hostcuda cannot write the library it compiles for '{entry}' into "
+                                      f"{directory} nor into {_memory_dir[0]} ({e})",
+                                      hint="free disk space, or set GRADKERN_CACHE_DIR (and TMPDIR) to a "
+                                      "writable directory") from None
 
 
 def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> tuple[Any, Any, Path]:
