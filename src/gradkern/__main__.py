@@ -7,6 +7,7 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import os
 import pkgutil
 import platform
 import shutil
@@ -67,8 +68,25 @@ def info() -> int:
     except LaunchError as e:
         default = f"invalid ({e.message})"
     print(f"default    {default} (of NumPy launches; GRADKERN_BACKEND)")
-    print(f"cache      {cache_dir()}")
+    print(f"cache      {cache_dir()}{_unusable(cache_dir())}")
     return 0
+
+
+def _unusable(directory: Path) -> str:
+    """' (unusable: why)' where the cache directory cannot be made or written, else '' (creates nothing): a
+    launch then keeps compiled code in memory, with one CacheWarning (docs/caching.md#damaged-entries)."""
+    existing = directory
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        why = f"{existing} is not a directory"
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        why = f"{existing} is not writable"
+    else:
+        return ""
+    return f" (unusable: {why}; compiled code is kept in memory; set GRADKERN_CACHE_DIR)"
 
 
 def _allen_cahn_setup(n: int):

@@ -12,6 +12,7 @@ from .errors import LaunchError
 from .kernel import DeviceFunction, KernelFunction
 from .program.savepool import POOL
 from .rules import CustomRule
+from .runtime.binding import check_keywords
 from .runtime.forward import forward as forward_kernel
 from .runtime.inspect import Inspection
 from .runtime.inspect import inspect as inspect_kernel
@@ -31,13 +32,16 @@ def _is_program(f: Any) -> bool:
     return callable(f) and not isinstance(f, (KernelFunction, DeviceFunction))
 
 
-def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: str | None = None) -> Any:
+def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: str | None = None,
+             **keywords: Any) -> Any:
     """Differentiate `f` at the annotated arguments (docs/getting-started.md, docs/shadows-and-modes.md).
 
     Reverse mode (default): shadows of Duplicated arrays are accumulated in
     place; returns one entry per argument, the derivative for Active scalars
     (summed over threads), None for the others. Forward mode: each shadow of
     an array `f` changes becomes the tangent of its new value; returns None."""
+    if keywords:
+        check_keywords("gk.autodiff", f, keywords, "mode=, dim= and backend=")
     if mode is not Reverse and mode is not Forward:
         raise LaunchError(f"mode must be gk.Reverse or gk.Forward, got {mode!r}")
     if isinstance(f, KernelFunction):
@@ -53,7 +57,7 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
     raise _not_differentiable(f, "autodiff")
 
 
-def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | None = None):
+def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | None = None, **keywords: Any):
     """Split reverse mode (Enzyme's autodiff_thunk): returns (forward, reverse).
 
     `activities` gives each argument's annotation class (gk.Duplicated,
@@ -61,6 +65,8 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
     the augmented primal (primals updated as by launch) and returns a Tape;
     `reverse(*args, tape)` runs the reverse on the arrays in their post-forward
     state and returns what autodiff would."""
+    if keywords:
+        check_keywords("gk.autodiff_thunk", f, keywords, "dim= and backend=")
     if isinstance(f, KernelFunction):
         return split_kernel(f, activities, dim, backend)
     if _is_program(f):
@@ -70,10 +76,13 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
     raise _not_differentiable(f, "autodiff_thunk")
 
 
-def inspect(f: Any, *args: Any, dim: Any = None, mode: Any = None, backend: str | None = None) -> Any:
+def inspect(f: Any, *args: Any, dim: Any = None, mode: Any = None, backend: str | None = None,
+            **keywords: Any) -> Any:
     """What gradkern generates for a kernel call (runtime.inspect: nothing compiled or run), or what a
     program's reverse keeps, launch by launch: `gk.inspect(tape)` of a ProgramTape, or `gk.inspect(fn, *args)`,
     which records the program (running it, as autodiff_thunk's forward does) and frees the tape."""
+    if keywords:
+        check_keywords("gk.inspect", f, keywords, "dim=, mode= and backend=")
     if isinstance(f, program.ProgramTape):
         if args or dim is not None or mode is not None or backend is not None:
             raise LaunchError("gk.inspect(tape) takes the program tape alone")

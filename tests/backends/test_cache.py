@@ -184,6 +184,30 @@ def test_a_save_racing_another_never_indexes_the_other_signatures_code(tmp_path)
     assert fresh.load(key_a) or fresh.load(key_b)
 
 
+def test_a_data_file_holding_another_signatures_code_is_damage_not_loaded(tmp_path):
+    """Numba loaded whatever a data file held for the signature its index named: the float32 entry's file
+    copied over the float64 one's (a valid entry of another signature) was rebuilt as the float64 code and the
+    launch failed unboxing its arrays (a TypeError, or wrong values where the layouts agree). The file names
+    and holds its key (numba_cache._HealingCacheFile.load): another's is damage, discarded and recompiled."""
+    src = tmp_path / "src"
+    cache = tmp_path / "cache"
+    src.mkdir()
+    (src / "cachemod.py").write_text(textwrap.dedent(KERNEL_MODULE))
+    (src / "runner.py").write_text(textwrap.dedent(RUNNER))
+    for dtype in ("float64", "float32"):
+        assert _run(src, cache, 2.5, 0.75, dtype)["misses"]
+    first, second = sorted((_numba_dir(cache) / "__pycache__").glob("*.nbc"))
+    data = first.read_bytes()
+    first.write_bytes(second.read_bytes())
+    second.write_bytes(data)
+    for dtype in ("float64", "float32"):
+        run = _run(src, cache, 2.5, 0.75, dtype)
+        assert run["y"] == run["expected"], (dtype, run)
+    for dtype in ("float64", "float32"):
+        warm = _run(src, cache, 0.5, -2.0, dtype)
+        assert warm["y"] == warm["expected"] and warm["hits"] and not warm["misses"], (dtype, warm)
+
+
 # ---- a cache that heals -------------------------------------------------------------------------------
 # Each damage kind gets its own kernel (its own cache entry), so one process heals all of them.
 

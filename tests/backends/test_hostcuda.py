@@ -440,10 +440,10 @@ def test_without_gpp_the_backend_says_so_by_name(monkeypatch):
 # ---- the disk cache heals -----------------------------------------------------------------------------------------
 
 def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
-    """A library that does not load, or loads but was built from another source, or a directory in its place,
-    is discarded and rebuilt with one CacheWarning; so is a source file that is not what gradkern wrote. Each
-    damage is made in a copy of the cache no library of this process was loaded from (the dynamic loader hands
-    back a loaded library by its path, and writing over a mapped one would crash the process)."""
+    """A library that does not load, or loads but was built from another source, or is cut short, or a directory
+    in its place, is discarded and rebuilt with one CacheWarning; so is a source file that is not what gradkern
+    wrote. Each damage is made in a copy of the cache no library of this process was loaded from (the dynamic
+    loader hands back a loaded library by its path, and writing over a mapped one would crash the process)."""
     import shutil
 
     from gradkern.backends.hostcuda import HostCudaBackend
@@ -471,7 +471,10 @@ def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
 
     damages = [lambda path: path.write_bytes(b"not a library"),  # does not load
                lambda path: shutil.copy(path.with_name(other), path),  # loads, but is another source's
-               lambda path: (path.unlink(), path.mkdir())]  # a directory where the file goes
+               lambda path: (path.unlink(), path.mkdir()),  # a directory where the file goes
+               # cut short (a killed write): loading it crashed the process with SIGBUS; cut in its tail, it loaded
+               lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
+               lambda path: path.write_bytes(path.read_bytes()[:-1])]
     for n, damage in enumerate(damages):
         cache, path = copy(n)
         damage(path)
@@ -482,3 +485,30 @@ def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
     path.with_suffix(".cu").write_text("garbage")  # rewritten before it is compiled
     with pytest.warns(gk.CacheWarning, match="not the source gradkern wrote"):
         works(cache)
+
+
+def test_a_full_disk_is_a_clear_error_not_an_oserror(tmp_path, monkeypatch):
+    """Where neither the cache directory nor a private temporary one can take the library (a full disk), the
+    launch raised the OSError of a file write; a library must be a file to be loaded, so there is no memory
+    fallback: BackendUnavailableError names both directories, after the one CacheWarning, nothing touched."""
+    import errno
+
+    from gradkern.backends import hostcuda
+
+    @gk.kernel
+    def thrice_on_a_full_disk(x):
+        i = gk.tid()
+        x[i] = 3.0 * x[i]
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(hostcuda, "write_exact", full)
+    monkeypatch.setattr(hostcuda, "_memory_dir", [])
+    monkeypatch.setenv("GRADKERN_CACHE_DIR", str(tmp_path / "cache"))
+    x = np.ones(4)
+    with pytest.warns(gk.CacheWarning, match="cannot use the cache directory"):
+        with pytest.raises(gk.BackendUnavailableError, match="No space left on device") as info:
+            gk.launch(thrice_on_a_full_disk, 4, x, backend="hostcuda")
+    assert str(tmp_path / "cache") in str(info.value) and "GRADKERN_CACHE_DIR" in info.value.hint
+    np.testing.assert_array_equal(x, 1.0)

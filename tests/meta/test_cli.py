@@ -50,6 +50,20 @@ def test_info_says_when_gpp_is_missing(tmp_path):
     assert "hostcuda (" not in r.stdout
 
 
+def test_info_says_when_the_cache_directory_is_unusable(tmp_path):
+    """A cache directory under a file was reported as if a launch could use it."""
+    blocker = tmp_path / "blocker"
+    blocker.write_text("not a directory")
+    r = subprocess.run([sys.executable, "-m", "gradkern", "info"], capture_output=True, text=True,
+                       env={**os.environ, "GRADKERN_CACHE_DIR": str(blocker / "cache")})
+    assert r.returncode == 0, r.stderr
+    assert f"(unusable: {blocker} is not a directory; compiled code is kept in memory" in r.stdout
+    assert blocker.read_text() == "not a directory"
+    fine = subprocess.run([sys.executable, "-m", "gradkern", "info"], capture_output=True, text=True,
+                          env={**os.environ, "GRADKERN_CACHE_DIR": str(tmp_path / "new" / "cache")})
+    assert "unusable" not in fine.stdout and not (tmp_path / "new").exists()  # info creates nothing
+
+
 def test_demo_runs_matches_numpy_and_checks_its_gradient():
     r = run("demo", "--n", "2000", "--steps", "40", "--grad-n", "300", "--grad-steps", "30")
     assert r.returncode == 0, r.stdout + r.stderr

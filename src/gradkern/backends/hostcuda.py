@@ -221,7 +221,13 @@ def build(source: str, entry: str, directory: Path) -> tuple[Any, Any, Path]:
             _memory_dir.append(Path(tempfile.mkdtemp(prefix="gradkern-hostcuda-")))
             warn(f"cannot use the cache directory {directory} ({e}); compiled code is kept in {_memory_dir[0]} "
                  "for the rest of this process (set GRADKERN_CACHE_DIR to a writable directory)")
-    return _build_in(_memory_dir[0], key, source, entry, cxx)
+    try:
+        return _build_in(_memory_dir[0], key, source, entry, cxx)
+    except OSError as e:  # a full disk: a library must be a file to be loaded, so there is no fallback
+        raise BackendUnavailableError(f"hostcuda cannot write the library it compiles for '{entry}' into "
+                                      f"{directory} nor into {_memory_dir[0]} ({e})",
+                                      hint="free disk space, or set GRADKERN_CACHE_DIR (and TMPDIR) to a "
+                                      "writable directory") from None
 
 
 def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> tuple[Any, Any, Path]:
@@ -261,6 +267,9 @@ def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> t
 
 def _load(path: Path, key: str) -> tuple[Any, Any, Path]:
     """The launcher of the library at `path`, which must say it was built for `key`."""
+    cut = _cut_short(path)
+    if cut:
+        raise _Damaged(cut)
     try:
         lib = ctypes.CDLL(str(path))
         found = ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "gk_hostcuda_key"))).value
@@ -274,6 +283,34 @@ def _load(path: Path, key: str) -> tuple[Any, Any, Path]:
     launcher.argtypes = (ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_longlong,
                          ctypes.c_void_p)
     return launcher, lib, path
+
+
+def _cut_short(path: Path) -> str:
+    """Why the ELF file at `path` is not whole ('' when it is): a segment, section or header table that reaches
+    past its end. The dynamic loader maps segments without checking: a library cut short (a killed write, a full
+    disk) loaded, then crashed the process with SIGBUS at its first touch of a page past the end, before any
+    key could be read; cut in its tail it loaded without its section headers (docs/caching.md)."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        return f"{type(e).__name__}: {e}"
+    size = len(data)
+    if size < 64 or data[:6] != b"\x7fELF\x02\x01":
+        return "not a 64-bit little-endian ELF file"
+    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
+    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
+    if phoff + phnum * phentsize > size or shoff + shnum * shentsize > size or phentsize < 40 or shentsize < 40:
+        return f"cut short: its header tables reach past its {size} bytes"
+    for k in range(phnum):
+        (offset,), (filesz,) = (struct.unpack_from("<Q", data, phoff + k * phentsize + at) for at in (8, 32))
+        if offset + filesz > size:
+            return f"cut short: segment {k} reaches byte {offset + filesz} of {size}"
+    for k in range(shnum):
+        kind = struct.unpack_from("<I", data, shoff + k * shentsize + 4)[0]
+        offset, length = struct.unpack_from("<QQ", data, shoff + k * shentsize + 0x18)
+        if kind != 8 and offset + length > size:  # 8: SHT_NOBITS, which takes no room in the file
+            return f"cut short: section {k} reaches byte {offset + length} of {size}"
+    return ""
 
 
 def _unload(lib: Any) -> None:

@@ -122,6 +122,9 @@ class _Damaged(Exception):
         self.cause = cause
 
 
+_FORMAT = "gradkern-nbc-2"  # what a data file holds: (_FORMAT, entry name, key, code); see _HealingCacheFile.load
+
+
 class _HealingCacheFile(IndexDataCacheFile):
     """Numba's index and data files, except that one that exists but does not
     load raises `_Damaged` naming it (Numba lets the unpickling error escape,
@@ -137,14 +140,35 @@ class _HealingCacheFile(IndexDataCacheFile):
         entry naming it. The file's name comes from the key, not from the index
         this process read, so a process that raced another one never points an
         index entry at code compiled for another signature; an index entry the
-        other process overwrote costs one compile later."""
-        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:16]
-        data_name = f"{self._filename_base}.{digest}.nbc"
-        self._save_data(data_name, data)
+        other process overwrote costs one compile later. The data file holds the
+        entry's name and key beside the code, which `load` checks."""
+        data_name = self._name_of(key)
+        self._save_data(data_name, (_FORMAT, self._filename_base, key, data))
         overloads = self._load_index()
         if overloads.get(key) != data_name:
             overloads[key] = data_name
             self._save_index(overloads)
+
+    def load(self, key):
+        """The code saved for `key`, or None (a miss). An index entry naming a file other than the key's (an
+        entry of an older format) is a miss; a data file holding another entry's or signature's code (a file
+        copied over it) is damage: loaded, it would run code compiled for other types or another kernel."""
+        data_name = self._load_index().get(key)
+        if data_name is None or data_name != self._name_of(key):
+            return None
+        try:
+            stored = self._load_data(data_name)
+        except OSError:  # removed since the index was read: Numba compiles afresh
+            return None
+        if not (isinstance(stored, tuple) and len(stored) == 4 and stored[0] == _FORMAT
+                and stored[1] == self._filename_base and stored[2] == key):
+            raise _Damaged(self._data_path(data_name), ValueError("it holds the code of another function or "
+                                                                  "signature"))
+        return stored[3]
+
+    def _name_of(self, key) -> str:
+        digest = hashlib.sha256(f"{_FORMAT} {key!r}".encode()).hexdigest()[:16]
+        return f"{self._filename_base}.{digest}.nbc"
 
     def _load_index(self):
         try:

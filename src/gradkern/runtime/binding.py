@@ -142,6 +142,19 @@ def check_count(kernel: ir.Kernel, args: tuple) -> None:
                           f"({names}), got {len(args)}: {detail}")
 
 
+def check_keywords(verb: str, f: Any, keywords: dict, takes: str) -> None:
+    """No keyword but the verb's own (`takes`): a kernel's arguments go by position. A LaunchError naming the
+    first stray keyword (was: Python's TypeError)."""
+    if not keywords:
+        return
+    word = next(iter(keywords))
+    params = [p.name for p in getattr(getattr(f, "ir", None), "params", ())]
+    if word in params:
+        raise LaunchError(f"{verb} got '{word}' as a keyword; a kernel's arguments are passed by position",
+                          hint=f"{verb}({getattr(f, 'name', 'kernel')}, ..., {', '.join(params)})")
+    raise LaunchError(f"{verb} takes no keyword '{word}'; its keywords are {takes}")
+
+
 def default_dim(kernel: ir.Kernel, args: tuple) -> tuple[int, ...]:
     """The launch extent when none is given (docs/getting-started.md): the shape of the first
     array argument, which must then have 1 to 3 dimensions (a launch's axes)."""

@@ -9,6 +9,7 @@ from typing import Any
 from ..errors import LaunchError
 from ..kernel import KernelFunction
 from ..recording import active_recorder
+from .binding import check_keywords
 from .call import Bound, PreparedCall, prepare
 
 
@@ -19,10 +20,12 @@ def check_kernel(kernel: Any) -> KernelFunction:
     return kernel
 
 
-def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = None) -> None:
+def launch(kernel: KernelFunction, dim: Any, *args: Any, backend: str | None = None, **keywords: Any) -> None:
     """Run `kernel` over the launch domain `dim` (int or tuple of 1-3 ints).
     Arrays are updated in place; every argument is validated first. Inside a
     program being differentiated, the program's recorder takes the launch."""
+    if keywords:
+        check_keywords("gk.launch", kernel, keywords, "backend=")
     k = kernel if type(kernel) is KernelFunction else check_kernel(kernel)
     recorder = active_recorder()
     if recorder is not None:

@@ -23,6 +23,7 @@ each lane sees exactly what its one-lane call would.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -75,6 +76,7 @@ class Tape:
     values: np.ndarray  # float values, shape (*dim, slots)
     ints: np.ndarray  # integer values (loop bounds, branch conditions), shape (*dim, slots)
     counts: np.ndarray  # shape (*dim, 2): how many float and int values each thread pushed
+    made_from: tuple | None = None  # autodiff_thunk's forward: what its primals were (`_origin`)
 
     @property
     def nbytes(self) -> int:
@@ -119,7 +121,7 @@ def run_augmented_primal(bound: Bound, saves: dict[str, Any] | None = None) -> T
     if taped is call.layout.untaped:
         return _untaped(call)
     return made(Tape, kernel=call.kernel.name, key=call.layout.tape_key, dim=call.dim, values=tapes[0],
-                ints=tapes[1], counts=counts)
+                ints=tapes[1], counts=counts, made_from=None)
 
 
 def _untaped(call: PreparedCall) -> Tape:
@@ -131,7 +133,7 @@ def _untaped(call: PreparedCall) -> Tape:
     if tape is None:
         tapes, counts = call.layout.untaped
         tape = call.untaped_tape = made(Tape, kernel=call.kernel.name, key=call.layout.tape_key, dim=call.dim,
-                                        values=tapes[0], ints=tapes[1], counts=counts)
+                                        values=tapes[0], ints=tapes[1], counts=counts, made_from=None)
     return tape
 
 
@@ -372,6 +374,10 @@ def split(f: KernelFunction, activities: tuple, dim: Any, backend: str | None):
     if len(pattern) != len(f.ir.params):
         raise AnnotationError(f"kernel '{f.name}' takes {len(f.ir.params)} arguments; "
                               f"{len(pattern)} activities were given")
+    for p, a in zip(f.ir.params, activities):
+        if not isinstance(a, Annotation) and not (isinstance(a, type) and issubclass(a, Annotation)):
+            raise AnnotationError(f"autodiff_thunk: the activity of '{p.name}' must be an annotation class "
+                                  f"(gk.Const, gk.Active, gk.Duplicated, ...) or an annotated example; got {a!r}")
 
     def check(args: tuple):
         got = tuple(type(a) if isinstance(a, Annotation) else Const for a in args)
@@ -382,13 +388,70 @@ def split(f: KernelFunction, activities: tuple, dim: Any, backend: str | None):
 
     def augmented_primal(*args: Any) -> Tape:
         check(args)
-        return run_augmented_primal(prepare(f, args, dim, backend, "reverse")[1])
+        bound = prepare(f, args, dim, backend, "reverse")[1]
+        tape = run_augmented_primal(bound)
+        if tape is not bound.call.untaped_tape:  # a tape of its own: it holds values of these primals
+            tape.__dict__["made_from"] = _origin(args)
+        return tape
 
     def reverse_pass(*args: Any) -> tuple:
         if not args or not isinstance(args[-1], Tape):
             raise AnnotationError("reverse(*args, tape): the last argument must be the Tape from forward")
         *args, tape = args
         check(tuple(args))
-        return run_reverse(prepare(f, tuple(args), dim, backend, "reverse")[1], tape)
+        bound = prepare(f, tuple(args), dim, backend, "reverse")[1]
+        call = bound.call
+        if (tape is not call.untaped_tape and tape.kernel == f.name and tape.key == call.layout.tape_key
+                and tape.dim == call.dim):  # else run_reverse names the mismatch
+            _check_origin(f, tape, tuple(args))
+        return run_reverse(bound, tape)
 
     return augmented_primal, reverse_pass
+
+
+def _origin(args: tuple) -> tuple:
+    """What a split forward's tape was made from, argument by argument (docs/shadows-and-modes.md#fused-and-split):
+    for an array, the object that owns its memory (weakly held where it can be, so a tape keeps no array alive)
+    with its address, shape, strides and dtype; for a scalar, its value."""
+    out = []
+    for a in args:
+        v = a.val if isinstance(a, Annotation) else a
+        if not hasattr(v, "__array_interface__") and not is_cupy_array(v):
+            out.append(("value", v))
+            continue
+        root = v
+        while getattr(root, "base", None) is not None:
+            root = root.base
+        try:
+            owner: Any = weakref.ref(root)
+        except TypeError:
+            owner = lambda root=root: root  # noqa: E731 (held: it cannot be referred to weakly)
+        out.append(("array", owner, geometry_of(v)))
+    return tuple(out)
+
+
+def geometry_of(v: Any) -> tuple:
+    """An array's address, shape, strides and dtype."""
+    address = v.__array_interface__["data"][0] if isinstance(v, np.ndarray) else v.data.ptr
+    return address, tuple(v.shape), tuple(v.strides), str(v.dtype)
+
+
+def _check_origin(f: KernelFunction, tape: Tape, args: tuple) -> None:
+    """Refuse a split reverse whose tape was not made by a forward of these primals: the reverse reads the values
+    the forward taped, so another call's tape (of the same signature) gave a wrong gradient without a word."""
+    made_from = tape.made_from
+    if made_from is None:
+        raise AnnotationError(f"this tape of kernel '{f.name}' was not made by autodiff_thunk's forward",
+                              hint="pass the Tape the forward returned")
+    for p, was, now in zip(f.ir.params, made_from, _origin(args)):
+        if was[0] != now[0]:
+            same = False
+        elif was[0] == "value":
+            same = was[1] == now[1] or (was[1] != was[1] and now[1] != now[1])  # NaN is NaN
+        else:
+            same = was[1]() is not None and was[1]() is now[1]() and was[2] == now[2]
+        if not same:
+            raise AnnotationError(f"argument '{p.name}' is not the one this tape's forward was given: a split "
+                                  "reverse takes the forward's primals (the same arrays, in their post-forward "
+                                  "state, and the same scalars), since it reads what the forward taped from them",
+                                  hint="run forward on these arguments first, and pass the Tape it returns")
