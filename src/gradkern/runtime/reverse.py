@@ -401,8 +401,10 @@ def split(f: KernelFunction, activities: tuple, dim: Any, backend: str | None):
         check(tuple(args))
         bound = prepare(f, tuple(args), dim, backend, "reverse")[1]
         call = bound.call
-        if (tape is not call.untaped_tape and tape.kernel == f.name and tape.key == call.layout.tape_key
-                and tape.dim == call.dim):  # else run_reverse names the mismatch
+        # a tape that holds no value reads nothing of another call's primals (an untaped call's, whichever
+        # prepared call made it); else run_reverse names a mismatched kernel, key or dim
+        if (tape is not call.untaped_tape and (tape.values.size or tape.ints.size) and tape.kernel == f.name
+                and tape.key == call.layout.tape_key and tape.dim == call.dim):
             _check_origin(f, tape, tuple(args))
         return run_reverse(bound, tape)
 
