@@ -468,3 +468,45 @@ def test_a_proof_relying_on_exact_arithmetic_holds_only_where_the_launch_bounds_
     for backend in ("cpu", "interp"):
         with pytest.raises(gk.RaceError):
             gk.launch(strided_rows, 5, np.zeros(16), 2**62, backend=backend)
+
+
+@gk.kernel
+def flat_in_a_local(x, y, rows, cols):
+    i, j = gk.tid()
+    if i >= rows or j >= cols:
+        return
+    k = i * cols + j  # as C ports write it (Rodinia's SRAD)
+    y[k] = x[k] * 2.0
+
+
+@gk.kernel
+def flat_in_a_local_rebound(x, y, rows, cols):
+    i, j = gk.tid()
+    k = i * cols + j
+    if i >= rows or j >= cols:
+        return
+    if x[0] > 0.5:
+        k = 0  # every thread may write element 0
+    y[k] = x[k] * 2.0
+
+
+@gk.kernel
+def flat_in_a_local_unguarded(x, y, rows, cols):
+    i, j = gk.tid()
+    k = i * cols + j
+    y[k] = x[k] * 2.0
+
+
+def test_a_flattened_index_bound_to_a_local_is_proven_as_the_sum(rng):
+    """`k = i * cols + j; y[k]` is the pair (i, j) as `y[i * cols + j]` is (analysis/affine.py: RowDef);
+    rebinding the local, or no guard bounding the column, leaves the launch to the run-time check."""
+    x, y = rand(rng, 20), np.zeros(20)
+    assert not gk.inspect(flat_in_a_local, x, y, 4, 5, dim=(4, 5)).race_check
+    gk.launch(flat_in_a_local, (4, 5), x, y, 4, 5)
+    np.testing.assert_array_equal(y, 2.0 * x)
+    assert gk.inspect(flat_in_a_local_rebound, x, y, 4, 5, dim=(4, 5)).race_check
+    x[0] = 0.9
+    assert_refused(flat_in_a_local_rebound, (4, 5), x, y, 4, 5)
+    assert gk.inspect(flat_in_a_local_unguarded, x, y, 4, 5, dim=(4, 5)).race_check
+    y = np.zeros(20)
+    assert_refused(flat_in_a_local_unguarded, (4, 5), x, y, 4, 4)  # j = 4 reaches the next row's j = 0

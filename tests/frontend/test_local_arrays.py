@@ -404,3 +404,41 @@ def test_loop_variable_after_break_gradient(rng, mode):
     x, thr = rng.random((5, 4)), rng.random(5)
     check_grad(first_above, gk.Duplicated(x, np.zeros_like(x)), thr, gk.Duplicated(np.zeros(5), np.zeros(5)),
                dim=5, mode=mode)
+
+
+W27 = (-6.0, 0.5, 0.25, 0.125)  # a 27-point operator's weights by distance class: centre, faces, edges, corners
+
+
+@gk.kernel
+def class_weighted(u, out):
+    i, j = gk.tid()
+    acc = 0.0
+    for di in range(-1, 2):
+        for dj in range(-1, 2):
+            cls = abs(di) + abs(dj)  # a local assigned once from unrolled loop variables indexes the table
+            acc += W27[cls] * u[i + di + 1, j + dj + 1]
+    out[i, j] = acc + W27[min(2, 3) + 1]
+
+
+@pytest.mark.parametrize("backend", ["cpu", "interp"])
+def test_table_index_through_a_local_of_unrolled_variables(rng, backend):
+    """`cls = abs(di) + abs(dj); W[cls]` (the 27-point pattern): the loops are unrolled and the index folds
+    (frontend/unroll.py); a local bound more than once is still refused, naming the access."""
+    u = rng.random((5, 6))
+    out = np.zeros((3, 4))
+    gk.launch(class_weighted, (3, 4), u, out, backend=backend)
+    w = np.array([[W27[abs(a) + abs(b)] for b in (-1, 0, 1)] for a in (-1, 0, 1)])
+    want = np.array([[np.sum(w * u[i:i + 3, j:j + 3]) for j in range(4)] for i in range(3)]) + W27[3]
+    np.testing.assert_allclose(out, want, rtol=1e-14)
+    check_grad(class_weighted, gk.Duplicated(u, np.zeros_like(u)), gk.Duplicated(out, np.zeros_like(out)),
+               dim=(3, 4))
+    with pytest.raises(gk.KernelSyntaxError) as info:
+        @gk.kernel
+        def class_index_rebound(u, out):
+            i = gk.tid()
+            cls = 0
+            for d in range(3):
+                cls = d  # bound twice: not a constant, even though each unrolled copy could fold
+                out[i] += W27[cls] * u[i]
+    msg = str(info.value)
+    assert "W27[cls]" in msg and "not a constant" in msg and "'cls' is bound 2 times" in msg

@@ -391,8 +391,25 @@ class _Generator:
 
     def pattern_tile(self):
         """A 2-D launch over a flattened tile: a[i * n + j] where j < n."""
-        self.emit(0, f"if {self.pick(['j < n', 'j < n', 'j <= n', 'i < m'])}:")
-        self.emit(1, f"a[i * n + {self.pick(['j', 'j', 'j + 1', 'q'])}] = b[j] + {self.pick(['1.0', 'a[j]'])}")
+        guard, col = self.pick(['j < n', 'j < n', 'j <= n', 'i < m']), self.pick(['j', 'j', 'j + 1', 'q'])
+        if self.chance(0.5):
+            self.emit(0, f"if {guard}:")
+            self.emit(1, f"a[i * n + {col}] = b[j] + {self.pick(['1.0', 'a[j]'])}")
+            return
+        # as C ports write it: the flattened index in a local, bound before or under the guard, maybe
+        # rebound (itself, in a branch, or the names it was computed from) before the access
+        self.features.add("flattened index in a local")
+        early = self.chance(0.5)
+        if early:
+            self.emit(0, f"f = i * n + {col}")
+        self.emit(0, f"if {guard}:")
+        if not early:
+            self.emit(1, f"f = i * n + {col}")
+        self.emit(1, self.pick(["pass", "pass", "q = q + 1", "j = 0", "i = i + 1", "f += 1", "f = i * n + q"]))
+        if self.chance(0.3):
+            self.emit(1, f"if {self.condition()}:")
+            self.emit(2, f"f = {self.pick(['0', 'q', 'i * n'])}")
+        self.emit(1, f"a[f] = b[j] + {self.pick(['1.0', 'a[j]', 'a[f]'])}")
 
 
 # -- the oracle ------------------------------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ has an integer solution; Fourier–Motzkin elimination shows it has none
 (infeasible over the rationals implies infeasible over the integers). A
 flattened index `r * s + c` (s a parameter or shape nothing binds) with
 0 <= c < s provable in its context is compared as the pair (r, c), which
-keeps LU, triangular and correlation-style kernels linear.
+keeps LU, triangular and correlation-style kernels linear; so is a local
+bound to such a sum (`k = i * n + j; y[k]`: `RowDef`, followed as any binding).
 
 Why it is sound — each form is the value the thread computes:
 * Every binding of a name counts, flow-sensitively: an assignment (augmented
@@ -121,6 +122,14 @@ class Lin:
 
     form: dict
     checks: frozenset = frozenset()
+
+
+@dataclass(frozen=True, eq=False)
+class RowDef:
+    """A local bound to a non-affine `r * s + c`: the sum and the environment of its binding."""
+
+    expr: ir.Expr
+    env: dict
 
 
 @dataclass
@@ -306,6 +315,8 @@ def accesses(k: ir.Kernel, lin: Linearizer, bounds: bool = False) -> list[Access
                 f = lin.form(s.value, ctx.env)
                 if f is None and s.value.type == BOOL:
                     f = Flag.of(lin.implied(s.value, ctx.env, True), lin.implied(s.value, ctx.env, False))
+                if f is None and _is_row(s.value):
+                    f = RowDef(s.value, dict(ctx.env))
                 if f is None:
                     ctx.env.pop(s.name, None)
                 else:
@@ -495,7 +506,22 @@ def _index_forms(acc: Access, lin: Linearizer, strides: dict) -> tuple[list[Form
     return out, checks
 
 
+def _is_row(e: ir.Expr) -> bool:
+    """Whether `e` has the shape `r * s + c` (either order) of a flattened index."""
+    return isinstance(e, ir.Apply) and e.op is Op.ADD and e.type is not None and e.type.is_int \
+        and any(isinstance(a, ir.Apply) and a.op is Op.MUL for a in e.args)
+
+
+def _row(e: ir.Expr, env: dict) -> tuple[ir.Expr, dict]:
+    """An index expression and the environment its names are read in: a local bound to a flattened
+    index (`RowDef`) stands for the sum, read in the environment of its binding."""
+    if isinstance(e, ir.Var) and isinstance(env.get(e.name), RowDef):
+        return env[e.name].expr, env[e.name].env
+    return e, env
+
+
 def _split_row(e: ir.Expr, acc: Access, lin: Linearizer, stride: ir.Expr) -> tuple[list[Form], frozenset] | None:
+    e, env = _row(e, acc.ctx.env)
     if not (isinstance(e, ir.Apply) and e.op is Op.ADD):
         return None
     for scaled, rest in (e.args, e.args[::-1]):
@@ -503,7 +529,7 @@ def _split_row(e: ir.Expr, acc: Access, lin: Linearizer, stride: ir.Expr) -> tup
             for r, s in (scaled.args, scaled.args[::-1]):
                 if s != stride:
                     continue
-                rf, cf, sf = lin.form(r, acc.ctx.env), lin.form(rest, acc.ctx.env), lin.form(s, acc.ctx.env)
+                rf, cf, sf = lin.form(r, env), lin.form(rest, env), lin.form(s, env)
                 if rf is None or cf is None or sf is None:
                     continue
                 # 0 <= c <= s - 1 must hold wherever the access runs
@@ -524,6 +550,7 @@ def _strides(accesses: list[Access], lin: Linearizer) -> dict[str, dict[int, ir.
     out: dict[str, dict[int, ir.Expr]] = {}
     for acc in accesses:
         for pos, e in enumerate(acc.indices):
+            e, _ = _row(e, acc.ctx.env)
             if isinstance(e, ir.Apply) and e.op is Op.ADD:
                 for scaled in e.args:
                     if isinstance(scaled, ir.Apply) and scaled.op is Op.MUL:

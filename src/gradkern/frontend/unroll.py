@@ -14,7 +14,13 @@ see scalar locals and literals only.
   `q` a literal in it (its bounds must then fold to constants, at most
   MAX_UNROLL iterations). Other loops stay loops.
 * After that every index into a local array or a table must fold to a
-  constant in range; otherwise a KernelSyntaxError names the access.
+  constant in range; otherwise a KernelSyntaxError names the access. An
+  index may name a local assigned once in the function from such constants
+  (`c = abs(di) + abs(dj); W[c]`, with `di`, `dj` unrolled): from its
+  assignment on, in that block and the blocks it contains, it folds to its
+  value inside indices (only there: elsewhere it stays a typed local); a loop
+  whose variable reaches a table index through such locals is unrolled too.
+  `abs`, `min` and `max` of integer constants fold.
 
 An `if` whose test folds to a constant keeps only the branch taken, so
 `if q == 0:` in an unrolled body costs nothing. In reverse mode an element
@@ -47,6 +53,8 @@ _FOLD_BIN = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mu
 _FOLD_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_, ast.Invert: operator.invert}
 _FOLD_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
              ast.Gt: operator.gt, ast.GtE: operator.ge}
+_CONST = "\0"  # env key prefix of a local assigned once from constants: it folds inside indices only
+_FOLD_CALLS = (abs, min, max)
 _INDEXING = "index it by constants, or by the variable of a 'for' loop with constant bounds (which is unrolled)"
 
 
@@ -76,6 +84,7 @@ class Unroller:
         self.local_names = local_names
         self.arrays: dict[str, tuple[tuple[int, ...], str]] = {}
         self.reads: dict[str, int] = {}  # how often the function reads each name (set by `unroll`)
+        self.stores: dict[str, int] = {}  # how often it binds each name (set by `unroll`)
 
     # -- what names are ----------------------------------------------------------------------------------------
     def is_local_call(self, e: ast.expr) -> bool:
@@ -139,12 +148,24 @@ class Unroller:
                       "a table is a tuple of int/float, or a tuple of such tuples")
 
     def uses_index_by(self, body: list[ast.stmt], var: str) -> bool:
-        for node in ast.walk(ast.Module(body, [])):
+        """Whether the body indexes a local array or table by `var`, or by a local assigned once from an
+        expression of it (`c = abs(var) + 1; W[c]`)."""
+        module = ast.Module(body, [])
+        names, grown = {var}, True
+        while grown:
+            grown = False
+            for s in ast.walk(module):
+                if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+                        and s.targets[0].id not in names and self.stores.get(s.targets[0].id) == 1 \
+                        and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(s.value)):
+                    names.add(s.targets[0].id)
+                    grown = True
+        for node in ast.walk(module):
             if isinstance(node, ast.Subscript):
                 base, index = _chain(node)
                 if (isinstance(base, ast.Tuple) or isinstance(base, ast.Name)
                         and (base.id in self.arrays or self.table(base.id) is not None)) \
-                        and any(isinstance(n, ast.Name) and n.id == var for i in index for n in ast.walk(i)):
+                        and any(isinstance(n, ast.Name) and n.id in names for i in index for n in ast.walk(i)):
                     return True
         return False
 
@@ -184,7 +205,7 @@ class Unroller:
             taken = self.fold(s.test)
             if taken is not None:
                 return self.block(s.body if taken else s.orelse, env)
-            s.body, s.orelse = self.block(s.body, env), self.block(s.orelse, env)
+            s.body, s.orelse = self.block(s.body, dict(env)), self.block(s.orelse, dict(env))
             if not s.body:
                 s.body = [ast.copy_location(ast.Pass(), s)]
             return [s]
@@ -192,9 +213,15 @@ class Unroller:
             return self.loop(s, env)
         if isinstance(s, ast.While):
             s.test = self.expr(s.test, env)
-            s.body, s.orelse = self.block(s.body, env), self.block(s.orelse, env)
+            s.body, s.orelse = self.block(s.body, dict(env)), self.block(s.orelse, dict(env))
             return [s]
-        return [_Rewrite(self, env).visit(s)]
+        out = _Rewrite(self, env).visit(s)
+        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
+                and self.stores.get(s.targets[0].id) == 1:
+            value = self.fold(self.expr(copy.deepcopy(out.value), _with_consts(env)))
+            if type(value) is int:
+                env[_CONST + s.targets[0].id] = value
+        return [out]
 
     def loop(self, s: ast.For, env: dict[str, int]) -> list[ast.stmt]:
         if isinstance(s.iter, ast.Name) and (s.iter.id in self.arrays or self.table(s.iter.id) is not None):
@@ -264,6 +291,11 @@ class Unroller:
             if any(type(v) is not bool for v in vals):
                 return None
             return all(vals) if isinstance(e.op, ast.And) else any(vals)
+        if isinstance(e, ast.Call) and not e.keywords and e.args and self.resolve(e.func) in _FOLD_CALLS:
+            vals = [self.fold(x) for x in e.args]
+            if any(type(v) is not int for v in vals) or (len(vals) > 1) != (self.resolve(e.func) is not abs):
+                return None
+            return self.resolve(e.func)(*vals)
         return None
 
     def index(self, sub: ast.Subscript, index: list[ast.expr], env: dict[str, int], what: str,
@@ -272,10 +304,12 @@ class Unroller:
         for k, i in enumerate(index):
             if isinstance(i, ast.Slice):
                 self.fail(sub, f"{what} cannot be sliced", "index one element at a time")
-            v = self.fold(self.expr(i, env))
+            v = self.fold(self.expr(i, _with_consts(env)))
             if type(v) is not int:
+                bound = self.stores.get(i.id, 0) if isinstance(i, ast.Name) else 0
                 self.fail(sub, f"'{ast.unparse(sub)}': the index {ast.unparse(i)} into {what} is not a constant",
-                          _INDEXING)
+                          _INDEXING + (f"; a local assigned once from constants folds too, and '{i.id}' is "
+                                       f"bound {bound} times" if bound > 1 else ""))
             if shape is not None and not 0 <= v < shape[k]:
                 self.fail(sub, f"'{ast.unparse(sub)}': index {v} is out of range for {what} "
                                f"(shape {shape})", "indices run from 0 to the size minus one")
@@ -380,6 +414,11 @@ class _Substitute(ast.NodeTransformer):
         return [y for y in (self.visit(x) for x in body) if y is not None]
 
 
+def _with_consts(env: dict[str, int]) -> dict[str, int]:
+    """`env` with the locals assigned once from constants visible by name (inside an index)."""
+    return {**env, **{k[len(_CONST):]: v for k, v in env.items() if k.startswith(_CONST)}}
+
+
 def _reads(body: list[ast.stmt] | ast.AST, name: str) -> int:
     nodes = ast.walk(ast.Module(body, [])) if isinstance(body, list) else ast.walk(body)
     return sum(1 for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
@@ -408,6 +447,8 @@ def unroll(tree: ast.FunctionDef, lookup: Callable[[str], Any], resolve: Callabl
     for n in ast.walk(tree):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             un.reads[n.id] = un.reads.get(n.id, 0) + 1
+        elif isinstance(n, ast.Name):
+            un.stores[n.id] = un.stores.get(n.id, 0) + 1
     un.collect(tree)
     tree.body = un.block(tree.body, {})
     ast.fix_missing_locations(tree)
