@@ -280,8 +280,17 @@ class Generator(TextGenerator):
         self.emit(depth + 2, "continue")
         self.carry(depth + 1, s)
         self.emit(depth + 1, f"if {self.pick([f'GT({s}, 0.7)', f'{p} == 2', self.cond()])}:")
-        self.emit(depth + 2, "break")
+        if self.chance(0.2) and len(self.loops) == 1:
+            self.features.add("return inside a loop")
+            self.emit(depth + 2, f"out[{self.I}] = {s}")
+            self.emit(depth + 2, "return")
+        else:
+            self.emit(depth + 2, "break")
         self.close_loop()
+        if self.chance(0.3):
+            self.features.add("for ... else")
+            self.emit(depth, "else:")
+            self.emit(depth + 1, f"{s} = {s} * 0.5 + {self.leaf()}")
 
     def s_while(self, depth: int):
         q, cnt = self.fresh("q"), self.fresh("cnt")
@@ -343,6 +352,12 @@ class Generator(TextGenerator):
         while self.budget > 0:
             self.statement(1)
         top = self.scopes[0]
+        if self.chance(0.05):  # a race: gk.RaceError at the launch, or, where none happened, the Python run's values
+            self.features.add("racy access")
+            rest = self.I[1:]
+            self.emit(1, self.pick([f"out[(i + 1) % n{rest}] = {top[-1]}", f"{top[-1]} += y[(i + 1) % n{rest}]",
+                                    f"y[(i + 1) % n{rest}] = 0.5 * {top[-1]}"]))
+            self.emit(1, f"y[{self.I}] = 0.5 * y[{self.I}]")
         tail = f" + 0.5 * out[{self.I}]" if self.chance(0.5) else ""
         self.emit(1, f"out[{self.I}] = " + " + ".join(top[-3:]) + tail)
         return "\n".join(self.lines) + "\n"
