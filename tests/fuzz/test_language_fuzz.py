@@ -310,7 +310,8 @@ def fuzz(directory: str, count: int = N_KERNELS, seed: int = SEED, batch: int = 
             start = time.perf_counter()
             check_kernel(stats, rng, g, text, src, getattr(module, g.name), dims[x], backend, first + x)
             stats.seconds[backend] = stats.seconds.get(backend, 0.0) + time.perf_counter() - start
-        print(f"after {stats.kernels}: {stats}", flush=True)
+            if stats.kernels % 10 == 0:
+                print(f"after {stats.kernels}: {stats}", flush=True)
     return stats
 
 
