@@ -512,3 +512,37 @@ def test_a_full_disk_is_a_clear_error_not_an_oserror(tmp_path, monkeypatch):
             gk.launch(thrice_on_a_full_disk, 4, x, backend="hostcuda")
     assert str(tmp_path / "cache") in str(info.value) and "GRADKERN_CACHE_DIR" in info.value.hint
     np.testing.assert_array_equal(x, 1.0)
+
+
+INTEGER_DIVISION = r'''
+import numpy as np
+import gradkern as gk
+
+
+@gk.kernel
+def divide(idx, out, m):
+    i = gk.tid()
+    out[i] = float(idx[i] // m) + 0.5 * float(idx[i] % m) + float(i // m)
+
+
+for m in (0, -1):
+    for backend in ("interp", "hostcuda"):
+        idx, out = np.array([7, -7, -2 ** 63]), np.zeros(3)
+        gk.launch(divide, 3, idx, out, m, backend=backend)
+        print(backend, m, out.tolist())
+'''
+
+
+def test_integer_division_by_zero_and_minus_one_does_not_trap(tmp_path):
+    """Found by the language fuzzer (tests/fuzz/test_language_fuzz.py): `idx[i] // m` with m = 0 killed the
+    process with SIGFPE on hostcuda (C's integer division traps), as did INT64_MIN // -1. They now give the
+    interpreter's (NumPy's) values: 0 for // 0 and % 0, the wrapped negation for // -1 and 0 for % -1."""
+    script = tmp_path / "divide.py"
+    script.write_text(INTEGER_DIVISION)
+    result = subprocess.run([sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, (result.returncode, result.stderr[-3000:])
+    rows = {tuple(line.split(" ", 2)[:2]): line.split(" ", 2)[2] for line in result.stdout.splitlines()}
+    for m in ("0", "-1"):
+        assert rows["hostcuda", m] == rows["interp", m], (m, rows)
+    assert rows["hostcuda", "0"] == "[0.0, 0.0, 0.0]"

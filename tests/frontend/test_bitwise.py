@@ -108,3 +108,25 @@ def test_vector_mode_through_bitwise_guards(mode, rng):
         gk.autodiff(red_black, gk.Duplicated(u.copy(), one_u), gk.Duplicated(np.zeros(n), one_un), 1, c, mode=mode)
         np.testing.assert_array_equal(du[lane], one_u)
         np.testing.assert_array_equal(dun[lane], one_un)
+
+
+@gk.kernel
+def negated_thread_index(out, m):
+    i = gk.tid()
+    s = 0.0
+    for p in range(m):  # a loop in the body: the launch runs the parallel entry, whose index is a prange's
+        s += 1.0
+    out[i, 0] = float(-i >> 1)
+    out[i, 1] = float(~i)
+    out[i, 2] = float(abs(-i)) + 0.0 * s
+
+
+@pytest.mark.parametrize("backend", ["interp", "cpu"])
+def test_negated_and_inverted_thread_index_is_signed(backend):
+    """Found by the language fuzzer (tests/fuzz/test_language_fuzz.py): on the CPU backend's parallel entry the
+    thread index is a `prange` loop's unsigned index, and Numba negated and inverted it unsigned: -i >> 1 gave
+    2**63 - 1 for i = 1, ~i 2**64 - 1 (backends/numba_syntax.py: NumbaSyntax.apply casts the operand)."""
+    out = np.zeros((4, 3))
+    gk.launch(negated_thread_index, 4, out, 2, backend=backend)
+    i = np.arange(4)
+    np.testing.assert_array_equal(out, np.stack([-i >> 1, ~i, i], axis=1).astype(float))

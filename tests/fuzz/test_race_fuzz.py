@@ -48,14 +48,13 @@ A local long run: GRADKERN_FUZZ_RACES=3000 pytest -s -n0 tests/fuzz/test_race_fu
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
 import os
-import sys
 from dataclasses import dataclass, field
 
 import numpy as np
+from support.generators import import_path
 
 import gradkern as gk
 from gradkern.backends.hostcuda import compiler
@@ -576,12 +575,7 @@ def load_kernels(path: str, sources: list[str]):
         f.write("import numpy as np\n\nimport gradkern as gk\n\n")
         for src in sources:
             f.write("\n@gk.kernel\n" + src)
-    name = os.path.splitext(os.path.basename(path))[0]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_path(path)
 
 
 def fuzz_backend(index: int, cpu_every: int, hostcuda_every: int) -> str:

@@ -71,15 +71,14 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
-import importlib.util
 import math
 import os
-import sys
 from dataclasses import dataclass, field
 from unittest import mock
 
 import numpy as np
 import pytest
+from support.generators import TextGenerator, import_path
 
 import gradkern as gk
 import gradkern.testing
@@ -99,37 +98,14 @@ PARAMS = "x, y, A, B, w, out, tot, c, m"
 
 
 # -- the generator ---------------------------------------------------------------------------------------------------
-class _Generator:
+class _Generator(TextGenerator):
     """One random kernel (see the module doc)."""
 
     def __init__(self, rng: np.random.Generator, name: str):
-        self.r = rng
-        self.name = name
+        super().__init__(rng, name)
         self.x_written = rng.random() < 0.35  # x[i] updated in place at the end: no neighbour reads of x
-        self.lines: list[str] = []
-        self.features: set[str] = set()
-        self.scopes: list[list[str]] = []  # float locals visible, per block
-        self.loops: list[str] = []  # enclosing loop variables, innermost last
-        self.names = 0
         self.ints: list[str] = []  # integer locals visible at top level (loop bounds counted from data)
         self.budget = 0  # statements still to emit
-
-    # helpers
-    def pick(self, xs):
-        return xs[int(self.r.integers(len(xs)))]
-
-    def chance(self, p: float) -> bool:
-        return bool(self.r.random() < p)
-
-    def emit(self, depth: int, text: str):
-        self.lines.append("    " * depth + text)
-
-    def fresh(self, prefix: str = "t") -> str:
-        self.names += 1
-        return f"{prefix}{self.names}"
-
-    def visible(self) -> list[str]:
-        return [v for s in self.scopes for v in s]
 
     # expressions
     def leaf(self) -> str:
@@ -192,12 +168,6 @@ class _Generator:
 
     def target(self, depth: int) -> str:
         return self.local() or self.new_local(depth)
-
-    def block(self, depth: int, count: int):
-        self.scopes.append([])
-        for _ in range(count):
-            self.statement(depth)
-        self.scopes.pop()
 
     def statement(self, depth: int):
         self.budget -= 1
@@ -405,12 +375,7 @@ def load_kernels(path: str, sources: list[str]):
         f.write("import math\n\nimport gradkern as gk\n\n")
         for src in sources:
             f.write("\n@gk.kernel\n" + src)
-    name = os.path.splitext(os.path.basename(path))[0]
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+    return import_path(path)
 
 
 # -- the Python run: the primal's oracle, and how far each condition is from its tie --------------------------------

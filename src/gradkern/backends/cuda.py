@@ -74,11 +74,16 @@ __host__ __device__ __forceinline__ {t} _gkb_floordiv({t} a, {t} b) {{
 }}""" for t, f in (("float", "f"), ("double", "")))
 
 PRELUDE = r"""// gradkern runtime helpers: Python semantics where C's differ
+// integer // and % by 0 give 0, and by -1 the wrapped negation and 0, as NumPy's and the interpreter's, where C's
+// division traps (SIGFPE kills the host process) or is undefined
 template <class T> __host__ __device__ __forceinline__ T _gkb_floordiv(T a, T b) {
+    if (b == 0) return T(0);
+    if (b == T(-1)) return T(0ULL - (unsigned long long)a);
     T q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
 }
 template <class T> __host__ __device__ __forceinline__ T _gkb_mod(T a, T b) {
+    if (b == 0 || b == T(-1)) return T(0);
     T r = a % b;
     return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }

@@ -143,6 +143,10 @@ class NumbaSyntax(Syntax):
         return f"{array}[{', '.join(map(self.unsigned, indices))}]"
 
     def apply(self, e: ir.Apply, args: list[str]) -> str | None:
+        if e.op in (Op.NEG, Op.INVERT) and e.type.is_int:
+            # a thread index is a `prange` loop's unsigned index, which Numba negates and inverts unsigned
+            # (-i was 2**64 - i): the operand is cast to the IR's signed type first (a no-op on a signed value)
+            return f"({'-' if e.op is Op.NEG else '~'}_gk_{e.type.name}({args[0]}))"
         base, expo = (e.args + (None,))[:2]
         if e.op is not Op.POW or not (base.type.is_float and expo.type.is_int):
             return None
