@@ -72,7 +72,7 @@ def test_corpus_launch_serial_equals_parallel(twins, case):
         _, n = twins(lambda args=args: gk.launch(case.kernel, dim, *args), threshold)
         out.append((args, n))
     (par, n_p), (ser, n_s) = out
-    assert n_p == 0  # n_s is 0 too where the thread body has a loop (no twin): then this compares two runs
+    assert n_p == 0  # n_s is 0 too where the thread body loops and dim > 1 (LOOP_SERIAL_THREADS): two runs compared
     for a, b in zip(par, ser):
         if isinstance(a, np.ndarray):
             np.testing.assert_array_equal(a, b)
