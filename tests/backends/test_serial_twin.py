@@ -72,7 +72,7 @@ def test_corpus_launch_serial_equals_parallel(twins, case):
         _, n = twins(lambda args=args: gk.launch(case.kernel, dim, *args), threshold)
         out.append((args, n))
     (par, n_p), (ser, n_s) = out
-    assert n_p == 0  # n_s is 0 too where the thread body has a loop (no twin): then this compares two runs
+    assert n_p == 0  # n_s is 0 too where the thread body loops and dim > 1 (LOOP_SERIAL_THREADS): two runs compared
     for a, b in zip(par, ser):
         if isinstance(a, np.ndarray):
             np.testing.assert_array_equal(a, b)
@@ -120,12 +120,73 @@ def test_stencil_modes_serial_equal_parallel(twins, mode):
     _both(twins, make, run)
 
 
-def test_no_twin_for_thread_bodies_with_loops():
+def test_loop_bodies_take_the_twin_for_one_thread_only(twins):
+    """A thread body with a loop gets a twin too, run only by launches of one thread (LOOP_SERIAL_THREADS): its
+    threads may be long, and two of them pay on two cores (docs/performance.md, "Loop bodies: one thread")."""
     A, x, y = np.ones((4, 3)), np.ones(3), np.zeros(4)
     gk.launch(matvec, 4, A, x, y)
-    assert all(spec.code.info.serial is None for spec in _cpu_specs(matvec))
+    assert all(spec.code.info.serial and spec.code.info.loops for spec in _cpu_specs(matvec))
     gk.launch(saxpy, 4, 1.0, np.ones(4), y)
-    assert any(spec.code.info.serial for spec in _cpu_specs(saxpy))
+    assert any(spec.code.info.serial and not spec.code.info.loops for spec in _cpu_specs(saxpy))
+    assert twins(lambda: gk.launch(matvec, 1, A, x, y), 256)[1] == 1
+    assert twins(lambda: gk.launch(matvec, 2, A, x, y), 256)[1] == 0
+    assert twins(lambda: gk.launch(matvec, 2, A, x, y), 10**9)[1] == 0
+    assert twins(lambda: gk.launch(matvec, 1, A, x, y), 0)[1] == 0  # SERIAL_THREADS = 0: no twins at all
+
+
+@gk.kernel
+def seidel_sweep(A):
+    """PolyBench seidel-2d's sweep, in place, by one thread (the red-team's dim = 1 program step)."""
+    t = gk.tid()  # noqa: F841
+    for i in range(1, A.shape[0] - 1):
+        for j in range(1, A.shape[1] - 1):
+            A[i, j] = (A[i - 1, j - 1] + A[i - 1, j] + A[i - 1, j + 1] + A[i, j - 1] + A[i, j] + A[i, j + 1]
+                       + A[i + 1, j - 1] + A[i + 1, j] + A[i + 1, j + 1]) / 9.0
+
+
+@gk.kernel
+def loop_energy(u, w, e):
+    """A loop whose adds go to an Active sum and to w's shadow: privatised targets inside a thread's loop."""
+    i = gk.tid()
+    for j in range(u.shape[0]):
+        gk.atomic_add(e, 0, w[j] * u[j] * u[(i + j) % u.shape[0]])
+
+
+def _loop_args(rng):
+    return rng.uniform(-1, 1, (9, 7)), rng.uniform(-1, 1, (9, 7))
+
+
+@pytest.mark.parametrize("mode", ["launch", "reverse", "forward", "split"])
+def test_one_thread_loop_kernel_runs_its_twin_bit_for_bit(twins, mode):
+    """dim = 1 launches of loop bodies (a Gauss-Seidel sweep in place, matvec, sums in a loop) in every mode take
+    the twin, with the parallel entry's results bit for bit (the same statements in the same order)."""
+    def make():
+        rng = np.random.default_rng(11)
+        A, dA = _loop_args(rng)
+        M, x, y = rng.uniform(-1, 1, (1, 5)), rng.uniform(-1, 1, 5), np.zeros(1)
+        u, w = rng.uniform(-1, 1, 6), rng.uniform(-1, 1, 6)
+        return (A, dA, M, rng.uniform(-1, 1, (1, 5)), x, rng.uniform(-1, 1, 5), y, rng.uniform(-1, 1, 1),
+                u, rng.uniform(-1, 1, 6), w, np.zeros(1), rng.uniform(-1, 1, 1))
+
+    def run(A, dA, M, dM, x, dx, y, dy, u, du, w, e, de):
+        if mode == "launch":
+            gk.launch(seidel_sweep, 1, A)
+            gk.launch(matvec, 1, M, x, y)
+            gk.launch(loop_energy, 1, u, w, e)
+            return None
+        if mode == "split":
+            fwd, rev = gk.autodiff_thunk(seidel_sweep, gk.Duplicated, dim=1)
+            tape = fwd(gk.Duplicated(A, dA))
+            rev(gk.Duplicated(A, dA), tape)
+            fwd, rev = gk.autodiff_thunk(loop_energy, gk.Duplicated, gk.Const, gk.Duplicated, dim=1)
+            tape = fwd(gk.Duplicated(u, du), w, gk.Duplicated(e, de))
+            return rev(gk.Duplicated(u, du), w, gk.Duplicated(e, de), tape)
+        m = gk.Reverse if mode == "reverse" else gk.Forward
+        gk.autodiff(seidel_sweep, gk.Duplicated(A, dA), dim=1, mode=m)
+        gk.autodiff(matvec, gk.Duplicated(M, dM), gk.Duplicated(x, dx), gk.Duplicated(y, dy), dim=1, mode=m)
+        return gk.autodiff(loop_energy, gk.Duplicated(u, du), w, gk.Duplicated(e, de), dim=1, mode=m)
+    par = _both(twins, make, run)
+    assert not np.array_equal(par[0], _loop_args(np.random.default_rng(11))[0])  # the sweep ran
 
 
 def _cpu_specs(kernel):

@@ -4,9 +4,10 @@ numba_loops.py prints a kernel's module (the loop nest, the chunks and their pri
 functions), numba_plan.py decides its chunks and keeps the mixed targets' slot copies, numba_syntax.py
 spells the IR. Here: the module compiled (`compile_source`), and the launch run through its entry or one of
 its siblings: the serial twin for launches of fewer than SERIAL_THREADS threads (and for larger ones where it
-measures faster: numba_choice.py), `<entry>_atomics_serial`
-when the private copies would exceed the memory limit (`numba_plan.private_chunks` returns 0, the entry
-returns False), `<entry>_edges` when a 1-D launch's edges are too wide to run serially. Generated modules are
+measures faster: numba_choice.py; of one thread where the thread body loops, LOOP_SERIAL_THREADS),
+`<entry>_atomics_serial` when the private copies would exceed the memory limit (`numba_plan.private_chunks`
+returns 0, the entry returns False), `<entry>_edges` when a 1-D launch's edges are too wide to run serially.
+Generated modules are
 written to the cache directory under a content hash and executed from there, so Numba's own `cache=True`
 finds them again in the next process (the file never changes, so its stamp stays valid); numba_cache.py
 keeps that cache healthy.
@@ -34,6 +35,12 @@ from .numba_plan import MixedPlan, mixed_plan, owned_rows, sparse_pays, spilled
 # worker threads costs more than a few hundred threads of a loop-free body (benchmarks/runtime/overhead.py).
 # 0 turns the twins off.
 SERIAL_THREADS = int(os.environ.get("GRADKERN_SERIAL_THREADS", "256"))
+# A launch of a kernel whose thread body loops runs its serial twin only below this many threads (and below
+# SERIAL_THREADS: 0 turns these twins off too), never by measurement: a launch of one thread gains nothing from a
+# parallel region whatever its body does (a one-thread Gauss-Seidel sweep: 20 ms a launch as a parallel region
+# with 2 Numba threads on the loaded machine, ~0.1 ms serially), but two threads of a loop body may each be long
+# and then pay on two cores (docs/performance.md, "Loop bodies: one thread").
+LOOP_SERIAL_THREADS = 2
 # Vector mode runs its k lanes in launches of at most this many lanes, the primal once (Backend.lane_group;
 # 0: all k in one launch). The 2-D heat step's gather costs about the same per launch for 1 to 4 lanes at
 # 1024^2, and a parallel launch on a loaded machine can stall at its barrier: on the 2-core Intel Xeon (260 MiB
@@ -51,7 +58,8 @@ class CpuLaunch(LaunchInfo):
     serially (`<entry>_edges`), the privatised targets the kernel also loads or stores plainly and the
     plan they run by (numba_plan.MixedPlan, None without them), the targets whose rows the chunks own
     (numba_plan.owned_rows: no copy), and those `<entry>_sparse` spills, with their bound of adds per
-    thread (numba_plan.spilled; empty without that sibling)."""
+    thread (numba_plan.spilled; empty without that sibling). `loops`: the thread body has a loop, so the twin
+    runs only below `_twin_threads(info)` threads (LOOP_SERIAL_THREADS)."""
 
     private: tuple[str, ...] = ()
     serial: str | None = None
@@ -66,6 +74,7 @@ class CpuLaunch(LaunchInfo):
     # (docs/performance.md)
     reassociated: bool = False
     registers: tuple[str, ...] = ()  # privatised targets whose chunks sum in a register (numba_loops._accumulators)
+    loops: bool = False  # a loop in the thread body: the twin for launches of fewer than LOOP_SERIAL_THREADS threads
 
     def chunk_bytes(self, sizes: dict[str, int]) -> int:
         """Bytes of private copies per chunk (`sizes`: bytes per array): of every privatised target, or in
@@ -133,6 +142,11 @@ def _copied(typed: ir.Kernel, info: Any) -> tuple[int, ...]:
     return got
 
 
+def _twin_threads(info: CpuLaunch) -> int:
+    """A launch of fewer threads than this runs `info`'s serial twin (given one)."""
+    return min(SERIAL_THREADS, LOOP_SERIAL_THREADS) if info.loops else SERIAL_THREADS
+
+
 def _serial_twin(entry: Any, name: str) -> Any:
     """The serial twin printed beside `entry` in its generated module."""
     return _sibling(entry, name)
@@ -160,8 +174,9 @@ class NumbaBackend(Backend):
         bodies = k.body + (k.interior.body if k.interior is not None else ())
         plain = {s.array for s in ir.walk_stmts(bodies) if isinstance(s, ir.Store)} | \
             {e.array for e in ir.all_exprs(bodies) if isinstance(e, ir.Load)}
-        # a serial twin for tiny launches only where each thread's work is bounded: no loop in the body
-        twin = parallel and not any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(
+        # a serial twin for tiny launches; where the body loops (each thread's work unbounded), for one thread only
+        twin = parallel
+        loops = any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(
             k.body + (k.deferred.body if k.deferred is not None else ())))
         mixed = tuple(a for a in atomic if a in plain)
         plan = mixed_plan(k, mixed) if parallel and mixed else None
@@ -182,7 +197,7 @@ class NumbaBackend(Backend):
         return Generated(source, entry, CpuLaunch(atomic if parallel else (), f"{entry}_serial" if twin else None,
                                                   edges, mixed if parallel else (), plan, tuple(owned), sparse,
                                                   parallel and k.deferred is not None, printer.reassociated,
-                                                  tuple(sorted(printer.registers))))
+                                                  tuple(sorted(printer.registers)), loops))
 
     def compile(self, code: Generated, cache: Path) -> Any:
         return compile_source(code.source, code.entry, cache / "numba")
@@ -197,9 +212,10 @@ class NumbaBackend(Backend):
         main = entry
         if info.serial is not None:
             threads = _threads(dim)
-            if threads < SERIAL_THREADS:
+            if threads < (min(SERIAL_THREADS, LOOP_SERIAL_THREADS) if info.loops else SERIAL_THREADS):
                 entry = _serial_twin(entry, info.serial)
-            elif numba_choice.ENABLED and SERIAL_THREADS and not info.reassociated:  # by measurement (numba_choice.py)
+            elif numba_choice.ENABLED and SERIAL_THREADS and not info.reassociated and not info.loops:
+                # by measurement (numba_choice.py)
                 serial, trial = numba_choice.CHOICE.pick(entry, threads)
                 t0 = time.perf_counter()
                 self._launch(typed, code, _serial_twin(entry, info.serial) if serial else entry, entry, dim, values)
@@ -218,17 +234,19 @@ class NumbaBackend(Backend):
             return None
         # what `run` reads at each launch besides the values: changed (tests patch them), the launch is `run`'s
         main, threshold, choosing, twin_of = entry, SERIAL_THREADS, numba_choice.ENABLED, _serial_twin
+        loop_threshold = LOOP_SERIAL_THREADS
         if info.serial is not None:
-            if _threads(dim) < SERIAL_THREADS:
+            if _threads(dim) < _twin_threads(info):
                 entry = _serial_twin(entry, info.serial)
-            elif numba_choice.ENABLED and SERIAL_THREADS and not info.reassociated:
+            elif numba_choice.ENABLED and SERIAL_THREADS and not info.reassociated and not info.loops:
                 return None
         chunked = info.private or info.chunked
         copy_bytes = sum([values[n].nbytes for n in _copied(typed, info)]) if chunked else 0
         n0, mixed = dim[0], bool(info.mixed)
 
         def launch(values: list) -> None:
-            if SERIAL_THREADS != threshold or numba_choice.ENABLED != choosing or _serial_twin is not twin_of:
+            if SERIAL_THREADS != threshold or numba_choice.ENABLED != choosing or _serial_twin is not twin_of \
+                    or LOOP_SERIAL_THREADS != loop_threshold:
                 self.run(typed, code, main, parallel, dim, values)
             elif not chunked:
                 if entry(*dim, *values) is False:
@@ -282,7 +300,7 @@ class NumbaBackend(Backend):
         info: CpuLaunch = code.info
         if 0 in dim or entry is None or info.plan is not None:
             return None
-        if info.serial is not None and _threads(dim) < SERIAL_THREADS:
+        if info.serial is not None and _threads(dim) < _twin_threads(info):
             entry = _serial_twin(entry, info.serial)
         from .numba_cache import ahead
         return ahead(entry, (*dim, *values, *((0,) if info.private or info.chunked else ())))

@@ -4,8 +4,8 @@ The launch domain becomes a loop nest whose outer loop is `prange` for a launch 
 (serial otherwise). CPUs have no atomic float add, so in a parallel launch each atomic target gets per-chunk
 private copies (chunk c accumulates into `_gkb_priv_X[c]`), summed into X after the loop; a target the launch
 also loads or stores plainly ("mixed") has none, and runs as its `MixedPlan` says (numba_plan.py). The entry
-takes `_gkb_chunks` (0: return False, and the runtime runs `<entry>_atomics_serial`). A parallel entry whose
-thread body has no loop gets a serial twin, `<entry>_serial`, the same function without parallel=True; a 1-D
+takes `_gkb_chunks` (0: return False, and the runtime runs `<entry>_atomics_serial`). A parallel entry gets a
+serial twin, `<entry>_serial`, the same function without parallel=True (numba_cpu.py: which launches run it); a 1-D
 split launch whose edges are wide runs them in `<entry>_edges`. `LoopPrinter` prints all of it: the thread
 body (inline, or outlined as a function of its own), the loop nest around it (split into interior and edges),
 the chunks, their private copies and sums, and the sibling functions."""

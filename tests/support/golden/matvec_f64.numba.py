@@ -21,3 +21,15 @@ def matvec_1d(_gkb_n0, A, x, y):
         for j in range(0, A.shape[1]):
             acc = (acc + (A[_gkb_u_i, _gk_uint64(j)] * x[_gk_uint64(j)]))
         y[_gkb_u_i] = acc
+
+
+@_gk_njit(parallel=False, cache=True, error_model='numpy', boundscheck=False)
+def matvec_1d_serial(_gkb_n0, A, x, y):
+    for _gkb_t0 in _gk_prange(_gkb_n0):
+        j = 0
+        i = _gkb_t0
+        _gkb_u_i = _gk_uint64(i)
+        acc = 0.0
+        for j in range(0, A.shape[1]):
+            acc = (acc + (A[_gkb_u_i, _gk_uint64(j)] * x[_gk_uint64(j)]))
+        y[_gkb_u_i] = acc
