@@ -13,6 +13,10 @@ from typing import Any
 
 import numpy as np
 
+# hostcode.TrackedArray, set by hostcode.py when it is defined (hostcode imports this module, so this one does not
+# import it back: the import-cycle check)
+TRACKED: list = []
+
 
 class DerivedScalar:
     """What the derived float scalars are an instance of: `_gk_origin` (hostcode.Origin) is where host code
@@ -31,9 +35,7 @@ def _carry(r: Any, origin: Any) -> Any:
     """What an operation with a derived scalar returned, remembering `origin`: a float scalar as a derived one,
     a float array as a TrackedArray (hostcode.py refuses a launch that takes it)."""
     if isinstance(r, np.ndarray) and r.dtype.kind == "f":
-        from .hostcode import TrackedArray  # hostcode imports this module
-
-        out = r.view(TrackedArray)
+        out = r.view(TRACKED[0])
         if out._gk_origin is None:
             out._gk_origin = origin
         return out

@@ -43,7 +43,7 @@ from ..errors import ProgramError
 from ..ir.types import MAX_NDIM
 from ..recording import active_recorder
 from ..runtime.arrays import byte_bounds
-from .derived import DerivedScalar, constant, derived
+from .derived import TRACKED, DerivedScalar, constant, derived
 from .hostops import copy as gk_copy
 from .hostops import fill as gk_fill
 from .savepool import POOL
@@ -344,6 +344,9 @@ class TrackedArray(np.ndarray):
     def __repr__(self) -> str:
         _read()
         return repr(plain(self))
+
+
+TRACKED.append(TrackedArray)  # derived.py's arrays computed from derived scalars
 
 
 def _reading(name: str) -> Any:
