@@ -17,8 +17,6 @@ These found two gaps, fixed: a constant-table index through a local assigned fro
 (stencil27, frontend/unroll.py) and a flattened index bound to a local (`k = i * cols + j; y[k] = ...`,
 analysis/affine.py), which sent SRAD to the run-time check."""
 
-import os
-
 import numpy as np
 import pytest
 from support.ported import cases
@@ -68,16 +66,9 @@ def test_primal_agrees_across_backends(name):
                                            err_msg=f"{name} on {backend}")
 
 
-# the four whose first gradient compiles longest (20-50 s each at -n 2 under load, about 130 s of the file's 215): CI's
-# 25-minute budget runs them only with GRADKERN_PORTED_ALL=1 (docs/testing.md); their primal and race tests always run
-LONGEST = {"accelerate", "stencil27", "lavamd_box", "xs_lookup"}
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_gradient(name):
-    if name in LONGEST and os.environ.get("GRADKERN_PORTED_ALL", "0") != "1":
-        pytest.skip("compiles for 20-50 s: run with GRADKERN_PORTED_ALL=1 (docs/testing.md)")
     _, kernel, args, dim, options = _case(name)
     report = check_grad(kernel, *args, dim=dim, **options)
     assert report.ok and report.checked > 30, str(report)
