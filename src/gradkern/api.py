@@ -41,6 +41,8 @@ def autodiff(f: Any, *args: Any, mode: Any = Reverse, dim: Any = None, backend: 
     (summed over threads), None for the others. Forward mode: each shadow of
     an array `f` changes becomes the tangent of its new value; returns None."""
     if keywords:
+        if _is_program(f):
+            program.refuse_keywords("gk.autodiff", f, keywords, "mode=, dim= and backend=")
         check_keywords("gk.autodiff", f, keywords, "mode=, dim= and backend=")
     if mode is not Reverse and mode is not Forward:
         raise LaunchError(f"mode must be gk.Reverse or gk.Forward, got {mode!r}")
@@ -66,6 +68,8 @@ def autodiff_thunk(f: Any, *activities: Any, dim: Any = None, backend: str | Non
     `reverse(*args, tape)` runs the reverse on the arrays in their post-forward
     state and returns what autodiff would."""
     if keywords:
+        if _is_program(f):
+            program.refuse_keywords("gk.autodiff_thunk", f, keywords, "dim= and backend=")
         check_keywords("gk.autodiff_thunk", f, keywords, "dim= and backend=")
     if isinstance(f, KernelFunction):
         return split_kernel(f, activities, dim, backend)
@@ -82,6 +86,8 @@ def inspect(f: Any, *args: Any, dim: Any = None, mode: Any = None, backend: str 
     program's reverse keeps, launch by launch: `gk.inspect(tape)` of a ProgramTape, or `gk.inspect(fn, *args)`,
     which records the program (running it, as autodiff_thunk's forward does) and frees the tape."""
     if keywords:
+        if _is_program(f) and not isinstance(f, program.ProgramTape):
+            program.refuse_keywords("gk.inspect", f, keywords, "dim=, mode= and backend=")
         check_keywords("gk.inspect", f, keywords, "dim=, mode= and backend=")
     if isinstance(f, program.ProgramTape):
         if args or dim is not None or mode is not None or backend is not None:

@@ -354,7 +354,9 @@ def p_reduced(u, E):
     scale = float(u.max())  # a time step from the state: a constant, as .item() in PyTorch
     total = u.sum()
     mask = u > np.median(u)  # booleans carry no derivative
-    w = np.full_like(u, scale * total)
+    # float(): no derivative through the fill value wanted (np.full_like(u, scale * total) is refused at the
+    # launch: test_derived_scalars.py)
+    w = np.full_like(u, scale * float(total))
     w[mask] = 1.0  # a host write into an array nothing active reached
     gk.launch(energy, N, w, E)
     gk.launch(energy, N, u, E)

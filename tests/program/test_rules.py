@@ -625,7 +625,7 @@ def test_host_write_after_a_rule_call_is_refused():
 
 def test_active_array_is_refused_before_anything_runs():
     x, dx, y, dy = np.ones(3), np.zeros(3), np.ones(3), np.ones(3)
-    with pytest.raises(gk.AnnotationError, match="argument 2 is Active but is ndarray"):
+    with pytest.raises(gk.AnnotationError, match="argument 'c' is Active but is ndarray"):
         gk.autodiff(scale, gk.Duplicated(x, dx), gk.Duplicated(y, dy), gk.Active(np.ones(3)))
     for a, want in ((x, 1.0), (dx, 0.0), (y, 1.0), (dy, 1.0)):
         np.testing.assert_array_equal(a, want)

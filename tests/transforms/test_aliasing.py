@@ -81,6 +81,30 @@ def test_overlapping_views_with_steps_are_refused_and_interleaved_ones_accepted(
 
 
 @pytest.mark.parametrize("mode", MODES, ids=IDS)
+def test_interleaved_shadows_of_one_buffer_are_accepted(rng, mode):
+    """The columns a[:, 0] and a[:, 2] of one array, with the same columns of one shadow (a halo copy in a
+    program: SHOC stencil2d, tests/program/test_ported_solvers.py): their extents overlap but no element is in
+    both, so each shadow takes its own adds. Before session 49 refused by the extents alone."""
+    a, da = rand(rng, 4, 3), rand(rng, 4, 3)
+    a0, da0 = a.copy(), da.copy()
+    gk.autodiff(scale_into, gk.Duplicated(a[:, 0], da[:, 0]), gk.Duplicated(a[:, 2], da[:, 2]), mode=mode)
+    np.testing.assert_array_equal(a[:, 2], 2 * a0[:, 0])  # y = 2 x, bit for bit
+    if mode is gk.Reverse:  # dx += 2 dy, then dy = 0 (y is overwritten)
+        np.testing.assert_array_equal(da[:, 0], da0[:, 0] + 2 * da0[:, 2])
+        np.testing.assert_array_equal(da[:, 2], 0.0)
+    else:  # the tangent of y = 2 x: 2 dx
+        np.testing.assert_array_equal(da[:, 2], 2 * da0[:, 0])
+    np.testing.assert_array_equal(da[:, 1], da0[:, 1])  # the column between them untouched
+    b, db = rand(rng, 4, 3), rand(rng, 4, 3)
+    check = unchanged(b, db)
+    with pytest.raises(gk.AliasingError, match="the shadow of 'y' shares memory with the shadow of 'x'"):
+        # flat elements 0, 3, 6, 9 and 0, 2, 4, 6 of one shadow buffer: two in common
+        gk.autodiff(scale_into, gk.Duplicated(b[:, 0], db[:, 0]), gk.Duplicated(b[:, 2], db.reshape(-1)[:8:2]),
+                    mode=mode)
+    check()
+
+
+@pytest.mark.parametrize("mode", MODES, ids=IDS)
 def test_aliased_primals_need_aliased_shadows(rng, mode):
     y, dy = rand(rng, 6), rand(rng, 6)
     check = unchanged(y, dy)

@@ -110,7 +110,7 @@ class _Untaped(Recorder):
             entry, plain, arrays = hit
         else:
             entry, args = None, unwrap_args(given, f"a launch of kernel '{kernel.name}' in step {self.t} of the "
-                                                   "checkpointed loop")
+                                                   "checkpointed loop", kernel.ir.params)
             plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
             arrays = [a for a in plain if is_array(a)]
             if not recomputing:
@@ -163,7 +163,8 @@ class _Untaped(Recorder):
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         """A rule call of an untaped step: its primal, with the loop's bookkeeping as for a launch."""
-        given = unwrap_args(given, f"a call of rule '{rule.name}' in step {self.t} of the checkpointed loop")
+        given = unwrap_args(given, f"a call of rule '{rule.name}' in step {self.t} of the checkpointed loop",
+                            rule.params)
         loop = self.loop
         if loop.pending is not None:
             loop.pending.flush()

@@ -5,13 +5,19 @@ PolyBench fdtd-2d's `_fict_[t]` of a differentiated `_fict_`). Each is a NumPy f
 that remembers its origin through host arithmetic (`s / n - m * m`, `np.sqrt(s)`); a launch or rule call
 that takes one raises `gk.ProgramError` naming the operation and the line (`hostcode.unwrap_args`).
 `float(s)` or `s.item()` is the constant (the derivative through it is not wanted, as `.item()` in
-PyTorch); comparisons, printing and control flow read it as the number it is."""
+PyTorch); comparisons, printing and control flow read it as the number it is. The origin is carried by
+the scalar's own methods (`s.astype(np.float32)`, `s.clip(0, 1)`) and into arrays made from it
+(`np.full_like(u, s)`, `np.full(n, s, dtype=float)`, `w[:] = s`, `ones * s`: hostcode.py refuses a launch
+that takes them); what NumPy and CPython give no hook for (`math.sqrt(s)`, `np.full(n, s)` without a dtype,
+`np.array([s])`) is listed in docs/host-code.md."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+
+from ..recording import active_recorder
 
 # hostcode.TrackedArray, set by hostcode.py when it is defined (hostcode imports this module, so this one does not
 # import it back: the import-cycle check)
@@ -25,10 +31,39 @@ class DerivedScalar:
     _gk_origin: Any = None
 
 
+def origin_of(values: Any) -> Any:
+    """The origin of the first derived scalar among `values` (a tuple, list or dict of arguments), or None."""
+    for x in values.values() if isinstance(values, dict) else values:
+        if isinstance(x, DerivedScalar):
+            return x._gk_origin
+    return None
+
+
+def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    """A NumPy function dispatched on a derived scalar (`np.copyto(a, s)` inside `np.full(n, s, dtype=...)`,
+    `np.full_like(plain, s)`, `np.clip(s, 0, 1)`): run on the plain values; an array it writes or returns
+    remembers the origin."""
+    origin = origin_of(args) or origin_of(kwargs)
+    r = func(*[constant(x) for x in args], **{k: constant(v) for k, v in kwargs.items()})
+    if func.__name__ == "copyto":  # the destination now holds the derived value
+        host = getattr(active_recorder(), "host", None)
+        dst = args[0] if args else kwargs.get("dst")
+        if host is not None and isinstance(dst, np.ndarray) and dst.dtype.kind == "f":
+            host.taint(dst, origin)
+        return r
+    return r if kwargs.get("out") is not None else _carry(r, origin)
+
+
+# piecewise constant: a derivative of zero wherever there is one, so their value is a constant, as round()'s
+_STEPS = frozenset((np.floor, np.ceil, np.trunc, np.rint, np.sign))
+
+
 def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
     origin = next(x._gk_origin for x in inputs if isinstance(x, DerivedScalar))
     r = getattr(ufunc, method)(*[constant(x) for x in inputs], **kwargs)
-    return r if kwargs.get("out") is not None else _carry(r, origin)
+    if kwargs.get("out") is not None or (ufunc in _STEPS and method == "__call__" and len(inputs) == 1):
+        return r
+    return _carry(r, origin)
 
 
 def _carry(r: Any, origin: Any) -> Any:
@@ -71,8 +106,8 @@ def constant(x: Any) -> Any:
 
 
 def _operator(name: str) -> Any:
-    def op(self: Any, *other: Any) -> Any:
-        r = getattr(_BASES[type(self)], name)(constant(self), *[constant(o) for o in other])
+    def op(self: Any, *other: Any, **kwargs: Any) -> Any:
+        r = getattr(_BASES[type(self)], name)(constant(self), *[constant(o) for o in other], **kwargs)
         return r if r is NotImplemented else _carry(r, self._gk_origin)
     op.__name__ = name
     return op
@@ -80,8 +115,13 @@ def _operator(name: str) -> Any:
 
 for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
               "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__",
-              "__abs__"):
+              "__abs__",
+              # the scalar's methods whose float results depend on its value (rounding is left out: its
+              # derivative is zero wherever it has one, so a rounded value is a constant, as an int() is)
+              "astype", "clip", "conj", "conjugate", "copy", "sum", "prod", "mean", "max", "min", "std", "var",
+              "reshape", "squeeze", "ravel", "flatten", "__copy__", "__deepcopy__"):
     for _cls in _BASES:
         setattr(_cls, _name, _operator(_name))
 for _cls in _BASES:
     _cls.__array_ufunc__ = _array_ufunc
+    _cls.__array_function__ = _array_function

@@ -363,10 +363,24 @@ def _reading(name: str) -> Any:
 # the methods that read values without a ufunc or a NumPy function (those come through __array_ufunc__ and
 # __array_function__); `view` is not one (plain() makes the launches' views with it)
 for _name in ("item", "tolist", "tobytes", "tofile", "argmax", "argmin", "argsort", "argpartition", "nonzero",
-              "searchsorted", "dot", "flatten", "ravel", "__iter__", "__contains__", "__float__", "__int__",
+              "searchsorted", "flatten", "ravel", "__iter__", "__contains__", "__float__", "__int__",
               "__bool__", "__index__", "__complex__", "__str__", "__format__", "__copy__", "__deepcopy__",
               "__reduce__", "__reduce_ex__"):
     setattr(TrackedArray, _name, _reading(_name))
+
+
+def _through(func: Any) -> Any:
+    """ndarray's method that NumPy writes in Python ending in `dtype.type(result)` (which makes a plain scalar of
+    a derived one: `u.mean()`), or in C without a ufunc (`u.dot(v)`), as the NumPy function, which comes
+    through `__array_function__`."""
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return func(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = func.__name__
+    return method
+
+
+for _func in (np.dot, np.mean, np.var, np.std):
+    setattr(TrackedArray, _func.__name__, _through(_func))
 
 
 def _view_key(key: Any) -> Any:
@@ -440,7 +454,9 @@ def _write(host: HostTracker, op: str, dst: Any, value: Any) -> None:
                                "(same shape, float, 1-5 axes); nothing was written", hint="write it in a kernel")
         gk_copy(dst, value)
         return
-    np.copyto(dst, value)
+    if isinstance(value, DerivedScalar):  # `w[:] = u.sum()` into an array nothing active reached: derived now
+        host.taint(dst, value._gk_origin)
+    np.copyto(dst, constant(value))
 
 
 def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
@@ -458,11 +474,11 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 # -- launches and rule calls --------------------------------------------------------------------------------------
 
 
-def unwrap_args(args: tuple, what: Any) -> tuple:
+def unwrap_args(args: tuple, what: Any, params: Any = ()) -> tuple:
     """A launch's or rule call's arguments as the runtime takes them: TrackedArrays as plain views,
     `gk.Const(x)` as x. ProgramError if one was computed on the host from an active array (and is not
     wrapped in Const): `what` names the launch (or returns its name, called only then: a time loop's
-    launches make no string)."""
+    launches make no string), `params` its parameters (the kernel's, with their `.name`, or the rule's names)."""
     recorder = active_recorder()
     host, guard = getattr(recorder, "host", None), getattr(recorder, "guard", None)
     if host is not None:
@@ -490,7 +506,7 @@ def unwrap_args(args: tuple, what: Any) -> tuple:
         t = type(a)
         if t is TrackedArray:
             if checking and (a._gk_origin is not None or tainted) and host.origin(a) is not None:
-                _refuse_origin(host, a, n, what)
+                _refuse_origin(host, a, _param(params, n), what)
             v = views.get(id(a))
             if v is None:
                 v = views[id(a)] = plain(a) if host is None else host.plain_view(a)
@@ -507,12 +523,12 @@ def unwrap_args(args: tuple, what: Any) -> tuple:
         if not isinstance(a, np.ndarray):
             if isinstance(a, DerivedScalar):
                 if checking:
-                    _refuse_scalar(a, n, what)
+                    _refuse_scalar(a, _param(params, n), what)
                 a = constant(a)
             out.append(a)
             continue
         if checking and host.origin(a) is not None:
-            _refuse_origin(host, a, n, what)
+            _refuse_origin(host, a, _param(params, n), what)
         if isinstance(a, TrackedArray):
             v = views.get(id(a))
             if v is None:
@@ -550,19 +566,26 @@ def _unwrap_plain(args: tuple, host: HostTracker, guard: Any) -> tuple | None:
     return tuple(out)
 
 
-def _refuse_scalar(a: Any, n: int, what: str) -> None:
-    """The ProgramError of `unwrap_args` for a scalar argument `n` that host code reduced from an active array
-    (derived.py)."""
-    raise ProgramError(f"{what} takes a scalar (argument {n}) at {_where(_user_frame())} that host code computed "
+def _param(params: Any, n: int) -> str:
+    """How a message names a launch's or rule call's argument n: by its parameter's name."""
+    if n >= len(params):
+        return f"argument {n}"
+    return f"argument '{getattr(params[n], 'name', params[n])}'"
+
+
+def _refuse_scalar(a: Any, param: str, what: str) -> None:
+    """The ProgramError of `unwrap_args` for a scalar argument (`param`) that host code reduced from an active
+    array (derived.py)."""
+    raise ProgramError(f"{what} takes a scalar ({param}) at {_where(_user_frame())} that host code computed "
                        f"from an active array: {a._gk_origin.describe()}; its derivative would be lost, so it did "
                        "not run and no shadow changed",
                        hint="compute it in a kernel (gk.atomic_add sums into a small array that the next launch "
                             "reads), or pass float(x) or gk.Const(x) to say that no derivative through it is wanted")
 
 
-def _refuse_origin(host: HostTracker, a: Any, n: int, what: str) -> None:
-    """The ProgramError of `unwrap_args` for argument `n`, which host code computed from an active array."""
+def _refuse_origin(host: HostTracker, a: Any, param: str, what: str) -> None:
+    """The ProgramError of `unwrap_args` for an argument (`param`) that host code computed from an active array."""
     frame = _user_frame()
-    raise ProgramError(f"{what} takes {_names(frame, [plain(a)])} (argument {n}) at {_where(frame)}, "
+    raise ProgramError(f"{what} takes {_names(frame, [plain(a)])} ({param}) at {_where(frame)}, "
                        f"which host code computed from an active array: {host.origin(a).describe()}; its "
                        "derivative would be lost, so it did not run and no shadow changed", hint=_FIX)

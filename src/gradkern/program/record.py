@@ -125,7 +125,7 @@ class ProgramRecorder(Recorder):
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
-        args = unwrap_args(given, lambda: f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
+        args = unwrap_args(given, lambda: f"launch {len(self.steps) + 1} (kernel '{kernel.name}')", params)
         known = len(self.shadows.entries)  # a rebound replay registers a temporary's shadow too (replay.py)
         replay = self.replays.find(kernel, dim, backend, args, self.shadows, not self.in_loop)
         if replay is not None:  # the annotations are made only where the call is prepared in full
@@ -178,7 +178,7 @@ class ProgramRecorder(Recorder):
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         """A call of a function with a custom rule (rulestep.py); returns what the call returns."""
         step, arrays, result = record_reverse(self, rule, unwrap_args(given, f"rule call {len(self.steps) + 1} "
-                                                                             f"('{rule.name}')"))
+                                                                             f"('{rule.name}')", rule.params))
         if step.config is not None:  # an active call: the sweep checks what its reverse returns
             self.rules.append(step)
         self._add(step, arrays)
@@ -323,7 +323,7 @@ class ForwardRecorder(Recorder):
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
-        args = unwrap_args(given, f"launch {self.count + 1} (kernel '{kernel.name}')")
+        args = unwrap_args(given, f"launch {self.count + 1} (kernel '{kernel.name}')", params)
         active = any(isinstance(a, ActiveScalar) for a in args) or any(
             is_array(a) and self.tangents.find(a) is not None for a in args)
         annotated = []
@@ -343,7 +343,7 @@ class ForwardRecorder(Recorder):
         self.guard.lock(arrays, after_launch(self.count, kernel.name))
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
-        given = unwrap_args(given, f"a call of rule '{rule.name}'")
+        given = unwrap_args(given, f"a call of rule '{rule.name}'", rule.params)
         self.count += 1
         arrays, result = record_forward(self, rule, given, self.count)
         self.guard.lock(arrays, after_launch(self.count, rule.name))

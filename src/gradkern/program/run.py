@@ -29,6 +29,7 @@ from .report import LaunchRow, ProgramInspection
 from .rulestep import pattern
 from .scalars import ActiveScalar, backpropagate
 from .shadows import ShadowMap
+from .signature import check_count, label, names
 from .steps import ProgramStep, reverse_steps
 
 
@@ -87,61 +88,71 @@ class ProgramTape:
         return ProgramInspection(tuple(LaunchRow(*row) for row in self.table()), self.shadows.internal_bytes)
 
 
-def _lanes_of(a: Any, n: int) -> tuple:
-    """The tangents (or shadows) of argument n: one for Duplicated, k for BatchDuplicated."""
+def _lanes_of(a: Any, name: str) -> tuple:
+    """The tangents (or shadows) of the argument `name`: one for Duplicated, k for BatchDuplicated."""
     if isinstance(a, Duplicated):
         return (a.dval,)
     dxs = tuple(a.dvals) if isinstance(a.dvals, (tuple, list)) else ()
     if not dxs:
-        raise AnnotationError(f"argument {n}: gk.BatchDuplicated takes a tuple of k >= 1 shadows")
+        raise AnnotationError(f"argument {label(name)}: gk.BatchDuplicated takes a tuple of k >= 1 shadows")
     return dxs
 
 
-def _one_width(lanes: dict[int, int]) -> int:
+def _one_width(lanes: dict[str, int]) -> int:
     """k of a vector-mode program (1 without one): every differentiated argument has the same."""
     widths = set(lanes.values())
     if len(widths) > 1:
-        got = ", ".join(f"argument {n}: {w or 1}" for n, w in lanes.items())
+        got = ", ".join(f"{label(n)}: {w or 1}" for n, w in lanes.items())
         raise AnnotationError("a vector-mode program needs every differentiated argument to be BatchDuplicated "
                               f"with the same number of shadows; got {got}")
     return max(widths.pop() if widths else 1, 1)
 
 
-def _shadow_map(args: tuple, lanes: dict[int, int]) -> ShadowMap:
+def _shadow_map(args: tuple, lanes: dict[str, int], params: list[str]) -> ShadowMap:
     """The shadows (or tangents) of the annotated arrays; made after every check, so that a refused call
     registers nothing."""
     shadows = ShadowMap(_one_width(lanes))
-    for n, a in enumerate(args):
+    for name, a in zip(params, args):
         if isinstance(a, (Duplicated, BatchDuplicated)) and is_array(a.val):
-            shadows.register(f"argument {n}", a.val, _lanes_of(a, n))
+            shadows.register(name, a.val, _lanes_of(a, name))
     return shadows
 
 
-def _call_args(args: tuple) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
-    """What `fn` receives (primals, Active scalars as ActiveScalar), the annotated shadows, the roots."""
+def _call_args(fn: Callable, args: tuple, verb: str) -> tuple[tuple, ShadowMap, dict[int, ActiveScalar]]:
+    """What `fn` receives (primals, Active scalars as ActiveScalar), the annotated shadows, the roots. The
+    arguments are checked against `fn`'s signature first (signature.py) and named by its parameters."""
+    check_count(fn, len(args), verb)
+    params = names(fn, len(args))
     roots, out, lanes = {}, [], {}
-    for n, a in enumerate(args):
+    for n, (name, a) in enumerate(zip(params, args)):
         if isinstance(a, (Duplicated, BatchDuplicated)):
-            dxs = _lanes_of(a, n)
+            dxs = _lanes_of(a, name)
             if not is_array(a.val) or a.val.dtype.kind != "f":
-                raise AnnotationError(f"argument {n} of the program is {type(a).__name__} but is not a float array")
+                raise AnnotationError(f"argument {label(name)} of the program is {type(a).__name__} but is not a "
+                                      f"float array (got {_what(a.val)})")
             for dx in dxs:
-                check_shadow(f"argument {n}", a.val, dx, "shadow")
-            lanes[n] = len(dxs) if isinstance(a, BatchDuplicated) else 0
+                check_shadow(name, a.val, dx, "shadow")
+            lanes[name] = len(dxs) if isinstance(a, BatchDuplicated) else 0
             out.append(track(a.val))
         elif isinstance(a, Active):
             if not isinstance(a.val, (int, float, np.integer, np.floating)) or isinstance(a.val, (bool, np.bool_)):
-                raise AnnotationError(f"argument {n} is Active but is {type(a.val).__name__}, not a real number",
-                                      hint="an array's derivative is carried by gk.Duplicated(x, dx)")
+                raise AnnotationError(f"argument {label(name)} is Active but is {type(a.val).__name__}, not a real "
+                                      "number", hint="an array's derivative is carried by gk.Duplicated(x, dx)")
             roots[n] = ActiveScalar(a.val)
             out.append(roots[n])
         elif isinstance(a, Const):
             out.append(track(a.val))
         elif isinstance(a, Annotation):
-            raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
+            raise AnnotationError(f"argument {label(name)}: unknown annotation {type(a).__name__}")
         else:
             out.append(track(a))
-    return tuple(out), _shadow_map(args, lanes), roots
+    return tuple(out), _shadow_map(args, lanes, params), roots
+
+
+def _what(x: Any) -> str:
+    if is_array(x):
+        return f"an array of dtype {x.dtype}"
+    return type(x).__name__
 
 
 def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> None:
@@ -163,10 +174,10 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
         recorder.host.recorded()
 
 
-def record(fn: Callable, args: tuple, alone: bool = False) -> ProgramTape:
+def record(fn: Callable, args: tuple, alone: bool = False, verb: str = "gk.autodiff") -> ProgramTape:
     """Run `fn` once, recording its launches (primals updated as by calling it). `alone`: `fn` is a
     function with a rule, differentiated by itself (its reverse follows at once)."""
-    call, shadows, roots = _call_args(args)
+    call, shadows, roots = _call_args(fn, args, verb)
     guard = HostWriteGuard()
     no_need = {n: True for n, a in enumerate(args) if isinstance(a, DuplicatedNoNeed)} if alone else None
     rec = ProgramRecorder(shadows, guard, alone=alone, no_need=no_need)
@@ -249,7 +260,7 @@ def rule_alone(fn: Callable, args: tuple, mode: Any) -> Any:
 def inspect(fn: Callable, args: tuple) -> ProgramInspection:
     """Record `fn` as the forward of autodiff_thunk does (the primals end in their post-program state,
     no shadow is touched) and report what its reverse would keep; the tape is then freed."""
-    return record(fn, args).inspect()
+    return record(fn, args, verb="gk.inspect").inspect()
 
 
 def forward(fn: Callable, args: tuple) -> None:
@@ -257,66 +268,71 @@ def forward(fn: Callable, args: tuple) -> None:
     post-program values; a Duplicated scalar `gk.Duplicated(c, dc)` reaches `fn`
     as an ActiveScalar carrying the tangent dc. Vector mode: BatchDuplicated
     arrays and scalars carry k tangents, one per lane."""
+    check_count(fn, len(args), "gk.autodiff")
+    params = names(fn, len(args))
     roots, call, lanes = {}, [], {}
-    for n, a in enumerate(args):
+    for n, (name, a) in enumerate(zip(params, args)):
         if isinstance(a, Active):
-            raise AnnotationError(f"argument {n} is Active, a reverse-mode annotation; in forward mode a scalar "
-                                  "takes a tangent", hint="gk.Duplicated(c, 1.0)")
+            raise AnnotationError(f"argument {label(name)} is Active, a reverse-mode annotation; in forward mode a "
+                                  "scalar takes a tangent", hint=f"gk.Duplicated({name}, 1.0)")
         if isinstance(a, (Duplicated, BatchDuplicated)):
-            dxs = _lanes_of(a, n)
-            lanes[n] = len(dxs) if isinstance(a, BatchDuplicated) else 0
+            dxs = _lanes_of(a, name)
+            lanes[name] = len(dxs) if isinstance(a, BatchDuplicated) else 0
             if not is_array(a.val):
                 if not all(isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
                            for x in (a.val, *dxs)):
-                    raise AnnotationError(f"argument {n} is {type(a).__name__}: a scalar's value and tangents must "
-                                          "be real numbers")
+                    raise AnnotationError(f"argument {label(name)} is {type(a).__name__}: a scalar's value and "
+                                          "tangents must be real numbers")
                 tangent = float(dxs[0]) if len(dxs) == 1 and isinstance(a, Duplicated) else \
                     np.array([float(x) for x in dxs])
                 roots[n] = ActiveScalar(a.val, tangent=tangent)
                 call.append(roots[n])
                 continue
             if a.val.dtype.kind != "f":
-                raise AnnotationError(f"argument {n} of the program is {type(a).__name__} but is not a float array")
+                raise AnnotationError(f"argument {label(name)} of the program is {type(a).__name__} but is not a "
+                                      f"float array (got {_what(a.val)})")
             for dx in dxs:
-                check_shadow(f"argument {n}", a.val, dx, "tangent")
+                check_shadow(name, a.val, dx, "tangent")
             call.append(track(a.val))
         elif isinstance(a, Const):
             call.append(track(a.val))
         elif isinstance(a, Annotation):
-            raise AnnotationError(f"argument {n}: unknown annotation {type(a).__name__}")
+            raise AnnotationError(f"argument {label(name)}: unknown annotation {type(a).__name__}")
         else:
             call.append(track(a))
     guard = HostWriteGuard()
-    _run_guarded(fn, call, ForwardRecorder(_shadow_map(args, lanes), guard), guard)
+    _run_guarded(fn, call, ForwardRecorder(_shadow_map(args, lanes, params), guard), guard)
 
 
 def split(fn: Callable, activities: tuple, alone: bool = False):
     """(forward, reverse) of a program: forward(*args) -> ProgramTape, reverse(*args, tape)."""
     pattern = tuple(a if isinstance(a, type) else type(a) for a in activities)
+    check_count(fn, len(pattern), "gk.autodiff_thunk")
+    params = names(fn, len(pattern))
 
     def check(args: tuple):
         if len(args) != len(pattern):
-            raise AnnotationError(f"the program was declared with {len(pattern)} activities; got {len(args)} "
-                                  "arguments")
-        for n, (want, a) in enumerate(zip(pattern, args)):
+            raise AnnotationError(f"the program was declared with {len(pattern)} activities "
+                                  f"({', '.join(params)}); got {len(args)} arguments")
+        for name, want, a in zip(params, pattern, args):
             have = type(a) if isinstance(a, Annotation) else Const
             if not issubclass(have, want if want is not Annotation else Const):
-                raise AnnotationError(f"argument {n} was declared {want.__name__} in autodiff_thunk but is "
-                                      f"{have.__name__} here")
+                raise AnnotationError(f"argument {label(name)} was declared {want.__name__} in autodiff_thunk but "
+                                      f"is {have.__name__} here")
 
     def forward(*args: Any) -> ProgramTape:
         check(args)
-        return record(fn, args, alone)
+        return record(fn, args, alone, verb="the forward of gk.autodiff_thunk")
 
     def reverse_pass(*args: Any) -> tuple:
         if not args or not isinstance(args[-1], ProgramTape):
             raise AnnotationError("reverse(*args, tape): the last argument must be the ProgramTape from forward")
         *args, tape = args
         check(tuple(args))
-        for n, (a, b) in enumerate(zip(args, tape.args)):
+        for name, a, b in zip(params, args, tape.args):
             if isinstance(a, Duplicated) and (a.val is not b.val or a.dval is not b.dval):
-                raise AnnotationError(f"argument {n}: reverse must be given the arrays and shadows the forward "
-                                      "recorded")
+                raise AnnotationError(f"argument {label(name)}: reverse must be given the arrays and shadows the "
+                                      "forward recorded")
         return sweep(tape)
 
     return forward, reverse_pass

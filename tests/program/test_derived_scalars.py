@@ -1,0 +1,115 @@
+"""Scalars host code reduced from an active array inside a program (program/derived.py, docs/host-code.md,
+"Scalars reduced from active arrays"): their origin is carried through host arithmetic, the scalar's own
+methods and the arrays made from them, and a launch taking one is refused before anything changes; rounding
+and explicit conversions are constants."""
+
+import numpy as np
+import pytest
+
+import gradkern as gk
+from gradkern.testing import check_grad
+
+
+@gk.kernel
+def scale_into(u, w, c):
+    i = gk.tid()
+    w[i] = c * u[i]
+
+
+@gk.kernel
+def energy(u, E):
+    i = gk.tid()
+    gk.atomic_add(E, 0, u[i] * u[i])
+
+
+N = 6
+
+
+def _scaled(c):
+    """A program whose one launch takes `c(u)`, a scalar the host computed from u."""
+    def prog(u, E):
+        w = np.zeros_like(u)
+        gk.launch(scale_into, N, u, w, c(u))
+        gk.launch(energy, N, w, E)
+    return prog
+
+
+def _filled(make):
+    """A program launching on `make(u)`, an array the host made from a scalar computed from u."""
+    def prog(u, E):
+        gk.launch(energy, N, make(u), E)
+    return prog
+
+
+def _set(how):
+    def prog(u, E):
+        w = np.zeros_like(u)
+        how(w, u)
+        gk.launch(energy, N, w, E)
+    return prog
+
+
+def _fill_whole(w, u):
+    w[:] = u.sum()
+
+
+def _fill_method(w, u):
+    w.fill(u.max())
+
+
+def _fill_element(w, u):
+    w[2] = u.max()
+
+
+REFUSED = {
+    # each was a silent constant before session 49 (a gradient missing d/ds), except the first four
+    "abs": _scaled(lambda u: abs(-u.sum())),
+    "min": _scaled(lambda u: min(u.sum(), 100.0)),
+    "np.sqrt": _scaled(lambda u: np.sqrt(u.sum())),
+    "iteration": _scaled(lambda u: sum(u)),
+    "np.full_like": _filled(lambda u: np.full_like(u, u.sum())),
+    "np.full with a dtype": _filled(lambda u: np.full(N, u.sum(), dtype=np.float64)),
+    "ndarray.dot": _scaled(lambda u: u.dot(u)),
+    "ndarray.mean": _scaled(lambda u: u.mean()),
+    "ndarray.std": _scaled(lambda u: u.std()),
+    "ndarray.var": _scaled(lambda u: u.var()),
+    "scalar.astype": _scaled(lambda u: u.sum().astype(np.float32)),
+    "scalar.clip": _scaled(lambda u: u.sum().clip(0.0, 100.0)),
+    "w[:] = s": _set(_fill_whole),
+    "w.fill(s)": _set(_fill_method),
+    "w[2] = s": _set(_fill_element),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_a_launch_taking_what_host_code_made_from_a_derived_scalar_is_refused(rng, name, mode):
+    u = rng.random(N) + 0.5
+    du, E, dE = rng.random(N), np.zeros(1), np.ones(1)
+    before = [x.copy() for x in (u, du, E, dE)]
+    with pytest.raises(gk.ProgramError) as info:
+        gk.autodiff(REFUSED[name], gk.Duplicated(u, du), gk.Duplicated(E, dE),
+                    mode=gk.Forward if mode == "forward" else gk.Reverse)
+    msg = str(info.value)
+    assert "computed from an active array" in msg and "derivative would be lost" in msg
+    assert "test_derived_scalars.py" in msg and "gradkern/program" not in msg  # the user's lines only
+    for a, b in zip(before, (u, du, E, dE)):
+        np.testing.assert_array_equal(a, b)  # nothing ran, no shadow changed
+
+
+def test_gk_const_says_no_derivative_through_a_filled_array_is_wanted(rng):
+    def prog(u, E):
+        gk.launch(energy, N, gk.Const(np.full_like(u, u.sum())), E)
+        gk.launch(energy, N, u, E)
+    u = rng.random(N) + 0.5
+    du = np.zeros(N)
+    gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(np.zeros(1), np.ones(1)))
+    np.testing.assert_allclose(du, 2 * u, rtol=1e-13)  # the second launch's d/du sum u^2 only
+
+
+def test_a_rounded_scalar_is_a_constant_and_its_gradient_is_right(rng):
+    """round() of a derived scalar is piecewise constant: its derivative is zero wherever it has one, so the
+    program's gradient with it as a constant is the gradient (central differences agree)."""
+    prog = _scaled(lambda u: round(u.sum(), 1) + np.floor(u.max()))
+    u = rng.random(N) + 0.5
+    check_grad(prog, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))
