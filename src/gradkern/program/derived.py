@@ -32,11 +32,26 @@ class DerivedScalar:
 
 
 def origin_of(values: Any) -> Any:
-    """The origin of the first derived scalar among `values` (a tuple, list or dict of arguments), or None."""
-    for x in values.values() if isinstance(values, dict) else values:
-        if isinstance(x, DerivedScalar):
-            return x._gk_origin
+    """The origin of the first derived scalar in `values` (arguments: tuples, lists and dicts are looked
+    into), or None."""
+    if isinstance(values, DerivedScalar):
+        return values._gk_origin
+    if isinstance(values, (tuple, list, dict)):
+        for x in values.values() if isinstance(values, dict) else values:
+            got = origin_of(x)
+            if got is not None:
+                return got
     return None
+
+
+def _constants(x: Any) -> Any:
+    """`x` with every derived scalar in it (tuples, lists and dicts looked into) as its plain scalar: NumPy
+    would dispatch a function called with one back to `_array_function`."""
+    if isinstance(x, (tuple, list)):
+        return type(x)(_constants(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _constants(v) for k, v in x.items()}
+    return constant(x)
 
 
 def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
@@ -44,14 +59,23 @@ def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) ->
     `np.full_like(plain, s)`, `np.clip(s, 0, 1)`): run on the plain values; an array it writes or returns
     remembers the origin."""
     origin = origin_of(args) or origin_of(kwargs)
-    r = func(*[constant(x) for x in args], **{k: constant(v) for k, v in kwargs.items()})
+    r = func(*_constants(args), **_constants(kwargs))
     if func.__name__ == "copyto":  # the destination now holds the derived value
-        host = getattr(active_recorder(), "host", None)
-        dst = args[0] if args else kwargs.get("dst")
-        if host is not None and isinstance(dst, np.ndarray) and dst.dtype.kind == "f":
-            host.taint(dst, origin)
+        _taint(args[0] if args else kwargs.get("dst"), origin)
         return r
-    return r if kwargs.get("out") is not None else _carry(r, origin)
+    if kwargs.get("out") is not None:
+        _taint(kwargs["out"], origin)
+        return r
+    return _carry(r, origin)
+
+
+def _taint(out: Any, origin: Any) -> None:
+    """Host code wrote a value computed from a derived scalar into `out` (an array or a tuple of them): its
+    buffer remembers the origin (hostcode.HostTracker.taint), so that a launch taking it is refused."""
+    host = getattr(active_recorder(), "host", None)
+    for a in out if isinstance(out, tuple) else (out,):
+        if host is not None and isinstance(a, np.ndarray) and a.dtype.kind in "fc":
+            host.taint(a, origin)
 
 
 # piecewise constant: a derivative of zero wherever there is one, so their value is a constant, as round()'s
@@ -61,7 +85,10 @@ _STEPS = frozenset((np.floor, np.ceil, np.trunc, np.rint, np.sign))
 def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
     origin = next(x._gk_origin for x in inputs if isinstance(x, DerivedScalar))
     r = getattr(ufunc, method)(*[constant(x) for x in inputs], **kwargs)
-    if kwargs.get("out") is not None or (ufunc in _STEPS and method == "__call__" and len(inputs) == 1):
+    if ufunc in _STEPS and method == "__call__" and len(inputs) == 1:
+        return r
+    if kwargs.get("out") is not None:  # np.multiply(s, 2.0, out=w)
+        _taint(kwargs["out"], origin)
         return r
     return _carry(r, origin)
 
