@@ -40,6 +40,7 @@ from .annotations import Active, Annotation, Const, Duplicated, Forward, Reverse
 from .api import autodiff, launch
 from .errors import AnnotationError
 from .kernel import KernelFunction
+from .program.signature import check_count
 from .program.signature import names as program_names
 
 
@@ -88,7 +89,10 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
         raise AnnotationError(f"check_grad: mode must be gk.Reverse or gk.Forward, got {mode!r}")
     program = not isinstance(kernel, KernelFunction)
     rng = np.random.default_rng(seed)
-    # a program's arguments are named by its parameters, as its own messages name them (program/signature.py)
+    # a program's arguments are checked against its signature before its first (primal) call and named by its
+    # parameters, as gk.autodiff does (program/signature.py)
+    if program:
+        check_count(kernel, len(args), "check_grad")
     params = program_names(kernel, len(args)) if program else [p.name for p in kernel.ir.params]
 
     def execute(run: list) -> None:

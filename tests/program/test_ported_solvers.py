@@ -167,6 +167,66 @@ def test_cg_with_alpha_on_the_host_is_refused_naming_the_line():
         np.testing.assert_array_equal(a.dval, s)
 
 
+@gk.kernel
+def cg_xpby(p, r, beta):
+    i = gk.tid()
+    p[i] = r[i] + beta * p[i]
+
+
+def cg_float_steps(frozen):
+    """CG with alpha and beta made constants on the host by float() (`frozen` None), or given as the numbers
+    `frozen` lists (a plain list of the values a run took)."""
+    def program(b, x, sigma, iters):
+        n = b.shape[0]
+        r, p, Ap = np.zeros_like(b), np.zeros_like(b), np.zeros_like(b)
+        rr, rr_new, pAp = (np.zeros_like(b, shape=(1,)) for _ in range(3))
+        gk.launch(cg_matvec, n, x, Ap, sigma)
+        gk.launch(cg_residual, n, b, Ap, r)
+        gk.copy(p, r)
+        gk.launch(cg_dot, n, r, r, rr)
+        for t in range(iters):
+            gk.launch(cg_matvec, n, p, Ap, sigma)
+            gk.fill(pAp, 0.0)
+            gk.launch(cg_dot, n, p, Ap, pAp)
+            alpha = float(rr[0]) / float(pAp[0]) if frozen is None else frozen[2 * t]
+            gk.launch(cg_axpy, n, x, p, alpha)
+            gk.launch(cg_axpy, n, r, Ap, -alpha)
+            gk.fill(rr_new, 0.0)
+            gk.launch(cg_dot, n, r, r, rr_new)
+            beta = float(rr_new[0]) / float(rr[0]) if frozen is None else frozen[2 * t + 1]
+            gk.launch(cg_xpby, n, p, r, beta)
+            gk.copy(rr, rr_new)
+            if frozen is None:
+                program.recorded += [alpha, beta]
+    program.recorded = []
+    return program
+
+
+def test_cg_with_float_alpha_is_the_gradient_with_alpha_and_beta_frozen():
+    """What docs/host-code.md says of `float(rr[0]) / float(pAp[0])`: accepted, and its gradient is that of the
+    iteration with alpha and beta fixed at the values they took (equal to the program given those numbers),
+    not the derivative of what the program computes (central differences of it differ)."""
+    spec = _cg_spec(np.random.default_rng(11), iters=3)
+    rng = np.random.default_rng(12)
+    weights = {n: rng.standard_normal(np.shape(v)) for n, (kind, v) in enumerate(spec) if kind == "dup"}
+    floats = cg_float_steps(None)
+    got = _gradient(floats, spec, weights)
+    frozen = _gradient(cg_float_steps(list(floats.recorded[:6])), spec, weights)
+    for n in got[0]:  # the same launches on the same values; an atomic sum may add in another order: a few ulps
+        np.testing.assert_allclose(got[0][n], frozen[0][n], rtol=1e-12, atol=1e-14)
+    assert abs(got[1] - frozen[1]) <= 1e-12 * abs(frozen[1])
+    h = 1e-6
+    moved = [(k, v + h) if k == "active" else (k, v) for k, v in spec]
+    back = [(k, v - h) if k == "active" else (k, v) for k, v in spec]
+
+    def loss(s):
+        values = [v.copy() if isinstance(v, np.ndarray) else v for _, v in s]
+        cg_float_steps(None)(*values)
+        return sum(float(np.sum(weights[n] * values[n])) for n in weights)
+    fd = (loss(moved) - loss(back)) / (2 * h)
+    assert abs(got[1] - fd) > 1e-2 * abs(fd), (got[1], fd)  # d/dsigma without d alpha / d sigma: far off
+
+
 # -- a LULESH-like leapfrog: dt from a Courant condition on the state, every step ----------------------------------
 # LULESH computes dt on the host from a minimum over the elements (CalcCourantConstraint); gradkern has no atomic
 # min, so one thread reduces (a loop in a kernel), and the kicks read dt from the one-element array.

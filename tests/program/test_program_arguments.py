@@ -149,3 +149,10 @@ def test_check_grad_of_a_program_names_its_parameters(rng):
     report = check_grad(constant_scale, gk.Duplicated(u, du), gk.Duplicated(E, dE), gk.Active(0.5),
                         raise_on_failure=False)
     assert not report.ok and any(line.startswith("d loss / d u[") for line in report.failures)
+
+
+def test_check_grad_of_a_program_checks_its_arguments_first(rng):
+    """Before: the program's TypeError from check_grad's first primal call."""
+    u, du, E, dE = _buffers(rng)
+    with pytest.raises(gk.ProgramError, match=r"check_grad of program prog\(u, E, c\) was given 2 arguments"):
+        check_grad(prog, gk.Duplicated(u, du), gk.Duplicated(E, dE))
