@@ -11,8 +11,9 @@ import pytest
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
 from gradkern.program.guard import HostWriteGuard
-from gradkern.program.recompute import RecomputedLaunches
-from program.test_checkpoint import PROGRAMS, args_for, checkpointed, energy, one_launch_per_step
+from gradkern.program.recompute import PendingRun, RecomputedLaunches
+from gradkern.runtime import blocked
+from program.test_checkpoint import PROGRAMS, args_for, checkpointed, energy, one_launch_per_step, plain
 
 
 def _gradient(program, args):
@@ -49,6 +50,30 @@ def test_kept_launches_give_the_gradients_of_launches_worked_out_in_full(name, s
     monkeypatch.setattr(RecomputedLaunches, "find", lambda *a: None)
     monkeypatch.setattr(HostWriteGuard, "unlock_settled", lambda *a: None)
     want = _gradient(make(checkpointed(snapshots)), args_for(arg_name, n, nsteps))
+    _same(want, got)
+
+
+@pytest.mark.parametrize("held", [False, True])
+@pytest.mark.parametrize("snapshots", [2, 5])
+def test_a_checkpointed_loop_gives_store_alls_gradient_bit_for_bit(held, snapshots, monkeypatch):
+    """benchmarks/programs/checkpoint.py's loop (one launch a step over ping-pong buffers), checkpointed, against
+    the same program's store-all gradient: bit for bit, with a state too small to hold (no launch held: `hold`
+    alone refuses each launch while nothing is held, docs/programs.md "Session 49") and with every state held
+    (MIN_BYTES 0: runs of launches held, then run one by one or blocked)."""
+    nsteps, n = 30, 16
+    held_launches = []
+    hold = PendingRun.hold
+
+    def counted(self, *a):
+        kept = hold(self, *a)
+        held_launches.append(kept)
+        return kept
+    monkeypatch.setattr(PendingRun, "hold", counted)
+    if held:
+        monkeypatch.setattr(blocked, "MIN_BYTES", 0)
+    want = _gradient(one_launch_per_step(plain), args_for("heat_ping_pong", n, nsteps))
+    got = _gradient(one_launch_per_step(checkpointed(snapshots)), args_for("heat_ping_pong", n, nsteps))
+    assert held_launches and any(held_launches) == held
     _same(want, got)
 
 

@@ -64,6 +64,11 @@ _RECOMPUTED_WRITE = ("in a step the checkpointed loop recomputed during the prog
                      "its first forward did; the shadows hold a partial gradient")
 
 
+def _plain_array(given: tuple) -> bool:
+    """Whether a launch was given a NumPy array that is not a TrackedArray (its launches are never held)."""
+    return any(isinstance(a, np.ndarray) and not isinstance(a, TrackedArray) for a in given)
+
+
 class Mode(Enum):
     """Where a checkpointed loop is (pyadjoint's tape `Mode`, for one loop)."""
 
@@ -116,21 +121,25 @@ class _Untaped(Recorder):
             if not recomputing:
                 loop.found.wants_shadows(loop.outer.shadows, [p.written for p in kernel.ir.params], args)
         pending = loop.pending  # held launches of a run that this one may continue (recompute.py)
-        # only launches on the arrays fn was given (TrackedArrays, whose host reads run what is held first) are
-        # held: a plain array's reads are not seen (docs/checkpointed-loops.md#temporal-blocking-of-recomputed-steps)
-        if pending is not None and any(isinstance(a, np.ndarray) and not isinstance(a, TrackedArray) for a in given):
-            pending.flush()
-            pending = None
-        if pending is not None and not recomputing and loop.copies_before(kernel, plain):
-            pending.flush()  # an open snapshot copies a buffer before this launch writes it: what is held runs first
-        continues = pending is not None and pending.continues(kernel, dim, backend, plain)
-        if pending is not None and not continues:
-            pending.flush()
+        continues = False
+        if pending is not None and pending.launches:  # with nothing held, `hold` alone decides (recompute.py)
+            # only launches on the arrays fn was given (TrackedArrays, whose host reads run what is held first) are
+            # held: a plain array's reads are not seen (docs/checkpointed-loops.md#temporal-blocking-of-recomputed-
+            # steps)
+            if _plain_array(given):
+                pending.flush()
+                pending = None
+            elif not recomputing and loop.copies_before(kernel, plain):
+                pending.flush()  # an open snapshot copies a buffer before this launch writes it: what is held runs
+            else:
+                continues = pending.continues(kernel, dim, backend, plain)
+                if not continues:
+                    pending.flush()
         ours = guard.unlock_settled(arrays) if entry is not None else None
         settled = ours is not None
         if not settled:
             ours = guard.unlock(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop")
-        where = self._where(f"a launch of kernel '{kernel.name}'")
+        where = _LaunchWhere(self, kernel.name)  # formatted only where an error names it
         try:
             call, bound = prepare(kernel, plain, dim, backend, "launch")  # validated as the user's writable arrays
             if entry is not None and call is entry.call:
@@ -151,7 +160,8 @@ class _Untaped(Recorder):
                     kernel.ir.params, bound.b, call.primal.facts), TrackedArray)
                 loop.stats.read_in_place += read is not bound
                 bound = read
-            if pending is None or not pending.hold(kernel, dim, backend, plain, bound, arrays, continues):
+            if pending is None or not pending.hold(kernel, dim, backend, plain, bound, arrays, continues,
+                                                   lambda: _plain_array(given)):
                 run(call, bound)
         finally:
             if settled:
@@ -183,6 +193,19 @@ class _Untaped(Recorder):
 
     def _where(self, what: str) -> str:
         return f"after {what} in step {self.t} of the checkpointed loop (launch {self.loop.number} of the program)"
+
+
+class _LaunchWhere:
+    """`_Untaped._where` of a launch of kernel `name`, as the guard keeps it (guard.locked_settled: an object whose
+    `str` is the text), formatted only where an error names it, not at each of a loop's recomputed launches."""
+
+    __slots__ = ("untaped", "name")
+
+    def __init__(self, untaped: _Untaped, name: str):
+        self.untaped, self.name = untaped, name
+
+    def __str__(self) -> str:
+        return self.untaped._where(f"a launch of kernel '{self.name}'")
 
 
 class CheckpointedLoop(LoopHooks):

@@ -96,7 +96,7 @@ class HostWriteGuard:
         auto = not isinstance(a, np.ndarray) or device_memory(a)
         return self.mode == "fingerprint" or (self.mode == "auto" and auto)
 
-    def lock(self, arrays: list, where: str) -> None:
+    def lock(self, arrays: list, where: Any) -> None:
         numpy_printed = None  # whether NumPy arrays are fingerprinted: the same for all of them
         settled = self.settled
         for a in arrays:
@@ -221,7 +221,7 @@ class HostWriteGuard:
             x.setflags(True)
         return ours
 
-    def relock_settled(self, ours: list, where: str) -> None:
+    def relock_settled(self, ours: list, where: Any) -> None:
         """`relock(ours)` and `lock` of the arrays `unlock_settled` unlocked, which is all that is left of it:
         every one of them and its buffer read-only again (their followers stayed so), locked after `where`."""
         for x in reversed(ours):

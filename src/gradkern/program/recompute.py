@@ -159,8 +159,10 @@ class PendingRun:
         return self.pair is None or pair == self.pair
 
     def hold(self, kernel: Any, dim: Any, backend: Any, plain: tuple, bound: Any, arrays: list,
-             continues: bool) -> bool:
-        """Keep the prepared launch `bound` (True), or leave it to the caller to run now (False)."""
+             continues: bool, plain_array: Any = None) -> bool:
+        """Keep the prepared launch `bound` (True), or leave it to the caller to run now (False). A launch that
+        starts a run is held only if `plain_array()` is false (the caller's check: it was given no NumPy array
+        other than a TrackedArray), asked last: most launches of a small state stop at the size test."""
         if continues:
             before = self.last[3]
             p, q = _moved(plain, before)
@@ -168,6 +170,8 @@ class PendingRun:
         elif self.launches or not any(isinstance(a, np.ndarray) and a.nbytes >= (blocked.MIN_BYTES if a.ndim == 1 else
                                                                            blocked.MIN_BYTES_2D) for a in arrays):
             return False  # a device array's launches, a state too small to block (runtime/blocked.py): never held
+        elif plain_array is not None and plain_array():
+            return False
         self.last = (kernel, dim, backend, plain)
         self.launches.append(bound)
         self.arrays.append(arrays)
