@@ -120,6 +120,35 @@ def test_stencil_modes_serial_equal_parallel(twins, mode):
     _both(twins, make, run)
 
 
+def test_looped_gather_takes_the_twin_bit_for_bit(twins, monkeypatch):
+    """A looped gather (transforms/gather.py: past LOOP_STATEMENTS its neighbours replayed in a loop over the
+    offsets) follows the loop-free rule, as its unrolled form does: a launch under SERIAL_THREADS takes its twin,
+    bit for bit its parallel entry's (docs/performance.md, "Loop bodies: one thread")."""
+    from gradkern.transforms import gather
+
+    monkeypatch.setattr(gather, "LOOP_STATEMENTS", 0)
+    taken = []
+    spy = numba_cpu._serial_twin
+    monkeypatch.setattr(numba_cpu, "_serial_twin", lambda entry, name: taken.append(name) or spy(entry, name))
+
+    def make():
+        rng = np.random.default_rng(6)
+        return rng.uniform(0, 1, 50), np.zeros(50), rng.uniform(-1, 1, 50), rng.uniform(-1, 1, 50)
+
+    def run(u, un, du, dun):
+        gk.autodiff(allen_cahn_step, gk.Duplicated(u, du), gk.Duplicated(un, dun), 0.2, 0.01)
+    allen_cahn_step._specs.clear()
+    try:
+        par = _both(twins, make, run)
+        args = [gk.Duplicated(a, np.ones(50)) for a in make()[:2]]
+        source = gk.inspect(allen_cahn_step, *args, 0.2, 0.01, mode=gk.Reverse).sources["gather"]
+    finally:
+        allen_cahn_step._specs.clear()
+    assert "_gk_gnb" in source  # the gather loops over its offsets
+    assert any("_gather" in name for name in taken)  # ... and its 50-thread launch took the twin
+    assert np.any(par[2] != make()[2])  # the gather wrote du
+
+
 def test_loop_bodies_take_the_twin_for_one_thread_only(twins):
     """A thread body with a loop gets a twin too, run only by launches of one thread (LOOP_SERIAL_THREADS): its
     threads may be long, and two of them pay on two cores (docs/performance.md, "Loop bodies: one thread")."""

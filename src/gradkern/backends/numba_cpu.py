@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InternalError
+from ..ir import names
 from ..ir import nodes as ir
 from . import numba_choice, numba_loops, numba_plan
 from .base import Backend, Generated, LaunchInfo
@@ -174,10 +175,12 @@ class NumbaBackend(Backend):
         bodies = k.body + (k.interior.body if k.interior is not None else ())
         plain = {s.array for s in ir.walk_stmts(bodies) if isinstance(s, ir.Store)} | \
             {e.array for e in ir.all_exprs(bodies) if isinstance(e, ir.Load)}
-        # a serial twin for tiny launches; where the body loops (each thread's work unbounded), for one thread only
+        # a serial twin for tiny launches; where the body loops (each thread's work unbounded), for one thread only.
+        # A looped gather's loop over its offsets is not such a loop: it is the unrolled gather's copies folded
+        # (transforms/gather.py), each thread's work that of the unrolled gather, which has no loop (docs/launches.md)
         twin = parallel
-        loops = any(isinstance(s, (ir.For, ir.While)) for s in ir.walk_stmts(
-            k.body + (k.deferred.body if k.deferred is not None else ())))
+        loops = any(isinstance(s, ir.While) or (isinstance(s, ir.For) and s.var != names.GATHER_NEIGHBOUR)
+                    for s in ir.walk_stmts(k.body + (k.deferred.body if k.deferred is not None else ())))
         mixed = tuple(a for a in atomic if a in plain)
         plan = mixed_plan(k, mixed) if parallel and mixed else None
         # owned rows and sparse lists not beside deferred rows (a gather's clearing: transforms/fold.py)
