@@ -17,6 +17,11 @@ if not os.environ.get("GRADKERN_CACHE_DIR"):
 # No compile workers (runtime/compile_pool.py): pytest-xdist already keeps every core compiling, and a
 # worker per test process would only contend with them; tests/runtime/test_compile_pool.py turns them on.
 os.environ.setdefault("GRADKERN_COMPILE_WORKERS", "0")
+# Idle OpenMP threads wait passively: after each parallel launch libgomp's workers otherwise spin before they
+# sleep, and with two test processes on two cores the spinning takes the CPU the other process compiles on
+# (docs/performance.md, "Idle OpenMP threads spin"; docs/testing.md, "Test time"). Same code, same results: only
+# how an idle thread waits. libgomp reads it once, when Numba first loads it, which is after this line.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
 @pytest.fixture(params=device_params())
