@@ -70,8 +70,7 @@ def count_skeleton(augmented: list[ir.Stmt], written: set[str], pointers: set[st
             if id(arm) in merged:
                 for inner in ir.walk_stmts(arm):
                     if isinstance(inner, ir.Assign) and inner.name in live and inner.name not in pointers:
-                        _refuse(next((x for x in ir.walk_expr(merged[id(arm)])
-                                      if isinstance(x, ir.Load) and id(x) in stale), inner))
+                        _refuse(_stale_origin(merged[id(arm)], tuple(augmented), stale) or inner)
     skeleton = block(tuple(augmented), live)
     for st in ir.walk_stmts(skeleton):
         for e in ir.stmt_exprs(st):
@@ -86,6 +85,20 @@ def _refuse(at: ir.Node) -> None:
     raise NotDifferentiableError(
         f"the tape size depends on {array}, which the kernel overwrites", at.loc,
         hint="make loop bounds and branch conditions around taped loops independent of it")
+
+
+def _stale_origin(e: ir.Expr, body: tuple[ir.Stmt, ...], stale: set[int]) -> ir.Load | None:
+    """A stale load that `e` reads, directly or through the locals it reads (to name the array)."""
+    exprs, seen = [e], set()
+    while exprs:
+        x = exprs.pop(0)
+        for n in ir.walk_expr(x):
+            if isinstance(n, ir.Load) and id(n) in stale:
+                return n
+            if isinstance(n, ir.Var) and n.name not in seen:
+                seen.add(n.name)
+                exprs += [st.value for st in ir.walk_stmts(body) if isinstance(st, ir.Assign) and st.name == n.name]
+    return None
 
 
 def _reads(e: ir.Expr, stale: set[int], tainted: set[str]) -> bool:
