@@ -142,7 +142,8 @@ class _Lowerer:
         v = s.value
         if isinstance(v, ast.Call) and self.resolve_callee(v.func) is intrinsics.atomic_add:
             if len(v.args) != 3 or v.keywords:
-                self.fail(v, "gk.atomic_add takes three arguments: (array, index, value)")
+                self.fail(v, "gk.atomic_add takes three arguments: (array, index, value)",
+                          hint="index an array of several dimensions by a tuple: 'gk.atomic_add(a, (i, j), v)'")
             arr = self.array_name(v.args[0])
             idx = self.indices(v.args[1])
             self.emit(ir.AtomicAdd(arr, idx, self.expr(v.args[2]), loc=self.p.loc(s)))
@@ -155,8 +156,25 @@ class _Lowerer:
 
     def stmt_Assign(self, s: ast.Assign):
         if len(s.targets) != 1:
-            self.fail(s, "chained assignment (a = b = ...) is not supported")
+            # a = b[i] = v: v is evaluated once, then bound to the targets from left to right, as in Python
+            for t in s.targets:
+                if not isinstance(t, (ast.Name, ast.Subscript)):
+                    self.fail(t, "a chained assignment (a = b[i] = ...) binds names and array elements only",
+                              hint="write one assignment per target")
+            loc = self.p.loc(s)
+            value = self.namer.numbered("chain")
+            self.emit(ir.Assign(value, self.expr(s.value), loc=loc))
+            for t in s.targets:
+                self.bind(t, ir.Var(value, loc=loc), loc)
+            return
         self.assign(s.targets[0], s.value, s)
+
+    def bind(self, target: ast.Name | ast.Subscript, value: ir.Expr, loc: Any):
+        """Bind an already lowered value to a name or an array element."""
+        if isinstance(target, ast.Name):
+            self.emit(ir.Assign(target.id, value, loc=loc))
+        else:
+            self.emit(ir.Store(*self.subscript(target), value, loc=loc))
 
     def stmt_AnnAssign(self, s: ast.AnnAssign):
         if s.value is None:
@@ -171,10 +189,23 @@ class _Lowerer:
             arr, idx = self.subscript(target)
             self.emit(ir.Store(arr, idx, self.expr(value), loc=loc))
         elif isinstance(target, ast.Tuple):
+            if isinstance(value, ast.Tuple) and len(value.elts) == len(target.elts) and all(
+                    isinstance(t, (ast.Name, ast.Subscript)) for t in target.elts):
+                # a, b[j] = b[j], a (a swap): every right-hand side is evaluated before any target is bound, and
+                # the targets are bound from left to right, their indices evaluated then (Python's order)
+                temps = []
+                for v in value.elts:
+                    t = self.namer.numbered("tup")
+                    self.emit(ir.Assign(t, self.expr(v), loc=loc))
+                    temps.append(t)
+                for tgt, t in zip(target.elts, temps):
+                    self.bind(tgt, ir.Var(t, loc=loc), loc)
+                return
             names = []
             for t in target.elts:
                 if not isinstance(t, ast.Name):
-                    self.fail(t, "only names can be unpacked into")
+                    self.fail(t, "only names can be unpacked into",
+                              hint="array elements can be assigned a tuple of values: 'a[i], a[j] = a[j], a[i]'")
                 names.append(t.id)
             if isinstance(value, ast.Call) and self.resolve_callee(value.func) is intrinsics.tid:
                 self.note_tid(value, len(names))
@@ -185,15 +216,6 @@ class _Lowerer:
                 arr = self.array_name(value.value)
                 for axis, n in enumerate(names):
                     self.emit(ir.Assign(n, ir.Shape(arr, axis, loc=loc, unpacked=tuple(names)), loc=loc))
-            elif isinstance(value, ast.Tuple) and len(value.elts) == len(names):
-                # a, b = b, a: every right-hand side is evaluated before any name is bound
-                temps = []
-                for v in value.elts:
-                    t = self.namer.numbered("tup")
-                    self.emit(ir.Assign(t, self.expr(v), loc=loc))
-                    temps.append(t)
-                for n, t in zip(names, temps):
-                    self.emit(ir.Assign(n, ir.Var(t, loc=loc), loc=loc))
             else:
                 left = ", ".join(names)
                 if isinstance(value, ast.Tuple):
@@ -271,6 +293,16 @@ class _Lowerer:
         self.emit(Return(self.expr(s.value) if s.value is not None else None, loc=self.p.loc(s)))
 
     # -- expressions ------------------------------------------------------------
+    def float_literal(self, e: ast.Call, fn: Any) -> ir.Expr:
+        """float("inf"), np.float32("-inf"), float("nan"): the constant, as C ports write INFINITY or FLT_MAX."""
+        text = e.args[0].value
+        try:
+            value = float(text)
+        except ValueError:
+            self.fail(e, f"{ast.unparse(e.func)}({text!r}) is not a number", hint="write math.inf or a number")
+        typ, loc = _CASTS[id(fn)], self.p.loc(e)
+        return ir.Const(value, weak=True, loc=loc) if typ is None else ir.Const(value, type=typ, loc=loc)
+
     def expr(self, e: ast.expr) -> ir.Expr:
         method = getattr(self, f"expr_{type(e).__name__}", None)
         if method is None:
@@ -425,6 +457,12 @@ class _Lowerer:
                       hint="only array parameters, local arrays (gk.local) and constant tables can be indexed")
         if isinstance(e, ast.Name) and e.id not in self.ns and not hasattr(builtins, e.id):
             self.fail(e, f"name '{e.id}' is not defined", cls=Unresolved)  # a table defined after the kernel
+        base = e
+        while isinstance(base, ast.Subscript):
+            base = base.value
+        if isinstance(base, ast.Attribute) and isinstance(self.quiet_callee(base), tuple):
+            self.fail(base, f"the constant table '{ast.unparse(base)}' is read through an attribute",
+                      hint=f"bind it to a module-level name: '{base.attr} = {ast.unparse(base)}', and index that")
         self.fail(e, f"only array parameters can be indexed, not '{ast.unparse(e)}'")
 
     def expr_Call(self, e: ast.Call) -> ir.Expr:
@@ -450,6 +488,9 @@ class _Lowerer:
         if isinstance(fn, KernelMarker):
             self.fail(e, f"'{fn.name}' is a @gk.kernel; kernels cannot call kernels",
                       hint="decorate the helper with @gk.func instead")
+        if id(fn) in _CASTS and len(e.args) == 1 and isinstance(e.args[0], ast.Constant) \
+                and isinstance(e.args[0].value, str) and _CASTS[id(fn)] in (None, F64, F32):
+            return self.float_literal(e, fn)
         args = [self.expr(a) for a in e.args]
         if fn is intrinsics.clamp or fn is np.clip:
             if len(args) != 3:
