@@ -492,8 +492,8 @@ class CheckpointedLoop(LoopHooks):
 
     def _drop_segment(self, n0: int) -> None:
         seg = self.segments.pop(n0)
-        if seg.end is not None:
-            seg.end.free()
+        if seg.end is not None:  # freed and no longer open (taken in the first forward, an open snapshot)
+            self.free(seg.end)
         # the shadows of buffers the segment's steps allocated (those of buffers that outlived the first
         # forward carry derivatives for the launches before and after: they stay)
         gone = {id(e) for e in seg.temporaries if id(e.primal) not in self.found.alive}
