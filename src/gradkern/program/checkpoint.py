@@ -49,7 +49,7 @@ from .rulestep import run_plain
 from .scalars import ActiveScalar
 from .schedule import LoopHooks, ScheduledLoop, ScheduleStats
 from .shadows import memory_root
-from .snapshots import Deferred, Snapshot, SnapshotStore, roots
+from .snapshots import Deferred, OpenSnapshots, Snapshot, SnapshotStore, roots
 from .steps import ProgramStep, reverse_steps
 from .versions import Versions
 
@@ -232,7 +232,7 @@ class CheckpointedLoop(LoopHooks):
         self.driver = ScheduledLoop(schedule, nsteps, self, progress)
         self.found = LoopState(self._freed)
         self.store = SnapshotStore(storage)
-        self.open: list[Snapshot] = []  # the first forward's snapshots, filled as steps first write each buffer
+        self.open = OpenSnapshots()  # the first forward's snapshots, filled as steps first write each buffer
         self.entry_needed = outer.versions.read()  # what the program before the loop still reads
         self.segments: dict[int, _Segment] = {}
         self.live: Any = None  # the segment whose end state the live buffers hold
@@ -338,7 +338,7 @@ class CheckpointedLoop(LoopHooks):
             snap.free()
         if self.tail in self.open:  # the first forward failed: no final state to rebuild
             self.tail = None
-        self.open = []
+        self.open.clear()
         for n0 in list(self.segments):
             self._drop_segment(n0)
         self.store.close()
@@ -493,8 +493,8 @@ class CheckpointedLoop(LoopHooks):
 
     def _drop_segment(self, n0: int) -> None:
         seg = self.segments.pop(n0)
-        if seg.end is not None:
-            seg.end.free()
+        if seg.end is not None:  # freed and no longer open (taken in the first forward, an open snapshot)
+            self.free(seg.end)
         # the shadows of buffers the segment's steps allocated (those of buffers that outlived the first
         # forward carry derivatives for the launches before and after: they stay)
         gone = {id(e) for e in seg.temporaries if id(e.primal) not in self.found.alive}
@@ -536,10 +536,9 @@ class CheckpointedLoop(LoopHooks):
             return
         dead = {id(r) for r in overwritten}
         refs = self.found.record_launch(self.t, name, written, binding, dead)
-        if self.open:
-            written_roots, taken = roots(written), roots([v for v in binding.values if is_array(v)])
-            for snap in self.open:
-                snap.before_write(written_roots, taken, refs, dead, self._may_skip)
+        if self.open:  # each open snapshot that has yet to see a buffer written (snapshots.py OpenSnapshots)
+            self.open.before_write(roots(written), roots([v for v in binding.values if is_array(v)]), refs, dead,
+                                   self._may_skip)
 
     def _reusable(self) -> bool:
         """The recorder's `reuse`: whether the taped launch before_launch was just told of need not run."""
@@ -552,12 +551,11 @@ class CheckpointedLoop(LoopHooks):
         if not self.open or not self.pending.launches:
             return False
         roots = [id(memory_root(v)) for p, v in zip(kernel.ir.params, plain) if p.written and is_array(v)]
-        return any(key not in snap.copies and key not in snap.skipped for snap in self.open for key in roots)
+        return any(self.open.unseen(key) for key in roots)
 
     def _freed(self, ref: Any) -> None:
         """A buffer of the first forward was freed (a step's temporary): its copies go too."""
-        for snap in self.open:
-            snap.freed(ref)
+        self.open.freed(ref)
 
     def _found(self) -> None:
         """After the first forward: the state found, the first forward's snapshots cut down to it."""
@@ -565,7 +563,7 @@ class CheckpointedLoop(LoopHooks):
         self.found.find()
         for snap in self.open:  # keep only the state in the first forward's snapshots
             snap.keep_only(self.found.state)
-        self.open = []
+        self.open.clear()
         if self.tail is not None:  # and what the last step left untouched: its final contents are needed too
             for key, root in self.found.state.items():
                 if key not in self.tail.copies and key not in self.tail.skipped:

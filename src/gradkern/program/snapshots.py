@@ -80,8 +80,8 @@ class Snapshot:
         self.at, self.storage, self.store, self.skip_dead = at, storage, store, skip_dead
         # id(buffer) -> (buffer or its weak reference, copy, bytes)
         self.copies: dict[int, tuple[Any, Any, int]] = {}
-        self.used: set[int] = set()  # buffers a launch took since the snapshot's step (open snapshots)
         self.skipped: set[int] = set()  # buffers first overwritten whole, unread, after it: not kept
+        self.serial: int | None = None  # its number among the first forward's open snapshots (OpenSnapshots)
 
     @property
     def nbytes(self) -> int:
@@ -91,25 +91,6 @@ class Snapshot:
         """Copy `root` in; `ref`, a weak reference to it, is kept instead of `root` (the first forward's)."""
         self.copies[id(root)] = (ref or root, self.store.store(root, self.storage), int(root.nbytes))
         self.store.held(int(root.nbytes))
-
-    def before_write(self, written: dict[int, Any], taken: dict[int, Any], refs: dict[int, Any], dead: set[int],
-                     may_skip: Any) -> None:
-        """An open snapshot before a launch that takes the buffers `taken` and writes `written` (id -> buffer,
-        `roots`) runs: each buffer written for the first time since the snapshot's step is copied (`refs`: id ->
-        its weak reference), or skipped when the launch overwrites it whole unread (`dead`), no launch took it
-        before, and `may_skip(self, key)`."""
-        for key, root in written.items():
-            if key not in self.copies and key not in self.skipped:
-                if key in dead and key not in self.used and may_skip(self, key):
-                    self.skipped.add(key)  # its contents at the snapshot's step are never read
-                else:
-                    self.add(root, refs[key])
-        self.used.update(taken)
-
-    def freed(self, ref: Any) -> None:
-        """The buffer `ref` referred to was freed (a step's temporary): its copy goes too."""
-        for key in [k for k, (r, _, _) in self.copies.items() if r is ref]:
-            self.remove(key)
 
     def keep_only(self, state: dict[int, Any]) -> None:
         """Once the state is known: drop the copies of other buffers, and hold the state's buffers."""
@@ -137,6 +118,84 @@ class Snapshot:
     def free(self) -> None:
         for key in list(self.copies):
             self.remove(key)
+
+
+class OpenSnapshots:
+    """The first forward's open snapshots, in the order they were opened, indexed by buffer so that a launch
+    visits only the snapshots that have yet to see a buffer it writes (docs/checkpointed-loops.md#open-snapshots-
+    indexed-by-buffer), not all of them: each snapshot sees each buffer once (copies or skips it), so the
+    per-launch cost does not grow with the snapshots held. Exactly the decisions of a walk over every open
+    snapshot in order: a snapshot has not seen a buffer iff it was opened after the launch that last wrote it, or
+    the copy it had was dropped with the buffer (`freed`); a launch took a buffer since a snapshot's step iff the
+    last launch taking it came after the snapshot was opened (`taken_at`)."""
+
+    def __init__(self) -> None:
+        self.snaps: list[Snapshot] = []  # ascending serial
+        self.serial = 0  # the next snapshot's
+        self.seen_from: dict[int, int] = {}  # id(buffer) -> the first serial not to have seen it
+        self.taken_at: dict[int, int] = {}  # id(buffer) -> `serial` when a launch last took it
+        self.unseen_again: dict[int, list[Snapshot]] = {}  # id(buffer) -> snapshots whose copy `freed` dropped
+        self.holders: dict[int, list[tuple[Snapshot, int]]] = {}  # id(weak reference) -> (snapshot, id) copying it
+
+    def __bool__(self) -> bool:
+        return bool(self.snaps)
+
+    def __iter__(self) -> Any:
+        return iter(self.snaps)
+
+    def __contains__(self, snap: Any) -> bool:
+        return snap is not None and snap.serial is not None and snap in self.snaps
+
+    def append(self, snap: Snapshot) -> None:
+        snap.serial, self.serial = self.serial, self.serial + 1
+        self.snaps.append(snap)
+
+    def remove(self, snap: Snapshot) -> None:
+        self.snaps.remove(snap)
+        snap.serial = None
+
+    def clear(self) -> None:
+        for snap in self.snaps:
+            snap.serial = None
+        self.__init__()
+
+    def unseen(self, key: int) -> list[Snapshot]:
+        """The open snapshots that have neither copied nor skipped the buffer `key`, in the order opened."""
+        start, snaps = self.seen_from.get(key, 0), self.snaps
+        n = len(snaps)
+        while n and snaps[n - 1].serial >= start:
+            n -= 1
+        again = self.unseen_again.get(key)
+        if again:
+            return sorted((s for s in again if s.serial is not None), key=lambda s: s.serial) + snaps[n:]
+        return snaps[n:]
+
+    def before_write(self, written: dict[int, Any], taken: dict[int, Any], refs: dict[int, Any], dead: set[int],
+                     may_skip: Any) -> None:
+        """Before a launch that takes the buffers `taken` and writes `written` (id -> buffer, `roots`) runs: each
+        open snapshot that has not seen a written buffer copies it (`refs`: id -> its weak reference), or skips it
+        when the launch overwrites it whole unread (`dead`), no launch took it since the snapshot's step, and
+        `may_skip(snap, key)`."""
+        for key, root in written.items():
+            for snap in self.unseen(key):
+                if key in dead and self.taken_at.get(key, -1) <= snap.serial and may_skip(snap, key):
+                    snap.skipped.add(key)  # its contents at the snapshot's step are never read
+                else:
+                    snap.add(root, refs[key])
+                    self.holders.setdefault(id(refs[key]), []).append((snap, key))
+            self.seen_from[key] = self.serial
+            self.unseen_again.pop(key, None)
+        for key in taken:
+            self.taken_at[key] = self.serial
+
+    def freed(self, ref: Any) -> None:
+        """The buffer `ref` referred to was freed (a step's temporary): the open snapshots' copies of it go too,
+        and a buffer given its id later is unseen by them."""
+        for snap, key in self.holders.pop(id(ref), ()):
+            hit = snap.copies.get(key)
+            if snap.serial is not None and hit is not None and hit[0] is ref:
+                snap.remove(key)
+                self.unseen_again.setdefault(key, []).append(snap)
 
 
 def in_place(root: Any, copy: Any) -> bool:
