@@ -180,8 +180,6 @@ def _annotated(args, active):
 @pytest.mark.parametrize("case", range(len(IDS)), ids=IDS)
 def test_gradients(rng, case, mode):
     kernel, args, dim, active = _cases(rng)[case]
-    if kernel is halve_to and mode is gk.Reverse:
-        pytest.xfail("reverse mode of a while loop computing active values: docs/adjoint-forms.md")
     report = check_grad(kernel, *_annotated(args, active), dim=dim, mode=mode)
     assert report.ok and report.checked >= 10
 
@@ -189,8 +187,6 @@ def test_gradients(rng, case, mode):
 @pytest.mark.parametrize("case", range(len(IDS)), ids=IDS)
 def test_split_equals_fused_and_lanes_equal_separate_calls(rng, case):
     kernel, args, dim, active = _cases(rng)[case]
-    if kernel is halve_to:
-        pytest.xfail("reverse mode of a while loop computing active values: docs/adjoint-forms.md")
     seeds = [{k: rng.uniform(-1.0, 1.0, args[k].shape) for k in active} for _ in range(2)]
     separate = []
     for seed in seeds:

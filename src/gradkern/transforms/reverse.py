@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from ..analysis.access import adjoint_is_exclusive, launch_facts
 from ..analysis.activity import Activity
-from ..errors import InternalError, NotDifferentiableError
+from ..errors import InternalError
 from ..ir import build as b
 from ..ir import names
 from ..ir import nodes as ir
@@ -39,6 +39,7 @@ from ..ir.names import PASS
 from ..ir.ops import Op
 from ..ir.rewrite import map_expr, with_blocks
 from ..ir.types import F32, F64, I64, Array, Scalar
+from .count import count_skeleton
 from .derivatives import partials
 from .saves import saves_of
 from .tape import Needs, Restore, has_reverse, plan_tape
@@ -192,12 +193,17 @@ class _Builder:
                     bounds.append(b.var(t, I64))
             return [*pre, replace(s, start=bounds[0], stop=bounds[1], step=bounds[2], body=body), *post]
         if isinstance(s, ir.While):
-            if has_reverse(s.body, self.act):
-                raise NotDifferentiableError("a 'while' loop that computes active values cannot be differentiated in "
-                                             "reverse mode (its trip count is unknown until it ends)", s.loc,
-                                             hint="bound it: 'for k in range(max_iterations):' with "
-                                                  "'if not <condition>: break' is differentiable")
-            return [s]
+            if not has_reverse(s.body, self.act):
+                return [s]
+            # counted as it runs; the reverse runs its body's reverse that many times (docs/adjoint-forms.md 13)
+            self.loops += 1
+            body = tuple(self.augmented_block(s.body, path + (0,)))
+            self.loops -= 1
+            wc = self.fresh("wc", I64)
+            count = b.var(wc, I64)
+            trips = self.held(path, count) if self.fused and not self.loops else self.push(count)
+            step = ir.Assign(wc, b.add(count, b.const(1, I64)))
+            return [ir.Assign(wc, b.const(0, I64)), replace(s, body=(*body, step)), *trips]
         raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
 
     # -- reverse sweep --------------------------------------------------------
@@ -278,7 +284,16 @@ class _Builder:
                               loc=s.loc)
             return [*pre, ir.Assign(n, b.trip_count(start, stop, step)), loop]
         if isinstance(s, ir.While):
-            return []
+            if not has_reverse(s.body, self.act):
+                return []
+            held = self.registers.get(path) if self.fused else None
+            pre, n = ([], held[0]) if held else self.pop(I64)
+            r = self.fresh("r", I64)
+            body = peephole(self.reverse_block(s.body, path + (0,)))
+            if _iterations_commute(body):
+                return [*pre, ir.For(r, b.const(0, I64), n, b.const(1, I64), tuple(body), loc=s.loc)]
+            return [*pre, ir.For(r, b.sub(n, b.const(1, I64)), b.const(-1, I64), b.const(-1, I64), tuple(body),
+                                 loc=s.loc)]
         raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
 
     def subst(self, e: ir.Expr, env: dict[ir.Expr, ir.Expr]) -> ir.Expr:
@@ -471,77 +486,6 @@ def _restores(before: list[ir.Stmt], s: ir.Stmt) -> bool:
     return False
 
 
-def _count_skeleton(augmented: list[ir.Stmt], written: set[str]) -> tuple[ir.Stmt, ...]:
-    """The augmented primal reduced to what decides the number of pushes: control flow,
-    the locals it depends on, and the tape pointer. Stores are dropped, so this
-    control flow must not read arrays the kernel writes (it would see stale values)."""
-
-    def control_vars(body) -> set[str]:
-        used = {TP, ITP}
-        for st in ir.walk_stmts(body):
-            if isinstance(st, (ir.If, ir.While, ir.For)):
-                for e in ir.stmt_exprs(st):
-                    used |= {x.name for x in ir.walk_expr(e) if isinstance(x, ir.Var)}
-        return used
-
-    def block(body, live: set[str]):
-        out = []
-        for st in body:
-            if isinstance(st, (ir.Store, ir.AtomicAdd)):
-                continue
-            if isinstance(st, ir.Assign):
-                if st.name in live:
-                    out.append(st)
-            else:
-                out.append(with_blocks(st, lambda blk: block(blk, live)))
-        return tuple(out)
-
-    live = control_vars(augmented)
-    while True:  # close `live` under the assignments that feed it
-        grown = set(live)
-        for st in ir.walk_stmts(tuple(augmented)):
-            if isinstance(st, ir.Assign) and st.name in grown:
-                grown |= {x.name for x in ir.walk_expr(st.value) if isinstance(x, ir.Var)}
-        if grown == live:
-            break
-        live = grown
-    skeleton = block(tuple(augmented), live)
-    stale = _stale_loads(tuple(augmented), written)
-    for st in ir.walk_stmts(skeleton):
-        for e in ir.stmt_exprs(st):
-            for x in ir.walk_expr(e):
-                if isinstance(x, ir.Load) and id(x) in stale:
-                    raise NotDifferentiableError(
-                        f"the tape size depends on '{x.array}', which the kernel overwrites", x.loc,
-                        hint="make loop bounds and branch conditions around taped loops independent of it")
-    return skeleton
-
-
-def _stale_loads(body: tuple[ir.Stmt, ...], written: set[str]) -> set[int]:
-    """The loads (by id) of written arrays that may run after the thread itself stored into that array: the
-    count skeleton, which drops stores, could see another value there than the primal. A load that runs before
-    any store of its array (earlier in program order, and in no loop that stores into it) sees what the primal
-    sees: no other thread writes what this one reads (the race check refuses such launches)."""
-    out: set[int] = set()
-    stored: set[str] = set()
-
-    def stores(b) -> set[str]:
-        return {st.array for st in ir.walk_stmts(b) if isinstance(st, (ir.Store, ir.AtomicAdd))}
-
-    def visit(b, looping: set[str]) -> None:
-        for st in b:
-            inner = looping | stores((st,)) if isinstance(st, ir.While) else looping
-            for e in ir.stmt_exprs(st):
-                out.update(id(x) for x in ir.walk_expr(e) if isinstance(x, ir.Load) and x.array in written
-                           and (x.array in stored or x.array in inner))
-            if isinstance(st, (ir.Store, ir.AtomicAdd)):
-                stored.add(st.array)
-            for blk in ir.blocks(st):
-                visit(blk, looping | stores((st,)) if isinstance(st, (ir.For, ir.While)) else looping)
-    visit(body, set())
-    return out
-
-
 def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKernels:
     """Build the fused, augmented primal, reverse and count kernels for typed kernel `k`."""
     bld = _Builder(k, act, launch_ndim)
@@ -589,7 +533,8 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     count = None
     if static is None:
         written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
-        count = kernel("count", k.params + (count_p,), [*tp0, *_count_skeleton(augmented, written), *count_store])
+        skeleton = count_skeleton(augmented, written, {TP, ITP})
+        count = kernel("count", k.params + (count_p,), [*tp0, *skeleton, *count_store])
     forms = tuple((a, "plain add" if a in bld.exclusive else "atomic add") for a in sorted(act.arrays))
     sums = {n: bld.sums[n] for n in sorted(bld.summed)}
     return ReverseKernels(fused, aug, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms, sums,
