@@ -15,7 +15,8 @@ Per kernel:
 2. gradkern.testing.check_grad: reverse mode (Duplicated, Active, Const) against float64 central differences
    per coordinate, the dot-product test <w, Jv> = <J^T w, v> and forward mode; inputs are redrawn until every
    condition and kink argument is MARGIN from its kink (the Python run measures it), so no difference crosses
-   one. A kernel whose reverse is refused (a while loop computing active values) is checked in forward mode;
+   one. A kernel whose reverse is refused (the tape size depending on an overwritten array) is checked in
+   forward mode;
 3. split mode (autodiff_thunk) against fused autodiff: primals bit for bit with the plain launch, shadows and
    Active derivatives rtol 1e-12 (the same expressions; only chunked sums' order differs);
 4. vector mode: BatchDuplicated with k = 2 lanes, reverse and forward, each lane against its own Duplicated call,

@@ -4,7 +4,7 @@ checked against a brute-force oracle.
 The generator builds kernels from templates that stress how names are bound
 and how indices are computed: loop variables outliving their loops, locals
 rebound by assignments, augmented assignments, tuple swaps, branches and
-`while` loops (the thread index itself included), guards, flattened indices
+`while` loops (the thread index itself included; grid-stride loops), guards, flattened indices
 `i * n + k`, indirect indices `idx[i]`, thread-dependent loop bounds
 `range(i + 1, m)`, negative steps, early returns, `if <condition>: continue`
 (or break) in loops, bool locals guarding blocks, index arithmetic that wraps
@@ -234,6 +234,8 @@ class _Generator:
             if self.chance(0.4):
                 self.emit(depth, "else:")
                 self.block(depth + 1, 1 + self.c(2))
+        elif t < 70 and depth < 2 and self.rank == 1 and self.chance(0.2):
+            self.grid_stride(depth)
         elif t < 70 and depth < 2:
             v = self.pick(["k", "r"])
             self.emit(depth, f"for {v} in range({self.bounds()}):")
@@ -284,6 +286,16 @@ class _Generator:
         else:
             self.features.add("thread index rebound")
             self.emit(depth, f"i = {self.pick(['i + 0', 'i + 1', 'p'])}")
+
+    def grid_stride(self, depth: int):
+        """CUDA's grid-stride loop over a local `g` nothing else binds (so it ends: every stride is at least 1);
+        race-free when it starts at the thread index with a stride of at least the launch (at most 8)."""
+        self.features.add("grid-stride while")
+        self.emit(depth, f"g = {self.pick(['i', 'i', 'i + 1', 'p', '0'])}")
+        self.emit(depth, f"while g < {self.pick(['n', 'm', 'n + m', '12'])}:")
+        self.emit(depth + 1, self.pick(["a[g] = s + 1.0", "a[g] += 1.0", "s += a[g]", "a[g] = a[g] * 0.5 + b[g]",
+                                        "a[g] = b[g] * s"]))
+        self.emit(depth + 1, f"g += {self.pick(['8', '8', 'n + 1', 'm + 1', '1', '2'])}")
 
     def source(self) -> str:
         head = f"{', '.join(self.tids)} = gk.tid()"

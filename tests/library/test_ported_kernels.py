@@ -1,5 +1,6 @@
 """Kernels ported from public GPU and HPC codes (tests/support/ported.py: Rodinia, the CUDA samples,
-CloverLeaf, PolyBench-ACC, XSBench, miniWeather, ELL SpMV, WENO5, a 27-point stencil, a masked Jacobi), written
+CloverLeaf, PolyBench-ACC, XSBench, miniWeather, ELL SpMV, WENO5, a 27-point stencil, a masked Jacobi, CUDA's
+grid-stride loop, Rodinia particlefilter's binary search returning from its while loop), written
 the way a porting user writes them. For each:
 
 * the primal agrees on the Numba backend, hostcuda (the CUDA backend's source under g++) and the IR
@@ -15,7 +16,9 @@ the way a porting user writes them. For each:
 
 These found two gaps, fixed: a constant-table index through a local assigned from unrolled loop variables
 (stencil27, frontend/unroll.py) and a flattened index bound to a local (`k = i * cols + j; y[k] = ...`,
-analysis/affine.py), which sent SRAD to the run-time check."""
+analysis/affine.py), which sent SRAD to the run-time check. Session 49 added the two forms session 48's port
+had to refuse: a `while` loop computing active values in reverse mode (the grid-stride loop, run-time checked:
+its index is not affine in the thread index) and `return` inside a loop (findIndexBin)."""
 
 import numpy as np
 import pytest
@@ -28,7 +31,8 @@ NAMES = [c[0] for c in cases(np.random.default_rng(0))]
 # proved race-free statically, primal and reverse
 PROVED = {"black_scholes", "ideal_gas", "accelerate", "gemver_rank2", "gemver_xt", "gemver_w", "doitgen",
           "corr_std", "corr_reduce", "corr_symm", "xs_lookup", "spmv_ell", "weno5_faces", "stencil27",
-          "jacobi_masked", "mw_flux_x", "mw_tend_x", "lavamd_box", "bp_layerforward", "srad_coeff", "srad_update"}
+          "jacobi_masked", "mw_flux_x", "mw_tend_x", "lavamd_box", "bp_layerforward", "srad_coeff", "srad_update",
+          "particle_resample"}
 
 
 def _case(name, seed=5):

@@ -11,7 +11,8 @@ A kernel is `def <name>(x, y, out, w, idx, tot, c, m)` launched over a 1-D, 2-D 
 The body draws: locals reassigned in straight lines, in loops (the tape's hard case) and in branches;
 `if/elif/else` on data and on the thread index; `a if p else b`; `for` over `range(m)`, `range(3)`,
 `range(1, m)`, downward and triangular nested ranges; `for ... break/continue`; `while` loops with
-`break`/`continue` (integer-only ones, and ones computing active values, which the reverse refuses);
+`break`/`continue` (integer-only ones, and ones computing active values, whose reverse counts the iterations);
+`return` inside for loops (nested too), while loops and a `@gk.func` (`lf_search`);
 local arrays (`gk.local((3,))`, filled and read in unrolled loops); `@gk.func` calls (one with a branch);
 `+ - * / **`, sin cos tanh exp log sqrt abs min max clamp in gk.*, math.* and builtin spellings.
 
@@ -46,6 +47,16 @@ def lf_branch(a, b):
     if GT(a, 0.4):
         r = gk.cos(b) + a
     return r
+
+
+@gk.func
+def lf_search(a, b):
+    r = a
+    for k in range(3):
+        r = gk.sin(r) * 0.8 + b * 0.3
+        if GT(r, 0.5):
+            return r * 1.5
+    return r - 0.25
 '''
 
 
@@ -100,7 +111,10 @@ class Generator(TextGenerator):
             return text
         if kind == "func":
             self.features.add("gk.func call")
-            return f"{self.pick(['lf_soft', 'lf_branch'])}({self.expr(depth - 1)}, {self.expr(depth - 1)})"
+            f = self.pick(['lf_soft', 'lf_branch', 'lf_search'])
+            if f == "lf_search":
+                self.features.add("return inside a loop")
+            return f"{f}({self.expr(depth - 1)}, {self.expr(depth - 1)})"
         a, b = self.expr(depth - 1), self.expr(depth - 1)
         return self.pick([f"({a} + {b})", f"({a} - {b})", f"{a} * {b} * 0.5", f"{a} / (1.5 + gk.tanh({b}))"])
 
@@ -285,8 +299,8 @@ class Generator(TextGenerator):
         self.emit(depth + 2, "continue")
         self.carry(depth + 1, s)
         self.emit(depth + 1, f"if {self.pick([f'GT({s}, 0.7)', f'{p} == 2', self.cond()])}:")
-        if self.chance(0.2) and len(self.loops) == 1:
-            self.features.add("return inside a loop")
+        if self.chance(0.2):
+            self.features.add("return inside a loop" if len(self.loops) == 1 else "return inside nested loops")
             self.emit(depth + 2, f"out[{self.I}] = {s}")
             self.emit(depth + 2, "return")
         else:
@@ -306,17 +320,22 @@ class Generator(TextGenerator):
         self.emit(depth + 1, f"if {q} % 3 == 2:")
         self.emit(depth + 2, "continue")
         self.emit(depth + 1, f"{cnt} += 1")
-        if self.chance(0.35):  # active values in the while: forward mode only
+        leave = False
+        if self.chance(0.35):  # active values in the while: the reverse counts its iterations
             self.features.add("while computing active values")
             s = self.pick(self.visible() or ["c"])
             if s == "c":
                 self.features.add("scalar parameter reassigned")
             self.emit(depth + 1, f"{s} = {s} * 0.5 + gk.sin(w[{q} - 1])")
             self.emit(depth + 1, f"if GT({s}, 0.9):")
+            leave = self.chance(0.25)
+            if leave:
+                self.features.add("return inside a while")
+                self.emit(depth + 2, f"out[{self.I}] = {s}")
         else:
             self.features.add("integer while")
             self.emit(depth + 1, f"if {cnt} > 2 or {self.pick(['i == 1', f'{q} == m - 1'])}:")
-        self.emit(depth + 2, "break")
+        self.emit(depth + 2, "return" if leave else "break")
         s = self.target(depth)
         self.emit(depth, f"for {self.fresh('p')} in range({cnt}):")
         self.emit(depth + 1, f"{s} = {s} * 0.5 + gk.sin({s})")

@@ -460,6 +460,56 @@ def _ell(rng, rows, ncols, width):
     return idx.ravel(), val.ravel()
 
 
+# ---- CUDA's grid-stride loop (NVIDIA developer blog, "An Even Easier Introduction to CUDA": the add kernel) -----
+# `for (int i = index; i < n; i += stride) y[i] = x[i] + y[i];` with fewer threads than elements: a while loop
+
+
+@gk.kernel
+def add_grid_stride(n, x, y, stride):
+    i = gk.tid()
+    while i < n:
+        y[i] = x[i] + y[i]
+        i += stride
+
+
+# ---- Rodinia particlefilter (cuda/particlefilter ex_particle_CUDA_float_seq.cu: findIndexBin) --------------------
+# a binary search of the CDF that returns from inside its while loop; each particle takes the state of the
+# particle it finds (the find-index kernel's `xj[i] = arrayX[index]`, with its fallback to the last index)
+
+
+@gk.func
+def find_index_bin(cdf, begin_index, end_index, value):
+    if end_index < begin_index:
+        return -1
+    while end_index > begin_index:
+        middle_index = begin_index + (end_index - begin_index) // 2
+        if cdf[middle_index] >= value:
+            if middle_index == 0:
+                return middle_index
+            elif cdf[middle_index - 1] < value:
+                return middle_index
+            elif cdf[middle_index - 1] == value:
+                while cdf[middle_index] == value and middle_index >= 0:
+                    middle_index -= 1
+                middle_index += 1
+                return middle_index
+        if cdf[middle_index] > value:
+            end_index = middle_index - 1
+        else:
+            begin_index = middle_index + 1
+    return -1
+
+
+@gk.kernel
+def particle_resample(array_x, array_y, cdf, u, xj, yj, n_particles):
+    i = gk.tid()
+    index = find_index_bin(cdf, 0, n_particles - 1, u[i])
+    if index == -1:
+        index = n_particles - 1
+    xj[i] = array_x[index] * 1.5
+    yj[i] = gk.sin(array_y[index]) + array_x[i]
+
+
 def cases(rng, dtype=np.float64):
     """(name, kernel, args, dim, check_grad options) on small random inputs away from kinks."""
     def R(*s, lo=0.5, hi=1.5):
@@ -512,4 +562,7 @@ def cases(rng, dtype=np.float64):
         ("mw_tend_x", mw_tend_x, (D(R(NUM_VARS, 3, 6)), D(R(NUM_VARS, 3, 5)), 0.5), (NUM_VARS, 3, 5), {}),
         ("lavamd_box", lavamd_box, (D(R(6, 4, lo=0.1, hi=0.6)), D(R(6)), D(R(6, 4)), gk.Active(0.5), 6), 6, {}),
         ("bp_layerforward", bp_layerforward, (D(R(5)), D(R(4)), D(R(5, 4)), 4), 3, {}),
+        ("add_grid_stride", add_grid_stride, (11, D(R(11)), D(R(11)), 4), 4, {}),
+        ("particle_resample", particle_resample, (D(R(9)), D(R(9)), C(np.cumsum(R(9)) / 7.0), C(R(9, lo=0.0,
+                                                  hi=1.0)), D(R(9)), D(R(9)), 9), 9, {}),
     ]

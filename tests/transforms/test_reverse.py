@@ -308,18 +308,22 @@ def test_const_with_a_shadow_is_refused():
         gk.Const(np.ones(3), np.ones(3))
 
 
-def test_while_loop_with_active_values_is_not_differentiable(rng):
+def test_while_loop_with_active_values_counts_its_iterations(rng):
+    """Differentiated since session 49 (docs/adjoint-forms.md section 13): x ends as x0 * 0.5**k, k set by x0, so
+    the adjoint is multiplied by 0.5 once per iteration the primal ran (one taped count, nothing per iteration)."""
     @gk.kernel
     def halve(x):
         i = gk.tid()
         while x[i] > 1.0:
             x[i] = x[i] * 0.5
 
-    x = rand(rng, 4, lo=2, hi=5)
-    before = x.copy()
-    with pytest.raises(gk.NotDifferentiableError, match="while"):
-        gk.autodiff(halve, gk.Duplicated(x, np.ones(4)))
-    np.testing.assert_array_equal(x, before)
+    x = rand(rng, 4, lo=2, hi=40)
+    k = np.ceil(np.log2(x)).astype(int)  # halvings until x <= 1 (x is no power of two: random)
+    dx = rand(rng, 4)
+    want = dx * 0.5 ** k
+    gk.autodiff(halve, gk.Duplicated(x, dx))
+    np.testing.assert_array_equal(dx, want)  # exact: multiplications by 0.5
+    assert gk.inspect(halve, gk.Duplicated(x, dx), mode=gk.Reverse).tape_bytes_per_thread == 8
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from ..ir.names import RESERVED, Namer, is_generated, private
 from ..ir.ops import FUNCTIONS, Op
 from ..ir.rewrite import rename_locals
 from ..ir.types import F32, F64, I32, I64, MAX_NDIM
-from . import jumps, literal_loops, suggest, unroll, vectors
+from . import jumps, literal_loops, loop_returns, suggest, unroll, vectors
 from .callables import DeviceFunctionMarker, KernelMarker, Lowered
 from .inline import inline_call
 from .parse import ParsedFunction
@@ -90,6 +90,7 @@ class _Lowerer:
         if tree is not parsed.tree:  # small vectors became scalars (frontend/vectors.py)
             self.ns.update(vectors.NAMESPACE)
         tree = literal_loops.lower_literal_loops(tree, self.namer.numbered, self.fail)  # for v in (a, b)
+        tree = loop_returns.lower_loop_returns(tree, self.namer.numbered, self.fail, is_kernel)  # → break
         tree = jumps.lower_jumps(tree, self.namer.numbered, self.fail)  # break/continue → flags
         tree = unroll.unroll(tree, lambda n: self.ns.get(n, getattr(builtins, n, None)), self.quiet_callee,
                              self.fail, self.locals)  # local arrays and tables → scalars and literals

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..errors import KernelSyntaxError, Loc
+from ..errors import InternalError, KernelSyntaxError, Loc
 from ..ir import nodes as ir
 from ..ir.names import RESULT, shown
 
@@ -33,13 +33,13 @@ def structure_returns(body: tuple[ir.Stmt, ...], fail, name: str) -> tuple[tuple
         out: list[ir.Stmt] = []
         for k, s in enumerate(stmts):
             if isinstance(s, Return):
-                if s.value is not None:
+                if s.value is not None and not (isinstance(s.value, ir.Var) and s.value.name == RESULT):
                     out.append(ir.Assign(RESULT, s.value, loc=s.loc))
                 return tuple(out), True
             if isinstance(s, (ir.For, ir.While)) and contains_return(s.body):
                 inner = next(r for r in ir.walk_stmts(s.body) if isinstance(r, Return))
-                raise KernelSyntaxError("'return' inside a loop is not supported", inner.loc,
-                                        hint="set a flag and 'break' out of the loop, then return after it")
+                raise InternalError("'return' inside a loop left for structuring (frontend/loop_returns.py "
+                                    "lowers them)", inner.loc)
             if isinstance(s, ir.If) and contains_return(s.then + s.orelse):
                 rest = stmts[k + 1:]
                 then, t_ret = structure(s.then + rest)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 
 from ..analysis.access import adjoint_is_exclusive, launch_facts
 from ..analysis.activity import Activity
-from ..errors import InternalError, NotDifferentiableError
+from ..errors import InternalError
 from ..ir import build as b
 from ..ir import names
 from ..ir import nodes as ir
@@ -193,12 +193,17 @@ class _Builder:
                     bounds.append(b.var(t, I64))
             return [*pre, replace(s, start=bounds[0], stop=bounds[1], step=bounds[2], body=body), *post]
         if isinstance(s, ir.While):
-            if has_reverse(s.body, self.act):
-                raise NotDifferentiableError("a 'while' loop that computes active values cannot be differentiated in "
-                                             "reverse mode (its trip count is unknown until it ends)", s.loc,
-                                             hint="bound it: 'for k in range(max_iterations):' with "
-                                                  "'if not <condition>: break' is differentiable")
-            return [s]
+            if not has_reverse(s.body, self.act):
+                return [s]
+            # counted as it runs; the reverse runs its body's reverse that many times (docs/adjoint-forms.md 13)
+            self.loops += 1
+            body = tuple(self.augmented_block(s.body, path + (0,)))
+            self.loops -= 1
+            wc = self.fresh("wc", I64)
+            count = b.var(wc, I64)
+            trips = self.held(path, count) if self.fused and not self.loops else self.push(count)
+            step = ir.Assign(wc, b.add(count, b.const(1, I64)))
+            return [ir.Assign(wc, b.const(0, I64)), replace(s, body=(*body, step)), *trips]
         raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
 
     # -- reverse sweep --------------------------------------------------------
@@ -279,7 +284,16 @@ class _Builder:
                               loc=s.loc)
             return [*pre, ir.Assign(n, b.trip_count(start, stop, step)), loop]
         if isinstance(s, ir.While):
-            return []
+            if not has_reverse(s.body, self.act):
+                return []
+            held = self.registers.get(path) if self.fused else None
+            pre, n = ([], held[0]) if held else self.pop(I64)
+            r = self.fresh("r", I64)
+            body = peephole(self.reverse_block(s.body, path + (0,)))
+            if _iterations_commute(body):
+                return [*pre, ir.For(r, b.const(0, I64), n, b.const(1, I64), tuple(body), loc=s.loc)]
+            return [*pre, ir.For(r, b.sub(n, b.const(1, I64)), b.const(-1, I64), b.const(-1, I64), tuple(body),
+                                 loc=s.loc)]
         raise InternalError(f"reverse: unknown statement {type(s).__name__}", getattr(s, "loc", None))
 
     def subst(self, e: ir.Expr, env: dict[ir.Expr, ir.Expr]) -> ir.Expr:

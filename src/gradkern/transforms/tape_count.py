@@ -1,7 +1,8 @@
 """The count kernel of a taped reverse: each thread's pushes, when they depend on the data (a run-time loop bound,
-a branch around pushes). The runtime sizes the tape by the largest count (runtime/reverse.py: tape_slots); the
-augmented primal stores the pointer it really reached and the reverse starts from that one, so a count only has
-to bound the pushes from above (docs/shadows-and-modes.md, "Taped loops")."""
+a branch around pushes, a `while` loop's trip count: docs/adjoint-forms.md section 13). The runtime sizes the tape
+by the largest count (runtime/reverse.py: tape_slots); the augmented primal stores the pointer it really reached
+and the reverse starts from that one, so a count only has to bound the pushes from above
+(docs/shadows-and-modes.md, "Taped loops")."""
 
 from __future__ import annotations
 
