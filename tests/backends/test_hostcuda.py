@@ -439,6 +439,20 @@ def test_without_gpp_the_backend_says_so_by_name(monkeypatch):
 
 # ---- the disk cache heals -----------------------------------------------------------------------------------------
 
+def _flipped(data: bytes) -> bytes:
+    """`data` with one bit flipped in its first executable segment (PT_LOAD with PF_X): machine code."""
+    import struct
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for k in range(phnum):
+        kind, flags, offset, _, _, filesz = struct.unpack_from("<IIQQQQ", data, phoff + k * phentsize)
+        if kind == 1 and flags & 1 and filesz:
+            out = bytearray(data)
+            out[offset + filesz // 2] ^= 0x10
+            return bytes(out)
+    raise AssertionError("no executable segment")
+
+
 def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
     """A library that does not load, or loads but was built from another source, or is cut short, or a directory
     in its place, is discarded and rebuilt with one CacheWarning; so is a source file that is not what gradkern
@@ -474,7 +488,11 @@ def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
                lambda path: (path.unlink(), path.mkdir()),  # a directory where the file goes
                # cut short (a killed write): loading it crashed the process with SIGBUS; cut in its tail, it loaded
                lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
-               lambda path: path.write_bytes(path.read_bytes()[:-1])]
+               lambda path: path.write_bytes(path.read_bytes()[:-1]),
+               # one bit flipped in its code, the size kept: it loaded and ran (docs/caching.md#checksums)
+               lambda path: path.write_bytes(_flipped(path.read_bytes())),
+               lambda path: path.write_bytes(b""),  # zero bytes
+               lambda path: (path.unlink(), path.symlink_to(path.name))]  # a symbolic link to itself
     for n, damage in enumerate(damages):
         cache, path = copy(n)
         damage(path)

@@ -266,7 +266,7 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
 
     types: list[Type | None] = []
     strided = []
-    strides_in_key = backend_object(backend).strides_in_key
+    strides_in_key, aligned_only = backend_object(backend).strides_in_key, backend_object(backend).aligned_only
     for p, a in zip(params, args):
         if (type(a) is float or type(a) is int) and not p.is_array:  # the common case first
             types.append(None if type(a) is float else _python_int(p, a))
@@ -278,7 +278,7 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
             t = ARRAY_DTYPES.get(a.dtype)
             if t is None:
                 raise LaunchError(f"argument '{p.name}' has dtype {a.dtype}; kernels take arrays of "
-                                  "float32, float64, int32 or int64", hint=_dtype_hint(p.name, a.dtype))
+                                  "float32, float64, int32 or int64", hint=dtype_hint(p.name, a.dtype))
             if not 1 <= a.ndim <= MAX_NDIM:
                 raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to "
                                   f"{MAX_NDIM}-D arrays", hint=_ndim_hint(p.name, a.ndim))
@@ -288,6 +288,11 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
                                   "but the array is read-only")
             if (p.written and not flags.c_contiguous) or not numpy_made(a):
                 _check_array(kernel, p, a)
+            if aligned_only and not flags.aligned and isinstance(a, np.ndarray):
+                raise LaunchError(f"argument '{p.name}' is not aligned: its {a.dtype} elements start at addresses that "
+                                  f"are not multiples of {a.itemsize} (e.g. np.frombuffer at an odd offset); backend "
+                                  f"'{backend}' runs C++ that loads whole aligned elements",
+                                  hint=f"pass {p.name}.copy(), which is aligned, or launch on the CPU backend")
             if not flags.c_contiguous:
                 if strides_in_key:
                     if any(s % a.itemsize for s in a.strides):
@@ -341,7 +346,7 @@ def _array_type(t: Scalar, ndim: int) -> Array:
     return at
 
 
-def _dtype_hint(name: str, dtype: np.dtype) -> str:
+def dtype_hint(name: str, dtype: np.dtype) -> str:
     native = dtype.newbyteorder("=") if dtype.byteorder in "<>" else None
     if native is not None and native in ARRAY_DTYPES:
         return f"{name} has non-native byte order ({dtype.str}): convert with {name}.astype(np.{native.name})"
