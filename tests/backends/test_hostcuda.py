@@ -564,3 +564,54 @@ def test_integer_division_by_zero_and_minus_one_does_not_trap(tmp_path):
     for m in ("0", "-1"):
         assert rows["hostcuda", m] == rows["interp", m], (m, rows)
     assert rows["hostcuda", "0"] == "[0.0, 0.0, 0.0]"
+
+
+RACER = r'''
+import sys
+import warnings
+
+import numpy as np
+
+import gradkern as gk
+
+
+@gk.kernel
+def raced(x, y):
+    i = gk.tid()
+    y[i] = 3.0 * x[i] + 0.5
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("error", gk.CacheWarning)  # a race must never look like damage
+    x, y = np.arange(8.0), np.zeros(8)
+    gk.launch(raced, 8, x, y, backend="hostcuda")
+print("ok" if y.tolist() == (3.0 * x + 0.5).tolist() else f"wrong {y.tolist()}")
+'''
+
+
+def test_processes_building_one_library_at_once_share_it(tmp_path):
+    """Four processes compile the same kernel into an empty hostcuda cache at the same moment: each builds into
+    a temporary file of its own and moves it in place, so every one loads a whole, sealed library (no
+    CacheWarning, no crash), and a fifth process loads the one left behind without building."""
+    import concurrent.futures
+
+    from gradkern.backends.cache_files import unseal
+
+    script = tmp_path / "racer.py"
+    script.write_text(RACER)
+    env = {**os.environ, "GRADKERN_CACHE_DIR": str(tmp_path / "cache")}
+
+    def race(_):
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(race, range(4)))
+    for run in runs:
+        assert run.returncode == 0 and run.stdout.strip() == "ok", (run.stdout, run.stderr[-3000:])
+    (library,) = (tmp_path / "cache").rglob("gk_*.so")
+    unseal(library.read_bytes())  # whole: raises if not
+    assert not list((tmp_path / "cache").rglob(".*.tmp")), "a temporary file was left behind"
+    built = library.stat().st_mtime_ns
+    last = race(None)
+    assert last.returncode == 0 and last.stdout.strip() == "ok", last.stderr[-3000:]
+    assert library.stat().st_mtime_ns == built

@@ -309,3 +309,21 @@ def test_a_kernel_redefined_under_its_name_runs_its_own_body(on, tmp_path, monke
         dx = np.zeros(N)
         gk.autodiff(kernel, gk.Duplicated(x, dx), gk.Duplicated(np.zeros(N), np.ones(N)))
         np.testing.assert_array_equal(dx, scale)
+
+
+def test_a_python_float_past_float32s_range_is_refused_for_a_float32_parameter(on):
+    """A Python float takes the kernel's float (float32 here): 1e300 became inf, with NumPy's RuntimeWarning (an
+    exception where warnings are errors). It is refused, naming the argument, on the first call of a signature
+    and on a prepared one (the refill converts it); NaN and inf are values like any other, FLT_MAX fits."""
+    x, y = np.linspace(1.0, 2.0, N, dtype=np.float32), np.zeros(N, np.float32)
+    gk.launch(scaled_square, N, x, y, 2.0, N)  # the signature prepared: later calls take the refill
+    for a in (1e300, -1e39, 2.0**128 - 2.0**103):
+        for verb, call in _verbs(x, np.zeros(N, np.float32), y, np.ones(N, np.float32), a=a).items():
+            same = unchanged(x, y)
+            with pytest.raises(gk.LaunchError, match=r"argument '(a|argument 2)' = .* does not fit in float32"):
+                call()
+            assert same(), (verb, a)
+    for a in (float(np.finfo(np.float32).max), np.float32(2.0), float("inf")):
+        gk.launch(scaled_square, N, x, y, a, N)
+        with np.errstate(over="ignore"):  # FLT_MAX * x * x overflows to inf, in the kernel as in NumPy
+            np.testing.assert_array_equal(y, np.float32(a) * x * x)

@@ -220,7 +220,31 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
 def template_of(b: Binding) -> tuple:
     """What a prepared call keeps of a binding: everything but its values (it must not keep the caller's
     arrays alive), and how to convert each scalar."""
-    return replace(b, values=()), tuple(None if isinstance(t, Array) else t.numpy for t in b.types)
+    return replace(b, values=()), tuple(None if isinstance(t, Array) else converter(name, t)
+                                        for name, t in zip(b.names, b.types))
+
+
+# A Python float past float32's range rounds to inf (np.float32 warns, RuntimeWarning): a float32 parameter
+# refuses it, naming the argument, as an int past int64 is refused (docs/errors.md#hostile-inputs). Values at
+# or past 2**128 - 2**103 (FLT_MAX and half its ulp) round to inf; NaN and the infinities pass as they are.
+FLOAT32_EDGE = 2.0**128 - 2.0**103
+_FLOAT32_CONVERTERS: dict[str, Any] = {}
+
+
+def converter(name: str, t: Scalar) -> Any:
+    """How a scalar argument `name` of type `t` is passed: NumPy's type, checked for float32."""
+    if t.name != "float32":
+        return t.numpy
+    convert = _FLOAT32_CONVERTERS.get(name)
+    if convert is None:
+        def convert(a, name=name):
+            if type(a) is not float or -FLOAT32_EDGE < a < FLOAT32_EDGE or a != a or a in (np.inf, -np.inf):
+                return np.float32(a)
+            raise LaunchError(f"argument '{name}' = {a!r} does not fit in float32 (its magnitude is at most "
+                              f"{float(np.finfo(np.float32).max)!r}): the kernel's float32 parameter would get inf",
+                              hint=f"pass a smaller value, or float64 arrays (and np.float64({name}))")
+        _FLOAT32_CONVERTERS[name] = convert
+    return convert
 
 
 # np.may_share_memory without its __array_function__ dispatch (the keys test plain NumPy arrays only)
@@ -319,8 +343,8 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
         types = [fdefault if t is None else t for t in types]
 
     values = []
-    for a, t in zip(args, types):
-        values.append(a if isinstance(t, Array) else t.numpy(a))
+    for p, a, t in zip(params, args, types):
+        values.append(a if isinstance(t, Array) else converter(p.name, t)(a))
     aliases = _aliases(kernel, args)
     return Binding(launch_dim, tuple(types), tuple(values), backend, tuple(p.name for p in params), aliases,
                    tuple(strided))
