@@ -453,7 +453,7 @@ def _flipped(data: bytes) -> bytes:
     raise AssertionError("no executable segment")
 
 
-def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
+def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path, monkeypatch):
     """A library that does not load, or loads but was built from another source, or is cut short, or a directory
     in its place, is discarded and rebuilt with one CacheWarning; so is a source file that is not what gradkern
     wrote. Each damage is made in a copy of the cache no library of this process was loaded from (the dynamic
@@ -503,6 +503,22 @@ def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
     path.with_suffix(".cu").write_text("garbage")  # rewritten before it is compiled
     with pytest.warns(gk.CacheWarning, match="not the source gradkern wrote"):
         works(cache)
+
+    # a library without read permission; root reads whatever the mode, so for root the read fails as a user's would
+    from pathlib import Path
+    cache, path = copy(len(damages) + 1)
+    path.chmod(0)
+    if os.access(path, os.R_OK):
+        real, denied = Path.read_bytes, [path]
+
+        def read_bytes(self):
+            if denied and self == denied[0]:
+                denied.clear()
+                raise PermissionError(13, "Permission denied", str(self))
+            return real(self)
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    with pytest.warns(gk.CacheWarning, match="PermissionError"):
+        assert works(cache) == path
 
 
 def test_a_full_disk_is_a_clear_error_not_an_oserror(tmp_path, monkeypatch):
