@@ -237,6 +237,28 @@ def test_numbers_that_are_no_size(on, rng):
     np.testing.assert_array_equal(y, 2.0 * x * x)
 
 
+@gk.kernel
+def repeated_sum(x, y, n):
+    i = gk.tid()
+    s = 0.0
+    for k in range(n):
+        s += x[i]
+    y[i] = s
+
+
+def test_a_loop_bound_must_be_an_integer(on):
+    """range() of a float (NaN, inf or integral) is refused at the user's line; of a bool, Python's range(True)."""
+    x, y = np.linspace(1.0, 2.0, N), np.zeros(N)
+    for n in (float("nan"), float("inf"), 3.0):
+        with pytest.raises(gk.KernelTypeError, match=r"range\(\) stop 'n' has type float64; it must be an integer"):
+            gk.launch(repeated_sum, N, x, y, n)
+        assert not y.any()
+    gk.launch(repeated_sum, N, x, y, True)
+    np.testing.assert_array_equal(y, x)
+    gk.launch(repeated_sum, N, x, y, np.int32(3))
+    np.testing.assert_array_equal(y, x + x + x)
+
+
 def test_threads_sharing_one_kernel_compile_it_once(on, rng, monkeypatch):
     """Eight threads launching and differentiating one kernel none had compiled: every result right, and its
     code generated and compiled once (hostcuda: one library built; Numba: each disk-cached function loaded or

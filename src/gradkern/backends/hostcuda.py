@@ -44,6 +44,9 @@ COMPILER = "g++"
 # contraction (the host's results are then those of the CPU backend, operation for operation; a GPU contracts,
 # which only a GPU run checks). -fwrapv: int64 arithmetic wraps, as the kernel language defines it.
 FLAGS = ("-std=c++20", "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-ffp-contract=off", "-fwrapv")
+# what a cached library is: part of its key, so a library of an earlier format (without its checksum trailer,
+# cache_files.seal) is another file, never read: a plain miss, not damage
+FORMAT = "gradkern-hostcuda-2"
 ENTRY = "gk_hostcuda_launch"  # the launcher every library exports (hostcuda_runtime.h)
 # the C library functions of the op table (ir/ops.py) that the CUDA prelude wraps (backends/cuda.py, _MATH), for
 # float and double: CUDA's headers declare them; here each launcher does, before the source (no <cmath>: below)
@@ -210,8 +213,8 @@ def build(source: str, entry: str, directory: Path) -> tuple[Any, Any, Path]:
         raise unavailable()
     header = HEADER.read_bytes()
     digest = hashlib.sha256()
-    for part in (source.encode(), entry.encode(), header, DECLARATIONS.encode(), " ".join(FLAGS).encode(),
-                 _compiler_identity(cxx).encode()):
+    for part in (FORMAT.encode(), source.encode(), entry.encode(), header, DECLARATIONS.encode(),
+                 " ".join(FLAGS).encode(), _compiler_identity(cxx).encode()):
         digest.update(len(part).to_bytes(8, "little") + part)
     key = digest.hexdigest()[:32]
     if not _memory_dir:
