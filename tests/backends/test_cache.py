@@ -225,6 +225,20 @@ def _directory(path: Path) -> None:
     (path / "stray").write_text("a non-empty directory")
 
 
+def _flip(path: Path) -> None:
+    """One bit changed in the middle of the file, which keeps its size and (mostly) still parses: a disk that
+    flips bits. Numba loaded such a data file as code (docs/caching.md#checksums)."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    path.write_bytes(bytes(data))
+
+
+def _loop(path: Path) -> None:
+    """A symbolic link to itself where the file goes: opening it fails with ELOOP."""
+    path.unlink()
+    path.symlink_to(path.name)
+
+
 DAMAGE = {  # kind -> (which file of the entry, what is done to it)
     "truncated_nbc": ("nbc", _truncate),
     "empty_nbc": ("nbc", lambda p: p.write_bytes(b"")),
@@ -236,6 +250,13 @@ DAMAGE = {  # kind -> (which file of the entry, what is done to it)
     "directory_nbi": ("nbi", _directory),
     "non_utf8_py": ("py", lambda p: p.write_bytes(b"\xff\xfe\x00 not UTF-8 \xc3\x28\n")),
     "directory_py": ("py", _directory),
+    "flipped_nbc": ("nbc", _flip),
+    "flipped_nbi": ("nbi", _flip),
+    "looped_nbc": ("nbc", _loop),
+    "looped_nbi": ("nbi", _loop),
+    "flipped_py": ("py", _flip),
+    "empty_py": ("py", lambda p: p.write_bytes(b"")),
+    "looped_py": ("py", _loop),
 }
 
 HEAL_MODULE = "import gradkern as gk\n" + "".join(f'''
@@ -328,7 +349,7 @@ def _assert_warm(result: dict) -> None:
 
 
 # one damage of each file (the quick subset), then all the others
-ONE_OF_EACH = ["truncated_nbc", "garbage_nbi", "non_utf8_py"]
+ONE_OF_EACH = ["truncated_nbc", "garbage_nbi", "non_utf8_py", "flipped_nbc"]
 
 
 @pytest.mark.parametrize("kinds", [

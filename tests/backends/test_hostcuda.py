@@ -439,7 +439,21 @@ def test_without_gpp_the_backend_says_so_by_name(monkeypatch):
 
 # ---- the disk cache heals -----------------------------------------------------------------------------------------
 
-def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
+def _flipped(data: bytes) -> bytes:
+    """`data` with one bit flipped in its first executable segment (PT_LOAD with PF_X): machine code."""
+    import struct
+    phoff, = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for k in range(phnum):
+        kind, flags, offset, _, _, filesz = struct.unpack_from("<IIQQQQ", data, phoff + k * phentsize)
+        if kind == 1 and flags & 1 and filesz:
+            out = bytearray(data)
+            out[offset + filesz // 2] ^= 0x10
+            return bytes(out)
+    raise AssertionError("no executable segment")
+
+
+def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path, monkeypatch):
     """A library that does not load, or loads but was built from another source, or is cut short, or a directory
     in its place, is discarded and rebuilt with one CacheWarning; so is a source file that is not what gradkern
     wrote. Each damage is made in a copy of the cache no library of this process was loaded from (the dynamic
@@ -474,7 +488,11 @@ def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
                lambda path: (path.unlink(), path.mkdir()),  # a directory where the file goes
                # cut short (a killed write): loading it crashed the process with SIGBUS; cut in its tail, it loaded
                lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
-               lambda path: path.write_bytes(path.read_bytes()[:-1])]
+               lambda path: path.write_bytes(path.read_bytes()[:-1]),
+               # one bit flipped in its code, the size kept: it loaded and ran (docs/caching.md#checksums)
+               lambda path: path.write_bytes(_flipped(path.read_bytes())),
+               lambda path: path.write_bytes(b""),  # zero bytes
+               lambda path: (path.unlink(), path.symlink_to(path.name))]  # a symbolic link to itself
     for n, damage in enumerate(damages):
         cache, path = copy(n)
         damage(path)
@@ -485,6 +503,22 @@ def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path):
     path.with_suffix(".cu").write_text("garbage")  # rewritten before it is compiled
     with pytest.warns(gk.CacheWarning, match="not the source gradkern wrote"):
         works(cache)
+
+    # a library without read permission; root reads whatever the mode, so for root the read fails as a user's would
+    from pathlib import Path
+    cache, path = copy(len(damages) + 1)
+    path.chmod(0)
+    if os.access(path, os.R_OK):
+        real, denied = Path.read_bytes, [path]
+
+        def read_bytes(self):
+            if denied and self == denied[0]:
+                denied.clear()
+                raise PermissionError(13, "Permission denied", str(self))
+            return real(self)
+        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    with pytest.warns(gk.CacheWarning, match="PermissionError"):
+        assert works(cache) == path
 
 
 def test_a_full_disk_is_a_clear_error_not_an_oserror(tmp_path, monkeypatch):
@@ -546,3 +580,54 @@ def test_integer_division_by_zero_and_minus_one_does_not_trap(tmp_path):
     for m in ("0", "-1"):
         assert rows["hostcuda", m] == rows["interp", m], (m, rows)
     assert rows["hostcuda", "0"] == "[0.0, 0.0, 0.0]"
+
+
+RACER = r'''
+import sys
+import warnings
+
+import numpy as np
+
+import gradkern as gk
+
+
+@gk.kernel
+def raced(x, y):
+    i = gk.tid()
+    y[i] = 3.0 * x[i] + 0.5
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("error", gk.CacheWarning)  # a race must never look like damage
+    x, y = np.arange(8.0), np.zeros(8)
+    gk.launch(raced, 8, x, y, backend="hostcuda")
+print("ok" if y.tolist() == (3.0 * x + 0.5).tolist() else f"wrong {y.tolist()}")
+'''
+
+
+def test_processes_building_one_library_at_once_share_it(tmp_path):
+    """Four processes compile the same kernel into an empty hostcuda cache at the same moment: each builds into
+    a temporary file of its own and moves it in place, so every one loads a whole, sealed library (no
+    CacheWarning, no crash), and a fifth process loads the one left behind without building."""
+    import concurrent.futures
+
+    from gradkern.backends.cache_files import unseal
+
+    script = tmp_path / "racer.py"
+    script.write_text(RACER)
+    env = {**os.environ, "GRADKERN_CACHE_DIR": str(tmp_path / "cache")}
+
+    def race(_):
+        return subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=600)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(race, range(4)))
+    for run in runs:
+        assert run.returncode == 0 and run.stdout.strip() == "ok", (run.stdout, run.stderr[-3000:])
+    (library,) = (tmp_path / "cache").rglob("gk_*.so")
+    unseal(library.read_bytes())  # whole: raises if not
+    assert not list((tmp_path / "cache").rglob(".*.tmp")), "a temporary file was left behind"
+    built = library.stat().st_mtime_ns
+    last = race(None)
+    assert last.returncode == 0 and last.stdout.strip() == "ok", last.stderr[-3000:]
+    assert library.stat().st_mtime_ns == built

@@ -53,6 +53,10 @@ class Backend:
     row_lagged: bool = False
     #: array strides are part of the specialisation (C-contiguous arrays index without them)
     strides_in_key: bool = False
+    #: whether the generated code loads every element as a whole aligned value (C++ and the GPU: an array whose
+    #: elements are not aligned to their size is undefined behaviour there, refused at binding; Numba's code
+    #: takes it, typed unaligned: docs/errors.md#hostile-inputs)
+    aligned_only: bool = False
     #: forms of the exact run-time race check this backend gets, the one it runs first
     race_check_forms: tuple[str, ...] = ("serial",)
     #: vector mode runs its k lanes as launches of at most this many lanes, the primal once (0: all k in one

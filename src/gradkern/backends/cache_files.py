@@ -8,6 +8,7 @@ discarded and rebuilt, with one `CacheWarning` naming it (docs/caching.md).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
@@ -17,6 +18,8 @@ from pathlib import Path
 
 from ..errors import CacheWarning
 
+SEAL = b"\0gradkern-blake2b-256\0"  # a sealed file: its payload, SEAL, then the payload's BLAKE2b digest
+DIGEST = 32
 _GRADKERN = str(Path(__file__).resolve().parent.parent) + os.sep
 
 
@@ -38,6 +41,22 @@ def write_exact(path: Path, data: bytes) -> None:
     replace_with(path, lambda tmp: tmp.write_bytes(data))
     if damage is not None:
         warn_damaged(path, damage)
+
+
+def seal(payload: bytes) -> bytes:
+    """`payload` followed by its checksum (docs/caching.md#checksums): what a cache file holds. A trailer, not
+    a header, so that a library sealed this way is still an ELF file the dynamic loader maps from byte 0."""
+    return payload + SEAL + hashlib.blake2b(payload, digest_size=DIGEST).digest()
+
+
+def unseal(data: bytes) -> bytes:
+    """The payload of `seal`'s bytes; ValueError when they are not whole (a byte changed, added or cut)."""
+    end = len(data) - DIGEST - len(SEAL)
+    if end < 0 or data[end:end + len(SEAL)] != SEAL:
+        raise ValueError(f"it has no gradkern checksum ({len(data)} bytes)")
+    if hashlib.blake2b(memoryview(data)[:end], digest_size=DIGEST).digest() != data[-DIGEST:]:
+        raise ValueError(f"its checksum does not match its {end} bytes")
+    return data[:end]
 
 
 def replace_with(path: Path, write) -> None:

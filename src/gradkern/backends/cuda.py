@@ -377,6 +377,7 @@ class CudaBackend(Backend):
 
     name = "cuda"
     strides_in_key = True
+    aligned_only = True
     race_check_forms = ("parallel", "serial")
 
     def __init__(self):

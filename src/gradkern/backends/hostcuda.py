@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError, InternalError, LaunchError
-from .cache_files import discard, replace_with, warn, warn_damaged, write_exact
+from .cache_files import discard, replace_with, seal, unseal, warn, warn_damaged, write_exact
 from .cuda import LIBM, CudaBackend
 
 HEADER = Path(__file__).with_name("hostcuda_runtime.h")
@@ -44,6 +44,9 @@ COMPILER = "g++"
 # contraction (the host's results are then those of the CPU backend, operation for operation; a GPU contracts,
 # which only a GPU run checks). -fwrapv: int64 arithmetic wraps, as the kernel language defines it.
 FLAGS = ("-std=c++20", "-shared", "-fPIC", "-O1", "-fvisibility=hidden", "-ffp-contract=off", "-fwrapv")
+# what a cached library is: part of its key, so a library of an earlier format (without its checksum trailer,
+# cache_files.seal) is another file, never read: a plain miss, not damage
+FORMAT = "gradkern-hostcuda-2"
 ENTRY = "gk_hostcuda_launch"  # the launcher every library exports (hostcuda_runtime.h)
 # the C library functions of the op table (ir/ops.py) that the CUDA prelude wraps (backends/cuda.py, _MATH), for
 # float and double: CUDA's headers declare them; here each launcher does, before the source (no <cmath>: below)
@@ -210,8 +213,8 @@ def build(source: str, entry: str, directory: Path) -> tuple[Any, Any, Path]:
         raise unavailable()
     header = HEADER.read_bytes()
     digest = hashlib.sha256()
-    for part in (source.encode(), entry.encode(), header, DECLARATIONS.encode(), " ".join(FLAGS).encode(),
-                 _compiler_identity(cxx).encode()):
+    for part in (FORMAT.encode(), source.encode(), entry.encode(), header, DECLARATIONS.encode(),
+                 " ".join(FLAGS).encode(), _compiler_identity(cxx).encode()):
         digest.update(len(part).to_bytes(8, "little") + part)
     key = digest.hexdigest()[:32]
     if not _memory_dir:
@@ -239,7 +242,7 @@ def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> t
         warn_damaged(directory, "a file where a folder should be")
     name = f"gk_{key}"
     library = directory / f"{name}.so"
-    if library.exists():
+    if os.path.lexists(library):  # a symbolic link that leads nowhere is damage too
         try:
             return _load(library, key)
         except _Damaged as e:
@@ -257,6 +260,7 @@ def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> t
         if done.returncode != 0:
             raise InternalError(f"g++ refused the CUDA C generated for '{entry}' (a gradkern bug: the CUDA printer or "
                                 f"backends/hostcuda_runtime.h); {directory / f'{name}.cu'}:\n{done.stderr[-4000:]}")
+        tmp.write_bytes(seal(tmp.read_bytes()))  # its checksum after the ELF file's last byte, ignored by the loader
 
     replace_with(library, compile_to)
     try:
@@ -267,9 +271,14 @@ def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> t
 
 def _load(path: Path, key: str) -> tuple[Any, Any, Path]:
     """The launcher of the library at `path`, which must say it was built for `key`."""
-    cut = _cut_short(path)
-    if cut:
-        raise _Damaged(cut)
+    # Checked before the dynamic loader maps it, which trusts the file: a library cut short (a killed write, a full
+    # disk) loaded, then crashed the process with SIGBUS at its first touch of a page past the end, before any key
+    # could be read; cut in its tail, it loaded without its section headers; a flipped byte in its code ran
+    # (docs/caching.md#checksums). The checksum proves it is the file g++ wrote, byte for byte.
+    try:
+        unseal(path.read_bytes())
+    except (OSError, ValueError) as e:
+        raise _Damaged(f"{type(e).__name__}: {e}") from None
     try:
         lib = ctypes.CDLL(str(path))
         found = ctypes.c_char_p(ctypes.addressof(ctypes.c_char.in_dll(lib, "gk_hostcuda_key"))).value
@@ -283,34 +292,6 @@ def _load(path: Path, key: str) -> tuple[Any, Any, Path]:
     launcher.argtypes = (ctypes.c_char_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_void_p, ctypes.c_longlong,
                          ctypes.c_void_p)
     return launcher, lib, path
-
-
-def _cut_short(path: Path) -> str:
-    """Why the ELF file at `path` is not whole ('' when it is): a segment, section or header table that reaches
-    past its end. The dynamic loader maps segments without checking: a library cut short (a killed write, a full
-    disk) loaded, then crashed the process with SIGBUS at its first touch of a page past the end, before any
-    key could be read; cut in its tail it loaded without its section headers (docs/caching.md)."""
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        return f"{type(e).__name__}: {e}"
-    size = len(data)
-    if size < 64 or data[:6] != b"\x7fELF\x02\x01":
-        return "not a 64-bit little-endian ELF file"
-    phoff, shoff = struct.unpack_from("<QQ", data, 0x20)
-    phentsize, phnum, shentsize, shnum = struct.unpack_from("<HHHH", data, 0x36)
-    if phoff + phnum * phentsize > size or shoff + shnum * shentsize > size or phentsize < 40 or shentsize < 40:
-        return f"cut short: its header tables reach past its {size} bytes"
-    for k in range(phnum):
-        (offset,), (filesz,) = (struct.unpack_from("<Q", data, phoff + k * phentsize + at) for at in (8, 32))
-        if offset + filesz > size:
-            return f"cut short: segment {k} reaches byte {offset + filesz} of {size}"
-    for k in range(shnum):
-        kind = struct.unpack_from("<I", data, shoff + k * shentsize + 4)[0]
-        offset, length = struct.unpack_from("<QQ", data, shoff + k * shentsize + 0x18)
-        if kind != 8 and offset + length > size:  # 8: SHT_NOBITS, which takes no room in the file
-            return f"cut short: section {k} reaches byte {offset + length} of {size}"
-    return ""
 
 
 def _unload(lib: Any) -> None:

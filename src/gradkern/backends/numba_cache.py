@@ -7,9 +7,10 @@ Each generated module lives at `<directory>/gradkern_gen_<hash>.py`; Numba's
 damaged. The rules:
 
 * a damaged entry (a source file that is not what gradkern wrote, an index or
-  data file that does not load or cannot be replaced, a directory where a file
-  goes, a file where a folder goes) is discarded and rebuilt, with one
-  `CacheWarning` naming the file;
+  data file whose checksum does not match (cache_files.seal), that does not load
+  or cannot be replaced, a directory or a dangling link where a file goes, a file
+  where a folder goes) is discarded and rebuilt, with one `CacheWarning` naming
+  the file;
 * a cache directory that cannot be created or written falls back to memory
   (Numba without its disk cache) for the rest of the process, with one
   `CacheWarning` naming the directory.
@@ -31,6 +32,7 @@ import glob
 import hashlib
 import linecache
 import os
+import pickle
 import sys
 import tempfile
 from pathlib import Path
@@ -40,7 +42,7 @@ from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
 from .base import Ahead
-from .cache_files import discard, warn, warn_damaged, write_exact
+from .cache_files import discard, seal, unseal, warn, warn_damaged, write_exact
 
 _memory_only: set[Path] = set()  # directories found unusable in this process
 
@@ -122,7 +124,8 @@ class _Damaged(Exception):
         self.cause = cause
 
 
-_FORMAT = "gradkern-nbc-2"  # what a data file holds: (_FORMAT, entry name, key, code); see _HealingCacheFile.load
+_FORMAT = "gradkern-nbc-3"  # what a data file holds: (_FORMAT, entry name, key, code); see _HealingCacheFile.load
+
 
 
 class _HealingCacheFile(IndexDataCacheFile):
@@ -134,6 +137,8 @@ class _HealingCacheFile(IndexDataCacheFile):
     def __init__(self, cache_path, filename_base, source_stamp):
         super().__init__(cache_path, filename_base, source_stamp)
         self._filename_base = filename_base
+        # an index of an earlier format (no checksum) reads as another Numba version's: a miss, silently
+        self._version = f"{self._version} {_FORMAT}"
 
     def save(self, key, data):
         """Write the data file of `key` (the signature and target), then the index
@@ -171,20 +176,44 @@ class _HealingCacheFile(IndexDataCacheFile):
         return f"{self._filename_base}.{digest}.nbc"
 
     def _load_index(self):
+        """Numba's `_load_index`, the (stamp, overloads) pickle read through its checksum; a file that exists
+        but is not whole raises `_Damaged` naming it."""
         try:
-            return super()._load_index()
+            with open(self._index_path, "rb") as f:
+                version = pickle.load(f)
+                if version != self._version:
+                    return {}  # another Numba version's (or an earlier format's): a miss
+                stamp, overloads = pickle.loads(unseal(f.read()))
         except FileNotFoundError:
-            raise
+            return {}
         except Exception as e:
             raise _Damaged(self._index_path, e) from e
+        return overloads if stamp == self._source_stamp else {}
+
+    def _save_index(self, overloads):
+        payload = seal(self._dump((self._source_stamp, overloads)))
+        with self._open_for_write(self._index_path) as f:
+            pickle.dump(self._version, f, protocol=-1)
+            f.write(payload)
 
     def _load_data(self, name):
+        path = self._data_path(name)
         try:
-            return super()._load_data(name)
+            with open(path, "rb") as f:
+                data = f.read()
         except FileNotFoundError:
             raise  # removed since the index was read: Numba compiles afresh
         except Exception as e:
-            raise _Damaged(self._data_path(name), e) from e
+            raise _Damaged(path, e) from e
+        try:
+            return pickle.loads(unseal(data))
+        except Exception as e:
+            raise _Damaged(path, e) from e
+
+    def _save_data(self, name, data):
+        payload = seal(self._dump(data))
+        with self._open_for_write(self._data_path(name)) as f:
+            f.write(payload)
 
 
 class _HealingCache(FunctionCache):

@@ -147,6 +147,13 @@ class NumbaSyntax(Syntax):
             # a thread index is a `prange` loop's unsigned index, which Numba negates and inverts unsigned
             # (-i was 2**64 - i): the operand is cast to the IR's signed type first (a no-op on a signed value)
             return f"({'-' if e.op is Op.NEG else '~'}_gk_{e.type.name}({args[0]}))"
+        if e.op is Op.FLOORDIV and e.type.is_int and not (isinstance(e.args[1], ir.Const) and e.args[1].value != -1):
+            # Numba's INT64_MIN // -1 is 0; NumPy's, the interpreter's and CUDA's is the wrapped negation,
+            # INT64_MIN (docs/language.md#integer-arithmetic): // -1 is spelled as the negation, which wraps
+            negated = f"(-_gk_{e.type.name}({args[0]}))"
+            if isinstance(e.args[1], ir.Const):
+                return negated
+            return f"({negated} if {args[1]} == -1 else ({args[0]} // {args[1]}))"
         base, expo = (e.args + (None,))[:2]
         if e.op is not Op.POW or not (base.type.is_float and expo.type.is_int):
             return None

@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 
 from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
-from ..errors import AliasingError, AnnotationError
+from ..backends import backend as backend_object
+from ..errors import AliasingError, AnnotationError, LaunchError
+from ..ir.types import ARRAY_DTYPES
 from ..kernel import KernelFunction
 from .arrays import (
     byte_bounds,
@@ -29,6 +31,7 @@ from .binding import (
     bind,
     check_count,
     default_dim,
+    dtype_hint,
     exactly_aliased,
 )
 
@@ -68,6 +71,9 @@ def check_shadow(name: str, x: Any, dx: Any, what: str) -> None:
     """A shadow is a buffer the derivative owns: an array like its primal,
     every element its own writable memory. One rule for both modes: a reverse
     shadow is accumulated into, a tangent is written whenever its primal is."""
+    if is_array(x) and x.dtype not in ARRAY_DTYPES:  # the primal's fault, not its shadow's: said first
+        raise LaunchError(f"argument '{name}' has dtype {x.dtype}; kernels take arrays of float32, float64, int32 or "
+                          "int64", hint=dtype_hint(name, x.dtype))
     if (not is_array(dx) or is_cupy_array(dx) != is_cupy_array(x) or dx.shape != x.shape
             or dx.dtype != x.dtype):
         raise AnnotationError(f"{what} of '{name}' must be {describe(x)} like its primal; got {describe(dx)}",
@@ -228,6 +234,13 @@ def annotated_binding(f: KernelFunction, args: tuple, dim: Any, backend: str | N
     `inspect_only` (gk.inspect): as `bind`'s, and a Duplicated scalar is not refused here."""
     ann = annotate(f, args, forward)
     b = bind(f.ir, default_dim(f.ir, ann.primals) if dim is None else dim, ann.primals, backend, inspect_only)
+    if backend_object(b.backend).aligned_only:  # as bind refuses an unaligned primal there (backends/base.py)
+        for name, dxs in ann.shadows.items():
+            if any(isinstance(dx, np.ndarray) and not dx.flags.aligned for dx in dxs):
+                raise LaunchError(f"the {'tangent' if forward else 'shadow'} of '{name}' is not aligned: its elements "
+                                  "start at addresses that are not multiples of their size; backend "
+                                  f"'{b.backend}' runs C++ that loads whole aligned elements",
+                                  hint=f"pass np.zeros_like({name}), which is aligned, or launch on the CPU backend")
     if not forward and not inspect_only:
         for name in ann.shadows:
             param = f.ir.param(name)

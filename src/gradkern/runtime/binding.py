@@ -220,7 +220,31 @@ def bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None = None, i
 def template_of(b: Binding) -> tuple:
     """What a prepared call keeps of a binding: everything but its values (it must not keep the caller's
     arrays alive), and how to convert each scalar."""
-    return replace(b, values=()), tuple(None if isinstance(t, Array) else t.numpy for t in b.types)
+    return replace(b, values=()), tuple(None if isinstance(t, Array) else converter(name, t)
+                                        for name, t in zip(b.names, b.types))
+
+
+# A Python float past float32's range rounds to inf (np.float32 warns, RuntimeWarning): a float32 parameter
+# refuses it, naming the argument, as an int past int64 is refused (docs/errors.md#hostile-inputs). Values at
+# or past 2**128 - 2**103 (FLT_MAX and half its ulp) round to inf; NaN and the infinities pass as they are.
+FLOAT32_EDGE = 2.0**128 - 2.0**103
+_FLOAT32_CONVERTERS: dict[str, Any] = {}
+
+
+def converter(name: str, t: Scalar) -> Any:
+    """How a scalar argument `name` of type `t` is passed: NumPy's type, checked for float32."""
+    if t.name != "float32":
+        return t.numpy
+    convert = _FLOAT32_CONVERTERS.get(name)
+    if convert is None:
+        def convert(a, name=name):
+            if type(a) is not float or -FLOAT32_EDGE < a < FLOAT32_EDGE or a != a or a in (np.inf, -np.inf):
+                return np.float32(a)
+            raise LaunchError(f"argument '{name}' = {a!r} does not fit in float32 (its magnitude is at most "
+                              f"{float(np.finfo(np.float32).max)!r}): the kernel's float32 parameter would get inf",
+                              hint=f"pass a smaller value, or float64 arrays (and np.float64({name}))")
+        _FLOAT32_CONVERTERS[name] = convert
+    return convert
 
 
 # np.may_share_memory without its __array_function__ dispatch (the keys test plain NumPy arrays only)
@@ -266,7 +290,7 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
 
     types: list[Type | None] = []
     strided = []
-    strides_in_key = backend_object(backend).strides_in_key
+    strides_in_key, aligned_only = backend_object(backend).strides_in_key, backend_object(backend).aligned_only
     for p, a in zip(params, args):
         if (type(a) is float or type(a) is int) and not p.is_array:  # the common case first
             types.append(None if type(a) is float else _python_int(p, a))
@@ -278,7 +302,7 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
             t = ARRAY_DTYPES.get(a.dtype)
             if t is None:
                 raise LaunchError(f"argument '{p.name}' has dtype {a.dtype}; kernels take arrays of "
-                                  "float32, float64, int32 or int64", hint=_dtype_hint(p.name, a.dtype))
+                                  "float32, float64, int32 or int64", hint=dtype_hint(p.name, a.dtype))
             if not 1 <= a.ndim <= MAX_NDIM:
                 raise LaunchError(f"argument '{p.name}' has {a.ndim} dimensions; kernels take 1-D to "
                                   f"{MAX_NDIM}-D arrays", hint=_ndim_hint(p.name, a.ndim))
@@ -288,6 +312,11 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
                                   "but the array is read-only")
             if (p.written and not flags.c_contiguous) or not numpy_made(a):
                 _check_array(kernel, p, a)
+            if aligned_only and not flags.aligned and isinstance(a, np.ndarray):
+                raise LaunchError(f"argument '{p.name}' is not aligned: its {a.dtype} elements start at addresses that "
+                                  f"are not multiples of {a.itemsize} (e.g. np.frombuffer at an odd offset); backend "
+                                  f"'{backend}' runs C++ that loads whole aligned elements",
+                                  hint=f"pass {p.name}.copy(), which is aligned, or launch on the CPU backend")
             if not flags.c_contiguous:
                 if strides_in_key:
                     if any(s % a.itemsize for s in a.strides):
@@ -314,8 +343,8 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
         types = [fdefault if t is None else t for t in types]
 
     values = []
-    for a, t in zip(args, types):
-        values.append(a if isinstance(t, Array) else t.numpy(a))
+    for p, a, t in zip(params, args, types):
+        values.append(a if isinstance(t, Array) else converter(p.name, t)(a))
     aliases = _aliases(kernel, args)
     return Binding(launch_dim, tuple(types), tuple(values), backend, tuple(p.name for p in params), aliases,
                    tuple(strided))
@@ -341,7 +370,7 @@ def _array_type(t: Scalar, ndim: int) -> Array:
     return at
 
 
-def _dtype_hint(name: str, dtype: np.dtype) -> str:
+def dtype_hint(name: str, dtype: np.dtype) -> str:
     native = dtype.newbyteorder("=") if dtype.byteorder in "<>" else None
     if native is not None and native in ARRAY_DTYPES:
         return f"{name} has non-native byte order ({dtype.str}): convert with {name}.astype(np.{native.name})"

@@ -418,7 +418,7 @@ def _origin(args: tuple) -> tuple:
     out = []
     for a in args:
         v = a.val if isinstance(a, Annotation) else a
-        if not hasattr(v, "__array_interface__") and not is_cupy_array(v):
+        if not isinstance(v, np.ndarray) and not is_cupy_array(v):  # a NumPy scalar has an __array_interface__ too
             out.append(("value", v))
             continue
         root = v
