@@ -22,7 +22,7 @@ its index is not affine in the thread index) and `return` inside a loop (findInd
 
 import numpy as np
 import pytest
-from support.ported import cases
+from support.ported import assert_backends_agree, cases
 
 import gradkern as gk
 from gradkern.testing import check_grad
@@ -60,14 +60,7 @@ def test_primal_agrees_across_backends(name):
         except gk.BackendUnavailableError:
             continue
         runs[backend] = values
-    for backend, values in runs.items():
-        for want, got in zip(runs["cpu"], values):
-            if isinstance(want, np.ndarray) and want.dtype.kind != "f":
-                np.testing.assert_array_equal(got, want)
-            elif isinstance(want, np.ndarray):
-                scale = float(np.max(np.abs(want))) if want.size else 1.0
-                np.testing.assert_allclose(got, want, rtol=0, atol=8 * np.finfo(want.dtype).eps * scale,
-                                           err_msg=f"{name} on {backend}")
+    assert_backends_agree(name, runs)
 
 
 @pytest.mark.slow

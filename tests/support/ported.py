@@ -566,3 +566,17 @@ def cases(rng, dtype=np.float64):
         ("particle_resample", particle_resample, (D(R(9)), D(R(9)), C(np.cumsum(R(9)) / 7.0), C(R(9, lo=0.0,
                                                   hi=1.0)), D(R(9)), D(R(9)), 9), 9, {}),
     ]
+
+
+def assert_backends_agree(name, runs):
+    """Each backend's arrays after the same launches against the CPU backend's (`runs`: backend -> arguments):
+    integers equal; floats within 8 ulps of the largest value, since every backend evaluates the same operations
+    in the same order and only libm's last bit may differ (the interpreter's math calls against Numba's)."""
+    for backend, values in runs.items():
+        for want, got in zip(runs["cpu"], values):
+            if isinstance(want, np.ndarray) and want.dtype.kind != "f":
+                np.testing.assert_array_equal(got, want)
+            elif isinstance(want, np.ndarray):
+                scale = float(np.max(np.abs(want))) if want.size else 1.0
+                np.testing.assert_allclose(got, want, rtol=0, atol=8 * np.finfo(want.dtype).eps * scale,
+                                           err_msg=f"{name} on {backend}")
