@@ -132,10 +132,12 @@ class OpenSnapshots:
     def __init__(self) -> None:
         self.snaps: list[Snapshot] = []  # ascending serial
         self.serial = 0  # the next snapshot's
+        # keyed by id(buffer): each buffer is alive while its key is here, since `freed` forgets a freed buffer's
+        # key everywhere before another array can be given its id (docs/programs.md#objects-keyed-by-identity)
         self.seen_from: dict[int, int] = {}  # id(buffer) -> the first serial not to have seen it
         self.taken_at: dict[int, int] = {}  # id(buffer) -> `serial` when a launch last took it
-        self.unseen_again: dict[int, list[Snapshot]] = {}  # id(buffer) -> snapshots whose copy `freed` dropped
-        self.holders: dict[int, list[tuple[Snapshot, int]]] = {}  # id(weak reference) -> (snapshot, id) copying it
+        # id(weak reference to a buffer a launch took) -> (id(buffer), the open snapshots that copied or skipped it)
+        self.watched: dict[int, tuple[int, list[Snapshot]]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.snaps)
@@ -165,9 +167,6 @@ class OpenSnapshots:
         n = len(snaps)
         while n and snaps[n - 1].serial >= start:
             n -= 1
-        again = self.unseen_again.get(key)
-        if again:
-            return sorted((s for s in again if s.serial is not None), key=lambda s: s.serial) + snaps[n:]
         return snaps[n:]
 
     def before_write(self, written: dict[int, Any], taken: dict[int, Any], refs: dict[int, Any], dead: set[int],
@@ -176,26 +175,43 @@ class OpenSnapshots:
         open snapshot that has not seen a written buffer copies it (`refs`: id -> its weak reference), or skips it
         when the launch overwrites it whole unread (`dead`), no launch took it since the snapshot's step, and
         `may_skip(snap, key)`."""
+        watched = self.watched
         for key, root in written.items():
-            for snap in self.unseen(key):
-                if key in dead and self.taken_at.get(key, -1) <= snap.serial and may_skip(snap, key):
-                    snap.skipped.add(key)  # its contents at the snapshot's step are never read
-                else:
-                    snap.add(root, refs[key])
-                    self.holders.setdefault(id(refs[key]), []).append((snap, key))
+            unseen = self.unseen(key)
+            if unseen:
+                ref = refs[key]
+                holders = watched.setdefault(id(ref), (key, []))[1]
+                for snap in unseen:
+                    if key in dead and self.taken_at.get(key, -1) <= snap.serial and may_skip(snap, key):
+                        snap.skipped.add(key)  # its contents at the snapshot's step are never read
+                    else:
+                        snap.add(root, ref)
+                    holders.append(snap)
             self.seen_from[key] = self.serial
-            self.unseen_again.pop(key, None)
         for key in taken:
             self.taken_at[key] = self.serial
+            ref = refs[key]
+            if id(ref) not in watched:
+                watched[id(ref)] = (key, [])
 
     def freed(self, ref: Any) -> None:
         """The buffer `ref` referred to was freed (a step's temporary): the open snapshots' copies of it go too,
-        and a buffer given its id later is unseen by them."""
-        for snap, key in self.holders.pop(id(ref), ()):
+        and everything kept under its id is forgotten (called while it is being freed, before any other array
+        can be given its id), so that a buffer given its id later is a new one: unseen by every open snapshot,
+        taken by no launch yet. Kept, a snapshot that skipped the temporary would skip that buffer too and never
+        copy it (docs/programs.md#objects-keyed-by-identity)."""
+        key, holders = self.watched.pop(id(ref), (None, ()))
+        if key is None:
+            return
+        for snap in holders:
             hit = snap.copies.get(key)
-            if snap.serial is not None and hit is not None and hit[0] is ref:
-                snap.remove(key)
-                self.unseen_again.setdefault(key, []).append(snap)
+            if hit is not None and hit[0] is ref:
+                if snap.serial is not None:
+                    snap.remove(key)
+            else:
+                snap.skipped.discard(key)
+        self.seen_from.pop(key, None)
+        self.taken_at.pop(key, None)
 
 
 def in_place(root: Any, copy: Any) -> bool:
