@@ -133,9 +133,11 @@ class Cartesian:
         ghosts on a non-periodic global edge keep their values. A custom rule: differentiated, recorded by
         programs, recomputed by checkpointed loops. Collective: every rank calls it with its own block."""
         entry = entering_loop()
-        if entry is not None and id(self) not in entry.agreed:
+        if entry is not None and entry.agreed.get(id(self)) is not self:
             agree_schedule(self.halo.comm, entry)  # once per loop and grid, before its first message
-            entry.agreed.add(id(self))
+            # the grid held: a grid freed inside the loop cannot pass its id on to a new one, which would then skip
+            # this collective on some ranks only (docs/programs.md#objects-keyed-by-identity)
+            entry.agreed[id(self)] = self
         exchange_rule(u, self.halo)
 
     # -- set-up and checks: not differentiated ---------------------------------------------------------------------

@@ -19,14 +19,15 @@ STORAGES = ("device", "host")
 class LoopSchedule:
     """What a checkpointed loop will do, as code that must see every process take the same schedule
     (gradkern.mpi: docs/distributed.md#deadlocks-and-how-gradkern-prevents-them) reads it at the loop's entry.
-    `agreed`: what such code has already checked for this loop (it checks once)."""
+    `agreed`: what such code has already checked for this loop (it checks once), id -> the object, held so that
+    its id is not another's while the loop's first forward runs."""
 
     nsteps: int
     snapshots: int | None
     schedule: str  # the schedule's class
     storage: str
     memory: int | None = None  # memory=: each process picks from its own sizes (equal blocks pick alike)
-    agreed: set = field(default_factory=set)
+    agreed: dict = field(default_factory=dict)
 
     def describe(self) -> tuple:
         return (self.nsteps, self.snapshots, self.schedule, self.storage, self.memory)

@@ -188,12 +188,19 @@ class LoopState:
         that the launches after the loop see the shadows they would have seen without checkpoints."""
         arrays = [a for a in args if is_array(a)]
         if not (any(isinstance(a, ActiveScalar) for a in args)
-                or any(shadows.find(a) is not None or id(memory_root(a)) in self.wanted for a in arrays)):
+                or any(shadows.find(a) is not None or self._wanted(a) for a in arrays)):
             return
         for w, a in zip(written, args):
             if w and is_array(a) and a.dtype.kind == "f" and shadows.find(a) is None:
                 root = memory_root(a)
                 self.wanted[id(root)] = weakref.ref(root)
+
+    def _wanted(self, a: Any) -> bool:
+        """Whether `a`'s buffer is one `wanted` names: the same object (a freed temporary's id may be another's
+        now, docs/programs.md#objects-keyed-by-identity)."""
+        root = memory_root(a)
+        ref = self.wanted.get(id(root))
+        return ref is not None and ref() is root
 
     def make_wanted_shadows(self, shadows: ShadowMap) -> None:
         """The shadows the first forward's untaped launches would have made, for the buffers alive now
