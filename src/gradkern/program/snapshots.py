@@ -198,8 +198,8 @@ class OpenSnapshots:
         """The buffer `ref` referred to was freed (a step's temporary): the open snapshots' copies of it go too,
         and everything kept under its id is forgotten (called while it is being freed, before any other array
         can be given its id), so that a buffer given its id later is a new one: unseen by every open snapshot,
-        taken by no launch yet. Kept, a snapshot that skipped the temporary would skip that buffer too and never
-        copy it (docs/programs.md#objects-keyed-by-identity)."""
+        taken by no launch yet. Kept, the snapshots that had seen the temporary would take that buffer as seen too
+        and never copy it (docs/programs.md#objects-keyed-by-identity)."""
         key, holders = self.watched.pop(id(ref), (None, ()))
         if key is None:
             return
