@@ -5,6 +5,8 @@ would push more is reported as gk.TapeOverflowError after the launch. The mismat
 central differences and the dot-product test (float64) and against their closed form (float32, with a bound
 derived from the trip count)."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -36,34 +38,56 @@ def _trips(x):
     return np.floor(np.log2(x)).astype(int) + 1  # t = x / 2^k for k = 1..K, K the first with x / 2^K < 1
 
 
-def _launched(x, y, c):
-    """y after a plain launch (the primal the guarded kernels must leave too)."""
-    y = y.copy()
-    gk.launch(halve_sum, len(x), x.copy(), y, c)
-    return y
-
-
 @pytest.fixture
 def short(monkeypatch):
     monkeypatch.setattr(runtime_reverse, "COUNT_SHORTFALL", 1)
 
 
-def _fused_overflow(monkeypatch, rng, backend):
-    """gk.autodiff with the tape one slot short: the error, the primal as launched, the shadows of the threads
-    that overflowed untouched and the others' as a correct call leaves them."""
+class _Cpu:
+    """The Numba backend, in the `device` fixture's terms (tests/support/devices.py)."""
+
+    backend = "cpu"
+
+    def to(self, a):
+        return a.copy()
+
+    def host(self, a):
+        return a
+
+    def running(self):
+        return contextlib.nullcontext()
+
+
+def _where(where):
+    return (_Cpu(), "cpu") if where == "cpu" else (where, None)
+
+
+def _reference(x, y, dy, c):
+    """A correct call on the CPU backend: y after it, dx, dy. halve_sum computes with + and * only, and the
+    kernels of a counted tape are compiled without FMA contraction on every backend (--fmad=false on a GPU,
+    -ffp-contract=off on hostcuda), so every backend's results are these, bit for bit."""
+    y, dx, dy = y.copy(), np.zeros_like(x), dy.copy()
+    gk.autodiff(halve_sum, gk.Duplicated(x.copy(), dx), gk.Duplicated(y, dy), gk.Active(c), dim=len(x),
+                backend="cpu")
+    return y, dx, dy
+
+
+def _fused_overflow(monkeypatch, rng, where):
+    """gk.autodiff with the tape one slot short: the error, the primal as a correct call leaves it, the
+    shadows of the threads that overflowed untouched and the others' as a correct call leaves them."""
+    dev, backend = _where(where)
     x, y, dy = _inputs(rng)
     c, n = 0.7, len(x)
-    want_dx, want_dy = np.zeros_like(x), dy.copy()
-    gk.autodiff(halve_sum, gk.Duplicated(x.copy(), want_dx), gk.Duplicated(y.copy(), want_dy), gk.Active(c),
-                dim=n, backend=backend)
+    want_y, want_dx, want_dy = _reference(x, y, dy, c)
     monkeypatch.setattr(runtime_reverse, "COUNT_SHORTFALL", 1)
     dx0 = np.full_like(x, 0.25)
-    got_y, got_dx, got_dy = y.copy(), dx0.copy(), dy.copy()
+    got = [dev.to(a) for a in (x, y, dx0, dy)]
     with pytest.raises(gk.TapeOverflowError, match="pushed 6 float values onto a tape the count kernel sized for 5"
-                       ".*shadows hold the contributions of the threads that did not overflow"):
-        gk.autodiff(halve_sum, gk.Duplicated(x.copy(), got_dx), gk.Duplicated(got_y, got_dy), gk.Active(c), dim=n,
+                       ".*shadows hold the contributions of the threads that did not overflow"), dev.running():
+        gk.autodiff(halve_sum, gk.Duplicated(got[0], got[2]), gk.Duplicated(got[1], got[3]), gk.Active(c), dim=n,
                     backend=backend)
-    np.testing.assert_array_equal(got_y, _launched(x, y, c))
+    got_y, got_dx, got_dy = (dev.host(a) for a in got[1:])
+    np.testing.assert_array_equal(got_y, want_y)
     over = _trips(x) == _trips(x).max()
     assert over.sum() >= 1 and (~over).sum() >= 10
     np.testing.assert_array_equal(got_dx[over], dx0[over])
@@ -73,10 +97,35 @@ def _fused_overflow(monkeypatch, rng, backend):
     np.testing.assert_array_equal(got_dy[~over], want_dy[~over])
 
 
-@pytest.mark.parametrize("backend", ["cpu", "hostcuda"])
-def test_fused_overflow_is_reported_and_the_overflowing_threads_skip_their_reverse(rng, monkeypatch, backend):
-    _needs(backend)
-    _fused_overflow(monkeypatch, rng, backend)
+def _split_overflow(monkeypatch, rng, where):
+    dev, backend = _where(where)
+    x, y, dy = _inputs(rng)
+    want_y = _reference(x, y, dy, 0.7)[0]
+    monkeypatch.setattr(runtime_reverse, "COUNT_SHORTFALL", 1)
+    got = [dev.to(a) for a in (x, y, np.full_like(x, 0.25), dy)]
+    with dev.running():
+        fwd, _ = gk.autodiff_thunk(halve_sum, gk.Duplicated, gk.Duplicated, gk.Active, dim=len(x), backend=backend)
+        with pytest.raises(gk.TapeOverflowError, match="sized for 5.*no shadow was touched"):
+            fwd(gk.Duplicated(got[0], got[2]), gk.Duplicated(got[1], got[3]), gk.Active(0.7))
+    np.testing.assert_array_equal(dev.host(got[1]), want_y)
+    np.testing.assert_array_equal(dev.host(got[2]), np.full_like(x, 0.25))
+    np.testing.assert_array_equal(dev.host(got[3]), dy)
+
+
+def test_fused_overflow_is_reported_and_the_overflowing_threads_skip_their_reverse(rng, monkeypatch):
+    _fused_overflow(monkeypatch, rng, "cpu")
+
+
+def test_fused_overflow_on_the_device(rng, monkeypatch, device):
+    _fused_overflow(monkeypatch, rng, device)
+
+
+def test_split_overflow_is_reported_before_any_shadow_is_touched(rng, monkeypatch):
+    _split_overflow(monkeypatch, rng, "cpu")
+
+
+def test_split_overflow_on_the_device(rng, monkeypatch, device):
+    _split_overflow(monkeypatch, rng, device)
 
 
 def _needs(backend):
@@ -84,20 +133,6 @@ def _needs(backend):
         from gradkern.backends.hostcuda import compiler
         if compiler() is None:
             pytest.skip("hostcuda needs g++")
-
-
-@pytest.mark.parametrize("backend", ["cpu", "hostcuda"])
-def test_split_overflow_is_reported_before_any_shadow_is_touched(rng, short, backend):
-    _needs(backend)
-    x, y, dy = _inputs(rng)
-    fwd, _ = gk.autodiff_thunk(halve_sum, gk.Duplicated, gk.Duplicated, gk.Active, dim=len(x), backend=backend)
-    yy, dx = y.copy(), np.full_like(x, 0.25)
-    dyy = dy.copy()
-    with pytest.raises(gk.TapeOverflowError, match="sized for 5.*no shadow was touched"):
-        fwd(gk.Duplicated(x.copy(), dx), gk.Duplicated(yy, dyy), gk.Active(0.7))
-    np.testing.assert_array_equal(yy, _launched(x, y, 0.7))
-    np.testing.assert_array_equal(dx, np.full_like(x, 0.25))
-    np.testing.assert_array_equal(dyy, dy)
 
 
 def test_vector_mode_overflow_leaves_the_overflowing_threads_untouched_in_every_lane(rng, short):
