@@ -6,7 +6,8 @@ next one still runs):
 
 1. env         nvidia-smi, versions, `python -m gradkern info`
 2. gpu-tests   the GPU tests on real CuPy against the Numba CPU backend (tests/gpu/test_gpu*.py;
-               test_cuda.py's nvcc compiles run in CI)
+               test_cuda.py's nvcc compiles run in CI), and the device tests of reverse-mode while loops
+               and the tape guard (tests/transforms/test_while_reverse.py, test_tape_guard.py)
 3. bench-gpu   benchmarks/gpu/gpu.py: Allen-Cahn, generated vs hand-written CUDA, JAX, PyTorch
 4. bench-rules benchmarks/programs/rules.py --gpu
 5. bench-lib   benchmarks/library/library.py --gpu
@@ -47,7 +48,11 @@ PHASES = [
      "\"numba\", numba.__version__, \"numpy\", numpy.__version__); print(cupy.cuda.runtime.getDeviceProperties(0)"
      f"[\"name\"])'; {PY} -m gradkern info", {}),
     ("gpu-tests", 150, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/gpu/test_gpu.py "
-     "tests/gpu/test_gpu_programs.py tests/library/test_library_benchmark.py", {}),
+     "tests/gpu/test_gpu_programs.py tests/library/test_library_benchmark.py "
+     # reverse-mode while loops and the tape guard on the device (--fmad=false: docs/adjoint-forms.md 13)
+     "tests/transforms/test_while_reverse.py::test_gradients_on_hostcuda "
+     "tests/transforms/test_tape_guard.py::test_fused_overflow_on_the_device "
+     "tests/transforms/test_tape_guard.py::test_split_overflow_on_the_device", {}),
     ("bench-gpu", 60, f"{PY} benchmarks/gpu/gpu.py --no-write --reps 5", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
     ("bench-rules", 35, f"{PY} benchmarks/programs/rules.py --gpu --runs 3", {}),
     ("bench-lib", 45, f"{PY} benchmarks/library/library.py --gpu --runs 5", {}),

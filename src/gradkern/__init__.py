@@ -37,6 +37,7 @@ from .errors import (
     ProgramError,
     RaceError,
     RuleError,
+    TapeOverflowError,
 )
 from .intrinsics import (
     abs,
@@ -107,6 +108,7 @@ __all__ = [
     "NotDifferentiableError",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
     "BackendUnavailableError", "CacheWarning", "ProgramError", "RuleError", "InteropError", "InternalError", "Loc",
+    "TapeOverflowError",
     "interop",
     "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",
 ]

@@ -102,6 +102,11 @@ class NotDifferentiableError(GradkernError):
     """The kernel uses a construct that the requested mode cannot differentiate."""
 
 
+class TapeOverflowError(GradkernError):
+    """A thread of a reverse-mode launch pushed more values than the count kernel counted for its tape: the
+    pushes past the slots were dropped and the launch reported it (docs/adjoint-forms.md section 13)."""
+
+
 class InteropError(GradkernError):
     """A gradkern operation inside PyTorch or JAX (docs/interop.md) was used outside its contract: an
     unknown output name, arguments on different devices, a complex dtype, a second-order derivative."""

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import InternalError
 from ..ir import nodes as ir
-from ..ir.names import OOB
+from ..ir.names import OOB, PUSH_COUNTS
 from ..ir.ops import FUNCTIONS, Op
 from ..ir.types import Array, Scalar
 from .base import Backend, Generated, LaunchInfo, check_launch_ndim
@@ -308,6 +308,8 @@ def generate(k: ir.Kernel, launch_ndim: int, options: CudaOptions, header: str =
                    if n in used and n not in params]
     tids = [f"_gkb_t{a}" for a in range(launch_ndim)]
     lines = [f"// {line}" for line in header.splitlines()] + [PRELUDE]
+    if any(isinstance(s, ir.Store) and s.array == PUSH_COUNTS for s in ir.walk_stmts(k.body)):
+        lines.insert(0, FMAD_OFF_MARK)  # its pushes must match the count kernel's count (`compile_kernel`)
     if any(isinstance(e, ir.InBounds) for e in ir.all_exprs(k.body)):
         lines.append(_CHECK)
     bounds = f"__launch_bounds__({BLOCK}) " if options.parallel else ""
@@ -355,6 +357,12 @@ def grid_for(total: int, multiprocessors: int) -> int:
 _kernels: dict[tuple[str, str], Any] = {}
 _lock = threading.Lock()
 NVRTC_OPTIONS = ("-std=c++17",)
+# A kernel that stores per-thread push counts (a reverse's count kernel, its augmented primal, the fused kernel
+# of a tape sized by a count) is compiled without FMA contraction, so that the count kernel and the kernels that
+# push evaluate every float condition and bound with the same roundings (docs/adjoint-forms.md, section 13):
+# NVRTC contracts `a * b + c` by default, and two kernels need not contract alike. Marked in the source (the
+# same text hostcuda compiles, already with -ffp-contract=off), so that CuPy's cache keys on it.
+FMAD_OFF_MARK = "// gradkern: compiled with --fmad=false (its pushes must match a count)"
 
 
 def compile_kernel(source: str, entry: str) -> Any:
@@ -367,7 +375,8 @@ def compile_kernel(source: str, entry: str) -> Any:
         with _lock:
             fn = _kernels.get(key)
             if fn is None:
-                module = cupy.RawModule(code=source, options=NVRTC_OPTIONS)
+                options = NVRTC_OPTIONS + (("--fmad=false",) if source.startswith(FMAD_OFF_MARK) else ())
+                module = cupy.RawModule(code=source, options=options)
                 fn = _kernels[key] = module.get_function(entry)
     return fn
 

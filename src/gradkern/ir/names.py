@@ -23,6 +23,7 @@ from __future__ import annotations
 RESERVED = "_gk"  # no user name may start with it (frontend/lower.py checks)
 PASS = "_gk_"  # names the IR transforms generate
 RACE_CHECK = "_gk_rc_"  # the race check's instrumentation (analysis/races.py)
+PUSH_COUNTS = "_gk_count"  # a reverse kernel's per-thread push counters (transforms/reverse.py: COUNT)
 RESULT = "_gk_ret"  # a device function's returned value, before inlining
 LOCAL_ARRAY = "_gka_"  # frontend/unroll.py: a local array's elements (`_gka_f__3`, `_gka_qs__8_1`)
 VECTOR = "_gkv_"  # frontend/vectors.py: a vector local's components (`_gkv_p_x`); its temporaries are `_gkv<n>_x`

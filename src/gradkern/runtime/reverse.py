@@ -32,7 +32,7 @@ import numpy as np
 
 from ..annotations import Annotation, Const
 from ..backends import backend as backend_object
-from ..errors import AnnotationError
+from ..errors import AnnotationError, TapeOverflowError
 from ..ir.interp import interpret
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization
@@ -40,6 +40,10 @@ from .arrays import array_module, is_cupy_array, owned_nbytes
 from .binding import Binding
 from .call import _OBSERVERS, Bound, PreparedCall, made, prepare
 from .execute import run_spec
+
+# Slots `tape_slots` leaves out of what the count kernel counted: 0, except in tests, which set it to force the
+# overflow the pushes' guard catches (docs/adjoint-forms.md section 13, "The tape guard")
+COUNT_SHORTFALL = 0
 
 
 def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True) -> tuple[int, int]:
@@ -56,8 +60,41 @@ def tape_slots(rs: ReverseSpecialization, b: Binding, allow_compile: bool = True
         run_spec(rs.count, b.dim, [*b.kernel_values, counts])
     if not counts.size:
         return 0, 0
-    top = counts.reshape(-1, 2).max(axis=0).tolist()  # on the GPU, the one read-back a taped loop needs
-    return int(top[0]), int(top[1])
+    top = lane_maxima(counts)  # on the GPU, one of the two read-backs a taped loop needs
+    return max(top[0] - COUNT_SHORTFALL, 0), max(top[1] - COUNT_SHORTFALL, 0)
+
+
+def lane_maxima(counts: Any) -> tuple[int, int]:
+    """The largest float and int count of per-thread counters shaped (*dim, 2): one strided maximum per lane
+    (NumPy's maximum over axis 0 of an (n, 2) array walks it two elements at a time: 22 ms for a million
+    threads against 0.3 ms for the two, measured in docs/adjoint-forms.md section 13), one read-back on a GPU."""
+    flat = counts.reshape(-1, 2)
+    if is_cupy_array(flat):
+        import cupy
+        top = cupy.stack((flat[:, 0].max(), flat[:, 1].max())).tolist()
+        return int(top[0]), int(top[1])
+    return int(flat[:, 0].max()), int(flat[:, 1].max())
+
+
+def check_tape(call: PreparedCall, tapes: tuple, counts: Any, fused: bool) -> None:
+    """Raise TapeOverflowError where a thread pushed more than its tape's slots: its guarded pushes
+    (transforms/tape_count.py: guard_pushes) dropped the rest and left its pointers past the slots in `counts`
+    (the fused kernel stores them only then). Only for tapes sized by a count kernel."""
+    if call.spec.kernels.count is None or not counts.size:
+        return
+    top = lane_maxima(counts)  # on the GPU, a read-back after the launch
+    slots = (int(tapes[0].shape[-1]), int(tapes[1].shape[-1]))
+    over = [(what, int(t), n) for what, t, n in zip(("float", "integer"), top, slots) if t > n]
+    if not over:
+        return
+    what, pushed, room = over[0]
+    shadows = ("the shadows hold the contributions of the threads that did not overflow (discard them)" if fused
+               else "no shadow was touched")
+    raise TapeOverflowError(
+        f"kernel '{call.kernel.name}': a thread pushed {pushed} {what} values onto a tape the count kernel "
+        f"sized for {room}: the count kernel and the kernel that pushes evaluated its loop conditions or bounds "
+        f"differently. The pushes past the tape were dropped; the primal arrays hold their post-kernel values "
+        f"and {shadows}", hint="please report it with the kernel (docs/adjoint-forms.md, section 13)")
 
 
 def tape_bytes_per_thread(rs: ReverseSpecialization, b: Binding) -> int:
@@ -114,6 +151,7 @@ def run_augmented_primal(bound: Bound, saves: dict[str, Any] | None = None) -> T
         call.split[0](call.dim, values)
         if launch is None:
             call.primal_launch = _launcher(call.split[0], call.dim, values) or False
+    check_tape(call, tapes, counts, False)
     if call.ahead:  # once per prepared call
         call.ahead = False
         for run, dim, values in _launches(bound, call.split[1:], _accumulators(call), tapes, counts):
@@ -227,7 +265,19 @@ def _execute(bound: Bound, runs: tuple, taped: tuple | None = None) -> tuple:
             run.ahead(dim, values)
     for run, dim, values in launches:
         run(dim, values)
+        if run.role in ("augmented_primal", "fused"):
+            _check_run(bound, run.role, values)
     return _results(call, accs)
+
+
+def _check_run(bound: Bound, role: str, values: list) -> None:
+    """check_tape after an augmented primal or fused launch of `_launches`, from its values."""
+    if role == "fused":  # [..., float tape, int tape, counts] where the tape is sized by a count kernel
+        if bound.call.spec.kernels.count is not None:
+            check_tape(bound.call, (values[-3], values[-2]), values[-1], True)
+        return
+    n = len(bound.values)  # [*values, float tape, int tape, counts, *saves]
+    check_tape(bound.call, (values[n], values[n + 1]), values[n + 2], False)
 
 
 def _launcher(run: Any, dim: tuple, values: list) -> Any:
@@ -264,8 +314,9 @@ def _launches(bound: Bound, runs: tuple, accs: dict, tapes: tuple | None, counts
             yield (run, extents, [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts, *dim])
         elif role == "reverse":
             yield run, dim, [*values, *_adjoint_values(bound, accs, run.lo, run.hi), *tapes, counts]
-        else:  # fused: every lane
-            yield run, dim, [*values, *_adjoint_values(bound, accs, 0, call.layout.lanes), *tapes]
+        else:  # fused: every lane; with a tape sized by a count kernel, the counters an overflow is stored in
+            guarded = [_counts(call, True)] if call.spec.kernels.count is not None else []
+            yield run, dim, [*values, *_adjoint_values(bound, accs, 0, call.layout.lanes), *tapes, *guarded]
 
 
 def _save_values(bound: Bound, saves: dict[str, Any] | None) -> list:

@@ -42,12 +42,12 @@ from ..ir.types import F32, F64, I64, Array, Scalar
 from .derivatives import partials
 from .saves import saves_of
 from .tape import Needs, Restore, has_reverse, plan_tape
-from .tape_count import count_skeleton
+from .tape_count import count_skeleton, guard_pushes, within
 from .zeros import drop_zero_adds
 
 # Two tapes per thread: floats (in the kernel's widest float type) and integers
 # (loop bounds, branch conditions, indices); `COUNT[tid, lane]` is each one's fill.
-TAPE, TP, ITAPE, ITP, COUNT = PASS + "tape", PASS + "tp", PASS + "itape", PASS + "itp", PASS + "count"
+TAPE, TP, ITAPE, ITP, COUNT = PASS + "tape", PASS + "tp", PASS + "itape", PASS + "itp", names.PUSH_COUNTS
 LANES = ((TAPE, TP), (ITAPE, ITP))
 # Active scalars' derivatives are summed in float64, also in float32 kernels
 ACCUMULATOR = F64
@@ -520,8 +520,19 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
 
     followed, n = frozenset(names.shadow(x) for x in act.locals), len(inits)  # zeros.py: the adjoint locals
     fused_reverse, reverse = (drop_zero_adds(inits + peephole(r), followed)[n:] for r in (fused_reverse, reverse))
-    fused = kernel("grad", k.params + shadow_ps + acc_ps + tape_p,
-                   [*tp0, *fused_augmented, *inits, *fused_reverse, *flush])
+    fused_ps, fused_body = k.params + shadow_ps + acc_ps + tape_p, [*inits, *fused_reverse]
+    count = None
+    if static is None:  # the tape is sized by the count kernel: every push guarded (tape_count.guard_pushes)
+        written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
+        skeleton = count_skeleton(augmented, written, {TP, ITP})
+        count = kernel("count", k.params + (count_p,), [*tp0, *skeleton, *count_store])
+        augmented = list(guard_pushes(augmented, (TAPE, ITAPE)))
+        fused_augmented = list(guard_pushes(fused_augmented, (TAPE, ITAPE)))
+        # a thread that overflowed stores its pointers (the runtime raises) and skips its reverse, which
+        # would pop slots it never wrote
+        fused_ps += (count_p,)
+        fused_body = [*inits, ir.If(within(LANES, tape_ndim - 1), tuple(fused_reverse), tuple(count_store))]
+    fused = kernel("grad", fused_ps, [*tp0, *fused_augmented, *fused_body, *flush])
     uniform = bld.static_slots(augmented, uniform=True)
     if uniform is not None:  # every thread pushes the same: its reverse starts from that constant, no counts kept
         count_store = []
@@ -530,11 +541,6 @@ def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKer
     aug = kernel("augmented_primal", k.params + tape_p + (count_p,) + save_ps, [*tp0, *saving, *augmented,
                                                                                *count_store])
     rev = kernel("rev", k.params + shadow_ps + acc_ps + tape_p + (count_p,), [*count_load, *inits, *reverse, *flush])
-    count = None
-    if static is None:
-        written = {s.array for s in ir.walk_stmts(k.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
-        skeleton = count_skeleton(augmented, written, {TP, ITP})
-        count = kernel("count", k.params + (count_p,), [*tp0, *skeleton, *count_store])
     forms = tuple((a, "plain add" if a in bld.exclusive else "atomic add") for a in sorted(act.arrays))
     sums = {n: bld.sums[n] for n in sorted(bld.summed)}
     return ReverseKernels(fused, aug, rev, count, static, bld.tape_float, shadows, accs, tape_ndim, forms, sums,

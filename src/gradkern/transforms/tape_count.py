@@ -2,14 +2,21 @@
 a branch around pushes, a `while` loop's trip count: docs/adjoint-forms.md section 13). The runtime sizes the tape
 by the largest count (runtime/reverse.py: tape_slots); the augmented primal stores the pointer it really reached
 and the reverse starts from that one, so a count only has to bound the pushes from above
-(docs/shadows-and-modes.md, "Taped loops")."""
+(docs/shadows-and-modes.md, "Taped loops").
+
+The count kernel and the kernels that push are different kernels: if their evaluations differed (a float
+condition compiled with another contraction), a thread could push more than was counted. Every push of a tape
+sized by a count is therefore guarded (`guard_pushes`): a push past the thread's slots writes nothing, and the
+pointer, still advanced, records the overflow, which the runtime checks after the launch
+(docs/adjoint-forms.md section 13, "The tape guard")."""
 
 from __future__ import annotations
 
 from ..errors import NotDifferentiableError
 from ..ir import nodes as ir
+from ..ir.ops import Op
 from ..ir.rewrite import with_blocks
-from ..ir.types import BOOL
+from ..ir.types import BOOL, I64
 
 
 def count_skeleton(augmented: list[ir.Stmt], written: set[str], pointers: set[str]) -> tuple[ir.Stmt, ...]:
@@ -79,6 +86,31 @@ def count_skeleton(augmented: list[ir.Stmt], written: set[str], pointers: set[st
                 if isinstance(x, ir.Load) and id(x) in stale:
                     _refuse(x)
     return skeleton
+
+
+def guard_pushes(body: tuple[ir.Stmt, ...] | list[ir.Stmt], tapes: tuple[str, ...]) -> tuple[ir.Stmt, ...]:
+    """`body` with every push (a store into one of `tapes` at `[*tid, tp]`) made `if tp < slots: push`, slots
+    the tape's last extent. The pointer's increment is left as it is, so a pointer past the slots after the
+    pushes is the overflow: one compare and one branch per push."""
+    out = []
+    for st in body:
+        if isinstance(st, ir.Store) and st.array in tapes:
+            slot = st.indices[-1]
+            room = ir.Shape(st.array, len(st.indices) - 1, type=I64)
+            out.append(ir.If(ir.Apply(Op.LT, (slot, room), type=BOOL), (st,), (), loc=st.loc))
+        else:
+            out.append(with_blocks(st, lambda blk: guard_pushes(blk, tapes)))
+    return tuple(out)
+
+
+def within(pointers: tuple[tuple[str, str], ...], axis: int) -> ir.Expr:
+    """Whether every (tape, pointer) pointer is within its tape's slots (extent `axis`): no push was dropped."""
+    tests = [ir.Apply(Op.LE, (ir.Var(ptr, type=I64), ir.Shape(tape, axis, type=I64)), type=BOOL)
+             for tape, ptr in pointers]
+    out = tests[0]
+    for t in tests[1:]:
+        out = ir.Apply(Op.AND, (out, t), type=BOOL)
+    return out
 
 
 def _refuse(at: ir.Node) -> None:
