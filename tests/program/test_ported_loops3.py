@@ -193,3 +193,38 @@ def test_cfd_old_variables_copied_on_the_host_gives_the_gk_copy_gradient():
     want = _gradient(make(plain), spec, weights)
     _gradients_agree(want, _gradient(p3.cfd_host_copy(plain), spec, weights))
     _gradients_agree(want, _gradient(p3.cfd_host_copy(checkpointed), spec, weights))
+
+
+@pytest.mark.parametrize("name", ["gramschmidt", "cholesky", "deriche"])
+def test_views_ports_forward_mode_agrees_with_reverse_and_vector_mode_with_single_lanes(name):
+    """The ports whose launches take views (shrinking with k, or transposed): forward mode's <w, J v> equals reverse
+    mode's <J^T w, v> (the same derivatives summed in another order: 1e-12 relative), and reverse vector mode
+    (two shadows a argument) gives each lane's single gradient."""
+    make, spec = _specs(np.random.default_rng(24))[name]
+    rng = np.random.default_rng(25)
+    lanes = [_weights(spec, 26), _weights(spec, 27)]
+    tangents = {n: rng.standard_normal(np.shape(v)) for n, (kind, v) in enumerate(spec) if kind in ("dup", "active")}
+    args = []
+    for n, (kind, v) in enumerate(spec):
+        if kind == "dup":
+            args.append(gk.Duplicated(v.copy(), tangents[n].copy()))
+        elif kind == "active":
+            args.append(gk.Duplicated(v, float(tangents[n])))
+        else:
+            args.append(v)
+    gk.autodiff(make(plain), *args, mode=gk.Forward)
+    forward = sum(float(np.sum(lanes[0][n] * args[n].dval)) for n in lanes[0])
+    grads, dscalar, _ = _gradient(make(plain), spec, lanes[0])
+    reverse = sum(float(np.sum(grads[n] * tangents[n])) for n in grads)
+    reverse += sum(dscalar * float(t) for n, t in tangents.items() if n not in grads)
+    assert abs(forward - reverse) <= 1e-12 * max(1.0, abs(reverse)), (forward, reverse)
+    batch = [gk.BatchDuplicated(v.copy(), tuple(w[n].copy() for w in lanes)) if kind == "dup"
+             else gk.Active(v) if kind == "active" else v for n, (kind, v) in enumerate(spec)]
+    got = gk.autodiff(make(plain), *batch)
+    for lane, w in enumerate(lanes):
+        single = _gradient(make(plain), spec, w)
+        for n in w:
+            np.testing.assert_allclose(batch[n].dval[lane], single[0][n], rtol=1e-12, atol=1e-14)
+        if single[1] is not None:
+            assert abs(got[[n for n, (kind, _) in enumerate(spec) if kind == "active"][0]][lane] - single[1]) <= \
+                1e-12 * abs(single[1])
