@@ -120,8 +120,9 @@ def _scale(x, a, b):
 
 def test_numpy_scalar_arithmetic_with_an_active_scalar_is_differentiated():
     """`np.float64(2.0) ** -alpha` (deriche's powf(2, -alpha)), `h = np.float64(1) / n * alpha` and comparisons with
-    NumPy scalars go through ActiveScalar.__array_ufunc__ now: the operators' derivatives, checked against central
-    differences (h = 1e-6 on values of order 1: truncation ~1e-12, rounding ~1e-10; 1e-7 bounds both)."""
+    NumPy scalars go through ActiveScalar.__array_ufunc__ now: the operators' derivatives, reverse and forward,
+    checked against central differences (h = 1e-6 on values of order 1: truncation ~1e-12, rounding ~1e-10; 1e-7
+    bounds both)."""
     x0 = np.random.default_rng(14).uniform(0.5, 1.5, 5)
 
     def program(x, alpha):
@@ -140,6 +141,10 @@ def test_numpy_scalar_arithmetic_with_an_active_scalar_is_differentiated():
         return float(w @ y)
     fd = (loss(0.7 + 1e-6) - loss(0.7 - 1e-6)) / 2e-6
     assert abs(dalpha - fd) <= 1e-7 * max(1.0, abs(fd)), (dalpha, fd)
+    x = x0.copy()  # forward mode: the same arithmetic carries alpha's tangent
+    tangent = gk.Duplicated(x, np.zeros(5))
+    gk.autodiff(program, tangent, gk.Duplicated(0.7, 1.0), mode=gk.Forward)
+    assert abs(float(w @ tangent.dval) - fd) <= 1e-7 * max(1.0, abs(fd)), (float(w @ tangent.dval), fd)
 
 
 def test_durbin_updating_y_in_place_is_a_race_refused_naming_both_accesses():
