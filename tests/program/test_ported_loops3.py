@@ -1,6 +1,6 @@
 """A third round of third-party host loops as programs (docs/programs.md, "Ported host loops", session 50): the
 ports in tests/support/ported_loops3.py (PolyBench/C 4.2 gramschmidt, cholesky, durbin, deriche; PolyBench/GPU
-lu; Rodinia 3.1 backprop and cfd; Parboil lbm; HPCG 3.1's preconditioned CG). Each port's store-all gradient is
+lu; Rodinia 3.1 backprop and cfd; Parboil lbm; CloverLeaf 1.3's hydro cycle; HPCG 3.1's preconditioned CG). Each port's store-all gradient is
 checked against float64 central differences and by the dot-product test (random non-zero inputs; w.r.t. the
 initial arrays and the Active scalar where the original has a parameter), its primals after the gradient against a
 primal run bit for bit (test_ported_loops.py's checks), and its checkpointed gradient against the store-all one;
@@ -56,6 +56,9 @@ def _specs(rng):
         "cfd": (p3.cfd, [("dup", cfd_state), ("int", esue), ("const", normals), ("const", _u(rng, 6, lo=4.0, hi=9.0)),
                          ("active", 0.2), ("int", 2)]),
         "lbm": (p3.lbm, [("dup", src), ("dup", dst), ("int", flags), ("active", 1.2), ("int", 4), ("int", 3)]),
+        "cloverleaf": (p3.cloverleaf, [("dup", _u(rng, 8, lo=0.8, hi=1.2)), ("dup", _u(rng, 8, lo=2.0, hi=3.0)),
+                                       ("dup", np.concatenate([[0.0], rng.uniform(-0.1, 0.1, 7), [0.0]])),
+                                       ("active", 1.4), ("int", 3)]),
         "hpcg": (lambda loop: p3.hpcg(loop, csr), [("dup", _u(rng, 9)), ("dup", _u(rng, 9)), ("active", 0.5),
                                                    ("int", 3)]),
     }

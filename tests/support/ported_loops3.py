@@ -1,5 +1,5 @@
 """A third round of third-party host loops ported as programs (session 50; docs/programs.md, "Ported host
-loops"): PolyBench/C 4.2 linear algebra and medley, Rodinia 3.1, Parboil and HPCG host code written as a user
+loops"): PolyBench/C 4.2 linear algebra and medley, Rodinia 3.1, Parboil, CloverLeaf and HPCG host code written as a user
 porting the C/CUDA host code writes it (a kernel per loop body, the host loop launching them over views that
 shrink with k, swaps, one-element arrays for the C's host scalars). Written here from the algorithms; used by
 tests/program/test_ported_loops3.py. Each factory takes `loop(step, nsteps)`: a plain loop or a checkpointed one."""
@@ -537,6 +537,83 @@ def hpcg(loop, csr):
             gk.launch(hpcg_dot, n, p, Ap, pAp)
             gk.launch(hpcg_update_xr, n, x, r, p, Ap, rtz, pAp)
         loop(iteration, max_iter)
+    return program
+
+
+# -- CloverLeaf 1.3 (hydro.f90's cycle: ideal_gas, viscosity, calc_dt, PdV predict, ideal_gas, accelerate, PdV
+# correct, reset_field), cut to a 1-D Lagrangian step on a fixed mesh (no advection, no remap): cell-centred
+# density, energy, pressure, viscosity, sound speed; node-centred velocity, zero on the reflective ends. dt is a
+# one-element array a one-thread kernel writes (calc_dt's minimum over cells), so its derivative is kept; gamma
+# (ideal_gas_kernel's 1.4) is Active ---------------------------------------------------------------------------
+@gk.kernel
+def clover_ideal_gas(density, energy, pressure, soundspeed, gamma):
+    i = gk.tid()
+    pressure[i] = (gamma - 1.0) * density[i] * energy[i]
+    soundspeed[i] = math.sqrt(gamma * pressure[i] / density[i])
+
+
+@gk.kernel
+def clover_viscosity(xvel, density, viscosity):
+    i = gk.tid()
+    ugrad = xvel[i + 1] - xvel[i]
+    if ugrad < 0.0:  # compression only, as viscosity_kernel's `IF (div .LT. 0.0)`
+        viscosity[i] = 2.0 * density[i] * ugrad * ugrad
+    else:
+        viscosity[i] = 0.0
+
+
+@gk.kernel
+def clover_calc_dt(soundspeed, xvel, dt, dx, dtc_safe):
+    dt_min = 1.0e10
+    for i in range(soundspeed.shape[0]):
+        speed = soundspeed[i] + 0.5 * (abs(xvel[i]) + abs(xvel[i + 1]))
+        dt_min = min(dt_min, dtc_safe * dx / speed)
+    dt[0] = dt_min
+
+
+@gk.kernel
+def clover_pdv(density0, energy0, pressure, viscosity, xvel0, xvel1, density1, energy1, dt, dx, scale):
+    """PdV_kernel: `scale` 0.5 with xvel1 = xvel0 (the predictor's half step), 1.0 with the averaged velocity."""
+    i = gk.tid()
+    total_flux = scale * dt[0] * 0.5 * ((xvel0[i + 1] + xvel1[i + 1]) - (xvel0[i] + xvel1[i]))
+    volume_change = dx / (dx + total_flux)
+    energy_change = (pressure[i] + viscosity[i]) / density0[i] * total_flux / dx
+    energy1[i] = energy0[i] - energy_change
+    density1[i] = density0[i] * volume_change
+
+
+@gk.kernel
+def clover_accelerate(density0, pressure, viscosity, xvel0, xvel1, dt, dx):
+    n = gk.tid() + 1  # interior nodes: the ends stay at rest
+    nodal_mass = 0.5 * (density0[n - 1] + density0[n]) * dx
+    force = (pressure[n - 1] - pressure[n]) + (viscosity[n - 1] - viscosity[n])
+    xvel1[n] = xvel0[n] + dt[0] * force / nodal_mass
+
+
+def cloverleaf(loop):
+    def program(density0, energy0, xvel0, gamma, steps):
+        cells = density0.shape[0]
+        dx = 1.0 / cells
+        pressure, soundspeed, viscosity = (np.zeros_like(density0) for _ in range(3))
+        density1, energy1 = np.zeros_like(density0), np.zeros_like(density0)
+        xvel1 = np.zeros_like(xvel0)
+        dt = np.zeros_like(density0, shape=(1,))
+
+        def cycle(t):
+            gk.launch(clover_ideal_gas, cells, density0, energy0, pressure, soundspeed, gamma)
+            gk.launch(clover_viscosity, cells, xvel0, density0, viscosity)
+            gk.launch(clover_calc_dt, 1, soundspeed, xvel0, dt, dx, 0.7)
+            gk.launch(clover_pdv, cells, density0, energy0, pressure, viscosity, xvel0, xvel0, density1, energy1,
+                      dt, dx, 0.5)
+            gk.launch(clover_ideal_gas, cells, density1, energy1, pressure, soundspeed, gamma)
+            gk.copy(xvel1, xvel0)  # the ends
+            gk.launch(clover_accelerate, cells - 1, density0, pressure, viscosity, xvel0, xvel1, dt, dx)
+            gk.launch(clover_pdv, cells, density0, energy0, pressure, viscosity, xvel0, xvel1, density1, energy1,
+                      dt, dx, 1.0)
+            gk.copy(density0, density1)  # reset_field
+            gk.copy(energy0, energy1)
+            gk.copy(xvel0, xvel1)
+        loop(cycle, steps)
     return program
 
 
