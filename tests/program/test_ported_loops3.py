@@ -1,10 +1,11 @@
 """A third round of third-party host loops as programs (docs/programs.md, "Ported host loops", session 50): the
 ports in tests/support/ported_loops3.py (PolyBench/C 4.2 gramschmidt, cholesky, durbin, deriche; PolyBench/GPU
-lu; Rodinia 3.1 backprop and cfd; Parboil lbm; CloverLeaf 1.3's hydro cycle; HPCG 3.1's preconditioned CG). Each port's store-all gradient is
-checked against float64 central differences and by the dot-product test (random non-zero inputs; w.r.t. the
-initial arrays and the Active scalar where the original has a parameter), its primals after the gradient against a
-primal run bit for bit (test_ported_loops.py's checks), and its checkpointed gradient against the store-all one;
-the natural spellings gradkern refuses are refused, naming the line and the spelling that works."""
+lu; Rodinia 3.1 backprop and cfd; Parboil lbm; CloverLeaf 1.3's hydro cycle; HPCG 3.1's preconditioned CG).
+Each port's store-all gradient is checked against float64 central differences and by the dot-product test
+(random non-zero inputs; w.r.t. the initial arrays and the Active scalar where the original has a parameter),
+its primals after the gradient against a primal run bit for bit (test_ported_loops.py's checks), and its
+checkpointed gradient against the store-all one; the natural spellings gradkern refuses are refused, naming the
+line and the spelling that works."""
 
 from __future__ import annotations
 

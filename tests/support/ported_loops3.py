@@ -1,8 +1,9 @@
 """A third round of third-party host loops ported as programs (session 50; docs/programs.md, "Ported host
-loops"): PolyBench/C 4.2 linear algebra and medley, Rodinia 3.1, Parboil, CloverLeaf and HPCG host code written as a user
-porting the C/CUDA host code writes it (a kernel per loop body, the host loop launching them over views that
-shrink with k, swaps, one-element arrays for the C's host scalars). Written here from the algorithms; used by
-tests/program/test_ported_loops3.py. Each factory takes `loop(step, nsteps)`: a plain loop or a checkpointed one."""
+loops"): PolyBench/C 4.2 linear algebra and medley, Rodinia 3.1, Parboil, CloverLeaf and HPCG host code written
+as a user porting the C/CUDA host code writes it (a kernel per loop body, the host loop launching them over views
+that shrink with k, swaps, one-element arrays for the C's host scalars). Written here from the algorithms; used
+by tests/program/test_ported_loops3.py. Each factory takes `loop(step, nsteps)`: a plain loop or a checkpointed
+one."""
 
 import math
 
