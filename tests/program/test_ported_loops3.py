@@ -1,5 +1,5 @@
 """A third round of third-party host loops as programs (docs/programs.md, "Ported host loops", session 50): the
-ports in tests/support/ported_loops3.py (PolyBench/C 4.2 gramschmidt, cholesky, durbin, deriche; PolyBench/GPU
+ports in tests/support/ported_loops3*.py (PolyBench/C 4.2 gramschmidt, cholesky, durbin, deriche; PolyBench/GPU
 lu; Rodinia 3.1 backprop and cfd; Parboil lbm; CloverLeaf 1.3's hydro cycle; HPCG 3.1's preconditioned CG).
 Each port's store-all gradient is checked against float64 central differences and by the dot-product test
 (random non-zero inputs; w.r.t. the initial arrays and the Active scalar where the original has a parameter),
@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from support import ported_loops3 as p3
+from support import ported_loops3_apps as pa
 
 import gradkern as gk
 
@@ -28,7 +29,7 @@ def _lbm_grids(rng, ny, nx):
     """Two D2Q9 grids (near the rest state, every distribution positive) and the flags: the margin rows, two
     obstacle cells inside."""
     size = (ny + 2) * nx + 2
-    weights = np.array(p3.LBM_W)[:, None]
+    weights = np.array(pa.LBM_W)[:, None]
     grids = [weights * rng.uniform(0.9, 1.1, (9, size)) for _ in range(2)]
     flags = np.zeros(size, np.int64)
     margin = nx + 1
@@ -38,12 +39,12 @@ def _lbm_grids(rng, ny, nx):
 
 def _specs(rng):
     """name -> (program factory, arguments as (kind, value)), as test_ported_loops.py's _ports."""
-    esue, normals = p3.cfd_mesh(rng, 6)
+    esue, normals = pa.cfd_mesh(rng, 6)
     cfd_state = np.stack([rng.uniform(1.0, 1.4, 6), rng.uniform(0.2, 0.5, 6), rng.uniform(2.4, 2.8, 6)])
     (src, dst), flags = _lbm_grids(rng, 3, 4)
     backprop_in = _u(rng, 4)
     backprop_in[0] = 1.0  # the bias unit
-    csr = p3.laplacian_csr(3, 3)
+    csr = pa.laplacian_csr(3, 3)
     return {
         "gramschmidt": (p3.gramschmidt, [("dup", rng.uniform(-1.0, 1.0, (5, 4))), ("dup", _u(rng, 4, 4)),
                                          ("dup", _u(rng, 5, 4))]),
@@ -51,16 +52,16 @@ def _specs(rng):
         "cholesky": (p3.cholesky, [("dup", _spd(rng, 5))]),
         "durbin": (p3.durbin, [("dup", _u(rng, 6, lo=0.05, hi=0.25)), ("dup", _u(rng, 6))]),
         "deriche": (p3.deriche, [("dup", _u(rng, 5, 6)), ("dup", _u(rng, 5, 6)), ("active", 0.25), ("int", 2)]),
-        "backprop": (p3.backprop, [("const", backprop_in), ("dup", rng.uniform(-0.5, 0.5, (4, 4))),
+        "backprop": (pa.backprop, [("const", backprop_in), ("dup", rng.uniform(-0.5, 0.5, (4, 4))),
                                    ("dup", rng.uniform(-0.5, 0.5, (4, 3))), ("const", _u(rng, 3, lo=0.1, hi=0.9)),
                                    ("active", 0.3), ("int", 3)]),
-        "cfd": (p3.cfd, [("dup", cfd_state), ("int", esue), ("const", normals), ("const", _u(rng, 6, lo=4.0, hi=9.0)),
+        "cfd": (pa.cfd, [("dup", cfd_state), ("int", esue), ("const", normals), ("const", _u(rng, 6, lo=4.0, hi=9.0)),
                          ("active", 0.2), ("int", 2)]),
-        "lbm": (p3.lbm, [("dup", src), ("dup", dst), ("int", flags), ("active", 1.2), ("int", 4), ("int", 3)]),
-        "cloverleaf": (p3.cloverleaf, [("dup", _u(rng, 8, lo=0.8, hi=1.2)), ("dup", _u(rng, 8, lo=2.0, hi=3.0)),
+        "lbm": (pa.lbm, [("dup", src), ("dup", dst), ("int", flags), ("active", 1.2), ("int", 4), ("int", 3)]),
+        "cloverleaf": (pa.cloverleaf, [("dup", _u(rng, 8, lo=0.8, hi=1.2)), ("dup", _u(rng, 8, lo=2.0, hi=3.0)),
                                        ("dup", np.concatenate([[0.0], rng.uniform(-0.1, 0.1, 7), [0.0]])),
                                        ("active", 1.4), ("int", 3)]),
-        "hpcg": (lambda loop: p3.hpcg(loop, csr), [("dup", _u(rng, 9)), ("dup", _u(rng, 9)), ("active", 0.5),
+        "hpcg": (lambda loop: pa.hpcg(loop, csr), [("dup", _u(rng, 9)), ("dup", _u(rng, 9)), ("active", 0.5),
                                                    ("int", 3)]),
     }
 
@@ -190,8 +191,8 @@ def test_lbm_swapping_local_names_gives_the_parity_spelling_gradient():
     the parity spelling a checkpointed step needs, checked against central differences as well."""
     make, spec = _specs(np.random.default_rng(19))["lbm"]
     weights = _weights(spec, 20)
-    _gradients_agree(_gradient(make(plain), spec, weights), _gradient(p3.lbm_swap, spec, weights))
-    _check_against_differences(p3.lbm_swap, spec, np.random.default_rng(21))
+    _gradients_agree(_gradient(make(plain), spec, weights), _gradient(pa.lbm_swap, spec, weights))
+    _check_against_differences(pa.lbm_swap, spec, np.random.default_rng(21))
 
 
 def test_cfd_old_variables_copied_on_the_host_gives_the_gk_copy_gradient():
@@ -200,8 +201,8 @@ def test_cfd_old_variables_copied_on_the_host_gives_the_gk_copy_gradient():
     make, spec = _specs(np.random.default_rng(22))["cfd"]
     weights = _weights(spec, 23)
     want = _gradient(make(plain), spec, weights)
-    _gradients_agree(want, _gradient(p3.cfd_host_copy(plain), spec, weights))
-    _gradients_agree(want, _gradient(p3.cfd_host_copy(checkpointed), spec, weights))
+    _gradients_agree(want, _gradient(pa.cfd_host_copy(plain), spec, weights))
+    _gradients_agree(want, _gradient(pa.cfd_host_copy(checkpointed), spec, weights))
 
 
 @pytest.mark.parametrize("name", ["gramschmidt", "cholesky", "deriche"])
