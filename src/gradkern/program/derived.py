@@ -13,15 +13,33 @@ that takes them); what NumPy and CPython give no hook for (`math.sqrt(s)`, `np.f
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import numpy as np
 
 from ..recording import active_recorder
 
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the gradkern package
+_NUMPY = os.path.dirname(os.path.abspath(np.__file__))
+
 # hostcode.TrackedArray, set by hostcode.py when it is defined (hostcode imports this module, so this one does not
 # import it back: the import-cycle check)
 TRACKED: list = []
+
+
+def user_frame() -> Any:
+    """The innermost frame outside gradkern and NumPy: the user's line."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith((_OURS, _NUMPY)):
+        f = f.f_back
+    return f
+
+
+def where(frame: Any) -> str:
+    """`file:line` of `frame` (user_frame's)."""
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "an unknown line"
 
 
 class DerivedScalar:

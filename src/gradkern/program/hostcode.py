@@ -30,8 +30,6 @@ a launch later makes active); docs/host-code.md lists them.
 from __future__ import annotations
 
 import linecache
-import os
-import sys
 import weakref
 from dataclasses import dataclass
 from typing import Any
@@ -44,14 +42,14 @@ from ..ir.types import MAX_NDIM
 from ..recording import active_recorder
 from ..runtime.arrays import byte_bounds
 from .derived import TRACKED, DerivedScalar, constant, derived
+from .derived import user_frame as _user_frame
+from .derived import where as _where
 from .hostops import copy as gk_copy
 from .hostops import fill as gk_fill
 from .savepool import POOL
 from .scalars import ActiveScalar
 from .shadows import memory_root
 
-_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the gradkern package
-_NUMPY = os.path.dirname(os.path.abspath(np.__file__))
 _FIX = ("compute it in a kernel (gk.launch), copy with gk.copy(dst, src) or u.copy() (differentiated), "
         "or pass gk.Const(x) to the launch to say that no derivative through it is wanted")
 _COPYABLE = tuple(np.dtype(t) for t in ("float32", "float64", "int32", "int64"))  # what a kernel's array holds
@@ -70,14 +68,6 @@ class Origin:
     def describe(self) -> str:
         src = f" (`{self.line}`)" if self.line else ""
         return f"`{self.op}` of {self.inputs} at {self.where}{src}"
-
-
-def _user_frame() -> Any:
-    """The innermost frame outside gradkern and NumPy: the user's line."""
-    f = sys._getframe(1)
-    while f is not None and f.f_code.co_filename.startswith((_OURS, _NUMPY)):
-        f = f.f_back
-    return f
 
 
 def _names(frame: Any, arrays: list) -> str:
@@ -410,10 +400,6 @@ def _check_write(host: HostTracker | None, op: str, outs: list, inputs: list) ->
         origin = _origin(op, [plain(a) for a in sources])
         for o in outs:
             host.taint(plain(o), origin)
-
-
-def _where(frame: Any) -> str:
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else "an unknown line"
 
 
 def _writable(dst: Any, host: HostTracker) -> None:

@@ -2,12 +2,14 @@
 argument as an `ActiveScalar`: launches recognise it (and sum its derivative
 over every launch it reaches), host arithmetic on it (`r = c * dt / h**2`) is
 recorded on a small scalar tape and differentiated. What would lose the
-derivative is refused: `float(c)`, `int(c)`, NumPy functions of it. The value
-without its derivative is `c.value`, for printing or control flow. In forward mode the same scalar
-carries its tangent (`c.tangent`) through the same arithmetic."""
+derivative is refused: `float(c)`, `int(c)` (and so `math.exp(c)`), NumPy functions of it (`np.exp(c)`:
+its derivative would be a second copy of the kernel table, transforms/derivatives.py; docs/host-code.md,
+"Active scalars in host code"). The value without its derivative is `c.value`, for printing or control flow.
+In forward mode the same scalar carries its tangent (`c.tangent`) through the same arithmetic."""
 
 from __future__ import annotations
 
+import linecache
 import math
 from typing import Any
 
@@ -15,14 +17,13 @@ import numpy as np
 
 from ..annotations import Annotation, BatchDuplicated, Duplicated
 from ..errors import ProgramError
-from .derived import DerivedScalar
+from .derived import DerivedScalar, user_frame, where
 
 
 class ActiveScalar:
     """A float that carries a derivative through host arithmetic and launches."""
 
     __slots__ = ("value", "parents", "adjoint", "order", "tangent")
-    __array_ufunc__ = None  # NumPy defers to our reflected operators instead of making an object array
     _created = 0
 
     def __init__(self, value: float, parents: tuple = (), tangent: float = 0.0):
@@ -44,22 +45,50 @@ class ActiveScalar:
         return f"ActiveScalar({self.value!r})"
 
     # -- what would drop the derivative -------------------------------------------------------------------------
-    def _refuse(self, what: str):
-        raise ProgramError(f"{what} of an Active scalar inside a differentiated program would drop its derivative",
-                           hint="keep it as it is (arithmetic with + - * / ** is differentiated, launches take it), "
-                                "or use .value where no derivative is wanted")
+    def _refuse(self, what: str, hint: str = ""):
+        frame = user_frame()
+        line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() if frame is not None else ""
+        raise ProgramError(f"{what} at {where(frame)}" + (f" (`{line}`)" if line else "")
+                           + " inside a differentiated program would drop its derivative",
+                           hint=hint or "keep it as it is (arithmetic with + - * / ** is differentiated, launches "
+                                        "take it; math.* functions call float()), or use .value where no "
+                                        "derivative is wanted")
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NumPy's ufuncs of an Active scalar. Arithmetic with NumPy scalars (`np.float64(2.0) * c`) is the
+        operators below; any other ufunc (`np.exp(c)`) is refused, naming the line and the spelling that works
+        (docs/host-code.md): its derivative belongs to the kernel table, which kernels reach."""
+        # NumPy hands a NumPy scalar operand over as a 0-d array (comparisons)
+        inputs = tuple(x[()] if type(x) is np.ndarray and x.ndim == 0 else x for x in inputs)
+        rule = _UFUNC_ARITHMETIC.get(ufunc.__name__) if method == "__call__" and not kwargs else None
+        if rule is not None and len(inputs) == 2 and all(_is_number(x) for x in inputs):
+            return _binary(*inputs, *rule)
+        if ufunc.__name__ in _COMPARISONS and method == "__call__" and not kwargs and all(map(_is_number, inputs)):
+            return bool(ufunc(*(_value(x) for x in inputs)))  # a plain boolean, as the comparison operators give
+        if ufunc.__name__ in ("negative", "positive", "absolute") and method == "__call__" and not kwargs:
+            return {"negative": ActiveScalar.__neg__, "positive": ActiveScalar.__pos__,
+                    "absolute": ActiveScalar.__abs__}[ufunc.__name__](self)
+        name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        if any(isinstance(x, np.ndarray) for x in inputs):
+            self._refuse(f"{name} of an Active scalar and an array",
+                         hint="pass the Active scalar to a kernel and compute the array there (launches take "
+                              "Active scalars)")
+        self._refuse(f"{name}() of an Active scalar",
+                     hint=f"pass the Active scalar to the kernel that needs {name} of it and compute it there "
+                          "(math.* and np.* work in kernels; a one-thread kernel can write coefficients into a "
+                          "small array that later launches read), or use .value where no derivative is wanted")
 
     def __float__(self):
-        self._refuse("float()")
+        self._refuse("float() of an Active scalar")
 
     def __int__(self):
-        self._refuse("int()")
+        self._refuse("int() of an Active scalar")
 
     def __index__(self):
-        self._refuse("using as an index")
+        self._refuse("an Active scalar used as an index")
 
     def __bool__(self):
-        self._refuse("the truth value")
+        self._refuse("the truth value of an Active scalar")
 
     # -- comparisons: plain booleans (their derivative is zero) ----------------------------------------------
     def __lt__(self, o): return self.value < _value(o)
@@ -72,16 +101,23 @@ class ActiveScalar:
     def __pos__(self): return self
     def __abs__(self): return ActiveScalar(abs(self.value), ((self, 1.0 if self.value >= 0 else -1.0),))
 
-    def __add__(self, o): return _binary(self, o, lambda a, b: a + b, lambda a, b: (1.0, 1.0))
-    def __radd__(self, o): return _binary(o, self, lambda a, b: a + b, lambda a, b: (1.0, 1.0))
-    def __sub__(self, o): return _binary(self, o, lambda a, b: a - b, lambda a, b: (1.0, -1.0))
-    def __rsub__(self, o): return _binary(o, self, lambda a, b: a - b, lambda a, b: (1.0, -1.0))
-    def __mul__(self, o): return _binary(self, o, lambda a, b: a * b, lambda a, b: (b, a))
-    def __rmul__(self, o): return _binary(o, self, lambda a, b: a * b, lambda a, b: (b, a))
-    def __truediv__(self, o): return _binary(self, o, lambda a, b: a / b, lambda a, b: (1.0 / b, -a / (b * b)))
-    def __rtruediv__(self, o): return _binary(o, self, lambda a, b: a / b, lambda a, b: (1.0 / b, -a / (b * b)))
+    def __add__(self, o): return _binary(self, o, *_ADD)
+    def __radd__(self, o): return _binary(o, self, *_ADD)
+    def __sub__(self, o): return _binary(self, o, *_SUB)
+    def __rsub__(self, o): return _binary(o, self, *_SUB)
+    def __mul__(self, o): return _binary(self, o, *_MUL)
+    def __rmul__(self, o): return _binary(o, self, *_MUL)
+    def __truediv__(self, o): return _binary(self, o, *_DIV)
+    def __rtruediv__(self, o): return _binary(o, self, *_DIV)
     def __pow__(self, o): return _binary(self, o, _pow, _dpow)
     def __rpow__(self, o): return _binary(o, self, _pow, _dpow)
+
+
+# (value, partials) of host arithmetic on Active scalars: the operators above and NumPy's ufuncs of the same name
+_ADD = (lambda a, b: a + b, lambda a, b: (1.0, 1.0))
+_SUB = (lambda a, b: a - b, lambda a, b: (1.0, -1.0))
+_MUL = (lambda a, b: a * b, lambda a, b: (b, a))
+_DIV = (lambda a, b: a / b, lambda a, b: (1.0 / b, -a / (b * b)))
 
 
 def _pow(a: float, b: float) -> float:
@@ -93,6 +129,11 @@ def _dpow(a: float, b: float) -> tuple[float, float]:
     da = 0.0 if b == 0 else b * a ** (b - 1)
     db = 0.0 if a == 0 else a ** b * math.log(a) if a > 0 else math.nan
     return da, db
+
+
+_UFUNC_ARITHMETIC = {"add": _ADD, "subtract": _SUB, "multiply": _MUL, "true_divide": _DIV, "divide": _DIV,
+                     "power": (_pow, _dpow)}
+_COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
 
 
 def _value(x: Any) -> float:
