@@ -144,6 +144,11 @@ ROWS = [
     Row("math.floor(s)", "scalar", lambda u, v: math.floor(s(v)), GRAD),  # piecewise constant: d = 0
     # -- NumPy array constructors given a derived scalar
     Row("np.array([s] * N)", "array", lambda u, v: np.array([s(v)] * N), REFUSED),
+    Row("np.array([[s] * N])[0]", "array", lambda u, v: np.array([[s(v)] * N])[0], REFUSED),
+    Row("np.concatenate([[s], [t]] * 3)", "array", lambda u, v: np.concatenate([[s(v)], [t(v)]] * 3), REFUSED),
+    Row("np.hstack([[s], [t]] * 3)", "array", lambda u, v: np.hstack([[s(v)], [t(v)]] * 3), REFUSED),
+    Row("np.append([s] * 5, t)", "array", lambda u, v: np.append([s(v)] * 5, t(v)), REFUSED),
+    Row("np.where(v > 0, [s] * N, 0.0)", "array", lambda u, v: np.where(v > 0, [s(v)] * N, 0.0), NOT_SEEN),
     Row("np.asarray(s) * ones", "array", lambda u, v: np.asarray(s(v)) * np.ones(N), REFUSED),
     Row("np.full(N, s)", "array", lambda u, v: np.full(N, s(v)), REFUSED),
     Row("np.full(N, s, dtype=float)", "array", lambda u, v: np.full(N, s(v), dtype=float), REFUSED),

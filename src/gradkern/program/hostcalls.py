@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProgramError
-from .derived import CLASSES, carry, constant, constants, origin_of
+from .derived import CLASSES, DerivedScalar, carry, constant, constants, origin_of
 from .hostcode import _OURS, TrackedArray, _origin, _read, _result, _user_frame, _where, tracker
 
 # the math functions whose result is a float computed from a float argument (the rest return ints or booleans,
@@ -39,7 +39,10 @@ _MATH = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "co
          "dist", "erf", "erfc", "exp", "exp2", "expm1", "fabs", "fmod", "frexp", "fsum", "gamma", "hypot", "ldexp",
          "lgamma", "log", "log10", "log1p", "log2", "modf", "nextafter", "pow", "prod", "radians", "remainder",
          "sin", "sinh", "sqrt", "tan", "tanh", "ulp", "sumprod")
-_NUMPY = ("array", "asarray", "asanyarray", "ascontiguousarray", "full", "frombuffer")
+# NumPy's constructors, and the functions that join what they are given: each converts a list holding a derived
+# scalar (`np.concatenate([[s], [t]])`) without a method call or a dispatch on it
+_NUMPY = ("array", "asarray", "asanyarray", "ascontiguousarray", "full", "frombuffer", "concatenate", "stack",
+          "hstack", "vstack", "dstack", "column_stack", "block", "append")
 
 
 class _Wrapper:
@@ -59,13 +62,36 @@ class _Wrapper:
 
 
 
+_SEQUENCES = (list, tuple)
+_DERIVED = frozenset(CLASSES)
+
+
+def _origin_in(values: Any) -> Any:
+    """The origin of the first derived scalar in `values` (lists and tuples looked into, nested ones too), or None:
+    `origin_of` at C speed for the long lists `np.array(list)` is given (a set of the items' types first)."""
+    if type(values) in _DERIVED:
+        return values._gk_origin
+    if type(values) not in _SEQUENCES:
+        return origin_of(values) if isinstance(values, (dict, DerivedScalar)) else None
+    kinds = set(map(type, values))
+    if kinds & _DERIVED:
+        return origin_of(values)
+    if kinds & {list, tuple, dict}:
+        for x in values:
+            if type(x) in _SEQUENCES or type(x) is dict:
+                got = _origin_in(x)
+                if got is not None:
+                    return got
+    return None
+
+
 def _math_call(f: Any, *args: Any, **kwargs: Any) -> Any:
     host = tracker()
     if host is None:
         return f(*args, **kwargs)
     # an iterator (fsum's generator) is read once: as a list, looked into and passed on
     args = tuple(list(a) if hasattr(a, "__next__") else a for a in args)
-    origin = origin_of(args) or origin_of(kwargs)
+    origin = _origin_in(args) or (_origin_in(kwargs) if kwargs else None)
     if origin is None:  # an array (math.fsum(u), math.sqrt(u[3:4])) that depends on an active one
         arrays = [a for a in args if isinstance(a, np.ndarray) and host.derived(a)]
         if not arrays:
@@ -88,7 +114,7 @@ def _numpy_call(f: Any, *args: Any, **kwargs: Any) -> Any:
         source = source.obj  # np.asarray(memoryview(u)): u's values
     if isinstance(source, np.ndarray) and host.derived(source):  # np.array(u): as u[...] is (hostcode.py)
         return _result(f(*args, **kwargs), [source], f"np.{f.__name__}", host)
-    origin = origin_of(args[:2]) or origin_of(kwargs) or getattr(source, "_gk_origin", None)
+    origin = _origin_in(args[:2]) or (_origin_in(kwargs) if kwargs else None) or getattr(source, "_gk_origin", None)
     if origin is None:
         return f(*args, **kwargs)
     return carry(f(*constants(args), **constants(kwargs)), origin)
