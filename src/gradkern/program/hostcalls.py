@@ -61,7 +61,6 @@ class _Wrapper:
         return repr(self.__wrapped__)
 
 
-
 _SEQUENCES = (list, tuple)
 _DERIVED = frozenset(CLASSES)
 
@@ -129,7 +128,7 @@ _WRAPPED = {math: {n: _Wrapper(f, _math_call) for n, f in _ORIGINAL[math].items(
 _WRAPPED[statistics] = {n: _WRAPPED[math][n] for n in _ORIGINAL[statistics]}
 # recordings: programs recording now (all threads); inside: launches and rule calls running now. NumPy's and
 # statistics' wrappers are in their modules while recordings; math's while recordings and not inside (a launch
-# takes the originals back only for the module generated kernels read: ~1 us per launch, docs/host-code.md)
+# takes the originals back only for the module generated kernels read: ~1.8 us of CPU a launch, docs/host-code.md)
 _STATE = {"recordings": 0, "inside": 0, "applied": False, "math": False}
 _LOCK = threading.Lock()
 
