@@ -361,7 +361,9 @@ def wave(u, x):
 def test_kernels_compiled_inside_a_program_see_the_math_module_and_plain_calls_are_unchanged():
     """A kernel compiled at its first launch inside a program (its `_gk_math.sin` typed by Numba) and an @njit
     function compiled before it run with the wrappers in place; plain math and NumPy calls return what they always
-    did; recording ends with the originals back, a refused program's too (hostcalls.py)."""
+    did; recording ends with the originals back, a refused program's too; and an @njit function compiled after
+    calls math.fabs and np.concatenate (Numba declared the originals, not the wrappers: hostcalls._numba_ready;
+    before it, a first compile inside a program left them untyped for the rest of the process)."""
     numba = pytest.importorskip("numba")
 
     @numba.njit
@@ -389,3 +391,8 @@ def test_kernels_compiled_inside_a_program_see_the_math_module_and_plain_calls_a
     with pytest.raises(gk.ProgramError):
         gk.autodiff(program(ROWS[0]), gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))
     assert math.sqrt is bound_sqrt and type(np.array) is type(np.empty)
+
+    @numba.njit
+    def after(a):  # Numba declared math.fabs and np.concatenate, not their wrappers (hostcalls._numba_ready)
+        return math.fabs(a[0]) + np.concatenate((np.array([a[1]]), a))[0] + np.full(2, 1.0)[0]
+    assert after(np.array([-2.0, 9.0])) == 12.0

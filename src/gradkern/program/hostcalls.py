@@ -9,8 +9,9 @@ those NumPy constructors are wrappers that carry the origin, as `np.sqrt(s)` doe
 scalar, an array made from a derived scalar or a derived array a derived array, and a launch taking either is
 refused (hostcode.py). Anything else passes through unchanged: the same result, by the same function. Every launch
 and rule call runs with `math`'s originals back: Numba, typing `_gk_math.sin` in a kernel it compiles there, cannot
-type a wrapper. What the wrappers cannot see, and the page lists: names bound before (`from math import sqrt`),
-`decimal.Decimal(s)`, another thread's host code.
+type a wrapper; and Numba's registries are loaded before the first wrapper is in place (`_numba_ready`). What the
+wrappers cannot see, and the page lists: names bound before (`from math import sqrt`), `decimal.Decimal(s)`,
+another thread's host code, a list holding a derived scalar given to another NumPy function.
 
 Also here, on the array class (hostcode.TrackedArray), the ways out of NumPy's view of an array that its
 methods give: `u.flat` reads carry the origin, `u.tobytes()` of a derived array gives bytes that remember it,
@@ -129,12 +130,14 @@ _WRAPPED[statistics] = {n: _WRAPPED[math][n] for n in _ORIGINAL[statistics]}
 # recordings: programs recording now (all threads); inside: launches and rule calls running now. NumPy's and
 # statistics' wrappers are in their modules while recordings; math's while recordings and not inside (a launch
 # takes the originals back only for the module generated kernels read: ~1.8 us of CPU a launch, docs/host-code.md)
-_STATE = {"recordings": 0, "inside": 0, "applied": False, "math": False}
+_STATE = {"recordings": 0, "inside": 0, "applied": False, "math": False, "numba": False}
 _LOCK = threading.Lock()
 
 
 def _apply() -> None:
     on = bool(_STATE["recordings"])
+    if on and not _STATE["numba"]:
+        _numba_ready()
     if on != _STATE["applied"]:
         for module, functions in (_WRAPPED if on else _ORIGINAL).items():
             if module is not math:
@@ -144,6 +147,17 @@ def _apply() -> None:
     if on != _STATE["math"]:
         math.__dict__.update((_WRAPPED if on else _ORIGINAL)[math])
         _STATE["math"] = on
+
+
+def _numba_ready() -> None:
+    """Numba's typing and lowering registries loaded before a wrapper is first in place: a registry module Numba
+    imports at its first compile declares `np.concatenate` by reading `np.concatenate` (`@infer_global(...)`), and
+    read while the wrapper is there it would declare the wrapper, leaving `np.concatenate` untyped in every @njit
+    function compiled after, for the rest of the process."""
+    from numba.core.registry import cpu_target
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()
+    _STATE["numba"] = True
 
 
 def recording_started() -> None:
@@ -163,7 +177,7 @@ def recording_ended() -> None:
 def originals_inside(method: Any) -> Any:
     """A recorder's `launch` or `rule`, run with `math`'s original functions: a kernel Numba compiles there reads
     `_gk_math.sin` when it types it, and it cannot type a wrapper. (Generated kernels read no other wrapped
-    module: `_gk_np.empty` is not wrapped.)"""
+    function: `_gk_np.empty` is not wrapped; Numba's registries were loaded before any wrapper, `_numba_ready`.)"""
     @functools.wraps(method)
     def run(*args: Any, **kwargs: Any) -> Any:
         if not _STATE["math"] and not _STATE["inside"]:
