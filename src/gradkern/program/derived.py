@@ -8,8 +8,8 @@ that takes one raises `gk.ProgramError` naming the operation and the line (`host
 PyTorch); comparisons, printing and control flow read it as the number it is. The origin is carried by
 the scalar's own methods (`s.astype(np.float32)`, `s.clip(0, 1)`) and into arrays made from it
 (`np.full_like(u, s)`, `np.full(n, s, dtype=float)`, `w[:] = s`, `ones * s`: hostcode.py refuses a launch
-that takes them); what NumPy and CPython give no hook for (`math.sqrt(s)`, `np.full(n, s)` without a dtype,
-`np.array([s])`) is listed in docs/host-code.md."""
+that takes them); what NumPy and CPython do without calling a method of the scalar (`math.sqrt(s)`,
+`np.full(n, s)` without a dtype, `np.array([s])`) is seen by hostcalls.py's wrappers while a program records."""
 
 from __future__ import annotations
 
@@ -62,13 +62,13 @@ def origin_of(values: Any) -> Any:
     return None
 
 
-def _constants(x: Any) -> Any:
+def constants(x: Any) -> Any:
     """`x` with every derived scalar in it (tuples, lists and dicts looked into) as its plain scalar: NumPy
     would dispatch a function called with one back to `_array_function`."""
     if isinstance(x, (tuple, list)):
-        return type(x)(_constants(v) for v in x)
+        return type(x)(constants(v) for v in x)
     if isinstance(x, dict):
-        return {k: _constants(v) for k, v in x.items()}
+        return {k: constants(v) for k, v in x.items()}
     return constant(x)
 
 
@@ -77,14 +77,14 @@ def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) ->
     `np.full_like(plain, s)`, `np.clip(s, 0, 1)`): run on the plain values; an array it writes or returns
     remembers the origin."""
     origin = origin_of(args) or origin_of(kwargs)
-    r = func(*_constants(args), **_constants(kwargs))
+    r = func(*constants(args), **constants(kwargs))
     if func.__name__ == "copyto":  # the destination now holds the derived value
         _taint(args[0] if args else kwargs.get("dst"), origin)
         return r
     if kwargs.get("out") is not None:
         _taint(kwargs["out"], origin)
         return r
-    return _carry(r, origin)
+    return carry(r, origin)
 
 
 def _taint(out: Any, origin: Any) -> None:
@@ -108,10 +108,10 @@ def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any
     if kwargs.get("out") is not None:  # np.multiply(s, 2.0, out=w)
         _taint(kwargs["out"], origin)
         return r
-    return _carry(r, origin)
+    return carry(r, origin)
 
 
-def _carry(r: Any, origin: Any) -> Any:
+def carry(r: Any, origin: Any) -> Any:
     """What an operation with a derived scalar returned, remembering `origin`: a float scalar as a derived one,
     a float array as a TrackedArray (hostcode.py refuses a launch that takes it)."""
     if isinstance(r, np.ndarray) and r.dtype.kind == "f":
@@ -153,13 +153,23 @@ def constant(x: Any) -> Any:
 def _operator(name: str) -> Any:
     def op(self: Any, *other: Any, **kwargs: Any) -> Any:
         r = getattr(_BASES[type(self)], name)(constant(self), *[constant(o) for o in other], **kwargs)
-        return r if r is NotImplemented else _carry(r, self._gk_origin)
+        return r if r is NotImplemented else carry(r, self._gk_origin)
     op.__name__ = name
     return op
 
 
+def _divmod(name: str) -> Any:
+    """divmod(s, c): the quotient is a floor (a constant, as round() is), the remainder s - q*c is derived."""
+    def op(self: Any, other: Any) -> Any:
+        r = getattr(_BASES[type(self)], name)(constant(self), constant(other))
+        return r if r is NotImplemented else (r[0], carry(r[1], self._gk_origin))
+    op.__name__ = name
+    return op
+
+
+# (floor division is left out: a floor, a constant where it has a derivative, as round() is)
 for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
-              "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__",
+              "__mod__", "__rmod__", "__pow__", "__rpow__", "__neg__", "__pos__",
               "__abs__",
               # the scalar's methods whose float results depend on its value (rounding is left out: its
               # derivative is zero wherever it has one, so a rounded value is a constant, as an int() is)
@@ -170,3 +180,10 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
 for _cls in _BASES:
     _cls.__array_ufunc__ = _array_ufunc
     _cls.__array_function__ = _array_function
+    _cls.__divmod__ = _divmod("__divmod__")
+    _cls.__rdivmod__ = _divmod("__rdivmod__")
+    # a floor: its derivative is zero wherever it has one, so its value is a constant (as round()'s; NumPy's
+    # np.floor_divide of one stays derived: stricter)
+    _cls.__floordiv__ = lambda self, o, _b=_BASES[_cls]: _b.__floordiv__(constant(self), constant(o))
+    _cls.__rfloordiv__ = lambda self, o, _b=_BASES[_cls]: _b.__rfloordiv__(constant(self), constant(o))
+CLASSES = tuple(_BASES)

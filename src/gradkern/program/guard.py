@@ -259,11 +259,13 @@ class HostWriteGuard:
         if "read-only" not in str(exc):
             return None
         names: list[str] = []
+        at = ""
         tb = exc.__traceback__
         while tb is not None:  # the innermost frame outside gradkern: the line that wrote
             frame = tb.tb_frame
             if not frame.f_code.co_filename.startswith(_OURS):
                 line = linecache.getline(frame.f_code.co_filename, tb.tb_lineno)
+                at = f" at {frame.f_code.co_filename}:{tb.tb_lineno} (`{line.strip()}`)"
                 target = line.split("=")[0] if "=" in line else line
                 locked = [n for n, v in frame.f_locals.items() if isinstance(v, np.ndarray) and not v.flags.writeable
                           and any(np.shares_memory(v, x) for x in self._locked())]
@@ -272,7 +274,7 @@ class HostWriteGuard:
         which = f"'{names[0]}'" if len(names) == 1 else "an array" if not names else \
             "one of " + ", ".join(f"'{n}'" for n in names)
         after = self.last if self.last is not None else "during the program"
-        return ProgramError(f"a host write to {which}, which the program's derivative depends on, {after}: "
+        return ProgramError(f"a host write to {which}{at}, which the program's derivative depends on, {after}: "
                             f"{exc}; {outcome}",
                             hint="change arrays inside a program with launches, gk.copy(dst, src) or "
                                  "gk.fill(dst, value), which are differentiated")

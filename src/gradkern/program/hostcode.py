@@ -22,9 +22,9 @@ Results keep the class, so what is computed from them is seen too. A scalar
 reduced or read from an active array (`u.sum()`, `u[3]`) remembers its origin
 (derived.py) and a launch taking it is refused; values reduced to Python
 numbers (`float(u.max())`) are constants, as `.item()` is in PyTorch. What
-is not seen: arrays that reach NumPy as plain `ndarray`
-(`np.asarray(u)`, `np.array(u)`, arrays `fn` allocates with `np.zeros(n)` and
-a launch later makes active); docs/host-code.md lists them.
+is not seen: arrays that reach NumPy as plain `ndarray` (`u.view(np.ndarray)`,
+arrays `fn` allocates with `np.zeros(n)` and a launch later makes active;
+`np.asarray(u)` is seen by hostcalls.py); docs/host-code.md lists them.
 """
 
 from __future__ import annotations
@@ -508,7 +508,7 @@ def unwrap_args(args: tuple, what: Any, params: Any = ()) -> tuple:
             continue
         if not isinstance(a, np.ndarray):
             if isinstance(a, DerivedScalar):
-                if checking:
+                if checking and a._gk_origin is not None:  # type(s)(x): a constructor, as np.float64(s)
                     _refuse_scalar(a, _param(params, n), what)
                 a = constant(a)
             out.append(a)

@@ -20,6 +20,7 @@ from ..errors import AnnotationError, ProgramError
 from ..recording import recording
 from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array
+from . import hostcalls
 from .contents import Contents, writable
 from .guard import HostWriteGuard
 from .hostcode import TrackedArray, track
@@ -160,6 +161,7 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
     ProgramError; every array is writable again afterwards. `fn` gets its NumPy float arrays as
     TrackedArray views (hostcode.py), locked with their buffers."""
     guard.follow([a for a in call if isinstance(a, TrackedArray)])
+    hostcalls.recording_started()
     try:
         with recording(recorder):
             fn(*call)
@@ -170,6 +172,7 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
             raise err from e
         raise
     finally:
+        hostcalls.recording_ended()
         guard.release()
         recorder.host.recorded()
 

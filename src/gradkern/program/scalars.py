@@ -17,7 +17,7 @@ import numpy as np
 
 from ..annotations import Annotation, BatchDuplicated, Duplicated
 from ..errors import ProgramError
-from .derived import DerivedScalar, user_frame, where
+from .derived import user_frame, where
 
 
 class ActiveScalar:
@@ -143,10 +143,10 @@ def _value(x: Any) -> float:
 def _binary(a: Any, b: Any, f, df) -> Any:
     if not _is_number(a) or not _is_number(b):
         return NotImplemented
-    if isinstance(a, DerivedScalar) or isinstance(b, DerivedScalar):
-        d = a if isinstance(a, DerivedScalar) else b
+    origin = getattr(a, "_gk_origin", None) or getattr(b, "_gk_origin", None)  # a DerivedScalar's (None: type(s)(x))
+    if origin is not None:
         raise ProgramError(f"arithmetic of an Active scalar with a scalar that host code computed from an active "
-                           f"array ({d._gk_origin.describe()}) would drop the latter's derivative",
+                           f"array ({origin.describe()}) would drop the latter's derivative",
                            hint="compute it in a kernel, or pass float(x) where no derivative through it is wanted")
     va, vb = _value(a), _value(b)
     da, db = df(va, vb)

@@ -1,0 +1,311 @@
+"""Host calls that CPython and NumPy make on a derived scalar without calling any of its methods
+(docs/host-code.md, "Host operations, one by one"): `math.sqrt(s)` (a NumPy float64 scalar is a Python `float`,
+whose value `math` reads directly), `np.array([s])`, `np.asarray(s)`, `np.full(n, s)` (NumPy converts a NumPy
+scalar without a method call), `np.frombuffer(u.tobytes())`. Each used to make a plain number or array from a
+derived one: a launch taking it dropped the derivative silently.
+
+While a program records, the `math` module's functions (and those `statistics` binds under its own names) and
+those NumPy constructors are wrappers that carry the origin, as `np.sqrt(s)` does: a float result is a derived
+scalar, an array made from a derived scalar or a derived array a derived array, and a launch taking either is
+refused (hostcode.py). Anything else passes through unchanged: the same result, by the same function. Every launch
+and rule call runs with `math`'s originals back: Numba, typing `_gk_math.sin` in a kernel it compiles there, cannot
+type a wrapper; and Numba's registries are loaded before the first wrapper is in place (`_numba_ready`). What the
+wrappers cannot see, and the page lists: names bound before (`from math import sqrt`), `decimal.Decimal(s)`,
+another thread's host code, a list holding a derived scalar given to another NumPy function.
+
+Also here, on the array class (hostcode.TrackedArray), the ways out of NumPy's view of an array that its
+methods give: `u.flat` reads carry the origin, `u.tobytes()` of a derived array gives bytes that remember it,
+a pointer to the values of a derived array (`u.ctypes.data_as`) is refused (C code reading it is not seen);
+and on the derived scalars, `as_integer_ratio` (what `fractions.Fraction(s)` and `statistics.mean` read) is
+refused."""
+
+from __future__ import annotations
+
+import functools
+import math
+import statistics
+import sys
+import threading
+from typing import Any
+
+import numpy as np
+
+from ..errors import ProgramError
+from .derived import CLASSES, DerivedScalar, carry, constant, constants, origin_of
+from .derived import user_frame as _user_frame
+from .derived import where as _where
+from .hostcode import _OURS, TrackedArray, _origin, _read, _result, tracker
+
+# the math functions whose result is a float computed from a float argument (the rest return ints or booleans,
+# or round: floor, ceil, trunc, isqrt, factorial, comb, perm, gcd, lcm, isclose, isfinite, isinf, isnan)
+_MATH = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "copysign", "cos", "cosh", "degrees",
+         "dist", "erf", "erfc", "exp", "exp2", "expm1", "fabs", "fmod", "frexp", "fsum", "gamma", "hypot", "ldexp",
+         "lgamma", "log", "log10", "log1p", "log2", "modf", "nextafter", "pow", "prod", "radians", "remainder",
+         "sin", "sinh", "sqrt", "tan", "tanh", "ulp", "sumprod")
+# NumPy's constructors, and the functions that join what they are given: each converts a list holding a derived
+# scalar (`np.concatenate([[s], [t]])`) without a method call or a dispatch on it
+_NUMPY = ("array", "asarray", "asanyarray", "ascontiguousarray", "full", "frombuffer", "concatenate", "stack",
+          "hstack", "vstack", "dstack", "column_stack", "block", "append")
+
+
+class _Wrapper:
+    """A function `f` of `math` or NumPy as a program's host code sees it: `call(f, *args, **kwargs)`."""
+
+    def __init__(self, f: Any, call: Any):
+        functools.update_wrapper(self, f)
+        self._call = call
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if sys._getframe(1).f_code.co_filename.startswith(_OURS):  # gradkern's own calls: not host code
+            return self.__wrapped__(*args, **kwargs)
+        return self._call(self.__wrapped__, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return repr(self.__wrapped__)
+
+
+_SEQUENCES = (list, tuple)
+_DERIVED = frozenset(CLASSES)
+
+
+def _origin_in(values: Any) -> Any:
+    """The origin of the first derived scalar in `values` (lists and tuples looked into, nested ones too), or None:
+    `origin_of` at C speed for the long lists `np.array(list)` is given (a set of the items' types first)."""
+    if type(values) in _DERIVED:
+        return values._gk_origin
+    if type(values) not in _SEQUENCES:
+        return origin_of(values) if isinstance(values, (dict, DerivedScalar)) else None
+    kinds = set(map(type, values))
+    if kinds & _DERIVED:
+        return origin_of(values)
+    if kinds & {list, tuple, dict}:
+        for x in values:
+            if type(x) in _SEQUENCES or type(x) is dict:
+                got = _origin_in(x)
+                if got is not None:
+                    return got
+    return None
+
+
+def _math_call(f: Any, *args: Any, **kwargs: Any) -> Any:
+    host = tracker()
+    if host is None:
+        return f(*args, **kwargs)
+    # an iterator (fsum's generator) is read once: as a list, looked into and passed on
+    args = tuple(list(a) if hasattr(a, "__next__") else a for a in args)
+    origin = _origin_in(args) or (_origin_in(kwargs) if kwargs else None)
+    if origin is None:  # an array (math.fsum(u), math.sqrt(u[3:4])) that depends on an active one
+        arrays = [a for a in args if isinstance(a, np.ndarray) and host.derived(a)]
+        if not arrays:
+            return f(*args, **kwargs)
+        origin = host.origin(arrays[0]) or _origin(f"math.{f.__name__}", arrays)
+    r = f(*constants(args), **constants(kwargs))
+    return tuple(_float(x, origin) for x in r) if isinstance(r, tuple) else _float(r, origin)
+
+
+def _float(r: Any, origin: Any) -> Any:
+    return carry(np.float64(r), origin) if isinstance(r, float) else r  # (math.prod of NumPy scalars: one)
+
+
+def _numpy_call(f: Any, *args: Any, **kwargs: Any) -> Any:
+    host = tracker()
+    if host is None:
+        return f(*args, **kwargs)
+    source = args[0] if args else None
+    if isinstance(source, memoryview) and isinstance(source.obj, np.ndarray):
+        source = source.obj  # np.asarray(memoryview(u)): u's values
+    if isinstance(source, np.ndarray) and host.derived(source):  # np.array(u): as u[...] is (hostcode.py)
+        return _result(f(*args, **kwargs), [source], f"np.{f.__name__}", host)
+    origin = _origin_in(args[:2]) or (_origin_in(kwargs) if kwargs else None) or getattr(source, "_gk_origin", None)
+    if origin is None:
+        return f(*args, **kwargs)
+    return carry(f(*constants(args), **constants(kwargs)), origin)
+
+
+_ORIGINAL = {math: {n: getattr(math, n) for n in _MATH if hasattr(math, n)},
+             np: {n: getattr(np, n) for n in _NUMPY}}
+# statistics binds math's functions under its own names (`from math import fsum`): fmean, geometric_mean, ...
+_ORIGINAL[statistics] = {n: f for n, f in vars(statistics).items() if _ORIGINAL[math].get(n) is f}
+_WRAPPED = {math: {n: _Wrapper(f, _math_call) for n, f in _ORIGINAL[math].items()},
+            np: {n: _Wrapper(f, _numpy_call) for n, f in _ORIGINAL[np].items()}}
+_WRAPPED[statistics] = {n: _WRAPPED[math][n] for n in _ORIGINAL[statistics]}
+# recordings: programs recording now (all threads); inside: launches and rule calls running now. NumPy's and
+# statistics' wrappers are in their modules while recordings; math's while recordings and not inside (a launch
+# takes the originals back only for the module generated kernels read: ~1.8 us of CPU a launch, docs/host-code.md)
+_STATE = {"recordings": 0, "inside": 0, "applied": False, "math": False, "numba": False}
+_LOCK = threading.Lock()
+
+
+def _apply() -> None:
+    on = bool(_STATE["recordings"])
+    if on and not _STATE["numba"]:
+        _numba_ready()
+    if on != _STATE["applied"]:
+        for module, functions in (_WRAPPED if on else _ORIGINAL).items():
+            if module is not math:
+                module.__dict__.update(functions)
+        _STATE["applied"] = on
+    on = on and not _STATE["inside"]
+    if on != _STATE["math"]:
+        math.__dict__.update((_WRAPPED if on else _ORIGINAL)[math])
+        _STATE["math"] = on
+
+
+def _numba_ready() -> None:
+    """Numba's typing and lowering registries loaded before a wrapper is first in place: a registry module Numba
+    imports at its first compile declares `np.concatenate` by reading `np.concatenate` (`@infer_global(...)`), and
+    read while the wrapper is there it would declare the wrapper, leaving `np.concatenate` untyped in every @njit
+    function compiled after, for the rest of the process."""
+    from numba.core.registry import cpu_target
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()
+    _STATE["numba"] = True
+
+
+def recording_started() -> None:
+    """A program starts recording: the wrappers, until the last one recording ends. (From the start, not from the
+    first derived scalar: `math.sqrt(u.sum())` looks `math.sqrt` up before it calls `u.sum()`.)"""
+    with _LOCK:
+        _STATE["recordings"] += 1
+        _apply()
+
+
+def recording_ended() -> None:
+    with _LOCK:
+        _STATE["recordings"] -= 1
+        _apply()
+
+
+def originals_inside(method: Any) -> Any:
+    """A recorder's `launch` or `rule`, run with `math`'s original functions: a kernel Numba compiles there reads
+    `_gk_math.sin` when it types it, and it cannot type a wrapper. (Generated kernels read no other wrapped
+    function: `_gk_np.empty` is not wrapped; Numba's registries were loaded before any wrapper, `_numba_ready`.)"""
+    @functools.wraps(method)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if not _STATE["math"] and not _STATE["inside"]:
+            return method(*args, **kwargs)
+        with _LOCK:
+            _STATE["inside"] += 1
+            _apply()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            with _LOCK:
+                _STATE["inside"] -= 1
+                _apply()
+    return run
+
+
+# -- the derived scalars: exact rationals ---------------------------------------------------------------------------
+
+
+def _as_integer_ratio(self: Any) -> Any:
+    host = tracker()
+    if host is not None and host.checking:
+        frame = _user_frame()
+        raise ProgramError(f"an exact rational of a scalar that host code computed from an active array "
+                           f"({self._gk_origin.describe() if self._gk_origin else 'an unknown operation'}), taken at "
+                           f"{_where(frame)} (`fractions.Fraction(s)`, `statistics.mean`), would drop its "
+                           "derivative", hint="compute it in a kernel, use NumPy (np.mean of the values), or "
+                                              "pass float(s) to say that no derivative through it is wanted")
+    return float.as_integer_ratio(constant(self))
+
+
+for _cls in CLASSES:
+    _cls.as_integer_ratio = _as_integer_ratio
+
+
+# -- the array class: the ways out of NumPy's view of an array ------------------------------------------------------
+
+
+class _Flat:
+    """`u.flat` of a TrackedArray inside a program: element reads carry the origin as `u[3]` does; writes go
+    through `u.reshape(-1)` when it is a view, else NumPy's flatiter after the host-write checks."""
+
+    def __init__(self, array: TrackedArray):
+        self._array = array
+        self._flat = array.view(np.ndarray).flat
+
+    def __getitem__(self, key: Any) -> Any:
+        _read()
+        return _result(self._flat[key], [self._array], "ndarray.flat", tracker())
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        flat = self._array.reshape(-1)
+        if not np.shares_memory(flat, self._array):
+            frame = _user_frame()
+            raise ProgramError(f"a write through `.flat` of a non-contiguous array at {_where(frame)} inside a "
+                               "differentiated program", hint="write through u.reshape(-1) of a contiguous copy, "
+                                                              "or in a kernel")
+        flat[key] = value
+
+    def __iter__(self) -> Any:
+        return (self[k] for k in range(self._array.size))
+
+    def __len__(self) -> int:
+        return self._array.size
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._flat, name)
+
+
+def _flat(self: TrackedArray) -> Any:
+    if tracker() is None:
+        return self.view(np.ndarray).flat
+    return _Flat(self)
+
+
+class _DerivedBytes(bytes):
+    """The bytes of an array host code derived from an active one: `np.frombuffer` of them is derived again."""
+
+    _gk_origin: Any = None
+
+
+def _tobytes(self: TrackedArray, order: str = "C") -> bytes:
+    _read()
+    r = np.ndarray.tobytes(self.view(np.ndarray), order)
+    host = tracker()
+    if host is None or not host.derived(self):
+        return r
+    out = _DerivedBytes(r)
+    out._gk_origin = host.origin(self) or _origin("ndarray.tobytes", [self.view(np.ndarray)])
+    return out
+
+
+class _Ctypes:
+    """`u.ctypes` of an array that depends on an active one, inside a program: its address (`.data`) is a number, but
+    a pointer to its values (`.data_as(...)`, passing it to a C function) is refused: C code reading them is not
+    seen, so a derivative through what it computes would be lost."""
+
+    def __init__(self, plain: np.ndarray):
+        self._ctypes = np.ndarray.ctypes.__get__(plain)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        frame = _user_frame()
+        raise ProgramError(f"a ctypes pointer to an array that depends on an active one, at {_where(frame)}: C code "
+                           "reading it is not seen, so a derivative through what it computes would be lost",
+                           hint="compute it in a kernel, or take .ctypes of u.view(np.ndarray) to say that no "
+                                "derivative through it is wanted")
+
+    data_as = _refuse
+
+    @property
+    def _as_parameter_(self) -> Any:
+        return self._refuse()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctypes, name)
+
+
+def _ctypes(self: TrackedArray) -> Any:
+    plain = self.view(np.ndarray)
+    host = tracker()
+    if host is not None and host.checking and not sys._getframe(1).f_code.co_filename.startswith(_OURS) \
+            and host.derived(self):  # gradkern's own reads of the address (shadows.py) are not host code
+        return _Ctypes(plain)
+    return np.ndarray.ctypes.__get__(plain)
+
+
+TrackedArray.flat = property(_flat)
+TrackedArray.tobytes = _tobytes
+TrackedArray.ctypes = property(_ctypes)

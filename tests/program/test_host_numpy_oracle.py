@@ -1,0 +1,398 @@
+"""A brute-force oracle for host NumPy / math code inside a program (docs/host-code.md, "Verdicts, operation by
+operation"): for each host operation, a small program in which the operation's result flows into a later launch
+(a scalar argument, a fill value, an array's contents, a branch condition). Each row of `ROWS` states a verdict and
+the test checks it against central differences in float64 of the whole program's output w.r.t. its Active input:
+
+* GRAD: gradkern's gradient (reverse) and tangent (forward) match central differences: the derivative flows.
+* REFUSED: a `gk.GradkernError` names the user's line (this file) and a spelling that works, before the launch
+  that would lose the derivative runs (no shadow or output changed).
+* CONST: an explicit "constant" spelling (`float(s)`, `s.item()`, ...): the gradient is that of the program with
+  the value frozen where it was computed (central differences of that program agree), by the user's word.
+* NOT_SEEN: what gradkern cannot see (docs/host-code.md, "What is not seen"): the value is a constant as with
+  CONST, though the user did not say so. These rows pin the known holes; closing one turns its row into
+  REFUSED or GRAD.
+
+A gradient that differs from the oracle without an error is the bug this file exists to catch. A new operation
+is one line of `ROWS`."""
+
+from __future__ import annotations
+
+import ctypes
+import decimal
+import fractions
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from math import sqrt as bound_sqrt  # bound before any program records: not seen
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gradkern as gk
+
+N = 6
+GRAD, REFUSED, CONST, NOT_SEEN = "gradient", "refused", "constant", "not seen"
+
+
+@gk.kernel
+def square(u, v):
+    i = gk.tid()
+    v[i] = u[i] * u[i]
+
+
+@gk.kernel
+def scale_into(u, x, c):
+    i = gk.tid()
+    x[i] = c * u[i]
+
+
+@gk.kernel
+def mul_into(u, a, x):
+    i = gk.tid()
+    x[i] = a[i] * u[i]
+
+
+@gk.kernel
+def energy(x, E):
+    i = gk.tid()
+    gk.atomic_add(E, 0, x[i] * x[i])
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str  # the host spelling, as the docs' table shows it
+    flow: str  # how its result reaches a launch: scalar | array | fill | branch
+    op: Callable[[Any, Any], Any]  # (u, v) -> the value; u is the Active input, v = u*u written by a launch
+    verdict: str
+
+
+def _ptr(v):  # a launched array's memory read through ctypes
+    return np.ctypeslib.as_array(v.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), (N,))
+
+
+def _copyto_fresh(u, v):
+    w = np.zeros_like(u)
+    np.copyto(w, v)
+    return w
+
+
+def _assign_fresh(u, v):
+    w = np.zeros_like(u)
+    w[...] = v
+    return w
+
+
+def _copyto_launched(u, v):
+    np.copyto(v, u)
+    return v
+
+
+def _assign_launched(u, v):
+    v[...] = 2.0 * u
+    return v
+
+
+def _slice_launched(u, v):
+    v[1:4] = 0.5
+    return v
+
+
+def _out_launched(u, v):
+    np.multiply(u, 2.0, out=v)
+    return v
+
+
+def _flat_fresh(u, v):
+    w = np.zeros_like(u)
+    w.flat[:] = v
+    return w
+
+
+def _flat_launched(u, v):
+    v.flat[1] = 0.5
+    return v
+
+
+def _out_fresh(u, v):
+    w = np.zeros_like(u)
+    np.multiply(v, 2.0, out=w)
+    return w
+
+
+s = lambda v: v.sum()  # noqa: E731  a scalar host code reduced from a launched array
+t = lambda v: v[3]  # noqa: E731  an element read
+
+
+ROWS = [
+    # -- math of a derived scalar
+    Row("math.sqrt(s)", "scalar", lambda u, v: math.sqrt(s(v)), REFUSED),
+    Row("math.exp(t)", "scalar", lambda u, v: math.exp(t(v)), REFUSED),
+    Row("math.log(s)", "scalar", lambda u, v: math.log(s(v)), REFUSED),
+    Row("math.sin(t)", "scalar", lambda u, v: math.sin(t(v)), REFUSED),
+    Row("math.pow(s, 2)", "scalar", lambda u, v: math.pow(s(v), 2), REFUSED),
+    Row("math.fsum([v[0], v[1]])", "scalar", lambda u, v: math.fsum([v[0], v[1]]), REFUSED),
+    Row("math.hypot(v[0], v[1])", "scalar", lambda u, v: math.hypot(v[0], v[1]), REFUSED),
+    Row("math.fsum(x for x in v)", "scalar", lambda u, v: math.fsum(x for x in v), REFUSED),
+    Row("math.fsum(v)", "scalar", lambda u, v: math.fsum(v), REFUSED),
+    Row("math.sqrt(v[3, ...])", "scalar", lambda u, v: math.sqrt(v[3, ...]), REFUSED),  # a 0-d view
+    Row("math.prod([v[0], v[1]])", "scalar", lambda u, v: math.prod([v[0], v[1]]), REFUSED),
+    Row("math.sqrt(s) in a fill", "fill", lambda u, v: math.sqrt(s(v)), REFUSED),
+    Row("math.sqrt(s) > 1 in a branch", "branch", lambda u, v: math.sqrt(s(v)) > 1.0, GRAD),
+    Row("sqrt(s) after `from math import sqrt`", "scalar", lambda u, v: bound_sqrt(s(v)), NOT_SEEN),
+    Row("math.floor(s)", "scalar", lambda u, v: math.floor(s(v)), GRAD),  # piecewise constant: d = 0
+    # -- NumPy array constructors given a derived scalar
+    Row("np.array([s] * N)", "array", lambda u, v: np.array([s(v)] * N), REFUSED),
+    Row("np.array([[s] * N])[0]", "array", lambda u, v: np.array([[s(v)] * N])[0], REFUSED),
+    Row("np.concatenate([[s], [t]] * 3)", "array", lambda u, v: np.concatenate([[s(v)], [t(v)]] * 3), REFUSED),
+    Row("np.hstack([[s], [t]] * 3)", "array", lambda u, v: np.hstack([[s(v)], [t(v)]] * 3), REFUSED),
+    Row("np.append([s] * 5, t)", "array", lambda u, v: np.append([s(v)] * 5, t(v)), REFUSED),
+    Row("np.where(v > 0, [s] * N, 0.0)", "array", lambda u, v: np.where(v > 0, [s(v)] * N, 0.0), NOT_SEEN),
+    Row("np.asarray(s) * ones", "array", lambda u, v: np.asarray(s(v)) * np.ones(N), REFUSED),
+    Row("np.full(N, s)", "array", lambda u, v: np.full(N, s(v)), REFUSED),
+    Row("np.full(N, s, dtype=float)", "array", lambda u, v: np.full(N, s(v), dtype=float), REFUSED),
+    Row("np.full_like(u, s)", "array", lambda u, v: np.full_like(u, s(v)), REFUSED),
+    Row("np.ones(N) * s", "array", lambda u, v: np.ones(N) * s(v), REFUSED),
+    # -- explicit conversions and rounding
+    Row("float(s)", "scalar", lambda u, v: float(s(v)), CONST),
+    Row("s.item()", "scalar", lambda u, v: s(v).item(), CONST),
+    Row("s.tolist()", "scalar", lambda u, v: s(v).tolist(), CONST),
+    Row("np.float64(s)", "scalar", lambda u, v: np.float64(s(v)), CONST),
+    Row("np.float32(s)", "scalar", lambda u, v: np.float32(s(v)), CONST),
+    Row("type(s)(s)", "scalar", lambda u, v: type(s(v))(s(v)), CONST),  # a constructor, as np.float64(s)
+    Row("int(s)", "scalar", lambda u, v: int(s(v)), GRAD),  # piecewise constant: d = 0 where it exists
+    Row("round(s)", "scalar", lambda u, v: round(s(v)), GRAD),
+    Row("round(s, 2)", "scalar", lambda u, v: round(s(v), 2), GRAD),
+    Row("fractions.Fraction(s)", "scalar", lambda u, v: float(fractions.Fraction(s(v))), REFUSED),
+    Row("decimal.Decimal(s)", "scalar", lambda u, v: float(decimal.Decimal(s(v))), NOT_SEEN),
+    Row("statistics.mean([v[0], v[1]])", "scalar", lambda u, v: statistics.mean([v[0], v[1]]), REFUSED),
+    Row("statistics.fmean([v[0], v[1]])", "scalar", lambda u, v: statistics.fmean([v[0], v[1]]), REFUSED),
+    # -- Python arithmetic and builtins on derived scalars
+    Row("list comprehension + sum()", "scalar", lambda u, v: sum([2.0 * x for x in v[:3]]), REFUSED),
+    Row("sum([v[0], v[1]])", "scalar", lambda u, v: sum([v[0], v[1]]), REFUSED),
+    Row("max(v[0], v[1])", "scalar", lambda u, v: max(v[0], v[1]), REFUSED),
+    Row("min(s, 100.0)", "scalar", lambda u, v: min(s(v), 100.0), REFUSED),
+    Row("max(s, 100.0) (the constant chosen)", "scalar", lambda u, v: max(s(v), 100.0), GRAD),
+    Row("abs(-s)", "scalar", lambda u, v: abs(-s(v)), REFUSED),
+    Row("divmod(s, 1.5)[1]", "scalar", lambda u, v: divmod(s(v), 1.5)[1], REFUSED),
+    Row("divmod(s, 1.5)[0]", "scalar", lambda u, v: divmod(s(v), 1.5)[0], GRAD),  # floor: d = 0
+    Row("pow(s, 2)", "scalar", lambda u, v: pow(s(v), 2), REFUSED),
+    Row("s % 1.5", "scalar", lambda u, v: s(v) % 1.5, REFUSED),
+    Row("s // 1.5", "scalar", lambda u, v: s(v) // 1.5, GRAD),  # floor: d = 0
+    Row("2.0 ** s", "scalar", lambda u, v: 2.0 ** s(v), REFUSED),
+    Row("s > 1 in a branch", "branch", lambda u, v: s(v) > 1.0, GRAD),
+    Row("v[0] < v[1] in a branch", "branch", lambda u, v: v[0] < v[1], GRAD),
+    # -- NumPy functions and ndarray methods of a launched array, on the host
+    Row("np.linalg.norm(v)", "scalar", lambda u, v: np.linalg.norm(v), REFUSED),
+    Row("np.dot(v, u)", "scalar", lambda u, v: np.dot(v, u), REFUSED),
+    Row("v @ u", "scalar", lambda u, v: v @ u, REFUSED),
+    Row("v.sum()", "scalar", lambda u, v: v.sum(), REFUSED),
+    Row("v.mean()", "scalar", lambda u, v: v.mean(), REFUSED),
+    Row("v.max()", "scalar", lambda u, v: v.max(), REFUSED),
+    Row("np.median(v)", "scalar", lambda u, v: np.median(v), REFUSED),
+    Row("v[3]", "scalar", lambda u, v: v[3], REFUSED),
+    Row("v[-1]", "scalar", lambda u, v: v[-1], REFUSED),
+    Row("v.flat[3]", "scalar", lambda u, v: v.flat[3], REFUSED),
+    Row("v.item(3)", "scalar", lambda u, v: v.item(3), CONST),
+    Row("v.tolist()[3]", "scalar", lambda u, v: v.tolist()[3], CONST),
+    Row("np.frombuffer(v.tobytes())", "array", lambda u, v: np.frombuffer(v.tobytes()), REFUSED),
+    Row("np.asarray(memoryview(v))", "array", lambda u, v: np.asarray(memoryview(v)), REFUSED),  # stricter
+    Row("np.asarray(memoryview(v)) * 2.0", "array", lambda u, v: np.asarray(memoryview(v)) * 2.0, REFUSED),
+    Row("ctypes pointer of v", "array", lambda u, v: _ptr(v).copy(), REFUSED),
+    Row("v.copy()", "array", lambda u, v: v.copy(), GRAD),
+    Row("np.copy(v)", "array", lambda u, v: np.copy(v), GRAD),
+    Row("v.astype(np.float64)", "array", lambda u, v: v.astype(np.float64), GRAD),
+    Row("v.reshape(N)", "array", lambda u, v: v.reshape(N), GRAD),
+    Row("v.T", "array", lambda u, v: v.T, GRAD),
+    Row("v.view()", "array", lambda u, v: v.view(), GRAD),
+    Row("v.ravel()", "array", lambda u, v: v.ravel(), GRAD),
+    Row("v[::-1][::-1]", "array", lambda u, v: v[::-1][::-1], GRAD),
+    Row("v * 2.0", "array", lambda u, v: v * 2.0, REFUSED),
+    Row("np.sqrt(v)", "array", lambda u, v: np.sqrt(v), REFUSED),
+    Row("v[[0, 1, 2, 3, 4, 5]]", "array", lambda u, v: v[[0, 1, 2, 3, 4, 5]], REFUSED),
+    Row("np.asarray(v)", "array", lambda u, v: np.asarray(v), GRAD),  # a view: the launch takes v
+    Row("np.asarray(v) * 2.0", "array", lambda u, v: np.asarray(v) * 2.0, REFUSED),
+    Row("np.asarray(v)[3]", "scalar", lambda u, v: np.asarray(v)[3], REFUSED),
+    Row("np.array(v)", "array", lambda u, v: np.array(v), REFUSED),
+    Row("np.array(v)[3]", "scalar", lambda u, v: np.array(v)[3], REFUSED),
+    Row("v.view(np.ndarray) * 2.0", "array", lambda u, v: v.view(np.ndarray) * 2.0, NOT_SEEN),
+    Row("v[1:4] into a fresh array", "array", lambda u, v: np.concatenate([v[:1], v[1:4], v[4:]]), REFUSED),
+    # -- writes
+    Row("np.copyto(w, v), w fresh", "array", _copyto_fresh, GRAD),
+    Row("w[...] = v, w fresh", "array", _assign_fresh, GRAD),
+    Row("np.multiply(v, 2, out=w), w fresh", "array", _out_fresh, REFUSED),
+    Row("w.flat[:] = v, w fresh", "array", _flat_fresh, GRAD),
+    Row("v.flat[1] = 0.5, v launched", "array", _flat_launched, REFUSED),
+    Row("np.copyto(v, u), v launched", "array", _copyto_launched, REFUSED),
+    Row("v[...] = 2 * u, v launched", "array", _assign_launched, REFUSED),
+    Row("v[1:4] = 0.5, v launched", "array", _slice_launched, REFUSED),
+    Row("np.multiply(u, 2, out=v), v launched", "array", _out_launched, REFUSED),
+]
+
+_FROZEN: list = []  # CONST rows: the values the base point's run computed, which the bumped runs reuse
+_MODE = ["off"]  # off | record | replay
+
+
+def _freeze(x: Any) -> Any:
+    if _MODE[0] == "record":
+        _FROZEN.append(x)
+    elif _MODE[0] == "replay":
+        return _FROZEN[0]  # each run computes one value
+    return x
+
+
+def program(row: Row) -> Callable:
+    """The program in which `row`'s operation's result reaches a launch, as `row.flow` says."""
+    def prog(u, E):
+        v = np.zeros_like(u)
+        gk.launch(square, N, u, v)  # v is active: a launch wrote it from u
+        x = np.zeros_like(u)
+        if row.flow == "branch":
+            gk.launch(scale_into, N, u, x, 2.0 if row.op(u, v) else 3.0)
+        else:
+            value = row.op(u, v)
+            if row.verdict in (CONST, NOT_SEEN):
+                value = _freeze(value)
+            if row.flow == "scalar":
+                gk.launch(scale_into, N, u, x, value)
+            elif row.flow == "fill":
+                w = np.zeros_like(u)
+                w.fill(value)
+                gk.launch(mul_into, N, u, w, x)
+            else:
+                gk.launch(mul_into, N, u, value, x)
+        gk.launch(energy, N, x, E)
+    return prog
+
+
+def _run(row: Row, u: np.ndarray) -> float:
+    """The program's output, run as plain NumPy and launches (no program recording)."""
+    E = np.zeros(1)
+    program(row)(u.copy(), E)
+    return float(E[0])
+
+
+def _oracle(row: Row, u: np.ndarray) -> np.ndarray:
+    """Central differences in float64 of the program's output w.r.t. u (CONST rows: with the frozen value the
+    base point computed)."""
+    _FROZEN.clear()
+    _MODE[0] = "record"
+    try:
+        _run(row, u)
+        _MODE[0] = "replay"
+        grad = np.empty(N)
+        for i in range(N):
+            h = 1e-6 * max(1.0, abs(u[i]))
+            up, down = u.copy(), u.copy()
+            up[i] += h
+            down[i] -= h
+            grad[i] = (_run(row, up) - _run(row, down)) / (2 * h)
+        return grad
+    finally:
+        _MODE[0] = "off"
+        _FROZEN.clear()
+
+
+# central differences with h = 1e-6 on outputs of size ~1e3: truncation ~h^2 f''' ~1e-10 and round-off
+# ~eps |E| / h ~ 2e-7 absolute, relative to gradients of size ~1e2..1e3: rtol 1e-6 covers both with margin
+RTOL, ATOL = 1e-6, 1e-6
+
+
+def _inputs(rng):
+    u = rng.random(N) + 0.5  # every u_i in [0.5, 1.5): v = u^2, s = sum v in [1.5, 13.5); no branch is near
+    return u
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+@pytest.mark.parametrize("mode", ["reverse", "forward"])
+def test_host_operation_flows_or_is_refused(rng, row, mode):
+    u = _inputs(rng)
+    direction = rng.random(N) + 0.1
+    du = np.zeros(N) if mode == "reverse" else direction.copy()
+    E, dE = np.zeros(1), (np.ones(1) if mode == "reverse" else np.zeros(1))
+    before = [a.copy() for a in (u, du, E, dE)]
+    call = lambda: gk.autodiff(program(row), gk.Duplicated(u, du), gk.Duplicated(E, dE),  # noqa: E731
+                               mode=gk.Forward if mode == "forward" else gk.Reverse)
+    if row.verdict == REFUSED:
+        with pytest.raises(gk.GradkernError) as info:
+            call()
+        msg = str(info.value)
+        assert "test_host_numpy_oracle.py" in msg, msg  # names the user's line
+        assert "gradkern/program" not in msg, msg
+        assert any(fix in msg for fix in ("float(", "gk.Const", "kernel", "gk.copy")), msg  # a spelling that works
+        for a, b in zip(before, (u, du, E, dE)):
+            np.testing.assert_array_equal(a, b)  # refused before the launch: nothing changed
+        return
+    call()
+    oracle = _oracle(row, u)
+    if mode == "reverse":
+        np.testing.assert_allclose(du, oracle, rtol=RTOL, atol=ATOL)
+    else:
+        np.testing.assert_allclose(dE[0], oracle @ direction, rtol=RTOL, atol=ATOL)
+
+
+def outcome(row: Row, seed: int = 1234) -> str:
+    """What gradkern does with `row` today (reverse mode), whatever the row expects: gradient, refused,
+    constant (the gradient with the value frozen), LOST (a wrong gradient, no error) or a crash. Used to
+    write docs/host-code.md's table."""
+    rng = np.random.default_rng(seed)
+    u = _inputs(rng)
+    du, E, dE = np.zeros(N), np.zeros(1), np.ones(1)
+    try:
+        gk.autodiff(program(row), gk.Duplicated(u, du), gk.Duplicated(E, dE))
+    except gk.GradkernError as e:
+        return REFUSED + ("" if "test_host_numpy_oracle.py" in str(e) else " (no line)")
+    except Exception as e:  # noqa: BLE001
+        return f"crash: {type(e).__name__}: {str(e).splitlines()[0][:80]}"
+    if np.allclose(du, _oracle(Row(row.name, row.flow, row.op, GRAD), u), rtol=RTOL, atol=ATOL):
+        return GRAD
+    if np.allclose(du, _oracle(Row(row.name, row.flow, row.op, CONST), u), rtol=RTOL, atol=ATOL):
+        return CONST if row.verdict == CONST else "LOST (a constant, silently)"
+    return "LOST (wrong gradient)"
+
+
+@gk.kernel
+def wave(u, x):
+    i = gk.tid()
+    x[i] = gk.sin(u[i]) * gk.exp(u[i]) + gk.sqrt(gk.abs(u[i])) + gk.tanh(u[i])
+
+
+def test_kernels_compiled_inside_a_program_see_the_math_module_and_plain_calls_are_unchanged():
+    """A kernel compiled at its first launch inside a program (its `_gk_math.sin` typed by Numba) and an @njit
+    function compiled before it run with the wrappers in place; plain math and NumPy calls return what they always
+    did; recording ends with the originals back, a refused program's too; and an @njit function compiled after
+    calls math.fabs and np.concatenate (Numba declared the originals, not the wrappers: hostcalls._numba_ready;
+    before it, a first compile inside a program left them untyped for the rest of the process)."""
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def host_norm(a):
+        return math.sqrt(np.sum(a * a))
+
+    host_norm(np.array([3.0, 4.0]))  # compiled before the program: Numba cannot type a wrapper
+    seen = []
+
+    def prog(u, E):
+        x = np.zeros_like(u)
+        gk.launch(wave, N, u, x)
+        gk.launch(energy, N, x, E)
+        seen.append((host_norm(np.array([3.0, 4.0])), type(math.sqrt(2.0)), math.sqrt(2.0) == bound_sqrt(2.0),
+                     type(np.array([1.0])), math.sqrt is bound_sqrt))
+
+    u = np.linspace(0.5, 1.5, N)
+    du, dE = np.zeros(N), np.ones(1)
+    gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(np.zeros(1), dE))
+    assert seen == [(5.0, float, True, np.ndarray, False)]
+    assert math.sqrt is bound_sqrt
+    x = np.sin(u) * np.exp(u) + np.sqrt(u) + np.tanh(u)
+    dx = np.cos(u) * np.exp(u) + np.sin(u) * np.exp(u) + 0.5 / np.sqrt(u) + 1 - np.tanh(u) ** 2
+    np.testing.assert_allclose(du, 2 * x * dx, rtol=1e-12)  # E = sum x^2: a few roundings of float64 apart
+    with pytest.raises(gk.ProgramError):
+        gk.autodiff(program(ROWS[0]), gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))
+    assert math.sqrt is bound_sqrt and type(np.array) is type(np.empty)
+
+    @numba.njit
+    def after(a):  # Numba declared math.fabs and np.concatenate, not their wrappers (hostcalls._numba_ready)
+        return math.fabs(a[0]) + np.concatenate((np.array([a[1]]), a))[0] + np.full(2, 1.0)[0]
+    assert after(np.array([-2.0, 9.0])) == 12.0
