@@ -31,10 +31,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProgramError
-from .derived import CLASSES, DerivedScalar, carry, constant, constants, origin_of
+from .derived import _OURS, CLASSES, DerivedScalar, carry, constant, constants, origin_of
 from .derived import user_frame as _user_frame
 from .derived import where as _where
-from .hostcode import _OURS, TrackedArray, _origin, _read, _result, tracker
+from .hostcode import TrackedArray, _origin, _read, _result, tracker
 
 # the math functions whose result is a float computed from a float argument (the rest return ints or booleans,
 # or round: floor, ceil, trunc, isqrt, factorial, comb, perm, gcd, lcm, isclose, isfinite, isinf, isnan)
