@@ -353,7 +353,7 @@ def solve_heat_equation(buf_0, buf_1, timesteps, k, backend=None):
             gk.launch(heat_step, buf_0.size, buf_1, buf_0, k, backend=backend)
 
 
-# ---- Nek5000 local_grad3 (Nek5000/Nek5000 core/navier5.f / math: local_grad3's three mxm products, u(i,j,k,e)
+# ---- Nek5000 local_grad3 (Nek5000/Nek5000 core: subroutine local_grad3's three mxm products, u(i,j,k,e)
 # stored here as u[e, k, j, i]): a thread per (e, k, j) computes the i-line of all three derivatives ------------
 
 
@@ -375,7 +375,7 @@ def nek_local_grad3(ur, us, ut, u, d):
 
 
 # ---- HLL Riemann solver for the 1-D shallow-water equations (Toro, "Shock-capturing methods for free-surface
-# shallow flows", ch. 10; the HLL(E) flux of e.g. TUM-I5/SWE src/solvers/HLLEFun.hpp), a face a thread ---------
+# shallow flows", ch. 10; the HLL(E) flux of e.g. the SWE teaching code's HLLEFun solver), a face a thread -----
 
 
 @gk.kernel
