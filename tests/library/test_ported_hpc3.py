@@ -15,7 +15,10 @@ force polynomial, Clenshaw's Chebyshev sum, Rodinia's dwt2d lifting and lud. For
   shared 8-ulp bound (support/ported.py: assert_backends_agree);
 * check_grad in float64, reverse and forward, against central differences and the dot-product test, on random
   non-zero inputs away from kinks (max/min ties, the pooling argmax, grid points of interpolation tables, the
-  cutoffs and the HLL wave-speed signs are not within a step of the inputs).
+  cutoffs and the HLL wave-speed signs are not within a step of the inputs);
+* the race analysis: every launch is parallel; all but six are proved race-free statically, primal and
+  reverse; those six run the exact run-time check, which passes; miniMD, Kokkos and the P1 apply are the ones
+  whose primal adds by atomics.
 
 What porting them found is in docs/kernel-language.md ("Third round (session 50)")."""
 
@@ -90,6 +93,27 @@ def test_gradient(name):
     report = check_grad(kernel, *args, dim=dim, **options)
     assert report.ok and report.checked > 20, str(report)
     assert report.dot_analytic != 0.0
+
+
+# launches not proved race-free statically, primal and reverse: flat indices decomposed by // and % (conv2d's
+# (n, o) from one axis, im2col, upsampling, grid_sample, matrixMul's blocks) and attention's preatt[b, h, t, t2]
+# with the thread axes permuted; the exact run-time check runs for them, and passes
+RUNTIME_CHECKED = {"attention_forward", "conv2d_direct", "im2col", "upsample_bilinear", "grid_sample_bilinear",
+                   "matrix_mul_tiled"}
+ATOMIC = {"minimd_lj_half": ("f",), "kokkos_yax": ("result",), "fem_p1_apply": ("y",)}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in PROGRAMS])
+def test_race_freedom(name):
+    _, kernel, args, dim, _, _ = _case(name)
+    primal = gk.inspect(kernel, *_values(args), dim=dim)
+    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
+    assert primal.parallel and reverse.parallel
+    assert primal.atomic_targets == ATOMIC.get(name, ())
+    checked = name in RUNTIME_CHECKED
+    assert primal.race_check == checked and reverse.race_check == checked, name
+    if checked:
+        gk.launch(kernel, dim, *_values(args))
 
 
 # ---- GADGET's self pair: sqrt at r2 = 0 (docs/kernel-language.md, "Third round") --------------------------------
