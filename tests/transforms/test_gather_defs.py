@@ -11,6 +11,7 @@ from support.ported_hpc3_cases import cases
 import gradkern as gk
 from gradkern.ir import nodes as ir
 from gradkern.ir.infer import infer_types
+from gradkern.kernel import SpecCache
 from gradkern.runtime.binding import bind
 from gradkern.transforms.gather import _Offsets
 
@@ -49,7 +50,8 @@ def _typed(kernel, dim, args):
 @pytest.fixture(scope="module")
 def gathered():
     """The kernels the gather scans (the reverse, versioned: every local set once) of a few ported kernels, by
-    name, captured from their reverse pipelines (once: the specialisation is cached)."""
+    name, captured from their reverse pipelines, each run with an empty specialisation cache (other tests in
+    the process may have specialised them) that is put back afterwards."""
     seen: dict[str, list] = {}
     init = _Offsets.__init__
     with pytest.MonkeyPatch.context() as mp:
@@ -59,6 +61,9 @@ def gathered():
                     seen.setdefault(name, []).append(k)
                     init(self, k)
                 mp.setattr(_Offsets, "__init__", capture)
+                fresh = SpecCache()  # an empty specialisation cache: the pipeline runs here
+                fresh.generation = kernel._specs.generation + 1
+                mp.setattr(kernel, "_specs", fresh)
                 gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
     return seen
 
