@@ -108,15 +108,19 @@ class _Offsets:
         for e in ir.all_exprs(k.body):
             if isinstance(e, ir.Var):
                 uses[e.name] = uses.get(e.name, 0) + 1
-        # locals set once, in a block before all their uses: every use sees that value
+        # locals set once, in a block before all their uses: every use sees that value. Each block is walked
+        # once, from its end, counting the uses after each statement (one pass per nesting level, not one per
+        # assignment: unrolled bodies have thousands of statements, docs/compile-time.md)
         self.defs: dict[str, ir.Expr] = {}
 
         def scan(block: tuple[ir.Stmt, ...]) -> None:
-            for p, s in enumerate(block):
-                if isinstance(s, ir.Assign) and count[s.name] == 1:
-                    after = sum(1 for e in ir.all_exprs(block[p + 1:]) if isinstance(e, ir.Var) and e.name == s.name)
-                    if after == uses.get(s.name, 0):
-                        self.defs[s.name] = s.value
+            after: dict[str, int] = {}
+            for s in reversed(block):
+                if isinstance(s, ir.Assign) and count[s.name] == 1 and after.get(s.name, 0) == uses.get(s.name, 0):
+                    self.defs[s.name] = s.value
+                for e in ir.all_exprs((s,)):
+                    if isinstance(e, ir.Var):
+                        after[e.name] = after.get(e.name, 0) + 1
                 for inner in ir.blocks(s):
                     scan(inner)
         scan(k.body)
