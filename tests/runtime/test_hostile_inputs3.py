@@ -455,3 +455,22 @@ def test_numbers_past_need_are_taken(rng, options):
     u, v, E = rng.uniform(0.5, 2.0, N), np.zeros(N), np.zeros(1)
     check_grad(program, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(v, np.zeros(N)),
                           gk.Duplicated(E, np.zeros(1)), gk.Active(0.1))
+
+
+def test_a_budget_too_small_warns_at_the_users_line(rng):
+    """memory=1 byte holds no snapshot: the loop keeps two, with a RuntimeWarning that named checkpoint_schedules'
+    schedule.py (the iterator running during the reverse) and now names the gk.autodiff call's line."""
+    def program(u, v, E, c):
+        def step(t):
+            gk.launch(heat, N, u, v, c)
+            gk.launch(heat, N, v, u, c)
+
+        gk.checkpointed_loop(step, 4, memory=1)
+        gk.launch(energy, N, u, E)
+
+    u, v, E = rng.uniform(0.5, 2.0, N), np.zeros(N), np.zeros(1)
+    du, dv, dE = np.zeros(N), np.zeros(N), np.ones(1)
+    with pytest.warns(RuntimeWarning, match=r"memory=1 bytes holds fewer than two of this loop's snapshots") as got:
+        gk.autodiff(program, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, dE), gk.Active(0.1))
+    assert [w.filename for w in got if "memory=1" in str(w.message)] == [__file__]
+    assert du.any()
