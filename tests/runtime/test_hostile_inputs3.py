@@ -387,7 +387,8 @@ def test_gk_autodiff_inside_a_program_is_its_own_call(rng):
 
 def test_gk_autodiff_inside_a_program_on_the_programs_arrays_is_refused(rng):
     """The nested call writes an array the outer recording has locked (its tape depends on it): refused, the
-    outer shadows untouched. (The LaunchError says the array is read-only: the host-write guard made it so.)"""
+    outer shadows untouched. The LaunchError says the array is read-only (the host-write guard made it so), and
+    its hint, given while a program records, says why: before, it said nothing of the program."""
     def program(u, v):
         gk.launch(square, N, u, v)
         gk.autodiff(square, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(v, np.ones(N)))
@@ -395,7 +396,8 @@ def test_gk_autodiff_inside_a_program_on_the_programs_arrays_is_refused(rng):
     u, du, v, dv = fresh(rng)
     shadows = snapshot(du, dv)
     with pytest.raises(gk.LaunchError, match=r"argument 'y' is written by kernel 'square' but the array is "
-                                             r"read-only"):
+                                             r"read-only\nhint: .*the recording program keeps the arrays its "
+                                             r"launches took read-only until it returns"):
         gk.autodiff(program, gk.Duplicated(u, du), gk.Duplicated(v, dv))
     assert shadows() and u.flags.writeable and v.flags.writeable
     _works_afterwards(rng)
