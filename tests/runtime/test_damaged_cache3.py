@@ -239,3 +239,90 @@ def test_hostcuda_libraries_that_are_no_regular_file_are_rebuilt(tmp_path):
         with pytest.warns(gk.CacheWarning, match=rf"{path.name} was damaged \(OSError: .*(FIFO|device|bytes)"):
             assert works(cache).name == built
         assert path.is_file()
+
+
+POOL_MODULE = '''
+import numpy as np
+
+import gradkern as gk
+
+N = 4096  # past SERIAL_THREADS: the parent's launches are parallel regions
+
+
+@gk.kernel
+def heat(u, v, c):
+    i = gk.tid()
+    if i == 0 or i == u.shape[0] - 1:
+        v[i] = u[i]
+    else:
+        v[i] = u[i] + c * (u[i - 1] - 2.0 * u[i] + u[i + 1])
+
+
+@gk.kernel
+def energy(u, E):
+    i = gk.tid()
+    gk.atomic_add(E, 0, u[i] * u[i])
+
+
+def program(u, v, E, c):
+    for _ in range(3):
+        gk.launch(heat, N, u, v, c)
+        gk.launch(heat, N, v, u, c)
+    gk.launch(energy, N, u, E)
+
+
+def work(seed):
+    """A program's gradient: stencils (interior and edges), an atomic sum, their reverses. Bit-for-bit lists."""
+    rng = np.random.default_rng(seed)
+    u, v, E = rng.uniform(0.5, 2.0, N), np.zeros(N), np.zeros(1)
+    du, dv, dE = np.zeros(N), np.zeros(N), np.ones(1)
+    dc = gk.autodiff(program, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, dE), gk.Active(0.1))[3]
+    return [float(E[0]), float(dc), du.tolist()]
+'''
+
+POOL_RUNNER = '''
+import json
+import multiprocessing
+import sys
+
+import numba
+
+import poolmod
+
+if __name__ == "__main__":
+    before = [poolmod.work(seed) for seed in (1, 2)]  # parallel regions in this process first
+    try:
+        layer = numba.threading_layer()
+    except ValueError:
+        layer = None
+    out = {"layer": layer, "before": before}
+    for method in ("fork", "spawn"):
+        with multiprocessing.get_context(method).Pool(2) as pool:
+            out[method] = pool.map(poolmod.work, [1, 2])
+    print(json.dumps(out))
+'''
+
+
+def test_pool_workers_forked_after_parallel_launches_run_and_agree(tmp_path):
+    """multiprocessing's default start method on Linux forks. After a parallel launch on Numba's OpenMP threading
+    layer, GNU OpenMP terminated a forked child at its first parallel region ('Terminating: fork() called from a
+    process already using GNU OpenMP'), and the Pool, replacing its dead workers, hung. A forked child now runs
+    every launch serially (backends/numba_cpu.py: its serial twin, or the function compiled without
+    parallel=True): the same values. Spawned workers compile into the shared cache at once, and agree too."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "poolmod.py").write_text(POOL_MODULE)
+    (src / "runner.py").write_text(POOL_RUNNER)
+    env = dict(os.environ)
+    env["GRADKERN_CACHE_DIR"] = str(tmp_path / "cache")
+    env["PYTHONPATH"] = os.pathsep.join([str(src), *filter(None, [env.get("PYTHONPATH")])])
+    for name in ("GRADKERN_DUMP", "GRADKERN_BOUNDSCHECK", "GRADKERN_BACKEND"):
+        env.pop(name, None)
+    proc = subprocess.run([sys.executable, str(src / "runner.py")], cwd=src, env=env, capture_output=True,
+                          text=True, timeout=600)  # the hang this guards against becomes a failure
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert "Terminating" not in proc.stderr, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    # serial and parallel forms compute every value identically (docs/performance.md): equal, not close
+    assert out["fork"] == out["before"]
+    assert out["spawn"] == out["before"]
