@@ -509,14 +509,15 @@ def test_damaged_libraries_are_rebuilt_with_one_warning(tmp_path, monkeypatch):
     cache, path = copy(len(damages) + 1)
     path.chmod(0)
     if os.access(path, os.R_OK):
-        real, denied = Path.read_bytes, [path]
+        from gradkern.backends import hostcuda
+        real, denied = hostcuda.read_file, [path]
 
-        def read_bytes(self):
-            if denied and self == denied[0]:
+        def read_file(file):  # every cache file is read through cache_files.read_file
+            if denied and Path(file) == denied[0]:
                 denied.clear()
-                raise PermissionError(13, "Permission denied", str(self))
-            return real(self)
-        monkeypatch.setattr(Path, "read_bytes", read_bytes)
+                raise PermissionError(13, "Permission denied", str(file))
+            return real(file)
+        monkeypatch.setattr(hostcuda, "read_file", read_file)
     with pytest.warns(gk.CacheWarning, match="PermissionError"):
         assert works(cache) == path
 

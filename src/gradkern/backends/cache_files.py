@@ -8,9 +8,11 @@ discarded and rebuilt, with one `CacheWarning` naming it (docs/caching.md).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shutil
+import stat
 import sys
 import threading
 import warnings
@@ -21,13 +23,41 @@ from ..errors import CacheWarning
 SEAL = b"\0gradkern-blake2b-256\0"  # a sealed file: its payload, SEAL, then the payload's BLAKE2b digest
 DIGEST = 32
 _GRADKERN = str(Path(__file__).resolve().parent.parent) + os.sep
+# Far above any file gradkern writes (Numba data files and hostcuda libraries are kilobytes to a few megabytes):
+# a larger one is damage, not read (a sparse file of terabytes would exhaust memory).
+MAX_BYTES = 1 << 30
+
+
+def read_file(path: Path) -> bytes:
+    """The bytes of the regular file at `path` (a symbolic link followed). Anything else there raises OSError
+    without being read: a FIFO (an open for reading blocked the process forever), a device (a link to
+    /dev/zero read until memory ran out), a directory (IsADirectoryError), a file past MAX_BYTES. Every cache
+    file is read through here (docs/caching.md#damaged-entries); FileNotFoundError when there is none."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        mode, size = info.st_mode, info.st_size
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "a directory where a file should be", str(path))
+        if not stat.S_ISREG(mode):
+            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+                else "a socket" if stat.S_ISSOCK(mode) else "a special file"
+            raise OSError(errno.EINVAL, f"{kind} where a regular file should be", str(path))
+        if size > MAX_BYTES:
+            raise OSError(errno.EFBIG, f"{size} bytes, more than any cache file gradkern writes", str(path))
+        with os.fdopen(fd, "rb") as f:
+            fd = -1  # closed with f
+            return f.read(MAX_BYTES + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def write_exact(path: Path, data: bytes) -> None:
     """Write `data` to `path` unless it is already there, byte for byte; anything
     else there is damage, replaced. Raises OSError when it cannot be."""
     try:
-        if path.read_bytes() == data:
+        if read_file(path) == data:
             return
         damage = "not the source gradkern wrote"
     except FileNotFoundError:

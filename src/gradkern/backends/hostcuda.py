@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError, InternalError, LaunchError
-from .cache_files import discard, replace_with, seal, unseal, warn, warn_damaged, write_exact
+from .cache_files import discard, read_file, replace_with, seal, unseal, warn, warn_damaged, write_exact
 from .cuda import LIBM, CudaBackend
 
 HEADER = Path(__file__).with_name("hostcuda_runtime.h")
@@ -276,7 +276,7 @@ def _load(path: Path, key: str) -> tuple[Any, Any, Path]:
     # could be read; cut in its tail, it loaded without its section headers; a flipped byte in its code ran
     # (docs/caching.md#checksums). The checksum proves it is the file g++ wrote, byte for byte.
     try:
-        unseal(path.read_bytes())
+        unseal(read_file(path))
     except (OSError, ValueError) as e:
         raise _Damaged(f"{type(e).__name__}: {e}") from None
     try:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import ast
 import glob
 import hashlib
+import io
 import linecache
 import os
 import pickle
@@ -42,7 +43,7 @@ from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
 from .base import Ahead
-from .cache_files import discard, seal, unseal, warn, warn_damaged, write_exact
+from .cache_files import discard, read_file, seal, unseal, warn, warn_damaged, write_exact
 
 _memory_only: set[Path] = set()  # directories found unusable in this process
 
@@ -179,7 +180,7 @@ class _HealingCacheFile(IndexDataCacheFile):
         """Numba's `_load_index`, the (stamp, overloads) pickle read through its checksum; a file that exists
         but is not whole raises `_Damaged` naming it."""
         try:
-            with open(self._index_path, "rb") as f:
+            with io.BytesIO(read_file(self._index_path)) as f:
                 version = pickle.load(f)
                 if version != self._version:
                     return {}  # another Numba version's (or an earlier format's): a miss
@@ -199,8 +200,7 @@ class _HealingCacheFile(IndexDataCacheFile):
     def _load_data(self, name):
         path = self._data_path(name)
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_file(path)
         except FileNotFoundError:
             raise  # removed since the index was read: Numba compiles afresh
         except Exception as e:

@@ -50,6 +50,41 @@ LOOP_SERIAL_THREADS = 2
 # sets; 4 measured within 16% of 2 there (benchmarks/kernels/batch.py --lane-group, RESULTS.md).
 LANE_GROUP = int(os.environ.get("GRADKERN_LANE_GROUP", "4"))
 
+# Set in a child forked (os.fork, multiprocessing's "fork") from a process whose Numba ran a parallel region on
+# its OpenMP threading layer: GNU OpenMP terminates such a child (SIGTERM) at its first parallel region, so a
+# Pool's workers died and its map hung. The child runs every launch serially instead: each entry's serial twin,
+# or the function compiled again without parallel=True (`_serial_of`), siblings too (docs/launches.md).
+_FORKED_FROM_OMP = [False]
+
+
+def _after_fork_in_child() -> None:
+    import sys
+    numba = sys.modules.get("numba")
+    try:
+        layer = numba.threading_layer() if numba is not None else None
+    except ValueError:  # no parallel region has run: the child starts OpenMP afresh
+        layer = None
+    _FORKED_FROM_OMP[0] = layer == "omp"
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+_SERIAL: dict[int, tuple[Any, Any]] = {}
+
+
+def _serial_of(fn: Any) -> Any:
+    """`fn` (a Numba dispatcher) compiled without parallel=True, in this process only (prange runs as range):
+    what a forked child of an OpenMP process runs in place of a parallel function."""
+    if not fn.targetoptions.get("parallel"):
+        return fn
+    hit = _SERIAL.get(id(fn))
+    if hit is None or hit[0] is not fn:
+        import numba
+        options = {k: v for k, v in fn.targetoptions.items() if k not in ("parallel", "cache", "nopython")}
+        hit = _SERIAL[id(fn)] = (fn, numba.njit(**options)(fn.py_func))
+    return hit[1]
+
 
 @dataclass(frozen=True)
 class CpuLaunch(LaunchInfo):
@@ -122,7 +157,7 @@ def _sibling(entry: Any, name: str) -> Any:
     hit = _SIBLINGS.get((id(entry), name))
     if hit is None or hit[0] is not entry:
         hit = _SIBLINGS[id(entry), name] = (entry, entry.py_func.__globals__[name])
-    return hit[1]
+    return _serial_of(hit[1]) if _FORKED_FROM_OMP[0] else hit[1]
 
 
 _COPIED: dict[int, tuple[Any, Any, tuple[int, ...]]] = {}
@@ -213,6 +248,10 @@ class NumbaBackend(Backend):
             raise InternalError(f"kernel '{typed.name}' was run before it was compiled")
         info: CpuLaunch = code.info
         main = entry
+        if _FORKED_FROM_OMP[0] and parallel:
+            serial = _serial_twin(entry, info.serial) if info.serial is not None else _serial_of(entry)
+            self._launch(typed, code, serial, entry, dim, values)
+            return
         if info.serial is not None:
             threads = _threads(dim)
             if threads < (min(SERIAL_THREADS, LOOP_SERIAL_THREADS) if info.loops else SERIAL_THREADS):
@@ -233,7 +272,7 @@ class NumbaBackend(Backend):
         serial twin, the privatised copies' bytes; the chunks still follow Numba's thread count at each launch.
         None where `run` decides more at each launch: an empty dim, a choice by timing, mixed or sparse targets."""
         info: CpuLaunch = code.info
-        if 0 in dim or entry is None or (info.private and info.plan is not None) or info.spilled:
+        if 0 in dim or entry is None or (info.private and info.plan is not None) or info.spilled or _FORKED_FROM_OMP[0]:
             return None
         # what `run` reads at each launch besides the values: changed (tests patch them), the launch is `run`'s
         main, threshold, choosing, twin_of = entry, SERIAL_THREADS, numba_choice.ENABLED, _serial_twin
@@ -249,7 +288,7 @@ class NumbaBackend(Backend):
 
         def launch(values: list) -> None:
             if SERIAL_THREADS != threshold or numba_choice.ENABLED != choosing or _serial_twin is not twin_of \
-                    or LOOP_SERIAL_THREADS != loop_threshold:
+                    or LOOP_SERIAL_THREADS != loop_threshold or _FORKED_FROM_OMP[0]:  # made before a fork
                 self.run(typed, code, main, parallel, dim, values)
             elif not chunked:
                 if entry(*dim, *values) is False:

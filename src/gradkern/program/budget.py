@@ -31,15 +31,32 @@ RESTORE_COST per snapshot restored (one copy). Ties go to less memory.
 from __future__ import annotations
 
 import operator
+import os
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import checkpoint_schedules
 from checkpoint_schedules import CheckpointSchedule, Forward, StorageType
 
 from ..errors import ProgramError
 from .schedule import SegmentedSchedule, binomial_counts
+
+_OURS = tuple(str(Path(m.__file__).resolve().parent) + os.sep for m in (sys.modules["gradkern"],
+                                                                          checkpoint_schedules))
+
+
+def _users_level() -> int:
+    """The stacklevel of the innermost frame outside gradkern and checkpoint_schedules (whose schedule iterator
+    runs this during the reverse): the warning names the user's line, not a library's."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_OURS):
+        frame, level = frame.f_back, level + 1
+    return level
+
 
 SAVE_COST = 1.0  # a saved copy (copy + write-back) in untaped steps: both move the state's bytes twice
 RESTORE_COST = 0.5  # a snapshot restored (one copy) in untaped steps
@@ -127,7 +144,7 @@ class BudgetSchedule(CheckpointSchedule):
             plan = Plan(2, 1, "binomial", 2 * state)
             warnings.warn(f"memory={self.memory} bytes holds fewer than two of this loop's snapshots (about "
                           f"{state} bytes each, estimated from its step 0); it keeps two", RuntimeWarning,
-                          stacklevel=2)
+                          stacklevel=_users_level())
         self.plan = plan
         self.chosen(plan)
         self.inner = SegmentedSchedule(max_n, plan.snapshots - 1, plan.segment)

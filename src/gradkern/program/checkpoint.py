@@ -50,6 +50,7 @@ from .rulestep import run_plain
 from .scalars import ActiveScalar
 from .schedule import LoopHooks, ScheduledLoop, ScheduleStats
 from .shadows import memory_root
+from .signature import check_ran
 from .snapshots import Deferred, OpenSnapshots, Snapshot, SnapshotStore, roots
 from .steps import ProgramStep, reverse_steps
 from .versions import Versions
@@ -513,7 +514,7 @@ class CheckpointedLoop(LoopHooks):
         self.found.recomputed = []
         with recording(recorder):
             try:
-                self.step_fn(t)
+                check_ran(self.step_fn(t), self.step_fn, "gk.checkpointed_loop", "step")
             except ValueError as e:  # a host write the recomputation's guard refused (the first forward's: run.py)
                 err = None if self.mode is Mode.RECORD else self.guard.host_write_error(e, _RECOMPUTED_WRITE)
                 if err is None:

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import ProgramError
 from ..recording import active_recorder
 from .record import ProgramRecorder
+from .signature import check_ran, refuse_lazy
 
 STORAGES = ("device", "host")
 
@@ -54,6 +55,7 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
     snapshots of CuPy arrays in host memory."""
     if not callable(step):
         raise ProgramError(f"step must be a callable step(t), got {type(step).__name__}")
+    refuse_lazy(step, "gk.checkpointed_loop", "step")
     if memory is not None:
         from .budget import check_memory
 
@@ -84,7 +86,7 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
                            hint="make the inner loop a plain Python loop (the outer loop's snapshots cover it)")
     if not isinstance(recorder, ProgramRecorder) or not nsteps:
         for t in range(nsteps):
-            step(t)
+            check_ran(step(t), step, "gk.checkpointed_loop", "step")
         return
     loop = CheckpointedLoop(recorder, step, nsteps, resolved, progress, storage, rebuild, memory)
     token = _entering.set(LoopSchedule(nsteps, snapshots, type(loop.driver.schedule).__name__, storage, memory))

@@ -30,7 +30,7 @@ from .report import LaunchRow, ProgramInspection
 from .rulestep import pattern
 from .scalars import ActiveScalar, backpropagate
 from .shadows import ShadowMap
-from .signature import check_count, label, names
+from .signature import check_count, check_ran, label, names
 from .steps import ProgramStep, reverse_steps
 
 
@@ -156,7 +156,7 @@ def _what(x: Any) -> str:
     return type(x).__name__
 
 
-def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> None:
+def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard, verb: str = "gk.autodiff") -> None:
     """Call `fn` with `recorder` taking its launches; a host write to a locked array becomes
     ProgramError; every array is writable again afterwards. `fn` gets its NumPy float arrays as
     TrackedArray views (hostcode.py), locked with their buffers."""
@@ -164,7 +164,7 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard) -> 
     hostcalls.recording_started()
     try:
         with recording(recorder):
-            fn(*call)
+            check_ran(fn(*call), fn, verb)
         guard.check(None, "when the program returned")
     except ValueError as e:
         err = guard.host_write_error(e)
@@ -184,7 +184,7 @@ def record(fn: Callable, args: tuple, alone: bool = False, verb: str = "gk.autod
     guard = HostWriteGuard()
     no_need = {n: True for n, a in enumerate(args) if isinstance(a, DuplicatedNoNeed)} if alone else None
     rec = ProgramRecorder(shadows, guard, alone=alone, no_need=no_need)
-    _run_guarded(fn, call, rec, guard)
+    _run_guarded(fn, call, rec, guard, verb)
     return ProgramTape(fn, args, rec.steps, shadows, roots, rec.scalars, rec.rules)
 
 

@@ -47,9 +47,38 @@ def names(fn: Callable, count: int) -> list[str]:
     return out
 
 
+_LAZY = ((inspect.isgeneratorfunction, "a generator function", "remove its yield"),
+         (inspect.iscoroutinefunction, "an async function", "make it a plain def"),
+         (inspect.isasyncgenfunction, "an async generator function", "make it a plain def without yield"))
+
+
+def refuse_lazy(fn: Callable, verb: str, what: str = "program") -> None:
+    """ProgramError for a generator or async function: calling one runs none of its body, so its launches would
+    never happen and the derivative would be silently zero (docs/programs.md#arguments-of-a-program)."""
+    for test, kind, fix in _LAZY:
+        if test(fn):
+            name = getattr(fn, "__name__", None) or type(fn).__name__
+            raise ProgramError(f"{verb}: {what} '{name}' is {kind}; calling it runs none of its body, so its "
+                               f"launches would never run; {'nothing' if what == 'program' else 'no step'} ran",
+                               hint=fix)
+
+
+def check_ran(result: object, fn: Callable, verb: str, what: str = "program") -> None:
+    """ProgramError when calling `fn` gave a generator or a coroutine (a callable object or a wrapper around a
+    lazy function, which `refuse_lazy` cannot see): none of its body ran. The object is closed unrun."""
+    if inspect.isgenerator(result) or inspect.iscoroutine(result) or inspect.isasyncgen(result):
+        closing = getattr(result, "close", None) if not inspect.isasyncgen(result) else None
+        if closing is not None:
+            closing()  # a coroutine never awaited would warn at its collection
+        name = getattr(fn, "__name__", None) or type(fn).__name__
+        raise ProgramError(f"{verb}: {what} '{name}' returned a {type(result).__name__} instead of running: none "
+                           "of its body ran, so its launches would never run", hint="remove its yield, or its async")
+
+
 def check_count(fn: Callable, count: int, verb: str) -> None:
     """ProgramError unless `fn` can be called with `count` positional arguments (its signature, read without
-    calling it); nothing is done otherwise."""
+    calling it) and is no generator or async function (refuse_lazy); nothing is done otherwise."""
+    refuse_lazy(fn, verb)
     sig = _signature(fn)
     if sig is None:
         return

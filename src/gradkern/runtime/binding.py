@@ -20,6 +20,7 @@ from ..errors import AliasingError, LaunchError
 from ..ir import nodes as ir
 from ..ir.infer import default_float
 from ..ir.types import ARRAY_DTYPES, BOOL, I32, I64, MAX_LAUNCH_NDIM, MAX_NDIM, SCALARS, Array, Scalar, Type
+from ..recording import active_recorder
 from .arrays import (
     INSTALL_HINT,
     byte_bounds,
@@ -65,6 +66,17 @@ class Binding:
 
 
 MAX_THREADS = 2**63 - 1  # thread indices and the launch's thread count are int64 on both backends
+
+
+def _read_only_hint() -> str:
+    """What to do about a read-only array a kernel writes. A recording program locks the arrays its tape depends
+    on until it returns (docs/programs.md#when-a-program-raises): a gk.autodiff nested in it meets them locked."""
+    if active_recorder() is not None:
+        return ("pass a writable array; if it was writable when the program began, the recording program keeps "
+                "the arrays its launches took read-only until it returns, so a gk.autodiff called inside it cannot "
+                "write them: give that call arrays of its own")
+    return "pass a writable array (x.copy() is one)"
+
 
 
 def normalize_dim(dim: Any, kernel: ir.Kernel) -> tuple[int, ...]:
@@ -309,7 +321,7 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
             flags = a.flags
             if p.written and isinstance(a, np.ndarray) and not flags.writeable:
                 raise LaunchError(f"argument '{p.name}' is written by kernel '{kernel.name}' "
-                                  "but the array is read-only")
+                                  "but the array is read-only", hint=_read_only_hint())
             if (p.written and not flags.c_contiguous) or not numpy_made(a):
                 _check_array(kernel, p, a)
             if aligned_only and not flags.aligned and isinstance(a, np.ndarray):
