@@ -7,10 +7,14 @@ tests/support/langfuzz.py's language besides (while loops computing active value
 arrays, ...).
 
 Per float kernel:
-1. races: the kernel's text run thread by thread in Python, recording every thread's accesses (newfuzz.RecordingGk)
-   decides whether the launch races (a thread writes an element another thread touches, or adds atomically to one
-   another touches plainly; serial order decides it exactly: tests/fuzz/test_race_fuzz.py's doc). `gk.launch`
-   must raise gk.RaceError exactly then, leaving every buffer unchanged;
+1. races and bounds: the kernel's text run thread by thread in Python, recording every thread's accesses
+   (newfuzz.RecordingGk), decides whether the launch races (a thread writes an element another thread touches, or
+   adds atomically to one another touches plainly; serial order decides it exactly: tests/fuzz/test_race_fuzz.py's
+   doc) and whether some access leaves its array. `gk.launch` must raise gk.RaceError or gk.LaunchError exactly
+   then (a race-free launch inside its arrays runs; the others raise), leaving every buffer unchanged; one that
+   leaves an array is launched with GRADKERN_BOUNDSCHECK=1, since accesses the launch's bounds proof cannot
+   decide (an index carried by a `while` loop) are checked only then (docs/launches.md), and where that check
+   (not the proof before the launch) catches it, arrays may have changed, as its message says;
 2. tests/fuzz/test_language_fuzz.py's `check_kernel`: the primal on the interpreter and the kernel's backend
    against the Python run in float64 (rtol 1e-12, and float32 runs), `check_grad` (reverse mode against float64
    central differences and the dot-product test against forward mode), split mode against fused, two
@@ -39,6 +43,7 @@ from __future__ import annotations
 
 import os
 import time
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -63,19 +68,29 @@ def _check_races(stats: Stats, fail, kernel, g, text: str, dims, values: dict, b
     langfuzz.python_run(text, g.name, dims, fake.track(values), fake)
     races = fake.races()
     args = [v.copy() if isinstance(v, np.ndarray) else v for v in values.values()]
+    # accesses the bounds proof cannot decide (a `while` loop's index) are checked where GRADKERN_BOUNDSCHECK=1
+    checked = {"GRADKERN_BOUNDSCHECK": "1"} if fake.outside else {}
     try:
-        gk.launch(kernel, dims, *args, backend=backend)
-    except gk.RaceError as e:
-        stats.refused.setdefault("launch: RaceError (the oracle agrees)", []).append(g.name)
-        if not races:
-            fail(f"RaceError on a launch the oracle finds race-free: {str(e).splitlines()[0]}")
+        with mock.patch.dict(os.environ, checked):
+            gk.launch(kernel, dims, *args, backend=backend)
+    except (gk.RaceError, gk.LaunchError) as e:
+        if isinstance(e, gk.RaceError) and races and not fake.outside:
+            stats.refused.setdefault("launch: RaceError (the oracle agrees)", []).append(g.name)
+        elif not fake.outside:
+            fail(f"{type(e).__name__} on a launch the oracle finds inside every array and race-free: "
+                 f"{str(e).splitlines()[0]}")
+        else:
+            stats.refused.setdefault("launch: outside an array (the oracle agrees)", []).append(g.name)
+        caught = "GRADKERN_BOUNDSCHECK=1 caught it" in str(e)  # in the launch itself, documented to change arrays
         for p, a, v in zip(langfuzz.PARAMS, args, values.values()):
-            if isinstance(v, np.ndarray) and not np.array_equal(a, v):
-                fail(f"RaceError, but '{p}' was changed")
+            if isinstance(v, np.ndarray) and not caught and not np.array_equal(a, v):
+                fail(f"{type(e).__name__}, but '{p}' was changed")
         return False
+    if fake.outside:
+        fail(f"the launch ran, but the oracle finds accesses outside their arrays: {fake.outside[:3]}")
     if races:
         fail(f"the launch ran, but the oracle finds races at {races[:3]}")
-    return not races
+    return not races and not fake.outside
 
 
 def _cross(fail, kernel, g, text: str, dims, values: dict):

@@ -13,7 +13,8 @@ these statements drawn more often than the rest of the language:
 * grid-stride loops over w (`g = i; while g < L: ...; g += n`, and `for g in range(i, L, n)`), with active
   values carried and `gk.atomic_add(tot, g, v)` inside;
 * integer `//` and `%` with negative divisors (`// -1`, `% -3`) among the leaves.
-A racy variant writes a neighbour's element through a tuple or chained assignment.
+A racy variant writes a neighbour's element through a tuple or chained assignment; an outside variant reads past
+an array's end (a grid-stride loop's bound off by one, `w[m - p]`, `x[i + 1]`).
 
 `integer_kernel` draws a kernel of random int64 expressions (`+ - * // % << >> & | ^ ~`, unary minus, `abs`,
 `min`, `max`, run-time
@@ -198,8 +199,28 @@ class Generator(langfuzz.Generator):
         if spelled_while:
             self.emit(depth + 1, f"{g} += n")
 
+    def s_outside(self, depth: int):
+        """An access that leaves its array (always, or for some m): gk.LaunchError, nothing changed."""
+        self.features.add("access outside its array")
+        s = self.target(depth)
+        kind = self.pick(["stride", "stride", "shifted", "neighbour"])
+        if kind == "stride":  # the grid-stride loop's bound off by one: some thread reaches g == len(w)
+            g = self.fresh("g")
+            self.emit(depth, f"{g} = i")
+            self.emit(depth, f"while {g} <= w.shape[0]:")
+            self.emit(depth + 1, f"{s} = {s} * 0.5 + gk.sin(w[{g}])")
+            self.emit(depth + 1, f"{g} += n")
+        elif kind == "shifted":  # w[m - p] at p = 0 leaves w when m == len(w)
+            p = self.fresh("p")
+            self.emit(depth, f"for {p} in range(m):")
+            self.emit(depth + 1, f"{s} = {s} * 0.5 + w[m - {p}]")
+        else:
+            self.emit(depth, f"{s} = {s} + x[i + 1{self.I[1:]}]")
+
     def source(self) -> str:
         self.racy = False
+        if self.chance(0.06):
+            self.NEW = self.NEW + ["outside"] * 4  # this kernel's own list
         text = super().source()
         if self.chance(0.06):  # a neighbour's element written through the new forms: a race when n > 1
             self.racy = True
@@ -323,17 +344,26 @@ class _Tracked:
     def __init__(self, name: str, array: np.ndarray, fake: RecordingGk):
         self.name, self.array, self.fake, self.shape = name, array, fake, array.shape
 
-    def _key(self, key) -> tuple:
-        key = key if isinstance(key, tuple) else (key,)
-        return tuple(int(k) % s for k, s in zip(key, self.shape))
+    def _key(self, key) -> tuple | None:
+        """The element's index, or None (recorded in `fake.outside`) for one outside the array."""
+        key = tuple(int(k) for k in (key if isinstance(key, tuple) else (key,)))
+        if any(not 0 <= k < s for k, s in zip(key, self.shape)):
+            self.fake.outside.append((self.name, key, self.fake.thread))
+            return None
+        return key
 
     def __getitem__(self, key):
-        self.fake.touch(self.name, self._key(key), "r")
-        return self.array[key]
+        k = self._key(key)
+        if k is None:
+            return self.array.dtype.type(0)
+        self.fake.touch(self.name, k, "r")
+        return self.array[k]
 
     def __setitem__(self, key, value):
-        self.fake.touch(self.name, self._key(key), "w")
-        self.array[key] = value
+        k = self._key(key)
+        if k is not None:
+            self.fake.touch(self.name, k, "w")
+            self.array[k] = value
 
 
 class RecordingGk(langfuzz._FakeGk):
@@ -342,13 +372,16 @@ class RecordingGk(langfuzz._FakeGk):
     def __init__(self):
         super().__init__()
         self.accesses: dict = {}  # (array, element) -> {kind: set of threads}
+        self.outside: list = []  # (array, index, thread) of each access outside its array
 
     def touch(self, name: str, element: tuple, kind: str):
         self.accesses.setdefault((name, element), {}).setdefault(kind, set()).add(self.thread)
 
     def atomic_add(self, a, index, v):
-        self.touch(a.name, a._key(index), "a")
-        a.array[index] += v
+        k = a._key(index)
+        if k is not None:
+            self.touch(a.name, k, "a")
+            a.array[k] += v
 
     def track(self, values: dict) -> dict:
         return {k: _Tracked(k, v.astype(np.float64) if v.dtype.kind == "f" else v.copy(), self)
