@@ -54,3 +54,21 @@ def test_negation_and_abs_of_int32_widen_first(backend):
     gk.launch(negate, 4, v, res, backend=backend)
     w = v.astype(np.int64)
     np.testing.assert_array_equal(res, np.stack([-w, np.abs(w), w], axis=1))
+
+
+@gk.kernel
+def literal_overflow(a, res):
+    i = gk.tid()
+    res[i, 0] = 2 << 63
+    res[i, 1] = 4611686018427387904 * 4 + a[i]
+    res[i, 2] = (-1 << 63) + a[i]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_literals_whose_result_wraps_compile(backend):
+    """`2 << 63` of two literals was a Numba TypingError leaking out of the launch: CPython folded it into
+    2**64 in the generated module; printed through uint64 it is NumPy's 0."""
+    a = np.array([3, -1], np.int64)
+    res = np.zeros((2, 3), np.int64)
+    gk.launch(literal_overflow, 2, a, res, backend=backend)
+    np.testing.assert_array_equal(res, [[0, 3, I64.min + 3], [0, -1, I64.max]])

@@ -30,8 +30,10 @@ PY_OPS = {
     # the elementary functions: the op table's Python spelling, through this module's own imports
     **{op: _imported(f.python) for op, f in FUNCTIONS.items()},
     Op.BITAND: "({0} & {1})", Op.BITOR: "({0} | {1})", Op.BITXOR: "({0} ^ {1})", Op.INVERT: "(~{0})",
-    # int64 shifts by an amount outside [0, 64) are poison in LLVM: the amount is tested first (Op.LSHIFT)
-    Op.LSHIFT: "(({0} << {1}) if {1} >= 0 and {1} < 64 else 0)",
+    # int64 shifts by an amount outside [0, 64) are poison in LLVM: the amount is tested first (Op.LSHIFT);
+    # `<<` in uint64, as the wrapping ops (WRAPPING): of two literals, CPython would fold `2 << 63` into an
+    # int Numba cannot type
+    Op.LSHIFT: "(_gk_int64(_gk_uint64({0}) << _gk_uint64({1})) if {1} >= 0 and {1} < 64 else 0)",
     Op.RSHIFT: "(({0} >> {1}) if {1} >= 0 and {1} < 64 else ({0} >> 63))",
 }
 WRAPPING = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*"}  # integer ops printed through uint64 (NumbaSyntax.apply)
