@@ -474,10 +474,11 @@ class _FakeGk:
         a[index] += v
 
 
-def python_run(text: str, name: str, dims: tuple, values: dict) -> tuple[dict, float]:
+def python_run(text: str, name: str, dims: tuple, values: dict, fake: _FakeGk | None = None) -> tuple[dict, float]:
     """Run the generated text thread by thread on float64 copies of `values`: the arrays after the launch, and
-    the least distance of a condition or kink argument from its kink."""
-    fake = _FakeGk()
+    the least distance of a condition or kink argument from its kink. `fake` stands for `gk` (its `thread` is
+    set per thread): one that records accesses (tests/fuzz/test_new_features_fuzz.py)."""
+    fake = _FakeGk() if fake is None else fake
     margin = [math.inf]
 
     def near(d):

@@ -30,10 +30,13 @@ PY_OPS = {
     # the elementary functions: the op table's Python spelling, through this module's own imports
     **{op: _imported(f.python) for op, f in FUNCTIONS.items()},
     Op.BITAND: "({0} & {1})", Op.BITOR: "({0} | {1})", Op.BITXOR: "({0} ^ {1})", Op.INVERT: "(~{0})",
-    # int64 shifts by an amount outside [0, 64) are poison in LLVM: the amount is tested first (Op.LSHIFT)
-    Op.LSHIFT: "(({0} << {1}) if {1} >= 0 and {1} < 64 else 0)",
+    # int64 shifts by an amount outside [0, 64) are poison in LLVM: the amount is tested first (Op.LSHIFT);
+    # `<<` in uint64, as the wrapping ops (WRAPPING): of two literals, CPython would fold `2 << 63` into an
+    # int Numba cannot type
+    Op.LSHIFT: "(_gk_int64(_gk_uint64({0}) << _gk_uint64({1})) if {1} >= 0 and {1} < 64 else 0)",
     Op.RSHIFT: "(({0} >> {1}) if {1} >= 0 and {1} < 64 else ({0} >> 63))",
 }
+WRAPPING = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*"}  # integer ops printed through uint64 (NumbaSyntax.apply)
 # The generated module's own names are all reserved (_gk...), so a kernel's
 # parameters and locals (np, math, float32, ...) cannot shadow them. Names the
 # printer itself introduces (launch extents, thread indices, chunks, interior
@@ -54,7 +57,22 @@ def unsigned(index: str) -> str:
     selects and the loop into gathers and scatters: the interior of the 1-D Allen-Cahn primal ran
     about 2x slower than with unsigned indices at one thread
     (docs/performance.md#unsigned-indices-and-the-index-set-split)."""
-    return index if index.isdigit() else f"_gk_uint64({index})"
+    if index.isdigit():
+        return index
+    inner = index[len("_gk_int64("):-1]
+    if index.startswith("_gk_int64(_gk_uint64(") and _balanced(inner):
+        return inner  # a wrapping + - * (NumbaSyntax.apply): already the unsigned value
+    return f"_gk_uint64({index})"
+
+
+def _balanced(text: str) -> bool:
+    """Whether no closing parenthesis in `text` closes one opened before it."""
+    depth = 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 def unsigned_copy(name: str) -> str:
@@ -147,6 +165,11 @@ class NumbaSyntax(Syntax):
             # a thread index is a `prange` loop's unsigned index, which Numba negates and inverts unsigned
             # (-i was 2**64 - i): the operand is cast to the IR's signed type first (a no-op on a signed value)
             return f"({'-' if e.op is Op.NEG else '~'}_gk_{e.type.name}({args[0]}))"
+        if e.op in WRAPPING and e.type.is_int:
+            # Numba marks signed + - * `nsw` (no signed wrap): LLVM may then assume they never overflow and fold
+            # `(a - b) >> 63` to `a < b ? -1 : 0`, wrong where the difference wraps. Unsigned ones carry no flag
+            # and wrap; the cast back keeps the bits (docs/language.md#integer-arithmetic)
+            return f"_gk_{e.type.name}(_gk_uint64({args[0]}) {WRAPPING[e.op]} _gk_uint64({args[1]}))"
         if e.op is Op.FLOORDIV and e.type.is_int and not (isinstance(e.args[1], ir.Const) and e.args[1].value != -1):
             # Numba's INT64_MIN // -1 is 0; NumPy's, the interpreter's and CUDA's is the wrapped negation,
             # INT64_MIN (docs/language.md#integer-arithmetic): // -1 is spelled as the negation, which wraps

@@ -175,17 +175,14 @@ class _Inference:
             return replace(e, args=tuple(self.truth(a) for a in args), type=BOOL)
         if op is Op.INVERT or op in BITWISE:
             return self.bitwise(e, args)
-        if op is Op.NEG:
+        if op in (Op.NEG, Op.ABS):
+            # ints widen to int64 first, as the binary ops do (types.arithmetic): -INT32_MIN is 2**31
             x = args[0]
-            x = self.cast(x, I64) if x.type == BOOL else x
+            x = x if x.type.is_float or x.type == I64 else self.cast(x, I64)
             return replace(e, args=(x,), type=x.type)
         if op in FLOAT_FUNCTIONS:
             x = args[0]
             x = x if x.type.is_float else self.cast(x, self.fdefault)
-            return replace(e, args=(x,), type=x.type)
-        if op is Op.ABS:
-            x = args[0]
-            x = self.cast(x, I64) if x.type == BOOL else x
             return replace(e, args=(x,), type=x.type)
         if op is Op.FLOOR:
             x = args[0]
