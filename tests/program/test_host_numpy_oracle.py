@@ -396,3 +396,35 @@ def test_kernels_compiled_inside_a_program_see_the_math_module_and_plain_calls_a
     def after(a):  # Numba declared math.fabs and np.concatenate, not their wrappers (hostcalls._numba_ready)
         return math.fabs(a[0]) + np.concatenate((np.array([a[1]]), a))[0] + np.full(2, 1.0)[0]
     assert after(np.array([-2.0, 9.0])) == 12.0
+
+
+def test_an_njit_helper_first_compiled_while_a_program_records_types_the_wrapped_functions():
+    """A user's @njit helper first called from a program's host code compiles while `math.sqrt`, `math.pow`,
+    `np.full` and `np.concatenate` are wrappers: Numba types each wrapper as the function it wraps
+    (hostcalls._numba_ready), and `a[1] ** 2` compiles Numba's own `int_power`, which reads `math.pow`. Before,
+    both were TypingErrors (the second also in a checkpointed loop's recomputed segment, compiled outside any
+    launch). The helper's value is the plain function's; the gradient is u^2 + u^3's."""
+    numba = pytest.importorskip("numba")
+
+    @numba.njit
+    def helper(a):
+        return math.sqrt(np.sum(a * a)) + math.pow(a[0], 2.0) + np.full(2, 1.0)[0] + np.concatenate((a, a))[0] \
+            + a[1] ** 2
+
+    @gk.kernel
+    def cubic(u, x):
+        i = gk.tid()
+        x[i] = u[i] * u[i] + u[i] ** 3
+
+    seen = []
+
+    def prog(u, x):
+        gk.launch(cubic, N, u, x)
+        seen.append(helper(np.arange(3.0) + 1))
+
+    u = np.linspace(0.5, 1.5, N)
+    du, dx = np.zeros(N), np.ones(N)
+    gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(np.zeros(N), dx))
+    a = np.arange(3.0) + 1
+    assert seen == [helper.py_func(a)]
+    np.testing.assert_allclose(du, 2 * u + 3 * u ** 2, rtol=1e-14)  # two roundings of float64 apart

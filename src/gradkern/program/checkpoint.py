@@ -40,7 +40,6 @@ from ..runtime.launch import run
 from .budget import BudgetSchedule, Plan
 from .contents import Contents
 from .guard import HostWriteGuard
-from .hostcalls import originals_inside
 from .hostcode import TrackedArray, unwrap_args
 from .loopstate import TAKEN_DEAD, LoopState
 from .outputs import LastWriters
@@ -108,7 +107,6 @@ class _Untaped(Recorder):
     def guard(self) -> Any:
         return self.loop.guard
 
-    @originals_inside
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         loop = self.loop
         recomputing = loop.mode is Mode.RECOMPUTE
@@ -174,7 +172,6 @@ class _Untaped(Recorder):
         if not settled:
             guard.lock(arrays, where)
 
-    @originals_inside
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         """A rule call of an untaped step: its primal, with the loop's bookkeeping as for a launch."""
         given = unwrap_args(given, f"a call of rule '{rule.name}' in step {self.t} of the checkpointed loop",

@@ -7,9 +7,10 @@ derived one: a launch taking it dropped the derivative silently.
 While a program records, the `math` module's functions (and those `statistics` binds under its own names) and
 those NumPy constructors are wrappers that carry the origin, as `np.sqrt(s)` does: a float result is a derived
 scalar, an array made from a derived scalar or a derived array a derived array, and a launch taking either is
-refused (hostcode.py). Anything else passes through unchanged: the same result, by the same function. Every launch
-and rule call runs with `math`'s originals back: Numba, typing `_gk_math.sin` in a kernel it compiles there, cannot
-type a wrapper; and Numba's registries are loaded before the first wrapper is in place (`_numba_ready`). What the
+refused (hostcode.py). Anything else passes through unchanged: the same result, by the same function. Numba types a
+wrapper as the function it wraps, so whatever it compiles meanwhile (a kernel's `_gk_math.sin`, its own `math.pow`,
+a user's @njit helper) calls the original; and its registries are loaded before the first wrapper is in place
+(`_numba_ready`). What the
 wrappers cannot see, and the page lists: names bound before (`from math import sqrt`), `decimal.Decimal(s)`,
 another thread's host code, a list holding a derived scalar given to another NumPy function.
 
@@ -62,6 +63,15 @@ class _Wrapper:
 
     def __repr__(self) -> str:
         return repr(self.__wrapped__)
+
+    # equal to the function it wraps, and hashed as it: a table keyed by `math.fabs` finds its entry given the
+    # wrapper, as Numba's lowering does when its own code reads `math.fabs` while a program records
+    def __eq__(self, other: object) -> bool:
+        return other is self or other is self.__wrapped__ or (
+            isinstance(other, _Wrapper) and other.__wrapped__ is self.__wrapped__)
+
+    def __hash__(self) -> int:
+        return hash(self.__wrapped__)
 
 
 _SEQUENCES = (list, tuple)
@@ -129,10 +139,9 @@ _ORIGINAL[statistics] = {n: f for n, f in vars(statistics).items() if _ORIGINAL[
 _WRAPPED = {math: {n: _Wrapper(f, _math_call) for n, f in _ORIGINAL[math].items()},
             np: {n: _Wrapper(f, _numpy_call) for n, f in _ORIGINAL[np].items()}}
 _WRAPPED[statistics] = {n: _WRAPPED[math][n] for n in _ORIGINAL[statistics]}
-# recordings: programs recording now (all threads); inside: launches and rule calls running now. NumPy's and
-# statistics' wrappers are in their modules while recordings; math's while recordings and not inside (a launch
-# takes the originals back only for the module generated kernels read: ~1.8 us of CPU a launch, docs/host-code.md)
-_STATE = {"recordings": 0, "inside": 0, "applied": False, "math": False, "numba": False}
+# recordings: programs recording now (all threads); the wrappers are in their modules while there are any. Numba
+# types a wrapper as the function it wraps (_numba_ready), so kernels compiled meanwhile see the originals
+_STATE = {"recordings": 0, "applied": False, "numba": False}
 _LOCK = threading.Lock()
 
 
@@ -142,13 +151,8 @@ def _apply() -> None:
         _numba_ready()
     if on != _STATE["applied"]:
         for module, functions in (_WRAPPED if on else _ORIGINAL).items():
-            if module is not math:
-                module.__dict__.update(functions)
+            module.__dict__.update(functions)
         _STATE["applied"] = on
-    on = on and not _STATE["inside"]
-    if on != _STATE["math"]:
-        math.__dict__.update((_WRAPPED if on else _ORIGINAL)[math])
-        _STATE["math"] = on
 
 
 def _numba_ready() -> None:
@@ -157,8 +161,16 @@ def _numba_ready() -> None:
     read while the wrapper is there it would declare the wrapper, leaving `np.concatenate` untyped in every @njit
     function compiled after, for the rest of the process."""
     from numba.core.registry import cpu_target
+    from numba.extending import typeof_impl
     cpu_target.typing_context.refresh()
     cpu_target.target_context.refresh()
+
+    @typeof_impl.register(_Wrapper)
+    def _typeof_wrapper(val: _Wrapper, c: Any) -> Any:
+        # a wrapper is typed as the function it wraps: what Numba compiles while a program records (its own
+        # `math.pow` in `int_power`, a recomputed segment's kernel, a user's @njit helper) calls the original
+        return cpu_target.typing_context.resolve_value_type(val.__wrapped__)
+
     _STATE["numba"] = True
 
 
@@ -174,26 +186,6 @@ def recording_ended() -> None:
     with _LOCK:
         _STATE["recordings"] -= 1
         _apply()
-
-
-def originals_inside(method: Any) -> Any:
-    """A recorder's `launch` or `rule`, run with `math`'s original functions: a kernel Numba compiles there reads
-    `_gk_math.sin` when it types it, and it cannot type a wrapper. (Generated kernels read no other wrapped
-    function: `_gk_np.empty` is not wrapped; Numba's registries were loaded before any wrapper, `_numba_ready`.)"""
-    @functools.wraps(method)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        if not _STATE["math"] and not _STATE["inside"]:
-            return method(*args, **kwargs)
-        with _LOCK:
-            _STATE["inside"] += 1
-            _apply()
-        try:
-            return method(*args, **kwargs)
-        finally:
-            with _LOCK:
-                _STATE["inside"] -= 1
-                _apply()
-    return run
 
 
 # -- the derived scalars: exact rationals ---------------------------------------------------------------------------

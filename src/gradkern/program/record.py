@@ -30,7 +30,6 @@ from ..runtime.launch import run
 from ..runtime.reverse import run_augmented_primal, saved_in_place, untaped_tape
 from .contents import array_positions
 from .guard import HostWriteGuard
-from .hostcalls import originals_inside
 from .hostcode import HostTracker, unwrap_args
 from .replay import LaunchFacts, Replays
 from .rulestep import record_forward, record_reverse
@@ -124,7 +123,6 @@ class ProgramRecorder(Recorder):
         # segments share the program's (the same shadows)
         self.replays = within.replays if within is not None else Replays()
 
-    @originals_inside
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
         args = unwrap_args(given, lambda: f"launch {len(self.steps) + 1} (kernel '{kernel.name}')", params)
@@ -177,7 +175,6 @@ class ProgramRecorder(Recorder):
             annotated = list(plain)  # the binding reports the count
         return annotated, scalars, plain, active
 
-    @originals_inside
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         """A call of a function with a custom rule (rulestep.py); returns what the call returns."""
         step, arrays, result = record_reverse(self, rule, unwrap_args(given, f"rule call {len(self.steps) + 1} "
@@ -324,7 +321,6 @@ class ForwardRecorder(Recorder):
         self.host = HostTracker(tangents)
         self.count = 0
 
-    @originals_inside
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
         args = unwrap_args(given, f"launch {self.count + 1} (kernel '{kernel.name}')", params)
@@ -346,7 +342,6 @@ class ForwardRecorder(Recorder):
         self.count += 1
         self.guard.lock(arrays, after_launch(self.count, kernel.name))
 
-    @originals_inside
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         given = unwrap_args(given, f"a call of rule '{rule.name}'", rule.params)
         self.count += 1
