@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from support.devices import HAS_GPU
 
 import gradkern as gk
 from gradkern.backends.hostcuda import compiler
 
 BACKENDS = ["interp", "cpu",
-            pytest.param("hostcuda", marks=pytest.mark.skipif(compiler() is None, reason="g++ is not on the PATH"))]
+            pytest.param("hostcuda", marks=pytest.mark.skipif(compiler() is None, reason="g++ is not on the PATH")),
+            pytest.param("cuda", marks=pytest.mark.skipif(not HAS_GPU, reason="no CUDA GPU (CuPy)"))]
 I64, I32 = np.iinfo(np.int64), np.iinfo(np.int32)
 
 
@@ -72,3 +74,17 @@ def test_literals_whose_result_wraps_compile(backend):
     res = np.zeros((2, 3), np.int64)
     gk.launch(literal_overflow, 2, a, res, backend=backend)
     np.testing.assert_array_equal(res, [[0, 3, I64.min + 3], [0, -1, I64.max]])
+
+
+def test_the_cuda_source_wraps_integer_sums_differences_products_and_negations_through_unsigned():
+    """Signed overflow is undefined in C++: NVRTC may fold `((a - b) >> 63)` as LLVM did on the CPU. The CUDA
+    printer spells integer + - * and unary minus through the unsigned type (backends/cuda.py, `_WRAPPING`), and
+    the prelude's integer abs and powers wrap too. hostcuda compiles with -fwrapv, so its runs above cannot tell;
+    this checks the spelling, and the GPU check runs the kernels on the device (docs/language.md)."""
+    a, b = np.array([I64.max, 1], np.int64), np.array([-1, 2], np.int64)
+    src = gk.inspect(sign_of_difference, a, b, np.zeros((2, 3), np.int64), backend="cuda").source
+    for op in "-+*":
+        assert "(unsigned long long)(" in src and f") {op} (unsigned long long)(" in src, op
+    neg = gk.inspect(negate, np.ones(2, np.int32), np.zeros((2, 3), np.int64), backend="cuda").source
+    assert "((unsigned long long)0 - (unsigned long long)(" in neg
+    assert "(long long)(0ULL - (unsigned long long)x)" in neg  # _gkb_abs in the prelude

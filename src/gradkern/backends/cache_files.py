@@ -47,7 +47,9 @@ def read_file(path: Path) -> bytes:
             raise OSError(errno.EFBIG, f"{size} bytes, more than any cache file gradkern writes", str(path))
         with os.fdopen(fd, "rb") as f:
             fd = -1  # closed with f
-            return f.read(MAX_BYTES + 1)
+            # at most what fstat said and a byte more (a file still growing reads short of its end, damage the
+            # checksums find): read(MAX_BYTES + 1) allocated a GiB for every cache file it read
+            return f.read(size + 1)
     finally:
         if fd >= 0:
             os.close(fd)

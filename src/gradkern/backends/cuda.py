@@ -45,6 +45,8 @@ _OPS = {
     Op.LSHIFT: "_gkb_shl({0}, {1})", Op.RSHIFT: "_gkb_shr({0}, {1})",
 }
 
+_WRAPPING = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.NEG: "-"}  # integer ops printed through unsigned (apply)
+
 # the op table's C library functions (ir/ops.py: Function.libm) as (name, arity), unary ones first; each gets
 # one `_gkb_` overload per float type
 LIBM = [(op.value, arity) for arity in (1, 2) for op, f in FUNCTIONS.items() if f.libm and f.arity == arity]
@@ -93,6 +95,15 @@ template <class T> __host__ __device__ __forceinline__ T _gkb_powi(T x, long lon
     while (n) { if (n & 1) r *= x; x *= x; n >>= 1; }
     return r;
 }
+#define _GKB_POWI_WRAPPING(T, U) \
+__host__ __device__ __forceinline__ T _gkb_powi(T x, long long n) { \
+    if (n < 0) return (T)(pow(double(x), double(n))); \
+    U r = 1, b = (U)x; \
+    while (n) { if (n & 1) r *= b; b *= b; n >>= 1; } \
+    return (T)r; \
+}
+_GKB_POWI_WRAPPING(int, unsigned int)
+_GKB_POWI_WRAPPING(long long, unsigned long long)
 __host__ __device__ __forceinline__ float _gkb_powi(float x, long long n) {
     return n < 0 ? powf(x, float(n)) : _gkb_powi<float>(x, n);
 }
@@ -102,8 +113,11 @@ template <class T> __host__ __device__ __forceinline__ T _gkb_min(T a, T b) { re
 template <class T> __host__ __device__ __forceinline__ T _gkb_max(T a, T b) { return b > a ? b : a; }
 __host__ __device__ __forceinline__ float _gkb_abs(float x) { return fabsf(x); }
 __host__ __device__ __forceinline__ double _gkb_abs(double x) { return fabs(x); }
-__host__ __device__ __forceinline__ int _gkb_abs(int x) { return x < 0 ? -x : x; }
-__host__ __device__ __forceinline__ long long _gkb_abs(long long x) { return x < 0 ? -x : x; }
+// integer abs and powers wrap as + - * do (apply): abs(INT64_MIN) is INT64_MIN, as NumPy's
+__host__ __device__ __forceinline__ int _gkb_abs(int x) { return x < 0 ? (int)(0U - (unsigned)x) : x; }
+__host__ __device__ __forceinline__ long long _gkb_abs(long long x) {
+    return x < 0 ? (long long)(0ULL - (unsigned long long)x) : x;
+}
 // shifts as Op.LSHIFT documents: wrapping (through unsigned: no signed overflow), amounts outside [0, 64) defined
 __host__ __device__ __forceinline__ long long _gkb_shl(long long a, long long b) {
     return (b >= 0 && b < 64) ? (long long)((unsigned long long)a << b) : 0;
@@ -213,6 +227,14 @@ class CudaSyntax(Syntax):
         return f"_gkb_atomic_add(&{self.index(array, indices)}, {value})"
 
     def apply(self, e: ir.Apply, args: list[str]) -> str | None:
+        if e.op in _WRAPPING and e.type.is_int:
+            # signed overflow is undefined in C++ (NVRTC may assume it never happens, as LLVM's `nsw` let it fold
+            # `(a - b) >> 63` on the CPU: docs/language.md#integer-arithmetic): + - * and negation wrap through the
+            # unsigned type, and the conversion back keeps the bits (C++20)
+            t, u = C_TYPES[e.type.name], f"unsigned {C_TYPES[e.type.name]}"
+            if e.op is Op.NEG:
+                return f"(({t})(({u})0 - ({u})({args[0]})))"
+            return f"(({t})(({u})({args[0]}) {_WRAPPING[e.op]} ({u})({args[1]})))"
         if e.op is Op.POW:
             if e.args[1].type.is_int:
                 return f"_gkb_powi({args[0]}, (long long)({args[1]}))"

@@ -15,11 +15,11 @@ extern "C" __global__ void __launch_bounds__(256) allen_cahn_step_1d(
         long long i = 0LL;
         float ui = 0.0f;
         i = _gkb_t0;
-        if (((i == 0LL) || (i == (_gkb_u_n0 - 1LL)))) {
+        if (((i == 0LL) || (i == ((long long)((unsigned long long)(_gkb_u_n0) - (unsigned long long)(1LL)))))) {
             un[(i)] = u[(i)];
         } else {
             ui = u[(i)];
-            un[(i)] = ((ui + (c * ((u[((i - 1LL))] - (2.0f * ui)) + u[((i + 1LL))]))) + (dt * (ui - _gkb_powi(ui, (long long)(3LL)))));
+            un[(i)] = ((ui + (c * ((u[(((long long)((unsigned long long)(i) - (unsigned long long)(1LL))))] - (2.0f * ui)) + u[(((long long)((unsigned long long)(i) + (unsigned long long)(1LL))))]))) + (dt * (ui - _gkb_powi(ui, (long long)(3LL)))));
         }
     }
 }

@@ -20,10 +20,10 @@ extern "C" __global__ void __launch_bounds__(256) heat_step_2d_2d(
         long long j = 0LL;
         i = _gkb_t0;
         j = _gkb_t1;
-        if (((((i == 0LL) || (j == 0LL)) || (i == (_gkb_u_n0 - 1LL))) || (j == (_gkb_u_n1 - 1LL)))) {
+        if (((((i == 0LL) || (j == 0LL)) || (i == ((long long)((unsigned long long)(_gkb_u_n0) - (unsigned long long)(1LL))))) || (j == ((long long)((unsigned long long)(_gkb_u_n1) - (unsigned long long)(1LL)))))) {
             un[((i) * _gkb_un_n1 + (j))] = u[((i) * _gkb_u_n1 + (j))];
         } else {
-            un[((i) * _gkb_un_n1 + (j))] = (u[((i) * _gkb_u_n1 + (j))] + (c * ((((u[(((i - 1LL)) * _gkb_u_n1 + (j))] + u[(((i + 1LL)) * _gkb_u_n1 + (j))]) + u[((i) * _gkb_u_n1 + ((j - 1LL)))]) + u[((i) * _gkb_u_n1 + ((j + 1LL)))]) - (4.0 * u[((i) * _gkb_u_n1 + (j))]))));
+            un[((i) * _gkb_un_n1 + (j))] = (u[((i) * _gkb_u_n1 + (j))] + (c * ((((u[((((long long)((unsigned long long)(i) - (unsigned long long)(1LL)))) * _gkb_u_n1 + (j))] + u[((((long long)((unsigned long long)(i) + (unsigned long long)(1LL)))) * _gkb_u_n1 + (j))]) + u[((i) * _gkb_u_n1 + (((long long)((unsigned long long)(j) - (unsigned long long)(1LL)))))]) + u[((i) * _gkb_u_n1 + (((long long)((unsigned long long)(j) + (unsigned long long)(1LL)))))]) - (4.0 * u[((i) * _gkb_u_n1 + (j))]))));
         }
     }
 }
