@@ -22,7 +22,7 @@ What porting them found is in docs/kernel-language.md ("Second round (session 49
 import numpy as np
 import pytest
 from support import ported_hpc as P
-from support.ported import assert_backends_agree
+from support.ported import assert_backends_agree, primal_values
 from support.ported_hpc_cases import cases, gauss_fan1, gauss_fan2
 
 import gradkern as gk
@@ -43,14 +43,6 @@ ATOMIC = {"lulesh_stress": ("fx", "fy", "fz"), "kmeans_accumulate": ("new_center
 
 def _case(name, seed=5):
     return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
-
-
-def _values(args):
-    out = []
-    for a in args:
-        v = a.val if isinstance(a, gk.Annotation) else a
-        out.append(v.copy() if isinstance(v, np.ndarray) else v)
-    return out
 
 
 def _launches(name):
@@ -74,7 +66,7 @@ def test_primal_agrees_across_backends(name):
     for backend in ("cpu", "interp", "hostcuda"):
         if backend == "hostcuda":
             pytest.importorskip("gradkern.backends.hostcuda")
-        values = _values(args)
+        values = primal_values(args)
         try:
             if name in PROGRAMS:
                 kernel(*values, backend=backend)
@@ -98,7 +90,7 @@ def test_gradient(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_race_freedom(name):
     for kernel, dim, args in _launches(name):
-        primal = gk.inspect(kernel, *_values(args), dim=dim)
+        primal = gk.inspect(kernel, *primal_values(args), dim=dim)
         reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
         assert primal.parallel and reverse.parallel
         assert primal.atomic_targets == ATOMIC.get(kernel.name, ()), kernel.name
@@ -106,7 +98,7 @@ def test_race_freedom(name):
             assert not primal.race_check and not reverse.race_check, kernel.name
         else:  # not proved statically: the exact check runs, and passes
             assert primal.race_check and reverse.race_check, kernel.name
-            gk.launch(kernel, dim, *_values(args))
+            gk.launch(kernel, dim, *primal_values(args))
 
 
 # ---- mutations that race: refused before anything is written ----------------------------------------------------
@@ -159,7 +151,7 @@ def test_racy_mutations_are_refused(rng):
         (symgs_every_thread, 2, (ptr, cols, rng.uniform(size=6), rng.uniform(size=3), rng.uniform(size=3), 3)),
     ]
     for kernel, dim, args in launches:
-        before = _values(args)
+        before = primal_values(args)
         with pytest.raises(gk.RaceError, match="the same element"):
             gk.launch(kernel, dim, *args)
         for a, b in zip(args, before):

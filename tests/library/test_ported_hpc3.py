@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 import pytest
-from support.ported import assert_backends_agree
+from support.ported import assert_backends_agree, primal_values
 from support.ported_hpc3_cases import cases
 
 import gradkern as gk
@@ -40,14 +40,6 @@ def _case(name, seed=5):
     return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
 
 
-def _values(args):
-    out = []
-    for a in args:
-        v = a.val if isinstance(a, gk.Annotation) else a
-        out.append(v.copy() if isinstance(v, np.ndarray) else v)
-    return out
-
-
 def _run(name, kernel, dim, values, backend):
     if name in PROGRAMS:
         kernel(*values, backend=backend)
@@ -58,8 +50,8 @@ def _run(name, kernel, dim, values, backend):
 @pytest.mark.parametrize("name", NAMES)
 def test_primal_matches_numpy(name):
     _, kernel, args, dim, _, reference = _case(name)
-    values = _values(args)
-    want = reference(_values(args))
+    values = primal_values(args)
+    want = reference(primal_values(args))
     _run(name, kernel, dim, values, "cpu")
     assert want
     for k, expected in want.items():
@@ -77,7 +69,7 @@ def test_primal_agrees_across_backends(name):
     _, kernel, args, dim, _, _ = _case(name)
     runs = {}
     for backend in ("cpu", "interp", "hostcuda"):
-        values = _values(args)
+        values = primal_values(args)
         try:
             _run(name, kernel, dim, values, backend)
         except gk.BackendUnavailableError:
@@ -106,14 +98,14 @@ ATOMIC = {"minimd_lj_half": ("f",), "kokkos_yax": ("result",), "fem_p1_apply": (
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in PROGRAMS])
 def test_race_freedom(name):
     _, kernel, args, dim, _, _ = _case(name)
-    primal = gk.inspect(kernel, *_values(args), dim=dim)
+    primal = gk.inspect(kernel, *primal_values(args), dim=dim)
     reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
     assert primal.parallel and reverse.parallel
     assert primal.atomic_targets == ATOMIC.get(name, ())
     checked = name in RUNTIME_CHECKED
     assert primal.race_check == checked and reverse.race_check == checked, name
     if checked:
-        gk.launch(kernel, dim, *_values(args))
+        gk.launch(kernel, dim, *primal_values(args))
 
 
 # ---- GADGET's self pair: sqrt at r2 = 0 (docs/kernel-language.md, "Third round") --------------------------------

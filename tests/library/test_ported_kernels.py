@@ -22,7 +22,7 @@ its index is not affine in the thread index) and `return` inside a loop (findInd
 
 import numpy as np
 import pytest
-from support.ported import assert_backends_agree, cases
+from support.ported import assert_backends_agree, cases, primal_values
 
 import gradkern as gk
 from gradkern.testing import check_grad
@@ -39,14 +39,6 @@ def _case(name, seed=5):
     return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
 
 
-def _values(args):
-    out = []
-    for a in args:
-        v = a.val if isinstance(a, gk.Annotation) else a
-        out.append(v.copy() if isinstance(v, np.ndarray) else v)
-    return out
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_primal_agrees_across_backends(name):
     _, kernel, args, dim, _ = _case(name)
@@ -54,7 +46,7 @@ def test_primal_agrees_across_backends(name):
     for backend in ("cpu", "interp", "hostcuda"):
         if backend == "hostcuda":
             pytest.importorskip("gradkern.backends.hostcuda")
-        values = _values(args)
+        values = primal_values(args)
         try:
             gk.launch(kernel, dim, *values, backend=backend)
         except gk.BackendUnavailableError:
@@ -75,7 +67,7 @@ def test_gradient(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_race_freedom(name):
     _, kernel, args, dim, _ = _case(name)
-    primal = gk.inspect(kernel, *_values(args), dim=dim)
+    primal = gk.inspect(kernel, *primal_values(args), dim=dim)
     reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
     assert primal.parallel and reverse.parallel
     assert primal.atomic_targets == ()
@@ -83,7 +75,7 @@ def test_race_freedom(name):
         assert not primal.race_check and not reverse.race_check, name
     else:  # not proved statically: the exact check runs, and passes
         assert primal.race_check
-        gk.launch(kernel, dim, *_values(args))
+        gk.launch(kernel, dim, *primal_values(args))
 
 
 def test_corr_symm_mutated_to_race_is_refused(rng):

@@ -568,6 +568,15 @@ def cases(rng, dtype=np.float64):
     ]
 
 
+def primal_values(args):
+    """Copies of the primal values of a case's arguments (annotations unwrapped), for a launch of its own."""
+    out = []
+    for a in args:
+        v = a.val if isinstance(a, gk.Annotation) else a
+        out.append(v.copy() if isinstance(v, np.ndarray) else v)
+    return out
+
+
 def assert_backends_agree(name, runs):
     """Each backend's arrays after the same launches against the CPU backend's (`runs`: backend -> arguments):
     integers equal; floats within 8 ulps of the largest value, since every backend evaluates the same operations
