@@ -33,12 +33,14 @@ def agree(comm: Any, problem: str | None, what: str, signature: Any = None) -> N
                                hint="every rank must pass the same global arguments")
 
 
-def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int = 0) -> None:
-    """`agree` for calls made every step: one Allreduce(MAX) of five integers (the highest failing rank, the
-    dtype and the element count on every rank as max and -min), then DistributedError on every rank if
-    any rank failed or they differ. The failing rank names its problem; the others name that rank."""
+def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int = 0, active: int = 0) -> None:
+    """`agree` for calls made every step: one Allreduce(MAX) of seven integers (the highest failing rank, the
+    dtype, the element count and `active` on every rank as max and -min), then DistributedError on every rank
+    if any rank failed or they differ. The failing rank names its problem; the others name that rank.
+    `active`: 1 where a program differentiates the call (its reverse will send messages), else 0: a rank that
+    skipped the reverse of a call its neighbours reverse would leave them waiting for ever."""
     num = np.dtype(dtype).num if dtype is not None else -1
-    mine = np.array([comm.rank + 1 if problem else 0, num, -num, size, -size], dtype=np.int64)
+    mine = np.array([comm.rank + 1 if problem else 0, num, -num, size, -size, active, -active], dtype=np.int64)
     got = np.empty_like(mine)
     comm.Allreduce(mine, got, op=MPI.MAX)
     hint = "every rank must make the same call with arguments that fit the grid"
@@ -53,21 +55,37 @@ def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int 
     if got[3] != -got[4]:
         raise DistributedError(f"{what}: the ranks pass arrays of different sizes (this rank: {size} elements)",
                                hint="every rank must pass an array of the same shape")
+    if got[5] != -got[6]:
+        state = "differentiates" if active else "does not differentiate"
+        raise DistributedError(f"{what}: a program differentiates the call on some ranks only (this rank {state} "
+                               "it: its array is Const here and Duplicated on another rank, or the other way); "
+                               "their reverses would wait for each other for ever",
+                               hint="annotate the array alike on every rank (docs/distributed.md#deadlocks-and-how-"
+                                    "gradkern-prevents-them)")
+
+
+def agree_schedule_once(comm: Any, entry: Any, key: Any) -> None:
+    """`agree_schedule` once per loop and `key` (a grid, a communicator), on `comm`. The key is held in the
+    loop's `agreed`: one freed inside the loop cannot pass its id on to a new one, which would then skip this
+    collective on some ranks only (docs/programs.md#objects-keyed-by-identity)."""
+    if entry is not None and entry.agreed.get(id(key)) is not key:
+        agree_schedule(comm, entry)
+        entry.agreed[id(key)] = key
 
 
 def agree_schedule(comm: Any, entry: Any) -> None:
-    """A checkpointed loop whose steps exchange: every rank must take the same schedule (nsteps, snapshots,
-    the schedule's class, storage), or the ranks would recompute different steps and wait for each other's
-    messages for ever. ProgramError on every rank otherwise, before the loop's first exchange."""
+    """A checkpointed loop whose steps exchange or allreduce: every rank must take the same schedule (nsteps,
+    snapshots, the schedule's class, storage), or the ranks would recompute different steps and wait for each
+    other's messages for ever. ProgramError on every rank otherwise, before the loop's first message."""
     found = comm.allgather(entry.describe())
     if any(f != found[0] for f in found):
         detail = "; ".join(f"rank {r}: nsteps={f[0]}, snapshots={f[1]}, schedule {f[2]}, storage {f[3]}"
                            for r, f in enumerate(found))
-        raise ProgramError(f"a checkpointed loop whose steps exchange halos takes different schedules on different "
-                           f"ranks ({detail}); their recomputations would wait for each other for ever",
+        raise ProgramError(f"a checkpointed loop whose steps exchange halos or allreduce takes different schedules "
+                           f"on different ranks ({detail}); their recomputations would wait for each other for ever",
                            hint="give gk.checkpointed_loop the same nsteps, snapshots and schedule on every rank")
     if found[0][4] is not None:  # each rank would pick from its own block's sizes (program/budget.py)
-        raise ProgramError("a checkpointed loop whose steps exchange halos takes memory=, which each rank would "
-                           "turn into a schedule from its own block's sizes; ranks of unequal blocks would pick "
-                           "different ones and wait for each other for ever",
+        raise ProgramError("a checkpointed loop whose steps exchange halos or allreduce takes memory=, which each "
+                           "rank would turn into a schedule from its own block's sizes; ranks of unequal blocks "
+                           "would pick different ones and wait for each other for ever",
                            hint="pass the same snapshots= on every rank")

@@ -20,7 +20,7 @@ from mpi4py import MPI
 
 from ..program.loop import entering_loop
 from ..runtime.arrays import is_array, is_cupy_array, module_of, to_host
-from .agreement import DistributedError, agree, agree_schedule
+from .agreement import DistributedError, agree, agree_schedule_once
 from .halo import HaloPlan, exchange_rule
 
 # when an exchange agrees with every rank that its block fits (docs/distributed.md#what-it-costs): "every" exchange
@@ -132,12 +132,7 @@ class Cartesian:
         """Fill `u`'s ghost cells, faces and corners, from the neighbours' owned cells (docs/distributed.md);
         ghosts on a non-periodic global edge keep their values. A custom rule: differentiated, recorded by
         programs, recomputed by checkpointed loops. Collective: every rank calls it with its own block."""
-        entry = entering_loop()
-        if entry is not None and entry.agreed.get(id(self)) is not self:
-            agree_schedule(self.halo.comm, entry)  # once per loop and grid, before its first message
-            # the grid held: a grid freed inside the loop cannot pass its id on to a new one, which would then skip
-            # this collective on some ranks only (docs/programs.md#objects-keyed-by-identity)
-            entry.agreed[id(self)] = self
+        agree_schedule_once(self.halo.comm, entering_loop(), self)  # once per loop and grid, before its first message
         exchange_rule(u, self.halo)
 
     # -- set-up and checks: not differentiated ---------------------------------------------------------------------

@@ -61,8 +61,9 @@ class HaloPlan:
                              for e in range(len(local_shape)))
             self.slabs.append((slab(g, 2 * g), slab(n + g, n + 2 * g), slab(n, n + g), slab(0, g)))
 
-    def check(self, u: Any) -> None:
-        """Refuse, on every rank and before any message, a block that does not fit this rank's part."""
+    def check(self, u: Any, active: bool = False) -> None:
+        """Refuse, on every rank and before any message, a block that does not fit this rank's part, or a call a
+        program differentiates (`active`: its reverse will send messages) on some ranks only."""
         problem = None
         if not is_array(u):
             problem = f"exchange takes this rank's padded block, an array of shape {self.padded_shape}; got " \
@@ -80,7 +81,7 @@ class HaloPlan:
                                                           "refuses on every rank")
             return
         trailing = int(np.prod(u.shape[self.ndim:])) if problem is None else 0
-        agree_fast(self.comm, problem, "grid.exchange", u.dtype if problem is None else None, trailing)
+        agree_fast(self.comm, problem, "grid.exchange", u.dtype if problem is None else None, trailing, int(active))
         self.agreed = (u.dtype, tuple(u.shape[self.ndim:]))
 
     def _sendrecv(self, a: Any, send: tuple, dest: int, recv: tuple, source: int, tag: int, add: bool,
@@ -146,7 +147,7 @@ def exchange_rule(u: Any, plan: HaloPlan) -> None:
 
 @exchange_rule.augmented_primal
 def _(config: Any, u: Any, plan: Any) -> None:
-    plan.val.check(u.val)
+    plan.val.check(u.val, active=bool(_lanes(u, config.width)))  # the ranks whose reverse will send messages
     plan.val.forward(_plain(u.val))  # always: a rank skipping it would leave its neighbours waiting
     return None  # nothing taped: the reverse reads no primal value
 
@@ -160,7 +161,7 @@ def _(config: Any, tape: Any, u: Any, plan: Any) -> tuple:
 
 @exchange_rule.forward
 def _(config: Any, u: Any, plan: Any) -> None:
-    plan.val.check(u.val)
+    plan.val.check(u.val, active=bool(_lanes(u, config.width)))  # the ranks that will exchange tangents
     plan.val.forward(_plain(u.val))
     for tangent in _lanes(u, config.width):
         plan.val.forward(_plain(tangent))

@@ -17,9 +17,10 @@ import numpy as np
 from mpi4py import MPI
 
 from ..errors import RuleError
+from ..program.loop import entering_loop
 from ..rules import custom_rule
 from ..runtime.arrays import is_array, is_cupy_array, module_of
-from .agreement import DistributedError, agree_fast
+from .agreement import DistributedError, agree_fast, agree_schedule_once
 
 
 def _sum(comm: Any, a: Any, into: Any = None) -> None:
@@ -41,9 +42,26 @@ def _lanes(a: Any, width: int) -> tuple:
     return (dval,) if width == 1 else tuple(dval)
 
 
+def _agree(comm: Any, x: Any, active: bool) -> None:
+    """Before any data moves: one small Allreduce (agreement.agree_fast) that every rank passes an array of one
+    dtype and size and that a program differentiates the call on every rank or on none (`active`: its
+    reverse, or its forward rule's tangent sum, will send messages); then, in a checkpointed loop's first
+    forward, that every rank takes the loop's schedule (once per loop and communicator)."""
+    agree_fast(comm, None, "gkm.allreduce", x.dtype, int(x.size), int(active))
+    agree_schedule_once(comm, entering_loop(), comm)
+
+
 @custom_rule(reads=(), writes=("x",))
 def _allreduce_in_place(x: Any, comm: Any) -> None:
+    _agree(comm, x, False)
     _sum(comm, x)
+
+
+@_allreduce_in_place.augmented_primal
+def _(config: Any, x: Any, comm: Any) -> None:
+    _agree(comm.val, x.val, True)  # a call a program differentiates: its reverse sums on every rank
+    _sum(comm.val, x.val)  # always: a rank skipping it would leave the others waiting
+    return None
 
 
 @_allreduce_in_place.reverse
@@ -56,6 +74,7 @@ def _(config: Any, tape: Any, x: Any, comm: Any) -> tuple:
 
 @_allreduce_in_place.forward
 def _(config: Any, x: Any, comm: Any) -> None:
+    _agree(comm.val, x.val, any(dx is not None for dx in _lanes(x, config.width)))
     _sum(comm.val, x.val)
     for dx in _lanes(x, config.width):
         if dx is not None:
@@ -64,7 +83,15 @@ def _(config: Any, x: Any, comm: Any) -> None:
 
 @custom_rule(reads=(), writes=("out",))
 def _allreduce_into(x: Any, out: Any, comm: Any) -> None:
+    _agree(comm, x, False)
     _sum(comm, x, out)
+
+
+@_allreduce_into.augmented_primal
+def _(config: Any, x: Any, out: Any, comm: Any) -> None:
+    _agree(comm.val, x.val, True)  # a call a program differentiates: its reverse sums on every rank
+    _sum(comm.val, x.val, out.val)  # always: a rank skipping it would leave the others waiting
+    return None
 
 
 @_allreduce_into.reverse
@@ -83,6 +110,7 @@ def _(config: Any, tape: Any, x: Any, out: Any, comm: Any) -> tuple:
 
 @_allreduce_into.forward
 def _(config: Any, x: Any, out: Any, comm: Any) -> None:
+    _agree(comm.val, x.val, any(dout is not None for dout in _lanes(out, config.width)))
     _sum(comm.val, x.val, out.val)
     for dx, dout in zip(_lanes(x, config.width), _lanes(out, config.width)):
         if dout is not None:
@@ -93,22 +121,29 @@ def allreduce(x: Any, out: Any = None, comm: Any = None, op: Any = None) -> Any:
     """out = Σ over the ranks of `comm` (default MPI.COMM_WORLD) of `x` (in place when out is None); returns
     the array written. Differentiated (Enzyme's convention; docs/distributed.md#seeding): in reverse mode
     x's adjoint gets the sum over ranks of out's adjoint, and out's adjoint is zeroed. `op` must be None or
-    MPI.SUM: other reductions raise RuleError. Collective: every rank calls it with an array of one shape
-    and dtype, or every rank raises DistributedError before any data moves."""
-    if op is not None and op != MPI.SUM:
-        raise RuleError(f"gkm.allreduce differentiates sums only (op=MPI.SUM), got op={op!r}",
-                        hint="for a max or min, reduce with mpi4py outside the differentiated program")
+    MPI.SUM: other reductions raise RuleError (the ranks that passed a sum raise DistributedError). Collective:
+    every rank calls it with an array of one shape and dtype, or every rank raises before any data moves; in a
+    checkpointed loop, every rank takes the loop's schedule (gk.ProgramError otherwise)."""
     comm = MPI.COMM_WORLD if comm is None else getattr(comm, "comm", comm)  # a Cartesian grid: its comm
     if not isinstance(comm, MPI.Intracomm):
         raise DistributedError(f"gkm.allreduce: comm must be an mpi4py intracommunicator or a gkm.Cartesian, got "
                                f"{type(comm).__name__}")
     problem = None
-    if not is_array(x):
+    if op is not None and op != MPI.SUM:  # agreed like a bad array: a rank refusing alone would hang the others
+        problem = f"gkm.allreduce differentiates sums only (op=MPI.SUM), got op={op!r}"
+    elif not is_array(x):
         problem = f"x must be an array (wrap a scalar as np.array([s])), got {type(x).__name__}"
     elif out is not None and (not is_array(out) or tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype):
         problem = f"out must be an array of x's shape {tuple(x.shape)} and dtype {x.dtype}, got " \
                   f"{getattr(out, 'shape', type(out).__name__)}"
-    agree_fast(comm, problem, "gkm.allreduce", None if problem else x.dtype, 0 if problem else int(x.size))
+    if problem is not None:  # raised on every rank: the others raise in the call's own agreement (_agree)
+        try:
+            agree_fast(comm, problem, "gkm.allreduce", None)
+        except DistributedError as e:
+            if op is not None and op != MPI.SUM:
+                raise RuleError(problem, hint="for a max or min, reduce with mpi4py outside the differentiated "
+                                              "program") from e
+            raise
     if out is None:
         _allreduce_in_place(x, comm)
         return x
