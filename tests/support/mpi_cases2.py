@@ -374,6 +374,78 @@ def case_docs_examples():
     grid.free()
 
 
+@gk.kernel
+def zero_first(s):
+    s[0] = 0.0
+
+
+@gk.kernel
+def square_sum(v, s):
+    i = gk.tid()
+    gk.atomic_add(s, 0, v[i + 1] * v[i + 1])
+
+
+@gk.kernel
+def rescale(v, S, u):
+    i = gk.tid()
+    u[i + 1] = v[i + 1] / (1.0 + 0.01 * S[0])
+
+
+def normalised(u, v, s, S, E, c, grid, loop):
+    """Each step: exchange, a heat step, then the field rescaled by its global norm (an allreduce in the step)."""
+    def step(t):
+        grid.exchange(u)
+        _heat1(grid, u, v, c)
+        gk.launch(zero_first, 1, s)
+        gk.launch(square_sum, grid.local_shape, v, s)
+        gkm.allreduce(s, S, comm=grid)
+        gk.launch(rescale, grid.local_shape, v, S, u)
+    if loop is None:
+        for t in range(T):
+            step(t)
+    else:
+        gk.checkpointed_loop(step, T, snapshots=LOOPS[loop][0], schedule=LOOPS[loop][1]())
+    mc.energy(grid, u, E)
+
+
+def case_allreduce_in_loop():
+    """A checkpointed loop whose steps exchange and allreduce (recomputed by the schedule): the P-rank gradient
+    equals the single-process gradient of the plain loop, under two schedules; forward vector mode too."""
+    shape = (10,)
+    u0, v0 = mc.initial(shape, 1, 13)
+    results = {}
+    for label, comm, loop in (("binomial", WORLD, "binomial"), ("mixed", WORLD, "mixed"),
+                              ("one process", MPI.COMM_SELF, None)):
+        if comm is MPI.COMM_SELF and RANK != 0:
+            continue
+        grid = gkm.Cartesian(comm, shape, ghosts=1, periodic=False)
+        u, v = grid.zeros(), grid.zeros()
+        grid.scatter(u0 if grid.comm.rank == 0 else None, u)
+        grid.scatter(v0 if grid.comm.rank == 0 else None, v)
+        du, dv = grid.zeros(), grid.zeros()
+        got = gk.autodiff(normalised, gk.Duplicated(u, du), gk.Duplicated(v, dv),
+                          gk.Duplicated(np.zeros(1), np.zeros(1)), gk.Duplicated(np.zeros(1), np.zeros(1)),
+                          gk.Duplicated(np.zeros(1), np.ones(1)), gk.Active(0.2), grid, loop)
+        results[label] = [grid.gather(du, padded=True), grid.comm.allreduce(got[5])]
+        if loop != "mixed":  # forward vector mode: two tangents through the exchanges and allreduces
+            t0 = np.random.default_rng(3).standard_normal(u0.shape)
+            u, v, tE = grid.zeros(), grid.zeros(), (np.zeros(1), np.zeros(1))
+            grid.scatter(u0 if grid.comm.rank == 0 else None, u)
+            grid.scatter(v0 if grid.comm.rank == 0 else None, v)
+            lanes = tuple(mc.window(grid, k * t0).copy() for k in (1.0, 2.0))
+            gk.autodiff(normalised, gk.BatchDuplicated(u, lanes), gk.BatchDuplicated(v, (grid.zeros(), grid.zeros())),
+                        *(gk.BatchDuplicated(np.zeros(1), (np.zeros(1), np.zeros(1))) for _ in range(2)),
+                        gk.BatchDuplicated(np.zeros(1), tE), gk.Const(0.2), grid, None, mode=gk.Forward)
+            results[label].append([grid.comm.allreduce(float(t[0])) for t in tE])
+        grid.free()
+    if RANK == 0:
+        one = results["one process"]
+        for label in ("binomial", "mixed"):
+            mc.close(results[label][0], one[0], f"allreduce in a {label} loop: du")
+            mc.close(results[label][1], one[1], f"allreduce in a {label} loop: dc")
+        mc.close(results["binomial"][2], one[2], "allreduce in a loop: forward vector mode")
+
+
 def reducing_loop(x, nsteps):
     """A checkpointed loop whose steps only allreduce (no exchange)."""
     def step(t):
