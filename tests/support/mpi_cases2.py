@@ -496,6 +496,13 @@ def case_refusals2():
         message = mc.expect_refusal("an allreduce differentiated on some ranks only", lambda: gk.autodiff(
             summed, *kinds, gk.Duplicated(np.zeros(1), np.ones(1))), [x, dx, out, dout])
         assert "some ranks only" in message, message
+    frozen = u.copy()  # read-only on the last rank: each call would write it there after its first messages
+    frozen.flags.writeable = RANK != last
+    mc.expect_refusal("exchange of a read-only block", lambda: grid.exchange(frozen), [frozen])
+    mc.expect_refusal("allreduce into a read-only array", lambda: gkm.allreduce(u, frozen), [u, frozen])
+    mc.expect_refusal("allreduce of a read-only array in place", lambda: gkm.allreduce(frozen), [frozen])
+    mc.expect_refusal("scatter into a read-only block", lambda: grid.scatter(
+        np.zeros(8) if RANK == 0 else None, frozen), [frozen])
     for op in (MPI.PROD, MPI.MAX, "sum"):
         mc.expect_refusal(f"allreduce with op={op!r}", lambda op=op: gkm.allreduce(x, op=op), [x])
         assert isinstance(mc.REFUSED[-1], gk.RuleError), type(mc.REFUSED[-1])

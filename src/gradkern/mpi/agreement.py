@@ -16,6 +16,13 @@ class DistributedError(GradkernError):
     """A decomposition or collective used inconsistently: raised on every rank, before any message."""
 
 
+def read_only(a: Any) -> bool:
+    """A NumPy array whose writeable flag is off (CuPy arrays have none): a call that writes it would raise on
+    its rank alone, after the messages before the write, so the checks refuse it on every rank first."""
+    flags = getattr(a, "flags", None)
+    return flags is not None and getattr(flags, "writeable", True) is False
+
+
 def agree(comm: Any, problem: str | None, what: str, signature: Any = None) -> None:
     """Raise DistributedError on every rank of `comm` if any rank found `problem` (a message or None)
     or the ranks' `signature`s (small Python values: shapes, flags) differ. One allgather of small

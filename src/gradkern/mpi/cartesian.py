@@ -20,7 +20,7 @@ from mpi4py import MPI
 
 from ..program.loop import entering_loop
 from ..runtime.arrays import is_array, is_cupy_array, module_of, to_host
-from .agreement import DistributedError, agree, agree_schedule_once
+from .agreement import DistributedError, agree, agree_schedule_once, read_only
 from .halo import HaloPlan, exchange_rule
 
 # when an exchange agrees with every rank that its block fits (docs/distributed.md#what-it-costs): "every" exchange
@@ -156,12 +156,14 @@ class Cartesian:
         shift = [s - (0 if padded else g) for s in self.start]
         return tuple(slice(w.start - s, w.stop - s) for w, s in zip(window, shift))
 
-    def _check_local(self, local: Any, what: str) -> str | None:
+    def _check_local(self, local: Any, what: str, written: bool = False) -> str | None:
         if not is_array(local):
             return f"{what} needs this rank's padded block (an array of shape {self.padded_shape}), got " \
                    f"{type(local).__name__}"
         if tuple(local.shape[:self.ndim]) != self.padded_shape:
             return f"its block has shape {tuple(local.shape)}, but this rank's padded block is {self.padded_shape}"
+        if written and read_only(local):
+            return "its block is read-only (its writeable flag is off)"
         return None
 
     def scatter(self, global_array: Any, local: Any, root: int = 0) -> None:
@@ -169,7 +171,7 @@ class Cartesian:
         array has the global `shape`, its whole padded block (ghosts included) when it has the global padded
         shape. Not differentiated. Collective; refused on every rank when an array does not fit."""
         g, rank = self.ghosts, self.comm.rank
-        problem = self._check_local(local, "scatter")
+        problem = self._check_local(local, "scatter", written=True)
         padded = None
         if rank == root and problem is None:
             full = tuple(n + 2 * g for n in self.shape)

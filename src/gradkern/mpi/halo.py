@@ -29,7 +29,7 @@ from mpi4py import MPI
 from ..annotations import Const
 from ..rules import custom_rule
 from ..runtime.arrays import is_array, is_cupy_array, module_of
-from .agreement import DistributedError, agree_fast
+from .agreement import DistributedError, agree_fast, read_only
 
 
 def _host(a: Any) -> np.ndarray:
@@ -71,6 +71,8 @@ class HaloPlan:
         elif tuple(u.shape[:self.ndim]) != self.padded_shape:
             problem = f"exchange got an array of shape {tuple(u.shape)}, but this rank's padded block is " \
                       f"{self.padded_shape} (the grid's zeros() makes one)"
+        elif read_only(u):
+            problem = "exchange got a read-only array (its writeable flag is off); it writes the ghost cells"
         if self.checks == "first" and self.agreed is not None:  # checked here only: no collective
             if problem is None and (u.dtype, tuple(u.shape[self.ndim:])) != self.agreed:
                 problem = f"exchange got {u.dtype} blocks with trailing axes {tuple(u.shape[self.ndim:])}; the " \

@@ -20,7 +20,7 @@ from ..errors import RuleError
 from ..program.loop import entering_loop
 from ..rules import custom_rule
 from ..runtime.arrays import is_array, is_cupy_array, module_of
-from .agreement import DistributedError, agree_fast, agree_schedule_once
+from .agreement import DistributedError, agree_fast, agree_schedule_once, read_only
 
 
 def _sum(comm: Any, a: Any, into: Any = None) -> None:
@@ -42,12 +42,18 @@ def _lanes(a: Any, width: int) -> tuple:
     return (dval,) if width == 1 else tuple(dval)
 
 
-def _agree(comm: Any, x: Any, active: bool) -> None:
+def _agree(comm: Any, x: Any, active: bool, out: Any = None) -> None:
     """Before any data moves: one small Allreduce (agreement.agree_fast) that every rank passes an array of one
     dtype and size and that a program differentiates the call on every rank or on none (`active`: its
     reverse, or its forward rule's tangent sum, will send messages); then, in a checkpointed loop's first
-    forward, that every rank takes the loop's schedule (once per loop and communicator)."""
-    agree_fast(comm, None, "gkm.allreduce", x.dtype, int(x.size), int(active))
+    forward, that every rank takes the loop's schedule (once per loop and communicator). A read-only target
+    is refused here, in the rule (a program unlocks what a rule writes only for the call)."""
+    target = x if out is None else out
+    problem = None
+    if read_only(target):
+        problem = f"{'x' if out is None else 'out'} is read-only (its writeable flag is off); the sum is written there"
+    agree_fast(comm, problem, "gkm.allreduce", None if problem else x.dtype, 0 if problem else int(x.size),
+               int(active))
     agree_schedule_once(comm, entering_loop(), comm)
 
 
@@ -83,13 +89,13 @@ def _(config: Any, x: Any, comm: Any) -> None:
 
 @custom_rule(reads=(), writes=("out",))
 def _allreduce_into(x: Any, out: Any, comm: Any) -> None:
-    _agree(comm, x, False)
+    _agree(comm, x, False, out)
     _sum(comm, x, out)
 
 
 @_allreduce_into.augmented_primal
 def _(config: Any, x: Any, out: Any, comm: Any) -> None:
-    _agree(comm.val, x.val, True)  # a call a program differentiates: its reverse sums on every rank
+    _agree(comm.val, x.val, True, out.val)  # a call a program differentiates: its reverse sums on every rank
     _sum(comm.val, x.val, out.val)  # always: a rank skipping it would leave the others waiting
     return None
 
@@ -110,7 +116,7 @@ def _(config: Any, tape: Any, x: Any, out: Any, comm: Any) -> tuple:
 
 @_allreduce_into.forward
 def _(config: Any, x: Any, out: Any, comm: Any) -> None:
-    _agree(comm.val, x.val, any(dout is not None for dout in _lanes(out, config.width)))
+    _agree(comm.val, x.val, any(dout is not None for dout in _lanes(out, config.width)), out.val)
     _sum(comm.val, x.val, out.val)
     for dx, dout in zip(_lanes(x, config.width), _lanes(out, config.width)):
         if dout is not None:
