@@ -410,7 +410,8 @@ def normalised(u, v, s, S, E, c, grid, loop):
 
 def case_allreduce_in_loop():
     """A checkpointed loop whose steps exchange and allreduce (recomputed by the schedule): the P-rank gradient
-    equals the single-process gradient of the plain loop, under two schedules; forward vector mode too."""
+    equals the single-process gradient of the plain loop, under two schedules and in split mode; forward vector
+    mode too."""
     shape = (10,)
     u0, v0 = mc.initial(shape, 1, 13)
     results = {}
@@ -427,6 +428,17 @@ def case_allreduce_in_loop():
                           gk.Duplicated(np.zeros(1), np.zeros(1)), gk.Duplicated(np.zeros(1), np.zeros(1)),
                           gk.Duplicated(np.zeros(1), np.ones(1)), gk.Active(0.2), grid, loop)
         results[label] = [grid.gather(du, padded=True), grid.comm.allreduce(got[5])]
+        if loop == "binomial":  # split mode: the augmented forward, then the reverse from its tape
+            u, v, du = grid.zeros(), grid.zeros(), grid.zeros()
+            grid.scatter(u0 if grid.comm.rank == 0 else None, u)
+            grid.scatter(v0 if grid.comm.rank == 0 else None, v)
+            args = (gk.Duplicated(u, du), gk.Duplicated(v, grid.zeros()), gk.Duplicated(np.zeros(1), np.zeros(1)),
+                    gk.Duplicated(np.zeros(1), np.zeros(1)), gk.Duplicated(np.zeros(1), np.ones(1)), gk.Active(0.2),
+                    grid, loop)
+            forward, reverse = gk.autodiff_thunk(normalised, *(type(a) if isinstance(a, gk.Annotation) else gk.Const
+                                                               for a in args))
+            got = reverse(*args, forward(*args))
+            results["split"] = [grid.gather(du, padded=True), grid.comm.allreduce(got[5])]
         if loop != "mixed":  # forward vector mode: two tangents through the exchanges and allreduces
             t0 = np.random.default_rng(3).standard_normal(u0.shape)
             u, v, tE = grid.zeros(), grid.zeros(), (np.zeros(1), np.zeros(1))
@@ -440,7 +452,7 @@ def case_allreduce_in_loop():
         grid.free()
     if RANK == 0:
         one = results["one process"]
-        for label in ("binomial", "mixed"):
+        for label in ("binomial", "mixed", "split"):
             mc.close(results[label][0], one[0], f"allreduce in a {label} loop: du")
             mc.close(results[label][1], one[1], f"allreduce in a {label} loop: dc")
         mc.close(results["binomial"][2], one[2], "allreduce in a loop: forward vector mode")
