@@ -128,11 +128,11 @@ import numpy as np
 from mpi4py import MPI
 import gradkern as gk
 import gradkern.mpi as gkm
-from gradkern.mpi import cartesian
+from gradkern.mpi import agreement
 
 agreed, ids = [], []
-agree = cartesian.agree_schedule
-cartesian.agree_schedule = lambda comm, entry: (agreed.append(1), agree(comm, entry))
+agree = agreement.agree_schedule  # called by agreement.agree_schedule_once, once per loop and grid
+agreement.agree_schedule = lambda comm, entry: (agreed.append(1), agree(comm, entry))
 
 
 @gk.kernel
