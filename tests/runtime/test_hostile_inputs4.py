@@ -252,6 +252,68 @@ def test_a_thread_specialising_a_kernel_while_another_launches_one():
         np.testing.assert_array_equal(y, xb * xb)
 
 
+def _gradient_using(s, arr, seed):
+    """A program taking `s` and `arr` as constants (captured, unannotated): y = a x + y/2, then x = s arr + x/2.
+    Returns (dx, dy, da) from seeds w on y and v on x, against their values by hand."""
+    def using(x, y, a):
+        gk.launch(scaled, N, a, x, y)
+        gk.launch(scaled, N, s, arr, x)
+
+    r = np.random.default_rng(seed)
+    x, y, w, v = (r.uniform(0.5, 2.0, N) for _ in range(4))
+    x0, dx, dy = x.copy(), v.copy(), w.copy()
+    grads = gk.autodiff(using, gk.Duplicated(x, dx), gk.Duplicated(y, dy), gk.Active(0.7))
+    # dL/dx0 = a w + v/2, dL/dy0 = w/2, dL/da = w . x0: each a product or two, a sum of N, in float64
+    np.testing.assert_allclose(dx, 0.7 * w + 0.5 * v, rtol=1e-15)
+    np.testing.assert_array_equal(dy, 0.5 * w)
+    np.testing.assert_allclose(grads[2], w @ x0, rtol=1e-14)
+    np.testing.assert_allclose(x, float(s) * np.asarray(arr) + 0.5 * x0, rtol=1e-15)
+
+
+def test_a_derived_value_kept_past_its_call_or_handed_to_another_thread_is_a_constant_there():
+    """A value host code computed from an active array inside one program call (`y[1] * 1.0`, `np.array(y)`)
+    kept past the call, or handed to another thread's program while the first still records, is a constant to
+    any other call: it depends on nothing that call differentiates. Each was refused there as if it were the
+    other call's own (`takes a scalar that host code computed from an active array ... its derivative would be
+    lost`, session 51)."""
+    kept = []
+
+    def making(x, y):
+        gk.launch(square, N, x, y)
+        kept.extend([y[1] * 1.0, np.array(y)])
+
+    r = np.random.default_rng(8)
+    gk.autodiff(making, gk.Duplicated(r.uniform(0.5, 2.0, N), np.zeros(N)), gk.Duplicated(np.zeros(N), np.ones(N)))
+    s, arr = kept
+    _gradient_using(s, arr, 1)  # a later call, this thread
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(_gradient_using, s, arr, 2).result()  # a later call, another thread
+
+    handed, done = [], threading.Event()
+    ready = threading.Event()
+
+    def making_slowly(x, y):  # still recording while the other thread's program uses what it made
+        gk.launch(square, N, x, y)
+        handed.extend([y[2] * 1.0, np.array(y)])
+        ready.set()
+        assert done.wait(120)
+
+    def other():
+        try:
+            assert ready.wait(120)
+            _gradient_using(*handed, 3)
+        finally:
+            done.set()
+
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(gk.autodiff, making_slowly, gk.Duplicated(r.uniform(0.5, 2.0, N), np.zeros(N)),
+                            gk.Duplicated(np.zeros(N), np.ones(N)))
+        second = pool.submit(other)
+        second.result()
+        first.result()
+    assert unwrapped()
+
+
 # ---- an exception from inside a custom rule -----------------------------------------------------------------------
 
 class Stop(Exception):
