@@ -194,3 +194,39 @@ def test_processes_fill_one_cache_at_once_with_kernels_of_one_name(tmp_path, mon
         assert not caught, caught
         assert values == want[module], module
     assert (tmp_path / "cache dir ü").is_dir()
+
+
+# ---- a write interrupted ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, OSError])
+def test_an_interrupted_write_leaves_no_temporary_file(tmp_path, interrupt):
+    """Numba writes an index or data file to `<file>.tmp.<uuid>` and moves it in place, removing it on an
+    Exception only: a KeyboardInterrupt (Ctrl-C during a first launch) left the half-written temporary file in
+    the cache for good. gradkern's cache file removes it whatever interrupts the write, and the file it was to
+    replace is left whole."""
+    from gradkern.backends.numba_cache import _HealingCacheFile
+
+    entry = _HealingCacheFile(str(tmp_path), "gradkern_gen_0.step-3.py311", (0.0, 0))
+    index = tmp_path / "gradkern_gen_0.step-3.py311.nbi"
+    index.write_bytes(b"whole")
+    with pytest.raises(interrupt):
+        with entry._open_for_write(str(index)) as f:
+            f.write(b"half")
+            raise interrupt("interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [index.name]
+    assert index.read_bytes() == b"whole"
+    with entry._open_for_write(str(index)) as f:
+        f.write(b"new")
+    assert index.read_bytes() == b"new" and len(list(tmp_path.iterdir())) == 1
+
+
+def test_a_cache_directory_under_the_home_directory_is_spelled_with_a_tilde(tmp_path, monkeypatch):
+    """GRADKERN_CACHE_DIR=~/gk set where no shell expands it (os.environ, a container's ENV) made a folder named
+    `~` in the working directory; a leading `~` is the home directory now, as in a shell."""
+    from gradkern.runtime.cache import cache_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("GRADKERN_CACHE_DIR", "~/gk")
+    assert cache_dir().parent == tmp_path / "home" / "gk"
+    monkeypatch.setenv("GRADKERN_CACHE_DIR", "gk relative")
+    assert cache_dir().parent == Path("gk relative")  # relative to the working directory at each access
