@@ -451,6 +451,22 @@ def test_annotations_nested_or_on_what_they_cannot_hold_are_refused(rng):
             lambda: gk.launch(square, N, gk.Duplicated(x, dx), y), *everything)
 
 
+def test_verb_options_of_the_wrong_kind_are_refused(rng):
+    """mode=, backend= and dim= of gk.autodiff as a newcomer spells them (a string mode, an unknown backend, a
+    dim as text, past int64): each names the option, what it takes and what came; nothing changed."""
+    x, y, dx, dy = rng.uniform(0.5, 2.0, N), rng.uniform(0.5, 2.0, N), np.zeros(N), rng.uniform(0.5, 2.0, N)
+
+    def grad(**options):
+        return lambda: gk.autodiff(square, gk.Duplicated(x, dx), gk.Duplicated(y, dy), **options)
+
+    refused(gk.LaunchError, "mode must be gk.Reverse or gk.Forward, got 'reverse'", grad(mode="reverse"),
+            x, y, dx, dy)
+    refused(gk.LaunchError, r"backend must be one of .*, got 'gpu'", grad(backend="gpu"), x, y, dx, dy)
+    refused(gk.LaunchError, "dim must be a non-negative int .* got '6'", grad(dim="6"), x, y, dx, dy)
+    refused(gk.LaunchError, r"asks for 1180591620717411303424 threads; a launch runs at most 2\*\*63 - 1",
+            grad(dim=2 ** 70), x, y, dx, dy)
+
+
 def test_what_is_no_kernel_is_refused_at_decoration_or_by_the_verb(rng):
     x, y = rng.uniform(0.5, 2.0, N), np.zeros(N)
     with pytest.raises(gk.KernelSyntaxError, match="must be defined with a 'def' statement"):
