@@ -26,6 +26,7 @@ from .errors import (
     AnnotationError,
     BackendUnavailableError,
     CacheWarning,
+    ConfigurationError,
     GradkernError,
     InternalError,
     InteropError,
@@ -108,7 +109,7 @@ __all__ = [
     "NotDifferentiableError",
     "GradkernError", "KernelSyntaxError", "KernelTypeError", "LaunchError", "AliasingError", "RaceError",
     "BackendUnavailableError", "CacheWarning", "ProgramError", "RuleError", "InteropError", "InternalError", "Loc",
-    "TapeOverflowError",
+    "TapeOverflowError", "ConfigurationError",
     "interop",
     "Annotation", "Const", "Active", "Duplicated", "DuplicatedNoNeed", "BatchDuplicated", "Reverse", "Forward",
 ]

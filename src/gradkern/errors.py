@@ -112,6 +112,11 @@ class InteropError(GradkernError):
     unknown output name, arguments on different devices, a complex dtype, a second-order derivative."""
 
 
+class ConfigurationError(GradkernError):
+    """A GRADKERN_* environment variable holds a value gradkern cannot use: no number, or one below the least
+    the variable takes (docs/environment.md); raised where it is read, at import for most."""
+
+
 class InternalError(GradkernError):
     """A gradkern bug: an invariant of the IR was broken by a pass."""
 

@@ -74,6 +74,12 @@ class KernelFunction(KernelMarker):
     def __repr__(self) -> str:
         return f"<gradkern kernel {self.name}>"
 
+    def __reduce__(self) -> str:
+        """Pickled by reference, as the function it decorates is: by module and qualified name, so another
+        process (multiprocessing) gets its own, with its own caches; one defined inside a function cannot be
+        pickled, as such a function cannot (docs/errors.md#hostile-inputs)."""
+        return self.__qualname__
+
 
 class DeviceFunction(DeviceFunctionMarker):
     """A scalar device function, inlined into the kernels that call it. Called
@@ -98,6 +104,12 @@ class DeviceFunction(DeviceFunctionMarker):
 
     def __repr__(self) -> str:
         return f"<gradkern device function {self.name}>"
+
+    def __reduce__(self) -> str:
+        """Pickled by reference, as the function it decorates is: by module and qualified name, so another
+        process (multiprocessing) gets its own, with its own caches; one defined inside a function cannot be
+        pickled, as such a function cannot (docs/errors.md#hostile-inputs)."""
+        return self.__qualname__
 
 
 def kernel(fn: Callable[..., Any]) -> KernelFunction:

@@ -29,6 +29,7 @@ from .analysis.bounds import BoundsProof, bounds_proof
 from .analysis.races import RaceCheck, array_proofs, param_bits, race_check_kernel, race_proof
 from .analysis.rows import mark_rows
 from .backends import Backend, Generated, backend
+from .errors import ConfigurationError
 from .ir import names
 from .ir import nodes as ir
 from .ir.indices import indices
@@ -584,5 +585,10 @@ def _signature_tag(r: Request) -> str:
 def _dump(kernel_name: str, tag: str, what: str, text: str) -> None:
     root = os.environ.get("GRADKERN_DUMP")
     if root:
-        Path(root).mkdir(parents=True, exist_ok=True)
-        (Path(root) / f"{kernel_name}.{tag}.{what}.txt").write_text(text)
+        try:
+            Path(root).mkdir(parents=True, exist_ok=True)
+            (Path(root) / f"{kernel_name}.{tag}.{what}.txt").write_text(text)
+        except OSError as e:  # before any launch: nothing was changed (docs/environment.md)
+            raise ConfigurationError(f"environment variable GRADKERN_DUMP={root!r} names no folder the stages "
+                                     f"can be written to ({e.strerror or e})",
+                                     hint="set it to a folder that can be created and written, or unset it") from None

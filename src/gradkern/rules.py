@@ -80,6 +80,10 @@ class CustomRule:
     def __repr__(self) -> str:
         return f"<custom rule {self.name}>"
 
+    def __reduce__(self) -> str:
+        """Pickled by reference, by module and qualified name, as a kernel is (docs/errors.md#hostile-inputs)."""
+        return self.name
+
     # -- registration -------------------------------------------------------------------------------------------
     def _check_signature(self, f: Any, role: str, lead: tuple) -> None:
         want = ", ".join(lead + self.params)

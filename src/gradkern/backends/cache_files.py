@@ -28,21 +28,29 @@ _GRADKERN = str(Path(__file__).resolve().parent.parent) + os.sep
 MAX_BYTES = 1 << 30
 
 
+def _regular(mode: int, path: Path) -> None:
+    """OSError unless `mode` is a regular file's."""
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "a directory where a file should be", str(path))
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
+            else "a socket" if stat.S_ISSOCK(mode) else "a special file"
+        raise OSError(errno.EINVAL, f"{kind} where a regular file should be", str(path))
+
+
 def read_file(path: Path) -> bytes:
     """The bytes of the regular file at `path` (a symbolic link followed). Anything else there raises OSError
     without being read: a FIFO (an open for reading blocked the process forever), a device (a link to
-    /dev/zero read until memory ran out), a directory (IsADirectoryError), a file past MAX_BYTES. Every cache
+    /dev/zero read until memory ran out), a directory (IsADirectoryError), a file past MAX_BYTES; what is no
+    regular file is never opened (a device's driver would run its open: a tape rewinds, a watchdog arms, a
+    terminal becomes the process's controlling one), only looked at. Every cache
     file is read through here (docs/caching.md#damaged-entries); FileNotFoundError when there is none."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    _regular(os.stat(path).st_mode, path)  # before the open: opening a device runs its driver's open
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         info = os.fstat(fd)
         mode, size = info.st_mode, info.st_size
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, "a directory where a file should be", str(path))
-        if not stat.S_ISREG(mode):
-            kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) \
-                else "a socket" if stat.S_ISSOCK(mode) else "a special file"
-            raise OSError(errno.EINVAL, f"{kind} where a regular file should be", str(path))
+        _regular(mode, path)  # again: it may have been replaced since
         if size > MAX_BYTES:
             raise OSError(errno.EFBIG, f"{size} bytes, more than any cache file gradkern writes", str(path))
         with os.fdopen(fd, "rb") as f:

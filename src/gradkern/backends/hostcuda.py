@@ -134,9 +134,11 @@ class HostCudaBackend(CudaBackend):
         try:
             self.shuffle: int | None = int(shuffle) if shuffle else None
             self.threads = int(threads) if threads else 1
+            if self.shuffle is not None and self.shuffle < 0:
+                raise ValueError  # NumPy's generators take seeds >= 0
         except ValueError:
             raise LaunchError(f"GRADKERN_HOSTCUDA_SHUFFLE={shuffle!r} and GRADKERN_HOSTCUDA_THREADS={threads!r} "
-                              "must be integers (a seed; a count of host threads)") from None
+                              "must be integers (a seed >= 0; a count of host threads)") from None
         self._rng = np.random.default_rng(self.shuffle)
         self._pool: ThreadPoolExecutor | None = None
         self._libraries: dict[tuple[str, str], Library] = {}

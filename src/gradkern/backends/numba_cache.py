@@ -28,6 +28,7 @@ failing every later process that loads it.)
 from __future__ import annotations
 
 import ast
+import contextlib
 import glob
 import hashlib
 import io
@@ -36,6 +37,7 @@ import os
 import pickle
 import sys
 import tempfile
+import uuid
 from pathlib import Path
 from types import ModuleType
 
@@ -214,6 +216,21 @@ class _HealingCacheFile(IndexDataCacheFile):
         payload = seal(self._dump(data))
         with self._open_for_write(self._data_path(name)) as f:
             f.write(payload)
+
+    @contextlib.contextmanager
+    def _open_for_write(self, filepath):
+        """Numba's write through a temporary file moved in place, except that the temporary file is removed
+        whatever interrupts the write: Numba removes it on an Exception only, so a KeyboardInterrupt left
+        `<file>.tmp.<uuid>` in the cache for good (docs/caching.md#damaged-entries)."""
+        tmp = f"{filepath}.tmp.{uuid.uuid4().hex[:16]}"
+        try:
+            with open(tmp, "wb") as f:
+                yield f
+            os.replace(tmp, filepath)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
 
 class _HealingCache(FunctionCache):

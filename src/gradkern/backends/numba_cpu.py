@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..environment import env_int
 from ..errors import InternalError
 from ..ir import names
 from ..ir import nodes as ir
@@ -35,7 +36,7 @@ from .numba_plan import MixedPlan, mixed_plan, owned_rows, sparse_pays, spilled
 # A parallel launch of fewer threads than this runs the serial twin of its entry (numba_loops.py): waking the
 # worker threads costs more than a few hundred threads of a loop-free body (benchmarks/runtime/overhead.py).
 # 0 turns the twins off.
-SERIAL_THREADS = int(os.environ.get("GRADKERN_SERIAL_THREADS", "256"))
+SERIAL_THREADS = env_int("GRADKERN_SERIAL_THREADS", 256)
 # A launch of a kernel whose thread body loops runs its serial twin only below this many threads (and below
 # SERIAL_THREADS: 0 turns these twins off too), never by measurement: a launch of one thread gains nothing from a
 # parallel region whatever its body does (a one-thread Gauss-Seidel sweep: 20 ms a launch as a parallel region
@@ -48,7 +49,7 @@ LOOP_SERIAL_THREADS = 2
 # L3) 4 was the fastest group of 1/2/4/8 in both modes at 256^2 and 1024^2 (1 and 2 threads), 8 about as fast.
 # 2 was chosen on a 2-core AMD EPYC (32 MiB L3), whose 8-lane gather's equally aligned rows collided in cache
 # sets; 4 measured within 16% of 2 there (benchmarks/kernels/batch.py --lane-group, RESULTS.md).
-LANE_GROUP = int(os.environ.get("GRADKERN_LANE_GROUP", "4"))
+LANE_GROUP = env_int("GRADKERN_LANE_GROUP", 4)
 
 # Set in a child forked (os.fork, multiprocessing's "fork") from a process whose Numba ran a parallel region on
 # its OpenMP threading layer: GNU OpenMP terminates such a child (SIGTERM) at its first parallel region, so a

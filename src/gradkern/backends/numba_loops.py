@@ -12,9 +12,9 @@ the chunks, their private copies and sums, and the sibling functions."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
+from ..environment import env_int
 from ..ir import nodes as ir
 from .base import check_launch_ndim
 from .numba_names import defined_before_use, floor_of, single_definitions, statements, tid_copies_unaliased
@@ -49,14 +49,14 @@ class NumbaOptions:
 # 96: the gathers of 1- to 3-D stencils (65-95 statements: one guarded copy of a short reverse body per
 # neighbour) stay inline, where their vectorised loop is the point (outlined, the 2-D heat step's gradient
 # took 63 ms instead of 15 ms at 2048^2); a reverse body of ten straight-line source statements is ~100.
-OUTLINE_STATEMENTS = int(os.environ.get("GRADKERN_OUTLINE_STATEMENTS", "96"))
+OUTLINE_STATEMENTS = env_int("GRADKERN_OUTLINE_STATEMENTS", 96)
 # A straight-line body (no `if` or loop statement: selects only) stays inline up to this many statements: LLVM
 # vectorises it across threads, which outlining forbids. Measured (one thread, docs/performance.md): the fused
 # gradient of d2q9_equilibrium (242 statements) ran 5.4x faster inline (51 -> 9.6 ms at 682^2), d2q9_step's
 # (719) 1.2x (93 -> 77 ms), for about 18 % more compile (d2q9_step's first autodiff 104 -> 122 s wall, loaded);
 # the periodic gathers' straight-line interiors (upwind_2d 132, burgers_rusanov_1d 167 statements) vectorise
 # inline beside an outlined general body.
-STRAIGHT_STATEMENTS = int(os.environ.get("GRADKERN_STRAIGHT_STATEMENTS", "1024"))
+STRAIGHT_STATEMENTS = env_int("GRADKERN_STRAIGHT_STATEMENTS", 1024)
 # An interior whose body still branches (data-dependent `if`s, early returns the split could not fold) is kept
 # only up to this many expression nodes: it does not vectorise, so the split saves a few well-predicted edge
 # tests per thread, and each extra copy of a long body costs its compile again (superbee's first primal: 136 s

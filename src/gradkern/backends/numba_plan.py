@@ -5,20 +5,20 @@ plan says; backends/numba_cpu.py runs it."""
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 from dataclasses import dataclass
 from typing import Any
 
+from ..environment import env_float, env_int
 from ..ir import nodes as ir
 
-PRIVATE_LIMIT = int(os.environ.get("GRADKERN_PRIVATE_BYTES", str(1 << 30)))
+PRIVATE_LIMIT = env_int("GRADKERN_PRIVATE_BYTES", 1 << 30)
 # A launch whose privatised targets it also reads or writes plainly ("mixed": the reverse of a red-black
 # sweep, LU's update) runs in parallel while its private copies take at most this many bytes in all (default:
 # GRADKERN_PRIVATE_BYTES); above, serially. Most of its adds need no copy (MixedPlan): a red-black sweep's
 # gradient has none, LU's update one per slot, kept between launches.
-MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", str(PRIVATE_LIMIT)))
+MIXED_PRIVATE_LIMIT = env_int("GRADKERN_MIXED_PRIVATE_BYTES", PRIVATE_LIMIT)
 
 
 # Sparse privatisation (`spilled`) is picked for a launch when, at the worst (no locality: 1 - 1/C of its adds
@@ -27,7 +27,7 @@ MIXED_PRIVATE_LIMIT = int(os.environ.get("GRADKERN_MIXED_PRIVATE_BYTES", str(PRI
 # lists about the spilled adds. Measured on 2 threads (l2_misfit's gradient, n = 2^22, m random sensors):
 # sparse is faster up to m = 2n and about as fast at m = 4n, where adds x (1 - 1/C) = 2 x elements; sorted
 # sensors spill almost nothing and sparse won at every m tried (docs/adjoint-forms.md#5-atomic-adds-on-the-cpu).
-SPARSE_RATIO = float(os.environ.get("GRADKERN_SPARSE_RATIO", "2"))
+SPARSE_RATIO = env_float("GRADKERN_SPARSE_RATIO", 2.0)
 
 
 def sparse_pays(adds: int, elements: int, chunks: int, spill_bytes: int) -> bool:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import os
 import threading
 import weakref
 from collections import OrderedDict
@@ -25,6 +24,7 @@ import numpy as np
 
 from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..api import autodiff_thunk, launch
+from ..environment import env_int
 from ..errors import InteropError
 from ..kernel import DeviceFunction, KernelFunction
 from ..runtime.arrays import module_of as array_module
@@ -294,7 +294,7 @@ class Pending:
 
 
 # docs/environment.md: what a forward may hold for a backward that may never come (JAX: a vjp not called)
-PENDING = Pending(int(os.environ.get("GRADKERN_INTEROP_PENDING_BYTES", 1 << 30)))
+PENDING = Pending(env_int("GRADKERN_INTEROP_PENDING_BYTES", 1 << 30))
 
 
 def gradients(op: Operation, roles: Sequence[str], values: Sequence, grads: Sequence, call: Call | None,

@@ -193,7 +193,7 @@ def recording_ended() -> None:
 
 def _as_integer_ratio(self: Any) -> Any:
     host = tracker()
-    if host is not None and host.checking:
+    if host is not None and host.checking and (self._gk_origin is None or self._gk_origin.host is host):
         frame = _user_frame()
         raise ProgramError(f"an exact rational of a scalar that host code computed from an active array "
                            f"({self._gk_origin.describe() if self._gk_origin else 'an unknown operation'}), taken at "

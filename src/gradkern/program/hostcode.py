@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import linecache
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -64,6 +64,9 @@ class Origin:
     inputs: str
     where: str
     line: str
+    # the program call whose host code made it: to another call (a value kept past its call, or handed to another
+    # thread's) it is a constant, computed from nothing that call differentiates (docs/host-code.md)
+    host: Any = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         src = f" (`{self.line}`)" if self.line else ""
@@ -88,10 +91,10 @@ def _names(frame: Any, arrays: list) -> str:
 def _origin(op: str, inputs: list) -> Origin:
     frame = _user_frame()
     if frame is None:
-        return Origin(op, _names(None, inputs), "an unknown line", "")
+        return Origin(op, _names(None, inputs), "an unknown line", "", tracker())
     where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
     return Origin(op, _names(frame, inputs), where, linecache.getline(frame.f_code.co_filename,
-                                                                     frame.f_lineno).strip())
+                                                                     frame.f_lineno).strip(), tracker())
 
 
 class HostTracker:
@@ -138,8 +141,10 @@ class HostTracker:
     def origin(self, a: Any) -> Origin | None:
         """Where `a`'s values were computed on the host from an active array (None: they were not)."""
         got = getattr(a, "_gk_origin", None)
-        if got is not None or not self.tainted:
+        if got is not None and got.host is self:  # another call's origin: a constant here
             return got
+        if not self.tainted:
+            return None
         kept = self.tainted.get(id(memory_root(a))) if isinstance(a, np.ndarray) else None
         return kept[1] if kept is not None and kept[0]() is memory_root(a) else None
 
@@ -147,8 +152,9 @@ class HostTracker:
         return self.active(a) or self.origin(a) is not None
 
     def taint(self, buffer: Any, origin: Origin) -> None:
-        root = memory_root(buffer)
-        self.tainted[id(root)] = (weakref.ref(root), origin)
+        if origin is not None and origin.host is self:  # another call's derived value is a constant here
+            root = memory_root(buffer)
+            self.tainted[id(root)] = (weakref.ref(root), origin)
 
 
 def tracker() -> HostTracker | None:
@@ -508,7 +514,7 @@ def unwrap_args(args: tuple, what: Any, params: Any = ()) -> tuple:
             continue
         if not isinstance(a, np.ndarray):
             if isinstance(a, DerivedScalar):
-                if checking and a._gk_origin is not None:  # type(s)(x): a constructor, as np.float64(s)
+                if checking and a._gk_origin is not None and a._gk_origin.host is host:  # type(s)(x): as np.float64(s)
                     _refuse_scalar(a, _param(params, n), what)
                 a = constant(a)
             out.append(a)

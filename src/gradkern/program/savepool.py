@@ -26,11 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from ..environment import env_int
+
 
 def _default_limit() -> int:
-    value = os.environ.get("GRADKERN_SAVE_POOL_BYTES")
-    if value is not None:
-        return max(int(value), 0)
+    if os.environ.get("GRADKERN_SAVE_POOL_BYTES", "").strip():
+        return max(env_int("GRADKERN_SAVE_POOL_BYTES", 0, minimum=None), 0)
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 8
     except (ValueError, OSError, AttributeError):

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..annotations import Annotation, BatchDuplicated, Duplicated
 from ..errors import ProgramError
+from ..recording import active_recorder
 from .derived import user_frame, where
 
 
@@ -144,7 +145,7 @@ def _binary(a: Any, b: Any, f, df) -> Any:
     if not _is_number(a) or not _is_number(b):
         return NotImplemented
     origin = getattr(a, "_gk_origin", None) or getattr(b, "_gk_origin", None)  # a DerivedScalar's (None: type(s)(x))
-    if origin is not None:
+    if origin is not None and origin.host is getattr(active_recorder(), "host", None):  # this call's
         raise ProgramError(f"arithmetic of an Active scalar with a scalar that host code computed from an active "
                            f"array ({origin.describe()}) would drop the latter's derivative",
                            hint="compute it in a kernel, or pass float(x) where no derivative through it is wanted")

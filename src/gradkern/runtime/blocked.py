@@ -14,7 +14,6 @@ tiles are bands of whole rows (`_tile`, docs/checkpointed-loops.md "2-D steps").
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
@@ -22,31 +21,32 @@ import numpy as np
 
 from ..backends import backend
 from ..blocking import BlockedSpecialization, specialize_blocked
+from ..environment import env_int
 from ..kernel import KernelFunction
 from .call import Bound, Run
 from .specialize import _cached
 
 # points per tile: 2 scratch rows of 2048 float64 (2 x 16.5 KiB with the halo) stay in a 48 KiB L1, as fast as
 # L2-sized rows of 16384 or faster (docs/checkpointed-loops.md, "The scratch"), and 0.03 states at 2**18 points
-TILE = int(os.environ.get("GRADKERN_TEMPORAL_TILE", "2048"))
+TILE = env_int("GRADKERN_TEMPORAL_TILE", 2048, minimum=1)
 # launches per blocked pass at most: the halo of k·r points per tile end is computed twice, k·r/tile extra work;
 # also at most tile / (2r) + 1, so that a scratch row (tile + 2(k - 1)r points) is at most 2 tiles (`scratch_bytes`)
 MAX_STEPS = 32
 # the least state (bytes of one buffer) for which a blocked pass pays: measured, docs/checkpointed-loops.md
-MIN_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BYTES", str(2 << 20)))
+MIN_BYTES = env_int("GRADKERN_TEMPORAL_BYTES", 2 << 20)
 MIN_LAUNCHES = 4  # fewer: the blocked pass would compute one step or none
 # a 2-D (3-D) step's tiles are bands of whole rows (planes): the rows of BAND_BYTES but at least BAND_MIN of them
 # (docs/checkpointed-loops.md, "2-D steps": 64 rows of 2048 float64 as fast as 32 … 256; 3-D planes of 128 KiB:
 # bands of 32 planes 1.31x the launches, of 8 planes 1.05x); a pass at most band / 4r + 1 launches (halos of at
 # most half a band, so a worker's two scratch bands are at most 1.5 bands each); BAND_ROWS (tests, benchmarks)
 # sets a band's rows
-BAND_BYTES = int(os.environ.get("GRADKERN_TEMPORAL_BAND", str(1 << 20)))
+BAND_BYTES = env_int("GRADKERN_TEMPORAL_BAND", 1 << 20)
 BAND_MIN = 32
-BAND_ROWS = int(os.environ["GRADKERN_TEMPORAL_ROWS"]) if "GRADKERN_TEMPORAL_ROWS" in os.environ else None
+BAND_ROWS = env_int("GRADKERN_TEMPORAL_ROWS", 0, minimum=1) or None
 # the least 2-D or 3-D state for which a blocked pass pays: 64 MiB, measured on the quiet machine (2-D 2896^2
 # float64: 1.23-1.36x for k = 8, 16 at one and two threads; 4096^2 1.22-1.45x; 2048^2 (32 MiB) 0.80-1.26x, even:
 # the VM's L3 holds it), docs/checkpointed-loops.md "2-D steps"
-MIN_BYTES_2D = int(os.environ.get("GRADKERN_TEMPORAL_BYTES_2D", str(64 << 20)))
+MIN_BYTES_2D = env_int("GRADKERN_TEMPORAL_BYTES_2D", 64 << 20)
 # each thread's scratch rows, by dtype and backend, grown as needed and kept: a loop's recomputation allocates
 # none (benchmarks/programs/checkpoint.py counts the loop's peak memory after a warm-up)
 _SCRATCH = threading.local()

@@ -24,15 +24,15 @@ from typing import Any
 
 from ..backends import backend as backend_object
 from ..backends import cache_warning, start_compile_worker
+from ..environment import env_int
 
 MAX_WORKERS = 4
 
 
 def workers() -> int:
     """How many worker processes compile ahead (GRADKERN_COMPILE_WORKERS; 0: none)."""
-    value = os.environ.get("GRADKERN_COMPILE_WORKERS")
-    if value is not None and value.strip():
-        return max(0, int(value))
+    if os.environ.get("GRADKERN_COMPILE_WORKERS", "").strip():
+        return max(0, env_int("GRADKERN_COMPILE_WORKERS", 0, minimum=None))
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux

@@ -38,9 +38,9 @@ transforms/fold.py folds that reverse's remaining work into the gather.
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import dataclass, replace
 
+from ..environment import env_int
 from ..ir import build as b
 from ..ir import names
 from ..ir import nodes as ir
@@ -62,7 +62,7 @@ from .simplify import without
 # the CPU (backends/numba_loops.py, OUTLINE_STATEMENTS = 96), which is not vectorised either way. The looped
 # gather carries its unrolled twin, whose interior the CPU prints where keeps_interior allows (docs/adjoint-forms.md,
 # section 7). GRADKERN_LOOP_STATEMENTS: for measuring.
-LOOP_STATEMENTS = int(os.environ.get("GRADKERN_LOOP_STATEMENTS", "192"))
+LOOP_STATEMENTS = env_int("GRADKERN_LOOP_STATEMENTS", 192)
 Offset = tuple[tuple[int, int], ...]
 
 
