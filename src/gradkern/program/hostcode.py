@@ -67,6 +67,8 @@ class Origin:
     # the program call whose host code made it: to another call (a value kept past its call, or handed to another
     # thread's) it is a constant, computed from nothing that call differentiates (docs/host-code.md)
     host: Any = field(default=None, compare=False, repr=False)
+    # computed from a program argument's memory (whose shadow carries the derivative; program/returns.py)
+    argument: bool = field(default=False, compare=False, repr=False)
 
     def describe(self) -> str:
         src = f" (`{self.line}`)" if self.line else ""
@@ -89,12 +91,13 @@ def _names(frame: Any, arrays: list) -> str:
 
 
 def _origin(op: str, inputs: list) -> Origin:
-    frame = _user_frame()
+    frame, host = _user_frame(), tracker()
+    argument = host is not None and any(host.from_argument(a) for a in inputs)
     if frame is None:
-        return Origin(op, _names(None, inputs), "an unknown line", "", tracker())
+        return Origin(op, _names(None, inputs), "an unknown line", "", host, argument)
     where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
     return Origin(op, _names(frame, inputs), where, linecache.getline(frame.f_code.co_filename,
-                                                                     frame.f_lineno).strip(), tracker())
+                                                                     frame.f_lineno).strip(), host, argument)
 
 
 class HostTracker:
@@ -147,6 +150,16 @@ class HostTracker:
             return None
         kept = self.tainted.get(id(memory_root(a))) if isinstance(a, np.ndarray) else None
         return kept[1] if kept is not None and kept[0]() is memory_root(a) else None
+
+    def from_argument(self, a: Any) -> bool:
+        """`a` lies in a program argument's memory or host code computed it from one (program/returns.py)."""
+        got = self.origin(a)
+        if got is not None:
+            return got.argument
+        if not isinstance(a, np.ndarray) or a.size == 0:
+            return False
+        lo, hi = byte_bounds(a)
+        return any(lo < e.hi and e.lo < hi and not e.internal for e in self.shadows.entries)
 
     def derived(self, a: Any) -> bool:
         return self.active(a) or self.origin(a) is not None

@@ -10,6 +10,7 @@ import inspect
 from collections.abc import Callable
 
 from ..errors import ProgramError
+from .returns import refuse_derived_return
 
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
@@ -65,7 +66,8 @@ def refuse_lazy(fn: Callable, verb: str, what: str = "program") -> None:
 
 def check_ran(result: object, fn: Callable, verb: str, what: str = "program") -> None:
     """ProgramError when calling `fn` gave a generator or a coroutine (a callable object or a wrapper around a
-    lazy function, which `refuse_lazy` cannot see): none of its body ran. The object is closed unrun."""
+    lazy function, which `refuse_lazy` cannot see): none of its body ran. The object is closed unrun. A returned
+    value that carries a derivative is refused too (returns.py)."""
     if inspect.isgenerator(result) or inspect.iscoroutine(result) or inspect.isasyncgen(result):
         closing = getattr(result, "close", None) if not inspect.isasyncgen(result) else None
         if closing is not None:
@@ -73,6 +75,7 @@ def check_ran(result: object, fn: Callable, verb: str, what: str = "program") ->
         name = getattr(fn, "__name__", None) or type(fn).__name__
         raise ProgramError(f"{verb}: {what} '{name}' returned a {type(result).__name__} instead of running: none "
                            "of its body ran, so its launches would never run", hint="remove its yield, or its async")
+    refuse_derived_return(result, fn, verb, what)
 
 
 def check_count(fn: Callable, count: int, verb: str) -> None:
