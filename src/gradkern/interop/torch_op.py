@@ -40,6 +40,22 @@ def _host(t: torch.Tensor) -> Any:
     return t.resolve_conj().resolve_neg().numpy()
 
 
+def _dtype(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def _transformed(tensors: Sequence[torch.Tensor]) -> bool:
+    """Whether a torch.func transform (grad, vjp, vmap, jacrev, ...) wraps one of the tensors: their
+    autograd.Functions need a vmap rule and a setup_context that a gradkern operation has not
+    (docs/interop.md). Not asked while torch.compile traces (nothing is wrapped there)."""
+    if torch.compiler.is_compiling():
+        return False
+    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    if wrapped is None:
+        return False
+    return any(wrapped(t) for t in tensors)
+
+
 def _tensor(a: Any, like: torch.Tensor) -> torch.Tensor:
     """A torch tensor on the memory of a NumPy or CuPy array (no copy); a number as a 0-d tensor."""
     if isinstance(a, float):
@@ -73,8 +89,7 @@ class _Layout:
         for n, c in enumerate(self.layout):
             if c == "t":
                 t = next(it)
-                kind = "c" if t.is_complex() else "f" if t.is_floating_point() else "i"
-                out.append(A.role(t.dim(), kind, self.op.where(n)))
+                out.append(A.role(t.dim(), _dtype(t), self.op.where(n)))
             else:
                 out.append(A.CONST)
         return tuple(out)
@@ -87,7 +102,9 @@ class _Layout:
 
     def check(self, tensors: Sequence[torch.Tensor]) -> tuple[str, ...]:
         roles = self.roles(tensors)
-        self.op.check(roles)
+        it = iter(self.constants)
+        self.op.check(roles, ["a tensor" if c == "t" else type(next(it)).__name__ for c in self.layout])
+        A.check_dtypes(self.op, {n: _dtype(t) for n, t in zip(self.positions, tensors)}, roles)
         A.check_devices(self.op, {n: str(t.device) for n, t in zip(self.positions, tensors)
                                   if roles[n] != A.ACTIVE})
         return roles
@@ -240,7 +257,8 @@ def torch_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
     op = A.operation(f, outputs, dim)
     ops: list = []
 
-    def call(*args):
+    def call(*args, **kwargs):
+        args = A.bind(op, args, kwargs)
         args = tuple(a.item() if isinstance(a, np.generic) else a for a in args)  # NumPy scalars: numbers
         layout = "".join("t" if isinstance(a, torch.Tensor) else "c" for a in args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -249,6 +267,10 @@ def torch_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
         for n, a in enumerate(args):
             if layout[n] == "c" and (hasattr(a, "__array__") or hasattr(a, "__dlpack__")):
                 raise InteropError(f"{op.where(n)} is a {type(a).__name__}: pass arrays as torch tensors")
+        if _transformed(tensors):
+            raise InteropError(f"{op.name} under a torch.func transform (grad, vjp, vmap, jacrev, ...): a gradkern "
+                               "operation is differentiable by torch.autograd only",
+                               hint="use torch.autograd.grad, or loop over the batch in place of torch.vmap")
         lay.check(tensors)
         grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
         if CUSTOM_OPS and all(type(c) in _NUMBERS for c in constants):
