@@ -179,6 +179,16 @@ def bind(op: Operation, args: Sequence, kwargs: dict) -> tuple:
     return tuple(out)
 
 
+def check_dim(op: Operation, args: Sequence, shapes: dict[int, tuple]) -> None:
+    """A kernel's launch shape when `dim` is not given (the first array's shape, gk.launch's rule), worked
+    out from the arguments' shapes before anything runs: gk.launch's refusal (a rank that gk.tid() does not
+    unpack, Warp's issue 1380 done silently) would otherwise arrive wrapped in a JAX callback's error."""
+    if op.program or op.dim is not None:
+        return
+    like = [np.broadcast_to(np.zeros(()), shapes[n]) if n in shapes else a for n, a in enumerate(args)]
+    default_dim(op.f.ir, tuple(like))
+
+
 def check_devices(op: Operation, devices: dict[int, str]) -> None:
     """Refuse arrays on different devices, naming two of them (gradkern runs a call on one device)."""
     first = next(iter(devices.items()), None)
