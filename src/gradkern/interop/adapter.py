@@ -179,13 +179,14 @@ def bind(op: Operation, args: Sequence, kwargs: dict) -> tuple:
     return tuple(out)
 
 
-def check_dim(op: Operation, args: Sequence, shapes: dict[int, tuple]) -> None:
+def check_dim(op: Operation, roles: Sequence[str], args: Sequence, shapes: dict[int, tuple]) -> None:
     """A kernel's launch shape when `dim` is not given (the first array's shape, gk.launch's rule), worked
     out from the arguments' shapes before anything runs: gk.launch's refusal (a rank that gk.tid() does not
     unpack, Warp's issue 1380 done silently) would otherwise arrive wrapped in a JAX callback's error."""
     if op.program or op.dim is not None:
         return
-    like = [np.broadcast_to(np.zeros(()), shapes[n]) if n in shapes else a for n, a in enumerate(args)]
+    like = [np.broadcast_to(np.zeros(()), shapes[n]) if roles[n] in (ARRAY, DATA) else 0.0 if n in shapes else a
+            for n, a in enumerate(args)]  # a 0-d array runs as a number (host_value)
     default_dim(op.f.ir, tuple(like))
 
 

@@ -155,7 +155,7 @@ def jax_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
         roles = _roles(op, {n: args[n] for n in positions}, len(args))
         op.check(roles, [type(a).__name__ for a in args])
         A.check_dtypes(op, {n: _dtype(args[n]) for n in positions}, roles)
-        A.check_dim(op, args, {n: tuple(args[n].shape) for n in positions})
+        A.check_dim(op, roles, args, {n: tuple(args[n].shape) for n in positions})
         try:
             key = (positions, tuple((type(c), c) for c in constants))
             fn = made.get(key)
