@@ -31,6 +31,12 @@ def rows(a, b):
         b[i, m] = 2.0 * a[i, m] * a[i, m]
 
 
+@gk.kernel
+def divide(x, out, s):
+    i = gk.tid()
+    out[i] = x[i] / s
+
+
 @pytest.fixture(autouse=True)
 def no_orphans():
     """Forwards whose backward never came (refused second derivatives) wait in the store until its budget
@@ -208,3 +214,14 @@ def test_warp1380_a_launch_shape_taken_from_a_larger_array_is_refused(x64):
         jax.jit(jax.grad(lambda a: gk.interop.jax_function(rows, "b")(a, jnp.zeros((4, 3))).sum()))(a)
     op = gk.interop.jax_function(rows, "b", dim=4)
     np.testing.assert_allclose(jax.grad(lambda a: op(a, jnp.zeros((4, 3))).sum())(a), 4 * a, rtol=1e-15, atol=0)
+
+
+def test_constants_equal_but_different_get_their_own_function(x64):
+    """An operation keeps one function per layout and constants: -0.0 == 0.0, but x / -0.0 is -inf (the
+    function built for 0.0 was reused for -0.0 once), and True == 1 but their types differ."""
+    op = gk.interop.jax_function(divide, "out")
+    x = jnp.ones(3)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(op(x, jnp.zeros(3), 0.0), np.full(3, np.inf))
+        np.testing.assert_array_equal(op(x, jnp.zeros(3), -0.0), np.full(3, -np.inf))
+        np.testing.assert_array_equal(op(x, jnp.zeros(3), 2), np.full(3, 0.5))

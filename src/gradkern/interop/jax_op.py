@@ -10,6 +10,7 @@ vector mode, lanes with inputs of their own one call each.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -34,6 +35,12 @@ def _dtype(a: Any) -> str:
 def _roles(op: A.Operation, arrays: dict[int, Any], count: int) -> tuple[str, ...]:
     return tuple(A.role(len(arrays[n].shape), _dtype(arrays[n]), op.where(n)) if n in arrays
                  else A.CONST for n in range(count))
+
+
+def _constant_key(c: Any) -> tuple:
+    """What tells two constants apart for the functions an operation keeps (a constant is part of its
+    function): type and value, and a float's sign, since -0.0 == 0.0 but 1 / -0.0 is -inf."""
+    return (type(c), c, math.copysign(1.0, c)) if type(c) is float else (type(c), c)
 
 
 class _Layout:
@@ -157,7 +164,7 @@ def jax_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
         A.check_dtypes(op, {n: _dtype(args[n]) for n in positions}, roles)
         A.check_dim(op, roles, args, {n: tuple(args[n].shape) for n in positions})
         try:
-            key = (positions, tuple((type(c), c) for c in constants))
+            key = (positions, tuple(_constant_key(c) for c in constants))
             fn = made.get(key)
         except TypeError:  # an unhashable constant: a function for this call alone
             key, fn = None, None
