@@ -239,6 +239,24 @@ def test_torch_func_transforms_are_refused_clearly(made):
     assert live_calls(made) == 0
 
 
+def test_batched_gradients_are_refused_clearly_and_the_jacobian_loops(path):
+    """is_grads_batched=True and jacobian(vectorize=True) run the backward under torch's vmap: refused by
+    name (it was torch's "Batching rule not implemented"); jacobian's loop of backwards is exact."""
+    step = gk.interop.torch_function(allen_cahn_step, "un")
+
+    def f(u):
+        return step(u, torch.zeros(N, dtype=F64), 0.2, 0.01)
+    u = rand(N)
+    with pytest.raises(gk.InteropError, match="batched gradients"):
+        torch.autograd.grad(f(u), u, torch.eye(N, dtype=F64), is_grads_batched=True)
+    with pytest.raises(gk.InteropError, match="batched gradients"):
+        torch.autograd.functional.jacobian(f, u.detach(), vectorize=True)
+    J = torch.autograd.functional.jacobian(f, u.detach())
+    for i in range(N):
+        row, = torch.autograd.grad(f(u)[i], u)
+        torch.testing.assert_close(J[i], row, rtol=0, atol=0)  # the same backward, seeded the same
+
+
 def test_no_grad_and_inference_mode_keep_no_tape(path, made):
     step = gk.interop.torch_function(allen_cahn_step, "un")
     u, c = rand(N), scalar(0.2)

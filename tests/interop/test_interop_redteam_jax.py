@@ -198,6 +198,21 @@ def test_no_forward_is_left_waiting_after_100_steps(x64):
     assert len(A.PENDING) == waiting and np.abs(first).max() > 0
 
 
+def test_under_jax_checkpoint(x64):
+    """jax.checkpoint runs the forward again for the backward: the gradient is the plain one; under jit XLA
+    drops the first forward's unused callback, so nothing waits in the store (eagerly the first forward
+    waits until the store's budget drops it: docs/interop.md)."""
+    u = rand(N)
+    plain = jax.grad(energy)(u)
+    np.testing.assert_array_equal(jax.grad(jax.checkpoint(energy))(u), plain)
+    f = jax.jit(jax.grad(jax.checkpoint(energy)))
+    f(u).block_until_ready()
+    waiting = len(A.PENDING)
+    for _ in range(5):
+        np.testing.assert_array_equal(f(u), plain)
+    assert len(A.PENDING) == waiting
+
+
 def test_scan_over_the_operation(x64):
     """A lax.scan of five steps: five forwards kept, taken back in reverse order by the backward."""
     def loss(u):

@@ -130,6 +130,17 @@ def _gradients(layout: _Layout, tensors: Sequence[torch.Tensor], grads: Sequence
     return [_tensor(got[layout.positions[k]], tensors[k]) for k in layout.wanted(roles)]
 
 
+def _refuse_batched(op: A.Operation, grads: Sequence) -> None:
+    """Batched incoming gradients (torch.autograd.grad(is_grads_batched=True), jacobian(vectorize=True))
+    come wrapped by torch's vmap: refused by name, as the transforms are (docs/interop.md)."""
+    grads = [g for g in grads if isinstance(g, torch.Tensor)]
+    # the legacy vmap's BatchedTensor (torch.autograd.grad's) has a dispatch key torch._C does not name
+    if _transformed(grads) or any("Batched" in str(torch._C._dispatch_keys(g)) for g in grads):
+        raise InteropError(f"{op.name}: batched gradients (is_grads_batched=True, jacobian(vectorize=True)) go "
+                           "through torch's vmap, which a gradkern operation does not support",
+                           hint="one backward per gradient (jacobian(vectorize=False))")
+
+
 def _refused(*_):
     raise InteropError("a second derivative through a gradkern operation: its backward is not differentiable "
                        "(gradkern's split mode gives first derivatives)",
@@ -187,6 +198,7 @@ class _CustomOps:
             ctx.save_for_backward(*tensors, *output)  # version counters: inputs and outputs unchanged since
 
         def backward_rule(ctx, grads):
+            _refuse_batched(op, grads)
             saved = ctx.saved_tensors
             tensors, handle = saved[:ctx.count], saved[-1]
             lay = _Layout(op, ctx.layout, ctx.constants)
@@ -237,6 +249,7 @@ class _Function(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        _refuse_batched(ctx.lay.op, grads)
         lay, tensors = ctx.lay, ctx.saved_tensors[:ctx.count]
         call, ctx.call = ctx.call, None
         with torch.no_grad():
