@@ -173,6 +173,8 @@ def test_one_tensor_in_two_places(path):
     torch.testing.assert_close(y.detach(), 1.5 * before, rtol=1e-15, atol=0)
     assert torch.equal(x.detach(), before)
     assert torch.autograd.gradcheck(lambda a, x: sx(a, x, x), [scalar(0.5), x])
+    # overlapping views, one written: y = b[1:] is copied, x = b[:N] read as it was
+    assert torch.autograd.gradcheck(lambda a, b: sx(a, b[:N], b[1:]), [scalar(0.5), rand(N + 1, seed=3)])
 
 
 def test_in_place_changes_after_the_forward_trip_torchs_version_counter(path):
