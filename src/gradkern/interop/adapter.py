@@ -39,15 +39,37 @@ CONST = "const"  # a Python number (or anything not an array): Const, passed as 
 LOCK = threading.RLock()
 
 
-def role(ndim: int, kind: str, where: str) -> str:
-    """The role of an array argument from its rank and dtype kind ('f', 'i', 'u', 'b', 'c'): a 0-d
-    integer array is a constant, as a Python int."""
-    if kind == "f":
+FLOATS = ("float32", "float64")  # the dtypes gradkern's kernels take (runtime/binding.py)
+INTEGERS = ("int32", "int64")
+
+
+def role(ndim: int, dtype: str, where: str) -> str:
+    """The role of an array argument from its rank and dtype name ('float64', 'int32', 'bool', 'bfloat16',
+    ...): a 0-d integer or boolean array is a constant, as a Python number. A dtype gradkern's kernels do
+    not take is refused here, before anything runs (docs/interop.md, "Dtypes and devices")."""
+    if dtype in FLOATS:
         return ACTIVE if ndim == 0 else ARRAY
-    if kind in "iub":
+    if dtype in INTEGERS:
         return CONST if ndim == 0 else DATA
-    raise InteropError(f"{where}: gradkern takes float, integer and boolean arrays; got dtype kind '{kind}'",
-                       hint="pass the real and imaginary parts as separate float arrays")
+    if ndim == 0 and (dtype == "bool" or dtype.startswith(("int", "uint"))):
+        return CONST
+    if dtype.startswith("complex"):
+        raise InteropError(f"{where} has dtype {dtype}; gradkern takes real float arrays",
+                           hint="pass the real and imaginary parts as separate float arrays")
+    raise InteropError(f"{where} has dtype {dtype}; gradkern's kernels take arrays of float32, float64, int32 "
+                       "or int64", hint="convert it first (torch: .double() or .long(); JAX: .astype(jnp.float64) "
+                       "or .astype(jnp.int32)); a mask as 0/1 integers")
+
+
+def check_dtypes(op: Operation, dtypes: dict[int, str], roles: Sequence[str]) -> None:
+    """Refuse float arrays of different dtypes in one operation, naming two of them: a float64 value
+    stored into a float32 array would be rounded without a word. An Active scalar may have either dtype
+    (its derivative is summed in float64 and returned in its own)."""
+    floats = [(n, d) for n, d in dtypes.items() if roles[n] == ARRAY]
+    for n, d in floats[1:]:
+        if d != floats[0][1]:
+            raise InteropError(f"{op.name}: argument '{op.params[floats[0][0]]}' is {floats[0][1]} but "
+                               f"'{op.params[n]}' is {d}", hint="convert the float arrays to one dtype")
 
 
 def host_value(r: str, a: Any) -> Any:
@@ -73,15 +95,25 @@ class Operation:
     dim: Any
     program: bool
     written: frozenset[int] | None
+    arrays: frozenset[int] | None = None  # a kernel's array parameters (None: a program's, not known)
+    scalars: frozenset[int] = frozenset()  # a kernel's scalar parameters (used ones)
 
     def where(self, position: int) -> str:
         return f"{self.name}: argument '{self.params[position]}'"
 
-    def check(self, roles: Sequence[str]) -> None:
-        """Refuse an argument list the operation cannot take, naming the parameter."""
+    def check(self, roles: Sequence[str], types: Sequence[str] | None = None) -> None:
+        """Refuse an argument list the operation cannot take, naming the parameter (`types`: the
+        arguments' type names, for the message)."""
         if len(roles) != len(self.params):
             raise InteropError(f"{self.name} takes {len(self.params)} arguments ({', '.join(self.params)}); "
                                f"got {len(roles)}")
+        for n, r in enumerate(roles):  # what gk.launch would refuse inside a JAX callback, refused here
+            got = f"; got {types[n]}" if types else ""
+            if self.arrays is not None and n in self.arrays and r not in (ARRAY, DATA):
+                raise InteropError(f"{self.where(n)} is indexed by the kernel, so it must be an array of rank "
+                                   f">= 1 (a torch tensor or a JAX array){got}")
+            if n in self.scalars and r in (ARRAY, DATA):
+                raise InteropError(f"{self.where(n)} is a scalar of the kernel: pass a number or a 0-d array{got}")
         for n in self.outputs:
             if roles[n] not in (ARRAY, DATA):
                 raise InteropError(f"{self.where(n)} is an output, so it must be an array of rank >= 1 "
@@ -103,6 +135,8 @@ def operation(f: Any, outputs: str | Sequence[str], dim: Any) -> Operation:
     if isinstance(f, KernelFunction):
         params = tuple(p.name for p in f.ir.params)
         written = frozenset(n for n, p in enumerate(f.ir.params) if p.written)
+        arrays = frozenset(n for n, p in enumerate(f.ir.params) if p.is_array)
+        scalars = frozenset(n for n, p in enumerate(f.ir.params) if p.used and not p.is_array)
         name, program = f"kernel '{f.name}'", False
     else:
         if dim is not None:
@@ -114,13 +148,46 @@ def operation(f: Any, outputs: str | Sequence[str], dim: Any) -> Operation:
                                "*args, **kwargs and keyword-only parameters cannot be named as outputs")
         params = tuple(signature.parameters)
         written, name, program = None, f"program '{getattr(f, '__name__', f)}'", True
+        arrays, scalars = None, frozenset()
     names = (outputs,) if isinstance(outputs, str) else tuple(outputs)
     if not names:
         raise InteropError(f"{name}: outputs= names no parameter; name those whose final values are returned")
     unknown = [o for o in names if o not in params]
     if unknown or len(set(names)) != len(names):
         raise InteropError(f"{name}: outputs {list(names)} must be distinct parameter names, of {list(params)}")
-    return Operation(f, name, params, tuple(params.index(o) for o in names), dim, program, written)
+    return Operation(f, name, params, tuple(params.index(o) for o in names), dim, program, written, arrays, scalars)
+
+
+_MISSING = object()
+
+
+def bind(op: Operation, args: Sequence, kwargs: dict) -> tuple:
+    """The arguments in `f`'s order, from positional and keyword arguments (as a Python call binds them)."""
+    if not kwargs:
+        return tuple(args)
+    out = [*args, *[_MISSING] * (len(op.params) - len(args))]
+    for key, value in kwargs.items():
+        if key not in op.params:
+            raise InteropError(f"{op.name} has no parameter '{key}'; its parameters are {list(op.params)}")
+        n = op.params.index(key)
+        if n < len(args):
+            raise InteropError(f"{op.where(n)} is given twice, by position and by name")
+        out[n] = value
+    missing = [op.params[n] for n, v in enumerate(out) if v is _MISSING]
+    if missing:
+        raise InteropError(f"{op.name}: no value for {missing}", hint="pass every argument of f")
+    return tuple(out)
+
+
+def check_dim(op: Operation, roles: Sequence[str], args: Sequence, shapes: dict[int, tuple]) -> None:
+    """A kernel's launch shape when `dim` is not given (the first array's shape, gk.launch's rule), worked
+    out from the arguments' shapes before anything runs: gk.launch's refusal (a rank that gk.tid() does not
+    unpack, Warp's issue 1380 done silently) would otherwise arrive wrapped in a JAX callback's error."""
+    if op.program or op.dim is not None:
+        return
+    like = [np.broadcast_to(np.zeros(()), shapes[n]) if roles[n] in (ARRAY, DATA) else 0.0 if n in shapes else a
+            for n, a in enumerate(args)]  # a 0-d array runs as a number (host_value)
+    default_dim(op.f.ir, tuple(like))
 
 
 def check_devices(op: Operation, devices: dict[int, str]) -> None:

@@ -10,6 +10,7 @@ vector mode, lanes with inputs of their own one call each.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,9 +27,20 @@ def _is_array(a: Any) -> bool:
     return not isinstance(a, (bool, int, float)) and hasattr(a, "shape") and hasattr(a, "dtype")
 
 
+def _dtype(a: Any) -> str:
+    """The dtype JAX gives the array (float64 narrowed to float32 unless x64 is on)."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(a.dtype)).name
+
+
 def _roles(op: A.Operation, arrays: dict[int, Any], count: int) -> tuple[str, ...]:
-    return tuple(A.role(len(arrays[n].shape), np.dtype(arrays[n].dtype).kind, op.where(n)) if n in arrays
+    return tuple(A.role(len(arrays[n].shape), _dtype(arrays[n]), op.where(n)) if n in arrays
                  else A.CONST for n in range(count))
+
+
+def _constant_key(c: Any) -> tuple:
+    """What tells two constants apart for the functions an operation keeps (a constant is part of its
+    function): type and value, and a float's sign, since -0.0 == 0.0 but 1 / -0.0 is -inf."""
+    return (type(c), c, math.copysign(1.0, c)) if type(c) is float else (type(c), c)
 
 
 class _Layout:
@@ -143,12 +155,16 @@ def jax_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
     op = A.operation(f, outputs, dim)
     made: dict = {}
 
-    def call(*args):
+    def call(*args, **kwargs):
+        args = A.bind(op, args, kwargs)
         positions = tuple(n for n, a in enumerate(args) if _is_array(a))
         constants = tuple(None if n in positions else a for n, a in enumerate(args))
-        op.check(_roles(op, {n: args[n] for n in positions}, len(args)))
+        roles = _roles(op, {n: args[n] for n in positions}, len(args))
+        op.check(roles, [type(a).__name__ for a in args])
+        A.check_dtypes(op, {n: _dtype(args[n]) for n in positions}, roles)
+        A.check_dim(op, roles, args, {n: tuple(args[n].shape) for n in positions})
         try:
-            key = (positions, tuple((type(c), c) for c in constants))
+            key = (positions, tuple(_constant_key(c) for c in constants))
             fn = made.get(key)
         except TypeError:  # an unhashable constant: a function for this call alone
             key, fn = None, None

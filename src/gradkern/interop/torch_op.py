@@ -40,6 +40,22 @@ def _host(t: torch.Tensor) -> Any:
     return t.resolve_conj().resolve_neg().numpy()
 
 
+def _dtype(t: torch.Tensor) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def _transformed(tensors: Sequence[torch.Tensor]) -> bool:
+    """Whether a torch.func transform (grad, vjp, vmap, jacrev, ...) wraps one of the tensors: their
+    autograd.Functions need a vmap rule and a setup_context that a gradkern operation has not
+    (docs/interop.md). Not asked while torch.compile traces (nothing is wrapped there)."""
+    if torch.compiler.is_compiling():
+        return False
+    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    if wrapped is None:
+        return False
+    return any(wrapped(t) for t in tensors)
+
+
 def _tensor(a: Any, like: torch.Tensor) -> torch.Tensor:
     """A torch tensor on the memory of a NumPy or CuPy array (no copy); a number as a 0-d tensor."""
     if isinstance(a, float):
@@ -73,8 +89,7 @@ class _Layout:
         for n, c in enumerate(self.layout):
             if c == "t":
                 t = next(it)
-                kind = "c" if t.is_complex() else "f" if t.is_floating_point() else "i"
-                out.append(A.role(t.dim(), kind, self.op.where(n)))
+                out.append(A.role(t.dim(), _dtype(t), self.op.where(n)))
             else:
                 out.append(A.CONST)
         return tuple(out)
@@ -87,7 +102,9 @@ class _Layout:
 
     def check(self, tensors: Sequence[torch.Tensor]) -> tuple[str, ...]:
         roles = self.roles(tensors)
-        self.op.check(roles)
+        it = iter(self.constants)
+        self.op.check(roles, ["a tensor" if c == "t" else type(next(it)).__name__ for c in self.layout])
+        A.check_dtypes(self.op, {n: _dtype(t) for n, t in zip(self.positions, tensors)}, roles)
         A.check_devices(self.op, {n: str(t.device) for n, t in zip(self.positions, tensors)
                                   if roles[n] != A.ACTIVE})
         return roles
@@ -111,6 +128,17 @@ def _gradients(layout: _Layout, tensors: Sequence[torch.Tensor], grads: Sequence
         host = [None if g is None else _host(g) for g in grads]
         got = A.gradients(layout.op, roles, layout.values(tensors, roles), host, call)
     return [_tensor(got[layout.positions[k]], tensors[k]) for k in layout.wanted(roles)]
+
+
+def _refuse_batched(op: A.Operation, grads: Sequence) -> None:
+    """Batched incoming gradients (torch.autograd.grad(is_grads_batched=True), jacobian(vectorize=True))
+    come wrapped by torch's vmap: refused by name, as the transforms are (docs/interop.md)."""
+    grads = [g for g in grads if isinstance(g, torch.Tensor)]
+    # the legacy vmap's BatchedTensor (torch.autograd.grad's) has a dispatch key torch._C does not name
+    if _transformed(grads) or any("Batched" in str(torch._C._dispatch_keys(g)) for g in grads):
+        raise InteropError(f"{op.name}: batched gradients (is_grads_batched=True, jacobian(vectorize=True)) go "
+                           "through torch's vmap, which a gradkern operation does not support",
+                           hint="one backward per gradient (jacobian(vectorize=False))")
 
 
 def _refused(*_):
@@ -170,6 +198,7 @@ class _CustomOps:
             ctx.save_for_backward(*tensors, *output)  # version counters: inputs and outputs unchanged since
 
         def backward_rule(ctx, grads):
+            _refuse_batched(op, grads)
             saved = ctx.saved_tensors
             tensors, handle = saved[:ctx.count], saved[-1]
             lay = _Layout(op, ctx.layout, ctx.constants)
@@ -220,6 +249,7 @@ class _Function(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
+        _refuse_batched(ctx.lay.op, grads)
         lay, tensors = ctx.lay, ctx.saved_tensors[:ctx.count]
         call, ctx.call = ctx.call, None
         with torch.no_grad():
@@ -240,7 +270,8 @@ def torch_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
     op = A.operation(f, outputs, dim)
     ops: list = []
 
-    def call(*args):
+    def call(*args, **kwargs):
+        args = A.bind(op, args, kwargs)
         args = tuple(a.item() if isinstance(a, np.generic) else a for a in args)  # NumPy scalars: numbers
         layout = "".join("t" if isinstance(a, torch.Tensor) else "c" for a in args)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
@@ -249,6 +280,10 @@ def torch_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
         for n, a in enumerate(args):
             if layout[n] == "c" and (hasattr(a, "__array__") or hasattr(a, "__dlpack__")):
                 raise InteropError(f"{op.where(n)} is a {type(a).__name__}: pass arrays as torch tensors")
+        if _transformed(tensors):
+            raise InteropError(f"{op.name} under a torch.func transform (grad, vjp, vmap, jacrev, ...): a gradkern "
+                               "operation is differentiable by torch.autograd only",
+                               hint="use torch.autograd.grad, or loop over the batch in place of torch.vmap")
         lay.check(tensors)
         grad = torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
         if CUSTOM_OPS and all(type(c) in _NUMBERS for c in constants):
