@@ -309,8 +309,13 @@ def test_npb_cg_zeta_from_a_host_dot_product_is_refused_naming_the_line():
 
 def test_lorenz96_state_kept_inside_a_checkpointed_step_is_refused():
     """`kept.append(x.copy())` inside a checkpointed loop's step: the kept copy outlives the loop, and a recomputed
-    step makes another; refused (the port keeps the state between checkpointed segments instead, which the
-    checkpointed test above checks)."""
+    step makes another. Refused when the reverse recomputes the step (as any step that is not a function of t
+    and the state). Before, the hint named ping-pong buffers chosen from t, which has nothing to do with it; now
+    it names the spelling the port uses: the state kept between checkpointed segments (checked above)."""
     args = _l96_args(np.random.default_rng(60))
     args[4] = 4
-    _refused(gk.ProgramError, r"checkpointed loop", pa.lorenz96_kept_in_checkpointed_step, *args)
+    with pytest.raises(gk.ProgramError, match=r"step 1 of the checkpointed loop \(launch 9 of the step, '_copy1'\) "
+                                              r"took an array that the step made .*`kept\.append\(u\.copy\(\)\)`"
+                       ) as info:
+        gk.autodiff(pa.lorenz96_kept_in_checkpointed_step, *args)
+    assert "gk.checkpointed_loop(step, k, ...); kept.append(u.copy())" in str(info.value)
