@@ -140,3 +140,19 @@ def test_outside_a_program_writes_are_untouched():
     f.seek(0)
     np.testing.assert_array_equal(np.load(f), a)
     np.testing.assert_array_equal(pickle.loads(pickle.dumps(a)), a)
+
+
+def test_forward_mode_refuses_the_same_writes():
+    """A tangent is lost the same way: np.save of an array carrying one is refused in forward mode too."""
+    def program(a, b, w):
+        gk.launch(_smooth, 6, a, b, w)
+        f = io.BytesIO()
+        np.save(f, b)
+        f.seek(0)
+        gk.copy(b, np.load(f))
+
+    rng = np.random.default_rng(4)
+    args = [gk.Duplicated(rng.uniform(0.5, 1.5, 8), rng.standard_normal(8)),
+            gk.Duplicated(rng.uniform(0.5, 1.5, 8), rng.standard_normal(8)), gk.Duplicated(0.3, 1.0)]
+    with pytest.raises(gk.ProgramError, match=r"`np\.save` of 'b' at .*test_host_files\.py:\d+ \(`np\.save\(f, b\)`"):
+        gk.autodiff(program, *args, mode=gk.Forward)
