@@ -1,13 +1,14 @@
 """A fourth round of third-party host loops as programs (docs/programs.md, "Ported host loops", session 51): the
 ports in tests/support/ported_loops4*.py (NPB 3.4 CG, LU-SSOR and SP-ADI; Mantevo miniFE 2.0 and miniGhost 1.0.1;
-TeaLeaf 1.0's Chebyshev solver; a Kripke-like sweep; LULESH 2.0's TimeIncrement; SPEC CPU2000 swim; a Lorenz-96 RK4
-driver; an SU2-like pseudo-time loop), leaning on the host-code patterns drivers use between launches: convergence
-loops on a derived norm, boundary conditions set on views, three-buffer rotations, launches on transposed views,
-host reductions that a kernel must compute instead, early exits, periodic output, restarts. Each port's
-store-all gradient is checked against float64 central differences and by the dot-product test (random non-zero
-inputs; test_ported_loops.py's checks, which also compare the primals after the gradient with a primal run bit for
-bit), its checkpointed gradient against the store-all one where its loop has a fixed count; the spellings gradkern
-refuses are refused naming the line and the spelling that works, which is ported too."""
+TeaLeaf 1.0's Chebyshev solver; HPGMG-FV 0.4's red-black smoother on strided views; a Kripke-like sweep; LULESH
+2.0's TimeIncrement; SPEC CPU2000 swim; a Lorenz-96 RK4 driver; an SU2-like pseudo-time loop), leaning on the
+host-code patterns drivers use between launches: convergence loops on a derived norm, boundary conditions set on
+views, three-buffer rotations, launches on transposed and strided views, host reductions that a kernel must
+compute instead, early exits, periodic output, restarts. Each port's store-all gradient is checked against float64
+central differences and by the dot-product test (random non-zero inputs; test_ported_loops.py's checks, which also
+compare the primals after the gradient with a primal run bit for bit), its checkpointed gradient against the
+store-all one where its loop has a fixed count; the spellings gradkern refuses are refused naming the line and the
+spelling that works, which is ported too."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ def _specs(rng):
         "npb_lu_ssor": (p4.npb_lu_ssor, [("dup", _u(rng, 5, 5)), ("dup", _u(rng, 5, 5)), ("active", 1.2),
                                          ("int", 3)]),
         "npb_sp_adi": (p4.sp_adi, [("dup", _u(rng, 5, 6)), ("active", 0.4), ("int", 2)]),
+        "hpgmg_zebra": (p4.hpgmg_zebra, [("dup", _u(rng, 5, 7)), ("active", 0.25), ("int", 2)]),
         "minighost": (pa.minighost, [("dup", _u(rng, 5, 6)), ("dup", _u(rng, 5, 6)), ("active", 0.2), ("int", 4)]),
         "lulesh": (lambda loop: pa.lulesh(1.0e9, [], loop),
                    [("dup", _nodes(rng, 7)), ("dup", _u(rng, 7, lo=-0.3, hi=0.3)),

@@ -450,3 +450,25 @@ def kripke(tol, taken):
             if np.abs(phi - phi_old).max() < tol:  # a derived value, read for control flow only
                 break
     return program
+
+
+# -- HPGMG-FV 0.4 (finite-volume/source/operators/gsrb.c: smooth's red-black Gauss-Seidel sweeps), cut to 2-D with
+# the colours by column (a zebra line smoother), so that each colour is a strided view: odd columns `u[:, 1::2]`
+# from even ones `u[:, 0::2]`, then even interior columns `u[:, 2::2]` from odd ones; a thread a column, serial down
+# it; the weight w Active ----------------------------------------------------------------------------------------
+@gk.kernel
+def zebra_columns(cols, nbrs, w):
+    k = gk.tid()
+    for i in range(1, cols.shape[0] - 1):
+        cols[i, k] = w * (nbrs[i, k] + nbrs[i, k + 1] + cols[i - 1, k] + cols[i + 1, k])
+
+
+def hpgmg_zebra(loop):
+    def program(u, w, sweeps):
+        nx = u.shape[1]
+
+        def sweep(t):
+            gk.launch(zebra_columns, (nx - 1) // 2, u[:, 1::2], u[:, 0::2], w)
+            gk.launch(zebra_columns, (nx - 2) // 2, u[:, 2::2], u[:, 1::2], w)
+        loop(sweep, sweeps)
+    return program
