@@ -411,8 +411,10 @@ def _check_write(host: HostTracker | None, op: str, outs: list, inputs: list) ->
         _writable(plain(o), host)
         if host.active(plain(o)):
             frame = _user_frame()
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() if frame is not None else ""
             raise ProgramError(f"`{op}` writes its result into {_names(frame, [plain(o)])}, an active array, on the "
-                               f"host at {_where(frame)}: its derivative would be lost; nothing was written",
+                               f"host at {_where(frame)}{f' (`{line}`)' if line else ''}: its derivative would be "
+                               "lost; nothing was written",
                                hint="write it as a kernel, or compute into a new array and gk.copy(dst, it)")
     sources = [a for a in inputs if host.derived(plain(a))]
     if sources:

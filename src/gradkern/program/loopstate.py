@@ -33,6 +33,11 @@ _FUNCTION_OF_T = ("a step must be a function of t and the loop's state: choose p
                   "(`a, b = (u, v) if t % 2 == 0 else (v, u)`), not from a swap kept outside the step (`bufs[0], "
                   "bufs[1] = b, a` or a nonlocal), which a recomputed step finds in its last position")
 
+_KEPT = ("keep outputs between checkpointed loops: run the loop in segments of k steps and copy the state after "
+         "each (`for s in range(n // k): gk.checkpointed_loop(step, k, ...); kept.append(u.copy())`), or keep them "
+         "in a plain loop (store-all)")
+
+
 class StepSeries:
     """A small code per step, from step `start` on, set in ascending step order; 0 where none was set. Compact
     (docs/checkpointed-loops.md#how-it-works): a byte or int array while the first forward records it, and
@@ -295,6 +300,12 @@ class LoopState:
             self._checked.clear()
         self._checked[key] = (refs, written_refs, ids)
 
+    def _made_by(self, key: int | None, t: int) -> bool:
+        """Whether state buffer `key` is one only step t took, writing it: an array the step made and kept
+        (docs/checkpointed-loops.md#how-it-works)."""
+        seen = self.seen.get(key) if key in self.state else None
+        return seen is not None and seen.steps == 1 and seen.last == t
+
     def check_step(self, t: int) -> None:
         """ProgramError unless recomputed step t launched what it launched when it was recorded."""
         number = self.steps[t]
@@ -302,6 +313,12 @@ class LoopState:
         if got == want:
             return
         for k, (a, b) in enumerate(zip(want, got)):
+            if a[:2] == b[:2] and any(y is None and self._made_by(x, t) for x, y in zip(a[2], b[2])):
+                raise ProgramError(f"step {t} of the checkpointed loop (launch {k + 1} of the step, '{b[0]}') took "
+                                   "an array that the step made when it was recorded and that outlived the loop's "
+                                   "first forward (a copy kept outside the step: periodic output, "
+                                   "`kept.append(u.copy())`); recomputed, the step makes another, which the kept one's "
+                                   f"derivative cannot reach; {_PARTIAL}", hint=_KEPT)
             if a != b:
                 raise ProgramError(f"step {t} of the checkpointed loop launched '{b[0]}' (launch {k + 1} of the "
                                    f"step) on other arrays, or another kernel, than when it was recorded ('{a[0]}'); "
