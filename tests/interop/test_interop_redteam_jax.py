@@ -164,8 +164,10 @@ def test_dtypes_and_arguments_refused_by_name_at_trace_time(x64):
     """Refused when the function is traced, as gk.InteropError naming the argument, not as a callback's
     JaxRuntimeError wrapping gk.launch's error."""
     u = rand(N)
-    cases = [((u, jnp.zeros(N, jnp.float32), 0.2, 0.01), "argument 'u' is float64 but 'un' is float32"),
-             ((u.astype(jnp.float16), jnp.zeros(N, jnp.float16), 0.2, 0.01), "argument 'u' has dtype float16"),
+    mixed = step(u, jnp.zeros(N, jnp.float32), 0.2, 0.01)  # as gk.launch: one float64 value rounded once
+    assert mixed.dtype == jnp.float32
+    np.testing.assert_array_equal(np.asarray(mixed), np.asarray(step(u, jnp.zeros(N), 0.2, 0.01)).astype(np.float32))
+    cases = [((u.astype(jnp.float16), jnp.zeros(N, jnp.float16), 0.2, 0.01), "argument 'u' has dtype float16"),
              ((u.astype(jnp.bfloat16), jnp.zeros(N, jnp.bfloat16), 0.2, 0.01), "argument 'u' has dtype bfloat16"),
              ((u, jnp.zeros(N, bool), 0.2, 0.01), "argument 'un' has dtype bool"),
              ((list(np.asarray(u)), jnp.zeros(N), 0.2, 0.01), "argument 'u' is indexed by the kernel.*got list"),

@@ -61,17 +61,6 @@ def role(ndim: int, dtype: str, where: str) -> str:
                        "or .astype(jnp.int32)); a mask as 0/1 integers")
 
 
-def check_dtypes(op: Operation, dtypes: dict[int, str], roles: Sequence[str]) -> None:
-    """Refuse float arrays of different dtypes in one operation, naming two of them: a float64 value
-    stored into a float32 array would be rounded without a word. An Active scalar may have either dtype
-    (its derivative is summed in float64 and returned in its own)."""
-    floats = [(n, d) for n, d in dtypes.items() if roles[n] == ARRAY]
-    for n, d in floats[1:]:
-        if d != floats[0][1]:
-            raise InteropError(f"{op.name}: argument '{op.params[floats[0][0]]}' is {floats[0][1]} but "
-                               f"'{op.params[n]}' is {d}", hint="convert the float arrays to one dtype")
-
-
 def host_value(r: str, a: Any) -> Any:
     """What `f` is given for an array argument of role `r`: a float for an Active scalar, a Python number
     for a 0-d integer array, else the array."""

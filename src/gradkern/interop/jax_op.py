@@ -161,7 +161,6 @@ def jax_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
         constants = tuple(None if n in positions else a for n, a in enumerate(args))
         roles = _roles(op, {n: args[n] for n in positions}, len(args))
         op.check(roles, [type(a).__name__ for a in args])
-        A.check_dtypes(op, {n: _dtype(args[n]) for n in positions}, roles)
         A.check_dim(op, roles, args, {n: tuple(args[n].shape) for n in positions})
         try:
             key = (positions, tuple(_constant_key(c) for c in constants))

@@ -104,7 +104,6 @@ class _Layout:
         roles = self.roles(tensors)
         it = iter(self.constants)
         self.op.check(roles, ["a tensor" if c == "t" else type(next(it)).__name__ for c in self.layout])
-        A.check_dtypes(self.op, {n: _dtype(t) for n, t in zip(self.positions, tensors)}, roles)
         A.check_devices(self.op, {n: str(t.device) for n, t in zip(self.positions, tensors)
                                   if roles[n] != A.ACTIVE})
         return roles
