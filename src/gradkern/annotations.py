@@ -46,23 +46,47 @@ class Active(Annotation):
     """A scalar whose derivative `autodiff` returns."""
 
 
-@dataclass(frozen=True)
+_MISSING = object()
+
+
+def _pair(cls: type, val: Any, second: Any, extra: tuple, what: str) -> None:
+    """AnnotationError (not Python's TypeError) when a newcomer leaves out the shadow or adds an argument."""
+    if val is _MISSING or second is _MISSING or extra:
+        from .errors import AnnotationError
+        given = sum(x is not _MISSING for x in (val, second)) + len(extra)
+        raise AnnotationError(f"gk.{cls.__name__} takes the primal and {what}, got {given} argument"
+                              f"{'' if given == 1 else 's'}",
+                              hint=f"gk.{cls.__name__}(x, {'dx' if what == 'its shadow' else '(dx1, dx2)'}): the "
+                                   "shadow is a buffer of x's shape and dtype (np.zeros_like(x)) updated in place")
+
+
+@dataclass(frozen=True, init=False)
 class Duplicated(Annotation):
     """A primal with its shadow: the derivative lives in `dval`, updated in place."""
 
     dval: Any
 
+    def __init__(self, val: Any = _MISSING, dval: Any = _MISSING, *extra: Any):
+        _pair(type(self), val, dval, extra, "its shadow")
+        object.__setattr__(self, "val", val)
+        object.__setattr__(self, "dval", dval)
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, init=False)
 class DuplicatedNoNeed(Duplicated):
     """As Duplicated, but the primal's new value need not be computed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class BatchDuplicated(Annotation):
     """A primal with k shadows, differentiated together (vector mode)."""
 
     dvals: tuple
+
+    def __init__(self, val: Any = _MISSING, dvals: Any = _MISSING, *extra: Any):
+        _pair(type(self), val, dvals, extra, "a tuple of its k shadows")
+        object.__setattr__(self, "val", val)
+        object.__setattr__(self, "dvals", dvals)
 
     @property
     def dval(self) -> tuple:

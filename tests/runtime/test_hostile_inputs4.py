@@ -503,3 +503,13 @@ def test_what_a_program_or_a_step_returns_is_not_differentiated(rng):
         assert out == (None, None, None)
         grads.append(dx)
     np.testing.assert_array_equal(grads[0], grads[1])
+
+
+@pytest.mark.parametrize("make", [lambda x: gk.Duplicated(x), lambda x: gk.Duplicated(x, x, x),
+                                  lambda x: gk.DuplicatedNoNeed(x), lambda x: gk.BatchDuplicated(x),
+                                  lambda x: gk.Duplicated()])
+def test_an_annotation_without_its_shadow_is_an_annotation_error(make):
+    """A newcomer's gk.Duplicated(x) (the shadow left out) is gk.AnnotationError naming what it takes, not Python's
+    TypeError from a dataclass constructor (annotations.py)."""
+    with pytest.raises(gk.AnnotationError, match=r"takes the primal and .*, got \d arguments?"):
+        make(np.ones(3))
