@@ -87,13 +87,16 @@ RXN = ((0, 1, 2), (2, 0, 1), (1, 2, 0))
 RAGGED = ((0, 1), (2, 0, 1))
 
 
+W = (0.5, 2.0, -1.0)
+
+
 @gk.kernel
 def unpack_rows(x, out):
     t = gk.tid()
     s = 0.0
     for r in range(3):
         a, b, c = RXN[r]
-        s += x[t, a] * x[t, b] - x[t, c]
+        s += x[t, a] * x[t, b] - W[c] * x[t, c]
     out[t] = s
 
 
@@ -102,7 +105,7 @@ def test_a_table_row_unpacks(backend, rng):
     x = rng.uniform(0.2, 0.8, (4, 3))
     out = np.zeros(4)
     gk.launch(unpack_rows, 4, x, out, backend=backend)
-    want = sum(x[:, a] * x[:, b] - x[:, c] for a, b, c in RXN)
+    want = sum(x[:, a] * x[:, b] - W[c] * x[:, c] for a, b, c in RXN)  # the names index a table too
     np.testing.assert_allclose(out, want, rtol=1e-15, atol=0)  # three terms, the same order: an ulp at most
     report = check_grad(unpack_rows, gk.Duplicated(x, np.zeros_like(x)), gk.Duplicated(out, np.zeros(4)), dim=4)
     assert report.ok and report.checked > 5, str(report)

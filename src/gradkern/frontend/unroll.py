@@ -226,11 +226,15 @@ class Unroller:
             return [s]
         self.unpack_row(s)
         out = _Rewrite(self, env).visit(s)
-        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
-                and self.stores.get(s.targets[0].id) == 1:
-            value = self.fold(self.expr(copy.deepcopy(out.value), _with_consts(env)))
-            if type(value) is int:
-                env[_CONST + s.targets[0].id] = value
+        if isinstance(s, ast.Assign) and len(s.targets) == 1:
+            t = s.targets[0]
+            pairs = [(t, out.value)] if isinstance(t, ast.Name) else list(zip(t.elts, out.value.elts)) \
+                if isinstance(t, ast.Tuple) and isinstance(out.value, ast.Tuple) else []
+            for name, v in pairs:  # `a, b = E[q]` unpacked: each name may fold inside indices as `a = E[q][0]`
+                if isinstance(name, ast.Name) and self.stores.get(name.id) == 1:
+                    value = self.fold(self.expr(copy.deepcopy(v), _with_consts(env)))
+                    if type(value) is int:
+                        env[_CONST + name.id] = value
         return [out]
 
     def unpack_row(self, s: ast.stmt) -> None:
