@@ -68,7 +68,8 @@ def cases(rng, dtype=np.float64):
     sym = R(2, 2)
     return [
         ("polybench_2mm", A.polybench_2mm, (D(R(ni * nj)), D(R(ni * nk)), D(R(nk * nj)), D(R(nj * nl)),
-                                            D(R(ni * nl)), 1.5, 1.2, ni, nj, nk, nl), None, {}, ref.polybench_2mm),
+                                            D(R(ni * nl)), act(1.5), act(1.2), ni, nj, nk, nl), None, {},
+         ref.polybench_2mm),
         ("polybench_atax", A.polybench_atax, (D(R(4 * 3)), D(R(3)), D(R(3)), D(R(4)), 4, 3), None, {},
          ref.polybench_atax),
         ("polybench_bicg", A.polybench_bicg, (D(R(4 * 3)), D(R(4)), D(R(3)), D(R(3)), D(R(4)), 4, 3), None, {},
