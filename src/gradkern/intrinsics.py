@@ -26,6 +26,7 @@ sin, cos, tan, exp, log, sqrt, tanh = math.sin, math.cos, math.tan, math.exp, ma
 abs, min, max, pow = builtins.abs, builtins.min, builtins.max, builtins.pow
 asin, acos, atan, sinh, cosh = math.asin, math.acos, math.atan, math.sinh, math.cosh
 asinh, acosh, atanh, erf, expm1, log1p = math.asinh, math.acosh, math.atanh, math.erf, math.expm1, math.log1p
+erfc = math.erfc
 atan2, hypot, copysign, fmod = math.atan2, math.hypot, math.copysign, math.fmod
 
 

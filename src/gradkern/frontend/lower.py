@@ -29,7 +29,7 @@ from ..ir.types import F32, F64, I32, I64, MAX_NDIM
 from . import jumps, literal_loops, loop_returns, suggest, unroll, vectors
 from .callables import DeviceFunctionMarker, KernelMarker, Lowered
 from .inline import inline_call
-from .parse import ParsedFunction
+from .parse import ParsedFunction, assigned_names
 from .structure import Return, check_definite_assignment, structure_returns
 
 _BINOPS = {ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.Div: Op.DIV,
@@ -80,7 +80,7 @@ class _Lowerer:
         if args.kwonlyargs or args.posonlyargs or args.defaults or args.kw_defaults:
             self.fail(parsed.tree, "kernel parameters must be plain positional names without defaults")
         self.params = tuple(a.arg for a in args.args)
-        self.locals = set(self.params) | _assigned_names(parsed.tree)
+        self.locals = set(self.params) | assigned_names(parsed.tree)
         for node in [*args.args, *ast.walk(parsed.tree)]:
             name = node.arg if isinstance(node, ast.arg) else getattr(node, "id", None)
             if isinstance(name, str) and is_generated(name) and name in self.locals:
@@ -97,7 +97,7 @@ class _Lowerer:
         if tree is not parsed.tree:
             self.p = replace(parsed, tree=tree)
             self.ns.update(unroll.NAMESPACE)
-            self.locals |= _assigned_names(tree)
+            self.locals |= assigned_names(tree)
 
     # -- errors ---------------------------------------------------------------
     def fail(self, node: ast.AST, message: str, hint: str | None = None, cls=KernelSyntaxError):
@@ -437,6 +437,9 @@ class _Lowerer:
         return ir.Load(arr, idx, loc=self.p.loc(e))
 
     def subscript(self, e: ast.Subscript) -> tuple[str, tuple[ir.Expr, ...]]:
+        if isinstance(e.value, ast.Subscript):  # C's A[i][j] of an array parameter is A[i, j] (docs/kernel-language.md)
+            arr, outer = self.subscript(e.value)
+            return arr, outer + self.indices(e.slice)
         return self.array_name(e.value), self.indices(e.slice)
 
     def indices(self, s: ast.expr) -> tuple[ir.Expr, ...]:
@@ -535,14 +538,6 @@ def _sign(x: ir.Expr, loc) -> ir.Expr:
 def _numpy_scalar_type(v):
     from ..ir.types import SCALARS
     return SCALARS.get(np.asarray(v).dtype.name)
-
-
-def _assigned_names(fn: ast.FunctionDef) -> set[str]:
-    out = set()
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            out.add(node.id)
-    return out
 
 
 def _array_names(body: tuple[ir.Stmt, ...]) -> set[str]:

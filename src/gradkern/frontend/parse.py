@@ -67,3 +67,8 @@ def parse_function(fn: Callable[..., Any]) -> ParsedFunction:
             Loc(file, first, indent, fn.__name__),
         )
     return ParsedFunction(fn, node, file, first - 1, indent)
+
+
+def assigned_names(fn: ast.FunctionDef) -> set[str]:
+    """Every name the function binds (assignment targets, loop variables)."""
+    return {node.id for node in ast.walk(fn) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}

@@ -8,7 +8,8 @@ see scalar locals and literals only.
   dtype the zero is a float literal, so the elements take the type of the
   values stored (a float32 kernel stays float32).
 * A module-level (or closure) tuple of numbers, or tuple of such tuples, is a
-  constant table: `E[q][0]`, `E[q, 0]` and `len(E)` become literals.
+  constant table: `E[q][0]`, `E[q, 0]` and `len(E)` become literals, and
+  `a, b = E[q]` unpacks a row when every row there has that many elements.
 * A `for q in range(...)` whose body indexes a local array or a table by an
   expression of `q` is unrolled: one copy of the body per value of `q`, with
   `q` a literal in it (its bounds must then fold to constants, at most
@@ -19,7 +20,9 @@ see scalar locals and literals only.
   (`c = abs(di) + abs(dj); W[c]`, with `di`, `dj` unrolled): from its
   assignment on, in that block and the blocks it contains, it folds to its
   value inside indices (only there: elsewhere it stays a typed local); a loop
-  whose variable reaches a table index through such locals is unrolled too.
+  whose variable reaches a table index through such locals is unrolled too,
+  and so is a loop whose variable bounds an inner loop that is unrolled
+  (`for i in range(8, 0, -1): for j in range(i): c[j] = ...`).
   `abs`, `min` and `max` of integer constants fold.
 
 An `if` whose test folds to a constant keeps only the branch taken, so
@@ -149,7 +152,7 @@ class Unroller:
 
     def uses_index_by(self, body: list[ast.stmt], var: str) -> bool:
         """Whether the body indexes a local array or table by `var`, or by a local assigned once from an
-        expression of it (`c = abs(var) + 1; W[c]`)."""
+        expression of it (`c = abs(var) + 1; W[c]`), or bounds by it an inner loop that does."""
         module = ast.Module(body, [])
         names, grown = {var}, True
         while grown:
@@ -167,6 +170,12 @@ class Unroller:
                         and (base.id in self.arrays or self.table(base.id) is not None)) \
                         and any(isinstance(n, ast.Name) and n.id in names for i in index for n in ast.walk(i)):
                     return True
+            # a nested loop that is unrolled and whose bounds read `var` (binomialOptions' triangular `for j in
+            # range(i)` over a local array): its bounds fold only in copies of this loop, so this one unrolls too
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
+                    and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.iter)) \
+                    and self.uses_index_by(node.body, node.target.id):
+                return True
         return False
 
     def elements_of(self, body: list[ast.stmt], var: str) -> list[tuple[str, list[ast.expr]]]:
@@ -215,13 +224,37 @@ class Unroller:
             s.test = self.expr(s.test, env)
             s.body, s.orelse = self.block(s.body, dict(env)), self.block(s.orelse, dict(env))
             return [s]
+        self.unpack_row(s)
         out = _Rewrite(self, env).visit(s)
-        if isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) \
-                and self.stores.get(s.targets[0].id) == 1:
-            value = self.fold(self.expr(copy.deepcopy(out.value), _with_consts(env)))
-            if type(value) is int:
-                env[_CONST + s.targets[0].id] = value
+        if isinstance(s, ast.Assign) and len(s.targets) == 1:
+            t = s.targets[0]
+            pairs = [(t, out.value)] if isinstance(t, ast.Name) else list(zip(t.elts, out.value.elts)) \
+                if isinstance(t, ast.Tuple) and isinstance(out.value, ast.Tuple) else []
+            for name, v in pairs:  # `a, b = E[q]` unpacked: each name may fold inside indices as `a = E[q][0]`
+                if isinstance(name, ast.Name) and self.stores.get(name.id) == 1:
+                    value = self.fold(self.expr(copy.deepcopy(v), _with_consts(env)))
+                    if type(value) is int:
+                        env[_CONST + name.id] = value
         return [out]
+
+    def unpack_row(self, s: ast.stmt) -> None:
+        """`a, b = E[q]` with every row of E at that depth of length 2 → `a, b = E[q][0], E[q][1]`, so each
+        element folds; rows of other lengths keep the error that a row is not a number."""
+        if not (isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Tuple)
+                and isinstance(s.value, ast.Subscript)):
+            return
+        base, index = _chain(s.value)
+        table = self.table(base.id) if isinstance(base, ast.Name) else None
+        if table is None:
+            return
+        rows = [table]
+        for _ in index:
+            rows = [x for r in rows if isinstance(r, tuple) for x in r]
+        n = len(s.targets[0].elts)
+        if rows and all(isinstance(r, tuple) and len(r) == n for r in rows):
+            s.value = ast.copy_location(ast.Tuple([ast.copy_location(
+                ast.Subscript(copy.deepcopy(s.value), ast.Constant(k), ast.Load()), s.value) for k in range(n)],
+                ast.Load()), s.value)
 
     def loop(self, s: ast.For, env: dict[str, int]) -> list[ast.stmt]:
         if isinstance(s.iter, ast.Name) and (s.iter.id in self.arrays or self.table(s.iter.id) is not None):

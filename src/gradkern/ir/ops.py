@@ -76,6 +76,7 @@ class Op(Enum):
     ACOSH = "acosh"
     ATANH = "atanh"
     ERF = "erf"
+    ERFC = "erfc"
     EXPM1 = "expm1"
     LOG1P = "log1p"
     # functions of two floats
@@ -146,6 +147,8 @@ FUNCTIONS: dict[Op, Function] = {
     Op.ATANH: _unary("math.atanh", (math.atanh, np.arctanh), np.arctanh),
     # NumPy has none: computed in float64, rounded to the node's type
     Op.ERF: _unary("math.erf", (math.erf,), lambda a: math.erf(a)),
+    # 1 - erf(u) without the cancellation for large u (LAMMPS' coul/long and option pricing call it)
+    Op.ERFC: _unary("math.erfc", (math.erfc,), lambda a: math.erfc(a)),
     Op.EXPM1: _unary("math.expm1", (math.expm1, np.expm1), np.expm1),
     Op.LOG1P: _unary("math.log1p", (math.log1p, np.log1p), np.log1p),
     Op.ATAN2: _binary("math.atan2", (math.atan2, np.arctan2), np.arctan2),

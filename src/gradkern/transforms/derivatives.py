@@ -147,6 +147,9 @@ DERIVATIVES: dict[Op, Partials] = {
     # 2 / sqrt(pi) exp(-u^2)
     Op.ERF: Partials(lambda x, y: (b.mul(b.const(2 / math.sqrt(math.pi), y.type),
                                          b.apply(Op.EXP, b.neg(b.mul(x[0], x[0])))),), ((0,),)),
+    # -2 / sqrt(pi) exp(-u^2)
+    Op.ERFC: Partials(lambda x, y: (b.mul(b.const(-2 / math.sqrt(math.pi), y.type),
+                                          b.apply(Op.EXP, b.neg(b.mul(x[0], x[0])))),), ((0,),)),
     Op.EXPM1: Partials(lambda x, y: (b.add(y, _one(y)),), (("y",),)),
     Op.LOG1P: Partials(lambda x, y: (b.div(_one(y), b.add(_one(y), x[0])),), ((0,),)),
     Op.ATAN2: Partials(_atan2_partials, ((0, 1), (0, 1))),

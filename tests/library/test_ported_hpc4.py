@@ -1,0 +1,125 @@
+"""Session 51's fourth round of kernels ported from public GPU and HPC codes (tests/support/ported_hpc4.py,
+ported_hpc4_more.py, ported_hpc4_pde.py; inputs in ported_hpc4_cases.py, NumPy references in
+ported_hpc4_refs.py), chosen to differ in shape and language use from the first three rounds: PolyBench/GPU's
+2mm, atax, bicg, mvt, gesummv, syr2k and covariance as their CUDA files write them (flat indices, grids rounded up
+past the bounds, products accumulated in global memory, the host's launch sequences as programs), Parboil's
+register-tiled sgemm, 7-point stencil marching up z, mri-fhd and cutcp, SHOC's reduction partials and S3D rates,
+Rodinia's streamcluster cost, leukocyte GICOV, myocyte sodium gates and particlefilter likelihood, the CUDA
+samples' binomialOptions, LAMMPS' Morse, Buckingham and coul/long pair styles (erfc inlined and math.erfc), an
+OpenFOAM-like face loop, libCEED-like mass and diffusion apply, PETSc's Brusselator and Gray-Scott RHS, an ocean
+column's Thomas solve, semi-Lagrangian advection, MUSCL limiters, Black-Scholes by erf and erfc, and the Ikeda
+map. For each:
+
+* the primal on the Numba backend matches its NumPy reference within 1e-12 of the largest value: the reference
+  evaluates the same formulas in float64 but may sum in another order (NumPy's matrix products and sums, at most
+  a few dozen terms here) and calls NumPy's libm, a few ulps (~1e-15 relative) per operation;
+* the primal agrees on Numba, hostcuda (the CUDA backend's source under g++) and the IR interpreter within the
+  shared 8-ulp bound (support/ported.py: assert_backends_agree);
+* check_grad in float64, reverse and forward, against central differences and the dot-product test, on random
+  non-zero inputs away from kinks (the limiters' switches, the cutoffs, streamcluster's comparison, GICOV's
+  largest circle, the binomial tree's exercise boundary, the semi-Lagrangian cell edges and the floor of the
+  particle positions are not within a step of the inputs);
+* the race analysis: every launch is parallel; all but three are proved race-free statically, primal and
+  reverse; those three run the exact run-time check, which passes.
+
+What porting them found is in docs/kernel-language.md ("Fourth round (session 51)")."""
+
+import math
+
+import numpy as np
+import pytest
+from support.ported import assert_backends_agree, primal_values
+from support.ported_hpc4_cases import PROGRAMS, cases
+from support.ported_hpc4_refs import erfc_polynomial
+
+import gradkern as gk
+from gradkern.testing import check_grad
+
+NAMES = [c[0] for c in cases(np.random.default_rng(0))]
+
+
+def _case(name, seed=5):
+    return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
+
+
+def _run(name, kernel, dim, values, backend):
+    if name in PROGRAMS:
+        kernel(*values, backend=backend)
+    else:
+        gk.launch(kernel, dim, *values, backend=backend)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_primal_matches_numpy(name):
+    _, kernel, args, dim, _, reference = _case(name)
+    values = primal_values(args)
+    want = reference(primal_values(args))
+    _run(name, kernel, dim, values, "cpu")
+    assert want
+    for k, expected in want.items():
+        got = values[k]
+        scale = float(np.max(np.abs(expected)))
+        assert scale > 0.0, (name, k)
+        if np.asarray(expected).dtype.kind == "f":
+            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * scale, err_msg=f"{name} argument {k}")
+        else:
+            np.testing.assert_array_equal(got, expected, err_msg=f"{name} argument {k}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_primal_agrees_across_backends(name):
+    _, kernel, args, dim, _, _ = _case(name)
+    runs = {}
+    for backend in ("cpu", "interp", "hostcuda"):
+        values = primal_values(args)
+        try:
+            _run(name, kernel, dim, values, backend)
+        except gk.BackendUnavailableError:
+            continue
+        runs[backend] = values
+    assert_backends_agree(name, runs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_gradient(name):
+    _, kernel, args, dim, options, _ = _case(name)
+    report = check_grad(kernel, *args, dim=dim, **options)
+    assert report.ok and report.checked > 20, str(report)
+    assert report.dot_analytic != 0.0
+
+
+# launches not proved race-free statically, primal and reverse: indices linear in a run-time leading dimension
+# (sgemm's C[m + (nb TB + i) ldc], the stencil's i + nx (j + ny k)) and streamcluster's work_mem column read from
+# two index tables; the exact run-time check runs for them, and passes
+RUNTIME_CHECKED = {"sgemm_nt", "stencil7_z", "sc_compute_cost"}
+ATOMIC = {"shoc_reduce": ("total",), "face_flux_scatter": ("res",), "ceed_mass_apply": ("v",),
+          "ceed_diff_apply": ("v",)}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in PROGRAMS])
+def test_race_freedom(name):
+    _, kernel, args, dim, _, _ = _case(name)
+    primal = gk.inspect(kernel, *primal_values(args), dim=dim)
+    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
+    assert primal.parallel and reverse.parallel
+    assert primal.atomic_targets == ATOMIC.get(name, ())
+    checked = name in RUNTIME_CHECKED
+    assert primal.race_check == checked and reverse.race_check == checked, name
+    if checked:
+        gk.launch(kernel, dim, *primal_values(args))
+
+
+def test_lammps_erfc_polynomial_is_within_its_bound_of_math_erfc():
+    """coul_long inlines Abramowitz-Stegun 7.1.26 (|error| <= 1.5e-7 absolute on erfc); coul_long_erfc calls
+    math.erfc. Their forces differ by no more than that bound carried through each pair's prefactor."""
+    _, kernel, args, dim, _, _ = _case("coul_long")
+    poly, exact = primal_values(args), primal_values(args)
+    gk.launch(kernel, dim, *poly)
+    gk.launch(_case("coul_long_erfc")[1], dim, *exact)
+    x, q = poly[0], poly[1]
+    r = np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1)) + np.eye(len(q))
+    bound = 1.5e-7 * (np.abs(np.outer(q, q)) / r ** 2 * np.max(r)).sum()  # |prefactor| / rsq * |del| per pair
+    assert 0.0 < np.max(np.abs(poly[2] - exact[2])) <= bound
+    g = np.linspace(0.05, 3.0, 60)
+    assert np.max(np.abs([erfc_polynomial(v) - math.erfc(v) for v in g])) <= 1.5e-7
