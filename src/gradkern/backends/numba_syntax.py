@@ -131,6 +131,12 @@ class NumbaSyntax(Syntax):
         """`unsigned(index)`, read from its unsigned copy where the body keeps one."""
         return unsigned_copy(index) if index in self.copies else unsigned(index)
 
+    def in_bounds(self, index: str, array: str, axis: int, site: int, nsites: int) -> str:
+        """As Syntax's, a constant index and the site numbers passed as int64 values: Numba compiles a called
+        function once per value of a literal argument (one `_gkb_check` per site: compile-time.md, 14)."""
+        index = f"_gk_int64({index})" if index.strip("()-").isdigit() else index
+        return super().in_bounds(index, array, axis, f"_gk_int64({site})", f"_gk_int64({nsites})")
+
     def defined(self, name: str) -> list[str]:
         return [f"{unsigned_copy(name)} = _gk_uint64({name})"] if name in self.copies else []
 

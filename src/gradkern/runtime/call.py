@@ -239,14 +239,14 @@ class PreparedCall:
     group's ReverseSpecialization; the last lane group's ForwardSpecialization) and the mode's `layout`."""
 
     __slots__ = ("kernel", "generation", "mode", "key", "template", "names", "dim", "spec", "checks", "runs",
-                 "split", "roles", "layout", "plain", "ahead", "extents", "replay",
+                 "_split", "roles", "layout", "plain", "ahead", "extents", "replay",
                  "primal_launch", "converts", "untaped_tape")
 
     def __init__(self, kernel: KernelFunction, mode: str, b: Binding, spec: Any, checks: Checks, runs: tuple,
-                 roles: tuple, names: tuple = (), split: tuple = (), layout: Any = None):
+                 roles: tuple, names: tuple = (), split: Any = (), layout: Any = None):
         self.kernel, self.generation, self.mode, self.key = kernel, kernel._specs.generation, mode, None
         self.template, self.names, self.dim = template_of(b), names, b.dim
-        self.spec, self.checks, self.runs, self.split = spec, checks, runs, split
+        self.spec, self.checks, self.runs, self._split = spec, checks, runs, split
         self.roles, self.layout = roles, layout
         self.ahead = True  # its later runs not yet offered to the compile pool (runtime/reverse.py)
         # each gather run's launch domain: a function of the dim and the arrays' shapes, which the signature fixes
@@ -264,6 +264,12 @@ class PreparedCall:
     def primal(self) -> Specialization:
         """The primal specialisation, whose facts and checks the call's are."""
         return self.checks.spec
+
+    @property
+    def split(self) -> tuple:
+        """The split reverse's runs, made on first use (a fused plan never prints them: compile-time.md, 13)."""
+        self._split = self._split() if callable(self._split) else self._split
+        return self._split
 
 
 def backend_name(backend: str | None) -> str:
@@ -505,7 +511,8 @@ def _reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None, insp
 
     # a gather that does the reverse's work (transforms/fold.py) leaves no reverse launch; a pull
     # (transforms/pull.py) runs after the reverse, from the scratch slots it tapes
-    split = (run("augmented_primal", rs, 0, lanes), *(r for lo, hi, g in groups for r in _split_runs(run, g, lo, hi)))
+    def split() -> tuple:
+        return (run("augmented_primal", rs, 0, lanes), *(r for g in groups for r in _split_runs(run, g[2], *g[:2])))
     if roles == ("fused",):
         runs: tuple = (run("fused", rs, 0, lanes),)
     elif roles == ("gather", "fused"):
@@ -513,7 +520,7 @@ def _reverse(f: KernelFunction, args: tuple, dim: Any, backend: str | None, insp
     elif roles == ("fused", "gather"):
         runs = (run("fused", rs, 0, lanes), run("gather", rs, 0, lanes))
     else:
-        runs = split
+        runs = split = split()
     plain_adds = frozenset(a for a, form in rs.adjoint_forms if form == "plain add")
     call = PreparedCall(f, "reverse", b, rs, Checks(rs.primal, f.name, plain_adds), runs, roles, tuple(shadows),
                         split, ReverseLayout(f, b, ann.active, lanes, shadows, rs, compiled))

@@ -37,9 +37,10 @@ from ..ir import names
 from ..ir import nodes as ir
 from ..ir.names import PASS
 from ..ir.ops import Op
-from ..ir.rewrite import map_expr, with_blocks
+from ..ir.rewrite import map_expr
 from ..ir.types import F32, F64, I64, Array, Scalar
 from .derivatives import partials
+from .peephole import peephole
 from .saves import saves_of
 from .tape import Needs, Restore, has_reverse, plan_tape
 from .tape_count import count_skeleton, guard_pushes, within
@@ -374,19 +375,9 @@ class _Builder:
         return total[0], total[1]
 
 
-def _same_target(a: ir.Stmt, b_: ir.Stmt) -> bool:
-    if isinstance(a, ir.Store) and isinstance(b_, ir.Store):
-        return a.array == b_.array and a.indices == b_.indices
-    return isinstance(a, ir.Assign) and isinstance(b_, ir.Assign) and a.name == b_.name
-
-
 def _reloads(e: ir.Expr) -> bool:
     """Whether `e` computes on a load, which a backend reloads after a store into a shadow (adjoint-forms.md 12)."""
     return isinstance(e, ir.Apply) and any(isinstance(x, ir.Load) for x in ir.walk_expr(e))
-
-
-def _target_value(s: ir.Stmt) -> ir.Expr:
-    return ir.Load(s.array, s.indices, type=s.value.type) if isinstance(s, ir.Store) else b.var(s.name, s.value.type)
 
 
 def _accumulations(body: list[ir.Stmt]) -> set[str]:
@@ -426,64 +417,6 @@ def _iterations_commute(body: list[ir.Stmt]) -> bool:
         if isinstance(x, ir.Assign):
             defined.add(x.name)
     return True
-
-
-def _touches(s: ir.Stmt, target: ir.Stmt) -> bool:
-    """Whether statement `s` reads or writes `target`'s variable or array."""
-    if isinstance(target, ir.Store):
-        name = target.array
-        if isinstance(s, (ir.Store, ir.AtomicAdd)) and s.array == name:
-            return True
-        exprs = [e for x in ir.walk_stmts((s,)) for e in ir.stmt_exprs(x)]
-        return any(isinstance(n, ir.Load) and n.array == name for e in exprs for n in ir.walk_expr(e))
-    name = target.name
-    for x in ir.walk_stmts((s,)):
-        if isinstance(x, ir.Assign) and x.name == name:
-            return True
-        if any(isinstance(n, ir.Var) and n.name == name for e in ir.stmt_exprs(x) for n in ir.walk_expr(e)):
-            return True
-    return False
-
-
-def peephole(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
-    """Remove the identity round trip an adjoint often makes through its target:
-    `d = 0; ...; d = d + e` becomes `...; d = e` when nothing between touches d,
-    and `g = d; ...; d = g` (nothing writing d or g between) loses its last
-    statement."""
-    out: list[ir.Stmt] = []
-    for s in stmts:
-        s = with_blocks(s, lambda blk: peephole(list(blk)))
-        if isinstance(s, (ir.Assign, ir.Store)) and isinstance(s.value, ir.Apply) and s.value.op is Op.ADD \
-                and s.value.args[0] == _target_value(s):
-            for k in range(len(out) - 1, -1, -1):
-                prev = out[k]
-                if isinstance(prev, (ir.Assign, ir.Store)) and _same_target(prev, s):
-                    if isinstance(prev.value, ir.Const) and prev.value.value == 0:
-                        del out[k]
-                        s = replace(s, value=s.value.args[1])
-                    break
-                if _touches(prev, s):
-                    break
-        if isinstance(s, (ir.Assign, ir.Store)) and isinstance(s.value, ir.Var) and _restores(out, s):
-            continue
-        out.append(s)
-    return out
-
-
-def _restores(before: list[ir.Stmt], s: ir.Stmt) -> bool:
-    """Whether `s` (target = g) writes back the value g was read from, unchanged."""
-    g = s.value.name
-    target = _target_value(s)
-    for prev in reversed(before):
-        if isinstance(prev, ir.Assign) and prev.name == g:
-            return prev.value == target
-        if isinstance(prev, ir.Assign) and isinstance(s, ir.Assign) and prev.name == s.name:
-            return False
-        if isinstance(prev, (ir.Store, ir.AtomicAdd)) and isinstance(s, ir.Store) and prev.array == s.array:
-            return False
-        if not isinstance(prev, (ir.Assign, ir.Store, ir.AtomicAdd)):
-            return False
-    return False
 
 
 def reverse_kernels(k: ir.Kernel, act: Activity, launch_ndim: int) -> ReverseKernels:
