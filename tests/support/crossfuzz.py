@@ -1,5 +1,6 @@
 """Random kernels that try to make the tape planner elide a value that is overwritten before the reverse needs it
-(tests/fuzz/test_crossmode_fuzz.py, docs/testing.md "The cross-mode fuzzer").
+(tests/fuzz/test_crossmode_fuzz.py, docs/testing.md "The program save fuzzer and the
+cross-mode fuzzer").
 
 A kernel is `def <name>(a, b, x, out, idx, c, k, m)` launched over n threads, one per element:
 * a, b: float arrays of length n, read and overwritten in place at the thread's element, spelled so that the

@@ -1,5 +1,5 @@
 """Random host programs and their store-everything oracle (tests/fuzz/test_program_save_fuzz.py, docs/testing.md
-"The program save fuzzer").
+"The program save fuzzer and the cross-mode fuzzer").
 
 A program is a list of operations on *slots* (Python names bound to arrays): three argument buffers of length N
 (Duplicated, DuplicatedNoNeed or Const; sometimes the program is called with a0 passed again as a1, its shadow
@@ -120,13 +120,14 @@ class Op:
     scalar: str | None = None
     extra: object = None  # the Const int argument: m, or an index permutation; a loop's (nsteps, keyword, value)
     body: list = field(default_factory=list)  # a loop's operations, every step
+    part: bool = False  # launched over the first half of the views' extent only (1-D launches)
 
     def __str__(self):
         if self.kind == "loop":
             return (f"checkpointed_loop({self.extra}):\n    " + "\n    ".join(str(op) for op in self.body))
         args = ", ".join(f"s{s}[{v}]" for s, v in self.views)
         name = getattr(self.kernel, "__name__", None) or getattr(self.kernel, "name", "")
-        return f"{self.kind} {name}({args}{', ' + self.scalar if self.scalar else ''})"
+        return f"{self.kind} {name}({args}{', ' + self.scalar if self.scalar else ''}){' half' if self.part else ''}"
 
 
 @dataclass
@@ -180,7 +181,8 @@ def draw(rng: np.random.Generator) -> Program:
                 value = int(rng.integers(1, 4))
             elif extra == "idx":
                 value = rng.permutation(size).astype(np.int64)
-            ops.append(Op("launch", kernel, views, str(rng.choice(SCALARS)) if scalar else None, value))
+            ops.append(Op("launch", kernel, views, str(rng.choice(SCALARS)) if scalar else None, value,
+                          part=extra != "2d" and bool(rng.random() < 0.2)))
         elif kind in ("copy", "fill"):
             ops.append(Op(kind, views=_views(rng, 2 if kind == "copy" else 1, False, idents),
                           scalar=str(rng.choice(SCALARS)) if kind == "fill" else None))
@@ -272,7 +274,7 @@ def make_function(program: Program):
                 args.append(_host_scalar(op.scalar, c))
             if op.extra is not None:
                 args.append(op.extra)
-            gk.launch(op.kernel, views[0].shape, *args)
+            gk.launch(op.kernel, launch_dim(op, views), *args)
 
     def fn(a0, a1, a2, E, c):
         slots = [a0, a1, a2]
@@ -280,6 +282,11 @@ def make_function(program: Program):
             do(op, slots, E, c)
 
     return fn
+
+
+def launch_dim(op: Op, views) -> tuple:
+    """A launch's dim: the views' shape, or the first half of it (`op.part`: the rest untouched)."""
+    return (views[0].shape[0] // 2,) if op.part else views[0].shape
 
 
 def _arguments(op: Op, views, shadows, c: float, tangent: float | None = None):
@@ -367,7 +374,7 @@ def oracle_reverse(program: Program, buffers: list, E, c: float, seeds: list, se
             if op.kind == "loss":
                 views, dviews = views + [E], dviews + [shadow_of[id(E)]]
             args, dvalue = _arguments(op, views, dviews, c)
-            grads = gk.autodiff(op.kernel, *args, dim=views[0].shape)
+            grads = gk.autodiff(op.kernel, *args, dim=launch_dim(op, views))
             if op.scalar and dvalue != 0.0:
                 dc += grads[len(views)] * dvalue
     return [shadow_of[id(b)] for b in buffers], shadow_of[id(E)], dc, final
@@ -397,7 +404,7 @@ def oracle_forward(program: Program, buffers: list, E, c: float, tangents: list,
         if op.kind == "loss":
             views, dviews = views + [E], dviews + [tangent_of[id(E)]]
         args = _arguments(op, views, dviews, c, tangent=dc)[0]
-        gk.autodiff(op.kernel, *args, dim=views[0].shape, mode=gk.Forward)
+        gk.autodiff(op.kernel, *args, dim=launch_dim(op, views), mode=gk.Forward)
     return [tangent_of[id(b)] for b in buffers], tangent_of[id(E)], buffers + [E]
 
 
@@ -414,4 +421,4 @@ def _primal(op: Op, views, E, c: float):
             args.append(scalar_value(op.scalar, c)[0])
         if op.extra is not None:
             args.append(op.extra)
-        gk.launch(op.kernel, views[0].shape, *args)
+        gk.launch(op.kernel, launch_dim(op, views), *args)
