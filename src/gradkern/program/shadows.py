@@ -224,6 +224,8 @@ class ShadowMap:
         """The shadows of array `a` (views of an annotated array's shadows), or None when nothing covers it."""
         lo, hi = byte_bounds(a)
         for e in self.entries:
+            if e.released:  # a temporary's shadow given back after the reverse of the step that made it: the
+                continue  # steps before that one (a checkpointed loop's recomputed ones) saw no shadow there
             p = e.primal
             # the same memory, shape, strides and dtype (its byte bounds already known: no address read)
             if p is a or (lo == e.lo and hi == e.hi and p.shape == a.shape and p.strides == a.strides
