@@ -26,7 +26,7 @@ float64 terms of like size: <= n ulps of the sum) and the libm of sin/cos/tanh/e
 g++'s libm, Python's math: within an ulp or two each, and a kernel chains < 100 operations whose derivatives stay
 O(1) by construction): far below 1e-12.
 
-GRADKERN_FUZZ_CROSSMODE sets the number of kernels (CI default 5), GRADKERN_FUZZ_SEED the seed,
+GRADKERN_FUZZ_CROSSMODE sets the number of kernels (CI default 2, about 8 s each cold), GRADKERN_FUZZ_SEED the seed,
 GRADKERN_FUZZ_CROSS_EVERY how often a kernel also runs on the compiled backends (CI default 0: never),
 GRADKERN_FUZZ_CROSS_BACKENDS which (default cpu,hostcuda).
 A local long run: GRADKERN_FUZZ_CROSSMODE=2000 GRADKERN_FUZZ_CROSS_EVERY=50 GRADKERN_FUZZ_CROSS_BACKENDS=cpu,hostcuda
@@ -46,7 +46,7 @@ import gradkern as gk
 from gradkern.backends.hostcuda import compiler
 from gradkern.testing import check_grad
 
-N_KERNELS = int(os.environ.get("GRADKERN_FUZZ_CROSSMODE", "5"))
+N_KERNELS = int(os.environ.get("GRADKERN_FUZZ_CROSSMODE", "2"))
 SEED = int(os.environ.get("GRADKERN_FUZZ_SEED", "0"))
 CROSS_EVERY = int(os.environ.get("GRADKERN_FUZZ_CROSS_EVERY", "0"))
 RTOL = 1e-12  # module doc
