@@ -28,7 +28,8 @@ import math
 
 import numpy as np
 import pytest
-from support.ported import assert_backends_agree, primal_values
+from support.ported import primal_values
+from support.ported_harness import assert_primal_agrees_across_backends, assert_primal_matches_numpy
 from support.ported_hpc4_cases import PROGRAMS, cases
 from support.ported_hpc4_refs import erfc_polynomial
 
@@ -42,42 +43,14 @@ def _case(name, seed=5):
     return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
 
 
-def _run(name, kernel, dim, values, backend):
-    if name in PROGRAMS:
-        kernel(*values, backend=backend)
-    else:
-        gk.launch(kernel, dim, *values, backend=backend)
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_primal_matches_numpy(name):
-    _, kernel, args, dim, _, reference = _case(name)
-    values = primal_values(args)
-    want = reference(primal_values(args))
-    _run(name, kernel, dim, values, "cpu")
-    assert want
-    for k, expected in want.items():
-        got = values[k]
-        scale = float(np.max(np.abs(expected)))
-        assert scale > 0.0, (name, k)
-        if np.asarray(expected).dtype.kind == "f":
-            np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12 * scale, err_msg=f"{name} argument {k}")
-        else:
-            np.testing.assert_array_equal(got, expected, err_msg=f"{name} argument {k}")
+    assert_primal_matches_numpy(_case(name), PROGRAMS)
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_primal_agrees_across_backends(name):
-    _, kernel, args, dim, _, _ = _case(name)
-    runs = {}
-    for backend in ("cpu", "interp", "hostcuda"):
-        values = primal_values(args)
-        try:
-            _run(name, kernel, dim, values, backend)
-        except gk.BackendUnavailableError:
-            continue
-        runs[backend] = values
-    assert_backends_agree(name, runs)
+    assert_primal_agrees_across_backends(_case(name), PROGRAMS)
 
 
 @pytest.mark.slow
