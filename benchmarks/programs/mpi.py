@@ -223,7 +223,8 @@ def main() -> None:
                   "messages. The term that grows with P is the per-exchange agreement: at 100,000 ranks it would "
                   f"be {agree_big / primal_big:.0%} of the primal step ({1e6 * agree_big:.0f} us of "
                   f"{1e3 * primal_big:.3f} ms), and it synchronises all ranks every step: `Cartesian(..., "
-                  "checks=\"first\")` removes it (only a grid's first exchange agrees; docs/distributed.md)."]
+                  "checks=\"first\")` removes it (only a grid's first exchange agrees, and a reverse-mode program's "
+                  "exchanges' activity once per reverse; docs/distributed.md)."]
     publish("\n".join(lines), "## mpi.py", args.write)
 
 

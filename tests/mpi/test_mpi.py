@@ -29,6 +29,9 @@ def _mpiexec(nranks: int, args: list[str], timeout: float, env: dict | None = No
     env = {**os.environ, **(env or {})}
     env.setdefault("GRADKERN_COMPILE_WORKERS", "0")  # P ranks already fill the cores
     env.setdefault("MPIR_CVAR_POLLS_BEFORE_YIELD", "10")  # oversubscribed: waiting ranks yield their core
+    # and one Numba thread per rank: a parallel launch's threads on cores the ranks already fill cost ~10 ms each
+    # to wake (docs/distributed.md#running-under-mpiexec)
+    env.setdefault("NUMBA_NUM_THREADS", "1")
     return subprocess.run([MPIEXEC, "-n", str(nranks), sys.executable, "-m", "mpi4py", *args], env=env,
                           capture_output=True, text=True, timeout=timeout)
 

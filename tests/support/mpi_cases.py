@@ -477,11 +477,13 @@ REFERENCE = None  # where the single-process derivatives are kept between jobs (
 
 def main(out_dir: str, names: list[str]) -> None:
     global REFERENCE
-    # the cases of mpi_cases2.py (which imports this module as mpi_cases: the running copy, not a second one) run in
-    # these jobs too
+    # the cases of mpi_cases2.py and mpi_cases3.py (which import this module as mpi_cases: the running copy, not a
+    # second one) run in these jobs too
     sys.modules.setdefault("mpi_cases", sys.modules[__name__])
     import mpi_cases2
+    import mpi_cases3
     CASES.update(mpi_cases2.CASES)
+    CASES.update(mpi_cases3.CASES)
     REFERENCE = os.path.join(os.path.dirname(os.path.abspath(out_dir)), "reference")
     if RANK == 0:
         os.makedirs(REFERENCE, exist_ok=True)

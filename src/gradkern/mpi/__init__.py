@@ -23,6 +23,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 
 from .agreement import DistributedError
 from .cartesian import Cartesian
+from .gradcheck import check_grad
 from .reduce import allreduce
 
-__all__ = ["Cartesian", "DistributedError", "allreduce"]
+__all__ = ["Cartesian", "DistributedError", "allreduce", "check_grad"]

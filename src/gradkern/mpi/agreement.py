@@ -80,18 +80,19 @@ def agree_schedule_once(comm: Any, entry: Any, key: Any) -> None:
         entry.agreed[id(key)] = key
 
 
-def agree_schedule(comm: Any, entry: Any) -> None:
+def agree_schedule(comm: Any, entry: Any, memory: bool = True) -> None:
     """A checkpointed loop whose steps exchange or allreduce: every rank must take the same schedule (nsteps,
-    snapshots, the schedule's class, storage), or the ranks would recompute different steps and wait for each
-    other's messages for ever. ProgramError on every rank otherwise, before the loop's first message."""
+    snapshots, the schedule's class and the parameters it was built with, storage), or the ranks would recompute
+    different steps and wait for each other's messages for ever. ProgramError on every rank otherwise, before the
+    loop's first message. `memory`: also refuse memory= (checked where the loop is known to communicate)."""
     found = comm.allgather(entry.describe())
     if any(f != found[0] for f in found):
-        detail = "; ".join(f"rank {r}: nsteps={f[0]}, snapshots={f[1]}, schedule {f[2]}, storage {f[3]}"
-                           for r, f in enumerate(found))
+        detail = "; ".join(f"rank {r}: nsteps={f[0]}, snapshots={f[1]}, schedule {f[2]}"
+                           f"{' built with ' + f[5] if f[5] else ''}, storage {f[3]}" for r, f in enumerate(found))
         raise ProgramError(f"a checkpointed loop whose steps exchange halos or allreduce takes different schedules "
                            f"on different ranks ({detail}); their recomputations would wait for each other for ever",
                            hint="give gk.checkpointed_loop the same nsteps, snapshots and schedule on every rank")
-    if found[0][4] is not None:  # each rank would pick from its own block's sizes (program/budget.py)
+    if memory and found[0][4] is not None:  # each rank would pick from its own block's sizes (program/budget.py)
         raise ProgramError("a checkpointed loop whose steps exchange halos or allreduce takes memory=, which each "
                            "rank would turn into a schedule from its own block's sizes; ranks of unequal blocks "
                            "would pick different ones and wait for each other for ever",

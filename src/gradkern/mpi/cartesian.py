@@ -18,9 +18,12 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from ..program.collectives import register, unregister
 from ..program.loop import entering_loop
+from ..program.record import ForwardRecorder
+from ..recording import active_recorder
 from ..runtime.arrays import is_array, is_cupy_array, module_of, to_host
-from .agreement import DistributedError, agree, agree_schedule_once, read_only
+from .agreement import DistributedError, agree, agree_schedule, agree_schedule_once, read_only
 from .halo import HaloPlan, exchange_rule
 
 # when an exchange agrees with every rank that its block fits (docs/distributed.md#what-it-costs): "every" exchange
@@ -83,6 +86,7 @@ class Cartesian:
         # tags: a checksum of the plan, so two grids' messages differ even on one communicator
         tag = zlib.crc32(repr((self.shape, self.ghosts, self.periodic, self.dims)).encode()) % 1024
         self.halo = HaloPlan(self.comm.Dup(), self.local_shape, self.ghosts, neighbours, 16 * tag, checks)
+        register(self)  # until free(): programs call agree_loop and before_reverse (program/collectives.py)
 
     def _plan(self, size: int, shape: Any, ghosts: Any, periodic: Any, dims: Any) -> tuple:
         """Check the global arguments and set them; returns what every rank must agree on."""
@@ -133,7 +137,28 @@ class Cartesian:
         ghosts on a non-periodic global edge keep their values. A custom rule: differentiated, recorded by
         programs, recomputed by checkpointed loops. Collective: every rank calls it with its own block."""
         agree_schedule_once(self.halo.comm, entering_loop(), self)  # once per loop and grid, before its first message
+        # checks="first" in a program: whether a call is differentiated may differ from one call to the next, and only
+        # a collective compares it: a reverse-mode program's are agreed at its reverse's start (before_reverse), a
+        # forward-mode program's at each call (its tangents move at once)
+        recorder = active_recorder()
+        self.halo.in_program = None if recorder is None else "forward" if isinstance(recorder, ForwardRecorder) \
+            else "reverse"
         exchange_rule(u, self.halo)
+
+    def agree_loop(self, entry: Any) -> None:
+        """At the entry of a checkpointed loop of a reverse-mode program, while this grid is the most recently
+        made one alive on this rank (program/loop.py calls it, nsteps=0 included): every rank of the grid agrees
+        on the loop's schedule (one allgather), or ProgramError on every rank, before any step runs
+        (docs/distributed.md#deadlocks-and-how-gradkern-prevents-them)."""
+        agree_schedule(self.halo.comm, entry, memory=False)  # memory= is refused where the loop communicates
+        if entry.memory is None:  # what the loop's first exchange and allreduce on this grid need not agree again
+            entry.agreed[id(self)] = self
+            entry.agreed[id(self.comm)] = self.comm
+
+    def before_reverse(self) -> None:
+        """Before the reverse of a program's recorded steps (program/collectives.py): with checks="first", every
+        rank agrees on which of the grid's exchanges recorded since the last agreement are differentiated."""
+        self.halo.agree_activity()
 
     # -- set-up and checks: not differentiated ---------------------------------------------------------------------
     def _window(self, coords: tuple, padded: bool, edges: bool) -> tuple:
@@ -166,12 +191,19 @@ class Cartesian:
             return "its block is read-only (its writeable flag is off)"
         return None
 
+    def _check_root(self, root: Any) -> str | None:
+        """A root every rank can agree on (its value is in the agreed signature: ranks naming different roots
+        would each wait for the others' messages)."""
+        if isinstance(root, bool) or not isinstance(root, (int, np.integer)) or not 0 <= root < self.comm.size:
+            return f"root must be a rank of the grid (an int in [0, {self.comm.size})), got {root!r}"
+        return None
+
     def scatter(self, global_array: Any, local: Any, root: int = 0) -> None:
         """Copy the global array (on `root`; None elsewhere) into every rank's block: its owned cells when the
         array has the global `shape`, its whole padded block (ghosts included) when it has the global padded
         shape. Not differentiated. Collective; refused on every rank when an array does not fit."""
         g, rank = self.ghosts, self.comm.rank
-        problem = self._check_local(local, "scatter", written=True)
+        problem = self._check_local(local, "scatter", written=True) or self._check_root(root)
         padded = None
         if rank == root and problem is None:
             full = tuple(n + 2 * g for n in self.shape)
@@ -180,8 +212,8 @@ class Cartesian:
                            f"{getattr(global_array, 'shape', type(global_array).__name__)}")
             else:
                 padded = tuple(global_array.shape[:self.ndim]) == full
-        agree(self.comm, problem, "scatter", (str(local.dtype), tuple(local.shape[self.ndim:])) if problem is None
-              else None)
+        agree(self.comm, problem, "scatter", (str(local.dtype), tuple(local.shape[self.ndim:]), int(root))
+              if problem is None else None)
         padded = self.comm.bcast(padded, root=root)
         trailing = tuple(local.shape[self.ndim:])
         mine = self._window(self.coords, padded, edges=False)
@@ -204,9 +236,9 @@ class Cartesian:
         """The global array of every rank's owned cells, on `root` (None elsewhere), as NumPy. `padded=True`:
         the global padded array, whose ghosts on the global edges come from the ranks on those edges (and
         whose other cells come from their owners). Not differentiated. Collective."""
-        problem = self._check_local(local, "gather")
-        agree(self.comm, problem, "gather", (str(local.dtype), tuple(local.shape[self.ndim:])) if problem is None
-              else None)
+        problem = self._check_local(local, "gather") or self._check_root(root)
+        agree(self.comm, problem, "gather", (str(local.dtype), tuple(local.shape[self.ndim:]), int(root),
+                                             bool(padded)) if problem is None else None)
         trailing = tuple(local.shape[self.ndim:])
         host = to_host(local) if is_cupy_array(local) else np.asarray(local)
         mine = self._window(self.coords, padded, edges=True)
@@ -228,5 +260,6 @@ class Cartesian:
 
     def free(self) -> None:
         """Free the grid's communicators (a long-lived program making many grids; the grid is unusable after)."""
+        unregister(self)
         self.halo.comm.Free()
         self.comm.Free()

@@ -45,6 +45,10 @@ class HaloPlan:
     def __init__(self, comm: Any, local_shape: tuple, ghosts: int, neighbours: list, tag: int, checks: str = "every"):
         self.comm, self.local_shape, self.ghosts, self.neighbours, self.tag = comm, local_shape, ghosts, neighbours, tag
         self.checks = checks
+        self.in_program: str | None = None  # set by grid.exchange: "reverse", "forward" (a program's mode) or None
+        # checks="first": (count, digest) of the differentiated flags of the exchanges a reverse-mode program recorded
+        # since the last agreement (agree_activity, at its reverse's start)
+        self.pending = (0, 0)
         self.agreed: tuple | None = None  # (dtype, trailing shape) of the first exchange, agreed by every rank
         self.ndim = len(local_shape)
         self.padded_shape = tuple(n + 2 * ghosts for n in local_shape)
@@ -73,7 +77,7 @@ class HaloPlan:
                       f"{self.padded_shape} (the grid's zeros() makes one)"
         elif read_only(u):
             problem = "exchange got a read-only array (its writeable flag is off); it writes the ghost cells"
-        if self.checks == "first" and self.agreed is not None:  # checked here only: no collective
+        if self.checks == "first" and self.agreed is not None and self.in_program != "forward":  # no collective
             if problem is None and (u.dtype, tuple(u.shape[self.ndim:])) != self.agreed:
                 problem = f"exchange got {u.dtype} blocks with trailing axes {tuple(u.shape[self.ndim:])}; the " \
                           f"grid's first exchange agreed on {self.agreed[0]} and {self.agreed[1]}"
@@ -81,10 +85,33 @@ class HaloPlan:
                 raise DistributedError(f"grid.exchange was refused on rank {self.comm.rank} alone (checks='first'): "
                                        f"{problem}", hint="under `python -m mpi4py` the job aborts; checks='every' "
                                                           "refuses on every rank")
+            if self.in_program == "reverse":
+                count, digest = self.pending
+                self.pending = (count + 1, (digest * 1_000_003 + 1 + int(active)) % (1 << 61))
             return
         trailing = int(np.prod(u.shape[self.ndim:])) if problem is None else 0
         agree_fast(self.comm, problem, "grid.exchange", u.dtype if problem is None else None, trailing, int(active))
         self.agreed = (u.dtype, tuple(u.shape[self.ndim:]))
+
+    def agree_activity(self) -> None:
+        """checks="first": one Allreduce of the digest of the differentiated flags recorded since the last
+        agreement, when there are any (every rank recorded the same exchanges, so all or none take part), or
+        DistributedError on every rank: a rank whose array was Const where another's was Duplicated would skip
+        an exchange's reverse that its neighbours wait in."""
+        count, digest = self.pending
+        if not count:
+            return
+        self.pending = (0, 0)
+        mine = np.array([digest, -digest, count, -count], dtype=np.int64)
+        got = np.empty_like(mine)
+        self.comm.Allreduce(mine, got, op=MPI.MAX)
+        if got[0] != -got[1] or got[2] != -got[3]:
+            raise DistributedError(f"grid.exchange (checks='first'): a program differentiates some of its {count} "
+                                   "exchanges since the last agreement on some ranks only (an array Const on one rank "
+                                   "and Duplicated on another); their reverses would wait for each other for ever. "
+                                   "Refused on every rank before the reverse's first message",
+                                   hint="annotate the array alike on every rank (docs/distributed.md#deadlocks-and-how-"
+                                        "gradkern-prevents-them)")
 
     def _sendrecv(self, a: Any, send: tuple, dest: int, recv: tuple, source: int, tag: int, add: bool,
                   direction: str) -> None:

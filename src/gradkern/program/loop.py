@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from ..errors import ProgramError
 from ..recording import active_recorder
+from .collectives import at_loop_entry
 from .record import ProgramRecorder
 from .signature import check_ran, refuse_lazy
 
@@ -29,9 +31,24 @@ class LoopSchedule:
     storage: str
     memory: int | None = None  # memory=: each process picks from its own sizes (equal blocks pick alike)
     agreed: dict = field(default_factory=dict)
+    parameters: str = ""  # what the schedule object was built with (schedule_parameters)
 
     def describe(self) -> tuple:
-        return (self.nsteps, self.snapshots, self.schedule, self.storage, self.memory)
+        return (self.nsteps, self.snapshots, self.schedule, self.storage, self.memory, self.parameters)
+
+
+def schedule_parameters(schedule: Any) -> str:
+    """What a schedule object was built with, as text that two processes can compare: its plain attributes
+    (numbers, strings, flags, enums and tuples of them), taken before the loop runs it. Two objects of one
+    class built with different parameters (MixedCheckpointSchedule(8, 2) and (8, 3)) differ here."""
+    if schedule is None:
+        return ""
+
+    def plain(v: Any) -> bool:
+        if isinstance(v, tuple):
+            return all(plain(x) for x in v)
+        return v is None or isinstance(v, (bool, int, float, str, Enum))
+    return repr(sorted((k, repr(v)) for k, v in vars(schedule).items() if plain(v)))
 
 
 # the checkpointed loop whose first forward is running (None outside one)
@@ -84,12 +101,17 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
     if recorder is not None and recorder.in_loop:
         raise ProgramError("a checkpointed loop inside a step of a checkpointed loop is not supported",
                            hint="make the inner loop a plain Python loop (the outer loop's snapshots cover it)")
-    if not isinstance(recorder, ProgramRecorder) or not nsteps:
+    entry = None
+    if isinstance(recorder, ProgramRecorder):
+        kind = type(schedule).__name__ if schedule is not None else "memory=" if memory is not None else "binomial"
+        entry = LoopSchedule(nsteps, snapshots, kind, storage, memory, parameters=schedule_parameters(schedule))
+        at_loop_entry(entry)  # every process, before any step: one that runs none must meet the others
+    if entry is None or not nsteps:
         for t in range(nsteps):
             check_ran(step(t), step, "gk.checkpointed_loop", "step")
         return
     loop = CheckpointedLoop(recorder, step, nsteps, resolved, progress, storage, rebuild, memory)
-    token = _entering.set(LoopSchedule(nsteps, snapshots, type(loop.driver.schedule).__name__, storage, memory))
+    token = _entering.set(entry)
     try:
         loop.run_forward()
     finally:

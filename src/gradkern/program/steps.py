@@ -14,6 +14,7 @@ import numpy as np
 
 from ..runtime.call import Bound
 from ..runtime.reverse import Tape, run_reverse
+from .collectives import before_reverse
 from .contents import Contents
 from .savepool import POOL
 from .scalars import ActiveScalar
@@ -163,6 +164,7 @@ class Step:
 def reverse_steps(steps: list[ProgramStep], lanes: int, contents: Contents | None = None) -> None:
     """The reverse of recorded steps, last first, each on the arrays as it left them. Without `contents`, the
     buffers end holding what they held before the steps ran."""
+    before_reverse()  # collectives that agree before any reverse message (program/collectives.py)
     own = contents is None
     if own:
         contents = Contents(final=False)
