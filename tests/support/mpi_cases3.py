@@ -198,4 +198,22 @@ def case_layouts():
         grid.free()
 
 
+def case_shapes_of_one_size():
+    """Arrays of one size but different shapes on one rank (trailing axes (2, 3) against (3, 2); an allreduce of
+    (2, 3) against (3, 2) or (6,)) are refused on every rank: the same bytes in another shape would be exchanged or
+    summed into the wrong elements, silently."""
+    if SIZE == 1:
+        return
+    grid = gkm.Cartesian(WORLD, (2 * SIZE + 1,), ghosts=1, periodic=True)
+    trailing = (2, 3) if RANK != LAST else (3, 2)
+    u = np.random.default_rng(RANK).random(grid.padded_shape + trailing)
+    message = mc.expect_refusal("exchange of trailing axes of one size", lambda: grid.exchange(u), [u])
+    assert "shape" in message, message
+    for shape in ((3, 2), (6,)):
+        x = np.ones((2, 3) if RANK != LAST else shape)
+        message = mc.expect_refusal(f"allreduce of {shape} against (2, 3)", lambda x=x: gkm.allreduce(x), [x])
+        assert "shape" in message, message
+    grid.free()
+
+
 CASES = {name[5:]: f for name, f in globals().items() if name.startswith("case_")}

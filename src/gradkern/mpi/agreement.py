@@ -40,14 +40,18 @@ def agree(comm: Any, problem: str | None, what: str, signature: Any = None) -> N
                                hint="every rank must pass the same global arguments")
 
 
-def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int = 0, active: int = 0) -> None:
-    """`agree` for calls made every step: one Allreduce(MAX) of seven integers (the highest failing rank, the
-    dtype, the element count and `active` on every rank as max and -min), then DistributedError on every rank
-    if any rank failed or they differ. The failing rank names its problem; the others name that rank.
-    `active`: 1 where a program differentiates the call (its reverse will send messages), else 0: a rank that
-    skipped the reverse of a call its neighbours reverse would leave them waiting for ever."""
+def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int = 0, active: int = 0,
+               shape: tuple = ()) -> None:
+    """`agree` for calls made every step: one Allreduce(MAX) of 25 integers (the highest failing rank, the dtype,
+    the element count, `active` and `shape` (its length and first 8 axes) on every rank as max and -min), then
+    DistributedError on every rank if any rank failed or they differ. The failing rank names its problem; the
+    others name that rank. `active`: 1 where a program differentiates the call (its reverse will send
+    messages), else 0: a rank that skipped the reverse of a call its neighbours reverse would leave them waiting
+    for ever. `shape`: arrays of one size in different shapes would move the same bytes into other elements."""
     num = np.dtype(dtype).num if dtype is not None else -1
-    mine = np.array([comm.rank + 1 if problem else 0, num, -num, size, -size, active, -active], dtype=np.int64)
+    dims = [len(shape), *shape[:8]] + [-1] * (8 - len(shape[:8]))
+    mine = np.array([comm.rank + 1 if problem else 0, num, -num, size, -size, active, -active, *dims,
+                     *(-d for d in dims)], dtype=np.int64)
     got = np.empty_like(mine)
     comm.Allreduce(mine, got, op=MPI.MAX)
     hint = "every rank must make the same call with arguments that fit the grid"
@@ -62,6 +66,9 @@ def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int 
     if got[3] != -got[4]:
         raise DistributedError(f"{what}: the ranks pass arrays of different sizes (this rank: {size} elements)",
                                hint="every rank must pass an array of the same shape")
+    if any(got[7:16] != -got[16:]):
+        raise DistributedError(f"{what}: the ranks pass arrays of one size in different shapes (this rank: "
+                               f"{tuple(shape)})", hint="every rank must pass an array of the same shape")
     if got[5] != -got[6]:
         state = "differentiates" if active else "does not differentiate"
         raise DistributedError(f"{what}: a program differentiates the call on some ranks only (this rank {state} "

@@ -90,7 +90,8 @@ class HaloPlan:
                 self.pending = (count + 1, (digest * 1_000_003 + 1 + int(active)) % (1 << 61))
             return
         trailing = int(np.prod(u.shape[self.ndim:])) if problem is None else 0
-        agree_fast(self.comm, problem, "grid.exchange", u.dtype if problem is None else None, trailing, int(active))
+        agree_fast(self.comm, problem, "grid.exchange", u.dtype if problem is None else None, trailing, int(active),
+                   tuple(u.shape[self.ndim:]) if problem is None else ())
         self.agreed = (u.dtype, tuple(u.shape[self.ndim:]))
 
     def agree_activity(self) -> None:

@@ -53,7 +53,7 @@ def _agree(comm: Any, x: Any, active: bool, out: Any = None) -> None:
     if read_only(target):
         problem = f"{'x' if out is None else 'out'} is read-only (its writeable flag is off); the sum is written there"
     agree_fast(comm, problem, "gkm.allreduce", None if problem else x.dtype, 0 if problem else int(x.size),
-               int(active))
+               int(active), () if problem else tuple(x.shape))
     agree_schedule_once(comm, entering_loop(), comm)
 
 
