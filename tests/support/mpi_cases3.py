@@ -44,7 +44,7 @@ def case_loop_entry():
     """nsteps=0 on one rank (the others run steps that exchange, or only allreduce) raises ProgramError on every
     rank at the loop's entry, no rank waiting; nsteps=0 on every rank runs; a memory= loop that does not
     communicate is allowed while the grid lives; schedule objects of one class built with different parameters
-    are refused."""
+    are refused; a loop refused on one rank alone before its entry is refused on the others too."""
     grid = gkm.Cartesian(WORLD, (2 * SIZE + 1,), ghosts=1, periodic=True)
     u, du = np.random.default_rng(RANK).random(grid.padded_shape), np.zeros(grid.padded_shape)
     gk.autodiff(exchanging, gk.Duplicated(u, du), grid, 0)  # nsteps=0 everywhere: nothing to disagree on
@@ -63,6 +63,11 @@ def case_loop_entry():
         message = mc.expect_refusal("schedules of one class built with different parameters", lambda: gk.autodiff(
             exchanging, gk.Duplicated(u, du), grid, 4, schedule), [u, du])
         assert "built with" in message and isinstance(mc.REFUSED[-1], gk.ProgramError), message
+        schedule = MixedCheckpointSchedule(3, 2)  # refused on the rank of nsteps=0 alone, before the loop's entry
+        message = mc.expect_refusal("a schedule for 3 steps in a loop of nsteps=0 on one rank", lambda: gk.autodiff(
+            exchanging, gk.Duplicated(u, du), grid, nsteps, schedule), [u, du])
+        want = "built for 3 steps" if RANK == LAST else "refused on this rank"
+        assert want in message and isinstance(mc.REFUSED[-1], gk.ProgramError), message
     grid.free()
 
 

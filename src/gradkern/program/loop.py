@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ..errors import ProgramError
+from ..errors import GradkernError, ProgramError
 from ..recording import active_recorder
 from .collectives import at_loop_entry
 from .record import ProgramRecorder
@@ -60,16 +60,9 @@ def entering_loop() -> LoopSchedule | None:
     return _entering.get()
 
 
-def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, schedule: Any = None,
-                      progress: bool = False, storage: str = "device", memory: int | None = None) -> None:
-    """Call `step(t)` for t = 0 … nsteps-1. Inside a program's reverse mode,
-    keep at most `snapshots` snapshots of the loop's state and recompute the
-    steps between them as the schedule says (default: binomial, Revolve's
-    step counts; `schedule=` any checkpoint_schedules schedule object), or,
-    with `memory=` bytes instead, the schedule that is fastest within that
-    budget (binomial, two-level or mixed; docs/checkpointed-loops.md).
-    `progress=True` shows a tqdm bar over the reverse; `storage="host"` keeps
-    snapshots of CuPy arrays in host memory."""
+def _checked(step: Any, nsteps: Any, snapshots: Any, schedule: Any, progress: Any, storage: Any,
+             memory: Any) -> tuple:
+    """checkpointed_loop's arguments checked: (memory, rebuild, the resolved schedule) or ProgramError."""
     if not callable(step):
         raise ProgramError(f"step must be a callable step(t), got {type(step).__name__}")
     refuse_lazy(step, "gk.checkpointed_loop", "step")
@@ -89,7 +82,6 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
         raise ProgramError(f"storage must be one of {', '.join(STORAGES)}, got {storage!r}")
     if not isinstance(progress, bool):
         raise ProgramError(f"progress must be True or False, got {progress!r}")
-    from .checkpoint import CheckpointedLoop  # checkpoint_schedules is imported on first use, not with gradkern
     from .schedule import resolve_schedule
 
     # the default schedule keeps one of its snapshots at step nsteps-1 to rebuild the final state from
@@ -97,7 +89,37 @@ def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, sche
     resolved = resolve_schedule(nsteps, snapshots if snapshots is not None else 1, schedule, reserve=int(rebuild))
     if memory is not None and resolved is not None:
         resolved = None  # the loop makes the schedule memory= picks (budget.py)
+    return memory, rebuild, resolved
+
+
+def _refused_at_entry(error: GradkernError) -> None:
+    """A loop refused on this process before its entry: the others may be waiting in the entry's agreement
+    (collectives.py), so it takes part with a description no valid loop has; they raise, and so does this one
+    (its own error)."""
+    try:
+        at_loop_entry(LoopSchedule(-1, None, f"refused on this rank: {error.message}", "", None))
+    except GradkernError:
+        pass
+
+
+def checkpointed_loop(step: Any, nsteps: int, snapshots: int | None = None, schedule: Any = None,
+                      progress: bool = False, storage: str = "device", memory: int | None = None) -> None:
+    """Call `step(t)` for t = 0 … nsteps-1. Inside a program's reverse mode,
+    keep at most `snapshots` snapshots of the loop's state and recompute the
+    steps between them as the schedule says (default: binomial, Revolve's
+    step counts; `schedule=` any checkpoint_schedules schedule object), or,
+    with `memory=` bytes instead, the schedule that is fastest within that
+    budget (binomial, two-level or mixed; docs/checkpointed-loops.md).
+    `progress=True` shows a tqdm bar over the reverse; `storage="host"` keeps
+    snapshots of CuPy arrays in host memory."""
     recorder = active_recorder()
+    try:
+        memory, rebuild, resolved = _checked(step, nsteps, snapshots, schedule, progress, storage, memory)
+    except GradkernError as e:
+        if isinstance(recorder, ProgramRecorder) and not recorder.in_loop:
+            _refused_at_entry(e)
+        raise
+    from .checkpoint import CheckpointedLoop  # checkpoint_schedules is imported on first use, not with gradkern
     if recorder is not None and recorder.in_loop:
         raise ProgramError("a checkpointed loop inside a step of a checkpointed loop is not supported",
                            hint="make the inner loop a plain Python loop (the outer loop's snapshots cover it)")
