@@ -221,4 +221,30 @@ def case_shapes_of_one_size():
     grid.free()
 
 
+def case_vector_widths():
+    """A program differentiated in vector mode with 2 shadows on some ranks and 1 on the last (its reverse would
+    exchange twice against once), for an exchange, an allreduce in place and one into `out`, and with
+    checks="first": refused on every rank."""
+    if SIZE == 1:
+        return
+    def widths(a):
+        return gk.BatchDuplicated(a, (np.ones_like(a), np.ones_like(a))) if RANK != LAST else \
+            gk.Duplicated(a, np.ones_like(a))
+    for checks in ("every", "first"):
+        grid = gkm.Cartesian(WORLD, (2 * SIZE + 1,), ghosts=1, periodic=True, checks=checks)
+        u = np.random.default_rng(RANK).random(grid.padded_shape)
+        grid.exchange(u)  # checks="first": the grid's first exchange agreed
+        message = mc.expect_refusal(f"exchange of vector widths 2 and 1 ({checks})", lambda u=u, grid=grid:
+                                    gk.autodiff(mc.exchange, widths(u), grid), [u])
+        assert "width" in message, message
+        grid.free()
+    x, out = np.ones(2), np.zeros(2)
+    message = mc.expect_refusal("allreduce in place of vector widths 2 and 1", lambda: gk.autodiff(
+        lambda a: gkm.allreduce(a), widths(x)), [x])
+    assert "width" in message, message
+    message = mc.expect_refusal("allreduce into out of vector widths 2 and 1", lambda: gk.autodiff(
+        lambda a, b: gkm.allreduce(a, b), widths(x), widths(out)), [x, out])
+    assert "width" in message, message
+
+
 CASES = {name[5:]: f for name, f in globals().items() if name.startswith("case_")}

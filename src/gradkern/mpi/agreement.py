@@ -45,9 +45,10 @@ def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int 
     """`agree` for calls made every step: one Allreduce(MAX) of 25 integers (the highest failing rank, the dtype,
     the element count, `active` and `shape` (its length and first 8 axes) on every rank as max and -min), then
     DistributedError on every rank if any rank failed or they differ. The failing rank names its problem; the
-    others name that rank. `active`: 1 where a program differentiates the call (its reverse will send
-    messages), else 0: a rank that skipped the reverse of a call its neighbours reverse would leave them waiting
-    for ever. `shape`: arrays of one size in different shapes would move the same bytes into other elements."""
+    others name that rank. `active`: how many shadows a program differentiates the call with (vector mode's
+    width: its reverse sends messages for each), else 0: a rank that skipped the reverse of a call its neighbours
+    reverse, or ran it for fewer shadows, would leave them waiting for ever. `shape`: arrays of one size in
+    different shapes would move the same bytes into other elements."""
     num = np.dtype(dtype).num if dtype is not None else -1
     dims = [len(shape), *shape[:8]] + [-1] * (8 - len(shape[:8]))
     mine = np.array([comm.rank + 1 if problem else 0, num, -num, size, -size, active, -active, *dims,
@@ -70,10 +71,11 @@ def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int 
         raise DistributedError(f"{what}: the ranks pass arrays of one size in different shapes (this rank: "
                                f"{tuple(shape)})", hint="every rank must pass an array of the same shape")
     if got[5] != -got[6]:
-        state = "differentiates" if active else "does not differentiate"
-        raise DistributedError(f"{what}: a program differentiates the call on some ranks only (this rank {state} "
-                               "it: its array is Const here and Duplicated on another rank, or the other way); "
-                               "their reverses would wait for each other for ever",
+        state = f"differentiates it with {active} shadow(s)" if active else "does not differentiate it"
+        raise DistributedError(f"{what}: a program differentiates the call on some ranks only, or with another "
+                               f"vector width (this rank {state}: its array is Const here and Duplicated on "
+                               "another rank, or BatchDuplicated of another width); their reverses would wait for "
+                               "each other for ever",
                                hint="annotate the array alike on every rank (docs/distributed.md#deadlocks-and-how-"
                                     "gradkern-prevents-them)")
 

@@ -46,7 +46,7 @@ class HaloPlan:
         self.comm, self.local_shape, self.ghosts, self.neighbours, self.tag = comm, local_shape, ghosts, neighbours, tag
         self.checks = checks
         self.in_program: str | None = None  # set by grid.exchange: "reverse", "forward" (a program's mode) or None
-        # checks="first": (count, digest) of the differentiated flags of the exchanges a reverse-mode program recorded
+        # checks="first": (count, digest) of the shadow counts of the exchanges a reverse-mode program recorded
         # since the last agreement (agree_activity, at its reverse's start)
         self.pending = (0, 0)
         self.agreed: tuple | None = None  # (dtype, trailing shape) of the first exchange, agreed by every rank
@@ -65,9 +65,10 @@ class HaloPlan:
                              for e in range(len(local_shape)))
             self.slabs.append((slab(g, 2 * g), slab(n + g, n + 2 * g), slab(n, n + g), slab(0, g)))
 
-    def check(self, u: Any, active: bool = False) -> None:
+    def check(self, u: Any, active: int = 0) -> None:
         """Refuse, on every rank and before any message, a block that does not fit this rank's part, or a call a
-        program differentiates (`active`: its reverse will send messages) on some ranks only."""
+        program differentiates (`active`: how many shadows its reverse exchanges, vector mode's width; 0 when none) on
+        some ranks only, or with another width."""
         problem = None
         if not is_array(u):
             problem = f"exchange takes this rank's padded block, an array of shape {self.padded_shape}; got " \
@@ -87,7 +88,7 @@ class HaloPlan:
                                                           "refuses on every rank")
             if self.in_program == "reverse":
                 count, digest = self.pending
-                self.pending = (count + 1, (digest * 1_000_003 + 1 + int(active)) % (1 << 61))
+                self.pending = (count + 1, (digest * 1_000_003 + 1 + active) % (1 << 61))
             return
         trailing = int(np.prod(u.shape[self.ndim:])) if problem is None else 0
         agree_fast(self.comm, problem, "grid.exchange", u.dtype if problem is None else None, trailing, int(active),
@@ -95,7 +96,7 @@ class HaloPlan:
         self.agreed = (u.dtype, tuple(u.shape[self.ndim:]))
 
     def agree_activity(self) -> None:
-        """checks="first": one Allreduce of the digest of the differentiated flags recorded since the last
+        """checks="first": one Allreduce of the digest of the shadow counts recorded since the last
         agreement, when there are any (every rank recorded the same exchanges, so all or none take part), or
         DistributedError on every rank: a rank whose array was Const where another's was Duplicated would skip
         an exchange's reverse that its neighbours wait in."""
@@ -108,8 +109,9 @@ class HaloPlan:
         self.comm.Allreduce(mine, got, op=MPI.MAX)
         if got[0] != -got[1] or got[2] != -got[3]:
             raise DistributedError(f"grid.exchange (checks='first'): a program differentiates some of its {count} "
-                                   "exchanges since the last agreement on some ranks only (an array Const on one rank "
-                                   "and Duplicated on another); their reverses would wait for each other for ever. "
+                                   "exchanges since the last agreement on some ranks only, or with another vector "
+                                   "width (an array Const on one rank and Duplicated on another, or BatchDuplicated of "
+                                   "another width); their reverses would wait for each other for ever. "
                                    "Refused on every rank before the reverse's first message",
                                    hint="annotate the array alike on every rank (docs/distributed.md#deadlocks-and-how-"
                                         "gradkern-prevents-them)")
@@ -177,7 +179,7 @@ def exchange_rule(u: Any, plan: HaloPlan) -> None:
 
 @exchange_rule.augmented_primal
 def _(config: Any, u: Any, plan: Any) -> None:
-    plan.val.check(u.val, active=bool(_lanes(u, config.width)))  # the ranks whose reverse will send messages
+    plan.val.check(u.val, active=len(_lanes(u, config.width)))  # the ranks whose reverse will send messages
     plan.val.forward(_plain(u.val))  # always: a rank skipping it would leave its neighbours waiting
     return None  # nothing taped: the reverse reads no primal value
 
@@ -191,7 +193,7 @@ def _(config: Any, tape: Any, u: Any, plan: Any) -> tuple:
 
 @exchange_rule.forward
 def _(config: Any, u: Any, plan: Any) -> None:
-    plan.val.check(u.val, active=bool(_lanes(u, config.width)))  # the ranks that will exchange tangents
+    plan.val.check(u.val, active=len(_lanes(u, config.width)))  # the ranks that will exchange tangents
     plan.val.forward(_plain(u.val))
     for tangent in _lanes(u, config.width):
         plan.val.forward(_plain(tangent))

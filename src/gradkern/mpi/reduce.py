@@ -42,7 +42,7 @@ def _lanes(a: Any, width: int) -> tuple:
     return (dval,) if width == 1 else tuple(dval)
 
 
-def _agree(comm: Any, x: Any, active: bool, out: Any = None) -> None:
+def _agree(comm: Any, x: Any, active: int, out: Any = None) -> None:
     """Before any data moves: one small Allreduce (agreement.agree_fast) that every rank passes an array of one
     dtype and size and that a program differentiates the call on every rank or on none (`active`: its
     reverse, or its forward rule's tangent sum, will send messages); then, in a checkpointed loop's first
@@ -59,13 +59,13 @@ def _agree(comm: Any, x: Any, active: bool, out: Any = None) -> None:
 
 @custom_rule(reads=(), writes=("x",))
 def _allreduce_in_place(x: Any, comm: Any) -> None:
-    _agree(comm, x, False)
+    _agree(comm, x, 0)
     _sum(comm, x)
 
 
 @_allreduce_in_place.augmented_primal
 def _(config: Any, x: Any, comm: Any) -> None:
-    _agree(comm.val, x.val, True)  # a call a program differentiates: its reverse sums on every rank
+    _agree(comm.val, x.val, config.width)  # a call a program differentiates: its reverse sums once per shadow
     _sum(comm.val, x.val)  # always: a rank skipping it would leave the others waiting
     return None
 
@@ -80,7 +80,7 @@ def _(config: Any, tape: Any, x: Any, comm: Any) -> tuple:
 
 @_allreduce_in_place.forward
 def _(config: Any, x: Any, comm: Any) -> None:
-    _agree(comm.val, x.val, any(dx is not None for dx in _lanes(x, config.width)))
+    _agree(comm.val, x.val, sum(dx is not None for dx in _lanes(x, config.width)))
     _sum(comm.val, x.val)
     for dx in _lanes(x, config.width):
         if dx is not None:
@@ -89,13 +89,13 @@ def _(config: Any, x: Any, comm: Any) -> None:
 
 @custom_rule(reads=(), writes=("out",))
 def _allreduce_into(x: Any, out: Any, comm: Any) -> None:
-    _agree(comm, x, False, out)
+    _agree(comm, x, 0, out)
     _sum(comm, x, out)
 
 
 @_allreduce_into.augmented_primal
 def _(config: Any, x: Any, out: Any, comm: Any) -> None:
-    _agree(comm.val, x.val, True, out.val)  # a call a program differentiates: its reverse sums on every rank
+    _agree(comm.val, x.val, config.width, out.val)  # a call a program differentiates: its reverse sums per shadow
     _sum(comm.val, x.val, out.val)  # always: a rank skipping it would leave the others waiting
     return None
 
@@ -116,7 +116,7 @@ def _(config: Any, tape: Any, x: Any, out: Any, comm: Any) -> tuple:
 
 @_allreduce_into.forward
 def _(config: Any, x: Any, out: Any, comm: Any) -> None:
-    _agree(comm.val, x.val, any(dout is not None for dout in _lanes(out, config.width)), out.val)
+    _agree(comm.val, x.val, sum(dout is not None for dout in _lanes(out, config.width)), out.val)
     _sum(comm.val, x.val, out.val)
     for dx, dout in zip(_lanes(x, config.width), _lanes(out, config.width)):
         if dout is not None:
