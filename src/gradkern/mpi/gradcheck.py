@@ -44,8 +44,9 @@ def check_grad(program: Any, *args: Any, comm: Any = None, seed: int = 0, rtol: 
     problem = next((f"Duplicated argument {k} must be a float NumPy array, got {type(primals[k]).__name__}"
                     for k in dup if not (isinstance(primals[k], np.ndarray) and primals[k].dtype.kind == "f")), None)
     # refused on every rank (a rank raising alone would leave the others waiting in the first loss's sum)
-    agree(comm, problem, "gkm.check_grad", (seed, eps, max_coords, tuple(type(a).__name__ for a in args)))
-    single = any(isinstance(primals[k], np.ndarray) and primals[k].dtype == np.float32 for k in dup)
+    agree(comm, problem, "gkm.check_grad", (seed, eps, max_coords, rtol, atol, raise_on_failure,
+                                            tuple(type(a).__name__ for a in args)))
+    single = comm.allreduce(int(any(primals[k].dtype == np.float32 for k in dup)), op=MPI.MAX)  # one rtol everywhere
     rtol = rtol if rtol is not None else (2e-3 if single else 1e-5)
     atol = atol if atol is not None else (1e-3 if single else 1e-7)
     mine = np.random.default_rng([seed, comm.rank])  # this rank's weights and directions
