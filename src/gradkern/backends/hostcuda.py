@@ -19,6 +19,7 @@ Numba's cache is (cache_files.py).
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
 import os
@@ -223,7 +224,7 @@ def build(source: str, entry: str, directory: Path) -> tuple[Any, Any, Path]:
         try:
             return _build_in(directory, key, source, entry, cxx)
         except OSError as e:
-            _memory_dir.append(Path(tempfile.mkdtemp(prefix="gradkern-hostcuda-")))
+            _memory_dir.append(_private_dir())
             warn(f"cannot use the cache directory {directory} ({e}); compiled code is kept in {_memory_dir[0]} "
                  "for the rest of this process (set GRADKERN_CACHE_DIR to a writable directory)")
     try:
@@ -233,6 +234,14 @@ def build(source: str, entry: str, directory: Path) -> tuple[Any, Any, Path]:
                                       f"{directory} nor into {_memory_dir[0]} ({e})",
                                       hint="free disk space, or set GRADKERN_CACHE_DIR (and TMPDIR) to a "
                                       "writable directory") from None
+
+
+def _private_dir() -> Path:
+    """A temporary directory for the rest of the process, removed when it exits (docs/caching.md#temporary-files):
+    the libraries loaded from it stay mapped while it runs."""
+    path = Path(tempfile.mkdtemp(prefix="gradkern-hostcuda-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> tuple[Any, Any, Path]:
