@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError, InternalError, LaunchError
-from .cache_files import discard, read_file, replace_with, seal, unseal, warn, warn_damaged, write_exact
+from .cache_files import discard, make_folders, read_file, replace_with, seal, unseal, warn, warn_damaged, write_exact
 from .cuda import LIBM, CudaBackend
 
 HEADER = Path(__file__).with_name("hostcuda_runtime.h")
@@ -245,12 +245,7 @@ def _private_dir() -> Path:
 
 
 def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> tuple[Any, Any, Path]:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        discard(directory)
-        directory.mkdir()
-        warn_damaged(directory, "a file where a folder should be")
+    make_folders(directory, owned=2)  # v<version>/hostcuda
     name = f"gk_{key}"
     library = directory / f"{name}.so"
     if os.path.lexists(library):  # a symbolic link that leads nowhere is damage too
