@@ -82,3 +82,17 @@ def test_a_version_folder_that_is_a_file_is_healed_not_worked_around(tmp_path, m
     np.testing.assert_array_equal(y, x * x * x + 1.0)  # the same operations in the same order
     assert any(p.suffix == ".nbi" for p in (version / "numba" / "__pycache__").iterdir())
     assert os.listdir(root) == [version.name]
+
+
+def test_info_takes_a_damaged_version_folder_for_the_damage_a_launch_heals(tmp_path):
+    """`python -m gradkern info` said such a cache was unusable (`v<version> is not a directory`)."""
+    from gradkern.__main__ import _unusable
+
+    root = tmp_path / "cache"
+    root.mkdir()
+    (root / "v1").write_text("a file where the version folder goes")
+    assert _unusable(root / "v1") == ""
+    (root / "v1").unlink()
+    root.rmdir()
+    root.write_text("the user's file")
+    assert f"(unusable: {root} is not a directory" in _unusable(root / "v1")
