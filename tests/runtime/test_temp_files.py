@@ -9,9 +9,13 @@ directory at its own folder and checks that nothing is left there."""
 from __future__ import annotations
 
 import gc
+import os
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 
 import checkpoint_schedules as cs
 import numpy as np
@@ -101,8 +105,54 @@ def test_directories_kept_for_the_process_go_when_it_exits(tmp_path):
     folder = tmp_path / "tmp"
     folder.mkdir()
     done = subprocess.run([sys.executable, "-c", EXIT], capture_output=True, text=True, timeout=300,
-                          env={**__import__("os").environ, "TMPDIR": str(folder)})
+                          env={**os.environ, "TMPDIR": str(folder)})
     assert done.returncode == 0, done.stderr[-3000:]
     made = done.stdout.split()
     assert len(made) == 2 and all(m.startswith(str(folder)) for m in made)
     assert list(folder.iterdir()) == []
+
+
+# A stand-in for g++: a driver whose compiler pass (a child, as cc1plus is) writes its assembly into TMPDIR and
+# keeps working; the driver waits for it.
+FAKE_COMPILER = r"""#!/bin/sh
+sh -c 'echo "$TMPDIR" > "$0/tmpdir"; echo assembly > "$TMPDIR/ccFAKE.s"; echo $$ > "$0/pass"; exec sleep 60' "$1" &
+wait
+"""
+
+
+def test_an_interrupted_compile_leaves_no_compiler_pass_running_and_no_file(tmp_path, private_tmp):
+    """Ctrl-C during hostcuda's g++: subprocess.run killed the driver alone, so cc1plus ran on (orphaned, its CPU
+    spent for nothing) and its `ccXXXXXX.s` stayed in TMPDIR for good (seen with g++ 12). The compiler now runs in a
+    process group of its own with a private TMPDIR: the group is killed, the folder removed."""
+    from gradkern.backends import hostcuda
+
+    fake = tmp_path / "fake-g++"
+    fake.write_text(FAKE_COMPILER)
+    fake.chmod(0o755)
+    main = threading.get_ident()
+
+    def interrupt():  # a real SIGINT to the main thread once the compiler pass is at work, as Ctrl-C sends
+        while not (tmp_path / "pass").exists() or not (tmp_path / "pass").read_text().strip():
+            time.sleep(0.01)
+        signal.pthread_kill(main, signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        hostcuda.run_compiler([str(fake), str(tmp_path)])
+    private = (tmp_path / "tmpdir").read_text().strip()
+    assert private.startswith(str(private_tmp)) and not os.path.exists(private)
+    assert list(private_tmp.iterdir()) == []
+    pid = int((tmp_path / "pass").read_text())
+    deadline = time.monotonic() + 10
+    while _running(pid) and time.monotonic() < deadline:  # SIGKILL is delivered at once; reaping takes a moment
+        time.sleep(0.01)
+    assert not _running(pid)
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` exists and is no zombie (killed, awaiting its reaper)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

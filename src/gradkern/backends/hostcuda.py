@@ -20,10 +20,12 @@ Numba's cache is (cache_files.py).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import hashlib
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -261,8 +263,8 @@ def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> t
     write_exact(directory / f"{name}.cpp", wrapper.encode())
 
     def compile_to(tmp: Path) -> None:
-        done = subprocess.run([cxx, *FLAGS, "-include", str(HEADER), "-o", str(tmp), str(directory / f"{name}.cpp"),
-                               "-lm"], capture_output=True, text=True)
+        done = run_compiler([cxx, *FLAGS, "-include", str(HEADER), "-o", str(tmp), str(directory / f"{name}.cpp"),
+                             "-lm"])
         if done.returncode != 0:
             raise InternalError(f"g++ refused the CUDA C generated for '{entry}' (a gradkern bug: the CUDA printer or "
                                 f"backends/hostcuda_runtime.h); {directory / f'{name}.cu'}:\n{done.stderr[-4000:]}")
@@ -273,6 +275,24 @@ def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> t
         return _load(library, key)
     except _Damaged as e:
         raise InternalError(f"the library g++ just built for '{entry}' does not load: {e}") from None
+
+
+def run_compiler(argv: list[str]) -> subprocess.CompletedProcess:
+    """Run the compiler `argv` (its output as text) in a process group of its own, with a private TMPDIR removed
+    after it (docs/caching.md#temporary-files). Whatever interrupts the wait (Ctrl-C), the whole group is killed:
+    subprocess.run killed the g++ driver alone, and its compiler pass (cc1plus) ran on, orphaned, leaving its
+    `ccXXXXXX.s` in TMPDIR for good."""
+    with tempfile.TemporaryDirectory(prefix="gradkern-gxx-") as private:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "TMPDIR": private}, start_new_session=True)
+        try:
+            out, err = proc.communicate()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _load(path: Path, key: str) -> tuple[Any, Any, Path]:
