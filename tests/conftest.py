@@ -1,4 +1,6 @@
+import atexit
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -8,8 +10,10 @@ from support.devices import device_params
 # Compile into a per-session cache so tests never depend on a developer's cache. pytest-xdist's
 # workers start after this runs in the controller and inherit its environment: they share one
 # cache (safe for several processes, backends/numba_cache.py), loading what another compiled.
+# The process that made it (the controller, which outlives its workers) removes it when it exits.
 if not os.environ.get("GRADKERN_CACHE_DIR"):
     os.environ["GRADKERN_CACHE_DIR"] = tempfile.mkdtemp(prefix="gradkern-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["GRADKERN_CACHE_DIR"], ignore_errors=True)
 # The suite's arrays are tiny, so its parallel launches take their serial twins (backends/numba_cpu.py), as a
 # user's launches of under GRADKERN_SERIAL_THREADS threads do: the same source compiled without
 # parallel=True, in less than half the compile time. tests/backends/test_serial_twin.py runs a sample of every

@@ -74,8 +74,9 @@ def info() -> int:
 
 def _unusable(directory: Path) -> str:
     """' (unusable: why)' where the cache directory cannot be made or written, else '' (creates nothing): a
-    launch then keeps compiled code in memory, with one CacheWarning (docs/caching.md#damaged-entries)."""
-    existing = directory
+    launch then keeps compiled code in memory, with one CacheWarning (docs/caching.md#damaged-entries). The
+    version folder `directory` itself, when no folder, is damage a launch replaces: the folder above decides."""
+    existing = directory if directory.is_dir() else directory.parent
     while not existing.exists():
         if existing.parent == existing:
             break

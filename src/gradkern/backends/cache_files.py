@@ -110,6 +110,22 @@ def replace_with(path: Path, write) -> None:
         raise
 
 
+def make_folders(directory: Path, owned: int) -> None:
+    """Make `directory`, whose last `owned` components are gradkern's (the version folder `v<version>` of the cache
+    directory and those below it, docs/caching.md#damaged-entries): one of them that is no folder (a file, a
+    link to nowhere or to itself) is damage, removed and made afresh with one CacheWarning. The folders above
+    them are the user's (GRADKERN_CACHE_DIR and its parents): one that cannot be made raises OSError, touched."""
+    folders = [directory.parents[k] for k in reversed(range(owned - 1))] + [directory]
+    folders[0].parent.mkdir(parents=True, exist_ok=True)
+    for folder in folders:
+        try:
+            folder.mkdir(exist_ok=True)
+        except FileExistsError:  # something that is no folder (mkdir's exist_ok takes folders only)
+            discard(folder)
+            folder.mkdir()
+            warn_damaged(folder, "a file where a folder should be")
+
+
 def discard(path: Path) -> None:
     """Remove a file or a directory tree; another process may have removed it first."""
     if path.is_dir() and not path.is_symlink():

@@ -19,10 +19,13 @@ Numba's cache is (cache_files.py).
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import ctypes
 import hashlib
 import os
 import shutil
+import signal
 import struct
 import subprocess
 import tempfile
@@ -34,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError, InternalError, LaunchError
-from .cache_files import discard, read_file, replace_with, seal, unseal, warn, warn_damaged, write_exact
+from .cache_files import discard, make_folders, read_file, replace_with, seal, unseal, warn, warn_damaged, write_exact
 from .cuda import LIBM, CudaBackend
 
 HEADER = Path(__file__).with_name("hostcuda_runtime.h")
@@ -223,7 +226,7 @@ def build(source: str, entry: str, directory: Path) -> tuple[Any, Any, Path]:
         try:
             return _build_in(directory, key, source, entry, cxx)
         except OSError as e:
-            _memory_dir.append(Path(tempfile.mkdtemp(prefix="gradkern-hostcuda-")))
+            _memory_dir.append(_private_dir())
             warn(f"cannot use the cache directory {directory} ({e}); compiled code is kept in {_memory_dir[0]} "
                  "for the rest of this process (set GRADKERN_CACHE_DIR to a writable directory)")
     try:
@@ -235,13 +238,16 @@ def build(source: str, entry: str, directory: Path) -> tuple[Any, Any, Path]:
                                       "writable directory") from None
 
 
+def _private_dir() -> Path:
+    """A temporary directory for the rest of the process, removed when it exits (docs/caching.md#temporary-files):
+    the libraries loaded from it stay mapped while it runs."""
+    path = Path(tempfile.mkdtemp(prefix="gradkern-hostcuda-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
+
+
 def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> tuple[Any, Any, Path]:
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        discard(directory)
-        directory.mkdir()
-        warn_damaged(directory, "a file where a folder should be")
+    make_folders(directory, owned=2)  # v<version>/hostcuda
     name = f"gk_{key}"
     library = directory / f"{name}.so"
     if os.path.lexists(library):  # a symbolic link that leads nowhere is damage too
@@ -257,8 +263,8 @@ def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> t
     write_exact(directory / f"{name}.cpp", wrapper.encode())
 
     def compile_to(tmp: Path) -> None:
-        done = subprocess.run([cxx, *FLAGS, "-include", str(HEADER), "-o", str(tmp), str(directory / f"{name}.cpp"),
-                               "-lm"], capture_output=True, text=True)
+        done = run_compiler([cxx, *FLAGS, "-include", str(HEADER), "-o", str(tmp), str(directory / f"{name}.cpp"),
+                             "-lm"])
         if done.returncode != 0:
             raise InternalError(f"g++ refused the CUDA C generated for '{entry}' (a gradkern bug: the CUDA printer or "
                                 f"backends/hostcuda_runtime.h); {directory / f'{name}.cu'}:\n{done.stderr[-4000:]}")
@@ -269,6 +275,24 @@ def _build_in(directory: Path, key: str, source: str, entry: str, cxx: str) -> t
         return _load(library, key)
     except _Damaged as e:
         raise InternalError(f"the library g++ just built for '{entry}' does not load: {e}") from None
+
+
+def run_compiler(argv: list[str]) -> subprocess.CompletedProcess:
+    """Run the compiler `argv` (its output as text) in a process group of its own, with a private TMPDIR removed
+    after it (docs/caching.md#temporary-files). Whatever interrupts the wait (Ctrl-C), the whole group is killed:
+    subprocess.run killed the g++ driver alone, and its compiler pass (cc1plus) ran on, orphaned, leaving its
+    `ccXXXXXX.s` in TMPDIR for good."""
+    with tempfile.TemporaryDirectory(prefix="gradkern-gxx-") as private:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, "TMPDIR": private}, start_new_session=True)
+        try:
+            out, err = proc.communicate()
+        except BaseException:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 def _load(path: Path, key: str) -> tuple[Any, Any, Path]:

@@ -45,7 +45,7 @@ from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
 from .base import Ahead
-from .cache_files import discard, read_file, seal, unseal, warn, warn_damaged, write_exact
+from .cache_files import discard, make_folders, read_file, seal, unseal, warn, warn_damaged, write_exact
 
 _memory_only: set[Path] = set()  # directories found unusable in this process
 
@@ -107,13 +107,7 @@ def _prepare(directory: Path) -> None:
     """Make `directory` and its `__pycache__` folders Numba can write into.
     A file where one of them goes is cache damage: removed. Raises OSError
     when the directory cannot be used."""
-    for folder in (directory, directory / "__pycache__"):
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except FileExistsError:
-            discard(folder)
-            folder.mkdir(exist_ok=True)
-            warn_damaged(folder, "a file where a folder should be")
+    make_folders(directory / "__pycache__", owned=3)  # v<version>/numba/__pycache__
     # Numba probes the same way; failing it, Numba would cache outside gradkern's directory
     tempfile.TemporaryFile(dir=directory / "__pycache__").close()
 

@@ -136,7 +136,8 @@ def _call_args(fn: Callable, args: tuple, verb: str) -> tuple[tuple, ShadowMap, 
             lanes[name] = len(dxs) if isinstance(a, BatchDuplicated) else 0
             out.append(track(a.val))
         elif isinstance(a, Active):
-            if not isinstance(a.val, (int, float, np.integer, np.floating)) or isinstance(a.val, (bool, np.bool_)):
+            if not isinstance(a.val, (int, float, np.integer, np.floating)) or isinstance(
+                    a.val, (bool, np.bool_, np.timedelta64)):  # timedelta64: an np.integer, but a duration
                 raise AnnotationError(f"argument {label(name)} is Active but is {type(a.val).__name__}, not a real "
                                       "number", hint="an array's derivative is carried by gk.Duplicated(x, dx)")
             roots[n] = ActiveScalar(a.val)

@@ -27,6 +27,7 @@ import operator
 import os
 import shutil
 import tempfile
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -441,11 +442,14 @@ def drive(hooks: LoopHooks, nsteps: int, snapshots: int = 1, schedule: Checkpoin
 class DiskSnapshots:
     """Snapshots of NumPy arrays in files of a private temporary directory, for
     hooks' DISK storage on the CPU. `write` returns a handle for `read_into`
-    and `delete`; `close` removes the directory."""
+    and `delete`; `close` removes the directory, and so does the object's
+    garbage collection or the process's exit when nothing closed it (a split
+    thunk's tape whose reverse never runs: docs/caching.md#temporary-files)."""
 
     def __init__(self, prefix: str = "gradkern-snapshots-"):
         self.dir = tempfile.mkdtemp(prefix=prefix)
         self._next = 0
+        self._remove = weakref.finalize(self, shutil.rmtree, self.dir, ignore_errors=True)
 
     def write(self, arrays: Sequence[np.ndarray]) -> list[str]:
         paths = []
@@ -468,7 +472,7 @@ class DiskSnapshots:
             os.remove(path)
 
     def close(self) -> None:
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self._remove()
 
 
 __all__ = ["BinomialSchedule", "DiskSnapshots", "LoopHooks", "ScheduleStats", "ScheduledLoop", "SegmentedSchedule",

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..annotations import Annotation, BatchDuplicated, Const, Duplicated
-from ..errors import ProgramError
+from ..errors import AliasingError, ProgramError
 from ..runtime.arrays import byte_bounds, is_cupy_array, module_of
 from .savepool import MAPPABLE, PAGE, POOL, Memory
 
@@ -35,6 +35,7 @@ class _Entry:
     hi: int
     internal: bool  # allocated by the program (freed with it), not the user's
     released: bool = False  # an internal entry's shadows given back (`release`)
+    name: str = ""  # the program's parameter (internal: "a temporary")
 
 
 def _data_fixed() -> bool:
@@ -214,7 +215,11 @@ class ShadowMap:
                 raise ProgramError(f"'{name}' overlaps another annotated array in memory without being the same "
                                    "array; a program's shadows follow memory, so each element needs one shadow",
                                    hint="annotate the whole array once and pass views of it")
-        entry = _Entry(primal, shadow, lo, hi, internal)
+            if lo < e.hi and e.lo < hi and not (internal or e.internal) and not all(
+                    _same_geometry(s, t) for s, t in zip(e.shadow, shadow)):  # one memory has one derivative
+                raise AliasingError(f"'{name}' and '{e.name}' are the same array but their shadows are different "
+                                    "buffers", hint="pass the same shadow for both (docs/programs.md)")
+        entry = _Entry(primal, shadow, lo, hi, internal, name=name)
         self.entries.append(entry)
         self.version += 1
         if memory is not None:

@@ -48,11 +48,12 @@ class Annotated:
 
 
 def _is_real(v: Any) -> bool:
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+    # np.timedelta64 is an np.integer subclass but a duration with a unit, no number (docs/errors.md#hostile-inputs)
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_, np.timedelta64))
 
 
 def _is_integer(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_, np.timedelta64))
 
 
 def _check_differentiable(name: str, annotation: str, x: Any) -> None:

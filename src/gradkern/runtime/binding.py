@@ -343,6 +343,9 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
             types.append(BOOL)
         elif isinstance(a, np.generic) and _scalar_type(a) is not None:
             types.append(_scalar_type(a))
+        elif isinstance(a, np.timedelta64):  # an np.integer subclass, but a duration with a unit: no number
+            raise LaunchError(f"argument '{p.name}' must be a number (int, float, bool or NumPy scalar); got "
+                              f"timedelta64 {a!r}", hint=f"pass a number of its unit: {p.name}.astype(np.int64)")
         elif isinstance(a, numbers.Integral):
             types.append(_python_int(p, a))
         elif isinstance(a, numbers.Real):
