@@ -73,8 +73,13 @@ def leaf(rng) -> Leaf:
 
 
 def returned(rng) -> tuple[str, list[Leaf]]:
-    """The text of what the program returns, and its leaves in the order the check looks at them, with None for
-    the plain items of a long list."""
+    """The text of what the program returns, and its items in the order the check looks at them: leaves, None
+    for plain items (a long list's, a dict entry's 1, each of the N floats `.tolist()` makes)."""
+    text, items = _returned(rng)
+    return text, [y for x in items for y in ([None] * N if x is not None and x.text.endswith(".tolist()") else [x])]
+
+
+def _returned(rng) -> tuple[str, list[Leaf]]:
     r = rng.random()
     if r < 0.5:
         x = leaf(rng)
