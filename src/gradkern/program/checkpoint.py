@@ -99,6 +99,19 @@ class _Untaped(Recorder):
     def __init__(self, loop: CheckpointedLoop, t: int):
         self.loop, self.t = loop, t
 
+    def host_reads(self) -> None:
+        """Host code is about to read (or write) a program's array (hostcode.py `_read`): launches that the
+        recomputation holds for a blocked pass run first (recompute.py `PendingRun`), so that it reads what they
+        write, a restore its launches read in place is written back (snapshots.py `Deferred`), and the loop notes
+        the read (`CheckpointedLoop.host_read`)."""
+        loop = self.loop
+        pending = loop.pending
+        if pending is not None and pending.launches:
+            pending.flush()
+        if loop.deferred:
+            loop.deferred.settle()
+        loop.host_read()
+
     @property
     def host(self) -> Any:
         return self.loop.outer.host
@@ -228,6 +241,7 @@ class CheckpointedLoop(LoopHooks):
         self.mode = Mode.RECORD
         self.at: int | None = 0  # the step whose input the live buffers hold (None: not known)
         self.t = 0  # the step running
+        self.read_in = -1  # the first forward's last step in which host code read an array (host_read)
         self.guard = outer.guard
         self.recomputing: HostWriteGuard | None = None  # the recomputation's guard while it holds arrays
         self.driver = ScheduledLoop(schedule, nsteps, self, progress)
@@ -450,6 +464,7 @@ class CheckpointedLoop(LoopHooks):
         versions = Versions(self.entry_needed if n0 == 0 else None)
         rec = ProgramRecorder(shadows, self.guard, within=self.outer, versions=versions, observer=self.before_launch,
                               reuse=self._reusable if TEMPORAL else None)
+        rec.host_reads = self.host_read
         before = len(shadows.entries)
         self.taping = written = set()
         try:
@@ -535,11 +550,20 @@ class CheckpointedLoop(LoopHooks):
             self.reusable = bool(overwritten) and self.writers.holds(written, overwritten)
             self.writers.wrote(keys)
             return
-        dead = {id(r) for r in overwritten}
+        # after host code read arrays in this step, no overwrite is dead: the read may have been of that buffer
+        dead = {id(r) for r in overwritten} if self.read_in != self.t else set()
         refs = self.found.record_launch(self.t, name, written, binding, dead)
         if self.open:  # each open snapshot that has yet to see a buffer written (snapshots.py OpenSnapshots)
             self.open.before_write(roots(written), roots([v for v in binding.values if is_array(v)]), refs, dead,
                                    self._may_skip)
+
+    def host_read(self) -> None:
+        """Host code read (or wrote) an array in step t of the first forward. Which array is not known here, so no
+        launch after it in the step overwrites a buffer dead: a snapshot from step t's start, or earlier, keeps
+        what the step's first launch taking a buffer overwrites whole, since the recomputed step's host code reads
+        the restored state (docs/checkpointed-loops.md#buffers-a-restart-point-leaves-out)."""
+        if self.mode is Mode.RECORD:
+            self.read_in = self.t
 
     def _reusable(self) -> bool:
         """The recorder's `reuse`: whether the taped launch before_launch was just told of need not run."""

@@ -181,17 +181,11 @@ def _guard() -> Any:
 
 
 def _read() -> None:
-    """Host code is about to read (or write) a program's array: launches that a checkpointed loop's recomputation
-    holds for a blocked pass run first (recompute.py `PendingRun`), so that it reads what they write, and a restore
-    its launches read in place is written back (snapshots.py `Deferred`)."""
-    loop = getattr(active_recorder(), "loop", None)
-    if loop is None:
-        return
-    pending = loop.pending
-    if pending is not None and pending.launches:
-        pending.flush()
-    if loop.deferred:
-        loop.deferred.settle()
+    """Host code is about to read (or write) a program's array: a checkpointed loop's step recorder hears of it
+    (checkpoint.py `_Untaped.host_reads`, `CheckpointedLoop.host_read`)."""
+    hook = getattr(active_recorder(), "host_reads", None)
+    if hook is not None:
+        hook()
 
 
 # -- the array class fn receives ----------------------------------------------------------------------------------

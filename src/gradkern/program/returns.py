@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from ..errors import ProgramError
 from ..runtime.arrays import byte_bounds
 from .derived import DerivedScalar
@@ -43,7 +45,10 @@ def _carried(x: Any, host: Any) -> str | None:
             return None
         kind = "scalar" if isinstance(x, DerivedScalar) else "array"
         return f"a{'' if kind == 'scalar' else 'n'} {kind} host code computed from a temporary: {origin.describe()}"
-    if not isinstance(x, TrackedArray) or x.size == 0:  # a plain view says no derivative is wanted (host-code.md)
+    # a plain view says no derivative is wanted (host-code.md); a plain array that owns its memory is a temporary
+    # allocated without an argument (`np.zeros(n)`), whose shadow says whether launches made it active
+    plain_own = type(x) is np.ndarray and x.base is None
+    if not (isinstance(x, TrackedArray) or plain_own) or x.size == 0:
         return None
     lo, hi = byte_bounds(x)
     covering = [e for e in host.shadows.entries if lo < e.hi and e.lo < hi]
