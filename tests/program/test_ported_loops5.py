@@ -219,3 +219,26 @@ def test_periodic_wrap_by_np_roll_is_refused_naming_the_line():
     assert "gk.copy" in str(error)
     for a, s in zip(args[:2], shadows):
         np.testing.assert_array_equal(a.dval, s)
+
+
+def _wrap_by_slices(state, tend, c):
+    """The periodic neighbour by slicing on the host (`west[:, 1:] = state[:, :-1]`, then the wrapped column):
+    the first assignment into the fresh array is a copy launch; the second writes into the array it took."""
+    west = np.zeros_like(state)
+    west[:, 1:] = state[:, :-1]
+    west[:, 0] = state[:, -1]
+    gk.launch(_upwind_from, state.shape, state, west, tend, c)
+
+
+def test_periodic_wrap_by_host_slices_is_refused_naming_the_second_write():
+    """Before: refused as 'a host write to 'west', ..., after launch 1', without the line (guard.py's
+    refuse_write). Now the message names the line and its text, and gk.copy (write the wrapped column with
+    gk.copy(west[:, :1], state[:, -1:]))."""
+    rng = np.random.default_rng(27)
+    args = [gk.Duplicated(_u(rng, 4, 5), rng.random((4, 5))), gk.Duplicated(np.zeros((4, 5)), rng.random((4, 5))),
+            gk.Active(0.4)]
+    shadows, error = _refused(gk.ProgramError, r"host write to 'west' at .*test_ported_loops5\.py:\d+ "
+                                               r"\(`west\[:, 0\] = state\[:, -1\]`\)", _wrap_by_slices, *args)
+    assert "gk.copy(dst, src)" in str(error)
+    for a, s in zip(args[:2], shadows):
+        np.testing.assert_array_equal(a.dval, s)
