@@ -292,7 +292,7 @@ def nekbone(loop):
         p, w = np.zeros_like(r), np.zeros_like(r)
         glob = np.zeros_like(r, shape=(3 * nelt + 1,))
         rtz1, rtz2, pap = (np.zeros_like(r, shape=(1,)) for _ in range(3))
-        scale = float(nelt)  # 2 / h on [0, 2] with nelt elements... the reference element's Jacobian
+        scale = float(nelt)  # 2 / h: the reference element's Jacobian, elements of width h = 2 / nelt
         dims = (nelt, 4)
 
         def dssum(v):  # gs_op: the sum over the copies of each global node, then back, masked
