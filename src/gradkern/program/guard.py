@@ -39,6 +39,7 @@ import numpy as np
 from ..errors import ProgramError
 from ..runtime.arrays import device_memory
 from ..runtime.call import backend_name
+from .derived import user_frame, where
 from .fingerprint import fingerprint
 from .shadows import memory_root
 
@@ -159,7 +160,10 @@ class HostWriteGuard:
         if entry is None and self._holds(root):  # locked by its flag; `a`, a view made before, kept its own
             entry = (lambda: root, None, self.locked_after.get(id(root), self.last))
         if entry is not None and entry[0]() is root:
-            raise ProgramError(f"a host write to {_name_of(root)}, which the program's derivative depends on, "
+            frame = user_frame()  # the user's line (session 52: a write by __setitem__ was refused without it)
+            line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() if frame is not None else ""
+            at = f" at {where(frame)} (`{line}`)" if line else ""
+            raise ProgramError(f"a host write to {_name_of(root)}{at}, which the program's derivative depends on, "
                                f"{entry[2]}, refused before it changed anything; no shadow was changed",
                                hint="change arrays inside a program with launches, gk.copy(dst, src) or "
                                     "gk.fill(dst, value), which are differentiated")

@@ -15,6 +15,7 @@ otherwise ProgramError names the step and the array.
 
 from __future__ import annotations
 
+import linecache
 import weakref
 from array import array
 from collections.abc import Callable, Iterator
@@ -25,17 +26,27 @@ import numpy as np
 
 from ..errors import ProgramError
 from ..runtime.arrays import is_array
+from .derived import user_frame, where
 from .scalars import ActiveScalar
 from .shadows import ShadowMap, memory_root
 
 _PARTIAL = "found while the reverse recomputed it: the shadows may hold a partial gradient"
 _FUNCTION_OF_T = ("a step must be a function of t and the loop's state: choose ping-pong buffers from t "
                   "(`a, b = (u, v) if t % 2 == 0 else (v, u)`), not from a swap kept outside the step (`bufs[0], "
-                  "bufs[1] = b, a` or a nonlocal), which a recomputed step finds in its last position")
+                  "bufs[1] = b, a` or a nonlocal), which a recomputed step finds in its last position; the same for "
+                  "any host value an earlier step changed: derive a flag toggled each step from t (miniWeather's "
+                  "`direction_switch = not direction_switch`: `t % 2 == 0`), and rebuild a list that depends on "
+                  "the state (a neighbour list kept for k steps) in the step that uses it: rebuild it in every "
+                  "step from the step's own state (docs/checkpointed-loops.md#how-it-works)")
 
 _KEPT = ("keep outputs between checkpointed loops: run the loop in segments of k steps and copy the state after "
          "each (`for s in range(n // k): gk.checkpointed_loop(step, k, ...); kept.append(u.copy())`), or keep them "
          "in a plain loop (store-all)")
+
+
+def _line_text(frame: Any) -> str:
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() if frame is not None else ""
+    return f" (`{line}`)" if line else ""
 
 
 class StepSeries:
@@ -146,6 +157,7 @@ class LoopState:
         self._step_keys: dict = {}  # its distinct steps: the tuple of their launches -> number
         self._step: tuple[int, list] = (-1, [])  # the step being recorded and its launches so far
         self._checked: dict = {}  # check_launch's answers by the launch's objects: (their references, ids)
+        self._want: list = []  # the signature of the step being recomputed (compare_last)
 
     # -- the first forward ------------------------------------------------------------------------------------------
     def record_launch(self, t: int, name: str, written: list, binding: Any, dead: set[int]) -> dict[int, Any]:
@@ -271,6 +283,7 @@ class LoopState:
         if hit is not None and all(r() is a for r, a in zip(hit[0], arrays)) and \
                 all(r() is w for r, w in zip(hit[1], written)):
             self.recomputed.append((name, tuple(binding.dim), hit[2]))
+            self.compare_last(t)
             return
         ids = []
         for a in arrays:
@@ -292,6 +305,7 @@ class LoopState:
                                    "(the buffers its steps write); recomputing it from a snapshot would be wrong",
                                    hint="a step must be a function of t and the state: write the same arrays in "
                                         "every step, or allocate per-step temporaries inside the step")
+        self.compare_last(t)  # after the writes' checks, whose messages say more
         try:
             refs, written_refs = tuple(map(weakref.ref, arrays)), tuple(map(weakref.ref, written))
         except TypeError:  # an array that takes no weak reference: checked in full every time
@@ -306,6 +320,36 @@ class LoopState:
         seen = self.seen.get(key) if key in self.state else None
         return seen is not None and seen.steps == 1 and seen.last == t
 
+    def compare_last(self, t: int) -> None:
+        """ProgramError, naming the user's line, if the launch just noted differs from the one step t made at the
+        same place when it was recorded: raised before it runs (check_step finds a step that launched too few)."""
+        k = len(self.recomputed) - 1
+        if k == 0:  # the step's record, looked up once a step
+            number = self.steps[t]
+            self._want = self.signatures[number - 1] if number else []
+        want = self._want
+        if k < len(want):
+            if want[k] != self.recomputed[k]:
+                self._differs(t, k, want[k], self.recomputed[k])
+            return
+        if k == len(want):
+            raise ProgramError(f"step {t} of the checkpointed loop made more launches on recomputation than the "
+                               f"{len(want)} it made when it was recorded: launch {k + 1}, '{self.recomputed[k][0]}', "
+                               f"at {where(user_frame())}{_line_text(user_frame())}; {_PARTIAL}", hint=_FUNCTION_OF_T)
+
+    def _differs(self, t: int, k: int, a: Any, b: Any) -> None:
+        if a[:2] == b[:2] and any(y is None and self._made_by(x, t) for x, y in zip(a[2], b[2])):
+            raise ProgramError(f"step {t} of the checkpointed loop (launch {k + 1} of the step, '{b[0]}') took "
+                               "an array that the step made when it was recorded and that outlived the loop's "
+                               "first forward (a copy kept outside the step: periodic output, "
+                               "`kept.append(u.copy())`); recomputed, the step makes another, which the kept one's "
+                               f"derivative cannot reach; {_PARTIAL}", hint=_KEPT)
+        if a != b:
+            frame = user_frame()
+            raise ProgramError(f"step {t} of the checkpointed loop launched '{b[0]}' (launch {k + 1} of the "
+                               f"step) on other arrays, or another kernel, than when it was recorded ('{a[0]}'), at "
+                               f"{where(frame)}{_line_text(frame)}; {_PARTIAL}", hint=_FUNCTION_OF_T)
+
     def check_step(self, t: int) -> None:
         """ProgramError unless recomputed step t launched what it launched when it was recorded."""
         number = self.steps[t]
@@ -313,15 +357,6 @@ class LoopState:
         if got == want:
             return
         for k, (a, b) in enumerate(zip(want, got)):
-            if a[:2] == b[:2] and any(y is None and self._made_by(x, t) for x, y in zip(a[2], b[2])):
-                raise ProgramError(f"step {t} of the checkpointed loop (launch {k + 1} of the step, '{b[0]}') took "
-                                   "an array that the step made when it was recorded and that outlived the loop's "
-                                   "first forward (a copy kept outside the step: periodic output, "
-                                   "`kept.append(u.copy())`); recomputed, the step makes another, which the kept one's "
-                                   f"derivative cannot reach; {_PARTIAL}", hint=_KEPT)
-            if a != b:
-                raise ProgramError(f"step {t} of the checkpointed loop launched '{b[0]}' (launch {k + 1} of the "
-                                   f"step) on other arrays, or another kernel, than when it was recorded ('{a[0]}'); "
-                                   f"{_PARTIAL}", hint=_FUNCTION_OF_T)
+            self._differs(t, k, a, b)
         raise ProgramError(f"step {t} of the checkpointed loop made {len(got)} launches on recomputation, "
                            f"{len(want)} when it was recorded; {_PARTIAL}", hint=_FUNCTION_OF_T)
