@@ -1,5 +1,6 @@
 import atexit
 import os
+import resource
 import shutil
 import tempfile
 
@@ -49,13 +50,37 @@ def update_golden(request):
     return request.config.getoption("--update-golden")
 
 
-# GRADKERN_TEST_TIMES=FILE: one line per test as it finishes ("seconds<TAB>outcome<TAB>test id", appended by
-# the controlling process only), so a suite over its time budget shows where the time goes even when it is
-# stopped before pytest's --durations table (docs/testing.md).
+# GRADKERN_TEST_TIMES=FILE: one line per test as it finishes ("seconds<TAB>cpu seconds<TAB>outcome<TAB>test id",
+# appended by the controlling process only), so a suite over its time budget shows where the time goes even when
+# it is stopped before pytest's --durations table (docs/testing.md). The CPU column is the test process's own CPU
+# (its compile threads included) plus that of the children it waited for (g++, subprocesses, mpiexec), over the
+# test's setup and call: on a loaded machine wall time says little, CPU time what a test costs.
 _TIMES = os.environ.get("GRADKERN_TEST_TIMES")
+
+
+def _cpu() -> float:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    start = _cpu() if _TIMES else 0.0
+    yield
+    if _TIMES:
+        item._gk_cpu = _cpu() - start
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    start = _cpu() if _TIMES else 0.0
+    yield
+    if _TIMES:
+        item.user_properties.append(("cpu", getattr(item, "_gk_cpu", 0.0) + _cpu() - start))
 
 
 def pytest_runtest_logreport(report):
     if _TIMES and report.when == "call" and "PYTEST_XDIST_WORKER" not in os.environ:
+        cpu = dict(report.user_properties).get("cpu", float("nan"))
         with open(_TIMES, "a", encoding="utf-8") as f:
-            f.write(f"{report.duration:.2f}\t{report.outcome}\t{report.nodeid}\n")
+            f.write(f"{report.duration:.2f}\t{cpu:.2f}\t{report.outcome}\t{report.nodeid}\n")
