@@ -38,10 +38,11 @@ import io
 import os
 import pickle
 import sys
+import sysconfig
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 from . import pipeline
@@ -57,8 +58,11 @@ _NOT_CODE = frozenset({"GRADKERN_CACHE_DIR", "GRADKERN_COMPILE_WORKERS", "GRADKE
 _SCANNED = ("gradkern.analysis.", "gradkern.transforms.", "gradkern.ir.", "gradkern.backends.")
 _SCANNED_MODULES = frozenset({"gradkern.pipeline", "gradkern.intrinsics", "gradkern.environment", "gradkern.backends",
                               "gradkern.ir", "gradkern.analysis", "gradkern.transforms"})
-# the backends' printers, imported now so that their module-level names are recorded before any test patches them
-_PRINTERS = ("numba_cpu", "cuda", "hostcuda", "interp")
+# each backend's printing modules beyond those the pipeline imports: part of its key, imported (as printing would)
+# and recorded when its first key is made (not at `import gradkern`: 45 ms, mostly for backends a process never uses)
+_PRINTERS = {"cpu": ("printer", "numba_cpu", "numba_choice", "numba_loops", "numba_plan", "numba_syntax",
+                     "numba_names"),
+             "cuda": ("printer", "cuda"), "hostcuda": ("printer", "cuda", "hostcuda"), "interp": ("interp",)}
 
 runs: dict[str, int] = {}  # pipeline runs of this process by kind ("primal", "reverse", "forward"): tests count them
 loads: dict[str, int] = {}  # specialisations loaded from disk by kind
@@ -143,25 +147,64 @@ def _constant(v: Any) -> bool:
     return isinstance(v, _CONSTANT) or (type(v) in (tuple, frozenset) and all(_constant(x) for x in v))
 
 
-# the pipeline's modules (_SCANNED), recorded once, when this module is imported: name -> (module, its module-level
-# names that are no constants, with their objects then). A module imported later is no part of the key: the
-# printers are imported first (_PRINTERS), and what else loads later (numba_cache.py) only compiles and runs code
+# the pipeline's modules (_SCANNED), recorded when this module is imported (a backend's printers when its first key
+# is made): name -> (module, its module-level names that are no constants, with their objects then). What else loads
+# later (numba_cache.py) only compiles and runs code: no part of the key
 _snapshot: dict[str, tuple[Any, dict[str, Any]]] = {}
+_common: list[str] = []  # the modules recorded at import, in the key of every backend
 # the public tables among them (a dict, list or set whose name has no leading underscore: DERIVATIVES, FUNCTIONS),
 # copied then: changed in place (a rule replaced), they bypass the disk too. A private one is a cache (_modules)
 _tables: list[tuple[Any, Any]] = []
 
 
-def _options() -> bytes | None:
-    """The module-level constants of the pipeline's modules by value; None where anything else at module level
-    is not what it was when recorded (replaced: the output may differ from what the key says)."""
+def _record(name: str, module: Any) -> None:
+    _snapshot[name] = (module, {k: v for k, v in vars(module).items() if not _constant(v)})
+    _tables.extend((v, type(v)(v)) for k, v in vars(module).items()
+                   if type(v) in (dict, list, set) and not k.startswith("_"))
+
+
+def _modules(backend: str) -> list[str]:
+    names = [f"gradkern.backends.{m}" for m in _PRINTERS.get(backend, ())]
+    for name in names:
+        if name not in _snapshot:
+            _record(name, importlib.import_module(name))
+    return _common + names
+
+
+def _ours(v: Any) -> bool:
+    """Whether function or class `v` comes from gradkern, the standard library or an installed package (a printer
+    recorded late may have been patched before: a test's replacement is defined in the test's file)."""
+    if isinstance(v, FunctionType):
+        file = v.__code__.co_filename
+    elif isinstance(v, type):
+        file = getattr(sys.modules.get(v.__module__), "__file__", None)
+        if file is None:  # a builtin class
+            return True
+    else:
+        return True
+    return file.startswith(_INSTALLED)
+
+
+_INSTALLED = tuple({str(Path(__file__).resolve().parent) + os.sep,
+                    *(str(Path(p).resolve()) + os.sep for k, p in sysconfig.get_paths().items()
+                      if k in ("stdlib", "platstdlib", "purelib", "platlib"))})
+
+
+def _options(backend: str) -> bytes | None:
+    """The module-level constants of the pipeline's modules (and `backend`'s printers) by value; None where
+    anything else at module level is not what it was when recorded (replaced: the output may differ from what
+    the key says) or, in a printer, is a function defined outside gradkern."""
     out = []
-    for name, (module, objects) in _snapshot.items():
+    for name in _modules(backend):
+        module, objects = _snapshot[name]
+        late = name not in _common
         for k, v in vars(module).items():
             if _constant(v):
                 out.append((name, k, v))
             elif objects.get(k, _Set) is not v and not k.startswith("__") and type(v) is not ModuleType:
                 return None  # (a submodule imported since is set on its package)
+            elif late and not _ours(v):
+                return None
     for table, copy in _tables:
         if len(table) != len(copy) or (any(table.get(k, _Set) is not v for k, v in copy.items())
                                        if type(copy) is dict else table != copy):
@@ -195,7 +238,7 @@ def key(kind: str, args: tuple) -> str | None:
     """The digest naming `kind`'s output for `args` (module doc), or None where it may not be cached."""
     if not ENABLED or os.environ.get("GRADKERN_DUMP"):  # a dump is written by the stages as they run
         return None
-    options = _options()
+    options = _options(args[3])  # the backend's name: the third of each pipeline's arguments after the kernel
     if options is None:
         return None
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("GRADKERN_") and k not in _NOT_CODE))
@@ -269,9 +312,13 @@ def _load(directory: Path, digest: str) -> Any:
     path = _path(directory, digest)
     try:
         data = read_file(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # none there, or a cache directory that cannot be used
         return None
     except OSError as e:
+        try:
+            os.lstat(path)
+        except OSError:  # the entry is not what failed: the directory is (the Numba cache warns about it once)
+            return None
         return _damaged(path, f"{type(e).__name__}: {e}")
     try:
         fmt, stored_key, value = pickle.loads(unseal(data))
@@ -283,7 +330,10 @@ def _load(directory: Path, digest: str) -> Any:
 
 
 def _damaged(path: Path, what: str) -> None:
-    discard(path)
+    try:
+        discard(path)
+    except OSError:  # a directory that cannot be written: the entry is rewritten (or not) after the pipeline
+        pass
     warn_damaged(path, what)
     return None
 
@@ -365,13 +415,10 @@ def _no_collection() -> Iterator[None]:
 
 
 def _init() -> None:
-    for name in _PRINTERS:
-        importlib.import_module(f"gradkern.backends.{name}")
     for name, module in sorted(sys.modules.items()):
         if module is not None and (name.startswith(_SCANNED) or name in _SCANNED_MODULES):
-            _snapshot[name] = (module, {k: v for k, v in vars(module).items() if not _constant(v)})
-            _tables.extend((v, type(v)(v)) for k, v in vars(module).items()
-                           if type(v) in (dict, list, set) and not k.startswith("_"))
+            _record(name, module)
+            _common.append(name)
 
 
 _init()

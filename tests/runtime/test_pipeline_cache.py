@@ -70,6 +70,10 @@ def test_the_key_changes_with_each_input(monkeypatch):
     monkeypatch.setattr(pipeline, "fuse_loops", lambda k: (k, ()))
     assert pipeline_cache.key("primal", base) is None
     monkeypatch.undo()
+    from gradkern.backends import numba_loops  # a printer (recorded at its backend's first key)
+    monkeypatch.setattr(numba_loops, "LoopPrinter", type("LoopPrinter", (), {}))
+    assert pipeline_cache.key("primal", (*base[:3], "cpu", *base[4:])) is None
+    monkeypatch.undo()
     from gradkern.ir.ops import Op
     from gradkern.transforms.derivatives import DERIVATIVES
     monkeypatch.setitem(DERIVATIVES, Op.SIN, lambda x: (x,))
