@@ -2,14 +2,18 @@
 (tests/support/library_cases.py) and the ported kernels (tests/support/ported.py, ported_hpc_cases.py,
 ported_hpc3_cases.py), cold and warm, per mode, ranked.
 
-For each kernel and mode (primal `gk.launch`, `gk.autodiff` reverse, `gk.autodiff` forward), two fresh
-processes: cold, with an empty GRADKERN_CACHE_DIR of its own, then warm, on the cache the cold one wrote and
-another PYTHONHASHSEED, both with GRADKERN_COMPILE_WORKERS=0 (no compile worker: the process's CPU time is
-all the compile work). Each times its first call: process CPU seconds (`time.process_time`, what the load of
-other work inflates least) and wall seconds, and reports what the call compiled (the CompileLog of
+For each kernel and mode (primal `gk.launch`, `gk.autodiff` reverse, `gk.autodiff` forward), fresh
+processes: cold, with an empty GRADKERN_CACHE_DIR of its own, then warm ones on the cache the cold one wrote,
+each with another PYTHONHASHSEED, all with GRADKERN_COMPILE_WORKERS=0 (no compile worker: the process's CPU
+time is all the compile work). Each times its first call: process CPU seconds (`time.process_time`, what the
+load of other work inflates least) and wall seconds, and reports what the call compiled (the CompileLog of
 compile_time.py: Numba functions compiled or loaded, their generated module lines and `prange` loops) and
-gradkern's own pipeline time (its stages and source generation). The table ranks by cold CPU seconds; the
-1-minute load average is recorded at the start and the end.
+gradkern's own pipeline time (its stages and source generation). The warm processes (session 52): one that
+stores the pipeline's output (pipeline_cache.py; untimed), then `--rounds` pairs, interleaved, of a warm first
+call that runs the pipeline (GRADKERN_PIPELINE_CACHE=0: "pipeline") and one that loads it ("stored"), with the
+CPU seconds of Numba's own cache loads inside each (`Dispatcher.compile` of the generated functions, disk
+hits); the warm columns are the medians. The table ranks by cold CPU seconds; the 1-minute load average is
+recorded at the start and the end.
 
     python benchmarks/compile/compile_sweep.py                       # every kernel, every mode
     python benchmarks/compile/compile_sweep.py --only lulesh,cfd      # names containing either
@@ -65,7 +69,7 @@ def child(spec: dict) -> dict:
     import gradkern as gk
 
     _, kernel, args, dim = next(c for c in _cases(spec["source"]) if c[0] == spec["name"])
-    log = CompileLog()
+    log = CompileLog(pipeline=not spec.get("warm"))
     prof = None
     if spec.get("profile"):
         import cProfile
@@ -83,6 +87,12 @@ def child(spec: dict) -> dict:
     if prof is not None:
         prof.disable()
         prof.dump_stats(spec["profile"])
+    if spec.get("warm"):
+        from gradkern import pipeline_cache
+        ours = [c for c in log.compiles if c["module"].startswith("gradkern_gen_")]
+        return dict(cpu=cpu, wall=wall, compiled=sum(not c["hit"] for c in ours), loaded=sum(c["hit"] for c in ours),
+                    numba_load=sum(c["cpu"] for c in ours if c["hit"]), runs=sum(pipeline_cache.runs.values()),
+                    stored=sum(pipeline_cache.loads.values()))
     rows = log.rows()
     compiled = [r for r in rows if not r["hit"]]
     return dict(cpu=cpu, wall=wall, compiled=len(compiled), loaded=len(rows) - len(compiled),
@@ -92,8 +102,9 @@ def child(spec: dict) -> dict:
                 ours=sum(log.stages.values()), functions=[f"{r['role']}:{r['function']}" for r in compiled])
 
 
-def _run(spec: dict, cache: Path, seed: int) -> dict:
+def _run(spec: dict, cache: Path, seed: int, stored: bool = True) -> dict:
     env = {**os.environ, "GRADKERN_CACHE_DIR": str(cache), "PYTHONHASHSEED": str(seed),
+           "GRADKERN_PIPELINE_CACHE": "1" if stored else "0",
            "GRADKERN_COMPILE_WORKERS": "0",  # every compile in the timed process: its CPU time is the whole work
            "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], env=env, capture_output=True,
@@ -101,6 +112,31 @@ def _run(spec: dict, cache: Path, seed: int) -> dict:
     if out.returncode:
         return dict(error=out.stderr.strip().splitlines()[-1] if out.stderr.strip() else f"rc {out.returncode}")
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _warm(spec: dict, cache: Path, rounds: int) -> dict:
+    """The warm processes of one row (module doc): the medians of `rounds` interleaved pairs, CPU seconds."""
+    spec = {**spec, "warm": True}
+    prime = _run(spec, cache, 2)
+    if "error" in prime:
+        return prime
+    got: dict[str, list] = {"pipeline": [], "stored": []}
+    for r in range(rounds):
+        for kind in ("pipeline", "stored") if r % 2 == 0 else ("stored", "pipeline"):
+            got[kind].append(_run(spec, cache, 3 + r, stored=kind == "stored"))
+    if any("error" in x for xs in got.values() for x in xs):
+        return next(x for xs in got.values() for x in xs if "error" in x)
+    med = {k: _median([x["cpu"] for x in xs]) for k, xs in got.items()}
+    load_cpu = _median([x["numba_load"] for xs in got.values() for x in xs])
+    last = got["stored"][-1]
+    return dict(pipeline=med["pipeline"], stored=med["stored"], numba_load=load_cpu,
+                compiled=max(x["compiled"] for xs in got.values() for x in xs),
+                runs=max(x["runs"] for x in got["stored"]), loaded_specs=last["stored"])
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
 
 
 def names(only: list[str]) -> list[tuple[str, str]]:
@@ -123,6 +159,7 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated name fragments")
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--no-warm", action="store_true")
+    ap.add_argument("--rounds", type=int, default=1, help="interleaved pairs of warm processes per row")
     ap.add_argument("--json", help="write every row here too")
     ap.add_argument("--top", type=int, default=0, help="print only the N slowest rows (0: all)")
     a = ap.parse_args()
@@ -140,11 +177,12 @@ def main() -> None:
                 cache = Path(tmp, f"{k}-{mode}")
                 spec = dict(source=source, name=name, mode=mode)
                 cold = _run(spec, cache, 1)
-                warm = {} if a.no_warm or "error" in cold else _run(spec, cache, 2)
+                warm = {} if a.no_warm or "error" in cold else _warm(spec, cache, a.rounds)
                 rows.append(dict(source=source, name=name, mode=mode, cold=cold, warm=warm, load=load()))
                 print(f"{name:24s} {mode:8s} cold {cold.get('cpu', float('nan')):6.2f} s CPU "
-                      f"{cold.get('compiled', '-')} fn  warm {warm.get('wall', float('nan')):5.2f} s"
-                      f"  load {rows[-1]['load']:.2f} {cold.get('error', '')}", file=sys.stderr, flush=True)
+                      f"{cold.get('compiled', '-')} fn  warm CPU {warm.get('pipeline', float('nan')):5.3f} s -> "
+                      f"{warm.get('stored', float('nan')):5.3f} s  load {rows[-1]['load']:.2f} "
+                      f"{cold.get('error', '') or warm.get('error', '')}", file=sys.stderr, flush=True)
                 if a.json:  # after every row: a sweep stopped early keeps what it measured
                     Path(a.json).write_text(json.dumps(rows, indent=1))
     print(table(rows, start, load(), t_start, a.top))
@@ -157,9 +195,10 @@ def table(rows: list[dict], start: float, end: float, t_start: str, top: int = 0
         ranked = ranked[:top]
     head = (f"started {t_start} UTC, 1-minute load {start:.2f} at the start, {end:.2f} at the end\n\n"
             "| kernel | mode | cold CPU (s) | cold wall (s) | Numba compile (s) | of it LLVM (s) | gradkern's own (s) "
-            "| functions compiled | module lines | prange loops | warm first call (s) | warm CPU (s) |\n"
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    lines = [head]
+            "| functions compiled | module lines | prange loops | warm CPU, pipeline (s) | warm CPU, stored (s) "
+            "| of it Numba's cache load (s) | stored above Numba's load (s) | pipeline runs, stored |\n"
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines, nan = [head], float("nan")
     for r in ranked:
         c, w = r["cold"], r["warm"]
         if "error" in c:
@@ -167,7 +206,8 @@ def table(rows: list[dict], start: float, end: float, t_start: str, top: int = 0
             continue
         lines.append(f"| {r['name']} | {r['mode']} | {c['cpu']:.2f} | {c['wall']:.2f} | {c['numba']:.2f} | "
                      f"{c['llvm']:.2f} | {c['ours']:.2f} | {c['compiled']} | {c['lines']} | {c['pranges']} | "
-                     f"{w.get('wall', float('nan')):.3f} | {w.get('cpu', float('nan')):.3f} |")
+                     f"{w.get('pipeline', nan):.3f} | {w.get('stored', nan):.3f} | {w.get('numba_load', nan):.3f} | "
+                     f"{w.get('stored', nan) - w.get('numba_load', nan):.3f} | {w.get('runs', '-')} |")
     return "\n".join(lines)
 
 

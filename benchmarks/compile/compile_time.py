@@ -145,22 +145,56 @@ class CompileLog:
     pipeline's `_generate` is wrapped to learn each generated module's kernel and role, Numba's
     `Dispatcher.compile` to time each compile (exclusive of the compiles it triggers, as of an outlined
     body its entry calls) and to tell a disk-cache hit, and Numba's `numba:llvm_lock` event to split off
-    the LLVM part. Pipeline stages are timed by wrapping each Stage's function."""
+    the LLVM part. Pipeline stages are timed by wrapping each Stage's function (`pipeline=False`: not wrapped, so
+    that the pipeline's disk cache, which a replaced pipeline function bypasses, is used: a warm row's)."""
 
-    def __init__(self):
-        import hashlib
+    def __init__(self, pipeline: bool = True):
         import time
 
         from numba.core import event
         from numba.core.dispatcher import Dispatcher
 
-        from gradkern import pipeline
+        from gradkern import pipeline as pipeline_module
 
         self.modules: dict[str, dict] = {}  # generated module name -> kernel, role, lines, parallel loops
         self.compiles: list[dict] = []
         self.stages: dict[str, float] = {}
         self.phase = "primal"  # which call is running: primal or gradient
         stack: list[dict] = []
+        if pipeline:
+            self._wrap_pipeline(pipeline_module)
+        compile_ = Dispatcher.compile
+
+        def logged_compile(disp, sig):
+            hits, known = sum(disp._cache_hits.values()), len(disp.overloads)
+            frame = dict(llvm=0.0, inner=0.0, inner_cpu=0.0)
+            stack.append(frame)
+            t0, c0 = time.perf_counter(), time.process_time()
+            try:
+                return compile_(disp, sig)
+            finally:
+                total, cpu = time.perf_counter() - t0, time.process_time() - c0
+                stack.pop()
+                if stack:
+                    stack[-1]["inner"] += total
+                    stack[-1]["inner_cpu"] += cpu
+                f = disp.py_func
+                if len(disp.overloads) > known:  # else a signature compiled before: nothing was done
+                    self.compiles.append(dict(module=f.__module__, function=f.__name__, phase=self.phase,
+                                              seconds=total - frame["inner"], cpu=cpu - frame["inner_cpu"],
+                                              llvm=frame["llvm"], hit=sum(disp._cache_hits.values()) > hits,
+                                              parallel=bool(disp.targetoptions.get("parallel"))))
+        Dispatcher.compile = logged_compile
+
+        def llvm(duration):
+            if stack:
+                stack[-1]["llvm"] += duration
+        event.register("numba:llvm_lock", _DurationListener(llvm))
+
+    def _wrap_pipeline(self, pipeline) -> None:
+        import hashlib
+        import time
+
         generate = pipeline._generate
 
         def logged_generate(request, k, role, *args, **kwargs):
@@ -185,33 +219,6 @@ class CompileLog:
             return pipeline.Stage(stage.name, stage.purpose, run, stage.typed)
         for tup in ("PRIMAL_STAGES", "REVERSE_STAGES", "FORWARD_STAGES"):
             setattr(pipeline, tup, tuple(timed(st) for st in getattr(pipeline, tup)))
-
-        compile_ = Dispatcher.compile
-
-        def logged_compile(disp, sig):
-            hits, known = sum(disp._cache_hits.values()), len(disp.overloads)
-            frame = dict(llvm=0.0, inner=0.0)
-            stack.append(frame)
-            t0 = time.perf_counter()
-            try:
-                return compile_(disp, sig)
-            finally:
-                total = time.perf_counter() - t0
-                stack.pop()
-                if stack:
-                    stack[-1]["inner"] += total
-                f = disp.py_func
-                if len(disp.overloads) > known:  # else a signature compiled before: nothing was done
-                    self.compiles.append(dict(module=f.__module__, function=f.__name__, phase=self.phase,
-                                              seconds=total - frame["inner"],
-                                              llvm=frame["llvm"], hit=sum(disp._cache_hits.values()) > hits,
-                                              parallel=bool(disp.targetoptions.get("parallel"))))
-        Dispatcher.compile = logged_compile
-
-        def llvm(duration):
-            if stack:
-                stack[-1]["llvm"] += duration
-        event.register("numba:llvm_lock", _DurationListener(llvm))
 
     def rows(self) -> list[dict]:
         """The gradkern compiles, one per generated function (Numba's own helpers left out)."""

@@ -31,21 +31,23 @@ import ast
 import contextlib
 import glob
 import hashlib
+import importlib.util
 import io
 import linecache
+import marshal
 import os
 import pickle
 import sys
 import tempfile
 import uuid
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 
 from numba.core.caching import FunctionCache, IndexDataCacheFile
 from numba.core.dispatcher import Dispatcher
 
 from .base import Ahead
-from .cache_files import discard, make_folders, read_file, seal, unseal, warn, warn_damaged, write_exact
+from .cache_files import discard, make_folders, read_file, replace_with, seal, unseal, warn, warn_damaged, write_exact
 
 _memory_only: set[Path] = set()  # directories found unusable in this process
 
@@ -72,7 +74,7 @@ def load_module(name: str, source: str, directory: Path) -> ModuleType:
             warn(f"cannot use the cache directory {directory} ({e}); compiled code is kept in memory "
                   "for the rest of this process (set GRADKERN_CACHE_DIR to a writable directory)")
         else:
-            mod = _execute(name, compile(source, str(path), "exec"), str(path))
+            mod = _execute(name, _code(source, path), str(path))
             for value in vars(mod).values():
                 if isinstance(value, Dispatcher) and isinstance(value._cache, FunctionCache):
                     value._cache = _HealingCache(value.py_func)
@@ -82,9 +84,37 @@ def load_module(name: str, source: str, directory: Path) -> ModuleType:
     return _execute(name, compile(_without_disk_cache(source), filename, "exec"), None)
 
 
+def _code(source: str, path: Path) -> CodeType:
+    """The code object of the generated module at `path`: compiled once, then kept sealed (cache_files.seal) as
+    `__pycache__/<module>.<python>.code`, the marshalled code after a header naming this Python's bytecode
+    (importlib's MAGIC_NUMBER), the module's path (its functions' co_filename, where Numba looks for their
+    cache) and the source's digest; another header is a miss, a file that does not unseal or unmarshal is
+    damage (rebuilt, one CacheWarning). Compiling a large module's text again cost more than loading Numba's
+    code for it (53 ms for a 4,700-line gradient; docs/caching.md, "The pipeline's output")."""
+    file = path.parent / "__pycache__" / f"{path.stem}.{sys.implementation.cache_tag}.code"
+    header = b"".join((importlib.util.MAGIC_NUMBER, str(path).encode("utf-8", "surrogateescape"), b"\0",
+                       hashlib.blake2b(source.encode("utf-8"), digest_size=32).digest()))
+    try:
+        payload = unseal(read_file(file))
+        if payload[:len(header)] == header:
+            return marshal.loads(payload[len(header):])
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, EOFError, TypeError) as e:  # what a damaged file raises (unseal: ValueError)
+        discard(file)
+        warn_damaged(file, f"{type(e).__name__}: {e}")
+    code = compile(source, str(path), "exec")
+    try:
+        data = seal(header + marshal.dumps(code))
+        replace_with(file, lambda tmp: tmp.write_bytes(data))
+    except OSError:  # the next process compiles the text again
+        pass
+    return code
+
+
 def _execute(name: str, code, file: str | None) -> ModuleType:
     """Run compiled module code as module `name`. Compiled from the text in
-    hand, not imported: no `.pyc` is written or read, so none can be damaged."""
+    hand (or its sealed code object, `_code`), not imported: no `.pyc` is written or read."""
     mod = ModuleType(name)
     if file is not None:
         mod.__file__ = file

@@ -17,8 +17,15 @@ from ..pipeline import (
     specialize_forward,
     specialize_reverse,
 )
+from ..pipeline_cache import specialization
 from .arrays import is_array
 from .binding import Binding
+from .cache import cache_dir
+
+
+def _stored(kind: str, fn, *args: Any) -> Any:
+    """`fn(*args)`, the pipeline of `kind`, loaded from the disk cache where it was stored (pipeline_cache.py)."""
+    return specialization(kind, args, lambda: fn(*args), cache_dir() / "specs")
 
 
 def strided_lanes(b: Binding, shadows: dict[str, tuple]) -> frozenset[tuple[str, int]]:
@@ -41,8 +48,8 @@ def _cached(kernel: KernelFunction, key: tuple, build) -> Any:
 
 def primal_specialization(kernel: KernelFunction, b: Binding) -> Specialization:
     """What `gk.launch` runs for binding `b`."""
-    return _cached(kernel, b.key, lambda: specialize(kernel.ir, b.type_map(kernel.ir), len(b.dim), b.backend,
-                                                     frozenset(b.strided), b.aliases))
+    return _cached(kernel, b.key, lambda: _stored("primal", specialize, kernel.ir, b.type_map(kernel.ir), len(b.dim),
+                                                  b.backend, frozenset(b.strided), b.aliases))
 
 
 def reverse_specialization(kernel: KernelFunction, b: Binding, shadows: dict, active: tuple,
@@ -51,9 +58,9 @@ def reverse_specialization(kernel: KernelFunction, b: Binding, shadows: dict, ac
     strided = strided_lanes(b, shadows)
     no_need = frozenset(n for n in no_need if n in shadows)
     key = ("reverse", b.key, tuple(sorted(shadows)), active, tuple(sorted(strided)), tuple(sorted(no_need)), lanes)
-    return _cached(kernel, key, lambda: specialize_reverse(
-        kernel.ir, b.type_map(kernel.ir), len(b.dim), b.backend, set(shadows), set(active), frozenset(b.strided),
-        strided, no_need, lanes, b.aliases))
+    return _cached(kernel, key, lambda: _stored(
+        "reverse", specialize_reverse, kernel.ir, b.type_map(kernel.ir), len(b.dim), b.backend, set(shadows),
+        set(active), frozenset(b.strided), strided, no_need, lanes, b.aliases))
 
 
 def forward_specialization(kernel: KernelFunction, b: Binding, tangents: dict, lanes: int,
@@ -65,7 +72,6 @@ def forward_specialization(kernel: KernelFunction, b: Binding, tangents: dict, l
 
     def build():
         arrays = {n for n in tangents if is_array(tangents[n][0])}
-        return specialize_forward(kernel.ir, b.type_map(kernel.ir), len(b.dim), b.backend, arrays,
-                                  set(tangents) - arrays, frozenset(b.strided), strided, lanes, b.aliases,
-                                  primal_stores)
+        return _stored("forward", specialize_forward, kernel.ir, b.type_map(kernel.ir), len(b.dim), b.backend,
+                       arrays, set(tangents) - arrays, frozenset(b.strided), strided, lanes, b.aliases, primal_stores)
     return _cached(kernel, key, build)
