@@ -10,9 +10,9 @@ ported_hpc5_refs.py and ported_hpc5_refs2.py). For each:
 * the race analysis' verdicts, primal and reverse.
 
 CI runs every kernel's primal (on the interpreter) and race verdicts, and backend agreement and gradients for
-SAMPLE (below): 31 s + 3 s of CPU from a cold cache (one process, load ~19). The other 30 kernels' agreement and
+SAMPLE (below): 25 s + 3 s of CPU from a cold cache (one process, load ~3). The other 30 kernels' agreement and
 gradients are marked `full` (docs/testing.md); all passed when last run (session 52). american_put's gradient
-compiles for minutes (its unrolled triangular sweep: docs/kernel-language.md, "Fifth round").
+compiles for 319 s of CPU (its unrolled triangular sweep: docs/kernel-language.md, "Fifth round").
 
 What porting them found is in docs/kernel-language.md ("Fifth round (session 52)")."""
 
