@@ -15,13 +15,13 @@ def run_case(name, kernel, dim, values, backend, programs):
         gk.launch(kernel, dim, *values, backend=backend)
 
 
-def assert_primal_matches_numpy(case, programs):
-    """The Numba backend's arrays within 1e-12 of the largest value of the reference's (the callers' docstrings
-    say why); integer arrays equal."""
+def assert_primal_matches_numpy(case, programs, backend="cpu"):
+    """The backend's arrays (Numba's unless told; the interpreter's costs no compile) within 1e-12 of the largest
+    value of the reference's (the callers' docstrings say why); integer arrays equal."""
     name, kernel, args, dim, _, reference = case
     values = primal_values(args)
     want = reference(primal_values(args))
-    run_case(name, kernel, dim, values, "cpu", programs)
+    run_case(name, kernel, dim, values, backend, programs)
     assert want
     for k, expected in want.items():
         got = values[k]

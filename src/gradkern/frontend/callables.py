@@ -16,7 +16,8 @@ from ..ir import nodes as ir
 @dataclass
 class Lowered:
     """A lowered function: parameter names, body, the names it uses as arrays,
-    whether it returns a value, and the tid arity it unpacks (0 if none)."""
+    whether it returns a value, the tid arity it unpacks (0 if none) and how
+    many values it returns (frontend/multi_returns.py)."""
 
     name: str
     params: tuple[str, ...]
@@ -25,6 +26,7 @@ class Lowered:
     returns_value: bool
     tid_arity: int
     loc: Loc
+    results: int = 1
 
 
 class KernelMarker:

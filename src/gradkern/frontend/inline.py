@@ -1,8 +1,9 @@
 """Inlining of device functions: a call to a @gk.func becomes the callee's
 body, lowered afresh for the call site, with every local prefixed by a fresh
 `_gk<n>_<name>_` (ir/names.py) and its array parameters replaced by the
-caller's arrays; the call's value is the callee's RESULT local. The renaming
-itself is ir/rewrite.py's."""
+caller's arrays; the call's value is the callee's RESULT local (and, for a
+function returning several values, its extra result locals: frontend/multi_returns.py).
+The renaming itself is ir/rewrite.py's."""
 
 from __future__ import annotations
 
@@ -13,12 +14,18 @@ from ..ir import nodes as ir
 from ..ir.names import RESULT
 from ..ir.rewrite import rename
 from .callables import DeviceFunctionMarker
+from .multi_returns import extra
 
 
 def inline_call(lw: Any, call: ast.Call, fn: DeviceFunctionMarker) -> ir.Expr:
     """Emit into `lw`'s current block the statements of the call (each scalar
     argument bound to the callee's prefixed parameter, in argument order, then
     the renamed body); return the expression of the call's value."""
+    return inline_values(lw, call, fn, 1)[0]
+
+
+def inline_values(lw: Any, call: ast.Call, fn: DeviceFunctionMarker, count: int) -> list[ir.Expr]:
+    """As inline_call, for a call whose `count` values are unpacked (`a, b = f(x)`): their expressions."""
     loc = lw.p.loc(call)
     if lw.lazy:
         lw.fail(call, f"call to device function '{fn.name}' inside a condition, 'and'/'or' "
@@ -31,6 +38,11 @@ def inline_call(lw: Any, call: ast.Call, fn: DeviceFunctionMarker) -> ir.Expr:
     if not callee.returns_value:
         lw.fail(call, f"device function '{fn.name}' returns no value",
                 hint="device functions return a scalar; write arrays from the kernel")
+    if callee.results != count:
+        many = f"'{', '.join(f'v{k}' for k in range(callee.results))} = {fn.name}(...)'"
+        lw.fail(call, f"device function '{fn.name}' returns {callee.results} value{'s' * (callee.results > 1)}, "
+                      f"{'unpacked into ' + str(count) + ' names' if count > 1 else 'used as one'}",
+                hint=f"unpack them: {many}" if callee.results > 1 else "assign it to one name")
     if callee.tid_arity:
         lw.note_tid(call, callee.tid_arity)
     prefix = lw.namer.numbered(fn.name) + "_"
@@ -41,4 +53,4 @@ def inline_call(lw: Any, call: ast.Call, fn: DeviceFunctionMarker) -> ir.Expr:
         else:  # lowered in place: the argument may itself emit statements (a nested call)
             lw.emit(ir.Assign(prefix + name, lw.expr(a), loc=loc))
     lw.block.extend(rename(callee.body, prefix, arrays))
-    return ir.Var(prefix + RESULT, loc=loc)
+    return [ir.Var(prefix + (extra(k) if k else RESULT), loc=loc) for k in range(count)]

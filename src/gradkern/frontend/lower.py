@@ -22,15 +22,14 @@ import numpy as np
 from .. import intrinsics
 from ..errors import KernelSyntaxError
 from ..ir import nodes as ir
-from ..ir.names import RESERVED, Namer, is_generated, private
+from ..ir.names import RESERVED, Namer, is_generated
 from ..ir.ops import FUNCTIONS, Op
-from ..ir.rewrite import rename_locals
 from ..ir.types import F32, F64, I32, I64, MAX_NDIM
-from . import jumps, literal_loops, loop_returns, suggest, unroll, vectors
+from . import jumps, literal_loops, loop_returns, multi_returns, suggest, unroll, vectors
 from .callables import DeviceFunctionMarker, KernelMarker, Lowered
-from .inline import inline_call
+from .inline import inline_call, inline_values
 from .parse import ParsedFunction, assigned_names
-from .structure import Return, check_definite_assignment, structure_returns
+from .structure import Return, check_definite_assignment, privatize_reassigned, structure_returns
 
 _BINOPS = {ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.Div: Op.DIV,
            ast.FloorDiv: Op.FLOORDIV, ast.Mod: Op.MOD, ast.Pow: Op.POW, ast.BitAnd: Op.BITAND, ast.BitOr: Op.BITOR,
@@ -89,6 +88,7 @@ class _Lowerer:
         tree = vectors.scalarize(parsed.tree, self.quiet_callee, self.fail, self.params)
         if tree is not parsed.tree:  # small vectors became scalars (frontend/vectors.py)
             self.ns.update(vectors.NAMESPACE)
+        tree, self.results = multi_returns.lower_tuple_returns(tree, self.fail, is_kernel)  # return a, b
         tree = literal_loops.lower_literal_loops(tree, self.namer.numbered, self.fail)  # for v in (a, b)
         tree = loop_returns.lower_loop_returns(tree, self.namer.numbered, self.fail, is_kernel)  # → break
         tree = jumps.lower_jumps(tree, self.namer.numbered, self.fail)  # break/continue → flags
@@ -117,7 +117,7 @@ class _Lowerer:
         body, returns_value = structure_returns(body, self.fail_at_def, self.p.name)
         arrays = _array_names(body)
         return Lowered(self.p.name, self.params, body, arrays, returns_value,
-                       self.tid_arity, self.p.loc(self.p.tree))
+                       self.tid_arity, self.p.loc(self.p.tree), self.results)
 
     def lower_block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[ir.Stmt, ...]:
         saved, self.block = self.block, []
@@ -212,6 +212,9 @@ class _Lowerer:
                 self.note_tid(value, len(names))
                 for axis, n in enumerate(names):
                     self.emit(ir.Assign(n, ir.Tid(axis, loc=loc), loc=loc))
+            elif isinstance(value, ast.Call) and isinstance(fn := self.quiet_callee(value.func), DeviceFunctionMarker):
+                for n, v in zip(names, inline_values(self, value, fn, len(names))):  # a, b = f(x)
+                    self.emit(ir.Assign(n, v, loc=loc))
             elif isinstance(value, ast.Attribute) and value.attr == "shape":
                 # one dimension per name, checked against the argument by type inference (docs/language.md)
                 arr = self.array_name(value.value)
@@ -577,19 +580,8 @@ def lower_kernel(parsed: ParsedFunction) -> ir.Kernel:
                                 hint="arrays can only be indexed, passed to device functions or asked for .shape")
     scalars = {p for p in low.params if p not in low.array_names}
     check_definite_assignment(low.body, scalars)
-    body = _privatize_reassigned(low.body, scalars & assigned)
+    body = privatize_reassigned(low.body, scalars & assigned)
     written = {s.array for s in ir.walk_stmts(low.body) if isinstance(s, (ir.Store, ir.AtomicAdd))}
     params = tuple(ir.Param(p, is_array=p in low.array_names, written=p in written,
                             used=p in low.array_names or p in used_as_scalar) for p in low.params)
     return ir.Kernel(low.name, params, body, low.tid_arity, loc=low.loc)
-
-
-def _privatize_reassigned(body: tuple[ir.Stmt, ...], params: set[str]) -> tuple[ir.Stmt, ...]:
-    """Scalar parameters the kernel reassigns become per-thread locals: every
-    thread starts from the launch value (`_gk_a = a` first, then `_gk_a` everywhere)."""
-    if not params:
-        return body
-    mapping = {n: private(n) for n in sorted(params)}
-    renamed = rename_locals(body, mapping)
-    return tuple(ir.Assign(local, ir.Var(n, loc=body[0].loc if body else None), loc=body[0].loc if body else None)
-                 for n, local in mapping.items()) + renamed

@@ -7,7 +7,8 @@ from dataclasses import dataclass, replace
 
 from ..errors import InternalError, KernelSyntaxError, Loc
 from ..ir import nodes as ir
-from ..ir.names import RESULT, shown
+from ..ir.names import RESULT, private, shown
+from ..ir.rewrite import rename_locals
 
 
 @dataclass(frozen=True)
@@ -83,3 +84,12 @@ def check_definite_assignment(body: tuple[ir.Stmt, ...], scalars: set[str]):
     walk(body, set(scalars))
 
 
+def privatize_reassigned(body: tuple[ir.Stmt, ...], params: set[str]) -> tuple[ir.Stmt, ...]:
+    """Scalar parameters the kernel reassigns become per-thread locals: every
+    thread starts from the launch value (`_gk_a = a` first, then `_gk_a` everywhere)."""
+    if not params:
+        return body
+    mapping = {n: private(n) for n in sorted(params)}
+    renamed = rename_locals(body, mapping)
+    return tuple(ir.Assign(local, ir.Var(n, loc=body[0].loc if body else None), loc=body[0].loc if body else None)
+                 for n, local in mapping.items()) + renamed
