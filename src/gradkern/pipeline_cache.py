@@ -15,8 +15,9 @@ there and whole, else built and stored. The key is a digest of everything the ou
 * every module-level constant (a number, string, bool or a tuple of them) of the modules the pipeline runs
   (`_SCANNED`), by value: the options tests and benchmarks set (pipeline.FOLD, numba_loops.OUTLINE_STATEMENTS).
   Anything else at module level must be the object the module had when this module was imported, and a public
-  table (DERIVATIVES) must hold the same items: a function or class replaced, a rule replaced in place (a
-  test's monkeypatch) makes the call bypass the disk (no read, no write).
+  table (DERIVATIVES) must hold the same items, and the modules' classes the same methods: a function, class
+  or method replaced, a rule replaced in place (a test's monkeypatch) makes the call bypass the disk (no read,
+  no write).
 
 A file is `seal(pickle((FORMAT, key, value)))`; one that does not unseal, unpickle or carry its key is damage:
 discarded, rebuilt and rewritten with one CacheWarning naming it, as every gradkern cache file
@@ -157,8 +158,20 @@ _common: list[str] = []  # the modules recorded at import, in the key of every b
 _tables: list[tuple[Any, Any]] = []
 
 
+# per module, its classes with their methods then (functions, static/class methods, properties): a method
+# replaced on a class (a test's monkeypatch of CudaSyntax.index) bypasses the disk too
+_methods: dict[str, list[tuple[type, dict[str, Any]]]] = {}
+_CODE = (FunctionType, staticmethod, classmethod, property)
+
+
+def _code_of(cls: type) -> dict[str, Any]:
+    return {k: v for k, v in vars(cls).items() if isinstance(v, _CODE)}
+
+
 def _record(name: str, module: Any) -> None:
     _snapshot[name] = (module, {k: v for k, v in vars(module).items() if not _constant(v)})
+    _methods[name] = [(c, _code_of(c)) for c in vars(module).values()
+                      if isinstance(c, type) and c.__module__ == name]
     _tables.extend((v, type(v)(v)) for k, v in vars(module).items()
                    if type(v) in (dict, list, set) and not k.startswith("_"))
 
@@ -185,6 +198,13 @@ def _ours(v: Any) -> bool:
     return file.startswith(_INSTALLED)
 
 
+def _method_ours(cls: type, f: Any) -> bool:
+    """`_ours` for a method of `cls`; the methods `dataclasses` writes for it (compiled from "<string>") are."""
+    generated = isinstance(f, FunctionType) and f.__code__.co_filename == "<string>" \
+        and f.__qualname__.startswith(cls.__qualname__ + ".")
+    return generated or _ours(f)
+
+
 _INSTALLED = tuple({str(Path(__file__).resolve().parent) + os.sep,
                     *(str(Path(p).resolve()) + os.sep for k, p in sysconfig.get_paths().items()
                       if k in ("stdlib", "platstdlib", "purelib", "platlib"))})
@@ -204,6 +224,13 @@ def _options(backend: str) -> bytes | None:
             elif objects.get(k, _Set) is not v and not k.startswith("__") and type(v) is not ModuleType:
                 return None  # (a submodule imported since is set on its package)
             elif late and not _ours(v):
+                return None
+        for cls, code in _methods[name]:
+            now = _code_of(cls)
+            if len(now) != len(code) or any(code.get(k, _Set) is not v for k, v in now.items()):
+                return None
+            if late and not all(_method_ours(cls, getattr(v, "__func__", v)) for v in now.values()
+                                if not isinstance(v, property)):
                 return None
     for table, copy in _tables:
         if len(table) != len(copy) or (any(table.get(k, _Set) is not v for k, v in copy.items())

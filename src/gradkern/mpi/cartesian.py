@@ -86,7 +86,7 @@ class Cartesian:
         # tags: a checksum of the plan, so two grids' messages differ even on one communicator
         tag = zlib.crc32(repr((self.shape, self.ghosts, self.periodic, self.dims)).encode()) % 1024
         self.halo = HaloPlan(self.comm.Dup(), self.local_shape, self.ghosts, neighbours, 16 * tag, checks)
-        register(self)  # until free(): programs call agree_loop and before_reverse (program/collectives.py)
+        register(self)  # weakly, until free(): programs call agree_loop and before_reverse (program/collectives.py)
 
     def _plan(self, size: int, shape: Any, ghosts: Any, periodic: Any, dims: Any) -> tuple:
         """Check the global arguments and set them; returns what every rank must agree on."""

@@ -3,32 +3,45 @@
 included) and the start of every reverse of recorded steps (the sweep's, and each checkpointed segment's),
 before any reverse message. gradkern.mpi registers each grid here while it lives; the program layer calls
 them through this list, never importing gradkern.mpi. An object has `agree_loop(entry)` (entry: a
-loop.LoopSchedule) and `before_reverse()`, each collective over its processes or a no-op on all of them."""
+loop.LoopSchedule) and `before_reverse()`, each collective over its processes or a no-op on all of them.
+
+The list holds weak references: a grid the program dropped (its last reference gone; CPython frees it then,
+on every process of an SPMD program alike, since a grid holds no reference cycle) takes no part, and a program
+that makes grids as it goes does not keep them all alive."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
-_live: list = []  # the registered objects, the most recently registered last
+_live: list[weakref.ref] = []  # the registered objects, the most recently registered last
+
+
+def _objects() -> list:
+    """The registered objects still alive, oldest first (dead references dropped)."""
+    alive = [(r, o) for r in _live if (o := r()) is not None]
+    _live[:] = [r for r, _ in alive]
+    return [o for _, o in alive]
 
 
 def register(obj: Any) -> None:
-    _live.append(obj)
+    _live.append(weakref.ref(obj))
 
 
 def unregister(obj: Any) -> None:
-    _live[:] = [c for c in _live if c is not obj]
+    _live[:] = [r for r in _live if r() is not None and r() is not obj]
 
 
 def at_loop_entry(entry: Any) -> None:
-    """The most recently registered object agrees on the loop's schedule (the others may span processes that
-    do not run this program: a rank checking a single-process copy of the problem alone)."""
-    if _live:
-        _live[-1].agree_loop(entry)
+    """The most recently registered object alive agrees on the loop's schedule (the others may span processes
+    that do not run this program: a rank checking a single-process copy of the problem alone)."""
+    live = _objects()
+    if live:
+        live[-1].agree_loop(entry)
 
 
 def before_reverse() -> None:
-    """Every registered object, in the order registered (each decides from what every process recorded alike
-    whether it communicates)."""
-    for obj in list(_live):
+    """Every registered object alive, in the order registered (each decides from what every process recorded
+    alike whether it communicates)."""
+    for obj in _objects():
         obj.before_reverse()
