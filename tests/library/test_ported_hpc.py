@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from support import ported_hpc as P
 from support.ported import assert_backends_agree, primal_values
+from support.ported_harness import numba_sampled
 from support.ported_hpc_cases import cases, gauss_fan1, gauss_fan2
 
 import gradkern as gk
@@ -78,13 +79,35 @@ def test_primal_agrees_across_backends(name):
     assert_backends_agree(name, runs)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_gradient(name):
+# Every port's derivative is checked in CI on the interpreter: the transforms' output, run without a compile (a
+# Numba gradient compiles a reverse and a forward kernel, 3-27 s of CPU each here; the interpreter's check of all of
+# them costs what three of those do: docs/testing.md "Test time", session 52). The Numba backend's gradients run in
+# CI for NUMBA_SAMPLE, chosen to cover what its printing of the reverse meets here: a sequential sweep reading what
+# it wrote (hpcg_symgs), atomics into centres (kmeans_accumulate), a neighbour-list force loop (shoc_md); the others
+# are marked `full` (pytest -m full runs them).
+NUMBA_SAMPLE = {"hpcg_symgs", "kmeans_accumulate", "shoc_md"}
+NUMBA_SAMPLED = numba_sampled(NAMES, NUMBA_SAMPLE)
+
+
+def _gradient(name):
     _, kernel, args, dim, options = _case(name)
     report = check_grad(kernel, *args, dim=dim, **options)
     assert report.ok and report.checked > 30, str(report)
     assert report.dot_analytic != 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_gradient_on_the_interpreter(name, monkeypatch):
+    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    _gradient(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NUMBA_SAMPLED)
+def test_gradient(name):
+    _gradient(name)
+
 
 
 @pytest.mark.parametrize("name", NAMES)

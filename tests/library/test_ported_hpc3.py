@@ -27,7 +27,7 @@ import math
 import numpy as np
 import pytest
 from support.ported import primal_values
-from support.ported_harness import assert_primal_agrees_across_backends, assert_primal_matches_numpy
+from support.ported_harness import assert_primal_agrees_across_backends, assert_primal_matches_numpy, numba_sampled
 from support.ported_hpc3_cases import cases
 
 import gradkern as gk
@@ -51,13 +51,35 @@ def test_primal_agrees_across_backends(name):
     assert_primal_agrees_across_backends(_case(name), PROGRAMS)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_gradient(name):
+# Every port's derivative is checked in CI on the interpreter: the transforms' output, run without a compile (a
+# Numba gradient compiles a reverse and a forward kernel, 3-27 s of CPU each here; the interpreter's check of all of
+# them costs what three of those do: docs/testing.md "Test time", session 52). The Numba backend's gradients run in
+# CI for NUMBA_SAMPLE, chosen to cover what its printing of the reverse meets here: atomics with a cutoff branch
+# (minimd_lj_half), local arrays in nested loops (nek_local_grad3), indices split by // and % (im2col), an inner
+# reduction loop (kokkos_yax); the others are marked `full` (pytest -m full runs them).
+NUMBA_SAMPLE = {"minimd_lj_half", "nek_local_grad3", "im2col", "kokkos_yax"}
+NUMBA_SAMPLED = numba_sampled(NAMES, NUMBA_SAMPLE)
+
+
+def _gradient(name):
     _, kernel, args, dim, options, _ = _case(name)
     report = check_grad(kernel, *args, dim=dim, **options)
     assert report.ok and report.checked > 20, str(report)
     assert report.dot_analytic != 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_gradient_on_the_interpreter(name, monkeypatch):
+    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    _gradient(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NUMBA_SAMPLED)
+def test_gradient(name):
+    _gradient(name)
+
 
 
 # launches not proved race-free statically, primal and reverse: flat indices decomposed by // and % (conv2d's

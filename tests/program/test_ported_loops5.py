@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from support import ported_loops5 as p5
 from support import ported_loops5_apps as pa
+from support.ported_harness import numba_sampled
 
 import gradkern as gk
 
@@ -57,16 +58,36 @@ PORTS = [pytest.param(name, marks=pytest.mark.full) if name in FULL else name
          for name in _specs(np.random.default_rng(0))]
 
 
-@pytest.mark.parametrize("name", PORTS)
-def test_port_gradient_matches_finite_differences(name):
+# Every port's gradient (finite differences, the dot-product test) and its checkpointed twin run in CI on the
+# interpreter: the transforms' output and the program layer, which never looks at a kernel's body, without a compile
+# (the Numba kernels of these ports cost 3-10 s of CPU each to compile, the interpreter's check of every port a few
+# seconds: docs/testing.md "Test time", session 52). The Numba backend's gradient runs in CI for NUMBA_SAMPLE
+# (miniweather, vcycle), the others' under `full`.
+NUMBA_SAMPLE = {"miniweather", "vcycle"}
+NUMBA_SAMPLED = numba_sampled(PORTS, NUMBA_SAMPLE)
+
+
+def _port_gradient(name):
     make, spec = _specs(np.random.default_rng(1))[name]
     _check_against_differences(make(plain), spec, np.random.default_rng(7))
 
 
 @pytest.mark.parametrize("name", PORTS)
-def test_port_checkpointed_gradient_equals_store_all(name):
+def test_port_gradient_matches_finite_differences(name, monkeypatch):
+    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    _port_gradient(name)
+
+
+@pytest.mark.parametrize("name", NUMBA_SAMPLED)
+def test_port_gradient_on_numba_matches_finite_differences(name):
+    _port_gradient(name)
+
+
+@pytest.mark.parametrize("name", PORTS)
+def test_port_checkpointed_gradient_equals_store_all(name, monkeypatch):
     """gk.checkpointed_loop(step, nsteps, snapshots=2) around the port's loop: the store-all gradient and
     primals."""
+    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
     make, spec = _specs(np.random.default_rng(2))[name]
     _same_gradients(make, spec)
 

@@ -3,6 +3,7 @@ primal against its NumPy reference and across backends. A case is (name, kernel,
 `programs` names the cases whose kernel is a program (called, not launched)."""
 
 import numpy as np
+import pytest
 
 import gradkern as gk
 from support.ported import assert_backends_agree, primal_values
@@ -45,3 +46,11 @@ def assert_primal_agrees_across_backends(case, programs):
             continue
         runs[backend] = values
     assert_backends_agree(name, runs)
+
+
+def numba_sampled(names, sample):
+    """`names` (plain or pytest.param) as parameters of a Numba-backend twin: those in `sample` run in CI, the
+    others are marked `full` (docs/testing.md "Test time": each port's check runs in CI on the interpreter)."""
+    plain = [p.values[0] if hasattr(p, "values") else p for p in names]
+    assert set(sample) <= set(plain), set(sample) - set(plain)
+    return [n if n in sample else pytest.param(n, marks=pytest.mark.full) for n in plain]
