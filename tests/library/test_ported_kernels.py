@@ -23,6 +23,7 @@ its index is not affine in the thread index) and `return` inside a loop (findInd
 import numpy as np
 import pytest
 from support.ported import assert_backends_agree, cases, primal_values
+from support.ported_harness import numba_sampled
 
 import gradkern as gk
 from gradkern.testing import check_grad
@@ -55,13 +56,34 @@ def test_primal_agrees_across_backends(name):
     assert_backends_agree(name, runs)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_gradient(name):
+# Every port's derivative is checked in CI on the interpreter: the transforms' output, run without a compile (these
+# 25 Numba gradients cost 72 s of CPU cold, the interpreter's check of all of them a fraction: docs/testing.md "Test
+# time", session 52). The Numba backend's gradients run in CI for NUMBA_SAMPLE, chosen for what its printing of the
+# reverse meets here: WENO's branches and divisions (weno5_faces), an inner loop over neighbours with exp
+# (lavamd_box), a search loop over a table (xs_lookup), a symmetric write pattern (corr_symm); the others are marked
+# `full` (pytest -m full runs them).
+NUMBA_SAMPLE = {"weno5_faces", "lavamd_box", "xs_lookup", "corr_symm"}
+NUMBA_SAMPLED = numba_sampled(NAMES, NUMBA_SAMPLE)
+
+
+def _gradient(name):
     _, kernel, args, dim, options = _case(name)
     report = check_grad(kernel, *args, dim=dim, **options)
     assert report.ok and report.checked > 30, str(report)
     assert report.dot_analytic != 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NAMES)
+def test_gradient_on_the_interpreter(name, monkeypatch):
+    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    _gradient(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", NUMBA_SAMPLED)
+def test_gradient(name):
+    _gradient(name)
 
 
 @pytest.mark.parametrize("name", NAMES)
