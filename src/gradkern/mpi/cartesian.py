@@ -37,14 +37,28 @@ def _block(n: int, p: int, k: int) -> tuple[int, int]:
     return k * q + min(k, r), q + (1 if k < r else 0)
 
 
+def _integer(value: Any) -> bool:
+    """An int (Python's or NumPy's), not a bool: a float such as 8.5 would be truncated silently."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _flag(value: Any) -> bool:
+    """A bool (Python's or NumPy's), or the int 0 or 1 (a string would be taken one character per axis)."""
+    return isinstance(value, (bool, np.bool_)) or (_integer(value) and value in (0, 1))
+
+
 def _axes(name: str, value: Any, ndim: int, kind: type) -> tuple:
-    """One value per axis: a scalar broadcast, or a sequence of ndim."""
-    if isinstance(value, kind) or (kind is int and isinstance(value, (int, np.integer))):
+    """One value per axis: a scalar broadcast, or a sequence of ndim, each an int (kind int) or a flag (kind bool)."""
+    valid = _integer if kind is int else _flag
+    what = "an int" if kind is int else "a bool"
+    if valid(value):
         return (value,) * ndim
     try:
-        out = tuple(value)
+        out = tuple(value) if not isinstance(value, (str, bytes)) else None
     except TypeError:
-        raise DistributedError(f"Cartesian: {name} must be a {kind.__name__} or one per axis, got {value!r}") from None
+        out = None
+    if out is None or not all(valid(v) for v in out):
+        raise DistributedError(f"Cartesian: {name} must be {what} or one per axis, got {value!r}")
     if len(out) != ndim:
         raise DistributedError(f"Cartesian: {name} has {len(out)} entries for a grid of {ndim} axes")
     return out
@@ -91,13 +105,16 @@ class Cartesian:
     def _plan(self, size: int, shape: Any, ghosts: Any, periodic: Any, dims: Any) -> tuple:
         """Check the global arguments and set them; returns what every rank must agree on."""
         try:
-            shape = tuple(int(n) for n in shape) if not isinstance(shape, (int, np.integer)) else (int(shape),)
-        except (TypeError, ValueError):
-            raise DistributedError(f"Cartesian: shape must be a tuple of 1-3 positive ints, got {shape!r}") from None
+            cells = (shape,) if _integer(shape) else tuple(shape)
+        except TypeError:
+            cells = None
+        if cells is None or not all(_integer(n) for n in cells):  # 8.5 or True would be truncated silently
+            raise DistributedError(f"Cartesian: shape must be a tuple of 1-3 positive ints, got {shape!r}")
+        shape = tuple(int(n) for n in cells)
         if not 1 <= len(shape) <= 3 or min(shape) < 1:
             raise DistributedError(f"Cartesian: shape must have 1-3 axes of at least one cell, got {shape}")
         ndim = len(shape)
-        if isinstance(ghosts, bool) or not isinstance(ghosts, (int, np.integer)) or ghosts < 0:
+        if not _integer(ghosts) or ghosts < 0:
             raise DistributedError(f"Cartesian: ghosts must be an int >= 0, got {ghosts!r}")
         periodic = tuple(bool(p) for p in _axes("periodic", periodic, ndim, bool))
         if dims is None:
@@ -136,6 +153,7 @@ class Cartesian:
         """Fill `u`'s ghost cells, faces and corners, from the neighbours' owned cells (docs/distributed.md);
         ghosts on a non-periodic global edge keep their values. A custom rule: differentiated, recorded by
         programs, recomputed by checkpointed loops. Collective: every rank calls it with its own block."""
+        self._alive("exchange")
         agree_schedule_once(self.halo.comm, entering_loop(), self)  # once per loop and grid, before its first message
         # checks="first" in a program: whether a call is differentiated may differ from one call to the next, and only
         # a collective compares it: a reverse-mode program's are agreed at its reverse's start (before_reverse), a
@@ -181,6 +199,12 @@ class Cartesian:
         shift = [s - (0 if padded else g) for s in self.start]
         return tuple(slice(w.start - s, w.stop - s) for w, s in zip(window, shift))
 
+    def _alive(self, what: str) -> None:
+        """A freed grid's communicators are gone: say so (on every rank of an SPMD program alike) instead of MPI's
+        'Invalid communicator'."""
+        if self.halo is None:
+            raise DistributedError(f"grid.{what}: the grid was freed (grid.free()); make a new gkm.Cartesian")
+
     def _check_local(self, local: Any, what: str, written: bool = False) -> str | None:
         if not is_array(local):
             return f"{what} needs this rank's padded block (an array of shape {self.padded_shape}), got " \
@@ -203,13 +227,19 @@ class Cartesian:
         array has the global `shape`, its whole padded block (ghosts included) when it has the global padded
         shape. Not differentiated. Collective; refused on every rank when an array does not fit."""
         g, rank = self.ghosts, self.comm.rank
+        self._alive("scatter")
         problem = self._check_local(local, "scatter", written=True) or self._check_root(root)
         padded = None
         if rank == root and problem is None:
             full = tuple(n + 2 * g for n in self.shape)
-            if not is_array(global_array) or tuple(global_array.shape[:self.ndim]) not in (self.shape, full):
-                problem = (f"the global array must have shape {self.shape} (owned cells) or {full} (padded), got "
+            trailing = tuple(local.shape[self.ndim:])
+            if not is_array(global_array) or tuple(global_array.shape[:self.ndim]) not in (self.shape, full) \
+                    or tuple(global_array.shape[self.ndim:]) != trailing:  # else root alone would fail to copy
+                problem = (f"the global array must have shape {self.shape + trailing} (owned cells) or "
+                           f"{full + trailing} (padded), got "
                            f"{getattr(global_array, 'shape', type(global_array).__name__)}")
+            elif not np.can_cast(global_array.dtype, local.dtype, "same_kind"):
+                problem = f"the global array's dtype {global_array.dtype} does not convert to the blocks' {local.dtype}"
             else:
                 padded = tuple(global_array.shape[:self.ndim]) == full
         agree(self.comm, problem, "scatter", (str(local.dtype), tuple(local.shape[self.ndim:]), int(root))
@@ -236,6 +266,7 @@ class Cartesian:
         """The global array of every rank's owned cells, on `root` (None elsewhere), as NumPy. `padded=True`:
         the global padded array, whose ghosts on the global edges come from the ranks on those edges (and
         whose other cells come from their owners). Not differentiated. Collective."""
+        self._alive("gather")
         problem = self._check_local(local, "gather") or self._check_root(root)
         agree(self.comm, problem, "gather", (str(local.dtype), tuple(local.shape[self.ndim:]), int(root),
                                              bool(padded)) if problem is None else None)
@@ -259,7 +290,11 @@ class Cartesian:
         return out
 
     def free(self) -> None:
-        """Free the grid's communicators (a long-lived program making many grids; the grid is unusable after)."""
+        """Free the grid's communicators (a long-lived program making many grids; the grid is unusable after:
+        its calls raise DistributedError). Freeing it again does nothing."""
+        if self.halo is None:  # freed already: nothing left to free
+            return
         unregister(self)
         self.halo.comm.Free()
         self.comm.Free()
+        self.halo = None

@@ -25,6 +25,25 @@ from ..testing import GradCheckReport, _bumped, _compare, _float64, _roundoff
 from .agreement import agree
 
 
+def _finite(x: Any, low: float = 0.0) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) and np.isfinite(x) \
+        and x >= low
+
+
+def _options(eps: Any, max_coords: Any, rtol: Any, atol: Any) -> str | None:
+    """What is wrong with the options, or None: each would otherwise fail unclearly on every rank (eps=0 divides by
+    zero, max_coords=-1 fails in NumPy, a NaN compares unequal to itself in the ranks' agreement, a negative rtol
+    fails every comparison)."""
+    if not _finite(eps) or eps == 0:
+        return f"eps must be a finite number > 0, got {eps!r}"
+    if not isinstance(max_coords, (int, np.integer)) or isinstance(max_coords, bool) or max_coords < 0:
+        return f"max_coords must be an int >= 0, got {max_coords!r}"
+    for name, value in (("rtol", rtol), ("atol", atol)):
+        if value is not None and not _finite(value):
+            return f"{name} must be None or a finite number >= 0, got {value!r}"
+    return None
+
+
 def check_grad(program: Any, *args: Any, comm: Any = None, seed: int = 0, rtol: float | None = None,
                atol: float | None = None, eps: float = 1e-6, max_coords: int = 32,
                raise_on_failure: bool = True) -> GradCheckReport:
@@ -41,8 +60,9 @@ def check_grad(program: Any, *args: Any, comm: Any = None, seed: int = 0, rtol: 
     primals = [a.val if isinstance(a, Annotation) else a for a in args]
     dup = [k for k, a in enumerate(args) if isinstance(a, Duplicated)]
     act = [k for k, a in enumerate(args) if isinstance(a, Active)]
-    problem = next((f"Duplicated argument {k} must be a float NumPy array, got {type(primals[k]).__name__}"
-                    for k in dup if not (isinstance(primals[k], np.ndarray) and primals[k].dtype.kind == "f")), None)
+    problem = _options(eps, max_coords, rtol, atol) or next(
+        (f"Duplicated argument {k} must be a float NumPy array, got {type(primals[k]).__name__}"
+         for k in dup if not (isinstance(primals[k], np.ndarray) and primals[k].dtype.kind == "f")), None)
     # refused on every rank (a rank raising alone would leave the others waiting in the first loss's sum)
     agree(comm, problem, "gkm.check_grad", (seed, eps, max_coords, rtol, atol, raise_on_failure,
                                             tuple(type(a).__name__ for a in args)))

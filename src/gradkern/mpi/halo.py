@@ -76,6 +76,8 @@ class HaloPlan:
         elif tuple(u.shape[:self.ndim]) != self.padded_shape:
             problem = f"exchange got an array of shape {tuple(u.shape)}, but this rank's padded block is " \
                       f"{self.padded_shape} (the grid's zeros() makes one)"
+        elif u.dtype.kind not in "biufc":  # MPI has no datatype for it: every rank would fail alike, unclearly
+            problem = f"exchange moves numbers (bool, int, float or complex), got an array of dtype {u.dtype}"
         elif read_only(u):
             problem = "exchange got a read-only array (its writeable flag is off); it writes the ghost cells"
         if self.checks == "first" and self.agreed is not None and self.in_program != "forward":  # no collective

@@ -123,6 +123,20 @@ def _(config: Any, x: Any, out: Any, comm: Any) -> None:
             _sum(comm.val, dx if dx is not None else module_of(x.val).zeros_like(x.val), dout)
 
 
+def _same(x: Any, out: Any) -> bool:
+    """`out` is `x`, or a view of exactly its memory: allreduce(x, x) is the sum in place. Taken as the call into
+    `out`, its reverse would add the summed adjoint into dx and then zero dout, the same array: a zero gradient."""
+    if out is x:
+        return True
+    if isinstance(x, np.ndarray) and isinstance(out, np.ndarray):
+        return x.__array_interface__["data"][0] == out.__array_interface__["data"][0] and x.strides == out.strides
+    return False
+
+
+def _overlap(x: Any, out: Any) -> bool:
+    return isinstance(x, np.ndarray) and isinstance(out, np.ndarray) and bool(np.shares_memory(x, out))
+
+
 def allreduce(x: Any, out: Any = None, comm: Any = None, op: Any = None) -> Any:
     """out = Σ over the ranks of `comm` (default MPI.COMM_WORLD) of `x` (in place when out is None); returns
     the array written. Differentiated (Enzyme's convention; docs/distributed.md#seeding): in reverse mode
@@ -139,9 +153,16 @@ def allreduce(x: Any, out: Any = None, comm: Any = None, op: Any = None) -> Any:
         problem = f"gkm.allreduce differentiates sums only (op=MPI.SUM), got op={op!r}"
     elif not is_array(x):
         problem = f"x must be an array (wrap a scalar as np.array([s])), got {type(x).__name__}"
+    elif x.dtype.kind not in "iufc":  # MPI sums numbers: a bool or object array would fail on every rank, unclearly
+        problem = f"x must be an array of numbers (int, float or complex), got dtype {x.dtype}"
     elif out is not None and (not is_array(out) or tuple(out.shape) != tuple(x.shape) or out.dtype != x.dtype):
         problem = f"out must be an array of x's shape {tuple(x.shape)} and dtype {x.dtype}, got " \
                   f"{getattr(out, 'shape', type(out).__name__)}"
+    elif out is not None and _same(x, out):  # out is x: the sum in place (its reverse differs: dx <- Σ dx)
+        out = None
+    elif out is not None and _overlap(x, out):
+        problem = "out overlaps x without being x (a view of another part of its memory); the sum would read " \
+                  "what it has written"
     if problem is not None:  # raised on every rank: the others raise in the call's own agreement (_agree)
         try:
             agree_fast(comm, problem, "gkm.allreduce", None)
