@@ -344,19 +344,26 @@ def prolong(c, f):
 
 
 def two_grid(f, fv, c, cv, E, k, fine, coarse):
-    fine.exchange(f)
-    gk.launch(smooth, fine.local_shape, f, fv, k)
-    fine.exchange(fv)
-    gk.launch(restrict, coarse.local_shape, fv, c)
-    coarse.exchange(c)
-    gk.launch(smooth, coarse.local_shape, c, cv, k)
-    coarse.exchange(cv)
-    gk.launch(prolong, coarse.local_shape, cv, fv)
+    """Two cycles in a checkpointed loop, whose entry agrees on the coarse grid (the most recent) and whose first
+    exchange on the fine one agrees again (docs/distributed.md#deadlocks-and-how-gradkern-prevents-them)."""
+    def cycle(t):
+        fine.exchange(f)
+        gk.launch(smooth, fine.local_shape, f, fv, k)
+        fine.exchange(fv)
+        gk.launch(restrict, coarse.local_shape, fv, c)
+        coarse.exchange(c)
+        gk.launch(smooth, coarse.local_shape, c, cv, k)
+        coarse.exchange(cv)
+        gk.launch(prolong, coarse.local_shape, cv, fv)
+        fine.exchange(fv)  # (without it the smoothing would read ghosts from before the prolongation)
+        gk.launch(smooth, fine.local_shape, fv, f, k)
+    gk.checkpointed_loop(cycle, 2, snapshots=1)
     gk.launch(cube_sum1, fine.local_shape, fv, E)
 
 
 def case_two_grids():
-    """A fine grid of 8P cells and a coarse one of 4P, both alive, both periodic; reverse mode against one process."""
+    """A fine grid of 8P cells and a coarse one of 4P, both alive, both periodic: two-grid cycles in a checkpointed
+    loop, reverse mode against one process."""
     n = 4 * SIZE
     rng = np.random.default_rng(8)
     fine0 = [rng.random(2 * n + 2) for _ in range(2)]
@@ -555,8 +562,30 @@ def case_hostile():
         assert what.split("=")[0] in message, message
     refused("check_grad over a string", lambda: gkm.check_grad(lambda a: None, gk.Duplicated(np.ones(2), np.zeros(2)),
                                                                comm="world"))
+    # free() inside a reverse-mode program (its reverse exchanges on the grid) is refused; the reverse of a split
+    # program after free() says the grid was freed (both failed with MPI's 'Invalid communicator')
+    def freeing(a, g):
+        g.exchange(a)
+        g.free()
+    one = gkm.Cartesian(WORLD, (2 * SIZE + 1,), periodic=True)
+    w = np.random.default_rng(RANK).random(one.padded_shape)
+    message = refused("free() in a reverse-mode program", lambda: gk.autodiff(freeing, gk.Duplicated(
+        w, np.ones_like(w)), one), kind=gkm.DistributedError)
+    assert "inside a reverse-mode program" in message, message
+    forward, reverse = gk.autodiff_thunk(lambda a, g: g.exchange(a), gk.Duplicated, gk.Const)
+    args = (gk.Duplicated(w, np.ones_like(w)), one)
+    tape = forward(*args)
+    one.free()
+    message = refused("a split reverse after free()", lambda: reverse(*args, tape), kind=gkm.DistributedError)
+    assert "freed" in message, message
     grid.free()
     grid.free()  # freeing twice does nothing
+    for what, call in (("allreduce", lambda: gkm.allreduce(np.ones(2), comm=grid)),
+                       ("Cartesian", lambda: gkm.Cartesian(grid.comm, (8,))),
+                       ("check_grad", lambda: gkm.check_grad(lambda a: None, gk.Duplicated(np.ones(1), np.zeros(1)),
+                                                             comm=grid))):
+        message = refused(f"{what} over a freed grid", call)
+        assert "freed" in message, message
     message = refused("exchange on a freed grid", lambda: grid.exchange(u), [u], gkm.DistributedError)
     assert "freed" in message, message
 

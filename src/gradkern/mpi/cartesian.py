@@ -78,9 +78,10 @@ class Cartesian:
 
     def __init__(self, comm: Any, shape: Any, ghosts: int = 1, periodic: Any = False, dims: Any = None,
                  checks: str = "every"):
-        if not isinstance(comm, MPI.Intracomm):
-            raise DistributedError(f"Cartesian: comm must be an mpi4py intracommunicator (MPI.COMM_WORLD, a "
-                                   f"Split of it), got {type(comm).__name__}")
+        if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:  # a freed one is null
+            raise DistributedError(f"Cartesian: comm must be a live mpi4py intracommunicator (MPI.COMM_WORLD, a "
+                                   f"Split of it), got {type(comm).__name__}"
+                                   f"{' (freed)' if isinstance(comm, MPI.Comm) else ''}")
         problem, signature = None, None
         try:
             signature = self._plan(comm.size, shape, ghosts, periodic, dims)
@@ -291,10 +292,18 @@ class Cartesian:
 
     def free(self) -> None:
         """Free the grid's communicators (a long-lived program making many grids; the grid is unusable after:
-        its calls raise DistributedError). Freeing it again does nothing."""
+        its calls raise DistributedError). Freeing it again does nothing. Refused inside a reverse-mode program,
+        whose reverse exchanges on the grid (docs/distributed.md#decomposition)."""
         if self.halo is None:  # freed already: nothing left to free
             return
+        recorder = active_recorder()
+        if recorder is not None and not isinstance(recorder, ForwardRecorder):  # before anything is freed
+            raise DistributedError("grid.free() inside a reverse-mode program: the program's reverse (and a "
+                                   "checkpointed loop's recomputations) run the recorded exchanges on this grid's "
+                                   "communicators, which free() would delete (MPI's 'Invalid communicator')",
+                                   hint="free the grid after gk.autodiff returns")
         unregister(self)
         self.halo.comm.Free()
         self.comm.Free()
+        self.halo.freed = True  # a split program's reverse recorded before free() still holds the plan
         self.halo = None

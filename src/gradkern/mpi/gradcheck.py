@@ -54,9 +54,9 @@ def check_grad(program: Any, *args: Any, comm: Any = None, seed: int = 0, rtol: 
     rank) and every Active scalar are checked one by one; the tolerances are check_grad's. Raises
     AssertionError with the report on every rank on failure, unless raise_on_failure is False."""
     comm = MPI.COMM_WORLD if comm is None else getattr(comm, "comm", comm)
-    if not isinstance(comm, MPI.Intracomm):
-        raise AnnotationError(f"gkm.check_grad: comm must be an mpi4py intracommunicator or a gkm.Cartesian, got "
-                              f"{type(comm).__name__}")
+    if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:  # a freed grid's is null
+        raise AnnotationError(f"gkm.check_grad: comm must be a live mpi4py intracommunicator or gkm.Cartesian, got "
+                              f"{type(comm).__name__}{' (freed)' if isinstance(comm, MPI.Comm) else ''}")
     primals = [a.val if isinstance(a, Annotation) else a for a in args]
     dup = [k for k, a in enumerate(args) if isinstance(a, Duplicated)]
     act = [k for k, a in enumerate(args) if isinstance(a, Active)]

@@ -53,6 +53,7 @@ class HaloPlan:
         self.ndim = len(local_shape)
         self.padded_shape = tuple(n + 2 * ghosts for n in local_shape)
         self.sent = {"forward": 0, "reverse": 0}
+        self.freed = False  # set by grid.free(): the communicator is gone
         g = ghosts
         # the cells this rank holds along each axis: its owned ones, and the ghosts on a non-periodic global
         # edge (boundary values: cells of the global padded array that no other rank holds)
@@ -140,8 +141,14 @@ class HaloPlan:
         else:
             a[recv] = values
 
+    def _alive(self) -> None:
+        if self.freed:  # every rank freed it alike (SPMD): MPI would say 'Invalid communicator'
+            raise DistributedError("an exchange ran on a grid that was freed since the program recorded it (a split "
+                                   "program's reverse after grid.free())", hint="free the grid after the reverse")
+
     def forward(self, u: Any) -> None:
         """Fill u's ghosts from the neighbours' owned cells (axis by axis)."""
+        self._alive()
         for d, (own_lo, ghost_hi, own_hi, ghost_lo) in enumerate(self.slabs):
             low, high = self.neighbours[d]
             self._sendrecv(u, own_lo, low, ghost_hi, high, self.tag + 2 * d, False, "forward")
@@ -150,6 +157,7 @@ class HaloPlan:
     def reverse(self, du: Any) -> None:
         """The adjoint: ghost adjoints back to their owners, added into the owned cells they came from, in a
         fixed order; the ghost adjoints that the forward overwrote zeroed."""
+        self._alive()
         for d in reversed(range(self.ndim)):
             own_lo, ghost_hi, own_hi, ghost_lo = self.slabs[d]
             low, high = self.neighbours[d]

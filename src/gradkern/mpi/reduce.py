@@ -145,9 +145,9 @@ def allreduce(x: Any, out: Any = None, comm: Any = None, op: Any = None) -> Any:
     every rank calls it with an array of one shape and dtype, or every rank raises before any data moves; in a
     checkpointed loop, every rank takes the loop's schedule (gk.ProgramError otherwise)."""
     comm = MPI.COMM_WORLD if comm is None else getattr(comm, "comm", comm)  # a Cartesian grid: its comm
-    if not isinstance(comm, MPI.Intracomm):
-        raise DistributedError(f"gkm.allreduce: comm must be an mpi4py intracommunicator or a gkm.Cartesian, got "
-                               f"{type(comm).__name__}")
+    if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:  # a freed grid's is null
+        raise DistributedError(f"gkm.allreduce: comm must be a live mpi4py intracommunicator or gkm.Cartesian, got "
+                               f"{type(comm).__name__}{' (freed)' if isinstance(comm, MPI.Comm) else ''}")
     problem = None
     if op is not None and op != MPI.SUM:  # agreed like a bad array: a rank refusing alone would hang the others
         problem = f"gkm.allreduce differentiates sums only (op=MPI.SUM), got op={op!r}"
