@@ -562,6 +562,22 @@ def case_hostile():
         assert what.split("=")[0] in message, message
     refused("check_grad over a string", lambda: gkm.check_grad(lambda a: None, gk.Duplicated(np.ones(2), np.zeros(2)),
                                                                comm="world"))
+    # scatter and gather are not differentiated: inside a program, on an array with a derivative, refused (a gathered
+    # u scattered into v gave dE/du = 0, silently); a Const array's gather is allowed
+    def through_rank0(a, b, E, k, g):
+        g.scatter(g.gather(a), b)
+        gk.launch(cube_sum1, g.local_shape, b, E)
+    one = gkm.Cartesian(WORLD, (2 * SIZE + 1,), periodic=True)
+    w, dw = np.random.default_rng(RANK).random(one.padded_shape), np.zeros(one.padded_shape)
+    for mode in (gk.Reverse, gk.Forward):
+        message = refused(f"gather and scatter in a program ({mode})", lambda mode=mode: gk.autodiff(
+            through_rank0, gk.Duplicated(w, dw), gk.Duplicated(np.zeros_like(w), np.zeros_like(w)),
+            gk.Duplicated(np.zeros(1), np.ones(1)), 0.0, one, mode=mode), [w, dw], gkm.DistributedError)
+        assert "not differentiated" in message, message
+    seen = []
+    gk.autodiff(lambda a, b, g: seen.append(g.gather(a)), gk.Const(w), gk.Duplicated(w.copy(), dw), one)
+    assert (seen[0] is not None) == (RANK == 0), seen
+    one.free()
     # free() inside a reverse-mode program (its reverse exchanges on the grid) is refused; the reverse of a split
     # program after free() says the grid was freed (both failed with MPI's 'Invalid communicator')
     def freeing(a, g):

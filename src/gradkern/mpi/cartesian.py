@@ -19,6 +19,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..program.collectives import register, unregister
+from ..program.hostcode import tracker
 from ..program.loop import entering_loop
 from ..program.record import ForwardRecorder
 from ..recording import active_recorder
@@ -216,6 +217,18 @@ class Cartesian:
             return "its block is read-only (its writeable flag is off)"
         return None
 
+    @staticmethod
+    def _hidden(what: str, arrays: tuple) -> str | None:
+        """scatter and gather are not differentiated: inside a program, on an array that has a derivative (or whose
+        values host code computed from one), they would hide the dependency, a silently wrong gradient (a
+        gathered u scattered into v gave dE/du = 0). Refused (docs/distributed.md#decomposition)."""
+        host = tracker()
+        if host is not None and any(is_array(a) and host.derived(a) for a in arrays):
+            return f"{what} is not differentiated, and inside a program it got an array with a derivative (or " \
+                   "computed from one): the gradient would not see the values it moves; call it outside " \
+                   "gk.autodiff, or pass the array as gk.Const"
+        return None
+
     def _check_root(self, root: Any) -> str | None:
         """A root every rank can agree on (its value is in the agreed signature: ranks naming different roots
         would each wait for the others' messages)."""
@@ -229,7 +242,8 @@ class Cartesian:
         shape. Not differentiated. Collective; refused on every rank when an array does not fit."""
         g, rank = self.ghosts, self.comm.rank
         self._alive("scatter")
-        problem = self._check_local(local, "scatter", written=True) or self._check_root(root)
+        problem = self._hidden("scatter", (local, global_array)) or self._check_local(local, "scatter", written=True) \
+            or self._check_root(root)
         padded = None
         if rank == root and problem is None:
             full = tuple(n + 2 * g for n in self.shape)
@@ -268,7 +282,7 @@ class Cartesian:
         the global padded array, whose ghosts on the global edges come from the ranks on those edges (and
         whose other cells come from their owners). Not differentiated. Collective."""
         self._alive("gather")
-        problem = self._check_local(local, "gather") or self._check_root(root)
+        problem = self._hidden("gather", (local,)) or self._check_local(local, "gather") or self._check_root(root)
         agree(self.comm, problem, "gather", (str(local.dtype), tuple(local.shape[self.ndim:]), int(root),
                                              bool(padded)) if problem is None else None)
         trailing = tuple(local.shape[self.ndim:])
