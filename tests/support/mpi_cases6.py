@@ -120,8 +120,8 @@ def case_jacobi():
     u, v, f = (rng.random(grid.padded_shape) for _ in range(3))
     report = gkm.check_grad(jacobi_solve, *(gk.Duplicated(a, np.zeros_like(a)) for a in (u, v, f)),
                             *(gk.Duplicated(np.zeros(1), np.zeros(1)) for _ in range(2)), grid, 2, comm=grid,
-                            max_coords=4)
-    assert report.checked == 4 + 2, report
+                            max_coords=3)  # each entry costs two runs on every rank: a sample
+    assert report.checked == 3 + 2, report
     grid.free()
 
 
@@ -319,7 +319,7 @@ def case_cg():
     b = 0.5 + rng.random(grid.padded_shape)
     work = [grid.zeros() for _ in range(4)] + [np.zeros(1) for _ in range(4)]
     gkm.check_grad(cg, gk.Duplicated(b, np.zeros_like(b)), *(gk.Duplicated(a, np.zeros_like(a)) for a in work),
-                   gk.Active(0.2), grid, 2, comm=grid, max_coords=4)
+                   gk.Active(0.2), grid, 1, comm=grid, max_coords=2)
     grid.free()
 
 
