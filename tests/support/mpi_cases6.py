@@ -554,6 +554,8 @@ def case_hostile():
     close(dx, want, "allreduce(x, x)'s gradient", 1e-15)  # sums of small dyadic numbers: exact
     y = np.arange(4.0)
     refused("out overlapping x", lambda: gkm.allreduce(y[:3], y[1:]), [y], gkm.DistributedError)
+    gkm.allreduce(y[::2], y[1::2])  # interleaved, disjoint: allowed
+    assert np.array_equal(y, [0.0, 0.0, 2.0, 2.0 * SIZE]), y
     # gkm.check_grad's options: each failed unclearly (a division by zero, NumPy's error, "the ranks disagree")
     for what, kwargs in (("eps=0", {"eps": 0.0}), ("eps=nan", {"eps": float("nan")}),
                          ("max_coords=-1", {"max_coords": -1}), ("rtol=-1", {"rtol": -1.0})):
