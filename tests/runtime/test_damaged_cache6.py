@@ -9,11 +9,12 @@ value is not what the pipeline returns (a crafted file, a value of another class
 AttributeError: it is damage now. Every case runs on the interpreter backend (the pipeline runs in full, nothing is
 compiled), and checks the numbers against the kernel's formula.
 
-Probed this round and already right (kept out of the suite): a stale entry after the kernel's body, a `@gk.func`
-it calls or a global it reads changed (the frontend's IR is the key: another key, a miss); a pipeline stage
-monkeypatched (no key: neither read nor written, test_pipeline_cache.py); another gradkern version (another version
-folder) or Python version (another key). Custom rules (`gk.custom_rule`) run in host code, outside the pipeline:
-no entry holds them."""
+Already right, checked here: another gradkern or Python version's entries are never read; a pipeline function
+monkeypatched makes a call neither read nor write the disk. Probed this round and already right (kept out of the
+suite: fresh processes on one cache, a module rewritten between them): a stale entry after the kernel's body, a
+`@gk.func` it calls (and one that calls), or a global it reads changed, each with the same file and lines (the
+frontend's IR is the key: another key, a miss; the old text again loads the old entry). Custom rules
+(`gk.custom_rule`) run in host code, outside the pipeline: no entry holds them."""
 
 from __future__ import annotations
 
@@ -246,3 +247,47 @@ def test_two_processes_writing_one_entry_at_once_leave_it_whole(cache):
         gk.launch(halved, N, x, y, backend="interp")
     assert pipeline_cache.loads.get("primal", 0) == loads + 1
     np.testing.assert_array_equal(y, 0.5 * x)
+
+
+@pytest.mark.parametrize("other", ["gradkern", "python"])
+def test_an_entry_of_another_version_is_never_read(cache, monkeypatch, other):
+    """Another gradkern has another version folder and another key; another Python another key: its entries
+    stay where they are, unread (a miss: the pipeline runs), and this version's are written beside them."""
+    _run()
+    theirs = set(_entries())
+    pipeline_cache._sources.cache_clear()
+    try:
+        with monkeypatch.context() as m:
+            if other == "gradkern":
+                m.setattr(pipeline_cache, "__version__", "0.0.0-other")
+            else:
+                m.setattr(sys, "version_info", (*sys.version_info[:2], sys.version_info[2] + 1))
+            runs, loads = sum(pipeline_cache.runs.values()), sum(pipeline_cache.loads.values())
+            _warned(None)
+            assert sum(pipeline_cache.runs.values()) == runs + 2 and sum(pipeline_cache.loads.values()) == loads
+            assert theirs < set(_entries())
+    finally:
+        pipeline_cache._sources.cache_clear()
+
+
+def test_a_patched_stage_is_never_served_from_nor_written_to_the_disk(cache, monkeypatch):
+    """A warm entry, then a pipeline function replaced (a test's monkeypatch, which may change the output): the
+    call neither loads the stored output nor writes one, and once the patch is undone the entry loads again."""
+    _run()
+    entries = {p: p.read_bytes() for p in _entries()}
+    real = pipeline.specialize
+
+    def specialize(*args, **kwargs):  # the same output: what matters is that the key cannot know it
+        return real(*args, **kwargs)
+    with monkeypatch.context() as m:
+        m.setattr(pipeline, "specialize", specialize)
+        cubed._specs.clear()
+        x, y = _x(), np.zeros(N)
+        loads = sum(pipeline_cache.loads.values())
+        assert pipeline_cache.key("primal", (cubed.ir, {}, 1, "interp", frozenset(), ())) is None
+        gk.launch(cubed, N, x, y, backend="interp")  # runtime/specialize.py calls its own reference: the real one
+        np.testing.assert_array_equal(y, x * x * x)
+        assert sum(pipeline_cache.loads.values()) == loads  # the patch seen: the disk bypassed
+        assert {p: p.read_bytes() for p in _entries()} == entries
+    _warned(None)
+    assert sum(pipeline_cache.loads.values()) == loads + 2
