@@ -48,7 +48,7 @@ from typing import Any
 
 from . import pipeline
 from ._version import __version__
-from .backends.cache_files import discard, read_file, replace_with, seal, unseal, warn_damaged
+from .backends.cache_files import discard, make_folders, read_file, replace_with, seal, unseal, warn_damaged
 
 FORMAT = "gradkern-specs-1"
 # GRADKERN_PIPELINE_CACHE=0 runs the pipeline at every first call of a process (for measuring, and a way back)
@@ -325,7 +325,9 @@ def _store(directory: Path, digest: str, value: Any) -> None:
     except Exception:  # noqa: BLE001  something that cannot be pickled: not stored, the call goes on
         return
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        # v<version>/specs: gradkern's folders, healed where no folder (a file, a link to itself: one CacheWarning);
+        # a mkdir alone failed on them for good and the process, and every one after it, ran the pipeline silently
+        make_folders(directory, owned=2)
         path = _path(directory, digest)
         if path.is_dir() and not path.is_symlink():
             discard(path)
@@ -334,7 +336,7 @@ def _store(directory: Path, digest: str, value: Any) -> None:
         _unusable.add(directory)
 
 
-def _load(directory: Path, digest: str) -> Any:
+def _load(kind: str, directory: Path, digest: str) -> Any:
     """The stored value of `digest`, or None: none there (a miss), or damage (discarded, one CacheWarning)."""
     path = _path(directory, digest)
     try:
@@ -353,7 +355,14 @@ def _load(directory: Path, digest: str) -> Any:
         return _damaged(path, f"{type(e).__name__}: {e}")
     if fmt != FORMAT or stored_key != digest:
         return _damaged(path, "another key's entry")
+    if not _whole(kind, value):  # sealed and keyed, yet not what the pipeline returns: a crafted or foreign value
+        return _damaged(path, f"a {type(value).__name__} where a {_KINDS[kind].__name__} goes")
     return value
+
+
+def _whole(kind: str, value: Any) -> bool:
+    """Whether `value` has the classes `kind`'s pipeline returns (the specialisations inside it included)."""
+    return type(value) is _KINDS[kind] and all(type(s) is pipeline.Specialization for s in _specs_in(value))
 
 
 def _damaged(path: Path, what: str) -> None:
@@ -363,6 +372,10 @@ def _damaged(path: Path, what: str) -> None:
         pass
     warn_damaged(path, what)
     return None
+
+
+_KINDS = {"primal": pipeline.Specialization, "reverse": pipeline.ReverseSpecialization,
+          "forward": pipeline.ForwardSpecialization}
 
 
 # ---- wiring a loaded value back up -------------------------------------------------------------------------------
@@ -412,7 +425,7 @@ def specialization(kind: str, args: tuple, build: Callable[[], Any], directory: 
     `directory` where stored there, else built and stored (module doc)."""
     with _no_collection():
         digest = key(kind, args)
-        value = None if digest is None else _load(directory, digest)
+        value = None if digest is None else _load(kind, directory, digest)
     if digest is None:
         return _built(kind, build)
     if value is not None:

@@ -88,12 +88,18 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     if mode is not Reverse and mode is not Forward:
         raise AnnotationError(f"check_grad: mode must be gk.Reverse or gk.Forward, got {mode!r}")
     program = not isinstance(kernel, KernelFunction)
-    rng = np.random.default_rng(seed)
+    if program and not callable(kernel):
+        raise AnnotationError(f"check_grad: kernel must be a @gk.kernel or a program (a function that launches "
+                              f"kernels); got {type(kernel).__name__}")
     # a program's arguments are checked against its signature before its first (primal) call and named by its
     # parameters, as gk.autodiff does (program/signature.py)
     if program:
         check_count(kernel, len(args), "check_grad")
     params = program_names(kernel, len(args)) if program else [p.name for p in kernel.ir.params]
+    problem = input_problem(args, [f"'{n}'" for n in params], eps, max_coords, rtol, atol, seed)
+    if problem is not None:  # before anything runs (an infinite Active value ran both finite differences first)
+        raise AnnotationError(f"check_grad: {problem}")
+    rng = np.random.default_rng(seed)
 
     def execute(run: list) -> None:
         if program:
@@ -203,6 +209,47 @@ def check_grad(kernel: KernelFunction, *args: Any, dim: Any = None, mode: Any = 
     if raise_on_failure and not report.ok:
         raise AssertionError(str(report))
     return report
+
+
+def input_problem(args: tuple, names: list[str], eps: Any, max_coords: Any, rtol: Any, atol: Any,
+                  seed: Any) -> str | None:
+    """What check_grad (and gkm.check_grad) cannot check at these inputs, the first in order, or None: an option
+    that is no finite number in its range (eps 0 divided by zero, a NaN tolerance failed every comparison, a
+    string or a negative seed failed inside NumPy), an Active value that is no finite real number, a Duplicated
+    float array holding NaN or an infinity (its finite differences are NaN: a report of failures that are not
+    the kernel's). `names[k]` names argument k in the message."""
+    for what, value, ok, expected in (
+            ("eps", eps, _finite(eps) and eps > 0, "a finite number > 0"),
+            ("max_coords", max_coords, _whole(max_coords), "an int >= 0"),
+            ("rtol", rtol, rtol is None or _finite(rtol) and rtol >= 0, "None or a finite number >= 0"),
+            ("atol", atol, atol is None or _finite(atol) and atol >= 0, "None or a finite number >= 0"),
+            ("seed", seed, _whole(seed), "an int >= 0")):
+        if not ok:
+            return f"{what} must be {expected}; got {value!r} ({type(value).__name__})"
+    for name, a in zip(names, args):
+        if isinstance(a, Active) and not _finite(a.val.item() if _scalar_array(a.val) else a.val):
+            return (f"argument {name} is Active with {a.val!r} ({type(a.val).__name__}); expected a finite real "
+                    f"number")
+        if isinstance(a, Duplicated) and isinstance(a.val, np.ndarray) and a.val.dtype.kind == "f" \
+                and not np.isfinite(a.val).all():
+            c = tuple(int(i) for i in np.argwhere(~np.isfinite(a.val))[0])
+            return (f"argument {name} holds {a.val[c]} at {list(c)}; expected finite values (finite differences "
+                    f"of a non-finite input are NaN)")
+    return None
+
+
+def _finite(v: Any) -> bool:
+    """Whether `v` is a real number (no bool, no duration) and finite."""
+    return (isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+            and not isinstance(v, np.timedelta64) and bool(np.isfinite(float(v))))
+
+
+def _whole(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_, np.timedelta64)) and v >= 0
+
+
+def _scalar_array(v: Any) -> bool:
+    return isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.kind in "fiu"
 
 
 def _magnitude(x: Any) -> Any:

@@ -33,6 +33,10 @@ def inline_values(lw: Any, call: ast.Call, fn: DeviceFunctionMarker, count: int)
     if fn.name in lw.stack:
         lw.fail(call, f"recursive call to '{fn.name}' is not supported")
     callee = fn.lowered(lw.stack)
+    starred = next((a for a in call.args if isinstance(a, ast.Starred)), None)
+    if starred is not None:  # counted as one argument: "'g' takes 2 arguments, got 1" for g(*f(x))
+        lw.fail(starred, f"starred arguments are not supported in a call of device function '{fn.name}'",
+                hint="unpack into names first: 'a, b = f(...)', then pass them: 'g(a, b)'")
     if len(call.args) != len(callee.params):
         lw.fail(call, f"'{fn.name}' takes {len(callee.params)} arguments, got {len(call.args)}")
     if not callee.returns_value:

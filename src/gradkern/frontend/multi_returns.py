@@ -39,6 +39,10 @@ def lower_tuple_returns(tree: ast.FunctionDef, fail: Callable[..., Any], is_kern
              f"'{tree.name}' returns {' or '.join(str(c) for c in sorted(counts))} values on different paths",
              "return the same number of values on every path")
     n = counts.pop()
+    bare = next((r for r in ast.walk(tree) if isinstance(r, ast.Return) and r.value is None), None)
+    if bare is not None:  # a bare `return` beside `return a, b`: an AttributeError in the rewrite below
+        fail(bare, f"'{tree.name}' returns {n} values on another path but none here",
+             "return the same number of values on every path")
     tree = copy.deepcopy(tree)
 
     class Rewrite(ast.NodeTransformer):

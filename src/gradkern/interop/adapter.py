@@ -108,6 +108,19 @@ class Operation:
                 raise InteropError(f"{self.where(n)} is an output, so it must be an array of rank >= 1 "
                                    "(its initial value: zeros for a write-only output)")
 
+    def check_constant(self, n: int, value: Any) -> None:
+        """Refuse a number argument `value` at a kernel's scalar parameter `n` that gk.launch would refuse (a
+        complex, a string, an int outside int64): here, by name, and not as an OverflowError in a custom op's
+        Scalar[] (torch) or a launch error wrapped in a JaxRuntimeError (JAX). A program's are its own."""
+        if self.program or n not in self.scalars:
+            return
+        if not isinstance(value, (int, float, np.integer, np.floating, np.bool_)) or isinstance(value, np.timedelta64):
+            raise InteropError(f"{self.where(n)} is a scalar of the kernel: pass a real number or a 0-d array; "
+                               f"got {type(value).__name__}")
+        if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)) \
+                and not -2**63 <= int(value) < 2**63:
+            raise InteropError(f"{self.where(n)} = {value} does not fit in int64, as gk.launch takes integers")
+
     def copied(self, roles: Sequence[str], copy_all: bool) -> frozenset[int]:
         """The array positions that run on copies: the outputs, and whatever `f` may write."""
         arrays = {n for n, r in enumerate(roles) if r in (ARRAY, DATA)}

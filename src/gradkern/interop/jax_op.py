@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from ..errors import InteropError
 from . import adapter as A
 
 _HANDLE = jax.ShapeDtypeStruct((), np.int32)
@@ -92,6 +93,8 @@ def _build(layout: _Layout):
 
     def bwd(residuals, cts):
         arrays, handle = residuals
+        # a residual JAX made a literal (jax.grad at a Python float: a TypedFloat, no .shape): an array again
+        arrays = tuple(a if hasattr(a, "shape") else jax.numpy.asarray(a) for a in arrays)
         cts = (cts,) if len(op.outputs) == 1 else tuple(cts)
         roles = layout.roles(arrays)
         seeded = [k for k, n in enumerate(op.outputs) if roles[n] == A.ARRAY]  # int outputs: no cotangent
@@ -161,6 +164,12 @@ def jax_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
         constants = tuple(None if n in positions else a for n, a in enumerate(args))
         roles = _roles(op, {n: args[n] for n in positions}, len(args))
         op.check(roles, [type(a).__name__ for a in args])
+        for n, a in enumerate(args):
+            if n not in positions:
+                op.check_constant(n, a)
+            elif not isinstance(a, (jax.Array, np.ndarray, np.generic)):  # a BCOO: a TypeError in the callback
+                raise InteropError(f"{op.where(n)} is a {type(a).__name__}; gradkern takes dense JAX or NumPy "
+                                   "arrays", hint="pass a.todense()" if hasattr(a, "todense") else None)
         A.check_dim(op, roles, args, {n: tuple(args[n].shape) for n in positions})
         try:
             key = (positions, tuple(_constant_key(c) for c in constants))

@@ -279,6 +279,11 @@ def torch_function(f: Any, outputs: str | Sequence[str], dim: Any = None):
         for n, a in enumerate(args):
             if layout[n] == "c" and (hasattr(a, "__array__") or hasattr(a, "__dlpack__")):
                 raise InteropError(f"{op.where(n)} is a {type(a).__name__}: pass arrays as torch tensors")
+            if layout[n] == "t" and a.layout is not torch.strided:  # a TypeError from .numpy() in the op
+                raise InteropError(f"{op.where(n)} is a tensor of layout {a.layout}; gradkern takes dense "
+                                   f"(strided) tensors", hint="pass t.to_dense()")
+            if layout[n] == "c":
+                op.check_constant(n, a)
         if _transformed(tensors):
             raise InteropError(f"{op.name} under a torch.func transform (grad, vjp, vmap, jacrev, ...): a gradkern "
                                "operation is differentiable by torch.autograd only",

@@ -21,7 +21,7 @@ from mpi4py import MPI
 from ..annotations import Active, Annotation, Const, Duplicated
 from ..api import Forward, autodiff
 from ..errors import AnnotationError
-from ..testing import GradCheckReport, _bumped, _compare, _float64, _roundoff
+from ..testing import GradCheckReport, _bumped, _compare, _float64, _roundoff, input_problem
 from .agreement import agree
 
 
@@ -63,6 +63,8 @@ def check_grad(program: Any, *args: Any, comm: Any = None, seed: int = 0, rtol: 
     problem = _options(eps, max_coords, rtol, atol) or next(
         (f"Duplicated argument {k} must be a float NumPy array, got {type(primals[k]).__name__}"
          for k in dup if not (isinstance(primals[k], np.ndarray) and primals[k].dtype.kind == "f")), None)
+    if problem is None:  # a NaN here (an input, eps, a tolerance) would fail every comparison, on every rank
+        problem = input_problem(args, [str(k) for k in range(len(args))], eps, max_coords, rtol, atol, seed)
     # refused on every rank (a rank raising alone would leave the others waiting in the first loss's sum)
     agree(comm, problem, "gkm.check_grad", (seed, eps, max_coords, rtol, atol, raise_on_failure,
                                             tuple(type(a).__name__ for a in args)))
