@@ -48,10 +48,11 @@ class _Refused(Exception):
 
 class _Inputs:
     """The inputs found in an operation's data arguments: the float arrays copies read (`sources`, numbered
-    element by element in one sequence) and the Active scalars a constant pad takes (`scalars`, by code)."""
+    element by element in one sequence) and the Active scalars a constant pad takes (`scalars`, by code).
+    `numbering`: make the index images (only once NumPy's result is known to be a copy)."""
 
-    def __init__(self, host: Any):
-        self.host, self.sources, self.scalars, self.count = host, [], {}, 0
+    def __init__(self, host: Any, numbering: bool):
+        self.host, self.sources, self.scalars, self.count, self.numbering = host, [], {}, 0, numbering
 
     def walk(self, x: Any) -> tuple[Any, Any]:
         """(x as NumPy takes it, x's index image)."""
@@ -86,7 +87,7 @@ class _Inputs:
         first = self.count
         self.count += p.size
         self.sources.append(p)
-        return p, np.arange(first, self.count, dtype=np.int64).reshape(p.shape)
+        return p, np.arange(first, self.count, dtype=np.int64).reshape(p.shape) if self.numbering else None
 
 
 def _walk_call(name: str, inputs: _Inputs, args: tuple, kwargs: dict) -> tuple:
@@ -121,20 +122,22 @@ def shaped(func: Any, args: tuple, kwargs: dict) -> Any:
     name = func.__name__
     if host is None or active_recorder() is None or kwargs.get("out") is not None or name not in _DATA:
         return NotImplemented
-    inputs = _Inputs(host)
     try:
-        real, real_kw, index, index_kw = _walk_call(name, inputs, args, kwargs)
+        real, real_kw, _, _ = _walk_call(name, _Inputs(host, False), args, kwargs)
     except _Refused:
         return NotImplemented
     r = func(*real, **real_kw)
     arrays = _arrays_in(args) + _arrays_in(kwargs)
     op = f"np.{name}"
     if not isinstance(r, np.ndarray) or r.dtype not in _FLOATS or r.size == 0 or r.ndim == 0 \
-            or any(memory_root(r) is memory_root(a) for a in arrays) or not inputs.sources:
+            or any(memory_root(r) is memory_root(a) for a in arrays):
         return _result(r, arrays, op, host)  # a view, an integer image, nothing to copy: as before
-    numbers = func(*index, **index_kw)
+    inputs = _Inputs(host, True)
+    _, _, index, index_kw = _walk_call(name, inputs, args, kwargs)
     try:
-        pieces = _pieces(r, np.asarray(numbers), inputs, name, real, real_kw)
+        if not inputs.sources:
+            raise _Refused  # no float array to copy from (a TrackedArray of no elements)
+        pieces = _pieces(r, np.asarray(func(*index, **index_kw)), inputs, name, real, real_kw)
     except _Refused:
         return _result(r, arrays, op, host)  # not a set of copies this module launches: refused at a launch
     for kind, dst, src in pieces:
@@ -266,7 +269,12 @@ def _bend(byte: np.ndarray) -> tuple | None:
                 continue
             changes = np.diff(d, axis=m) != 0
             if changes.any():
-                return m, _first(changes, m) + (2 if m == k else 1)
+                q = _first(changes, m)
+                if m != k:
+                    return m, q + 1
+                # the element where the step changes ends a run of nonzero steps (one copy) rather than a run of
+                # zero steps (doubled copies): an edge pad's [0, 0, 1, 2] is [0] and [0, 1, 2], not [0, 0] and [1, 2]
+                return m, q + (1 if (d.take(q, axis=k) == 0).all() else 2)
     return None
 
 
