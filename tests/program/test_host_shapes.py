@@ -193,6 +193,8 @@ REFUSED = [
     ("indexing with an index array", lambda u, v: u[[2, 0, 1]]),
     ("np.concatenate", lambda u, v: np.concatenate([u * 2.0, v])),  # an input computed on the host
     ("np.resize", lambda u, v: np.resize(u.T, (40, 40))),  # more than MAX_PIECES copies
+    # a pad value computed on the host from an active array, around an inactive array (a silent constant before)
+    ("np.add.reduce", lambda u, v: np.pad(np.ones_like(u), 1, constant_values=u.sum())),
 ]
 
 

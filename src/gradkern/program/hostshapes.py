@@ -8,12 +8,14 @@ elements is written again by a `gk.copy` launch from a strided view of that inpu
 region by `gk.fill`), recorded and differentiated as `u.copy()` is (hostcode.py).
 
 Which elements go where is not derived from NumPy's code: the operation runs once more on integer arrays that hold
-each input element's number (`_index`), and the numbers it returns are split into boxes over which the inputs'
+each input element's number (`_Inputs`), and the numbers it returns are split into boxes over which the inputs'
 byte offsets are affine (`_boxes`), checked exactly. A box whose stride along an axis is zero (an edge pad, a
-tile's new axis, a repeat) is one copy per position along that axis, since a shadow may not overlap itself. An
+tile's new axis, a repeat) is copied at its first position and doubled within `out`, since a shadow may not
+overlap itself (`_copies`). An
 operation that takes more than `MAX_PIECES` copies, an input computed on the host (hostcode.Origin), a dtype a
 kernel cannot hold, or a mode that computes values (`reflect_type="odd"`, "linear_ramp", "mean") is left to
-hostcode's `__array_function__`: a launch taking the result is refused, as before."""
+hostcode's `__array_function__`: a launch taking the result is refused, as before. So is one taking a pad whose
+value host code computed from an active array (`constant_values=u.sum()`), whatever the padded array."""
 
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ import numpy as np
 
 from ..ir.types import MAX_NDIM
 from ..recording import active_recorder
-from .derived import DerivedScalar
+from .derived import DerivedScalar, carry
+from .derived import constant as number
 from .hostcode import SHAPES, TrackedArray, _arrays_in, _read, _result, plain, tracker
 from .hostops import copy as gk_copy
 from .hostops import fill as gk_fill
@@ -53,6 +56,7 @@ class _Inputs:
 
     def __init__(self, host: Any, numbering: bool):
         self.host, self.sources, self.scalars, self.count, self.numbering = host, [], {}, 0, numbering
+        self.derived = None  # the origin of a scalar host code computed from an active array, if one is given
 
     def walk(self, x: Any) -> tuple[Any, Any]:
         """(x as NumPy takes it, x's index image)."""
@@ -69,7 +73,8 @@ class _Inputs:
             self.scalars[code] = x
             return x.value, code
         if isinstance(x, DerivedScalar) and x._gk_origin is not None and x._gk_origin.host is self.host:
-            raise _Refused  # a value computed on the host from an active array: the default path carries it
+            self.derived = x._gk_origin  # a pad value computed on the host from an active array: the result too
+            return number(x), _CONSTANT
         if isinstance(x, (list, tuple)):
             pairs = [self.constant(v) for v in x]
             return type(x)(p[0] for p in pairs), type(x)(p[1] for p in pairs)
@@ -123,10 +128,13 @@ def shaped(func: Any, args: tuple, kwargs: dict) -> Any:
     if host is None or active_recorder() is None or kwargs.get("out") is not None or name not in _DATA:
         return NotImplemented
     try:
-        real, real_kw, _, _ = _walk_call(name, _Inputs(host, False), args, kwargs)
+        inputs = _Inputs(host, False)
+        real, real_kw, _, _ = _walk_call(name, inputs, args, kwargs)
     except _Refused:
         return NotImplemented
     r = func(*real, **real_kw)
+    if inputs.derived is not None:  # `np.pad(w, 1, constant_values=u.sum())`: refused at a launch, w inactive too
+        return carry(r, inputs.derived)
     arrays = _arrays_in(args) + _arrays_in(kwargs)
     op = f"np.{name}"
     if not isinstance(r, np.ndarray) or r.dtype not in _FLOATS or r.size == 0 or r.ndim == 0 \
