@@ -299,8 +299,11 @@ def _copies(out: np.ndarray, box: tuple, byte: np.ndarray, src: np.ndarray) -> l
         raise _Refused  # two result elements of one copy read one element (no operation here makes this)
     repeated = [k for k in range(byte.ndim) if steps[k] == 0 and byte.shape[k] > 1]
     dst = _squeezed(out, box, dict.fromkeys(repeated, 0))
-    view = np.ndarray(dst.shape, src.dtype, buffer=memory_root(src), offset=int(byte.flat[0]),
-                      strides=[steps[k] for k in kept] or [src.itemsize])
+    try:
+        view = np.ndarray(dst.shape, src.dtype, buffer=memory_root(src), offset=int(byte.flat[0]),
+                          strides=[steps[k] for k in kept] or [src.itemsize])
+    except (TypeError, ValueError):  # memory that is not one buffer (an as_strided view's): refused as before
+        raise _Refused from None
     pieces = [("copy", dst, view)]
     for n, k in enumerate(repeated):
         fixed = dict.fromkeys(repeated[n + 1:], 0)  # the axes not doubled yet: their first position
