@@ -217,7 +217,11 @@ ROWS = [
     Row("np.array(v)", "array", lambda u, v: np.array(v), REFUSED),
     Row("np.array(v)[3]", "scalar", lambda u, v: np.array(v)[3], REFUSED),
     Row("v.view(np.ndarray) * 2.0", "array", lambda u, v: v.view(np.ndarray) * 2.0, NOT_SEEN),
-    Row("v[1:4] into a fresh array", "array", lambda u, v: np.concatenate([v[:1], v[1:4], v[4:]]), REFUSED),
+    Row("v[1:4] into a fresh array", "array", lambda u, v: np.concatenate([v[:1], v[1:4], v[4:]]), GRAD),
+    Row("np.roll(v, 2)", "array", lambda u, v: np.roll(v, 2), GRAD),  # copies of views (program/hostshapes.py)
+    Row("np.stack([v, u])[0]", "array", lambda u, v: np.stack([v, u])[0], GRAD),
+    Row("np.pad(v, 1, mode='wrap')[1:]", "array", lambda u, v: np.pad(v, 1, mode="wrap")[1:], GRAD),
+    Row("np.pad(v, 1, mode='linear_ramp')[1:]", "array", lambda u, v: np.pad(v, 1, mode="linear_ramp")[1:], REFUSED),
     # -- writes
     Row("np.copyto(w, v), w fresh", "array", _copyto_fresh, GRAD),
     Row("w[...] = v, w fresh", "array", _assign_fresh, GRAD),

@@ -36,6 +36,7 @@ from .derived import _OURS, CLASSES, DerivedScalar, carry, constant, constants, 
 from .derived import user_frame as _user_frame
 from .derived import where as _where
 from .hostcode import TrackedArray, _origin, _read, _result, tracker
+from .hostshapes import contiguous
 
 # the math functions whose result is a float computed from a float argument (the rest return ints or booleans,
 # or round: floor, ceil, trunc, isqrt, factorial, comb, perm, gcd, lcm, isclose, isfinite, isinf, isnan)
@@ -45,8 +46,9 @@ _MATH = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "co
          "sin", "sinh", "sqrt", "tan", "tanh", "ulp", "sumprod")
 # NumPy's constructors, and the functions that join what they are given: each converts a list holding a derived
 # scalar (`np.concatenate([[s], [t]])`) without a method call or a dispatch on it
-_NUMPY = ("array", "asarray", "asanyarray", "ascontiguousarray", "full", "frombuffer", "concatenate", "stack",
-          "hstack", "vstack", "dstack", "column_stack", "block", "append")
+_NUMPY = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "full", "frombuffer",
+          "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "block", "append")
+_COPIES = ("ascontiguousarray", "asfortranarray")  # NumPy does not dispatch them: a copy of one is a launch here
 
 
 class _Wrapper:
@@ -122,6 +124,8 @@ def _numpy_call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if host is None:
         return f(*args, **kwargs)
     source = args[0] if args else None
+    if isinstance(source, TrackedArray) and f.__name__ in _COPIES:  # hostshapes.py
+        return contiguous(f, *args, **kwargs)
     if isinstance(source, memoryview) and isinstance(source.obj, np.ndarray):
         source = source.obj  # np.asarray(memoryview(u)): u's values
     if isinstance(source, np.ndarray) and host.derived(source):  # np.array(u): as u[...] is (hostcode.py)
@@ -223,7 +227,7 @@ class _Flat:
         return _result(self._flat[key], [self._array], "ndarray.flat", tracker())
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        flat = self._array.reshape(-1)
+        flat = np.ndarray.reshape(self._array, -1)  # a view or a copy, without launches (hostshapes.py)
         if not np.shares_memory(flat, self._array):
             frame = _user_frame()
             raise ProgramError(f"a write through `.flat` of a non-contiguous array at {_where(frame)} inside a "
