@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from support import ported_loops6 as p6
 from support import ported_loops6_apps as pa
-from support.ported_harness import numba_sampled
+from support.ported_harness import numba_sampled, on_interpreter
 
 import gradkern as gk
 
@@ -73,6 +73,11 @@ def _specs(rng):
 
 PORTS = list(_specs(np.random.default_rng(0)))
 CHECKPOINTABLE = {"lud": p6.lud, "gaussian": p6.gaussian, "pcr": p6.pcr}
+# Every port's gradient and the fixed-count loops' checkpointed twins run in CI on the interpreter (the transforms'
+# output and the program layer without a compile: docs/testing.md "Test time"), and so do the path and refusal
+# checks below; the Numba backend's gradient runs in CI for NUMBA_SAMPLE (pcr: branches on the thread id and a
+# stride from the host; kmeans: loops, atomic adds through an index array the host computed), the others' under
+# `full`.
 NUMBA_SAMPLE = {"pcr", "kmeans"}
 NUMBA_SAMPLED = numba_sampled(PORTS, NUMBA_SAMPLE)
 
@@ -84,7 +89,7 @@ def _port_gradient(name):
 
 @pytest.mark.parametrize("name", PORTS)
 def test_port_gradient_matches_finite_differences(name, monkeypatch):
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     _port_gradient(name)
 
 
@@ -95,18 +100,19 @@ def test_port_gradient_on_numba_matches_finite_differences(name):
 
 @pytest.mark.parametrize("name", sorted(CHECKPOINTABLE))
 def test_port_checkpointed_gradient_equals_store_all(name, monkeypatch):
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     _, spec = _specs(np.random.default_rng(2))[name]
     _same_gradients(CHECKPOINTABLE[name], spec)
 
 
 # -- the loops' paths: counts read from what the kernels computed (primal runs, the specs of the gradient checks) ---
-def test_loops_stop_where_the_kernels_values_say():
+def test_loops_stop_where_the_kernels_values_say(monkeypatch):
     """The data-driven exits the gradient checks differentiate along: kmeans moves 10, 1, then 0 points; the
     relaxation settles after 4 rounds; PageRank's error falls below 1e-4 after 20 iterations; TeaLeaf's CG
     converges in 6 iterations of 10; NVIDIA's Jacobi checks its norm at 0, 3, 6 and stops after 7 iterations (an odd
     count: the result is copied back from a_new); miniWeather writes 3 outputs, its last step cut to the end, and
     reports each step's time (an f-string of an Active scalar: before, Python's TypeError)."""
+    on_interpreter(monkeypatch)
     specs = _specs(np.random.default_rng(1))
     seen = {}
 
@@ -127,11 +133,12 @@ def test_loops_stop_where_the_kernels_values_say():
 
 
 # -- the spellings a porting user writes first ------------------------------------------------------------------------
-def test_gaussian_back_substitution_on_the_host_is_refused_naming_the_line():
+def test_gaussian_back_substitution_on_the_host_is_refused_naming_the_line(monkeypatch):
     """gaussian.cu's BackSub in NumPy after the kernels (`final[i] = b[i]`, `final[i] -= a[i, j] * final[j]`):
     element reads of launched arrays written into a fresh array make it derived; the gk.copy into x is refused
     naming the last such line, before it ran. The port's one-thread gauss_backsub kernel is the spelling that works
     (test_port_gradient_matches_finite_differences[gaussian])."""
+    on_interpreter(monkeypatch)
     rng = np.random.default_rng(30)
     args = [gk.Duplicated(_dominant(rng, 4), rng.random((4, 4))), gk.Duplicated(_u(rng, 4), rng.random(4)),
             gk.Duplicated(np.zeros(4), rng.random(4))]
@@ -142,9 +149,10 @@ def test_gaussian_back_substitution_on_the_host_is_refused_naming_the_line():
         np.testing.assert_array_equal(a.dval, s)
 
 
-def test_kmeans_centres_summed_on_the_host_are_refused_naming_the_line():
+def test_kmeans_centres_summed_on_the_host_are_refused_naming_the_line(monkeypatch):
     """kmeans_clustering.c's `new_centers[index] += feature[i]` then the division, on the host: refused at the copy
     into the centres naming the division's line; the port's atomic_add through the membership works."""
+    on_interpreter(monkeypatch)
     rng = np.random.default_rng(31)
     feats = _u(rng, 6, 2)
     args = [gk.Duplicated(feats, rng.random((6, 2))), gk.Duplicated(feats[[0, 3]] + 0.01, rng.random((2, 2)))]
@@ -154,17 +162,19 @@ def test_kmeans_centres_summed_on_the_host_are_refused_naming_the_line():
         np.testing.assert_array_equal(a.dval, s)
 
 
-def test_pcr_swap_of_names_and_doubled_stride_is_the_parity_spelling():
+def test_pcr_swap_of_names_and_doubled_stride_is_the_parity_spelling(monkeypatch):
     """PCR as a port writes it (`cur, nxt = nxt, cur`, `stride *= 2` in a while loop): the same launches as the
     checkpointable spelling (buffers and stride from t), so the same gradient and primals."""
+    on_interpreter(monkeypatch)
     spec = _specs(np.random.default_rng(32))["pcr"][1]
     weights = _weights(spec, 33)
     _gradients_agree(_gradient(p6.pcr(plain), spec, weights), _gradient(p6.pcr_swapped, spec, weights))
 
 
-def test_pcr_swap_kept_outside_a_checkpointed_step_is_refused_naming_the_launch():
+def test_pcr_swap_kept_outside_a_checkpointed_step_is_refused_naming_the_launch(monkeypatch):
     """The swap in a checkpointed step, kept in a host dict between steps: a recomputed step launches on the
     buffers the forward left; refused naming pcr_step's line and the t % 2 spelling."""
+    on_interpreter(monkeypatch)
     spec = _specs(np.random.default_rng(34))["pcr"][1]
     rng = np.random.default_rng(35)
 
@@ -198,10 +208,11 @@ def _branch_on_equality(x, y, theta):
 
 
 @pytest.mark.parametrize("theta", [1.0, 0.5])
-def test_equality_of_an_active_scalar_compares_its_value(theta):
+def test_equality_of_an_active_scalar_compares_its_value(theta, monkeypatch):
     """Before: ActiveScalar had no __eq__, so `theta == 1.0` fell back to identity, False for theta = 1.0: the
     differentiated run took the other branch than a plain run, silently (y = theta x, d/dtheta 3 instead of 6).
     Now == and != compare the value, as < and > did."""
+    on_interpreter(monkeypatch)
     x, dy = np.ones(3), np.ones(3)
     plain_y = np.zeros(3)
     _branch_on_equality(x.copy(), plain_y, theta)
@@ -221,12 +232,13 @@ def _rounded(x, y, c):
     gk.launch(_scaled, x.shape[0], x, y, n * frac + np.minimum(c, 2.0) + np.maximum(c, 0.5) * np.float64(0.25))
 
 
-def test_roundings_of_an_active_scalar_are_constants_and_its_remainder_is_differentiated():
+def test_roundings_of_an_active_scalar_are_constants_and_its_remainder_is_differentiated(monkeypatch):
     """Before: int(c) and math.floor(c) / math.ceil(c) (through float()) were refused, np.floor(c) refused as a
     ufunc, round(c), c // p and c % p raised Python's TypeError (not a gradkern error), np.minimum(c, p) was
     refused; np.round(c, 1) and f"{c:.3f}" raised TypeErrors. Roundings are piecewise constant (as for a derived
     scalar: docs/host-code.md), the remainder is c - p floor(c / p), np.minimum / np.maximum the operand chosen. The
     gradient matches central differences (c = 1.3: no rounding boundary within the step), forward mode agrees."""
+    on_interpreter(monkeypatch)
     x = np.random.default_rng(36).uniform(0.5, 1.5, 4)
     w = np.random.default_rng(37).standard_normal(4)
 
@@ -244,3 +256,17 @@ def test_roundings_of_an_active_scalar_are_constants_and_its_remainder_is_differ
     gk.autodiff(_rounded, gk.Duplicated(x.copy(), np.zeros(4)), gk.Duplicated(np.zeros(4), ty), gk.Duplicated(1.3, 1.0),
                 mode=gk.Forward)
     assert abs(float(w @ ty) - got) <= 1e-14 * abs(got), (float(w @ ty), got)  # the same partials, summed alike
+
+
+def test_on_interpreter_switches_the_default_backend_whatever_was_read_before(monkeypatch):
+    """The harness's switch (tests/support/ported_harness.py): the interpreter for one test, after an earlier test
+    of the process read the default, and the default as it was afterwards. Before, the ported files set
+    $GRADKERN_BACKEND, which the backends read once per process: in CI's workers (a launch first) every such
+    "interpreter" check compiled Numba kernels, and run alone the file's Numba twins ran on the interpreter."""
+    from gradkern.backends import default_name
+
+    before = default_name()  # what a launch of an earlier test read
+    with monkeypatch.context() as m:
+        on_interpreter(m)
+        assert default_name() == "interp"
+    assert default_name() == before
