@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from support import ported_hpc as P
 from support.ported import assert_backends_agree, primal_values
-from support.ported_harness import numba_sampled
+from support.ported_harness import numba_sampled, on_interpreter
 from support.ported_hpc_cases import cases, gauss_fan1, gauss_fan2
 
 import gradkern as gk
@@ -99,7 +99,7 @@ def _gradient(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_gradient_on_the_interpreter(name, monkeypatch):
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     _gradient(name)
 
 

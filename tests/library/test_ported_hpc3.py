@@ -27,7 +27,12 @@ import math
 import numpy as np
 import pytest
 from support.ported import primal_values
-from support.ported_harness import assert_primal_agrees_across_backends, assert_primal_matches_numpy, numba_sampled
+from support.ported_harness import (
+    assert_primal_agrees_across_backends,
+    assert_primal_matches_numpy,
+    numba_sampled,
+    on_interpreter,
+)
 from support.ported_hpc3_cases import cases
 
 import gradkern as gk
@@ -71,7 +76,7 @@ def _gradient(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_gradient_on_the_interpreter(name, monkeypatch):
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     _gradient(name)
 
 

@@ -23,7 +23,7 @@ its index is not affine in the thread index) and `return` inside a loop (findInd
 import numpy as np
 import pytest
 from support.ported import assert_backends_agree, cases, primal_values
-from support.ported_harness import numba_sampled
+from support.ported_harness import numba_sampled, on_interpreter
 
 import gradkern as gk
 from gradkern.testing import check_grad
@@ -76,7 +76,7 @@ def _gradient(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_gradient_on_the_interpreter(name, monkeypatch):
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     _gradient(name)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.ported_harness import numba_sampled
+from support.ported_harness import numba_sampled, on_interpreter
 
 import gradkern as gk
 
@@ -478,7 +478,7 @@ def _port_gradient(name):
 
 @pytest.mark.parametrize("name", PORTS)
 def test_port_gradient_matches_finite_differences(name, monkeypatch):
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     _port_gradient(name)
 
 
@@ -492,7 +492,7 @@ def test_port_checkpointed_gradient_equals_store_all(name, monkeypatch):
     """gk.checkpointed_loop(step, nsteps, snapshots=2) around the port's time loop: the gradient of the
     store-all program (the same kernels on the same values; atomic sums may add in another order) and the
     same primals."""
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     rng = np.random.default_rng(3)
     make, spec = _ports(np.random.default_rng(2))[name]
     weights = {n: rng.standard_normal(np.shape(v)) for n, (kind, v) in enumerate(spec) if kind == "dup"}

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from support import ported_loops3 as p3
 from support import ported_loops3_apps as pa
-from support.ported_harness import numba_sampled
+from support.ported_harness import numba_sampled, on_interpreter
 
 import gradkern as gk
 
@@ -86,7 +86,7 @@ def _port_gradient(name):
 
 @pytest.mark.parametrize("name", PORTS)
 def test_port_gradient_matches_finite_differences(name, monkeypatch):
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     _port_gradient(name)
 
 
@@ -99,7 +99,7 @@ def test_port_gradient_on_numba_matches_finite_differences(name):
 def test_port_checkpointed_gradient_equals_store_all(name, monkeypatch):
     """gk.checkpointed_loop(step, nsteps, snapshots=2) around the port's host loop (the time loop, or the k-loop of
     a factorisation: each step a function of k and the state): the store-all gradient and primals."""
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     make, spec = _specs(np.random.default_rng(2))[name]
     _same_gradients(make, spec)
 

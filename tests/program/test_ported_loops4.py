@@ -17,7 +17,7 @@ import pytest
 from support import ported_loops3_apps as p3a
 from support import ported_loops4 as p4
 from support import ported_loops4_apps as pa
-from support.ported_harness import numba_sampled
+from support.ported_harness import numba_sampled, on_interpreter
 
 import gradkern as gk
 
@@ -76,7 +76,7 @@ def _port_gradient(name):
 
 @pytest.mark.parametrize("name", PORTS)
 def test_port_gradient_matches_finite_differences(name, monkeypatch):
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     _port_gradient(name)
 
 
@@ -89,7 +89,7 @@ def test_port_gradient_on_numba_matches_finite_differences(name):
 def test_port_checkpointed_gradient_equals_store_all(name, monkeypatch):
     """gk.checkpointed_loop(step, nsteps, snapshots=2) around the port's fixed-count loop (Lorenz-96: around each
     segment between kept states): the store-all gradient and primals."""
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     make, spec = _specs(np.random.default_rng(2))[name]
     _same_gradients(make, spec)
 

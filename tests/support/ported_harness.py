@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import gradkern as gk
+from gradkern import backends
 from support.ported import assert_backends_agree, primal_values
 
 
@@ -54,3 +55,12 @@ def numba_sampled(names, sample):
     plain = [p.values[0] if hasattr(p, "values") else p for p in names]
     assert set(sample) <= set(plain), set(sample) - set(plain)
     return [n if n in sample else pytest.param(n, marks=pytest.mark.full) for n in plain]
+
+
+def on_interpreter(monkeypatch):
+    """This test's NumPy launches on the interpreter (docs/testing.md "Test time"), undone after it. Through the
+    backends' default, not $GRADKERN_BACKEND: the variable is read once per process (backends/__init__.py), so
+    `monkeypatch.setenv("GRADKERN_BACKEND", "interp")` (sessions 52-53) switched nothing in a worker whose earlier
+    tests had launched (CI's: these checks compiled their Numba kernels), and where it was the process's first read
+    it made every later test there run on the interpreter, the Numba twins included."""
+    monkeypatch.setattr(backends, "_default", ["interp"])

@@ -1,11 +1,12 @@
-"""Active scalars inside a program (docs/programs.md). `fn` receives each Active
-argument as an `ActiveScalar`: launches recognise it (and sum its derivative
-over every launch it reaches), host arithmetic on it (`r = c * dt / h**2`) is
-recorded on a small scalar tape and differentiated. What would lose the
-derivative is refused: `float(c)`, `int(c)` (and so `math.exp(c)`), NumPy functions of it (`np.exp(c)`:
-its derivative would be a second copy of the kernel table, transforms/derivatives.py; docs/host-code.md,
-"Active scalars in host code"). The value without its derivative is `c.value`, for printing or control flow.
-In forward mode the same scalar carries its tangent (`c.tangent`) through the same arithmetic."""
+"""Active scalars inside a program (docs/programs.md). `fn` receives each Active argument as an `ActiveScalar`:
+launches recognise it (and sum its derivative over every launch it reaches), host arithmetic on it (`r = c * dt /
+h**2`, `c % p`) is recorded on a small scalar tape and differentiated. Comparisons (`==` included) and roundings
+(`int(c)`, `round(c)`, `math.ceil(c)`, `c // p`, `np.floor(c)`: piecewise constant, their derivative zero wherever
+it exists) give plain values; `np.minimum(c, p)` and `np.maximum` the operand chosen, as `min` and `max`. What would
+lose the derivative is refused: `float(c)` (and so `math.exp(c)`), NumPy functions of it (`np.exp(c)`: its
+derivative would be a second copy of the kernel table, transforms/derivatives.py; docs/host-code.md, "Active scalars
+in host code"). The value without its derivative is `c.value`. In forward mode the same scalar carries its tangent
+(`c.tangent`) through the same arithmetic."""
 
 from __future__ import annotations
 
@@ -45,6 +46,17 @@ class ActiveScalar:
     def __repr__(self) -> str:
         return f"ActiveScalar({self.value!r})"
 
+    def __format__(self, spec: str) -> str:
+        """`f"{etime:.3f}"` in a time loop's report: the value (printing drops no derivative; before, any format
+        spec raised Python's TypeError)."""
+        return format(self.value, spec)
+
+    def round(self, decimals: int = 0, out: Any = None) -> float:
+        """`np.round(c, 2)` / `np.around` (NumPy calls this method): a rounding, a plain number as round(c, 2)."""
+        if out is not None:
+            self._refuse("np.round(..., out=) of an Active scalar")
+        return round(self.value, decimals)
+
     # -- what would drop the derivative -------------------------------------------------------------------------
     def _refuse(self, what: str, hint: str = ""):
         frame = user_frame()
@@ -66,6 +78,10 @@ class ActiveScalar:
             return _binary(*inputs, *rule)
         if ufunc.__name__ in _COMPARISONS and method == "__call__" and not kwargs and all(map(_is_number, inputs)):
             return bool(ufunc(*(_value(x) for x in inputs)))  # a plain boolean, as the comparison operators give
+        if ufunc.__name__ in _SELECTIONS and method == "__call__" and not kwargs and all(map(_is_number, inputs)):
+            return _SELECTIONS[ufunc.__name__](*inputs)  # the operand chosen, as min() and max() return it
+        if ufunc.__name__ in _ROUNDINGS and method == "__call__" and not kwargs and all(map(_is_number, inputs)):
+            return ufunc(*(_value(x) for x in inputs))  # piecewise constant: a plain NumPy scalar
         if ufunc.__name__ in ("negative", "positive", "absolute") and method == "__call__" and not kwargs:
             return {"negative": ActiveScalar.__neg__, "positive": ActiveScalar.__pos__,
                     "absolute": ActiveScalar.__abs__}[ufunc.__name__](self)
@@ -80,10 +96,21 @@ class ActiveScalar:
                           "small array that later launches read), or use .value where no derivative is wanted")
 
     def __float__(self):
-        self._refuse("float() of an Active scalar")
+        self._refuse("float() of an Active scalar",
+                     hint="keep it as it is (arithmetic with + - * / ** is differentiated, launches take it; math.* "
+                          "functions call float()), or use .value where no derivative is wanted (`'%g' % c.value`; "
+                          "an f-string, f'{c:.3g}', formats the value as it is)")
 
-    def __int__(self):
-        self._refuse("int() of an Active scalar")
+    # -- roundings: piecewise constant, so the plain rounded value is the right constant (docs/host-code.md) -----
+    def __int__(self): return int(self.value)
+    def __round__(self, ndigits=None): return round(self.value, ndigits)
+    def __floor__(self): return math.floor(self.value)
+    def __ceil__(self): return math.ceil(self.value)
+    def __trunc__(self): return math.trunc(self.value)
+    def __floordiv__(self, o): return self.value // _value(o) if _is_number(o) else NotImplemented
+    def __rfloordiv__(self, o): return _value(o) // self.value if _is_number(o) else NotImplemented
+    def __divmod__(self, o): return (self // o, self % o) if _is_number(o) else NotImplemented
+    def __rdivmod__(self, o): return (o // self, o % self) if _is_number(o) else NotImplemented
 
     def __index__(self):
         self._refuse("an Active scalar used as an index")
@@ -96,6 +123,10 @@ class ActiveScalar:
     def __le__(self, o): return self.value <= _value(o)
     def __gt__(self, o): return self.value > _value(o)
     def __ge__(self, o): return self.value >= _value(o)
+    # by value: without these, `c == 1.0` fell back to identity, False whatever c's value (a silent wrong branch)
+    def __eq__(self, o): return self.value == _value(o) if _is_number(o) else NotImplemented
+    def __ne__(self, o): return self.value != _value(o) if _is_number(o) else NotImplemented
+    def __hash__(self): return hash(self.value)
 
     # -- differentiated arithmetic ------------------------------------------------------------------------------
     def __neg__(self): return ActiveScalar(-self.value, ((self, -1.0),))
@@ -112,6 +143,8 @@ class ActiveScalar:
     def __rtruediv__(self, o): return _binary(o, self, *_DIV)
     def __pow__(self, o): return _binary(self, o, _pow, _dpow)
     def __rpow__(self, o): return _binary(o, self, _pow, _dpow)
+    def __mod__(self, o): return _binary(self, o, *_MOD)
+    def __rmod__(self, o): return _binary(o, self, *_MOD)
 
 
 # (value, partials) of host arithmetic on Active scalars: the operators above and NumPy's ufuncs of the same name
@@ -119,6 +152,7 @@ _ADD = (lambda a, b: a + b, lambda a, b: (1.0, 1.0))
 _SUB = (lambda a, b: a - b, lambda a, b: (1.0, -1.0))
 _MUL = (lambda a, b: a * b, lambda a, b: (b, a))
 _DIV = (lambda a, b: a / b, lambda a, b: (1.0 / b, -a / (b * b)))
+_MOD = (lambda a, b: a % b, lambda a, b: (1.0, -float(a // b)))  # a - b floor(a / b), the floor a constant
 
 
 def _pow(a: float, b: float) -> float:
@@ -133,7 +167,11 @@ def _dpow(a: float, b: float) -> tuple[float, float]:
 
 
 _UFUNC_ARITHMETIC = {"add": _ADD, "subtract": _SUB, "multiply": _MUL, "true_divide": _DIV, "divide": _DIV,
-                     "power": (_pow, _dpow)}
+                     "power": (_pow, _dpow), "remainder": _MOD}
+_SELECTIONS = {"minimum": lambda a, b: b if _value(b) < _value(a) else a,
+               "maximum": lambda a, b: b if _value(b) > _value(a) else a}
+_SELECTIONS.update(fmin=_SELECTIONS["minimum"], fmax=_SELECTIONS["maximum"])
+_ROUNDINGS = ("floor", "ceil", "trunc", "rint", "sign", "floor_divide")
 _COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
 
 
