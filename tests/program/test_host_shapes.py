@@ -5,6 +5,7 @@ what is not stays refused at the launch that takes it, before anything runs."""
 
 import numpy as np
 import pytest
+from support.ported_harness import on_interpreter
 
 import gradkern as gk
 from gradkern.testing import check_grad
@@ -12,7 +13,7 @@ from gradkern.testing import check_grad
 
 @pytest.fixture(autouse=True)
 def _interpreter(monkeypatch):
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")  # no compile (docs/testing.md, "Test time")
+    on_interpreter(monkeypatch)  # no compile (docs/testing.md, "Test time")
 
 
 @gk.kernel

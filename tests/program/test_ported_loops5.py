@@ -231,7 +231,7 @@ def _weather_roll(state, tend, c):
 def test_periodic_wrap_by_np_roll_is_differentiated(monkeypatch):
     """np.roll of an active array is two copy launches inside a program (session 53, program/hostshapes.py; refused
     naming its line before): the gradient matches central differences and the dot-product test."""
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")  # no compile (docs/testing.md, "Test time")
+    on_interpreter(monkeypatch)  # no compile (docs/testing.md, "Test time")
     rng = np.random.default_rng(26)
     spec = [("dup", _u(rng, 4, 5)), ("dup", np.zeros((4, 5))), ("active", 0.4)]
     _check_against_differences(_weather_roll, spec, rng)

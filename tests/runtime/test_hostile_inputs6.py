@@ -25,6 +25,7 @@ import warnings
 
 import numpy as np
 import pytest
+from support.ported_harness import on_interpreter
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step
@@ -87,7 +88,7 @@ def test_check_grad_refuses_a_non_finite_input_and_a_kernel_that_is_none():
 def test_check_grad_still_checks_what_it_accepts(monkeypatch):
     """The edges of the ranges are accepted: max_coords 0 (the dot-product tests alone), a NumPy integer seed,
     a float64 subclass as the Active value."""
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     x, dx, y, dy = arrays()
     report = check_grad(scale_into, gk.Active(type("F", (np.float64,), {})(2.0)), gk.Duplicated(x, dx),
                         gk.Duplicated(y, dy), max_coords=0, seed=np.int64(3))
@@ -117,7 +118,7 @@ def test_a_starred_argument_says_so(tmp_path):
 
 def test_torch_function_refuses_a_sparse_tensor_and_a_huge_int_by_name(monkeypatch):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install 'gradkern[torch]')")
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     step = gk.interop.torch_function(allen_cahn_step, "un")
     u = torch.rand(8, dtype=torch.float64, requires_grad=True)
     un = torch.zeros(8, dtype=torch.float64)
@@ -133,7 +134,7 @@ def test_torch_function_refuses_a_sparse_tensor_and_a_huge_int_by_name(monkeypat
 def test_jax_function_refuses_at_the_call_and_differentiates_at_a_python_float(monkeypatch):
     jax = pytest.importorskip("jax", reason="JAX is not installed (pip install 'gradkern[jax]')")
     from jax.experimental import sparse
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     step = gk.interop.jax_function(allen_cahn_step, "un")
     u = jax.numpy.asarray(np.random.default_rng(6).uniform(0.5, 1.0, 8), dtype=np.float32)
     un = jax.numpy.zeros(8, dtype=np.float32)
@@ -157,7 +158,7 @@ def test_gkm_check_grad_refuses_on_every_rank_before_anything_runs(monkeypatch):
     others waiting): here a world of one rank."""
     pytest.importorskip("mpi4py", reason="mpi4py is not installed (pip install 'gradkern[mpi]')")
     import gradkern.mpi as gkm
-    monkeypatch.setenv("GRADKERN_BACKEND", "interp")
+    on_interpreter(monkeypatch)
     ran = []
 
     def program(u, un, c):
