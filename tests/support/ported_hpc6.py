@@ -310,3 +310,27 @@ def trap_int(sumx, x0, h, y, xp, yp):
     i = gk.tid()
     x = x0 + i * h
     gk.atomic_add(sumx, 0, trap_int_func(x, y, xp, yp) * h)
+
+
+# ---- RAJAPerf src/apps/NODAL_ACCUMULATION_3D.hpp: each zone adds an eighth of its value to its eight nodes, by
+# atomics; the add a device function called as a statement (C's `__device__ void` helper) -----------------------
+
+
+@gk.func
+def add_to_node(x, n, v):
+    gk.atomic_add(x, n, v)
+
+
+@gk.kernel
+def nodal_accumulation_3d(vol, x, jp, kp):
+    k, j, ii = gk.tid()
+    i = k * kp + j * jp + ii
+    val = 0.125 * vol[k, j, ii]
+    add_to_node(x, i, val)
+    add_to_node(x, i + 1, val)
+    add_to_node(x, i + jp, val)
+    add_to_node(x, i + jp + 1, val)
+    add_to_node(x, i + kp, val)
+    add_to_node(x, i + kp + 1, val)
+    add_to_node(x, i + kp + jp, val)
+    add_to_node(x, i + kp + jp + 1, val)

@@ -62,6 +62,8 @@ def cases(rng, dtype=np.float64):
                                   D(np.r_[R(6, lo=0.5, hi=0.9), R(2, lo=1.1, hi=1.5)]), act(0.9), 0.05, 1.0, -0.8),
          None, {}, ref.pressure),
         ("vol3d", A.vol3d, (D(hx), D(hy), D(hz), D(R(2, 3, 3)), jp, kp, act(1.0 / 12.0)), (2, 3, 3), {}, ref.vol3d),
+        ("nodal_accumulation_3d", A.nodal_accumulation_3d, (D(R(2, 3, 3)), D(R(hx.size)), jp, kp), (2, 3, 3), {},
+         ref.nodal_accumulation_3d),
         ("del_dot_vec_2d", A.del_dot_vec_2d, (D(qx), D(qy), D(R(qx.size, lo=-1, hi=1)), D(R(qx.size, lo=-1, hi=1)),
                                               D(R(qx.size)), K(zones), qjp, 1e-20), zones.size, {},
          ref.del_dot_vec_2d),

@@ -59,6 +59,16 @@ def vol3d(a):
     return {3: vnormq * (term(d71 + d60, d72, d30) + term(d72 + d50, d74, d60) + term(d74 + d30, d71, d50))}
 
 
+def nodal_accumulation_3d(a):
+    vol, x, jp, kp = a
+    out = x.copy()
+    nz, ny, nx = vol.shape
+    base = (np.arange(nz)[:, None, None] * kp + np.arange(ny)[None, :, None] * jp + np.arange(nx)[None, None, :])
+    for o in (0, 1, jp, jp + 1, kp, kp + 1, kp + jp, kp + jp + 1):
+        np.add.at(out, (base + o).ravel(), 0.125 * vol.ravel())
+    return {1: out}
+
+
 def del_dot_vec_2d(a):
     x, y, xdot, ydot, div, zones, jp, ptiny = a
     out = div.copy()
