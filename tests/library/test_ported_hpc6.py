@@ -9,9 +9,9 @@ ported_hpc6_more.py; inputs in ported_hpc6_cases.py, NumPy references in ported_
   non-zero inputs away from kinks, on the interpreter (no compile) in CI, on Numba for NUMBA_SAMPLE;
 * the race analysis' verdicts, primal and reverse.
 
-CI: 24 primals (23 in float32 too) and interpreter gradients, race verdicts, and three kernels' Numba gradients and backend agreement
-(NUMBA_SAMPLE); the other 21 are marked `full` (docs/testing.md). Cold-cache CPU for the file, one process:
-14 s (13.7 user + 0.5 system at load 3.6, session 53).
+CI: 24 primals (23 in float32 too) and interpreter gradients, race verdicts, and three kernels' Numba gradients
+and backend agreement (NUMBA_SAMPLE); the other 21 are marked `full` (docs/testing.md). Cold-cache CPU for the
+file, one process: 14 s (13.7 user + 0.5 system at load 3.6, session 53).
 
 What porting them found is in docs/kernel-language.md ("Sixth round (session 53)")."""
 
