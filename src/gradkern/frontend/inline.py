@@ -25,7 +25,9 @@ def inline_call(lw: Any, call: ast.Call, fn: DeviceFunctionMarker) -> ir.Expr:
 
 
 def inline_values(lw: Any, call: ast.Call, fn: DeviceFunctionMarker, count: int) -> list[ir.Expr]:
-    """As inline_call, for a call whose `count` values are unpacked (`a, b = f(x)`): their expressions."""
+    """As inline_call, for a call whose `count` values are unpacked (`a, b = f(x)`): their expressions. A call
+    made as a statement has `count` 0: the function may return nothing (it writes arrays, as C's `void` helpers
+    do), and a value it returns is dropped, as Python drops it."""
     loc = lw.p.loc(call)
     if lw.lazy:
         lw.fail(call, f"call to device function '{fn.name}' inside a condition, 'and'/'or' "
@@ -39,10 +41,10 @@ def inline_values(lw: Any, call: ast.Call, fn: DeviceFunctionMarker, count: int)
                 hint="unpack into names first: 'a, b = f(...)', then pass them: 'g(a, b)'")
     if len(call.args) != len(callee.params):
         lw.fail(call, f"'{fn.name}' takes {len(callee.params)} arguments, got {len(call.args)}")
-    if not callee.returns_value:
-        lw.fail(call, f"device function '{fn.name}' returns no value",
-                hint="device functions return a scalar; write arrays from the kernel")
-    if callee.results != count:
+    if count and not callee.returns_value:
+        lw.fail(call, f"device function '{fn.name}' returns no value, and its call is used as one",
+                hint=f"call it as a statement, '{fn.name}(...)', or give it a 'return'")
+    if count and callee.results != count:
         many = f"'{', '.join(f'v{k}' for k in range(callee.results))} = {fn.name}(...)'"
         lw.fail(call, f"device function '{fn.name}' returns {callee.results} value{'s' * (callee.results > 1)}, "
                       f"{'unpacked into ' + str(count) + ' names' if count > 1 else 'used as one'}",

@@ -151,6 +151,10 @@ class _Lowerer:
             return
         if isinstance(v, ast.Constant) and isinstance(v.value, str):
             return  # a string used as a comment
+        fn = self.resolve_callee(v.func) if isinstance(v, ast.Call) and not v.keywords else None
+        if isinstance(fn, DeviceFunctionMarker):  # a call as a statement: C's void helper (kernel-language.md)
+            inline_values(self, v, fn, 0)
+            return
         self.expr(v)  # an unsupported call or construct is reported as such first
         self.fail(s, "this expression statement has no effect in a kernel",
                   hint="assign its value to a local or store it into an array")

@@ -3,7 +3,11 @@ the IR means, and the test oracle the compiled backends are checked against.
 
 Threads run one after another in lexicographic order. Arithmetic uses NumPy
 scalars of the node's type, so float32 kernels round like float32 code; an
-index outside an array's bounds (negative ones included) raises IndexError.
+elementary function of float32 values is computed in float64 and rounded to
+float32, the correctly rounded value that C's expf, logf, sinf, cosf and powf
+give (glibc, which Numba and hostcuda call), where NumPy's own float32 loops
+are off by an ulp (docs/testing.md, the language fuzzer's float32 bound);
+an index outside an array's bounds (negative ones included) raises IndexError.
 """
 
 from __future__ import annotations
@@ -77,6 +81,8 @@ class _Frame:
             if e.op is Op.POW and e.args[1].type.is_int:
                 args[1] = int(args[1])  # a Python int exponent keeps NumPy in the base's precision
             f = _BIN.get(e.op) if len(args) == 2 else _UN.get(e.op)
+            if e.op in FUNCTIONS and t is np.float32:  # float32 functions: the float64 value, rounded once
+                args = [np.float64(a) if isinstance(a, np.float32) else a for a in args]
             if f is None:
                 raise InternalError(f"interpreter has no rule for {e.op.name}", e.loc)
             return t(f(*args))
