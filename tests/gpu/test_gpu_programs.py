@@ -14,6 +14,7 @@ import pytest
 from program.test_checkpoint import heat_ping_pong
 from program.test_programs import ping_pong
 from program.test_rules import implicit_diffusion
+from support.devices import CUPY, HAS_GPU, cupy
 
 import gradkern as gk
 import gradkern.kernels as library
@@ -90,6 +91,49 @@ def test_host_write_to_a_device_array_is_refused(device):
         np.testing.assert_array_equal(device.host(after), before)
     if device.xp is np:
         assert u.flags.writeable and v.flags.writeable
+
+
+@pytest.mark.parametrize("where", ["read only", "written"])
+def test_host_write_between_launches_is_refused_whichever_launch_took_it(where, device):
+    """The guard keeps the print `check` took before a launch for the buffers the launch only read (guard.lock's
+    `written`): a later host write to such a buffer (`c`), or to one the launch wrote (`v`), is still found before
+    the next launch that takes it, with no shadow changed."""
+    r = np.random.default_rng(6)
+    u, v, c, du, dv, dc, E, dE = (device.to(a) for a in (r.random(16), r.random(16), r.random(16), r.random(16),
+                                                         r.random(16), r.random(16), np.zeros(1), np.ones(1)))
+    target = (c if where == "read only" else v)[:]  # a view made before the call: found by the fingerprint alone
+
+    def prog(u, v, c, E):
+        gk.launch(library.axpy, u.shape[0], 0.5, c, u)  # reads c, writes u
+        gk.launch(library.axpy, u.shape[0], 0.5, u, v)  # reads u, writes v
+        target[1] = 7.0
+        gk.launch(library.axpy, u.shape[0], 0.25, c, v)  # takes both again
+        gk.launch(library.sum_squares, v.shape[0], v, E)
+    shadows = [device.host(a).copy() for a in (du, dv, dc, dE)]
+    name = "c" if where == "read only" else "v"
+    with device.running(), pytest.raises(gk.ProgramError, match=f"host write to .*'{name}'.*found before launch 3"):
+        gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(c, dc), gk.Duplicated(E, dE))
+    for before, after in zip(shadows, (du, dv, dc, dE)):
+        np.testing.assert_array_equal(device.host(after), before)
+
+
+@pytest.mark.skipif(CUPY is None or not HAS_GPU, reason="no CUDA GPU (CuPy)")
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "int8", "float16", "bool"])
+@pytest.mark.parametrize("size", [1, 7, 1001, 3_000_001])
+def test_device_fingerprint_is_numpys(dtype, size):
+    """program/fingerprint.py's fused CUDA kernel gives NumPy's value bit for bit (the same mix, sums mod 2**64),
+    also past one grid's stride, and sees a one-bit change anywhere."""
+    from gradkern.program.fingerprint import device_print, fingerprint, settle_all
+    a = (np.random.default_rng(size).standard_normal(size) * 10).astype(dtype)
+    d = cupy.asarray(a)
+    assert fingerprint(d) == fingerprint(a)
+    assert settle_all([device_print(d), device_print(d[: size // 2 + 1])]) == \
+        [fingerprint(a), fingerprint(a[: size // 2 + 1])]
+    raw = d.view(cupy.uint8)
+    for pos in {0, raw.size // 3, raw.size - 1}:
+        raw[pos] ^= 4
+        assert fingerprint(d) != fingerprint(a), pos
+        raw[pos] ^= 4
 
 
 def test_rule_writing_outside_its_writes_on_a_device_is_refused(device):

@@ -6,8 +6,13 @@ splitmix64 finaliser) of each word plus its position. Changing any one word
 always changes the sum (the mix is a bijection and the others' terms stay);
 changes to several words cancel only if their mixed differences sum to zero,
 about 2**-64 for any fixed change. Positions enter the mix, so moving values
-around changes it too. The same array operations run on NumPy and CuPy, in
-chunks so that the temporaries stay small; the reduction runs where the array is.
+around changes it too. On NumPy the mix runs as array operations in chunks, so
+that the temporaries stay small. On CuPy it is one fused kernel (`_KERNELS`:
+the same mix, the sum by warps, blocks and 64-bit atomics, which wrap as the
+NumPy sum does) whose result stays on the device: `device_print` launches it
+without waiting, so a program's guard reads a launch's prints back in one
+synchronisation (guard.py; the session-54 GPU check measured ~10 CuPy launches
+and a synchronisation per print, 3.7 ms per step of a 2-launch program).
 """
 
 from __future__ import annotations
@@ -37,8 +42,10 @@ def _words(a: Any, xp: Any) -> Any:
 def fingerprint(a: Any) -> int:
     """A 64-bit fingerprint of `a`'s contents (and shape and dtype)."""
     xp = module_of(a)
+    if xp is not np:
+        return settle(device_print(a))
     words = _words(a, xp)
-    h = hash((tuple(a.shape), str(a.dtype))) & _MASK
+    h = _header(a)
     for start in range(0, words.size, _CHUNK):
         x = words[start:start + _CHUNK].astype(np.uint64)
         x += xp.arange(start, start + x.size, dtype=np.uint64) * _C1
@@ -51,3 +58,80 @@ def fingerprint(a: Any) -> int:
     return h
 
 
+
+
+def _header(a: Any) -> int:
+    return hash((tuple(a.shape), str(a.dtype))) & _MASK
+
+
+# the mix above, per word width; one block's sum by warp shuffles, the blocks' by one 64-bit atomic each
+_SOURCE = r"""
+template <typename W>
+__device__ void gk_print(const W* __restrict__ w, long long n, unsigned long long* out) {
+    unsigned long long s = 0;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)blockDim.x * gridDim.x) {
+        unsigned long long x = (unsigned long long)w[i] + (unsigned long long)i * 0x9E3779B97F4A7C15ULL;
+        x ^= x >> 30; x *= 0xBF58476D1CE4E5B9ULL;
+        x ^= x >> 27; x *= 0x94D049BB133111EBULL;
+        x ^= x >> 31;
+        s += x;
+    }
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+    __shared__ unsigned long long part[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) part[warp] = s;
+    __syncthreads();
+    if (warp == 0) {
+        s = lane < (int)(blockDim.x >> 5) ? part[lane] : 0ULL;
+        for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
+        if (lane == 0) atomicAdd(out, s);
+    }
+}
+""" + "".join(f'extern "C" __global__ void gk_print{k}(const {t}* w, long long n, unsigned long long* out) '
+                  "{ gk_print(w, n, out); }\n"
+                  for k, t in ((8, "unsigned long long"), (4, "unsigned int"), (2, "unsigned short"),
+                               (1, "unsigned char")))
+_KERNELS: dict = {}  # word size -> the compiled kernel (CuPy caches the module on disk too)
+_BLOCK = 256
+
+
+def _kernel(cupy: Any, size: int) -> Any:
+    k = _KERNELS.get(size)
+    if k is None:
+        module = cupy.RawModule(code=_SOURCE, options=("-std=c++11",))
+        for width in (8, 4, 2, 1):
+            _KERNELS[width] = module.get_function(f"gk_print{width}")
+        _KERNELS["blocks"] = cupy.cuda.Device().attributes["MultiProcessorCount"] * 8
+        k = _KERNELS[size]
+    return k
+
+
+def device_print(a: Any) -> tuple[int, Any]:
+    """The fingerprint of CuPy array `a` launched on the current stream, not waited for: (header, a 1-element
+    uint64 device array the sum lands in); `settle` reads it as `fingerprint` returns it."""
+    import cupy
+    words = _words(a, cupy)
+    out = cupy.zeros(1, dtype=np.uint64)
+    n = words.size
+    if n:
+        k = _kernel(cupy, words.dtype.itemsize)
+        grid = min(-(-n // _BLOCK), _KERNELS["blocks"])
+        k((grid,), (_BLOCK,), (words, np.int64(n), out))
+    return _header(a), out
+
+
+def settle(p: tuple[int, Any]) -> int:
+    """A `device_print`'s value (waits for it)."""
+    return (p[0] + int(p[1].get()[0])) & _MASK
+
+
+def settle_all(prints: list) -> list[int]:
+    """The values of several `device_print`s with one synchronisation: their sums gathered on the device first."""
+    if not prints:
+        return []
+    if len(prints) == 1:
+        return [settle(prints[0])]
+    import cupy
+    sums = cupy.concatenate([out for _, out in prints]).get()
+    return [(h + int(s)) & _MASK for (h, _), s in zip(prints, sums)]

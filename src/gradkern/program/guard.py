@@ -40,7 +40,7 @@ from ..errors import ProgramError
 from ..runtime.arrays import device_memory
 from ..runtime.call import backend_name
 from .derived import user_frame, where
-from .fingerprint import fingerprint
+from .fingerprint import device_print, fingerprint, settle_all
 from .shadows import memory_root
 
 _MODES = ("auto", "fingerprint", "off")
@@ -66,6 +66,7 @@ class HostWriteGuard:
         # followers; a later `lock` of it only rereads their two flags
         # (docs/programs.md#recomputed-steps-of-a-checkpointed-loop)
         self.settled: dict[int, tuple[Any, Any]] = {}
+        self.fresh: dict[int, int] = {}  # id(buffer) -> its fingerprint as the last `check` found it
 
     def follow(self, views: list) -> None:
         """Lock `views` whenever their buffer is locked, and now if it is: a view made while its buffer was
@@ -97,7 +98,10 @@ class HostWriteGuard:
         auto = not isinstance(a, np.ndarray) or device_memory(a)
         return self.mode == "fingerprint" or (self.mode == "auto" and auto)
 
-    def lock(self, arrays: list, where: Any) -> None:
+    def lock(self, arrays: list, where: Any, written: set | None = None) -> None:
+        """`arrays` read-only (NumPy) or fingerprinted after a launch took them. `written`: the ids of the buffers
+        (memory roots) the launch may have written, where known; the others keep the prints `check` made of them
+        before the launch."""
         numpy_printed = None  # whether NumPy arrays are fingerprinted: the same for all of them
         settled = self.settled
         for a in arrays:
@@ -115,7 +119,9 @@ class HostWriteGuard:
                         continue
             if (numpy_printed if numpy else self._fingerprinted(a)):
                 root = memory_root(a)
-                self.prints[id(root)] = (_reference(root), fingerprint(root), where)
+                # unchanged since `check` printed it before the launch, which did not write it: that print
+                fresh = None if written is None or id(root) in written else self.fresh.get(id(root))
+                self.prints[id(root)] = (_reference(root), fresh if fresh is not None else _print(root), where)
             if not numpy or self.mode == "fingerprint":
                 continue
             root = memory_root(a)
@@ -136,21 +142,37 @@ class HostWriteGuard:
     def check(self, arrays: list | None, before: str) -> None:
         """ProgramError if a fingerprinted buffer of `arrays` (of every one when None) changed since the
         launch that last took it; `before` says where the change was found."""
+        self.fresh = {}
         if not self.prints:  # nothing fingerprinted: nothing to compare
             return
         roots = self.prints if arrays is None else {id(memory_root(a)): None for a in arrays}
+        device, fresh = [], self.fresh
         for key in list(roots):  # a freed buffer's entry is dropped on the way
             if key in self.prints:
                 ref, fp, where = self.prints[key]
                 root = ref()
                 if root is None:  # freed: nothing can read it any more
                     del self.prints[key]
-                elif fingerprint(root) != fp:
-                    raise ProgramError(
-                        f"a host write to {_name_of(root)}, which the program's derivative depends on, "
-                        f"{where}, found {before}; no shadow was changed",
-                        hint="change arrays inside a program with launches, gk.copy(dst, src) or gk.fill(dst, "
-                             "value), which are differentiated")
+                elif not isinstance(root, np.ndarray):  # CuPy: printed now, compared below in one synchronisation
+                    device.append((key, root, fp, where, device_print(root)))
+                else:
+                    now = fingerprint(root)
+                    if now != fp:
+                        raise _changed(root, where, before)
+                    fresh[key] = now
+        if device:
+            # the new prints and the old ones not yet read back (`lock`'s), in one read
+            olds = [fp for _, _, fp, _, _ in device]
+            pending = [k for k, fp in enumerate(olds) if type(fp) is tuple]
+            values = settle_all([p for *_, p in device] + [olds[k] for k in pending])
+            m = len(device)
+            for k, v in zip(pending, values[m:]):
+                olds[k] = v
+            for (key, root, _, where, _), now, fp in zip(device, values[:m], olds):
+                if now != fp:
+                    raise _changed(root, where, before)
+                self.prints[key] = (self.prints[key][0], fp, where)  # settled: never read back again
+                fresh[key] = now
 
     def refuse_write(self, a: Any) -> None:
         """ProgramError before a host write changes `a` if its buffer is fingerprinted (the tape depends on
@@ -293,6 +315,18 @@ def _reference(x: Any) -> Any:
         return weakref.ref(x)
     except TypeError:
         return lambda: x
+
+
+def _print(root: Any) -> Any:
+    """A buffer's fingerprint: an int (NumPy), or a device print not yet read back (CuPy; fingerprint.py)."""
+    return fingerprint(root) if isinstance(root, np.ndarray) else device_print(root)
+
+
+def _changed(root: Any, where: Any, before: str) -> ProgramError:
+    return ProgramError(f"a host write to {_name_of(root)}, which the program's derivative depends on, {where}, "
+                        f"found {before}; no shadow was changed",
+                        hint="change arrays inside a program with launches, gk.copy(dst, src) or gk.fill(dst, "
+                             "value), which are differentiated")
 
 
 def _name_of(root: Any) -> str:

@@ -153,7 +153,8 @@ class ProgramRecorder(Recorder):
             self.versions.written(view)
         for view in reads:  # this step's reverse reads these as the step left them
             self.versions.read_by_reverse(view)
-        self._add(step, arrays, settled)
+        # the buffers it may have written: the others keep the fingerprints taken before it (guard.lock)
+        self._add(step, arrays, settled, {id(memory_root(v)) for v in written} if guard.prints else None)
 
     def _annotations(self, params, args: tuple) -> tuple[list, dict, tuple, bool]:
         """How the launch takes `args`: annotated (shadows found or made), its Active scalars by position, the
@@ -184,13 +185,13 @@ class ProgramRecorder(Recorder):
         self._add(step, arrays)
         return result
 
-    def _add(self, step: Step, arrays: list, settled: list | None = None) -> None:
+    def _add(self, step: Step, arrays: list, settled: list | None = None, written: set | None = None) -> None:
         """A launch or rule call recorded: the arrays it took locked after it (`settled`: they were, and are
         again: guard.unlock_settled), its Active scalars kept."""
         if settled is not None:
             self.guard.locked_settled(settled, step)  # its `where`, formatted where an error names it
         else:
-            self.guard.lock(arrays, step.where)
+            self.guard.lock(arrays, step.where, written)
         for s in step.scalars.values():
             self.scalars.setdefault(id(s), s)
         self.steps.append(step)

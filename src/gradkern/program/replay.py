@@ -103,7 +103,7 @@ class LaunchFacts:
         # array's flags (the arguments', then their shadows'), the shadows' geometry, the plain scalars' types
         self.shadows = tuple(dx for kind, d in self.kinds if kind == 1 for dx in (d if type(d) is tuple else (d,)))
         self.shaped = tuple((dx.shape, dx.strides, dx.dtype) for dx in self.shadows)
-        self.flags = tuple(args[n].flags.num for n, _ in self.refs) + tuple(dx.flags.num for dx in self.shadows)
+        self.flags = tuple(_flag_word(args[n]) for n, _ in self.refs) + tuple(_flag_word(dx) for dx in self.shadows)
         # what runtime/call.py's refill collects from the annotations `annotations` makes: the Active positions and
         # the shadows by parameter (call.refill_known)
         call = self.call
@@ -196,7 +196,7 @@ class LaunchFacts:
     def settle(self, args: tuple) -> None:
         """The runtime prepared the facts' call for `args`, to which `rebind` bound them (`same`): their flags,
         as the launch takes them (unlocked), are what a later `signed` launch on them compares."""
-        self.flags = tuple(args[n].flags.num for n, _ in self.refs) + tuple(dx.flags.num for dx in self.shadows)
+        self.flags = tuple(_flag_word(args[n]) for n, _ in self.refs) + tuple(_flag_word(dx) for dx in self.shadows)
         self.rebound = False
 
     def same(self, call: Any, values: Any) -> bool:
@@ -217,11 +217,11 @@ class LaunchFacts:
         flags = self.flags
         k = 0
         for n, _ in self.refs:
-            if args[n].flags.num != flags[k]:
+            if _flag_word(args[n]) != flags[k]:
                 return None
             k += 1
         for dx, (shape, strides, dtype) in zip(self.shadows, self.shaped):
-            if dx.flags.num != flags[k] or dx.shape != shape or dx.strides != strides or dx.dtype != dtype:
+            if _flag_word(dx) != flags[k] or dx.shape != shape or dx.strides != strides or dx.dtype != dtype:
                 return None
             k += 1
         for n, t in self.scalars:
@@ -323,6 +323,15 @@ def _slots(args: tuple, kinds: tuple, values: Any, shadows: Any, fresh: tuple) -
     js = tuple(next(j for j, m in enumerate(m for m, a in enumerate(args) if is_array(a)) if m == n)
                for n in positions)
     return tuple(positions), tuple(made), tuple(laid), js, frozenset(id(o) for o in owners)
+
+
+def _flag_word(a: Any) -> Any:
+    """An array's flags as one comparable value: NumPy's bit word; CuPy's flags have no `num`, and only
+    contiguity of theirs reaches a signature (runtime/call.py)."""
+    if isinstance(a, np.ndarray):
+        return a.flags.num
+    f = a.flags
+    return (f.c_contiguous, f.f_contiguous)
 
 
 def _owner(x: Any) -> Any:

@@ -324,7 +324,7 @@ def _bind(kernel: ir.Kernel, dim: Any, args: tuple, backend: str | None, inspect
                                   "but the array is read-only", hint=_read_only_hint())
             if (p.written and not flags.c_contiguous) or not numpy_made(a):
                 _check_array(kernel, p, a)
-            if aligned_only and not flags.aligned and isinstance(a, np.ndarray):
+            if aligned_only and isinstance(a, np.ndarray) and not flags.aligned:  # CuPy's flags have no 'aligned'
                 raise LaunchError(f"argument '{p.name}' is not aligned: its {a.dtype} elements start at addresses that "
                                   f"are not multiples of {a.itemsize} (e.g. np.frombuffer at an odd offset); backend "
                                   f"'{backend}' runs C++ that loads whole aligned elements",
