@@ -178,7 +178,44 @@ def test_shared_adjoints_use_atomics_and_own_ones_plain_adds():
     assert not re.search(r"_gkb_atomic_add\(&_gk_d_A\[", src)  # row i of A is thread i's own
     src = gk.inspect(saxpy, gk.Active(2.0), gk.Duplicated(x, x.copy()), gk.Duplicated(x + 1, x.copy()),
                      mode=gk.Reverse, backend="cuda").source
-    assert src.count("_gkb_atomic_add(&") == 1  # only the Active scalar's sum
+    # only the Active scalar's sum, in a register per thread and once per block
+    assert src.count("_gkb_atomic_add(&") == 0 and src.count("_gkb_block_add(&") == 1
+
+
+@gk.kernel
+def _summed_mix(x, y, out, hist, counts):
+    i = gk.tid()
+    gk.atomic_add(out, 0, x[i] * y[i])  # summed: a constant index, `out` only added into
+    gk.atomic_add(out, 1, x[i])
+    gk.atomic_add(hist, i % 3, x[i])  # not summed: the index varies
+    gk.atomic_add(counts, 0, 1)  # not summed: an integer target keeps its exact atomics
+
+
+@gk.kernel
+def _summed_read(x, out):
+    i = gk.tid()
+    gk.atomic_add(out, 0, x[i])
+    x[i] = out[1]  # `out` is read: its adds stay atomic (a thread may read what others added)
+
+
+def test_block_summed_elements():
+    """backends/cuda.py block_summed: float elements at constant indices of arrays a parallel kernel only adds
+    into are summed per thread and once per block; the rest keep their atomics; the serial form is untouched."""
+    from gradkern.backends import cuda
+    x, y = np.random.default_rng(0).random(8), np.random.default_rng(1).random(8)
+    src = gk.inspect(_summed_mix, x, y, np.zeros(2), np.zeros(3), np.zeros(1, np.int64), backend="cuda").source
+    assert src.count("_gkb_block_add(&") == 2 and "_gkb_block_add(&out[(0LL)]" in src
+    assert "_gkb_atomic_add(&hist[" in src and "_gkb_atomic_add(&counts[" in src
+    src = gk.inspect(_summed_read, x.copy(), np.zeros(2), backend="cuda").source
+    assert "_gkb_block_add" not in src.split("_summed_read_1d(")[1]
+    from gradkern.ir.types import F64, I64, Array
+    from gradkern.pipeline import specialize
+    types = {"x": Array(F64, 1), "y": Array(F64, 1), "out": Array(F64, 1), "hist": Array(F64, 1),
+             "counts": Array(I64, 1)}
+    typed = specialize(_summed_mix.ir, types, 1, "cuda").typed
+    assert [a for a, _ in cuda.block_summed(typed)] == ["out", "out"]
+    serial = cuda.generate(typed, 1, cuda.CudaOptions(parallel=False))[0]
+    assert "_gkb_block_add(&" not in serial.split("_summed_mix_1d(")[1]
 
 
 def test_gpu_requests_without_cupy_say_how_to_install(monkeypatch):
