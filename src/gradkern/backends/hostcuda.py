@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError, InternalError, LaunchError
+from .base import Generated
 from .cache_files import discard, make_folders, read_file, replace_with, seal, unseal, warn, warn_damaged, write_exact
 from .cuda import LIBM, CudaBackend
 
@@ -129,6 +130,13 @@ class HostCudaBackend(CudaBackend):
     #: the CUDA backend's grid size is min(blocks of work, 32 per multiprocessor): two "multiprocessors" cap a
     #: grid at 64 blocks, so a launch past 16384 threads runs the grid-stride loop more than once per thread
     multiprocessors = 2
+
+    def summation(self, code: Generated, accumulator: str, parallel: bool) -> str:
+        said = super().summation(code, accumulator, parallel)
+        if said.startswith("per-block"):  # the host's threads run one at a time: no block to sum over
+            return ("each thread sums its elements' terms in a register and adds its sum once by an atomic add "
+                    "(on a GPU, once per block: docs/hostcuda.md)")
+        return said
 
     def __init__(self):
         super().__init__()
