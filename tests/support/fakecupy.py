@@ -25,6 +25,9 @@ from typing import Any
 import numpy as np
 
 _SCALARS = (bool, int, float, complex, np.generic)
+# NumPy's constructors as imported: while a program records, gradkern wraps np.asarray and its kin to follow host
+# code (program/hostcalls.py); the fake's "device" work is no host code, and CuPy calls none of them
+_asarray, _array, _ascontiguousarray = np.asarray, np.array, np.ascontiguousarray
 
 
 class Memory:
@@ -100,7 +103,7 @@ def _inside(r: np.ndarray, mem: Memory) -> bool:
 
 def _owned(r: Any) -> ndarray:
     """A new fake array in an allocation of its own holding NumPy result `r` (a copy, or a scalar)."""
-    r = np.asarray(r)
+    r = _asarray(r)
     if not (r.flags.c_contiguous or r.flags.f_contiguous) or r.base is not None:
         r = r.copy()
     if not r.size:
@@ -186,7 +189,7 @@ class ndarray:  # noqa: N801 (CuPy's name)
 
     # ---- copies to and from the host ----------------------------------------------------------------------------
     def get(self, stream=None) -> np.ndarray:
-        return np.array(self._a, copy=True)
+        return _array(self._a, copy=True)
 
     def set(self, arr: np.ndarray, stream=None) -> None:
         if not isinstance(arr, np.ndarray) or arr.shape != self.shape:
@@ -304,7 +307,7 @@ ndarray.__hash__ = None
 def asarray(a, dtype=None, order=None) -> ndarray:
     if type(a) is ndarray:
         return a if dtype is None or np.dtype(dtype) == a.dtype else a.astype(dtype)
-    return _owned(np.array(a, dtype=dtype, order=order or "K", copy=True))
+    return _owned(_array(a, dtype=dtype, order=order or "K", copy=True))
 
 
 def array(a, dtype=None, copy: bool = True, order: str = "K") -> ndarray:
@@ -314,7 +317,7 @@ def array(a, dtype=None, copy: bool = True, order: str = "K") -> ndarray:
 
 
 def asnumpy(a, stream=None) -> np.ndarray:
-    return a.get() if type(a) is ndarray else np.asarray(a)
+    return a.get() if type(a) is ndarray else _asarray(a)
 
 
 def _made(make):
@@ -353,10 +356,10 @@ def swapaxes(a: ndarray, x: int, y: int) -> ndarray:
 def ascontiguousarray(a, dtype=None) -> ndarray:
     """`a` itself when it is C-contiguous already (as CuPy), else a contiguous copy."""
     if type(a) is not ndarray:
-        return asarray(np.ascontiguousarray(a, dtype))
+        return asarray(_ascontiguousarray(a, dtype))
     if a._a.flags.c_contiguous and (dtype is None or np.dtype(dtype) == a.dtype):
         return a
-    return _owned(np.ascontiguousarray(a._a, dtype))
+    return _owned(_ascontiguousarray(a._a, dtype))
 
 
 # ---- kernels: CUDA C compiled by hostcuda's g++ route, run on the host ------------------------------------------
