@@ -415,6 +415,9 @@ def _module() -> types.ModuleType:
     runtime = types.SimpleNamespace(getDevice=lambda: 0, getDeviceCount=lambda: 1,
                                     getDeviceProperties=lambda d: {"name": b"fakecupy (NumPy on the host)"})
     memory = types.SimpleNamespace(Memory=Memory, MemoryPointer=MemoryPointer)
+    # what the shipped rules call (kernels/dense.py, kernels/spectral.py), computed by NumPy
+    m.linalg = types.SimpleNamespace(solve=_made(np.linalg.solve))
+    m.fft = types.SimpleNamespace(rfft=_made(np.fft.rfft), irfft=_made(np.fft.irfft), rfftfreq=_made(np.fft.rfftfreq))
     m.cuda = types.SimpleNamespace(Device=Device, runtime=runtime, memory=memory, MemoryPointer=MemoryPointer)
     return m
 
