@@ -64,7 +64,8 @@ def _header(a: Any) -> int:
     return hash((tuple(a.shape), str(a.dtype))) & _MASK
 
 
-# the mix above, per word width; one block's sum by warp shuffles, the blocks' by one 64-bit atomic each
+# the mix above, per word width; one block's sum by warp shuffles, the blocks' by one 64-bit atomic each (NVRTC
+# defines __CUDACC__; the host branch is for the tests' CuPy stand-in, docs/hostcuda.md "CuPy's paths on a stand-in")
 _SOURCE = r"""
 template <typename W>
 __device__ void gk_print(const W* __restrict__ w, long long n, unsigned long long* out) {
@@ -77,6 +78,7 @@ __device__ void gk_print(const W* __restrict__ w, long long n, unsigned long lon
         x ^= x >> 31;
         s += x;
     }
+#if defined(__CUDACC__)
     for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
     __shared__ unsigned long long part[32];
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -87,6 +89,9 @@ __device__ void gk_print(const W* __restrict__ w, long long n, unsigned long lon
         for (int o = 16; o > 0; o >>= 1) s += __shfl_down_sync(0xffffffffu, s, o);
         if (lane == 0) atomicAdd(out, s);
     }
+#else  // the host (tests/support/fakecupy.py: g++, a block's threads one after another): each adds its own sum
+    atomicAdd(out, s);
+#endif
 }
 """ + "".join(f'extern "C" __global__ void gk_print{k}(const {t}* w, long long n, unsigned long long* out) '
                   "{ gk_print(w, n, out); }\n"
