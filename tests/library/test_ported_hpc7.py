@@ -7,7 +7,8 @@ ported_hpc7_more.py; inputs in ported_hpc7_cases.py, NumPy references in ported_
 * the primal agrees on Numba, hostcuda and the IR interpreter within the shared 8-ulp bound;
 * check_grad in float64, reverse and forward, against central differences and the dot-product test, on random
   non-zero inputs away from kinks, on the interpreter (no compile) in CI, on Numba for NUMBA_SAMPLE;
-* the race analysis' verdicts, primal and reverse.
+* the race analysis' verdicts, primal and reverse;
+* (`full`) each reverse on hostcuda against Numba's, the same output adjoints.
 
 CI: 15 primals (in float32 too) and interpreter gradients, race verdicts, and three kernels' Numba gradients and
 backend agreement (NUMBA_SAMPLE); the other 12 are marked `full` (docs/testing.md). Cold-cache CPU for the file,
@@ -107,3 +108,36 @@ def test_race_verdicts(name):
     assert primal.atomic_targets == ATOMIC.get(name, ())
     checked = name in RUNTIME_CHECKED
     assert primal.race_check == checked and reverse.race_check == checked, name
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("name", NAMES)
+def test_reverse_on_hostcuda_agrees_with_numba(name):
+    """Each reverse (the same random output adjoints) on hostcuda, the CUDA backend's source under g++, against
+    Numba's: primals, shadows and Active scalars' derivatives within 1e-14 of each array's largest value (the two
+    compilers may order the atomics' and the Active scalars' sums differently; session 54 saw at most 4e-16). The
+    CUDA printer sums constant-index float atomics per block (backends/cuda.py `block_summed`); hostcuda adds
+    each thread's sum, so this checks the printed reverse, not the block sums themselves (docs/hostcuda.md)."""
+    pytest.importorskip("gradkern.backends.hostcuda")
+    runs = {}
+    for backend in ("cpu", "hostcuda"):
+        _, kernel, args, dim, _, _ = _case(name)
+        rng = np.random.default_rng(11)
+        args = [gk.Duplicated(a.val.copy(), rng.uniform(-1, 1, a.val.shape)) if isinstance(a, gk.Duplicated) else a
+                for a in args]
+        try:
+            if name in PROGRAMS:
+                result = gk.autodiff(lambda *a, b=backend, f=kernel: f(*a, backend=b), *args)
+            else:
+                result = gk.autodiff(kernel, *args, dim=dim, backend=backend)
+        except gk.BackendUnavailableError:
+            pytest.skip("no g++ for hostcuda")
+        runs[backend] = (args, result)
+    (numba_args, numba_result), (host_args, host_result) = runs["cpu"], runs["hostcuda"]
+    for k, (a, h) in enumerate(zip(numba_args, host_args)):
+        if isinstance(a, gk.Duplicated):
+            for x, y in ((a.val, h.val), (a.dval, h.dval)):
+                np.testing.assert_allclose(y, x, rtol=0, atol=1e-14 * float(np.max(np.abs(x))), err_msg=f"{name} {k}")
+    for x, y in zip(numba_result, host_result):
+        if x is not None:
+            assert abs(float(y) - float(x)) <= 1e-14 * abs(float(x)), (name, x, y)
