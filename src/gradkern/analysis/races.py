@@ -265,7 +265,7 @@ class _Instrument:
             if isinstance(s, ir.Store) and s.array in self.tracked:
                 out += self.record("write", s.array, s.indices, s.target, s.loc)
             elif isinstance(s, ir.AtomicAdd) and s.array in self.tracked:
-                out += self.record("atomic_add", s.array, s.indices, str(s), s.loc)
+                out += self.record("atomic_add", s.array, s.indices, s.target, s.loc)
             out.append(with_blocks(s, self.block))
         return tuple(out)
 

@@ -1,0 +1,143 @@
+"""Session 54's seventh round of kernels ported from public GPU and HPC codes (tests/support/ported_hpc7.py,
+ported_hpc7_more.py; inputs in ported_hpc7_cases.py, NumPy references in ported_hpc7_refs.py). For each:
+
+* the primal on the interpreter matches its NumPy reference within 1e-12 of the largest value (the reference
+  evaluates the same formulas in float64, in another order where NumPy sums or solves, and calls NumPy's libm);
+* the primal in float32 on the interpreter stays float32 and within 1e-5 of the float64 reference;
+* the primal agrees on Numba, hostcuda and the IR interpreter within the shared 8-ulp bound;
+* check_grad in float64, reverse and forward, against central differences and the dot-product test, on random
+  non-zero inputs away from kinks, on the interpreter (no compile) in CI, on Numba for NUMBA_SAMPLE;
+* the race analysis' verdicts, primal and reverse;
+* (`full`) each reverse on hostcuda against Numba's, the same output adjoints.
+
+CI: 15 primals (in float32 too) and interpreter gradients, race verdicts, and three kernels' Numba gradients and
+backend agreement (NUMBA_SAMPLE); the other 12 are marked `full` (docs/testing.md). Cold-cache CPU for the file,
+one process: see the session-54 report (docs/kernel-language.md "Seventh round").
+
+What porting them found is in docs/kernel-language.md ("Seventh round (session 54)")."""
+
+import numpy as np
+import pytest
+from support.ported import primal_values
+from support.ported_harness import (
+    assert_primal_agrees_across_backends,
+    assert_primal_matches_numpy,
+    numba_sampled,
+    on_interpreter,
+    run_case,
+)
+from support.ported_hpc7_cases import PROGRAMS, cases
+
+import gradkern as gk
+from gradkern.testing import check_grad
+
+NAMES = [c[0] for c in cases(np.random.default_rng(0))]
+# Numba's sample (each costs a few Numba compiles; the cheapest of the interesting shapes: field_summary's,
+# selective_scan's and ludcmp's reverses took 15, 21 and 13 s to compile, session 54): an Active step whose terms are
+# summed into one element by an atomic (pi_atomic), a program choosing its path by a comparison, ping-ponged by the
+# host (floyd_warshall), one thread substituting in place, the inner bound the outer index (trisolv)
+NUMBA_SAMPLE = {"pi_atomic", "floyd_warshall", "trisolv"}
+
+
+def _case(name, seed=5):
+    return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_primal_matches_numpy(name):
+    assert_primal_matches_numpy(_case(name), PROGRAMS, backend="interp")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_float32_primal_on_the_interpreter(name):
+    """Outputs stay float32 and within 1e-5 of the largest value of the float64 reference: float32 rounds each of a
+    kernel's at most a few hundred operations by 6e-8 relative (the largest seen: 9e-7, gramschmidt's square root
+    of a sum and divisions; adi's and deriche's recurrences 5e-7 and 2e-7)."""
+    name, kernel, args, dim, _, reference = next(c for c in cases(np.random.default_rng(5), dtype=np.float32)
+                                                 if c[0] == name)
+    values = primal_values(args)
+    want = reference([np.float64(v) if isinstance(v, np.float32) else
+                      v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype == np.float32 else v
+                      for v in primal_values(args)])
+    run_case(name, kernel, dim, values, "interp", PROGRAMS)
+    for k, expected in want.items():
+        assert values[k].dtype == np.float32, (name, k)
+        np.testing.assert_allclose(values[k], expected, rtol=0, atol=1e-5 * float(np.max(np.abs(expected))),
+                                   err_msg=f"{name} argument {k}")
+
+
+@pytest.mark.parametrize("name", numba_sampled(NAMES, NUMBA_SAMPLE))
+def test_primal_agrees_across_backends(name):
+    assert_primal_agrees_across_backends(_case(name), PROGRAMS)
+
+
+def _check_gradient(name):
+    _, kernel, args, dim, options, _ = _case(name)
+    report = check_grad(kernel, *args, dim=dim, **options)
+    # pi_atomic has one output and two inputs (one an Active scalar), so six derivatives are all check_grad draws
+    assert report.ok and report.checked >= (6 if name == "pi_atomic" else 20), str(report)
+    assert report.dot_analytic != 0.0
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_gradient_interp(name, monkeypatch):
+    on_interpreter(monkeypatch)
+    _check_gradient(name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", numba_sampled(NAMES, NUMBA_SAMPLE))
+def test_gradient(name):
+    _check_gradient(name)
+
+
+# launches not proved race-free statically: DIFF_PREDICT's px[i + offset * r] read and written in place (offset a
+# run-time scalar); the exact run-time check runs for it, and passes. Reverses of the one-thread kernels (seidel_2d,
+# trisolv, ludcmp) add their shadows by atomics, as the reverse of any kernel whose reads it cannot pair with one
+# thread does
+RUNTIME_CHECKED = {"diff_predict"}
+ATOMIC = {"pi_atomic": ("pi",), "daxpy_atomic": ("y",), "field_summary": ("sums",)}
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in PROGRAMS])
+def test_race_verdicts(name):
+    _, kernel, args, dim, _, _ = _case(name)
+    primal = gk.inspect(kernel, *primal_values(args), dim=dim)
+    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
+    assert primal.parallel and reverse.parallel
+    assert primal.atomic_targets == ATOMIC.get(name, ())
+    checked = name in RUNTIME_CHECKED
+    assert primal.race_check == checked and reverse.race_check == checked, name
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("name", NAMES)
+def test_reverse_on_hostcuda_agrees_with_numba(name):
+    """Each reverse (the same random output adjoints) on hostcuda, the CUDA backend's source under g++, against
+    Numba's: primals, shadows and Active scalars' derivatives within 1e-14 of each array's largest value (the two
+    compilers may order the atomics' and the Active scalars' sums differently; session 54 saw at most 4e-16). The
+    CUDA printer sums constant-index float atomics per block (backends/cuda.py `block_summed`); hostcuda adds
+    each thread's sum, so this checks the printed reverse, not the block sums themselves (docs/hostcuda.md)."""
+    pytest.importorskip("gradkern.backends.hostcuda")
+    runs = {}
+    for backend in ("cpu", "hostcuda"):
+        _, kernel, args, dim, _, _ = _case(name)
+        rng = np.random.default_rng(11)
+        args = [gk.Duplicated(a.val.copy(), rng.uniform(-1, 1, a.val.shape)) if isinstance(a, gk.Duplicated) else a
+                for a in args]
+        try:
+            if name in PROGRAMS:
+                result = gk.autodiff(lambda *a, b=backend, f=kernel: f(*a, backend=b), *args)
+            else:
+                result = gk.autodiff(kernel, *args, dim=dim, backend=backend)
+        except gk.BackendUnavailableError:
+            pytest.skip("no g++ for hostcuda")
+        runs[backend] = (args, result)
+    (numba_args, numba_result), (host_args, host_result) = runs["cpu"], runs["hostcuda"]
+    for k, (a, h) in enumerate(zip(numba_args, host_args)):
+        if isinstance(a, gk.Duplicated):
+            for x, y in ((a.val, h.val), (a.dval, h.dval)):
+                np.testing.assert_allclose(y, x, rtol=0, atol=1e-14 * float(np.max(np.abs(x))), err_msg=f"{name} {k}")
+    for x, y in zip(numba_result, host_result):
+        if x is not None:
+            assert abs(float(y) - float(x)) <= 1e-14 * abs(float(x)), (name, x, y)
