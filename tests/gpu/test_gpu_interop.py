@@ -193,24 +193,24 @@ def test_torch_a_programs_arrays_are_all_copies(device, monkeypatch):
 
 
 @on_cuda
-def test_torch_launches_run_on_torchs_current_stream(monkeypatch):
+def test_torch_launches_run_on_torchs_current_stream():
     """Every gradkern launch of the forward and of the backward runs on torch's current stream of the
-    tensors' device (a side stream here), the result right once that stream is waited for."""
-    from gradkern.backends.cuda import CudaBackend
+    tensors' device (a side stream here), the result right once that stream is waited for. The launches are
+    watched through runtime/call.py's `observing` (docs/prepared-call.md), called after each launch in the
+    launching thread (torch runs a CUDA backward in a thread of its own)."""
+    from gradkern.runtime.call import observing
     launches: list = []
-    real = CudaBackend.run
 
-    def run(self, *args, **kwargs):
-        launches.append((cupy.cuda.get_current_stream().ptr, torch.cuda.current_stream().cuda_stream))
-        return real(self, *args, **kwargs)
+    def watch(run, dim, seconds):
+        launches.append((run.spec.backend, cupy.cuda.get_current_stream().ptr,
+                         torch.cuda.current_stream().cuda_stream))
 
-    monkeypatch.setattr(CudaBackend, "run", run)
     op = gk.interop.torch_function(stencil, "un")
     rng = np.random.default_rng(4)
     u_host, w_host = rng.uniform(-0.5, 0.5, N), rng.standard_normal(N)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
+    with observing(watch), torch.cuda.stream(side):
         u = torch.from_numpy(u_host).cuda().requires_grad_()
         c = torch.tensor(0.2, dtype=torch.float64, device="cuda", requires_grad=True)
         w = torch.from_numpy(w_host).cuda()
@@ -218,9 +218,10 @@ def test_torch_launches_run_on_torchs_current_stream(monkeypatch):
         forward = list(launches)
         du, dc = torch.autograd.grad(out, [u, c], w)
     side.synchronize()
-    assert forward and {s for s, _ in forward} == {side.cuda_stream} != {0}
+    assert forward and {b for b, _, _ in launches} == {"cuda"}
+    assert {ours for _, ours, _ in forward} == {side.cuda_stream} != {0}
     backward = launches[len(forward):]
-    assert backward and all(ours == torchs for ours, torchs in backward)  # torch's current stream, in its thread
+    assert backward and all(ours == torchs for _, ours, torchs in backward)  # torch's current stream, in its thread
     cpu = gk.interop.torch_function(stencil, "un")
     uc = torch.from_numpy(u_host).requires_grad_()
     cc = torch.tensor(0.2, dtype=torch.float64, requires_grad=True)

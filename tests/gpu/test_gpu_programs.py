@@ -223,7 +223,7 @@ def _in_mode(mode, u0, v0, device=None):
             lanes = [[to(np.zeros_like(u0)), to(np.zeros_like(v0)), to(np.array([1.0 + k]))] for k in range(2)]
             batched = [gk.BatchDuplicated(a, tuple(lane[n] for lane in lanes)) for n, a in enumerate((u, v, E))]
             got = gk.autodiff(views_and_temporary, *batched, gk.Active(0.3))
-            return [host(s) for lane in lanes for s in lane] + [host(a) for a in (u, v, E)], list(got[3])
+            return [host(s) for lane in lanes for s in lane] + [host(a) for a in (u, v, E)], [float(x) for x in got[3]]
         shadows = [to(np.zeros_like(u0)), to(np.zeros_like(v0)), to(np.ones(1))]
         args = [*(gk.Duplicated(a, s) for a, s in zip((u, v, E), shadows)), gk.Active(0.3)]
         if mode == "split":
@@ -232,7 +232,7 @@ def _in_mode(mode, u0, v0, device=None):
             got = reverse(*args, forward(*args))
         else:
             got = gk.autodiff(views_and_temporary, *args)
-        return [host(s) for s in shadows] + [host(a) for a in (u, v, E)], [got[3]]
+        return [host(s) for s in shadows] + [host(a) for a in (u, v, E)], [float(got[3])]
 
 
 @pytest.mark.parametrize("mode", ["reverse", "split", "forward", "vector"])

@@ -47,7 +47,7 @@ def _run(device, name, checkpointed, mode):
             got = gk.autodiff(mc.simulate, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, dE),
                               gk.Active(c), grid, cd, checkpointed)
             out = {"u": host(u), "du": host(du), "dv": host(dv), "E": host(E)}
-            scalar = WORLD.allreduce(got[3])
+            scalar = WORLD.allreduce(float(got[3]))  # a float also where the derivative came from the device
             gathered = grid.gather(du, padded=True)
         else:
             tu, tv = (to(mc.window(grid, rng.standard_normal(u0.shape)).copy()) for _ in range(2))
