@@ -1,9 +1,10 @@
 """gradkern.mpi on device arrays (docs/distributed.md, "GPU"; issue 32 item 5): a 2-rank job of
 tests/support/mpi_cases_gpu.py, whose exchanges (plain, checkpointed, forward mode) and allreduce on device
 arrays give the NumPy run's derivatives on the same ranks. On CuPy arrays (a GPU) every message is staged
-through a host buffer (`.get()`, then back to the device); on hostcuda (CI) the kernels run the CUDA backend's C
-and the blocks are host memory, so the staging copies are NumPy's. Skipped, saying so, without mpi4py, mpiexec
-(the mpich wheel's, on the GPU machine: docs/hostcuda.md, "The prepared GPU check"), a GPU or g++."""
+through a host buffer (`.get()`, then back to the device); on hostcuda (`-m full`) the kernels run the CUDA
+backend's C and the blocks are host memory, so the staging copies are NumPy's. Skipped, saying so, without
+mpi4py, mpiexec (the mpich wheel's, on the GPU machine: docs/hostcuda.md, "The prepared GPU check"), a GPU or
+g++."""
 
 from __future__ import annotations
 
@@ -54,9 +55,14 @@ def test_exchanges_and_allreduce_on_cupy_arrays_on_2_ranks(tmp_path):
 
 
 @no_mpiexec
+@pytest.mark.full
 def test_exchanges_and_allreduce_on_the_cuda_path_on_2_ranks(tmp_path):
-    """The CPU twin (CI): the exchange's reverse with corners and the allreduce program, every launch through
-    the CUDA backend's C (hostcuda), equal to the Numba run."""
+    """The CPU twin of the CuPy job, on hostcuda: the exchange's reverse with corners and the allreduce program,
+    every launch through the CUDA backend's C, equal to the Numba run. `full` (`-m full`): from an empty cache
+    it costs 17 s of CPU (two ranks compiling the same kernels for both backends, load 9 on 2 cores), past this
+    area's CI budget. CI's test of the staging path on host memory is tests/mpi/test_mpi.py's
+    test_cases_on_the_cuda_path (2 ranks on hostcuda: finite differences, vector and split mode, the allreduce
+    seeding table), whose blocks are NumPy's."""
     from gradkern.backends.hostcuda import compiler
     if compiler() is None:
         pytest.skip("g++ is not on the PATH: backend hostcuda is unavailable")
