@@ -1,4 +1,4 @@
-"""gradkern.mpi on device arrays (docs/distributed.md, "GPU"; issue 32 item 5): a 2-rank job of
+"""gradkern.mpi on device arrays (docs/distributed.md, "Not yet"; issue 32 item 5): a 2-rank job of
 tests/support/mpi_cases_gpu.py, whose exchanges (plain, checkpointed, forward mode) and allreduce on device
 arrays give the NumPy run's derivatives on the same ranks. On CuPy arrays (a GPU) every message is staged
 through a host buffer (`.get()`, then back to the device); on hostcuda (`-m full`) the kernels run the CUDA

@@ -1,5 +1,5 @@
 """gradkern.mpi on device arrays, run on every rank of `mpiexec -n P python -m mpi4py tests/support/mpi_cases_gpu.py
-OUT DEVICE` (tests/gpu/test_gpu_mpi.py; docs/distributed.md, "GPU"). DEVICE is `cupy` (CuPy arrays on a GPU: the
+OUT DEVICE` (tests/gpu/test_gpu_mpi.py; docs/distributed.md, "Not yet"). DEVICE is `cupy` (CuPy arrays on a GPU: the
 exchanges and the allreduce stage them through host buffers, `.get()` and back) or `hostcuda` (NumPy arrays whose
 launches run the CUDA backend's C on the host, tests/support/devices.py: every kernel on the CUDA path, the
 messages from host memory). Each rank runs mpi_cases.py's simulation (exchanges in a time loop, plain and
