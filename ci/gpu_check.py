@@ -23,7 +23,7 @@ next one still runs):
                host snapshots) against hand-written CUDA, with CuPy's pool peak. T = 200, not the CPU table's
                1000: its 4 gradkern rows run 5 times each (warm-up, 3 timed, the pool peak), and at T = 1000
                one call took 1.4-3.7 s on the H200 (2026-11-30, before the block sums), 40 s and more in all;
-               at T = 200 about a fifth of that, inside its 45 s with twice the headroom
+               at T = 200 about a fifth of that (some 15-20 s), inside its 40 s
 10. vs-hostcuda tests/gpu/test_gpu.py again with GRADKERN_BACKEND=hostcuda: CuPy against the *same* CUDA C
                run on the host, so a difference is device behaviour (math ulps, FMA contraction), not
                the printer. Tolerances are test_gpu.py's: float64 1e-12 relative, float32 1e-5 (a few
@@ -63,14 +63,14 @@ PHASES = [
     ("env", 15, f"nvidia-smi; {PY} -c 'import cupy, numba, numpy; print(\"cupy\", cupy.__version__, "
      "\"numba\", numba.__version__, \"numpy\", numpy.__version__); print(cupy.cuda.runtime.getDeviceProperties(0)"
      f"[\"name\"])'; {PY} -m gradkern info", {}),
-    ("gpu-tests", 120, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/gpu/test_gpu.py "
+    ("gpu-tests", 115, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/gpu/test_gpu.py "
      "tests/gpu/test_gpu_programs.py tests/library/test_library_benchmark.py "
      # reverse-mode while loops and the tape guard on the device (--fmad=false: docs/adjoint-forms.md 13)
      "tests/transforms/test_while_reverse.py::test_gradients_on_hostcuda "
      "tests/transforms/test_tape_guard.py::test_fused_overflow_on_the_device "
      "tests/transforms/test_tape_guard.py::test_split_overflow_on_the_device", {}),
-    # 4 workers: each imports torch and JAX and makes their CUDA contexts (seconds each), for 25 short tests
-    ("interop", 45, f"{PY} -m pytest -q -rfE -rs -p no:cacheprovider -n 4 tests/gpu/test_gpu_interop.py",
+    # 8 workers: each imports torch and JAX and makes their CUDA contexts (seconds each), for 25 short tests
+    ("interop", 55, f"{PY} -m pytest -q -rfE -rs -p no:cacheprovider -n 8 tests/gpu/test_gpu_interop.py",
      {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
     ("mpi", 50, f"{PY} -m pytest -q -rfE -rs -p no:cacheprovider -n 0 tests/gpu/test_gpu_mpi.py", lambda: _mpi_env()),
     ("bench-gpu", 40, f"{PY} benchmarks/gpu/gpu.py --no-write --reps 5", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
@@ -78,7 +78,7 @@ PHASES = [
     ("bench-lib", 35, f"{PY} benchmarks/library/library.py --gpu --runs 5", {}),
     ("bench-programs", 20, f"{PY} benchmarks/programs/programs.py --gpu --runs 3",
      {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
-    ("bench-checkpoint", 45, f"{PY} benchmarks/programs/checkpoint.py --gpu --steps 200 --runs 3", {}),
+    ("bench-checkpoint", 40, f"{PY} benchmarks/programs/checkpoint.py --gpu --steps 200 --runs 3", {}),
     ("vs-hostcuda", 35, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/gpu/test_gpu.py",
      {"GRADKERN_BACKEND": "hostcuda"}),
     ("profile", 20, f"{PY} benchmarks/gpu/profile_program.py --top 20", {}),
