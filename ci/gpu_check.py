@@ -62,7 +62,11 @@ WORKERS = str(min(16, os.cpu_count() or 2))
 PHASES = [
     ("env", 15, f"nvidia-smi; {PY} -c 'import cupy, numba, numpy; print(\"cupy\", cupy.__version__, "
      "\"numba\", numba.__version__, \"numpy\", numpy.__version__); print(cupy.cuda.runtime.getDeviceProperties(0)"
-     f"[\"name\"])'; {PY} -m gradkern info", {}),
+     f"[\"name\"])'; "
+     # what the interop and mpi phases need: torch and JAX seeing the GPU, mpi4py, an mpiexec (else the mpich wheel)
+     f"{PY} -c 'import torch, jax; print(\"torch\", torch.__version__, torch.cuda.is_available(), \"jax\", "
+     f"jax.__version__, jax.devices())'; {PY} -c 'import mpi4py; print(\"mpi4py\", mpi4py.__version__)'; "
+     f"which mpiexec; ls .whl; {PY} -m gradkern info", {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}),
     ("gpu-tests", 115, f"{PY} -m pytest -q -rfE -p no:cacheprovider -n {WORKERS} tests/gpu/test_gpu.py "
      "tests/gpu/test_gpu_programs.py tests/library/test_library_benchmark.py "
      # reverse-mode while loops and the tape guard on the device (--fmad=false: docs/adjoint-forms.md 13)
