@@ -190,6 +190,8 @@ def test_torch_a_programs_arrays_are_all_copies(device, monkeypatch):
     assert arrays and all(_ptr(a) != t.data_ptr() for t, a in arrays)
     assert all(o.data_ptr() not in {_ptr(a) for _, a in arrays} for o in outs)
     assert all(o.device == ts[0].device for o in outs)
+    sum(o.sum() for o in outs).backward()  # the forward's tape taken, none left waiting for another test to see
+    assert ts[0].grad.device == ts[0].device and len(A.PENDING) == 0
 
 
 @on_cuda
