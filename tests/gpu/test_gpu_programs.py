@@ -195,3 +195,83 @@ def test_shipped_rules_on_gpu_equal_cpu(rule, device):
     def prog(*xs):
         fn(*xs)
     _same(device, prog, args, scalars, seeds)
+
+
+def views_and_temporary(u, v, E, c):
+    """Launches on views of an argument (their shadows are views of its shadow: program/shadows.py `_view_at`, a
+    `cupy.ndarray` on the device) and on a temporary allocated inside (an internal shadow from its own module)."""
+    w = np.zeros_like(u)  # CuPy's zeros_like for a CuPy array (__array_function__)
+    gk.launch(library.axpy, u.shape[0] - 2, c, u[1:-1], w[2:])
+    gk.launch(library.allen_cahn_step, u.shape[0], w, v, c, 0.01)
+    gk.launch(library.sum_squares, v.shape[0] - 1, v[1:], E)
+
+
+def _in_mode(mode, u0, v0, device=None):
+    """views_and_temporary's derivatives in `mode` on `device` (None: NumPy on the Numba backend), on the host:
+    shadows or tangents, primals, and the Active scalar's derivatives (reverse, split: one; vector: two lanes)."""
+    to = device.to if device else np.copy
+    host = device.host if device else np.asarray
+    u, v, E = to(u0), to(v0), to(np.zeros(1))
+    r = np.random.default_rng(21)
+    with device.running() if device else contextlib.nullcontext():
+        if mode == "forward":
+            tangents = [to(r.standard_normal(a.shape)) for a in (u0, v0, np.zeros(1))]
+            assert gk.autodiff(views_and_temporary, *[gk.Duplicated(a, t) for a, t in zip((u, v, E), tangents)],
+                               gk.Duplicated(0.3, 0.5), mode=gk.Forward) is None
+            return [host(t) for t in tangents] + [host(a) for a in (u, v, E)], []
+        if mode == "vector":
+            lanes = [[to(np.zeros_like(u0)), to(np.zeros_like(v0)), to(np.array([1.0 + k]))] for k in range(2)]
+            batched = [gk.BatchDuplicated(a, tuple(lane[n] for lane in lanes)) for n, a in enumerate((u, v, E))]
+            got = gk.autodiff(views_and_temporary, *batched, gk.Active(0.3))
+            return [host(s) for lane in lanes for s in lane] + [host(a) for a in (u, v, E)], [float(x) for x in got[3]]
+        shadows = [to(np.zeros_like(u0)), to(np.zeros_like(v0)), to(np.ones(1))]
+        args = [*(gk.Duplicated(a, s) for a, s in zip((u, v, E), shadows)), gk.Active(0.3)]
+        if mode == "split":
+            forward, reverse = gk.autodiff_thunk(views_and_temporary, gk.Duplicated, gk.Duplicated, gk.Duplicated,
+                                                 gk.Active)
+            got = reverse(*args, forward(*args))
+        else:
+            got = gk.autodiff(views_and_temporary, *args)
+        return [host(s) for s in shadows] + [host(a) for a in (u, v, E)], [float(got[3])]
+
+
+@pytest.mark.parametrize("mode", ["reverse", "split", "forward", "vector"])
+def test_views_and_internal_shadows_on_gpu_equal_cpu_in_every_mode(mode, device):
+    r = np.random.default_rng(20)
+    u0, v0 = r.uniform(0.2, 0.8, 40), r.uniform(0.2, 0.8, 40)
+    got, got_scalars = _in_mode(mode, u0, v0, device)
+    want, want_scalars = _in_mode(mode, u0, v0)
+    for n, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=1e-13, err_msg=f"{mode}: array {n}")
+    assert np.any(got[0] != 0)  # the path through the views and the temporary reached u
+    np.testing.assert_allclose(got_scalars, want_scalars, rtol=RTOL)
+
+
+@pytest.mark.parametrize("how", ["copy", "concatenate"])
+def test_host_copies_of_device_arrays_are_differentiated_or_refused(how, device):
+    """Host code's copies in a program (docs/host-code.md: `u.copy()` a gk.copy launch, hostcode.py; np.concatenate
+    copy launches, hostshapes.py). On NumPy arrays (hostcuda) they are recorded and differentiated. CuPy arrays'
+    host operations are not seen (host-code.md, "What is not seen"): then a launch taking their result must be
+    refused, with no shadow changed, never differentiated without the copy (a gradient silently missing the
+    path through it). E = sum(w^2): dE/du = 2 u, dE/dv = 2 v where w holds v."""
+    def prog(u, v, E):
+        w = u.copy() if how == "copy" else np.concatenate([u, v])
+        gk.launch(library.sum_squares, w.shape[0], w, E)
+    r = np.random.default_rng(22)
+    u0, v0 = r.uniform(0.2, 0.8, 16), r.uniform(0.2, 0.8, 8)
+    u, v, E = device.to(u0), device.to(v0), device.xp.zeros(1)
+    du, dv, dE = device.xp.zeros(16), device.xp.zeros(8), device.xp.ones(1)
+    try:
+        with device.running():
+            gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, dE))
+    except gk.GradkernError:
+        assert device.xp is not np, "hostcuda's NumPy arrays take the copy launches"
+        for a in (du, dv):
+            assert not device.host(a).any()
+        np.testing.assert_array_equal(device.host(dE), np.ones(1))
+        return
+    # sum_squares' reverse adds 2 x dE: exact in floating point here (dE = 1); 1e-13 is only room for rounding
+    lost = f"taken and differentiated without {how}'s dependence (a host operation on {device.name} arrays not seen)"
+    np.testing.assert_allclose(device.host(du), 2 * u0, rtol=1e-13, err_msg=lost)
+    np.testing.assert_allclose(device.host(dv), 2 * v0 if how == "concatenate" else np.zeros(8), rtol=1e-13,
+                               err_msg=lost)

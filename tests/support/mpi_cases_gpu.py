@@ -1,0 +1,152 @@
+"""gradkern.mpi on device arrays, run on every rank of `mpiexec -n P python -m mpi4py tests/support/mpi_cases_gpu.py
+OUT DEVICE` (tests/gpu/test_gpu_mpi.py; docs/distributed.md, "Not yet"). DEVICE is `cupy` (CuPy arrays on a GPU: the
+exchanges and the allreduce stage them through host buffers, `.get()` and back) or `hostcuda` (NumPy arrays whose
+launches run the CUDA backend's C on the host, tests/support/devices.py: every kernel on the CUDA path, the
+messages from host memory). Each rank runs mpi_cases.py's simulation (exchanges in a time loop, plain and
+checkpointed) in reverse and forward mode and an allreduce program on DEVICE arrays and on NumPy arrays on the
+Numba backend, on the same grid, and compares them (and the gathered gradients, on rank 0); it writes
+OUT/rank<r>.json: {case: "ok" or the failure}."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+import mpi_cases as mc
+import numpy as np
+from devices import CUPY, HOSTCUDA
+
+import gradkern as gk
+import gradkern.mpi as gkm
+
+WORLD = mc.WORLD
+# DEVICE against NumPy on the Numba backend, the same ranks and blocks: device math is a few ulps from glibc's
+# and NVRTC contracts multiply-adds (docs/hostcuda.md), compounded over the loop's 2 T steps; as
+# tests/gpu/test_gpu_programs.py, 1e-10 of the largest value. A lost or doubled halo term is O(1).
+RTOL = 1e-10
+
+
+def _run(device, name, checkpointed, mode):
+    """mc.simulate's derivatives on `device` (None: NumPy on the Numba backend), on a grid over WORLD: this
+    rank's shadows (or tangents) as NumPy arrays, the gathered du (rank 0), and the summed dc / tE."""
+    shape, ghosts, periodic, cd = mc.CONFIGS[name]
+    grid = gkm.Cartesian(WORLD, shape, ghosts=ghosts, periodic=periodic)
+    to = device.to if device else np.copy
+    host = device.host if device else np.asarray
+    u0, v0 = mc.initial(shape, ghosts, 7)
+    u, v = (to(mc.window(grid, a).copy()) for a in (u0, v0))
+    like = None if device is None else u
+    assert grid.zeros(like=like).__class__ is u.__class__  # a CuPy block when like is one
+    c = 0.15
+    rng = np.random.default_rng(11)
+    with device.running() if device else _nothing():
+        if mode == "reverse":
+            du, dv, E, dE = grid.zeros(like=like), grid.zeros(like=like), to(np.zeros(1)), to(np.ones(1))
+            got = gk.autodiff(mc.simulate, gk.Duplicated(u, du), gk.Duplicated(v, dv), gk.Duplicated(E, dE),
+                              gk.Active(c), grid, cd, checkpointed)
+            out = {"u": host(u), "du": host(du), "dv": host(dv), "E": host(E)}
+            scalar = WORLD.allreduce(float(got[3]))  # a float also where the derivative came from the device
+            gathered = grid.gather(du, padded=True)
+        else:
+            tu, tv = (to(mc.window(grid, rng.standard_normal(u0.shape)).copy()) for _ in range(2))
+            E, tE = to(np.zeros(1)), to(np.zeros(1))
+            gk.autodiff(mc.simulate, gk.Duplicated(u, tu), gk.Duplicated(v, tv), gk.Duplicated(E, tE),
+                        gk.Duplicated(c, 0.5), grid, cd, checkpointed, mode=gk.Forward)
+            out = {"u": host(u), "tu": host(tu), "E": host(E)}
+            scalar = WORLD.allreduce(float(host(tE)[0]))
+            gathered = grid.gather(tu, padded=True)
+    grid.free()
+    return out, scalar, gathered
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _compare(device, name, checkpointed, mode):
+    got = _run(device, name, checkpointed, mode)
+    want = _run(None, name, checkpointed, mode)
+    what = f"{name} {mode} ({'checkpointed' if checkpointed else 'plain'}) on rank {mc.RANK}"
+    for key in want[0]:
+        mc.close(got[0][key], want[0][key], f"{what}: {key}", RTOL)
+    mc.close(np.asarray(got[1]), np.asarray(want[1]), f"{what}: the summed scalar", RTOL)
+    if mc.RANK == 0:
+        mc.close(got[2], want[2], f"{what}: gathered", RTOL)
+
+
+def case_exchanges_reverse(device):
+    _compare(device, "2d-9point", False, "reverse")  # faces and corners (a 9-point stencil), one axis periodic
+
+
+def case_exchanges_reverse_1d_ghosts_2(device):
+    _compare(device, "1d-periodic-g2", False, "reverse")
+
+
+def case_exchanges_checkpointed(device):
+    _compare(device, "2d-9point", True, "reverse")  # binomial, 2 snapshots on the device: exchanges recomputed
+
+
+def case_exchanges_forward(device):
+    _compare(device, "2d-9point", False, "forward")
+
+
+@gk.kernel
+def weighted_squares(x, w, E):
+    i = gk.tid()
+    gk.atomic_add(E, 0, w[i] * x[i] * x[i])
+
+
+def weighted(x, w, E):
+    """A program: each rank's x summed over ranks in place, then sum(w x^2) into E."""
+    gkm.allreduce(x)
+    gk.launch(weighted_squares, x.shape[0], x, w, E)
+
+
+def case_allreduce(device):
+    """gkm.allreduce on device arrays in a program (staged through host buffers): the sum, and the reverse's
+    sum over ranks of the adjoints, as the NumPy run's."""
+    rng = np.random.default_rng(100 + mc.RANK)
+    x0, w = rng.standard_normal(8), rng.standard_normal(8)
+    results = []
+    for dev in (device, None):
+        to = dev.to if dev else np.copy
+        host = dev.host if dev else np.asarray
+        x, dx, E, dE = to(x0.copy()), to(np.zeros(8)), to(np.zeros(1)), to(np.ones(1))
+        with dev.running() if dev else _nothing():
+            gk.autodiff(weighted, gk.Duplicated(x, dx), gk.Const(to(w)), gk.Duplicated(E, dE))
+        results.append((host(x), host(dx), host(E)))
+    (x, dx, E), (xn, dxn, En) = results
+    np.testing.assert_allclose(x, xn, rtol=1e-13, atol=1e-13)  # a sum of P numbers, the same MPI call
+    np.testing.assert_allclose(x, WORLD.allreduce(x0), rtol=1e-13, atol=1e-13)
+    mc.close(dx, dxn, f"allreduce dx on rank {mc.RANK}", RTOL)
+    mc.close(E, En, f"allreduce E on rank {mc.RANK}", RTOL)
+    assert np.any(dx != 0)
+
+
+CASES = {name[5:]: f for name, f in globals().items() if name.startswith("case_")}
+
+
+def main(out_dir: str, device_name: str, names: list[str]) -> None:
+    device = {"cupy": CUPY, "hostcuda": HOSTCUDA}[device_name]
+    report = {}
+    for name in names or CASES:
+        try:
+            CASES[name](device)
+            report[name] = "ok"
+        except Exception:  # noqa: BLE001  (reported per case, then raised: python -m mpi4py aborts every rank)
+            report[name] = traceback.format_exc()
+            with open(os.path.join(out_dir, f"rank{mc.RANK}.json"), "w") as f:
+                json.dump(report, f)
+            raise
+    with open(os.path.join(out_dir, f"rank{mc.RANK}.json"), "w") as f:
+        json.dump(report, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], sys.argv[3:])
