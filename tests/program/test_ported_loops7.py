@@ -1,13 +1,13 @@
 """A seventh round of third-party host loops as programs (docs/programs.md, "Ported host loops", session 54): the
 ports in tests/support/ported_loops7*.py (the Parallel Research Kernels' synch_p2p, stencil, nstream and transpose
 iteration loops, Parboil's stencil driver, PolyBench's floyd-warshall, NVIDIA cuda-samples' jacobiCudaGraphs and
-nbody drivers, Rodinia's leukocyte MGVF), leaning on a corner fed back between wavefront sweeps, in-place add-ones
-between sweeps, launches on transposed views, swaps of names and of a toggled index, `k & 1` alternation and loops
-that stop on a sum a kernel computed. Each port's store-all gradient is checked against float64 central differences
-and by the dot-product test (random non-zero inputs; test_ported_loops.py's checks, which also compare the primals
-after the gradient with a primal run bit for bit), its checkpointed gradient against the store-all one where its
-loop is checkpointable; the spellings gradkern refuses are refused naming the line and the spelling that works,
-which is ported too."""
+nbody drivers, Rodinia's leukocyte MGVF and particlefilter), leaning on a corner fed back between wavefront sweeps,
+in-place add-ones between sweeps, launches on transposed views, swaps of names and of a toggled index, `k & 1`
+alternation, loops that stop on a sum a kernel computed, and resampling through indices the host found (`x[index]`
+on the host). Each port's store-all gradient is checked against float64 central differences and by the dot-product
+test (random non-zero inputs; test_ported_loops.py's checks, which also compare the primals after the gradient with
+a primal run bit for bit), its checkpointed gradient against the store-all one where its loop is checkpointable;
+the spellings gradkern refuses are refused naming the line and the spelling that works, which is ported too."""
 
 from __future__ import annotations
 
@@ -57,7 +57,15 @@ def _specs(rng):
                                                ("active", 0.3)]),
         "leukocyte_mgvf": (pa.leukocyte_mgvf(), [("dup", _u(rng, 5, 6)), ("dup", _u(rng, 5, 6)), ("active", 0.5)]),
         "nbody": (pa.nbody(), [("dup", bodies), ("dup", _u(rng, 5, 2, lo=-0.2, hi=0.2)), ("active", 0.3)]),
+        "particlefilter": (pa.particlefilter(), _particles(rng)),
+        "particlefilter_host_gather": (pa.particlefilter_host_gather(), _particles(rng)),
     }
+
+
+def _particles(rng):
+    """Particles, weights near 1/n, three observations (constants), the estimates written, the drift Active."""
+    return [("dup", _u(rng, 8, lo=-1.0, hi=1.0)), ("dup", np.full(8, 1 / 8) + _u(rng, 8, lo=-0.01, hi=0.01)),
+            ("const", _u(rng, 3, lo=0.0, hi=2.0)), ("dup", np.zeros(3)), ("active", 0.4)]
 
 
 PORTS = list(_specs(np.random.default_rng(0)))
@@ -221,3 +229,65 @@ def test_math_isfinite_of_an_active_scalar_is_refused_naming_np_isfinite(monkeyp
                               r"\(`if not math\.isfinite\(dt\):`\)", program,
                               gk.Duplicated(np.ones(3), np.ones(3)), gk.Active(0.3))
     assert "np.isfinite(c)" in str(info)
+
+
+# -- gathers through an index array on the host (program/hostgather.py) -------------------------------------------
+def test_particlefilter_resampled_by_a_host_gather_is_the_kernel_gather(monkeypatch):
+    """The C's `xj[j] = arrayX[findIndex(CDF, u[j])]` as NumPy reads it, `gk.copy(x, x[index])` with the index from
+    `np.searchsorted` on the host: before, `x[index]` was a derived array and the copy was refused; now a gather
+    launch, the same gradient and primals as the port's pf_resample kernel."""
+    on_interpreter(monkeypatch)
+    spec = _particles(np.random.default_rng(40))
+    weights = _weights(spec, 41)
+    _gradients_agree(_gradient(pa.particlefilter(), spec, weights),
+                     _gradient(pa.particlefilter_host_gather(), spec, weights))
+
+
+GATHERS = {
+    "rows_repeated": lambda u: u[np.array([2, 0, 2])],
+    "negative_and_repeated": lambda u: u[1][np.array([3, -1, 0, 3, -4])],
+    "list_of_ints": lambda u: u[[1, 1, 0]],
+    "mask": lambda u: u[np.array([True, False, True])],
+    "of_a_transposed_view": lambda u: u.T[np.array([3, 1])],
+}
+
+
+@gk.kernel
+def _weigh1(w, E):
+    i = gk.tid()
+    gk.atomic_add(E, 0, (i + 1.5) * w[i] * w[i])
+
+
+@gk.kernel
+def _weigh2(w, E):
+    i, j = gk.tid()
+    gk.atomic_add(E, 0, (i + 2.0 * j + 1.5) * w[i, j] * w[i, j])
+
+
+@pytest.mark.parametrize("name", sorted(GATHERS))
+@pytest.mark.parametrize("mode", [gk.Reverse, gk.Forward])
+def test_a_gather_through_an_index_array_on_the_host_is_differentiated(name, mode, monkeypatch):
+    """`u[index]` along axis 0 with a 1-D integer index array (negative and repeated indices included), a list of
+    integers or a boolean mask: a gather launch whose reverse adds into the gathered positions (a repeated index
+    twice); checked by gradkern.testing.check_grad (central differences and the dot-product test) in both modes.
+    Before, a derived array a launch refused (docs/host-code.md)."""
+    on_interpreter(monkeypatch)
+    from gradkern.testing import check_grad
+
+    def program(u, E):
+        w = GATHERS[name](u)
+        gk.launch(_weigh1 if w.ndim == 1 else _weigh2, w.shape, w, E)
+
+    u = np.random.default_rng(42).uniform(0.5, 1.5, (3, 4))
+    check_grad(program, gk.Duplicated(u, np.zeros_like(u)), gk.Duplicated(np.zeros(1), np.zeros(1)), mode=mode)
+
+
+def test_a_gather_out_of_bounds_raises_numpys_index_error_before_any_launch(monkeypatch):
+    on_interpreter(monkeypatch)
+
+    def program(u, E):
+        w = u[np.array([0, 3])]
+        gk.launch(_weigh1, 2, w, E)
+
+    with pytest.raises(IndexError):
+        gk.autodiff(program, gk.Duplicated(np.ones(3), np.zeros(3)), gk.Duplicated(np.zeros(1), np.ones(1)))

@@ -145,3 +145,75 @@ def nbody_parity(loop, steps=3, dt=0.05, damping=0.995):
         if steps % 2:
             gk.copy(pos, bufs[1])
     return program
+
+
+# -- Rodinia 3.1 particlefilter (particlefilter_seq.c / ex_particle_OPENMP_seq.c particleFilter: per frame `arrayX[x]
+# += 1 + 5 * randn` (the motion model), `likelihood`, `weights[x] = weights[x] * exp(likelihood[x])`, `sumWeights`,
+# `weights[x] /= sumWeights`, the estimate `xe += arrayX[x] * weights[x]`, `CDF[x] = CDF[x-1] + weights[x]`,
+# `u[j] = u1 + j / Nparticles`, `xj[j] = arrayX[findIndex(CDF, u[j])]`, `weights[x] = 1 / Nparticles`), in 1-D: the
+# noise drawn on the host from a seeded generator (constants, as the C's randn), the likelihood a Gaussian of the
+# observation, the normalisation summed by atomic_add and divided in a kernel, the CDF `np.cumsum` and the index
+# `np.searchsorted(cdf, u)` on the host (integers: no derivative), the resampling a gather through them; each
+# frame's estimate into `est[t]`; the drift Active -------------------------------------------------------------
+@gk.kernel
+def pf_move_weigh(x, w, noise, obs, drift, inv_two_var, total):
+    i = gk.tid()
+    v = x[i] + drift + noise[i]
+    x[i] = v
+    e = v - obs
+    wi = w[i] * gk.exp(-e * e * inv_two_var)
+    w[i] = wi
+    gk.atomic_add(total, 0, wi)
+
+
+@gk.kernel
+def pf_normalise_estimate(x, w, total, est):
+    i = gk.tid()
+    wi = w[i] / total[0]
+    w[i] = wi
+    gk.atomic_add(est, 0, x[i] * wi)
+
+
+@gk.kernel
+def pf_resample(x, xnew, index):
+    j = gk.tid()
+    xnew[j] = x[index[j]]
+
+
+def particlefilter(frames=3, sigma=0.8, seed=5):
+    def program(x, w, obs, est, drift):
+        n = x.shape[0]
+        rng = np.random.default_rng(seed)
+        total = np.zeros_like(x, shape=(1,))
+        xnew = np.zeros_like(x)
+        for t in range(frames):
+            noise = 0.3 * rng.standard_normal(n)
+            gk.fill(total, 0.0)
+            gk.launch(pf_move_weigh, n, x, w, noise, obs[t], drift, 1.0 / (2.0 * sigma * sigma), total)
+            gk.launch(pf_normalise_estimate, n, x, w, total, est[t:t + 1])
+            cdf = np.cumsum(w)  # the C's CDF loop: read, only compared below
+            u = (rng.uniform() + np.arange(n)) / n
+            index = np.minimum(np.searchsorted(cdf, u), n - 1)  # findIndex: integers
+            gk.launch(pf_resample, n, x, xnew, index)
+            gk.copy(x, xnew)
+            gk.fill(w, 1.0 / n)
+    return program
+
+
+def particlefilter_host_gather(frames=3, sigma=0.8, seed=5):
+    """The resampling as the C's `xj[j] = arrayX[findIndex(CDF, u[j])]` reads in NumPy: `x[index]` on the host, then
+    copied back (the port's pf_resample kernel is the same gather)."""
+    def program(x, w, obs, est, drift):
+        n = x.shape[0]
+        rng = np.random.default_rng(seed)
+        total = np.zeros_like(x, shape=(1,))
+        for t in range(frames):
+            noise = 0.3 * rng.standard_normal(n)
+            gk.fill(total, 0.0)
+            gk.launch(pf_move_weigh, n, x, w, noise, obs[t], drift, 1.0 / (2.0 * sigma * sigma), total)
+            gk.launch(pf_normalise_estimate, n, x, w, total, est[t:t + 1])
+            u = (rng.uniform() + np.arange(n)) / n
+            index = np.minimum(np.searchsorted(np.cumsum(w), u), n - 1)
+            gk.copy(x, x[index])
+            gk.fill(w, 1.0 / n)
+    return program
