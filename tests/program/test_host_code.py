@@ -224,7 +224,7 @@ def p_add(u, E):
 
 
 def p_fancy(u, E):
-    w = u[np.arange(N)[::-1]]
+    w = u[np.arange(N)[::-1].reshape(1, N)][0]  # a 2-D index array: no gather (a 1-D one is: hostgather.py)
     gk.launch(energy, N, w, E)
 
 

@@ -210,7 +210,8 @@ ROWS = [
     Row("v[::-1][::-1]", "array", lambda u, v: v[::-1][::-1], GRAD),
     Row("v * 2.0", "array", lambda u, v: v * 2.0, REFUSED),
     Row("np.sqrt(v)", "array", lambda u, v: np.sqrt(v), REFUSED),
-    Row("v[[0, 1, 2, 3, 4, 5]]", "array", lambda u, v: v[[0, 1, 2, 3, 4, 5]], REFUSED),
+    Row("v[[0, 1, 2, 3, 4, 5]]", "array", lambda u, v: v[[0, 1, 2, 3, 4, 5]], GRAD),  # a gather (hostgather.py)
+    Row("v[[[0, 1, 2], [3, 4, 5]]][0]", "array", lambda u, v: v[[[0, 1, 2], [3, 4, 5]]][0], REFUSED),
     Row("np.asarray(v)", "array", lambda u, v: np.asarray(v), GRAD),  # a view: the launch takes v
     Row("np.asarray(v) * 2.0", "array", lambda u, v: np.asarray(v) * 2.0, REFUSED),
     Row("np.asarray(v)[3]", "scalar", lambda u, v: np.asarray(v)[3], REFUSED),

@@ -20,7 +20,7 @@ from ..errors import AnnotationError, ProgramError
 from ..recording import recording
 from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array
-from . import hostcalls, hostfiles, hostshapes  # noqa: F401  (each installs its methods on TrackedArray)
+from . import hostcalls, hostfiles, hostgather, hostshapes  # noqa: F401  (each installs its methods on TrackedArray)
 from .contents import Contents, writable
 from .guard import HostWriteGuard
 from .hostcode import TrackedArray, track

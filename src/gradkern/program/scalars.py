@@ -1,12 +1,12 @@
 """Active scalars inside a program (docs/programs.md). `fn` receives each Active argument as an `ActiveScalar`:
 launches recognise it (and sum its derivative over every launch it reaches), host arithmetic on it (`r = c * dt /
-h**2`, `c % p`) is recorded on a small scalar tape and differentiated. Comparisons (`==` included) and roundings
+h**2`, `c % p`) is recorded on a small scalar tape and differentiated. Comparisons (`==` included), roundings
 (`int(c)`, `round(c)`, `math.ceil(c)`, `c // p`, `np.floor(c)`: piecewise constant, their derivative zero wherever
-it exists) give plain values; `np.minimum(c, p)` and `np.maximum` the operand chosen, as `min` and `max`. What would
-lose the derivative is refused: `float(c)` (and so `math.exp(c)`), NumPy functions of it (`np.exp(c)`: its
-derivative would be a second copy of the kernel table, transforms/derivatives.py; docs/host-code.md, "Active scalars
-in host code"). The value without its derivative is `c.value`. In forward mode the same scalar carries its tangent
-(`c.tangent`) through the same arithmetic."""
+it exists) and predicates (`bool(c)`, `np.isfinite(c)`) give plain values; `np.minimum(c, p)` and `np.maximum` the
+operand chosen, as `min` and `max`. What would lose the derivative is refused: `float(c)` (and so `math.exp(c)`),
+NumPy functions of it (`np.exp(c)`: its derivative would be a second copy of the kernel table,
+transforms/derivatives.py; docs/host-code.md, "Active scalars in host code"). The value without its derivative is
+`c.value`. In forward mode the same scalar carries its tangent (`c.tangent`) through the same arithmetic."""
 
 from __future__ import annotations
 
@@ -82,6 +82,8 @@ class ActiveScalar:
             return _SELECTIONS[ufunc.__name__](*inputs)  # the operand chosen, as min() and max() return it
         if ufunc.__name__ in _ROUNDINGS and method == "__call__" and not kwargs and all(map(_is_number, inputs)):
             return ufunc(*(_value(x) for x in inputs))  # piecewise constant: a plain NumPy scalar
+        if ufunc.__name__ in _PREDICATES and method == "__call__" and not kwargs:
+            return bool(ufunc(self.value))  # a NaN guard's np.isfinite(dt): a plain boolean, as a comparison
         if ufunc.__name__ in ("negative", "positive", "absolute") and method == "__call__" and not kwargs:
             return {"negative": ActiveScalar.__neg__, "positive": ActiveScalar.__pos__,
                     "absolute": ActiveScalar.__abs__}[ufunc.__name__](self)
@@ -98,7 +100,8 @@ class ActiveScalar:
     def __float__(self):
         self._refuse("float() of an Active scalar",
                      hint="keep it as it is (arithmetic with + - * / ** is differentiated, launches take it; math.* "
-                          "functions call float()), or use .value where no derivative is wanted (`'%g' % c.value`; "
+                          "functions call float(): test it with np.isfinite(c), np.isnan(c) or a comparison "
+                          "instead of math.isfinite), or use .value where no derivative is wanted (`'%g' % c.value`; "
                           "an f-string, f'{c:.3g}', formats the value as it is)")
 
     # -- roundings: piecewise constant, so the plain rounded value is the right constant (docs/host-code.md) -----
@@ -115,8 +118,8 @@ class ActiveScalar:
     def __index__(self):
         self._refuse("an Active scalar used as an index")
 
-    def __bool__(self):
-        self._refuse("the truth value of an Active scalar")
+    def __bool__(self):  # `if damping:`: c != 0, a comparison (before session 54 refused)
+        return bool(self.value)
 
     # -- comparisons: plain booleans (their derivative is zero) ----------------------------------------------
     def __lt__(self, o): return self.value < _value(o)
@@ -172,6 +175,7 @@ _SELECTIONS = {"minimum": lambda a, b: b if _value(b) < _value(a) else a,
                "maximum": lambda a, b: b if _value(b) > _value(a) else a}
 _SELECTIONS.update(fmin=_SELECTIONS["minimum"], fmax=_SELECTIONS["maximum"])
 _ROUNDINGS = ("floor", "ceil", "trunc", "rint", "sign", "floor_divide")
+_PREDICATES = ("isfinite", "isnan", "isinf", "signbit")  # before session 54 refused as dropping a derivative
 _COMPARISONS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal")
 
 
