@@ -20,6 +20,7 @@ import contextlib
 import operator
 import sys
 import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -30,13 +31,49 @@ _SCALARS = (bool, int, float, complex, np.generic)
 _asarray, _array, _ascontiguousarray = np.asarray, np.array, np.ascontiguousarray
 
 
+_HOOKS: list = []  # the entered MemoryHooks, innermost last
+
+
+class MemoryHook:
+    """cupy.cuda.MemoryHook: entered with `with`, told of every allocation (`malloc_postprocess`) and free
+    (`free_postprocess`) with CuPy's keywords; names must differ among the entered ones, as CuPy's."""
+
+    name = "MemoryHook"
+
+    def __enter__(self) -> MemoryHook:
+        if any(h.name == self.name for h in _HOOKS):
+            raise RuntimeError(f"memory hook {self.name} already exists")
+        _HOOKS.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _HOOKS.remove(self)
+
+    def malloc_postprocess(self, **kw: Any) -> None:
+        pass
+
+    def free_postprocess(self, **kw: Any) -> None:
+        pass
+
+
+def _freed(ptr: int, size: int) -> None:
+    for h in list(_HOOKS):
+        h.free_postprocess(device_id=0, mem_size=size, mem_ptr=ptr, pmem_id=0)
+
+
 class Memory:
-    """An allocation (cupy.cuda.memory.Memory): `ptr`, `size`; its bytes are the NumPy array `buffer`."""
+    """An allocation (cupy.cuda.memory.Memory): `ptr`, `size`; its bytes are the NumPy array `buffer`. The
+    entered MemoryHooks hear of it and of its free, as those of CuPy's pool."""
 
     def __init__(self, nbytes: int, buffer: np.ndarray | None = None):
         self.buffer = np.zeros(max(int(nbytes), 1), np.uint8) if buffer is None else buffer
         self.ptr = self.buffer.ctypes.data
         self.size = int(nbytes)
+        if _HOOKS:
+            for h in list(_HOOKS):
+                h.malloc_postprocess(device_id=0, size=self.size, mem_size=max(self.size, 1), mem_ptr=self.ptr,
+                                     pmem_id=id(self))
+            weakref.finalize(self, _freed, self.ptr, max(self.size, 1))
 
 
 class MemoryPointer:
@@ -418,7 +455,8 @@ def _module() -> types.ModuleType:
     # what the shipped rules call (kernels/dense.py, kernels/spectral.py), computed by NumPy
     m.linalg = types.SimpleNamespace(solve=_made(np.linalg.solve))
     m.fft = types.SimpleNamespace(rfft=_made(np.fft.rfft), irfft=_made(np.fft.irfft), rfftfreq=_made(np.fft.rfftfreq))
-    m.cuda = types.SimpleNamespace(Device=Device, runtime=runtime, memory=memory, MemoryPointer=MemoryPointer)
+    m.cuda = types.SimpleNamespace(Device=Device, runtime=runtime, memory=memory, MemoryPointer=MemoryPointer,
+                                   MemoryHook=MemoryHook)
     return m
 
 

@@ -44,7 +44,7 @@ from .hostcode import TrackedArray, unwrap_args
 from .loopstate import TAKEN_DEAD, LoopState
 from .outputs import LastWriters
 from .recompute import PendingRun, RecomputedLaunches
-from .record import ProgramRecorder, overwritten_whole
+from .record import ProgramRecorder, overwritten_whole, overwritten_whole_positions, refuse_host_made
 from .rulestep import run_plain
 from .scalars import ActiveScalar
 from .schedule import LoopHooks, ScheduledLoop, ScheduleStats
@@ -163,10 +163,12 @@ class _Untaped(Recorder):
                 loop.found.compare_last(self.t)
                 loop.writers.wrote(entry.written)
             else:
-                binding = bound.b
-                written = [v for p, v in zip(kernel.ir.params, binding.values) if p.written and is_array(v)]
-                loop.before_launch(kernel.name, written, binding, [] if recomputing else overwritten_whole(
-                    kernel.ir.params, binding, call.primal.facts))  # what it overwrites whole: for the snapshots
+                binding, params = bound.b, kernel.ir.params
+                written = [v for p, v in zip(params, binding.values) if p.written and is_array(v)]
+                whole = [] if recomputing else overwritten_whole_positions(params, binding, call.primal.facts)
+                refuse_host_made(guard, kernel, dim, backend, plain, f"a launch of kernel '{kernel.name}' in step "
+                                 f"{self.t} of the checkpointed loop", whole)  # host code's CuPy arrays refused
+                loop.before_launch(kernel.name, written, binding, [memory_root(binding.values[k]) for k in whole])
                 if recomputing:
                     loop.launches.keep(kernel, backend, given, plain, loop.outer.host, call, bound.values,
                                        loop.found.recomputed[-1], tuple(id(memory_root(w)) for w in written))
@@ -201,8 +203,7 @@ class _Untaped(Recorder):
             loop.outer.expect_rule()
             rule.require("reverse")
         call, result = run_plain(loop.guard, rule, given, f"before a call of rule '{rule.name}' in step {self.t} of "
-                                 "the loop", lambda call, binding: loop.before_launch(rule.name, call.written, binding,
-                                                                                    []))
+                                 "the loop", lambda c, b: loop.before_launch(rule.name, c.written, b, []))
         loop.guard.lock(call.arrays, self._where(f"a call of rule '{rule.name}'"))
         return result
 

@@ -67,6 +67,7 @@ class HostWriteGuard:
         # (docs/programs.md#recomputed-steps-of-a-checkpointed-loop)
         self.settled: dict[int, tuple[Any, Any]] = {}
         self.fresh: dict[int, int] = {}  # id(buffer) -> its fingerprint as the last `check` found it
+        self.made: Any = None  # CuPy memory host code made while recording (devicefresh.py), set by run.py
 
     def follow(self, views: list) -> None:
         """Lock `views` whenever their buffer is locked, and now if it is: a view made while its buffer was
@@ -185,7 +186,7 @@ class HostWriteGuard:
             frame = user_frame()  # the user's line (session 52: a write by __setitem__ was refused without it)
             line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() if frame is not None else ""
             at = f" at {where(frame)} (`{line}`)" if line else ""
-            raise ProgramError(f"a host write to {_name_of(root)}{at}, which the program's derivative depends on, "
+            raise ProgramError(f"a host write to {name_of(root)}{at}, which the program's derivative depends on, "
                                f"{entry[2]}, refused before it changed anything; no shadow was changed",
                                hint="change arrays inside a program with launches, gk.copy(dst, src) or "
                                     "gk.fill(dst, value), which are differentiated")
@@ -323,13 +324,13 @@ def _print(root: Any) -> Any:
 
 
 def _changed(root: Any, where: Any, before: str) -> ProgramError:
-    return ProgramError(f"a host write to {_name_of(root)}, which the program's derivative depends on, {where}, "
+    return ProgramError(f"a host write to {name_of(root)}, which the program's derivative depends on, {where}, "
                         f"found {before}; no shadow was changed",
                         hint="change arrays inside a program with launches, gk.copy(dst, src) or gk.fill(dst, "
                              "value), which are differentiated")
 
 
-def _name_of(root: Any) -> str:
+def name_of(root: Any) -> str:
     """'name' of the buffer in the innermost frame outside gradkern that has it under a name, else its shape."""
     frame = sys._getframe(1)
     while frame is not None:

@@ -29,6 +29,7 @@ from ..runtime.forward import forward as forward_launch
 from ..runtime.launch import run
 from ..runtime.reverse import run_augmented_primal, saved_in_place, untaped_tape
 from .contents import array_positions
+from .devicefresh import host_made_error
 from .guard import HostWriteGuard
 from .hostcode import HostTracker, unwrap_args
 from .replay import LaunchFacts, Replays
@@ -44,6 +45,27 @@ def overwritten_whole(params, binding: Any, facts: Any) -> list:
     stored at every thread's own element and never read (`facts.overwritten`), passed as their whole buffer,
     launched over exactly its shape, and not passed again under another parameter."""
     return [memory_root(binding.values[k]) for k in overwritten_whole_positions(params, binding, facts)]
+
+
+def refuse_host_made(guard: HostWriteGuard, kernel: Any, dim: Any, backend: Any, plain: tuple, where: str,
+                     whole: list[int] | None = None) -> None:
+    """ProgramError before launch `where` runs if it would read a CuPy array host code made while the program
+    records (devicefresh.py): a position it does not overwrite whole (`whole`, the binding's positions, worked
+    out here where not given). The ones it overwrites whole are the program's own from now on."""
+    fresh = guard.made
+    if fresh is None or not fresh.starts:
+        return
+    made = [k for k, v in enumerate(plain) if fresh.holds(v)]
+    if not made:
+        return
+    if whole is None:
+        call, bound = prepare(kernel, plain, dim, backend, "launch")
+        whole = overwritten_whole_positions(kernel.ir.params, bound.b, call.primal.facts)
+    for k in made:
+        if k not in whole:
+            raise host_made_error(plain[k], where)
+    for k in made:
+        fresh.written(plain[k])
 
 
 def overwritten_whole_positions(params, binding: Any, facts: Any) -> list[int]:
@@ -135,6 +157,7 @@ class ProgramRecorder(Recorder):
             annotated, scalars, plain, active = self._annotations(params, args)
             arrays = [a for a in args if is_array(a)]
         guard = self.guard
+        refuse_host_made(guard, kernel, dim, backend, plain, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
         # validated and run as the user's writable arrays (the arrays `lock` locked before: only their flags)
         settled = guard.unlock_settled(arrays)
         ours = settled if settled is not None else \
@@ -338,6 +361,9 @@ class ForwardRecorder(Recorder):
         if len(args) != len(params):
             annotated = [a.value if isinstance(a, ActiveScalar) else a for a in args]
         arrays = [a for a in args if is_array(a)]
+        refuse_host_made(self.guard, kernel, dim, backend, tuple(a.value if isinstance(a, ActiveScalar) else a
+                                                                   for a in args),
+                         f"launch {self.count + 1} (kernel '{kernel.name}')")
         with self.guard.unlocked(arrays, f"before launch {self.count + 1} (kernel '{kernel.name}')"):
             forward_launch(kernel, tuple(annotated), dim, backend)
         self.count += 1

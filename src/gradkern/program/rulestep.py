@@ -28,6 +28,7 @@ from ..recording import recording
 from ..rules import CustomRule, RuleConfig
 from ..runtime.arrays import device_memory, is_array
 from .contents import Contents
+from .devicefresh import host_made_error
 from .fingerprint import fingerprint
 from .guard import HostWriteGuard
 from .scalars import ActiveScalar
@@ -113,7 +114,16 @@ class _Binding:
 
 def run_checked(call: Call, guard: HostWriteGuard, before: str, run: Any) -> Any:
     """Run `run()` with the call's written arrays writable and the others read-only (a write to them is a
-    RuleError naming the rule); host writes found first are ProgramError, as before a launch."""
+    RuleError naming the rule); host writes found first are ProgramError, as before a launch, and so is an
+    input host code made on the device while recording (devicefresh.py; what the rule writes is its own)."""
+    made = guard.made
+    if made is not None and made.starts:
+        written = {id(a) for a in call.written}
+        for a in call.arrays:
+            if id(a) not in written and made.holds(a):
+                raise host_made_error(a, before.replace("before ", "", 1))
+        for a in call.written:
+            made.written(a)
     guard.check(call.arrays, before)
     # the rule's own launches and rule calls run plainly
     with guard.unlocked(call.written, before), _others_read_only(call), recording(None):

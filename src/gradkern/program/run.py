@@ -10,6 +10,7 @@ with their post-program values.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,9 +20,10 @@ from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated
 from ..errors import AnnotationError, ProgramError
 from ..recording import recording
 from ..runtime.annotate import check_shadow
-from ..runtime.arrays import is_array
+from ..runtime.arrays import is_array, is_cupy_array
 from . import hostcalls, hostfiles, hostgather, hostshapes  # noqa: F401  (each installs its methods on TrackedArray)
 from .contents import Contents, writable
+from .devicefresh import fresh_memory
 from .guard import HostWriteGuard
 from .hostcode import TrackedArray, track
 from .record import ForwardRecorder, ProgramRecorder
@@ -162,9 +164,14 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard, ver
     ProgramError; every array is writable again afterwards. `fn` gets its NumPy float arrays as
     TrackedArray views (hostcode.py), locked with their buffers."""
     guard.follow([a for a in call if isinstance(a, TrackedArray)])
+    # CuPy arguments: printed now, so that a host write to one before a launch takes it is found; the device
+    # memory host code allocates while recording is tracked (devicefresh.py, record.refuse_host_made)
+    guard.made = made = fresh_memory(call)
+    if made is not None:
+        guard.lock([a for a in call if is_cupy_array(a)], "after the program started")
     hostcalls.recording_started()
     try:
-        with recording(recorder):
+        with recording(recorder), made.hook if made is not None else nullcontext():
             check_ran(fn(*call), fn, verb)
         guard.check(None, "when the program returned")
     except ValueError as e:
