@@ -41,7 +41,7 @@ from .budget import BudgetSchedule, Plan
 from .contents import Contents
 from .guard import HostWriteGuard
 from .hostcode import TrackedArray, unwrap_args
-from .loopstate import TAKEN_DEAD, LoopState
+from .loopstate import TAKEN_DEAD, LoopState, scalars
 from .outputs import LastWriters
 from .recompute import PendingRun, RecomputedLaunches
 from .record import ProgramRecorder, overwritten_whole, overwritten_whole_positions, refuse_host_made
@@ -159,7 +159,7 @@ class _Untaped(Recorder):
             if entry is not None and call is entry.call:
                 # the same prepared call, refilled with the same arrays: the loop state's checks of this launch
                 # answer as before (recompute.py)
-                loop.found.recomputed.append(entry.signature)
+                loop.found.recomputed.append(entry.signature[:3] + (scalars(bound.b.values),))  # scalars: these
                 loop.found.compare_last(self.t)
                 loop.writers.wrote(entry.written)
             else:

@@ -132,6 +132,26 @@ class _Seen:
     written: int = -1  # the last step that wrote it, -1: none
 
 
+def scalars(values: Any) -> tuple:
+    """A launch's scalar arguments as a recomputed step must repeat them: numbers by value (NaN equal to NaN),
+    other objects by type. Bit for bit: a step recomputed from its snapshot makes the same host arithmetic, and a
+    scalar that differs (a random draw, a value read outside the state) takes another trajectory."""
+    out = []
+    for v in values:
+        if is_array(v):
+            continue
+        if isinstance(v, (bool, int, float, complex, np.generic)) and not isinstance(v, np.void):
+            x = v.item() if isinstance(v, np.generic) else v
+            out.append(("nan",) if x != x else x)
+        else:
+            out.append(type(v).__name__)
+    return tuple(out)
+
+
+def _values(vals: tuple) -> str:
+    return ", ".join("nan" if v == ("nan",) else repr(v) for v in vals) or "none"
+
+
 class LoopState:
     """What a checkpointed loop's launches take: recorded in its first forward, checked when recomputed."""
 
@@ -178,9 +198,9 @@ class LoopState:
             refs[id(root)] = seen.ref
         for a in written:
             self.seen[id(memory_root(a))].written = t
-        launch = (name, tuple(binding.dim), tuple(sig))
+        launch = (name, tuple(binding.dim), tuple(sig), scalars(binding.values))
         # one object per distinct launch: steps repeat a few, and a loop may have 10**4 of them
-        launch = self._launches.setdefault((name, launch[1], tuple((k, id(s)) for k, s in sig)), launch)
+        launch = self._launches.setdefault((name, launch[1], tuple((k, id(s)) for k, s in sig), launch[3]), launch)
         if self._step[0] != t:
             self._end_step()
             self._step = (t, [])
@@ -248,8 +268,8 @@ class LoopState:
         persistent, distinct, numbers = self.persistent, {}, [0]
         for launches in self.signatures:  # the buffers as persistent ids or None: some signatures become equal
             sig = [(name, dim, [key if key in persistent and seen.ref() is persistent[key] else None
-                                for key, seen in sig]) for name, dim, sig in launches]
-            key = tuple((name, dim, tuple(ids)) for name, dim, ids in sig)
+                                for key, seen in sig], values) for name, dim, sig, values in launches]
+            key = tuple((name, dim, tuple(ids), values) for name, dim, ids, values in sig)
             numbers.append(distinct.setdefault(key, (len(distinct) + 1, sig))[0])
         self.signatures = [sig for _, sig in distinct.values()]
         self.steps.renumber(numbers)
@@ -282,7 +302,7 @@ class LoopState:
         # (docs/programs.md#recomputed-steps-of-a-checkpointed-loop); the extent is compared by check_step
         if hit is not None and all(r() is a for r, a in zip(hit[0], arrays)) and \
                 all(r() is w for r, w in zip(hit[1], written)):
-            self.recomputed.append((name, tuple(binding.dim), hit[2]))
+            self.recomputed.append((name, tuple(binding.dim), hit[2], scalars(binding.values)))
             self.compare_last(t)
             return
         ids = []
@@ -291,7 +311,7 @@ class LoopState:
             known = self.seen.get(id(root))
             ids.append(id(root) if known is not None and known.ref() is root and id(root) in self.persistent
                        else None)
-        self.recomputed.append((name, tuple(binding.dim), ids))
+        self.recomputed.append((name, tuple(binding.dim), ids, scalars(binding.values)))
         for a in written:
             root = memory_root(a)
             if self.taped_only.get(id(root)) is root:
@@ -344,6 +364,15 @@ class LoopState:
                                "first forward (a copy kept outside the step: periodic output, "
                                "`kept.append(u.copy())`); recomputed, the step makes another, which the kept one's "
                                f"derivative cannot reach; {_PARTIAL}", hint=_KEPT)
+        if a[:3] == b[:3] and a[3] != b[3]:
+            frame = user_frame()
+            raise ProgramError(f"step {t} of the checkpointed loop launched '{b[0]}' (launch {k + 1} of the step) "
+                               f"with other scalar arguments than when it was recorded ({_values(a[3])} then, "
+                               f"{_values(b[3])} recomputed), at {where(frame)}{_line_text(frame)}: host code that "
+                               "draws random numbers or reads state outside the loop's gives a recomputed step "
+                               f"another trajectory; {_PARTIAL}",
+                               hint="draw a step's random numbers from a generator seeded by t "
+                                    "(np.random.default_rng((seed, t))), or keep them in an array made before the loop")
         if a != b:
             frame = user_frame()
             raise ProgramError(f"step {t} of the checkpointed loop launched '{b[0]}' (launch {k + 1} of the "
