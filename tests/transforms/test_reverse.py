@@ -600,7 +600,8 @@ def test_float32_active_scalar_of_a_gathered_stencil_is_summed_in_float64():
 
 def test_active_accumulators_are_float64_on_every_backend():
     """The interpreter sums as the compiled backends do; the CUDA C holds each
-    thread's sum in a double and adds it once, atomically, into a double."""
+    thread's sum in a double, and each block's in a double added once, atomically, into a double
+    (backends/cuda.py block_summed)."""
     rng = np.random.default_rng(2)
     x, dy = rand(rng, 50, dtype=np.float32), rand(rng, 50, dtype=np.float32)
     got = {be: gk.autodiff(saxpy, gk.Active(2.0), gk.Const(x), gk.Duplicated(np.zeros(50, np.float32), dy.copy()),
@@ -611,7 +612,8 @@ def test_active_accumulators_are_float64_on_every_backend():
     src = gk.inspect(saxpy, gk.Active(2.0), gk.Const(x), gk.Duplicated(np.zeros(50, np.float32), dy), backend="cuda",
                      mode=gk.Reverse).source
     assert "double* __restrict__ _gk_dacc_a" in src and "double _gk_dsum_a" in src
-    assert src.count("_gkb_atomic_add(&_gk_dacc_a") == 1
+    assert src.count("_gkb_block_add(&_gk_dacc_a") == 1 and "_gkb_atomic_add(&_gk_dacc_a" not in src
+    assert "double _gkb_sum0" in src
 
 
 def test_active_scalar_autodiff_runs_split_on_the_cpu_with_the_fused_result():
