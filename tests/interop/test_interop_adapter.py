@@ -13,6 +13,9 @@ from support.interop_cases import N, cases, central_differences, differentiable,
 import gradkern as gk
 from gradkern.interop import adapter as A
 
+# gc.collect() in these tests scans only what the test made (tests/conftest.py `frozen_heap`; docs/testing.md)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 
 def roles_of(args) -> tuple[str, ...]:
     return tuple(A.role(a.ndim, a.dtype.name, "test") if isinstance(a, np.ndarray) else A.CONST for a in args)

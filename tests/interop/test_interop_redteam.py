@@ -17,12 +17,15 @@ import pytest
 from support.interop_cases import N, checkpointed, pingpong, update
 
 import gradkern as gk
-from gradkern.backends import numba_choice
+from gradkern.backends import numba_choice, numba_cpu
 from gradkern.interop import adapter as A
 from gradkern.kernels import allen_cahn_step, dot, heat_step_2d, l2_misfit, saxpy
 
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'gradkern[torch]')")
 from gradkern.interop import torch_op  # noqa: E402
+
+# gc.collect() in these tests scans only what the test made (tests/conftest.py `frozen_heap`; docs/testing.md)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
 
 F64 = torch.float64
 
@@ -289,8 +292,12 @@ def test_the_tape_is_freed_after_each_backward_over_40_steps(path, made, monkeyp
     Python heap is not bounded here: torch's dispatch and CPython's allocator pools turn over by 4-97 kB per
     50 steps depending on what the worker ran before, with no trend over 1,200 steps (+9, +1, -0.2, +3, -1 kB
     per 200 steps), so a byte bound on it measured the history, not this loop. The CPU backend's timed choice
-    of serial twins is off: its trials compile a twin at the 9th launch of an entry, mid-loop (numba_choice.py)."""
+    of serial twins is off: its trials compile a twin at the 9th launch of an entry, mid-loop (numba_choice.py).
+    Its launches of 1,000 threads run the serial twins (the same program layer, tapes and snapshots; the parallel
+    entries, bit for bit the twins in tests/backends/test_serial_twin.py, took 4 s of CPU of its 12 s cold:
+    docs/testing.md, "Test time")."""
     monkeypatch.setattr(numba_choice, "ENABLED", False)
+    monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", 10**9)
     n = 1000
     op = gk.interop.torch_function(checkpointed, "E")
     u, c = rand(n), scalar(0.2)

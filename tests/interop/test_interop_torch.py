@@ -20,6 +20,9 @@ from gradkern.interop import adapter as A
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install 'gradkern[torch]')")
 from gradkern.interop import torch_op  # noqa: E402
 
+# gc.collect() in these tests scans only what the test made (tests/conftest.py `frozen_heap`; docs/testing.md)
+pytestmark = pytest.mark.usefixtures("frozen_heap")
+
 NAMES = ["stencil", "update", "loss", "pingpong", "checkpointed"]
 
 

@@ -1,7 +1,7 @@
 """Every example (examples/NAME.py, installed as gradkern.examples.NAME) runs
 as a user runs it (`python examples/NAME.py`, from the repository root, a
 process of its own) with `--quick --out DIR` (DIR a temporary folder, never
-the repository), exits 0, prints that its misfit fell and writes DIR/NAME.png
+the repository; launches on serial twins, TWINS below), exits 0, prints that its misfit fell and writes DIR/NAME.png
 (the convention of examples/README.md): a broken gradient or plot fails
 here, not only in the example's hands. tests/meta/test_cli.py runs them by name
 through `python -m gradkern demo NAME`."""
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -29,6 +30,13 @@ MORE = {"heat_inverse.py": [["--recover", "initial"]], "learn_source.py": [["--f
 RUNS = [pytest.param(path, args, id=" ".join([path.name, *args]))
         for path in EXAMPLES for args in [[], *MORE.get(path.name, [])]]
 HAVE_MATPLOTLIB = importlib.util.find_spec("matplotlib") is not None
+# Every launch takes its serial twin (docs/environment.md, GRADKERN_SERIAL_THREADS), as the rest of the suite's
+# small launches do: the parallel entries of the examples' --quick grids (past 256 threads) were half of their
+# compile time (fwi_toy 18 s of CPU against 8.5 s, shallow_water_ic 18 s against 10 s, heat2d_mpi 10 s against
+# 6.5 s cold, session 54). A twin is the same source compiled without parallel=True, bit for bit the parallel
+# entry's results (tests/backends/test_serial_twin.py), so the example prints and plots the same
+# (docs/testing.md, "Test time").
+TWINS = {**os.environ, "GRADKERN_SERIAL_THREADS": str(10**9)}
 
 
 def test_examples_are_found():
@@ -62,7 +70,7 @@ def test_example_runs_its_misfit_falls_and_it_writes_a_png(path, args, tmp_path)
         pytest.skip("torch is not installed (pip install 'gradkern[torch]'): ci/run installs a CPU build if it can")
     folder = tmp_path / "pictures"  # not there yet: the example makes it
     got = subprocess.run([sys.executable, str(path.relative_to(ROOT)), "--quick", "--out", str(folder), *args],
-                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+                         cwd=ROOT, capture_output=True, text=True, timeout=600, env=TWINS)
     out = got.stdout + got.stderr
     assert got.returncode == 0, f"{path.name} exited {got.returncode}:\n{out}"
     fell = FELL.findall(got.stdout)

@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from gradkern.backends import numba_cpu
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -36,6 +38,16 @@ def run_blocks(page: Path, tmp_path: Path) -> dict:
         except Exception as e:
             raise AssertionError(f"{page.name}:{line}: code block {number} fails: {type(e).__name__}: {e}") from e
     return namespace
+
+
+@pytest.fixture(autouse=True)
+def _serial_twins(monkeypatch):
+    """The blocks' launches run their serial twins whatever their size, as the rest of the suite's do: the pages'
+    arrays are a reader's, many past SERIAL_THREADS, and the parallel entries they compiled were half of this file's CPU
+    (57 s against 31 s cold, session 54). A twin is its parallel entry's source compiled without parallel=True, bit
+    for bit its results (tests/backends/test_serial_twin.py); what the blocks print and the checks below assert is
+    the same (docs/testing.md, "Test time")."""
+    monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", 10**9)
 
 
 @pytest.mark.slow

@@ -131,7 +131,7 @@ def test_values_not_keyed_take_the_full_path(cold, rng):
         assert call.signature(saxpy, "reverse", None, None, args) is None
 
 
-def test_cache_keeps_no_arrays_alive(cold, rng):
+def test_cache_keeps_no_arrays_alive(frozen_heap, cold, rng):
     x, y, dx, dy = rng.random(8), rng.random(8), rng.random(8), rng.random(8)
     gk.autodiff(saxpy, gk.Active(1.5), gk.Duplicated(x, dx), gk.Duplicated(y, dy))
     refs = [weakref.ref(a) for a in (x, y, dx, dy)]

@@ -187,7 +187,7 @@ def test_arguments_not_keyed_take_the_full_path(cold, rng):
     assert call.signature(saxpy, "launch", np.int64(8), None, (1.5, x, y)) is None
 
 
-def test_cache_keeps_no_arrays_alive(cold, rng):
+def test_cache_keeps_no_arrays_alive(frozen_heap, cold, rng):
     import gc
     import weakref
 

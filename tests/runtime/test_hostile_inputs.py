@@ -69,7 +69,7 @@ def test_a_split_reverse_refuses_other_scalars_and_hand_made_tapes(rng):
     assert same()
 
 
-def test_a_tape_takes_views_of_its_memory_is_reused_alike_and_keeps_nothing_alive(rng):
+def test_a_tape_takes_views_of_its_memory_is_reused_alike_and_keeps_nothing_alive(frozen_heap, rng):
     forward, reverse = gk.autodiff_thunk(square_in_place, gk.Duplicated)
     y = rand(rng)
     old = y.copy()

@@ -346,7 +346,7 @@ def test_segments_are_checked_at_every_gradient(cold, rng):
         np.testing.assert_array_equal(a, b)
 
 
-def test_prepared_calls_keep_no_arrays_alive(cold, rng):
+def test_prepared_calls_keep_no_arrays_alive(frozen_heap, cold, rng):
     x, y, dx, dy = rng.random(8), rng.random(8), rng.random(8), rng.random(8)
     for _ in range(2):
         gk.launch(saxpy, 8, 1.5, x, y)

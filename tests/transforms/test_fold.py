@@ -7,7 +7,7 @@ import pytest
 
 import gradkern as gk
 import gradkern.pipeline as pipeline
-from gradkern.backends import numba_plan
+from gradkern.backends import numba_cpu, numba_plan
 from gradkern.kernels import allen_cahn_step, allen_cahn_step_2d, heat_step_3d, wave_step_2d
 from gradkern.runtime.call import prepare
 from gradkern.testing import check_grad
@@ -281,7 +281,10 @@ def test_wave_step_own_adds_by_coefficients_within_their_bound(monkeypatch):
     """With the interior by its coefficients (docs/adjoint-forms.md, section 11) d_u_prev's add (a negation)
     is exact and d_vel's, 2 c v g lap as two products summed, is reassociated: within 2 γ_8 S of the replayed
     one, S = |dvel| + 2 |c v g lap| (each form within γ_K S of the exact value, K = 8 bounding the roundings
-    along a path and the terms added: Higham (3.4), (4.4))."""
+    along a path and the terms added: Higham (3.4), (4.4)). Its 561 threads run the serial twins, bit for bit the
+    parallel entries (tests/backends/test_serial_twin.py): the bound is about the coefficient form's rounding, and
+    the parallel entries of these two reverses cost 14 s of CPU to compile (docs/testing.md, "Test time")."""
+    monkeypatch.setattr(numba_cpu, "SERIAL_THREADS", 10**9)
     shape = (33, 17)
     make = _wave(shape)
     out = {}
