@@ -17,18 +17,16 @@ What porting them found is in docs/kernel-language.md ("Sixth round (session 53)
 
 import numpy as np
 import pytest
-from support.ported import primal_values
 from support.ported_harness import (
+    assert_float32_primal,
     assert_primal_agrees_across_backends,
     assert_primal_matches_numpy,
+    assert_race_verdicts,
+    check_case_gradient,
     numba_sampled,
     on_interpreter,
-    run_case,
 )
 from support.ported_hpc6_cases import PROGRAMS, cases
-
-import gradkern as gk
-from gradkern.testing import check_grad
 
 NAMES = [c[0] for c in cases(np.random.default_rng(0))]
 # Numba's sample (each costs a few Numba compiles): a `while` whose trip count depends on the data
@@ -53,17 +51,8 @@ def test_float32_primal_on_the_interpreter(name):
     """Outputs stay float32 and within 1e-5 of the largest value of the float64 reference: float32 rounds each of a
     kernel's at most a few hundred operations by 6e-8 relative (the largest seen: 9e-7, gramschmidt's square root
     of a sum and divisions; adi's and deriche's recurrences 5e-7 and 2e-7)."""
-    name, kernel, args, dim, _, reference = next(c for c in cases(np.random.default_rng(5), dtype=np.float32)
-                                                 if c[0] == name)
-    values = primal_values(args)
-    want = reference([np.float64(v) if isinstance(v, np.float32) else
-                      v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype == np.float32 else v
-                      for v in primal_values(args)])
-    run_case(name, kernel, dim, values, "interp", PROGRAMS)
-    for k, expected in want.items():
-        assert values[k].dtype == np.float32, (name, k)
-        np.testing.assert_allclose(values[k], expected, rtol=0, atol=1e-5 * float(np.max(np.abs(expected))),
-                                   err_msg=f"{name} argument {k}")
+    assert_float32_primal(next(c for c in cases(np.random.default_rng(5), dtype=np.float32) if c[0] == name),
+                          PROGRAMS)
 
 
 @pytest.mark.parametrize("name", numba_sampled(NAMES, NUMBA_SAMPLE))
@@ -72,11 +61,8 @@ def test_primal_agrees_across_backends(name):
 
 
 def _check_gradient(name):
-    _, kernel, args, dim, options, _ = _case(name)
-    report = check_grad(kernel, *args, dim=dim, **options)
     # trap_int has one output and six inputs (five scalars), so ten derivatives are all check_grad draws there
-    assert report.ok and report.checked >= (10 if name == "trap_int" else 20), str(report)
-    assert report.dot_analytic != 0.0
+    check_case_gradient(_case(name), 10 if name == "trap_int" else 20)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -101,10 +87,4 @@ ATOMIC = {"nodal_accumulation_3d": ("x",), "trap_int": ("sumx",), "tealeaf_cg_ca
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n not in PROGRAMS])
 def test_race_verdicts(name):
-    _, kernel, args, dim, _, _ = _case(name)
-    primal = gk.inspect(kernel, *primal_values(args), dim=dim)
-    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
-    assert primal.parallel and reverse.parallel
-    assert primal.atomic_targets == ATOMIC.get(name, ())
-    checked = name in RUNTIME_CHECKED
-    assert primal.race_check == checked and reverse.race_check == checked, name
+    assert_race_verdicts(_case(name), ATOMIC, RUNTIME_CHECKED)

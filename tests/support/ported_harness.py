@@ -1,5 +1,6 @@
-"""The checks the ported-kernel rounds share (tests/library/test_ported_hpc3.py, test_ported_hpc4.py): a case's
-primal against its NumPy reference and across backends. A case is (name, kernel, args, dim, options, reference);
+"""The checks the ported-kernel rounds share (tests/library/test_ported_hpc3.py to test_ported_hpc7.py): a case's
+primal against its NumPy reference (in float32 too) and across backends, its gradient, its race verdicts. A case
+is (name, kernel, args, dim, options, reference);
 `programs` names the cases whose kernel is a program (called, not launched)."""
 
 import numpy as np
@@ -47,6 +48,43 @@ def assert_primal_agrees_across_backends(case, programs):
             continue
         runs[backend] = values
     assert_backends_agree(name, runs)
+
+
+def assert_float32_primal(case, programs):
+    """A float32 case (`cases(..., dtype=np.float32)`) on the interpreter: outputs stay float32 and within 1e-5 of
+    the largest value of the float64 reference (the callers' docstrings say why)."""
+    name, kernel, args, dim, _, reference = case
+    values = primal_values(args)
+    want = reference([np.float64(v) if isinstance(v, np.float32) else
+                      v.astype(np.float64) if isinstance(v, np.ndarray) and v.dtype == np.float32 else v
+                      for v in primal_values(args)])
+    run_case(name, kernel, dim, values, "interp", programs)
+    for k, expected in want.items():
+        assert values[k].dtype == np.float32, (name, k)
+        np.testing.assert_allclose(values[k], expected, rtol=0, atol=1e-5 * float(np.max(np.abs(expected))),
+                                   err_msg=f"{name} argument {k}")
+
+
+def check_case_gradient(case, checked=20):
+    """gk.testing.check_grad of the case (finite differences, the dot-product test), at least `checked`
+    derivatives drawn (fewer where the case has fewer), the dot product non-zero."""
+    from gradkern.testing import check_grad
+    _, kernel, args, dim, options, _ = case
+    report = check_grad(kernel, *args, dim=dim, **options)
+    assert report.ok and report.checked >= checked, str(report)
+    assert report.dot_analytic != 0.0
+
+
+def assert_race_verdicts(case, atomic, runtime_checked):
+    """The race analysis' verdicts, primal and reverse: parallel, the atomic targets `atomic` names (none
+    otherwise), the run-time check exactly where `runtime_checked` says."""
+    name, kernel, args, dim, _, _ = case
+    primal = gk.inspect(kernel, *primal_values(args), dim=dim)
+    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
+    assert primal.parallel and reverse.parallel
+    assert primal.atomic_targets == atomic.get(name, ())
+    checked = name in runtime_checked
+    assert primal.race_check == checked and reverse.race_check == checked, name
 
 
 def numba_sampled(names, sample):
