@@ -205,23 +205,26 @@ def gpu_main(args) -> None:
     import cupy
     import gpu_loops as gl
     n, steps = args.n, args.steps + args.steps % 2
-    u0 = cupy.asarray(np.random.default_rng(0).uniform(-0.9, 0.9, n))
+    u0 = cupy.asarray(np.random.default_rng(0).uniform(-0.9, 0.9, n).astype(args.dtype))
     hand = "hand-written store-all (CUDA)"
-    rows = {"gradkern program (gk.autodiff)": gl.gradkern_runner(cupy, steps), hand: gl.hand_runner(cupy, steps)}
+    rows = {"gradkern program (gk.autodiff)": gl.gradkern_runner(cupy, steps),
+            hand: gl.hand_runner(cupy, steps, args.dtype)}
     jrun = gl.jax_runner(steps)
     if jrun is not None:
         rows["JAX jit(grad) (fori_loop)"] = jrun
     times, peaks = gl.run_rows(cupy, rows, u0, args.runs)
     text = "\n".join([
         "## programs.py --gpu", "",
-        "The gradient of programs.py's Allen-Cahn program on a GPU, float64, CuPy arrays (benchmarks/gpu/gpu_loops.py: "
+        f"The gradient of programs.py's Allen-Cahn program on a GPU, {args.dtype}, CuPy arrays "
+        "(benchmarks/gpu/gpu_loops.py: "
         "the rows, the timing and the peak of CuPy's memory pool during one call, inputs excluded). Median of "
         f"{args.runs} interleaved runs after a warm-up, each ended by a synchronisation; every gradient checked "
         "against gradkern's (rtol 1e-9).", "",
-        *run_lines(f"python benchmarks/programs/programs.py --gpu{' --write' if args.write else ''}"),
+        *run_lines(f"python benchmarks/programs/programs.py --gpu --n {n} --dtype {args.dtype}"
+                   f"{' --write' if args.write else ''}"),
         gl.device_line(cupy),
         f"* N = {n:,}, T = {steps}; JAX: {'importable' if jrun is not None else 'not importable, no row'}", "",
-        *gl.table(times, peaks, hand, n * 8), ""])
+        *gl.table(times, peaks, hand, n * np.dtype(args.dtype).itemsize), ""])
     publish(text, "## programs.py --gpu", args.write)
 
 
@@ -233,6 +236,8 @@ def main() -> None:
     p.add_argument("--quick", action="store_true")
     p.add_argument("--write", action="store_true")
     p.add_argument("--gpu", action="store_true", help="CuPy arrays, the generated CUDA kernels (gpu_loops.py)")
+    p.add_argument("--dtype", default="float64", choices=("float64", "float32"),
+                   help="--gpu only: issue 33's goal is N = 2**24 float32 (`--n 16777216 --dtype float32`)")
     args = p.parse_args()
     if args.quick:
         args.n, args.steps, args.runs = 1000, 10, 2

@@ -199,8 +199,11 @@ def test_shipped_rules_on_gpu_equal_cpu(rule, device):
 
 def views_and_temporary(u, v, E, c):
     """Launches on views of an argument (their shadows are views of its shadow: program/shadows.py `_view_at`, a
-    `cupy.ndarray` on the device) and on a temporary allocated inside (an internal shadow from its own module)."""
-    w = np.zeros_like(u)  # CuPy's zeros_like for a CuPy array (__array_function__)
+    `cupy.ndarray` on the device) and on a temporary allocated inside (an internal shadow from its own module),
+    filled by a launch: device memory host code makes inside a program is refused until a launch overwrites it
+    whole (docs/host-code.md, "Device arrays made by host code"; np.zeros_like was refused on CuPy since)."""
+    w = np.empty_like(u)  # CuPy's empty_like for a CuPy array (__array_function__)
+    gk.fill(w, 0.0)
     gk.launch(library.axpy, u.shape[0] - 2, c, u[1:-1], w[2:])
     gk.launch(library.allen_cahn_step, u.shape[0], w, v, c, 0.01)
     gk.launch(library.sum_squares, v.shape[0] - 1, v[1:], E)

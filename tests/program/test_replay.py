@@ -114,6 +114,7 @@ def test_a_signed_replay_is_refused_when_what_the_signature_reads_changed():
     import gradkern.runtime.call as runtime_call
     from gradkern.program.scalars import ActiveScalar
     from gradkern.program.shadows import ShadowMap
+    from gradkern.runtime.callkey import backend_name
 
     n = 16
     u, v, du, dv = np.ones(n), np.zeros(n), np.zeros(n), np.zeros(n)
@@ -136,7 +137,7 @@ def test_a_signed_replay_is_refused_when_what_the_signature_reads_changed():
     assert facts.signed((u, v, ActiveScalar(0.5), 1), n, None) is None  # an int where a float was
     assert facts.signed((u, v, ActiveScalar(0.5), 0.02), n, None) is call  # other values of the same types
     assert facts.signed(args, (np.int64(n),), None) is None  # a launch shape `signature` does not key
-    other = "cpu" if runtime_call.backend_name(None) == "hostcuda" else "hostcuda"
+    other = "cpu" if backend_name(None) == "hostcuda" else "hostcuda"
     assert facts.signed(args, n, other) is None  # another backend
     for a in (u, dv):
         a.flags.writeable = False

@@ -43,7 +43,7 @@ from .guard import HostWriteGuard
 from .hostcode import TrackedArray, unwrap_args
 from .loopstate import TAKEN_DEAD, LoopState, scalars
 from .outputs import LastWriters
-from .recompute import PendingRun, RecomputedLaunches
+from .recompute import PendingRun, RecomputedLaunches, plain_array
 from .record import ProgramRecorder, overwritten_whole, overwritten_whole_positions, refuse_host_made
 from .rulestep import run_plain
 from .scalars import ActiveScalar
@@ -63,11 +63,6 @@ IN_PLACE = TEMPORAL and os.environ.get("GRADKERN_RESTORE_IN_PLACE", "1") != "0"
 # what a host write refused in a recomputed step leaves (docs/checkpointed-loops.md, How it works)
 _RECOMPUTED_WRITE = ("in a step the checkpointed loop recomputed during the program's reverse, which must run as "
                      "its first forward did; the shadows hold a partial gradient")
-
-
-def _plain_array(given: tuple) -> bool:
-    """Whether a launch was given a NumPy array that is not a TrackedArray (its launches are never held)."""
-    return any(isinstance(a, np.ndarray) and not isinstance(a, TrackedArray) for a in given)
 
 
 class Mode(Enum):
@@ -140,7 +135,7 @@ class _Untaped(Recorder):
             # only launches on the arrays fn was given (TrackedArrays, whose host reads run what is held first) are
             # held: a plain array's reads are not seen (docs/checkpointed-loops.md#temporal-blocking-of-recomputed-
             # steps)
-            if _plain_array(given):
+            if plain_array(given):
                 pending.flush()
                 pending = None
             elif not recomputing and loop.copies_before(kernel, plain):
@@ -150,9 +145,9 @@ class _Untaped(Recorder):
                 if not continues:
                     pending.flush()
         ours = guard.unlock_settled(arrays) if entry is not None else None
-        settled = ours is not None
-        if not settled:
-            ours = guard.unlock(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop")
+        if not (settled := ours is not None):  # device prints compared later (docs/programs.md, "On a GPU")
+            ours = guard.unlock(arrays, f"before a launch of kernel '{kernel.name}' in step {self.t} of the loop",
+                                True)
         where = _LaunchWhere(self, kernel.name)  # formatted only where an error names it
         try:
             call, bound = prepare(kernel, plain, dim, backend, "launch")  # validated as the user's writable arrays
@@ -178,7 +173,7 @@ class _Untaped(Recorder):
                 loop.stats.read_in_place += read is not bound
                 bound = read
             if pending is None or not pending.hold(kernel, dim, backend, plain, bound, arrays, continues,
-                                                   lambda: _plain_array(given)):
+                                                   lambda: plain_array(given)):
                 run(call, bound)
         finally:
             if settled:
@@ -322,6 +317,7 @@ class CheckpointedLoop(LoopHooks):
             tail.restore()
             for t in range(tail.at, self.nsteps):
                 self._step(t, _Untaped(self, t))
+            self.guard.settle()
             self.stats.steps_advanced += self.nsteps - tail.at
         finally:
             self.guard.release()
@@ -349,7 +345,7 @@ class CheckpointedLoop(LoopHooks):
             self.close()
 
     def close(self) -> None:
-        self._give_back()
+        self._give_back(False)  # after the last reverse (which compared), or an error
         self.driver.close()
         for snap in self.open:
             snap.free()
@@ -424,18 +420,20 @@ class CheckpointedLoop(LoopHooks):
         # and given back before anything else writes the state
         # (docs/programs.md#recomputed-steps-of-a-checkpointed-loop)
         if self.recomputing is None:
-            self.guard = self.recomputing = HostWriteGuard()
+            self.guard = self.recomputing = HostWriteGuard(_RECOMPUTED_WRITE)
         try:
             self._advance(n0, n1, tape)
         except BaseException:
-            self._give_back()
+            self._give_back(False)
             raise
 
-    def _give_back(self) -> None:
+    def _give_back(self, compare: bool = True) -> None:
         """A deferred restore written back (snapshots.py `Deferred`), and the recomputation's guard given back:
         every array it locked writable again."""
         self.deferred.settle()
         if self.recomputing is not None:
+            if compare:  # its deferred prints (a taped step's launches': guard.check) compared first
+                self.recomputing.settle()
             self.recomputing.release()
             self.recomputing = None
 

@@ -38,18 +38,20 @@ import numpy as np
 
 from ..errors import ProgramError
 from ..runtime.arrays import device_memory
-from ..runtime.call import backend_name
+from ..runtime.callkey import backend_name
 from .derived import user_frame, where
 from .fingerprint import device_print, fingerprint, settle_all
 from .shadows import memory_root
 
 _MODES = ("auto", "fingerprint", "off")
+_DEFERRED = 256  # deferred device prints compared in one read (each holds a 1-element device array until then)
 
 
 class HostWriteGuard:
     """Read-only flags on the arrays a program's tape depends on."""
 
-    def __init__(self):
+    def __init__(self, outcome: str = "no shadow was changed"):
+        self.outcome = outcome  # what a refusal of a changed fingerprint leaves (a recomputation's: checkpoint.py)
         # id -> weak reference to an array made read-only (roots and the views launches took): weak, so that a
         # temporary a program (or a loop step) drops is freed, and a new array reusing its id is not taken for it
         self.arrays: dict[int, weakref.ref] = {}
@@ -68,6 +70,9 @@ class HostWriteGuard:
         self.settled: dict[int, tuple[Any, Any]] = {}
         self.fresh: dict[int, int] = {}  # id(buffer) -> its fingerprint as the last `check` found it
         self.made: Any = None  # CuPy memory host code made while recording (devicefresh.py), set by run.py
+        # device prints compared later (`check(defer=True)`): (reference, old print, new print, where, before,
+        # shape and dtype)
+        self.deferred: list = []
 
     def follow(self, views: list) -> None:
         """Lock `views` whenever their buffer is locked, and now if it is: a view made while its buffer was
@@ -140,10 +145,15 @@ class HostWriteGuard:
                 settled[id(a)] = (self.arrays[id(a)], self.arrays[id(root)])  # weak: temporaries are freed
         self.last = where
 
-    def check(self, arrays: list | None, before: str) -> None:
+    def check(self, arrays: list | None, before: str, defer: bool = False) -> None:
         """ProgramError if a fingerprinted buffer of `arrays` (of every one when None) changed since the
-        launch that last took it; `before` says where the change was found."""
+        launch that last took it; `before` says where the change was found. `defer`: device buffers' prints
+        are compared later, with others, in one read (`settle`): a recorded launch's check, which must not
+        wait for the GPU (docs/programs.md, "On a GPU: no synchronisation per step"); any check that does
+        not defer compares the deferred ones first."""
         self.fresh = {}
+        if self.deferred and not defer:
+            self.settle()
         if not self.prints:  # nothing fingerprinted: nothing to compare
             return
         roots = self.prints if arrays is None else {id(memory_root(a)): None for a in arrays}
@@ -159,9 +169,16 @@ class HostWriteGuard:
                 else:
                     now = fingerprint(root)
                     if now != fp:
-                        raise _changed(root, where, before)
+                        raise _changed(root, where, before, self.outcome)
                     fresh[key] = now
-        if device:
+        if device and defer:
+            deferred = self.deferred
+            for key, root, fp, where, now in device:
+                deferred.append((self.prints[key][0], fp, now, where, before, root.shape, root.dtype))
+                fresh[key] = now
+            if len(deferred) >= _DEFERRED:
+                self.settle()
+        elif device:
             # the new prints and the old ones not yet read back (`lock`'s), in one read
             olds = [fp for _, _, fp, _, _ in device]
             pending = [k for k, fp in enumerate(olds) if type(fp) is tuple]
@@ -171,9 +188,24 @@ class HostWriteGuard:
                 olds[k] = v
             for (key, root, _, where, _), now, fp in zip(device, values[:m], olds):
                 if now != fp:
-                    raise _changed(root, where, before)
+                    raise _changed(root, where, before, self.outcome)
                 self.prints[key] = (self.prints[key][0], fp, where)  # settled: never read back again
                 fresh[key] = now
+
+    def settle(self) -> None:
+        """Compare the deferred device prints, in one read: ProgramError naming the first that changed."""
+        deferred, self.deferred = self.deferred, []
+        olds = [fp for _, fp, *_ in deferred]
+        pending = [k for k, fp in enumerate(olds) if type(fp) is tuple]
+        values = settle_all([now for _, _, now, *_ in deferred] + [olds[k] for k in pending])
+        m = len(deferred)
+        for k, v in zip(pending, values[m:]):
+            olds[k] = v
+        for (ref, _, _, at, before, shape, dtype), now, fp in zip(deferred, values[:m], olds):
+            if now != fp:
+                root = ref()
+                raise _changed(root, at, before, self.outcome,
+                               f"an array of shape {tuple(shape)} and dtype {dtype} (freed since)")
 
     def refuse_write(self, a: Any) -> None:
         """ProgramError before a host write changes `a` if its buffer is fingerprinted (the tape depends on
@@ -201,10 +233,10 @@ class HostWriteGuard:
         finally:
             self.relock(ours)
 
-    def unlock(self, arrays: list, before: str) -> list:
+    def unlock(self, arrays: list, before: str, defer: bool = False) -> list:
         """`unlocked`'s entry (a launch's hot path calls it without a context manager): returns what `relock`
-        locks again."""
-        self.check(arrays, before)
+        locks again. `defer`: `check`'s."""
+        self.check(arrays, before, defer)
         # a view made by the program while its buffer was locked is read-only too: it follows its buffer
         ours = []
         settled = self.settled
@@ -323,9 +355,10 @@ def _print(root: Any) -> Any:
     return fingerprint(root) if isinstance(root, np.ndarray) else device_print(root)
 
 
-def _changed(root: Any, where: Any, before: str) -> ProgramError:
-    return ProgramError(f"a host write to {name_of(root)}, which the program's derivative depends on, {where}, "
-                        f"found {before}; no shadow was changed",
+def _changed(root: Any, where: Any, before: str, outcome: str, freed: str = "") -> ProgramError:
+    name = name_of(root) if root is not None else freed
+    return ProgramError(f"a host write to {name}, which the program's derivative depends on, {where}, "
+                        f"found {before}; {outcome}",
                         hint="change arrays inside a program with launches, gk.copy(dst, src) or gk.fill(dst, "
                              "value), which are differentiated")
 

@@ -161,7 +161,7 @@ class ProgramRecorder(Recorder):
         # validated and run as the user's writable arrays (the arrays `lock` locked before: only their flags)
         settled = guard.unlock_settled(arrays)
         ours = settled if settled is not None else \
-            guard.unlock(arrays, f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')")
+            guard.unlock(arrays, f"before launch {len(self.steps) + 1} (kernel '{kernel.name}')", True)
         try:
             step, written, reads = self._run(kernel, dim, plain, annotated, scalars, active, backend, args, replay,
                                              known)

@@ -33,7 +33,8 @@ from ..annotations import Active, BatchDuplicated, Const, Duplicated
 from ..errors import ProgramError
 from ..runtime.arrays import is_array
 from ..runtime.binding import memory_owner, numpy_made
-from ..runtime.call import backend_name, made
+from ..runtime.call import made
+from ..runtime.callkey import backend_name
 from .savepool import Memory
 from .scalars import ActiveScalar
 from .shadows import mapped, memory_root

@@ -19,23 +19,58 @@ import numpy as np
 from ..annotations import Annotation, BatchDuplicated, Duplicated
 from ..errors import ProgramError
 from ..recording import active_recorder
+from ..runtime.arrays import module_of
 from .derived import user_frame, where
 
 
 class ActiveScalar:
     """A float that carries a derivative through host arithmetic and launches."""
 
-    __slots__ = ("value", "parents", "adjoint", "order", "tangent")
+    __slots__ = ("value", "parents", "_adjoint", "pending", "order", "tangent")
     _created = 0
 
     def __init__(self, value: float, parents: tuple = (), tangent: float = 0.0):
         self.value = float(value)
         self.parents = parents  # ((ActiveScalar, partial derivative), ...)
-        self.adjoint = 0.0
+        self._adjoint = 0.0
+        self.pending: list | None = None  # launches' derivatives still on the GPU (`add_device`)
         # forward mode: the tangent, carried along as the value is computed
         self.tangent = tangent if not parents else sum(d * p.tangent for p, d in parents)
         ActiveScalar._created += 1
         self.order = ActiveScalar._created  # creation order: a topological order of the scalar tape
+
+    @property
+    def adjoint(self) -> Any:
+        """The derivative reached so far: the pending device derivatives added first."""
+        if self.pending:
+            self._settle()
+        return self._adjoint
+
+    @adjoint.setter
+    def adjoint(self, value: Any) -> None:
+        self.pending = None
+        self._adjoint = value
+
+    def add_device(self, d: Any) -> None:
+        """Add a launch's derivative still in its 1-element device array, unread (runtime/reverse.py
+        `run_reverse(device=True)`): read with the others when the adjoint is read, or every 256 of them, and
+        added in the order they came, as the host adds floats (docs/programs.md, "On a GPU: no synchronisation
+        per step")."""
+        pending = self.pending
+        if pending is None:
+            self.pending = [d]
+        else:
+            pending.append(d)
+            if len(pending) >= 256:  # a bounded list (each holds a pool block): one read per 256 launches
+                self._settle()
+
+    def _settle(self) -> None:
+        pending, self.pending = self.pending, None
+        values = module_of(pending[0]).concatenate(pending).get()  # one synchronisation for all of them
+        a = self._adjoint
+        for v in values.tolist():
+            a = a + v
+        self._adjoint = a
 
     def with_tangent(self, lanes: int) -> Annotation:
         """This scalar as a forward-mode call takes it: Duplicated with its tangent (k of them in vector mode)."""

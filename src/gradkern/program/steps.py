@@ -134,7 +134,13 @@ class Step:
             got = self.derivatives(contents)
             if got is not None:
                 for pos, s in self.scalars.items():
-                    s.adjoint = s.adjoint + (np.asarray(got[pos]) if lanes > 1 else got[pos])  # per lane
+                    d = got[pos]
+                    if lanes > 1:
+                        s.adjoint = s.adjoint + np.asarray(d)  # per lane
+                    elif type(d) is float:
+                        s.adjoint = s.adjoint + d
+                    else:  # on a GPU, not read yet (scalars.py)
+                        s.add_device(d)
         for saved in reversed(self.saves):
             contents.passed(saved)
         if self.made:
@@ -154,7 +160,7 @@ class Step:
         derivatives = renames.derivatives(bound.derivatives) if renames is not None else None
         if values is not None or derivatives is not None:
             bound = bound.with_values(bound.values if values is None else values, derivatives)
-        got = run_reverse(bound, self.tape)
+        got = run_reverse(bound, self.tape, True)
         self.tape = None  # freed once used
         if renames is not None:
             renames.reversed(bound.derivatives, self.cleared)

@@ -398,10 +398,14 @@ def _python_int(p: ir.Param, a: Any) -> Scalar:
     return I64
 
 
+def current_device() -> int:
+    """The current CUDA device's number, as CuPy reads it."""
+    return cupy_module("CuPy arrays were passed").cuda.runtime.getDevice()
+
+
 def _check_device(params, args) -> None:
     """The one GPU all CuPy arguments live on, which must be the current device."""
-    cupy = cupy_module("CuPy arrays were passed")
-    current = cupy.cuda.runtime.getDevice()
+    current = current_device()
     for p, a in zip(params, args):
         if is_cupy_array(a) and a.device.id != current:
             raise LaunchError(f"argument '{p.name}' lives on GPU {a.device.id} but the current device is GPU "

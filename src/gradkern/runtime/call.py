@@ -17,19 +17,17 @@ from contextlib import contextmanager
 from math import isfinite
 from typing import Any
 
-import numpy as np
-
 from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
 from ..backends import backend as backend_object
-from ..backends import default_name
 from ..errors import InternalError
 from ..ir.types import Array
 from ..kernel import KernelFunction
 from ..pipeline import ReverseSpecialization, Specialization, tangent_param
 from .annotate import annotated_binding, lane_groups
-from .arrays import array_module, held_memory, is_array, untouched
-from .binding import KEYED_SCALARS, OWNDATA, Binding, bind, disjoint, memory_owner, numpy_made, template_of
+from .arrays import array_module, is_array, is_cupy_array, untouched
+from .binding import Binding, bind, current_device, template_of
 from .bounds_check import check_bounds
+from .callkey import signature
 from .compile_pool import settle, submit
 from .execute import entry_of, run_spec
 from .race_check import check_exclusive_rows, check_races, needs_race_check
@@ -240,7 +238,7 @@ class PreparedCall:
 
     __slots__ = ("kernel", "generation", "mode", "key", "template", "names", "dim", "spec", "checks", "runs",
                  "_split", "roles", "layout", "plain", "ahead", "extents", "replay",
-                 "primal_launch", "converts", "untaped_tape")
+                 "primal_launch", "converts", "untaped_tape", "device")
 
     def __init__(self, kernel: KernelFunction, mode: str, b: Binding, spec: Any, checks: Checks, runs: tuple,
                  roles: tuple, names: tuple = (), split: Any = (), layout: Any = None):
@@ -259,6 +257,7 @@ class PreparedCall:
         # the positions of the scalars a refill converts and how (refill_known: no pass over the other values)
         self.converts = tuple((n, convert) for n, convert in enumerate(self.template[1]) if convert is not None)
         self.untaped_tape: Any = None  # the one Tape of a call that tapes and counts nothing (runtime/reverse.py)
+        self.device: int | None = None  # a kept CuPy call's GPU, which must be current at each refill
 
     @property
     def primal(self) -> Specialization:
@@ -270,104 +269,6 @@ class PreparedCall:
         """The split reverse's runs, made on first use (a fused plan never prints them: compile-time.md, 13)."""
         self._split = self._split() if callable(self._split) else self._split
         return self._split
-
-
-def backend_name(backend: str | None) -> str:
-    """The backend a call names, or the default one (the backend of a call's `signature`)."""
-    return backend or default_name()
-
-
-def signature(kernel: KernelFunction, mode: str, dim: Any, backend: str | None, args: tuple) -> tuple | None:
-    """The key of a call (the only one: docs/prepared-call.md), or None where it must be prepared in full:
-    a value of another kind (see `_value_key`), an unknown annotation, a dim that is not None, an int or
-    a tuple of ints, or any two of the call's arrays (primals and shadows) whose memory may overlap
-    (aliasing is decided in full at every such call)."""
-    t = type(dim)
-    if dim is not None and t is not int and not (t is tuple and all(type(n) is int for n in dim)):
-        return None
-    sig: list = [id(kernel), mode, dim, backend_name(backend)]
-    arrays: list = []
-    owners: list = []
-    ndarray = np.ndarray
-    for a in args:
-        t = type(a)
-        if t is ndarray:  # a plain array (a launch's): `_value_key` inline
-            b = a.base
-            if not (b is None or (type(b) is ndarray and b.flags.owndata)):
-                b = held_memory(b)  # memory of its own (program/savepool.py), or unknown
-                if b is None:
-                    return None
-            f = a.flags.num
-            o = b if b is not None else a if f & OWNDATA else None
-            if o is None:
-                return None
-            arrays.append(a)
-            owners.append(o)
-            sig.append((a.dtype, a.shape, a.strides, f))
-            continue
-        if t in KEYED_SCALARS:  # a plain scalar: `_value_key` inline
-            if t is int and not -2**63 <= a < 2**63:
-                return None
-            sig.append(t)
-            continue
-        if t is Duplicated or t is DuplicatedNoNeed:
-            v, d = a.val, a.dval
-            if type(v) is ndarray and type(d) is ndarray:  # the common case, `_value_key` of both inline
-                vb, db = v.base, d.base
-                if not (vb is None or (type(vb) is ndarray and vb.flags.owndata)):
-                    vb = held_memory(vb)
-                    if vb is None:
-                        return None
-                if not (db is None or (type(db) is ndarray and db.flags.owndata)):
-                    db = held_memory(db)
-                    if db is None:
-                        return None
-                vf, df = v.flags.num, d.flags.num
-                vo = vb if vb is not None else v if vf & OWNDATA else None  # binding.memory_owner
-                do = db if db is not None else d if df & OWNDATA else None
-                if vo is None or do is None:
-                    return None
-                arrays.append(v)
-                arrays.append(d)
-                owners.append(vo)
-                owners.append(do)
-                sig.append((t, v.dtype, v.shape, v.strides, vf, d.dtype, d.shape, d.strides, df))
-                continue
-            k = (t, _value_key(v, arrays), _value_key(d, arrays))
-        elif t is BatchDuplicated:
-            dvals = a.dvals
-            if type(dvals) is not tuple and type(dvals) is not list:
-                return None
-            k = (t, _value_key(a.val, arrays), *(_value_key(d, arrays) for d in dvals))
-        elif t is Active or t is Const:
-            k = (t, _value_key(a.val, arrays))
-        elif isinstance(a, Annotation):
-            return None
-        else:
-            k = (_value_key(a, arrays),)
-        if any(v is None for v in k):  # `is`: a dtype compares equal to None
-            return None
-        sig.append(k)
-    if len(owners) < len(arrays):  # arrays keyed by `_value_key`
-        owners = [memory_owner(a, a.flags.num) for a in arrays]
-        if any(o is None for o in owners):
-            return None
-    return tuple(sig) if disjoint(arrays, owners) else None
-
-
-def _value_key(v: Any, arrays: list) -> Any:
-    """What every check of one value depends on, or None where it must be checked in full. For an array NumPy
-    made (binding.numpy_made: inside its memory), whether its elements overlap, whether it is writable and
-    what it is like follow from its dtype, shape, strides and flags."""
-    t = type(v)
-    if t is np.ndarray:
-        if not numpy_made(v):
-            return None
-        arrays.append(v)
-        return v.dtype, v.shape, v.strides, v.flags.num
-    if t is int and not -2**63 <= v < 2**63:
-        return None
-    return t if t in KEYED_SCALARS else None
 
 
 def refill(call: PreparedCall, args: tuple) -> Bound | None:
@@ -410,7 +311,8 @@ def again(call: PreparedCall, kernel: KernelFunction, args: tuple, known: tuple 
     raises what a first call would). `prepare`'s hit path, and a program's replay of a launch whose arguments'
     signature is known to be `call.key` (program/replay.py), which gives `args` as plain values with what their
     annotations were (`known`: see `refill_known`)."""
-    if call.kernel is not kernel or call.generation != kernel._specs.generation:
+    if call.kernel is not kernel or call.generation != kernel._specs.generation or \
+            (call.device is not None and current_device() != call.device):
         return None
     bound = refill(call, args) if known is None else refill_known(call, args, *known)
     if bound is not None:
@@ -462,6 +364,8 @@ def prepare(kernel: KernelFunction, args: tuple, dim: Any, backend: str | None, 
         if len(_CALLS) >= MAX_CALLS:
             _CALLS.clear()
         call.key = key
+        if bound.b.backend == "cuda" and any(is_cupy_array(v) for v in bound.b.values):
+            call.device = current_device()
         if not any(isinstance(a, Annotation) for a in args):
             call.plain = tuple((n, convert) for n, convert in enumerate(call.template[1]) if convert is not None)
         _CALLS[key] = call

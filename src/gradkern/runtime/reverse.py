@@ -185,9 +185,11 @@ def untaped_tape(bound: Bound) -> Tape | None:
     return _untaped(call)
 
 
-def run_reverse(bound: Bound, tape: Tape) -> tuple:
+def run_reverse(bound: Bound, tape: Tape, device: bool = False) -> tuple:
     """The reverse on the arrays in their post-primal state (the split runs after the augmented primal);
-    returns what autodiff would."""
+    returns what autodiff would. `device`: an Active scalar's derivative on a GPU comes back as the
+    1-element device array it was summed into, not read (a program's sweep reads them all at its end:
+    docs/programs.md, "On a GPU: no synchronisation per step")."""
     call = bound.call
     if tape.key is not call.layout.tape_key and (tape.kernel != call.kernel.name or tape.key != call.layout.tape_key
                                                  or tape.dim != call.dim):
@@ -196,8 +198,8 @@ def run_reverse(bound: Bound, tape: Tape) -> tuple:
     taped = ((tape.values, tape.ints), tape.counts)
     replay = call.replay
     if replay and not _OBSERVERS:
-        return replay(bound, taped)
-    got = _execute(bound, call.split[1:], taped)
+        return replay(bound, taped, device)
+    got = _execute(bound, call.split[1:], taped, device)
     if replay is None:
         call.replay = _replay(bound, taped) or False
     return got
@@ -228,7 +230,9 @@ def _replay(bound: Bound, taped: tuple) -> Any:
     at = {n: k for k, n in enumerate(layout.acc_order)}
     results = tuple(None if n is None else at[n] for n in layout.results)
 
-    def replay(bound: Bound, taped: tuple) -> tuple:
+    on_device = layout.xp is not np
+
+    def replay(bound: Bound, taped: tuple, device: bool = False) -> tuple:
         (tapes, counts) = taped
         if counts is None and gather:
             counts = _counts(call, False)
@@ -246,12 +250,12 @@ def _replay(bound: Bound, taped: tuple) -> Any:
         launch(values)
         out = []
         for k in results:
-            out.append(None if k is None else float(acc[k][0]))
+            out.append(None if k is None else acc[k] if device and on_device else float(acc[k][0]))
         return tuple(out)
     return replay
 
 
-def _execute(bound: Bound, runs: tuple, taped: tuple | None = None) -> tuple:
+def _execute(bound: Bound, runs: tuple, taped: tuple | None = None, device: bool = False) -> tuple:
     """Run `runs` (roles augmented_primal, gather, reverse, fused) with one set of accumulators; the runs
     after the first are compiled ahead while the first compiles (runtime/compile_pool.py)."""
     call = bound.call
@@ -267,7 +271,7 @@ def _execute(bound: Bound, runs: tuple, taped: tuple | None = None) -> tuple:
         run(dim, values)
         if run.role in ("augmented_primal", "fused"):
             _check_run(bound, run.role, values)
-    return _results(call, accs)
+    return _results(call, accs, device)
 
 
 def _check_run(bound: Bound, role: str, values: list) -> None:
@@ -397,13 +401,15 @@ def _adjoint_values(bound: Bound, accs: dict[str, tuple], lo: int, hi: int) -> l
             *(acc for lanes in accs.values() for acc in lanes[lo:hi])]
 
 
-def _results(call: PreparedCall, accs: dict[str, tuple]) -> tuple:
-    """Active scalars' derivatives (a tuple of one per lane in vector mode), None for the rest."""
+def _results(call: PreparedCall, accs: dict[str, tuple], device: bool = False) -> tuple:
+    """Active scalars' derivatives (a tuple of one per lane in vector mode), None for the rest; with `device`,
+    one lane's on a GPU as its 1-element device array (`run_reverse`)."""
     layout = call.layout
     if layout.lanes == 1:
+        device = device and layout.xp is not np
         out = []
         for n in layout.results:
-            out.append(None if n is None else float(accs[n][0][0]))
+            out.append(None if n is None else accs[n][0] if device else float(accs[n][0][0]))
         return tuple(out)
     return tuple(None if n is None else tuple(float(a[0]) for a in accs[n]) for n in layout.results)
 
