@@ -455,8 +455,9 @@ def _module() -> types.ModuleType:
     # what the shipped rules call (kernels/dense.py, kernels/spectral.py), computed by NumPy
     m.linalg = types.SimpleNamespace(solve=_made(np.linalg.solve))
     m.fft = types.SimpleNamespace(rfft=_made(np.fft.rfft), irfft=_made(np.fft.irfft), rfftfreq=_made(np.fft.rfftfreq))
+    stream = types.SimpleNamespace(ptr=0)  # the null stream, the fake's only one
     m.cuda = types.SimpleNamespace(Device=Device, runtime=runtime, memory=memory, MemoryPointer=MemoryPointer,
-                                   MemoryHook=MemoryHook)
+                                   MemoryHook=MemoryHook, get_current_stream=lambda: stream)
     return m
 
 
@@ -475,8 +476,8 @@ def installed():
     from gradkern.runtime import arrays, call, execute
     missing = object()
     before = sys.modules.get("cupy", missing)
-    caches = (arrays._ARRAY_MODULES, arrays._UNTOUCHED, cuda._kernels, fingerprint._KERNELS, execute._ENTRIES,
-              call._CALLS)
+    caches = (arrays._ARRAY_MODULES, arrays._UNTOUCHED, cuda._kernels, fingerprint._KERNELS, fingerprint._SLABS,
+              execute._ENTRIES, call._CALLS)
     saved = [dict(c) for c in caches]
     cuda_backend, ndarray_type = backends._REGISTRY.pop("cuda", None), arrays._CUPY_NDARRAY
 

@@ -10,9 +10,13 @@ around changes it too. On NumPy the mix runs as array operations in chunks, so
 that the temporaries stay small. On CuPy it is one fused kernel (`_KERNELS`:
 the same mix, the sum by warps, blocks and 64-bit atomics, which wrap as the
 NumPy sum does) whose result stays on the device: `device_print` launches it
-without waiting, so a program's guard reads a launch's prints back in one
-synchronisation (guard.py; the session-54 GPU check measured ~10 CuPy launches
-and a synchronisation per print, 3.7 ms per step of a 2-launch program).
+without waiting, reading a C-contiguous array where it lies (no view made),
+into a slot of 1024 device words shared by the prints (`_Slots`), so a
+program's guard reads many launches' prints back in one synchronisation
+(guard.py; the session-54 GPU check measured ~10 CuPy launches and a
+synchronisation per print, 3.7 ms per step of a 2-launch program; since
+session 55 a print is one kernel launch, docs/programs.md "On a GPU: no
+synchronisation per step").
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ def _header(a: Any) -> int:
 # defines __CUDACC__; the host branch is for the tests' CuPy stand-in, docs/hostcuda.md "CuPy's paths on a stand-in")
 _SOURCE = r"""
 template <typename W>
-__device__ void gk_print(const W* __restrict__ w, long long n, unsigned long long* out) {
+__device__ void gk_print(const W* __restrict__ w, long long n, unsigned long long* out) {  // out: its slot
     unsigned long long s = 0;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
          i += (long long)blockDim.x * gridDim.x) {
@@ -93,8 +97,8 @@ __device__ void gk_print(const W* __restrict__ w, long long n, unsigned long lon
     atomicAdd(out, s);
 #endif
 }
-""" + "".join(f'extern "C" __global__ void gk_print{k}(const {t}* w, long long n, unsigned long long* out) '
-                  "{ gk_print(w, n, out); }\n"
+""" + "".join(f'extern "C" __global__ void gk_print{k}(const {t}* w, long long n, unsigned long long* out, '
+                  "long long slot) { gk_print(w, n, out + slot); }\n"
                   for k, t in ((8, "unsigned long long"), (4, "unsigned int"), (2, "unsigned short"),
                                (1, "unsigned char")))
 _KERNELS: dict = {}  # word size -> the compiled kernel (CuPy caches the module on disk too)
@@ -112,31 +116,64 @@ def _kernel(cupy: Any, size: int) -> Any:
     return k
 
 
-def device_print(a: Any) -> tuple[int, Any]:
-    """The fingerprint of CuPy array `a` launched on the current stream, not waited for: (header, a 1-element
-    uint64 device array the sum lands in); `settle` reads it as `fingerprint` returns it."""
+_SLOT_COUNT = 1024
+# (device, stream) -> the _Slots prints land in now (a program's prints are taken on its current stream)
+_SLABS: dict = {}
+
+
+class _Slots:
+    """Device words that 1024 prints' sums land in: one allocation, zeroed once, for 1024 prints (a print was a
+    1-element array each, allocated and zeroed: two CuPy operations more per print), read back once for all of
+    them (`settle_all`); sealed once read, so that a later print never lands in words already read."""
+
+    __slots__ = ("out", "stream", "used", "values")
+
+    def __init__(self, cupy: Any, stream: Any):
+        self.out, self.stream, self.used, self.values = cupy.zeros(_SLOT_COUNT, np.uint64), stream, 0, None
+
+    def value(self, k: int) -> int:
+        if self.values is None:
+            self.values = self.out[:self.used].get(stream=self.stream).tolist()  # one synchronisation
+        return self.values[k]
+
+
+def _slot(cupy: Any) -> tuple[_Slots, int]:
+    stream = cupy.cuda.get_current_stream()
+    key = (cupy.cuda.runtime.getDevice(), stream.ptr)
+    slots = _SLABS.get(key)
+    if slots is None or slots.values is not None or slots.used == _SLOT_COUNT:
+        slots = _SLABS[key] = _Slots(cupy, stream)
+    k = slots.used
+    slots.used = k + 1
+    return slots, k
+
+
+def device_print(a: Any) -> tuple[int, _Slots, int]:
+    """The fingerprint of CuPy array `a` launched on the current stream, not waited for: (header, the slots
+    and the slot its sum lands in); `settle` reads it as `fingerprint` returns it. A C-contiguous array is
+    read as it lies, its words the widest that tile its bytes (as `_words` makes them), with no view made."""
     import cupy
-    words = _words(a, cupy)
-    out = cupy.zeros(1, dtype=np.uint64)
-    n = words.size
+    if a.flags.c_contiguous:
+        n = a.nbytes
+        width = 8 if n % 8 == 0 else 4 if n % 4 == 0 else 2 if n % 2 == 0 else 1
+        words, n = a, n // width
+    else:
+        words = _words(a, cupy)
+        n, width = words.size, words.dtype.itemsize
+    slots, k = _slot(cupy)
     if n:
-        k = _kernel(cupy, words.dtype.itemsize)
+        kernel = _kernel(cupy, width)
         grid = min(-(-n // _BLOCK), _KERNELS["blocks"])
-        k((grid,), (_BLOCK,), (words, np.int64(n), out))
-    return _header(a), out
+        kernel((grid,), (_BLOCK,), (words, np.int64(n), slots.out, np.int64(k)))
+    return _header(a), slots, k
 
 
-def settle(p: tuple[int, Any]) -> int:
+def settle(p: tuple[int, _Slots, int]) -> int:
     """A `device_print`'s value (waits for it)."""
-    return (p[0] + int(p[1].get()[0])) & _MASK
+    return (p[0] + p[1].value(p[2])) & _MASK
 
 
 def settle_all(prints: list) -> list[int]:
-    """The values of several `device_print`s with one synchronisation: their sums gathered on the device first."""
-    if not prints:
-        return []
-    if len(prints) == 1:
-        return [settle(prints[0])]
-    import cupy
-    sums = cupy.concatenate([out for _, out in prints]).get()
-    return [(h + int(s)) & _MASK for (h, _), s in zip(prints, sums)]
+    """The values of several `device_print`s: one synchronisation for each set of slots they land in (one,
+    mostly)."""
+    return [(h + slots.value(k)) & _MASK for h, slots, k in prints]
