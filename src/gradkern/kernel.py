@@ -15,6 +15,7 @@ from typing import Any
 
 from .errors import LaunchError
 from .frontend.callables import DeviceFunctionMarker, KernelMarker
+from .frontend.captured import Captured, describe
 from .frontend.lower import Lowered, Unresolved, lower_function, lower_kernel
 from .frontend.parse import ParsedFunction, parse_function
 from .ir import nodes as ir
@@ -55,17 +56,36 @@ class KernelFunction(KernelMarker):
         self._ir: ir.Kernel | None = None
         self._specs: SpecCache = SpecCache()
         self._lock = threading.Lock()
+        self._captured: Captured | None = None  # the module-level names it read, where any (`check_module_names`)
         try:
-            self._ir = lower_kernel(self._parsed)
+            self._lower()
         except Unresolved:
             pass  # retried at first use, when later definitions exist
+
+    def _lower(self) -> None:
+        got: list = []
+        self._ir = lower_kernel(self._parsed, got)
+        self._captured = got[0] if got[0].entries else None
 
     @property
     def ir(self) -> ir.Kernel:
         """The untyped IR (device functions inlined)."""
         if self._ir is None:
-            self._ir = lower_kernel(self._parsed)
+            self._lower()
         return self._ir
+
+    def check_module_names(self) -> None:
+        """LaunchError, before anything runs, if a module-level name the kernel read when it was made (its
+        constants, tables and device functions: frontend/captured.py) no longer holds what it read."""
+        hit = self._captured.changed() if self._captured is not None else None
+        if hit is not None:
+            name, old, now = hit
+            raise LaunchError(f"kernel '{self.name}' read the module-level name '{name}' when it was made "
+                              f"({describe(old)}), and it is {describe(now)} now: a kernel's module-level "
+                              "names are constants, read once (docs/kernel-language.md, \"Module-level names "
+                              "are read once\"); nothing ran",
+                              hint=f"pass '{name}' as an argument, or make the kernel again after changing it "
+                                   f"({self.name} = gk.kernel({self.name}.fn))")
 
     def __call__(self, *args, **kwargs):
         raise LaunchError(f"kernel '{self.name}' cannot be called directly",

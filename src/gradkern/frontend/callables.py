@@ -8,6 +8,7 @@ without importing kernel.py, which imports the frontend.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..errors import Loc
 from ..ir import nodes as ir
@@ -27,6 +28,7 @@ class Lowered:
     tid_arity: int
     loc: Loc
     results: int = 1
+    captured: Any = None  # the module-level names it read (frontend/captured.py)
 
 
 class KernelMarker:

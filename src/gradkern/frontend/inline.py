@@ -35,6 +35,7 @@ def inline_values(lw: Any, call: ast.Call, fn: DeviceFunctionMarker, count: int)
     if fn.name in lw.stack:
         lw.fail(call, f"recursive call to '{fn.name}' is not supported")
     callee = fn.lowered(lw.stack)
+    lw.captured.merge(callee.captured)
     starred = next((a for a in call.args if isinstance(a, ast.Starred)), None)
     if starred is not None:  # counted as one argument: "'g' takes 2 arguments, got 1" for g(*f(x))
         lw.fail(starred, f"starred arguments are not supported in a call of device function '{fn.name}'",

@@ -27,6 +27,7 @@ from ..ir.ops import FUNCTIONS, Op
 from ..ir.types import F32, F64, I32, I64, MAX_NDIM
 from . import jumps, literal_loops, loop_returns, multi_returns, suggest, unroll, vectors
 from .callables import DeviceFunctionMarker, KernelMarker, Lowered
+from .captured import Captured
 from .inline import inline_call, inline_values
 from .parse import ParsedFunction, assigned_names
 from .structure import Return, check_definite_assignment, privatize_reassigned, structure_returns
@@ -68,6 +69,7 @@ class _Lowerer:
         self.is_kernel = is_kernel
         self.stack = stack + (parsed.name,)
         self.ns = parsed.namespace()
+        self.captured = Captured()  # what it reads of its module: checked at each launch (frontend/captured.py)
         self.block: list[ir.Stmt] | None = None
         self.lazy = 0  # > 0 inside an operand that may not be evaluated
         self.tid_arity = 0
@@ -92,8 +94,8 @@ class _Lowerer:
         tree = literal_loops.lower_literal_loops(tree, self.namer.numbered, self.fail)  # for v in (a, b)
         tree = loop_returns.lower_loop_returns(tree, self.namer.numbered, self.fail, is_kernel)  # → break
         tree = jumps.lower_jumps(tree, self.namer.numbered, self.fail)  # break/continue → flags
-        tree = unroll.unroll(tree, lambda n: self.ns.get(n, getattr(builtins, n, None)), self.quiet_callee,
-                             self.fail, self.locals)  # local arrays and tables → scalars and literals
+        free = lambda n: self.captured.add(self.p.fn, n, self.ns.get(n, getattr(builtins, n, None)))  # noqa: E731
+        tree = unroll.unroll(tree, free, self.quiet_callee, self.fail, self.locals)  # local arrays, tables → literals
         if tree is not parsed.tree:
             self.p = replace(parsed, tree=tree)
             self.ns.update(unroll.NAMESPACE)
@@ -117,7 +119,7 @@ class _Lowerer:
         body, returns_value = structure_returns(body, self.fail_at_def, self.p.name)
         arrays = _array_names(body)
         return Lowered(self.p.name, self.params, body, arrays, returns_value,
-                       self.tid_arity, self.p.loc(self.p.tree), self.results)
+                       self.tid_arity, self.p.loc(self.p.tree), self.results, self.captured)
 
     def lower_block(self, stmts: list[ast.stmt], top: bool = False) -> tuple[ir.Stmt, ...]:
         saved, self.block = self.block, []
@@ -342,7 +344,7 @@ class _Lowerer:
 
     def lookup(self, e: ast.Name) -> Any:
         if e.id in self.ns:
-            return self.ns[e.id]
+            return self.captured.add(self.p.fn, e.id, self.ns[e.id])
         if hasattr(builtins, e.id):
             return getattr(builtins, e.id)
         self.fail(e, f"name '{e.id}' is not defined", cls=Unresolved)
@@ -562,9 +564,12 @@ def lower_function(parsed: ParsedFunction, is_kernel: bool, stack: tuple[str, ..
     return _Lowerer(parsed, is_kernel, stack).lower()
 
 
-def lower_kernel(parsed: ParsedFunction) -> ir.Kernel:
-    """Lower a @gk.kernel to an untyped IR kernel (device functions inlined)."""
+def lower_kernel(parsed: ParsedFunction, captured: list | None = None) -> ir.Kernel:
+    """Lower a @gk.kernel to an untyped IR kernel (device functions inlined); what it read of its module
+    (frontend/captured.py) is appended to `captured`."""
     low = lower_function(parsed, is_kernel=True)
+    if captured is not None:
+        captured.append(low.captured)
     unknown = low.array_names - set(low.params)
     if unknown:
         raise KernelSyntaxError(f"unknown arrays {sorted(unknown)}", low.loc)

@@ -314,6 +314,8 @@ def again(call: PreparedCall, kernel: KernelFunction, args: tuple, known: tuple 
     if call.kernel is not kernel or call.generation != kernel._specs.generation or \
             (call.device is not None and current_device() != call.device):
         return None
+    if kernel._captured is not None:
+        kernel.check_module_names()
     bound = refill(call, args) if known is None else refill_known(call, args, *known)
     if bound is not None:
         call.checks.ensure(bound)
@@ -349,6 +351,7 @@ def prepare(kernel: KernelFunction, args: tuple, dim: Any, backend: str | None, 
         bound = again(call, kernel, args) if call is not None else None
         if bound is not None:
             return call, bound
+    kernel.check_module_names()
     if mode == "launch":
         call, bound = _launch(kernel, args, dim, backend, inspect_only)
     elif mode == "reverse":

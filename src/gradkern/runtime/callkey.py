@@ -124,9 +124,9 @@ def _device_key(a: Any, device: list) -> tuple | None:
     at an address that is not a multiple of its item size, or reaches outside the allocation CuPy made for it:
     the full path then raises). Its byte range joins `device`, for `_apart`. A CuPy array's pointer never
     changes, so a call replayed on the same objects (program/replay.py) needs none of this again."""
-    data = a.data
-    lo = data.ptr
-    if lo % a.itemsize:
+    data = getattr(a, "data", None)  # an object that looks like CuPy's array but is not (is_cupy_array): None
+    lo = getattr(data, "ptr", None)
+    if type(lo) is not int or lo % a.itemsize:
         return None
     flags = a.flags
     c = flags.c_contiguous
@@ -137,8 +137,8 @@ def _device_key(a: Any, device: list) -> tuple | None:
             lo, hi = byte_bounds(a)
         mem = data.mem
         if type(mem).__name__ != "UnownedMemory":  # foreign memory: its extent is the wrapper's word (arrays.py)
-            start = mem.ptr
-            if lo < start or hi > start + mem.size:
+            start, size = getattr(mem, "ptr", None), getattr(mem, "size", None)
+            if type(start) is not int or type(size) is not int or lo < start or hi > start + size:
                 return None
         device.append((lo, hi))
     return type(a), a.dtype, a.shape, a.strides, c, flags.f_contiguous, a.device.id
