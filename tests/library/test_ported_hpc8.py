@@ -10,8 +10,8 @@ ported_hpc8_more.py; inputs in ported_hpc8_cases.py, NumPy references in ported_
 * the race analysis' verdicts, primal and reverse;
 * (`full`) each reverse on hostcuda against Numba's, the same output adjoints.
 
-CI: 15 primals (in float32 too) and interpreter gradients, race verdicts, and two kernels' Numba gradients and
-backend agreement (NUMBA_SAMPLE); the other 13 are marked `full` (docs/testing.md). Cold-cache CPU for the file,
+CI: 16 primals (in float32 too) and interpreter gradients, race verdicts, and two kernels' Numba gradients and
+backend agreement (NUMBA_SAMPLE); the other 14 are marked `full` (docs/testing.md). Cold-cache CPU for the file,
 one process: see docs/kernel-language.md "Eighth round (session 55)".
 
 What porting them found is in docs/kernel-language.md ("Eighth round (session 55)")."""
@@ -84,9 +84,10 @@ def test_gradient(name):
 
 # launches not proved race-free statically, primal and reverse, each for its flattened index at a run-time row
 # length the launch domain does not bound (hotspot's grid_cols * r + c, FDTD3d's strides from dimx, dimy and the
-# radius, boxFilter's y * w + x, SYRK's i * n + j): the exact run-time check runs for them, and passes. 2DCONV's
-# i * nj + j is proved: its guard bounds j by nj
-RUNTIME_CHECKED = {"hotspot_step", "fdtd3d_step", "box_filter_x", "syrk_kernel"}
+# radius, boxFilter's y * w + x, SYRK's i * n + j), or at an element read from the region's list (LULESH's
+# qq[ielem]): the exact run-time check runs for them, and passes. 2DCONV's i * nj + j is proved: its guard bounds j
+# by nj
+RUNTIME_CHECKED = {"hotspot_step", "fdtd3d_step", "box_filter_x", "syrk_kernel", "monotonic_q_region"}
 ATOMIC = {"encoder_backward": ("dwpe", "dwte")}
 
 

@@ -4,10 +4,11 @@ fastWalshTransform (radix-4 butterflies in place, the indices built by `&` and `
 (a radius-4 star stencil on a flat padded volume, the radius a loop bound) and boxFilter (a running sum along each
 row, one thread a row, four loops whose bounds are the radius), GPU Gems 3's work-efficient (Blelloch) scan (the
 up-sweep and down-sweep in place, a launch per level), LULESH's CalcMonotonicQGradientsForElems (eight nodes gathered
-into `gk.local` arrays through the element's node list) and llm.c's encoder forward and backward (a token's row
-gathered; the backward's atomics into rows chosen by the tokens). Written here from the algorithms of the files
-cited; used by tests/library/test_ported_hpc8.py (inputs in ported_hpc8_cases.py, NumPy references in
-ported_hpc8_refs.py)."""
+into `gk.local` arrays through the element's node list) and CalcMonotonicQRegionForElems (limiters chosen by
+boundary-condition bit masks, neighbours through index arrays, the elements through the region's list), and llm.c's
+encoder forward and backward (a token's row gathered; the backward's atomics into rows chosen by the tokens).
+Written here from the algorithms of the files cited; used by tests/library/test_ported_hpc8.py (inputs in
+ported_hpc8_cases.py, NumPy references in ported_hpc8_refs.py)."""
 
 import math
 
@@ -273,6 +274,85 @@ def monotonic_q_gradients(x, y, z, xd, yd, zd, volo, vnew, nodelist, delx_zeta, 
     dyv = -0.25 * (sum4(yv[0], yv[1], yv[5], yv[4]) - sum4(yv[3], yv[2], yv[6], yv[7]))
     dzv = -0.25 * (sum4(zv[0], zv[1], zv[5], zv[4]) - sum4(zv[3], zv[2], zv[6], zv[7]))
     delv_eta[i] = ax * dxv + ay * dyv + az * dzv
+
+
+# ---- LULESH 2.0 CalcMonotonicQRegionForElems (LLNL/LULESH lulesh.cc; the masks of lulesh.h): a region's elements
+# listed by index, each direction's limiter from its two neighbours' velocity gradients, chosen by the element's
+# boundary-condition bits (a neighbour across a COMM face or none, the element itself across a SYMM face, zero
+# across a FREE face: the source's `switch (bcMask & XI_M)`), the linear and quadratic q terms where compressing ---
+
+XI_M, XI_M_SYMM, XI_M_FREE = 0x00007, 0x00001, 0x00002
+XI_P, XI_P_SYMM, XI_P_FREE = 0x00038, 0x00008, 0x00010
+ETA_M, ETA_M_SYMM, ETA_M_FREE = 0x001c0, 0x00040, 0x00080
+ETA_P, ETA_P_SYMM, ETA_P_FREE = 0x00e00, 0x00200, 0x00400
+ZETA_M, ZETA_M_SYMM, ZETA_M_FREE = 0x07000, 0x01000, 0x02000
+ZETA_P, ZETA_P_SYMM, ZETA_P_FREE = 0x38000, 0x08000, 0x10000
+
+
+@gk.func
+def monoq_face(delv, ielem, neighbour, case, symm, free):
+    """The gradient across one face: `case` is bcMask & the face's bits (0 or COMM: the neighbour's)."""
+    if case == symm:
+        return delv[ielem]
+    if case == free:
+        return 0.0
+    return delv[neighbour]
+
+
+@gk.func
+def monoq_phi(delv, ielem, lm, lp, bc_mask, m_bits, m_symm, m_free, p_bits, p_symm, p_free, ptiny, limiter_mult,
+              max_slope):
+    norm = 1.0 / (delv[ielem] + ptiny)
+    delvm = monoq_face(delv, ielem, lm[ielem], bc_mask & m_bits, m_symm, m_free) * norm
+    delvp = monoq_face(delv, ielem, lp[ielem], bc_mask & p_bits, p_symm, p_free) * norm
+    phi = 0.5 * (delvm + delvp)
+    delvm *= limiter_mult
+    delvp *= limiter_mult
+    if delvm < phi:
+        phi = delvm
+    if delvp < phi:
+        phi = delvp
+    if phi < 0.0:
+        phi = 0.0
+    if phi > max_slope:
+        phi = max_slope
+    return phi
+
+
+@gk.kernel
+def monotonic_q_region(reg_elem_list, elem_bc, lxim, lxip, letam, letap, lzetam, lzetap, delv_xi, delv_eta,
+                       delv_zeta, delx_xi, delx_eta, delx_zeta, vdov, elem_mass, volo, vnew, qq, ql,
+                       monoq_limiter_mult, monoq_max_slope, qlc_monoq, qqc_monoq, ptiny):
+    i = gk.tid()
+    ielem = reg_elem_list[i]
+    bc_mask = elem_bc[ielem]
+    phixi = monoq_phi(delv_xi, ielem, lxim, lxip, bc_mask, XI_M, XI_M_SYMM, XI_M_FREE, XI_P, XI_P_SYMM,
+                      XI_P_FREE, ptiny, monoq_limiter_mult, monoq_max_slope)
+    phieta = monoq_phi(delv_eta, ielem, letam, letap, bc_mask, ETA_M, ETA_M_SYMM, ETA_M_FREE, ETA_P, ETA_P_SYMM,
+                       ETA_P_FREE, ptiny, monoq_limiter_mult, monoq_max_slope)
+    phizeta = monoq_phi(delv_zeta, ielem, lzetam, lzetap, bc_mask, ZETA_M, ZETA_M_SYMM, ZETA_M_FREE, ZETA_P,
+                        ZETA_P_SYMM, ZETA_P_FREE, ptiny, monoq_limiter_mult, monoq_max_slope)
+    if vdov[ielem] > 0.0:
+        qlin = 0.0
+        qquad = 0.0
+    else:
+        delvxxi = delv_xi[ielem] * delx_xi[ielem]
+        delvxeta = delv_eta[ielem] * delx_eta[ielem]
+        delvxzeta = delv_zeta[ielem] * delx_zeta[ielem]
+        if delvxxi > 0.0:
+            delvxxi = 0.0
+        if delvxeta > 0.0:
+            delvxeta = 0.0
+        if delvxzeta > 0.0:
+            delvxzeta = 0.0
+        rho = elem_mass[ielem] / (volo[ielem] * vnew[ielem])
+        qlin = -qlc_monoq * rho * (delvxxi * (1.0 - phixi) + delvxeta * (1.0 - phieta)
+                                   + delvxzeta * (1.0 - phizeta))
+        qquad = qqc_monoq * rho * (delvxxi * delvxxi * (1.0 - phixi * phixi)
+                                   + delvxeta * delvxeta * (1.0 - phieta * phieta)
+                                   + delvxzeta * delvxzeta * (1.0 - phizeta * phizeta))
+    qq[ielem] = qquad
+    ql[ielem] = qlin
 
 
 # ---- llm.c encoder (karpathy/llm.c train_gpt2.cu: encoder_forward_kernel2, encoder_backward_kernel): a thread per

@@ -37,6 +37,13 @@ def _polygons():
     return p1, p2, sz, np.array([len(z) for z in zones], np.int32)
 
 
+def _region(rng):
+    """Six LULESH elements, five of them in the region's list (out of order); per element and face a random
+    boundary case (none, SYMM, FREE or COMM: 0, 1, 2, 4 in the face's three bits) and random neighbours."""
+    bc = sum(rng.choice([0, 1, 2, 4], 6) << (3 * face) for face in range(6)).astype(np.int32)
+    return (np.array([4, 0, 2, 5, 1], np.int32), bc) + tuple(rng.integers(0, 6, 6).astype(np.int32) for _ in range(6))
+
+
 def cases(rng, dtype=np.float64):
     R, D, act = case_makers(rng, dtype)
 
@@ -47,6 +54,7 @@ def cases(rng, dtype=np.float64):
     tokens = np.array([2, 0, 2, 3, 1, 2], np.int32)  # token 2 three times: the backward's atomics meet
     spd = R(4, 4, lo=-0.5, hi=0.5)
     spd = spd @ spd.T + 2.0 * np.eye(4, dtype=dtype)
+    region = _region(rng)
     fdtd_shape = (3 + 8) * (2 + 8) * (2 + 8)
     return [
         ("hotspot_step", A.hotspot_step, (D(R(20)), D(R(20, lo=320, hi=340)), D(R(20)), 5, 4, dtype(0.5),
@@ -62,6 +70,10 @@ def cases(rng, dtype=np.float64):
         ("monotonic_q_gradients", A.monotonic_q_gradients,
          (D(pos[:, 0]), D(pos[:, 1]), D(pos[:, 2]), D(vel[:, 0]), D(vel[:, 1]), D(vel[:, 2]), D(R(2)), D(R(2)),
           nodelist) + tuple(D(R(2)) for _ in range(6)), 2, OPT, ref.monotonic_q_gradients),
+        ("monotonic_q_region", A.monotonic_q_region,
+         region + tuple(D(R(6, lo=-1, hi=1)) for _ in range(3)) + tuple(D(R(6)) for _ in range(3))
+         + (D(R(6, lo=-1, hi=1)), D(R(6)), D(R(6)), D(R(6)), D(R(6)), D(R(6)), dtype(1.8), dtype(1.2), dtype(0.5),
+            dtype(2.0 / 3.0), dtype(1e-36)), 5, OPT, ref.monotonic_q_region),
         ("encoder_forward", A.encoder_forward, (D(R(12)), tokens, D(R(8)), D(R(6)), 2, 3, 2), 14, OPT,
          ref.encoder_forward),
         ("encoder_backward", A.encoder_backward, (D(R(8)), D(R(6)), D(R(12, lo=-1, hi=1)), tokens, 2, 3, 2), 14, OPT,

@@ -158,3 +158,29 @@ def pennant_ctrs_vols(a):
     np.add.at(za, sz, sa)
     np.add.at(zv, sz, sv)
     return {2: 0.5 * (px[p1] + px[p2]), 3: 0.5 * (py[p1] + py[p2]), 4: cx, 5: cy, 6: sa, 7: sv, 8: za, 9: zv}
+
+
+def monotonic_q_region(a):
+    (reg, bc, lxim, lxip, letam, letap, lzetam, lzetap, dv_xi, dv_eta, dv_zeta, dx_xi, dx_eta, dx_zeta, vdov, mass,
+     volo, vnew, qq, ql, mult, max_slope, qlc, qqc, ptiny) = a
+    qq, ql = qq.copy(), ql.copy()
+    directions = ((dv_xi, dx_xi, lxim, lxip, 0), (dv_eta, dx_eta, letam, letap, 6),
+                  (dv_zeta, dx_zeta, lzetam, lzetap, 12))
+
+    def face(dv, e, neighbour, bits):  # bits: 0 or COMM -> the neighbour, SYMM -> the element, FREE -> 0
+        return {0: dv[neighbour], 4: dv[neighbour], 1: dv[e], 2: 0.0}[bits]
+    for e in reg:
+        phis, dvx = [], []
+        for dv, dx, lm, lp, shift in directions:
+            norm = 1.0 / (dv[e] + ptiny)
+            m = face(dv, e, lm[e], (bc[e] >> shift) & 7) * norm
+            p = face(dv, e, lp[e], (bc[e] >> (shift + 3)) & 7) * norm
+            phis.append(min(max(min(0.5 * (m + p), mult * m, mult * p), 0.0), max_slope))
+            dvx.append(min(dv[e] * dx[e], 0.0))
+        if vdov[e] > 0.0:
+            qq[e] = ql[e] = 0.0
+            continue
+        rho = mass[e] / (volo[e] * vnew[e])
+        ql[e] = -qlc * rho * sum(d * (1.0 - f) for d, f in zip(dvx, phis))
+        qq[e] = qqc * rho * sum(d * d * (1.0 - f * f) for d, f in zip(dvx, phis))
+    return {18: qq, 19: ql}
