@@ -90,12 +90,13 @@ def check_case_gradient(case, checked=20):
     assert report.dot_analytic != 0.0
 
 
-def assert_race_verdicts(case, atomic, runtime_checked):
+def assert_race_verdicts(case, atomic, runtime_checked, backend=None):
     """The race analysis' verdicts, primal and reverse: parallel, the atomic targets `atomic` names (none
-    otherwise), the run-time check exactly where `runtime_checked` says."""
+    otherwise), the run-time check exactly where `runtime_checked` says. `backend`: the one whose specialisations
+    are asked (the interpreter's may be those the gradient tests built already; Numba's by default)."""
     name, kernel, args, dim, _, _ = case
-    primal = gk.inspect(kernel, *primal_values(args), dim=dim)
-    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
+    primal = gk.inspect(kernel, *primal_values(args), dim=dim, backend=backend)
+    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse, backend=backend)
     assert primal.parallel and reverse.parallel
     assert primal.atomic_targets == atomic.get(name, ())
     checked = name in runtime_checked
