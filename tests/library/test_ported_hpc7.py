@@ -23,13 +23,12 @@ from support.ported_harness import (
     assert_primal_agrees_across_backends,
     assert_primal_matches_numpy,
     assert_race_verdicts,
+    assert_reverse_on_hostcuda_agrees_with_numba,
     check_case_gradient,
     numba_sampled,
     on_interpreter,
 )
 from support.ported_hpc7_cases import PROGRAMS, cases
-
-import gradkern as gk
 
 NAMES = [c[0] for c in cases(np.random.default_rng(0))]
 # Numba's sample (each costs a few Numba compiles; the cheapest of the interesting shapes: field_summary's,
@@ -95,31 +94,4 @@ def test_race_verdicts(name):
 @pytest.mark.full
 @pytest.mark.parametrize("name", NAMES)
 def test_reverse_on_hostcuda_agrees_with_numba(name):
-    """Each reverse (the same random output adjoints) on hostcuda, the CUDA backend's source under g++, against
-    Numba's: primals, shadows and Active scalars' derivatives within 1e-14 of each array's largest value (the two
-    compilers may order the atomics' and the Active scalars' sums differently; session 54 saw at most 4e-16). The
-    CUDA printer sums constant-index float atomics per block (backends/cuda.py `block_summed`); hostcuda adds
-    each thread's sum, so this checks the printed reverse, not the block sums themselves (docs/hostcuda.md)."""
-    pytest.importorskip("gradkern.backends.hostcuda")
-    runs = {}
-    for backend in ("cpu", "hostcuda"):
-        _, kernel, args, dim, _, _ = _case(name)
-        rng = np.random.default_rng(11)
-        args = [gk.Duplicated(a.val.copy(), rng.uniform(-1, 1, a.val.shape)) if isinstance(a, gk.Duplicated) else a
-                for a in args]
-        try:
-            if name in PROGRAMS:
-                result = gk.autodiff(lambda *a, b=backend, f=kernel: f(*a, backend=b), *args)
-            else:
-                result = gk.autodiff(kernel, *args, dim=dim, backend=backend)
-        except gk.BackendUnavailableError:
-            pytest.skip("no g++ for hostcuda")
-        runs[backend] = (args, result)
-    (numba_args, numba_result), (host_args, host_result) = runs["cpu"], runs["hostcuda"]
-    for k, (a, h) in enumerate(zip(numba_args, host_args)):
-        if isinstance(a, gk.Duplicated):
-            for x, y in ((a.val, h.val), (a.dval, h.dval)):
-                np.testing.assert_allclose(y, x, rtol=0, atol=1e-14 * float(np.max(np.abs(x))), err_msg=f"{name} {k}")
-    for x, y in zip(numba_result, host_result):
-        if x is not None:
-            assert abs(float(y) - float(x)) <= 1e-14 * abs(float(x)), (name, x, y)
+    assert_reverse_on_hostcuda_agrees_with_numba(_case(name), PROGRAMS)

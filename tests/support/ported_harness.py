@@ -1,5 +1,6 @@
-"""The checks the ported-kernel rounds share (tests/library/test_ported_hpc3.py to test_ported_hpc7.py): a case's
-primal against its NumPy reference (in float32 too) and across backends, its gradient, its race verdicts. A case
+"""The checks the ported-kernel rounds share (tests/library/test_ported_hpc3.py to test_ported_hpc8.py): a case's
+primal against its NumPy reference (in float32 too) and across backends, its gradient, its race verdicts, its
+reverse on hostcuda against Numba's. A case
 is (name, kernel, args, dim, options, reference);
 `programs` names the cases whose kernel is a program (called, not launched)."""
 
@@ -9,6 +10,20 @@ import pytest
 import gradkern as gk
 from gradkern import backends
 from support.ported import assert_backends_agree, primal_values
+
+
+def case_makers(rng, dtype):
+    """The rounds' input makers, in `dtype`: R(*shape, lo, hi) uniform values, D(a) a Duplicated with a zero shadow,
+    act(x) an Active scalar."""
+    def R(*s, lo=0.5, hi=1.5):
+        return rng.uniform(lo, hi, s).astype(dtype)
+
+    def D(a):
+        return gk.Duplicated(np.asarray(a, dtype), np.zeros(np.shape(a), dtype))
+
+    def act(x):
+        return gk.Active(dtype(x))
+    return R, D, act
 
 
 def run_case(name, kernel, dim, values, backend, programs):
@@ -75,12 +90,13 @@ def check_case_gradient(case, checked=20):
     assert report.dot_analytic != 0.0
 
 
-def assert_race_verdicts(case, atomic, runtime_checked):
+def assert_race_verdicts(case, atomic, runtime_checked, backend=None):
     """The race analysis' verdicts, primal and reverse: parallel, the atomic targets `atomic` names (none
-    otherwise), the run-time check exactly where `runtime_checked` says."""
+    otherwise), the run-time check exactly where `runtime_checked` says. `backend`: the one whose specialisations
+    are asked (the interpreter's may be those the gradient tests built already; Numba's by default)."""
     name, kernel, args, dim, _, _ = case
-    primal = gk.inspect(kernel, *primal_values(args), dim=dim)
-    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
+    primal = gk.inspect(kernel, *primal_values(args), dim=dim, backend=backend)
+    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse, backend=backend)
     assert primal.parallel and reverse.parallel
     assert primal.atomic_targets == atomic.get(name, ())
     checked = name in runtime_checked
@@ -102,3 +118,34 @@ def on_interpreter(monkeypatch):
     tests had launched (CI's: these checks compiled their Numba kernels), and where it was the process's first read
     it made every later test there run on the interpreter, the Numba twins included."""
     monkeypatch.setattr(backends, "_default", ["interp"])
+
+
+def assert_reverse_on_hostcuda_agrees_with_numba(case, programs):
+    """Each reverse (the same random output adjoints) on hostcuda, the CUDA backend's source under g++, against
+    Numba's: primals, shadows and Active scalars' derivatives within 1e-14 of each array's largest value (the two
+    compilers may order the atomics' and the Active scalars' sums differently; session 54 saw at most 4e-16). The
+    CUDA printer sums constant-index float atomics per block (backends/cuda.py `block_summed`); hostcuda adds
+    each thread's sum, so this checks the printed reverse, not the block sums themselves (docs/hostcuda.md)."""
+    pytest.importorskip("gradkern.backends.hostcuda")
+    name, kernel, args, dim, _, _ = case
+    runs = {}
+    for backend in ("cpu", "hostcuda"):
+        rng = np.random.default_rng(11)
+        copies = [gk.Duplicated(a.val.copy(), rng.uniform(-1, 1, a.val.shape)) if isinstance(a, gk.Duplicated)
+                  else a.copy() if isinstance(a, np.ndarray) else a for a in args]
+        try:
+            if name in programs:
+                result = gk.autodiff(lambda *a, b=backend, f=kernel: f(*a, backend=b), *copies)
+            else:
+                result = gk.autodiff(kernel, *copies, dim=dim, backend=backend)
+        except gk.BackendUnavailableError:
+            pytest.skip("no g++ for hostcuda")
+        runs[backend] = (copies, result)
+    (numba_args, numba_result), (host_args, host_result) = runs["cpu"], runs["hostcuda"]
+    for k, (a, h) in enumerate(zip(numba_args, host_args)):
+        if isinstance(a, gk.Duplicated):
+            for x, y in ((a.val, h.val), (a.dval, h.dval)):
+                np.testing.assert_allclose(y, x, rtol=0, atol=1e-14 * float(np.max(np.abs(x))), err_msg=f"{name} {k}")
+    for x, y in zip(numba_result, host_result):
+        if x is not None:
+            assert abs(float(y) - float(x)) <= 1e-14 * abs(float(x)), (name, x, y)

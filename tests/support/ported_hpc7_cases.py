@@ -6,10 +6,10 @@ ported_hpc6_cases.py does."""
 
 import numpy as np
 
-import gradkern as gk
 from support import ported_hpc7 as A
 from support import ported_hpc7_more as B
 from support import ported_hpc7_refs as ref
+from support.ported_harness import case_makers
 
 PROGRAMS = {"gen_lin_recur", "tea_jacobi", "floyd_warshall"}
 PI_N = 10
@@ -33,14 +33,7 @@ def _advection(rng, R, ny, nx):
 
 
 def cases(rng, dtype=np.float64):
-    def R(*s, lo=0.5, hi=1.5):
-        return rng.uniform(lo, hi, s).astype(dtype)
-
-    def D(a):
-        return gk.Duplicated(np.asarray(a, dtype), np.zeros(np.shape(a), dtype))
-
-    def act(x):
-        return gk.Active(dtype(x))
+    R, D, act = case_makers(rng, dtype)
 
     qa, qb, qc = _quad_coefficients(rng, R)
     flux, pre_vol, density, vertexdx = _advection(rng, R, 3, 5)

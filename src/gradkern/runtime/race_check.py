@@ -143,8 +143,18 @@ def _refuse(kernel_name: str, rc, b: Binding, site: int, other_site: int, thread
     t2 = tuple(int(x) for x in np.unravel_index(other_thread, b.dim))
     raise RaceError(
         f"kernel '{kernel_name}' races: thread {t1} {_verb(a.kind)} {a.text} ({a.loc}) and thread {t2} "
-        f"{_verb(o.kind)} {o.text} ({o.loc}), the same element; no buffer was changed",
+        f"{_verb(o.kind)} {o.text} ({o.loc}), the same element{_aliased(b, a.text, o.text)}; no buffer was changed",
         hint="write the result to a separate array (double buffering), or accumulate with gk.atomic_add")
+
+
+def _aliased(b: Binding, *texts: str) -> str:
+    """Where a site's array stands for parameters passed the same array, which ones: the sites print the merged
+    kernel, so the source's `d_in[i]` reads `d_out[i]` when d_out and d_in were one array (docs/launches.md)."""
+    groups = {}
+    for merged, kept in b.aliases:
+        groups.setdefault(kept, []).append(merged)
+    return "".join(f" ({' and '.join(repr(m) for m in merged)} passed the same array as '{kept}', named '{kept}' here)"
+                   for kept, merged in groups.items() if any(t.startswith(kept + "[") for t in texts))
 
 
 def _verb(kind: str) -> str:
