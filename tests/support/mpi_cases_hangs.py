@@ -91,6 +91,13 @@ def case_allreduce_loop_no_grid():
         reducing_loop, gk.Duplicated(x, dx), nsteps), [x, dx], ["different schedules"])
     gk.autodiff(reducing_loop, gk.Duplicated(x, dx), 2)  # and alike everywhere, it runs
     assert np.all(dx == SIZE ** 2), dx  # x <- the sum, twice: dx <- the sum of the seeds (1), twice
+    if RANK == 0:  # a program rank 0 runs alone: an allreduce over COMM_SELF first makes its loops agree there
+        gkm.allreduce(np.ones(1), comm=MPI.COMM_SELF)
+        y, dy = np.ones(2), np.ones(2)
+        gk.autodiff(lambda a: gk.checkpointed_loop(lambda t: gkm.allreduce(a, comm=MPI.COMM_SELF), 2, snapshots=2),
+                    gk.Duplicated(y, dy))
+        assert np.all(dy == 1.0), dy  # the sum over one rank is the identity
+    gkm.allreduce(np.ones(1))  # every rank's latest allreduce is the world's again
 
 
 def extra_exchanges(u, E, grid, trips):

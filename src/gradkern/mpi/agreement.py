@@ -4,6 +4,7 @@ is settled by one small collective and, when any rank failed it, raises on every
 
 from __future__ import annotations
 
+import functools
 import zlib
 from typing import Any
 
@@ -41,8 +42,10 @@ def agree(comm: Any, problem: str | None, what: str, signature: Any = None) -> N
                                hint="every rank must pass the same global arguments")
 
 
+@functools.lru_cache(maxsize=1024)
 def _code(site: tuple) -> int:
-    """A 62-bit code of a call's site (its text: the same on every process), two checksums combined."""
+    """A 62-bit code of a call's site (its text: the same on every process), two checksums combined (kept: a grid's
+    exchanges pass the same site every step)."""
     text = repr(site).encode()
     return (zlib.crc32(text) << 30) ^ zlib.adler32(text)
 

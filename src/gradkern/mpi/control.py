@@ -22,7 +22,7 @@ from typing import Any
 from mpi4py import MPI
 
 from ..errors import GradkernError
-from ..program.collectives import register, unregister
+from ..program.collectives import register
 from .agreement import agree_fast
 
 END = "the program's end (its reverse's start)"  # the site where before_reverse agrees
@@ -94,10 +94,11 @@ def control(comm: Any) -> Control:
 
 def reduced_on(found: Control) -> None:
     """A gkm.allreduce ran on the group: the group of the latest one is where loops agree while no grid is alive
-    (registered again when another group's was the latest, so that it is the most recent)."""
+    (the one control of scope "reduce"). The registry's order stays that of the controls' making, the same on every
+    process of a group: before_reverse runs their collectives in that order."""
     global _last_reduced
     if found is not _last_reduced:
+        if _last_reduced is not None:
+            _last_reduced.scope = None
         found.scope = "reduce"
-        unregister(found)
-        register(found)
         _last_reduced = found
