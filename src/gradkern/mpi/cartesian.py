@@ -176,7 +176,8 @@ class Cartesian:
     def agree_loop(self, entry: Any) -> None:
         """At the entry of a checkpointed loop of a reverse-mode program, while this grid is the most recently
         made one alive on this rank (program/loop.py calls it, nsteps=0 included): every rank of the grid agrees
-        on the loop's schedule (one allgather), or ProgramError on every rank, before any step runs
+        on the loop's schedule and on this grid (one check on its ranks' control), or ProgramError (schedules) or
+        DistributedError (grids) on every rank, before any step runs
         (docs/distributed.md#deadlocks-and-how-gradkern-prevents-them)."""
         # on its group's control (control.py): a rank whose most recent grid is another grid of the same ranks (kept
         # alive there alone) meets this agreement there and sees the other grid
