@@ -36,6 +36,26 @@ def _mpiexec(nranks: int, args: list[str], timeout: float, env: dict | None = No
                           capture_output=True, text=True, timeout=timeout)
 
 
+def job_failures(nranks: int, script: str, out, timeout: float, env: dict | None = None) -> list[str]:
+    """Run tests/support/`script` on `nranks` ranks, writing its reports into `out`: the failures (a case's on a
+    rank, a rank with no report, the job's exit status, or a timeout: a hang, some rank waiting for a message)."""
+    try:
+        job = _mpiexec(nranks, [os.path.join(SUPPORT, script), str(out)], timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return [f"P={nranks}: timed out (a hang: some rank waits for a message)"]
+    failures = []
+    for rank in range(nranks):
+        report = out / f"rank{rank}.json"
+        if not report.exists():
+            failures.append(f"rank {rank}: no report (exit {job.returncode})\n{job.stderr[-3000:]}")
+            continue
+        failures += [f"rank {rank} case {case}:\n{result}" for case, result in json.loads(report.read_text()).items()
+                     if result != "ok"]
+    if job.returncode:
+        failures.append(f"exit status {job.returncode}\n{job.stderr[-3000:]}")
+    return failures
+
+
 def test_cases_on_1_to_4_ranks(tmp_path):
     """Every case of tests/support/mpi_cases.py passes on every rank, for P = 1 (which compiles the kernels into the
     session's cache), then 2, 3 and 4 ranks."""

@@ -6,31 +6,13 @@ is the same Python, run by tests/mpi/test_mpi.py). Skipped, with the reason, wit
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-
 import pytest
 
-from .test_mpi import SUPPORT, _mpiexec, pytestmark  # noqa: F401  (the same skips: no mpi4py, no mpiexec)
+from .test_mpi import job_failures, pytestmark  # noqa: F401  (the same skips: no mpi4py, no mpiexec)
 
 
 @pytest.mark.parametrize("nranks", [4])
 def test_ported_patterns_and_hostile_inputs(tmp_path, nranks):
     """Every case passes on every rank; a hang (some rank waiting for a message) fails at the timeout."""
-    try:
-        job = _mpiexec(nranks, [os.path.join(SUPPORT, "mpi_cases6.py"), str(tmp_path)], timeout=180,
-                       env={"GRADKERN_BACKEND": "interp"})
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"P={nranks}: timed out (a hang: some rank waits for a message)")
-    failures = []
-    for rank in range(nranks):
-        report = tmp_path / f"rank{rank}.json"
-        if not report.exists():
-            failures.append(f"rank {rank}: no report (exit {job.returncode})\n{job.stderr[-3000:]}")
-            continue
-        failures += [f"rank {rank} case {case}:\n{result}" for case, result in json.loads(report.read_text()).items()
-                     if result != "ok"]
-    if job.returncode:
-        failures.append(f"exit status {job.returncode}\n{job.stderr[-3000:]}")
+    failures = job_failures(nranks, "mpi_cases6.py", tmp_path, 180, {"GRADKERN_BACKEND": "interp"})
     assert not failures, "\n".join(failures)

@@ -7,15 +7,13 @@ a grid over MPI.COMM_SELF.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import time
-import traceback
 
 import numpy as np
 from checkpoint_schedules import MixedCheckpointSchedule
 from mpi4py import MPI
+from mpi_report import run_cases
 
 import gradkern as gk
 import gradkern.mpi as gkm
@@ -487,21 +485,7 @@ def main(out_dir: str, names: list[str]) -> None:
     REFERENCE = os.path.join(os.path.dirname(os.path.abspath(out_dir)), "reference")
     if RANK == 0:
         os.makedirs(REFERENCE, exist_ok=True)
-    report = {}
-    for name in names or CASES:
-        try:
-            start = time.perf_counter()
-            CASES[name]()
-            report[name] = "ok"
-            if RANK == 0:
-                print(f"{name}: {time.perf_counter() - start:.1f} s", flush=True)
-        except Exception:  # noqa: BLE001  (reported per case; a rank that raised alone would hang the others)
-            report[name] = traceback.format_exc()
-            with open(os.path.join(out_dir, f"rank{RANK}.json"), "w") as f:
-                json.dump(report, f)
-            raise  # under python -m mpi4py: the whole job aborts instead of hanging
-    with open(os.path.join(out_dir, f"rank{RANK}.json"), "w") as f:
-        json.dump(report, f)
+    run_cases(CASES, out_dir, names, RANK, timed=True)
 
 
 if __name__ == "__main__":

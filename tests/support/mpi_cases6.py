@@ -17,13 +17,11 @@ u[1:-1] and u[::2] passed as the program's arguments; a Const field exchanged wh
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-import traceback
 
 import numpy as np
 from mpi4py import MPI
+from mpi_report import run_cases
 
 import gradkern as gk
 import gradkern.mpi as gkm
@@ -612,18 +610,7 @@ CASES = {name[5:]: f for name, f in globals().items() if name.startswith("case_"
 
 
 def main(out_dir: str, names: list[str]) -> None:
-    report = {}
-    for name in names or CASES:
-        try:
-            CASES[name]()
-            report[name] = "ok"
-        except Exception:  # noqa: BLE001  (reported per case; a rank that raised alone would hang the others)
-            report[name] = traceback.format_exc()
-            with open(os.path.join(out_dir, f"rank{RANK}.json"), "w") as f:
-                json.dump(report, f)
-            raise  # under python -m mpi4py: the whole job aborts instead of hanging
-    with open(os.path.join(out_dir, f"rank{RANK}.json"), "w") as f:
-        json.dump(report, f)
+    run_cases(CASES, out_dir, names, RANK)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from ..program.record import ForwardRecorder
 from ..recording import active_recorder
 from ..runtime.arrays import is_array, is_cupy_array, module_of, to_host
 from .agreement import DistributedError, agree, agree_schedule, agree_schedule_once, read_only
+from .control import control
 from .halo import HaloPlan, exchange_rule
 
 # when an exchange agrees with every rank that its block fits (docs/distributed.md#what-it-costs): "every" exchange
@@ -101,7 +102,12 @@ class Cartesian:
         neighbours = [self.comm.Shift(d, 1) for d in range(self.ndim)]  # (low, high) per axis
         # tags: a checksum of the plan, so two grids' messages differ even on one communicator
         tag = zlib.crc32(repr((self.shape, self.ghosts, self.periodic, self.dims)).encode()) % 1024
-        self.halo = HaloPlan(self.comm.Dup(), self.local_shape, self.ghosts, neighbours, 16 * tag, checks)
+        # the grid's identity among those of its group, the same on every rank (each makes every grid over it)
+        self.control = control(comm)
+        self.control.made += 1
+        self.label = f"grid #{self.control.made} {self.shape}"
+        self.halo = HaloPlan(self.comm.Dup(), self.local_shape, self.ghosts, neighbours, 16 * tag, checks,
+                             self.control, self.label)
         register(self)  # weakly, until free(): programs call agree_loop and before_reverse (program/collectives.py)
 
     def _plan(self, size: int, shape: Any, ghosts: Any, periodic: Any, dims: Any) -> tuple:
@@ -156,7 +162,7 @@ class Cartesian:
         ghosts on a non-periodic global edge keep their values. A custom rule: differentiated, recorded by
         programs, recomputed by checkpointed loops. Collective: every rank calls it with its own block."""
         self._alive("exchange")
-        agree_schedule_once(self.halo.comm, entering_loop(), self)  # once per loop and grid, before its first message
+        agree_schedule_once(self.control, entering_loop(), self)  # once per loop and grid, before any message
         # checks="first" in a program: whether a call is differentiated may differ from one call to the next, and only
         # a collective compares it: a reverse-mode program's are agreed at its reverse's start (before_reverse), a
         # forward-mode program's at each call (its tangents move at once)
@@ -165,12 +171,17 @@ class Cartesian:
             else "reverse"
         exchange_rule(u, self.halo)
 
+    scope = "grid"  # program/collectives.py: a loop's entry agrees on the most recent grid alive
+
     def agree_loop(self, entry: Any) -> None:
         """At the entry of a checkpointed loop of a reverse-mode program, while this grid is the most recently
         made one alive on this rank (program/loop.py calls it, nsteps=0 included): every rank of the grid agrees
-        on the loop's schedule (one allgather), or ProgramError on every rank, before any step runs
+        on the loop's schedule and on this grid (one check on its ranks' control), or ProgramError (schedules) or
+        DistributedError (grids) on every rank, before any step runs
         (docs/distributed.md#deadlocks-and-how-gradkern-prevents-them)."""
-        agree_schedule(self.halo.comm, entry, memory=False)  # memory= is refused where the loop communicates
+        # on its group's control (control.py): a rank whose most recent grid is another grid of the same ranks (kept
+        # alive there alone) meets this agreement there and sees the other grid
+        agree_schedule(self.control, entry, memory=False, scope=self.label)  # memory=: where the loop communicates
         if entry.memory is None:  # what the loop's first exchange and allreduce on this grid need not agree again
             entry.agreed[id(self)] = self
             entry.agreed[id(self.comm)] = self.comm

@@ -29,7 +29,7 @@ from mpi4py import MPI
 from ..annotations import Const
 from ..rules import custom_rule
 from ..runtime.arrays import is_array, is_cupy_array, module_of
-from .agreement import DistributedError, agree_fast, read_only
+from .agreement import DistributedError, read_only
 
 
 def _host(a: Any) -> np.ndarray:
@@ -42,8 +42,10 @@ class HaloPlan:
     and the tags (a base derived from the grid, + 2·axis + phase; + 8 for the reverse's messages).
     `sent` counts the bytes this rank sent, by direction of the sweep ("forward", "reverse")."""
 
-    def __init__(self, comm: Any, local_shape: tuple, ghosts: int, neighbours: list, tag: int, checks: str = "every"):
+    def __init__(self, comm: Any, local_shape: tuple, ghosts: int, neighbours: list, tag: int, checks: str = "every",
+                 control: Any = None, label: str = ""):
         self.comm, self.local_shape, self.ghosts, self.neighbours, self.tag = comm, local_shape, ghosts, neighbours, tag
+        self.control, self.label = control, label  # the group's control communicator (control.py), the grid's name
         self.checks = checks
         self.in_program: str | None = None  # set by grid.exchange: "reverse", "forward" (a program's mode) or None
         # checks="first": (count, digest) of the shadow counts of the exchanges a reverse-mode program recorded
@@ -94,8 +96,10 @@ class HaloPlan:
                 self.pending = (count + 1, (digest * 1_000_003 + 1 + active) % (1 << 61))
             return
         trailing = int(np.prod(u.shape[self.ndim:])) if problem is None else 0
-        agree_fast(self.comm, problem, "grid.exchange", u.dtype if problem is None else None, trailing, int(active),
-                   tuple(u.shape[self.ndim:]) if problem is None else ())
+        self.control.agree(problem, "grid.exchange", u.dtype if problem is None else None, trailing, int(active),
+                           tuple(u.shape[self.ndim:]) if problem is None else (), site=("grid.exchange", self.label))
+        if self.in_program is not None:  # met by the others at their reverse's start or program's end (control.py)
+            self.control.pending += 1
         self.agreed = (u.dtype, tuple(u.shape[self.ndim:]))
 
     def agree_activity(self) -> None:

@@ -20,7 +20,8 @@ from ..errors import RuleError
 from ..program.loop import entering_loop
 from ..rules import custom_rule
 from ..runtime.arrays import is_array, is_cupy_array, module_of
-from .agreement import DistributedError, agree_fast, agree_schedule_once, read_only
+from .agreement import DistributedError, agree_schedule_once, read_only
+from .control import control, reduced_on
 
 
 def _sum(comm: Any, a: Any, into: Any = None) -> None:
@@ -42,7 +43,7 @@ def _lanes(a: Any, width: int) -> tuple:
     return (dval,) if width == 1 else tuple(dval)
 
 
-def _agree(comm: Any, x: Any, active: int, out: Any = None) -> None:
+def _agree(comm: Any, x: Any, active: int, out: Any = None, recorded: bool = False) -> None:
     """Before any data moves: one small Allreduce (agreement.agree_fast) that every rank passes an array of one
     dtype and size and that a program differentiates the call on every rank or on none (`active`: its
     reverse, or its forward rule's tangent sum, will send messages); then, in a checkpointed loop's first
@@ -52,9 +53,13 @@ def _agree(comm: Any, x: Any, active: int, out: Any = None) -> None:
     problem = None
     if read_only(target):
         problem = f"{'x' if out is None else 'out'} is read-only (its writeable flag is off); the sum is written there"
-    agree_fast(comm, problem, "gkm.allreduce", None if problem else x.dtype, 0 if problem else int(x.size),
-               int(active), () if problem else tuple(x.shape))
-    agree_schedule_once(comm, entering_loop(), comm)
+    group = control(comm)  # the checks of every call over comm's ranks run on one communicator (control.py)
+    group.agree(problem, "gkm.allreduce", None if problem else x.dtype, 0 if problem else int(x.size), int(active),
+                () if problem else tuple(x.shape), site=("gkm.allreduce",))
+    reduced_on(group)  # where a loop's entry agrees while no grid is alive
+    if recorded:  # a program's call: met by the others at its reverse's start or its end (control.py)
+        group.pending += 1
+    agree_schedule_once(group, entering_loop(), comm)
 
 
 @custom_rule(reads=(), writes=("x",))
@@ -65,7 +70,7 @@ def _allreduce_in_place(x: Any, comm: Any) -> None:
 
 @_allreduce_in_place.augmented_primal
 def _(config: Any, x: Any, comm: Any) -> None:
-    _agree(comm.val, x.val, config.width)  # a call a program differentiates: its reverse sums once per shadow
+    _agree(comm.val, x.val, config.width, recorded=True)  # differentiated: its reverse sums once per shadow
     _sum(comm.val, x.val)  # always: a rank skipping it would leave the others waiting
     return None
 
@@ -80,7 +85,7 @@ def _(config: Any, tape: Any, x: Any, comm: Any) -> tuple:
 
 @_allreduce_in_place.forward
 def _(config: Any, x: Any, comm: Any) -> None:
-    _agree(comm.val, x.val, sum(dx is not None for dx in _lanes(x, config.width)))
+    _agree(comm.val, x.val, sum(dx is not None for dx in _lanes(x, config.width)), recorded=True)
     _sum(comm.val, x.val)
     for dx in _lanes(x, config.width):
         if dx is not None:
@@ -95,7 +100,7 @@ def _allreduce_into(x: Any, out: Any, comm: Any) -> None:
 
 @_allreduce_into.augmented_primal
 def _(config: Any, x: Any, out: Any, comm: Any) -> None:
-    _agree(comm.val, x.val, config.width, out.val)  # a call a program differentiates: its reverse sums per shadow
+    _agree(comm.val, x.val, config.width, out.val, True)  # differentiated: its reverse sums once per shadow
     _sum(comm.val, x.val, out.val)  # always: a rank skipping it would leave the others waiting
     return None
 
@@ -116,7 +121,7 @@ def _(config: Any, tape: Any, x: Any, out: Any, comm: Any) -> tuple:
 
 @_allreduce_into.forward
 def _(config: Any, x: Any, out: Any, comm: Any) -> None:
-    _agree(comm.val, x.val, sum(dout is not None for dout in _lanes(out, config.width)), out.val)
+    _agree(comm.val, x.val, sum(dout is not None for dout in _lanes(out, config.width)), out.val, True)
     _sum(comm.val, x.val, out.val)
     for dx, dout in zip(_lanes(x, config.width), _lanes(out, config.width)):
         if dout is not None:
@@ -167,7 +172,7 @@ def allreduce(x: Any, out: Any = None, comm: Any = None, op: Any = None) -> Any:
                   "what it has written"
     if problem is not None:  # raised on every rank: the others raise in the call's own agreement (_agree)
         try:
-            agree_fast(comm, problem, "gkm.allreduce", None)
+            control(comm).agree(problem, "gkm.allreduce", None, site=("gkm.allreduce",))
         except DistributedError as e:
             if op is not None and op != MPI.SUM:
                 raise RuleError(problem, hint="for a max or min, reduce with mpi4py outside the differentiated "

@@ -22,6 +22,7 @@ from ..recording import recording
 from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array, is_cupy_array
 from . import hostcalls, hostfiles, hostgather, hostshapes  # noqa: F401  (each installs its methods on TrackedArray)
+from .collectives import at_program_start, before_reverse
 from .contents import Contents, writable
 from .devicefresh import fresh_memory
 from .guard import HostWriteGuard
@@ -170,6 +171,7 @@ def _run_guarded(fn: Callable, call: tuple, recorder, guard: HostWriteGuard, ver
     if made is not None:
         guard.lock([a for a in call if is_cupy_array(a)], "after the program started")
     hostcalls.recording_started()
+    at_program_start()  # gradkern.mpi's trip-count checks count this program's calls (collectives.py)
     try:
         with recording(recorder), made.hook if made is not None else nullcontext():
             check_ran(fn(*call), fn, verb)
@@ -313,6 +315,7 @@ def forward(fn: Callable, args: tuple) -> None:
             call.append(track(a))
     guard = HostWriteGuard()
     _run_guarded(fn, call, ForwardRecorder(_shadow_map(args, lanes, params), guard), guard)
+    before_reverse()  # its end: processes that made calls meet there one whose extra call waits (collectives.py)
 
 
 def split(fn: Callable, activities: tuple, alone: bool = False):
