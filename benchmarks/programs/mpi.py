@@ -2,7 +2,7 @@
 loop decomposed by gradkern.mpi, at P = 1, 2 and 4 ranks (4 oversubscribed on 2 cores, reported as such),
 at fixed local size (weak scaling) and fixed global size (strong scaling); the bytes each rank sends in the
 forward and in the reverse; the exchange's share of a primal step; the cost of one message (ping-pong) and of
-the per-exchange agreement (an Allreduce of 5 integers). Then a model of weak scaling to 1,000 and 100,000
+the per-exchange agreement (an Allreduce of 27 integers since session 55; 5 before). Then a model of weak scaling to 1,000 and 100,000
 ranks (printed, and written to RESULTS.md with the measurements).
 
     python benchmarks/programs/mpi.py [--quick] [--write]     # launches the mpiexec jobs itself
@@ -183,7 +183,7 @@ def main() -> None:
              "`gradkern.mpi.Cartesian` (ghosts 1, periodic in y), one Numba thread per rank; medians of interleaved "
              "rounds after a warm-up, per step. P = 4 runs 4 ranks on 2 cores (oversubscribed: its times are not "
              "scaling). Exchange: the exchanges alone; agreement: the per-exchange check alone (one Allreduce of "
-             "5 integers); compute: the launches alone. Bytes: what rank 0 sends per step.", "",
+             "27 integers since session 55); compute: the launches alone. Bytes: what rank 0 sends per step.", "",
              "| scaling | P (dims) | global | local (rank 0) | primal | gradient | gradient / primal | exchange "
              "(share of primal) | agreement | compute | bytes: primal, gradient forward, gradient reverse |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
