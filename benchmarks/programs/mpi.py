@@ -2,8 +2,8 @@
 loop decomposed by gradkern.mpi, at P = 1, 2 and 4 ranks (4 oversubscribed on 2 cores, reported as such),
 at fixed local size (weak scaling) and fixed global size (strong scaling); the bytes each rank sends in the
 forward and in the reverse; the exchange's share of a primal step; the cost of one message (ping-pong) and of
-the per-exchange agreement (an Allreduce of 27 integers since session 55; 5 before). Then a model of weak scaling to 1,000 and 100,000
-ranks (printed, and written to RESULTS.md with the measurements).
+the per-exchange agreement (an Allreduce of 27 integers since session 55; 5 before). Then a model of weak
+scaling to 1,000 and 100,000 ranks (printed, and written to RESULTS.md with the measurements).
 
     python benchmarks/programs/mpi.py [--quick] [--write]     # launches the mpiexec jobs itself
 
