@@ -3,6 +3,8 @@ part 2: Rodinia's CUDA hotspot driver, whose launches each run up to `pyramid_he
 whichever of two buffers its index toggle left it, and PolyBench/GPU's 3-D convolution, a launch per plane. Written
 here from the drivers cited, as a user porting them writes them. Used by tests/program/test_ported_loops8.py."""
 
+import math
+
 import numpy as np
 
 import gradkern as gk
@@ -125,4 +127,89 @@ def polybench_conv3d(loop):
         def plane(t):
             gk.launch(convolution3d_plane, A.shape[1:], A, B, t + 1, c22)
         loop(plane, ni - 2)
+    return program
+
+
+# -- NVIDIA cuda-samples Samples/5_Domain_Specific/bilateralFilter/bilateral_kernel.cu (updateGaussian's table
+# `fGaussian[i] = expf(-(x * x) / (2 * delta * delta))` copied to constant memory, then bilateralFilterRGBA: `for (i =
+# 0; i < iterations; i++) { d_bilateral_filter<<<>>>(dDest, w, h, e_d, radius, rgbaTexdTemp); cudaMemcpy2D(dTemp,
+# dDest, cudaMemcpyDeviceToDevice); }`): one channel in floats (the C's RGBA in bytes), the texture's wrap addressing
+# as `%`, the table made by a kernel from the Active delta (NumPy's np.exp of an Active scalar is refused: no launch
+# would record its derivative), dTemp starting as the image; delta and e_d Active --------------------------------------
+@gk.kernel
+def bilateral_gaussian(g, delta, radius):
+    i = gk.tid()
+    x = float(i - radius)
+    g[i] = math.exp(-(x * x) / (2.0 * delta * delta))
+
+
+@gk.kernel
+def bilateral_filter(od, img, g, e_d, r):
+    y, x = gk.tid()
+    h = img.shape[0]
+    w = img.shape[1]
+    center = img[y, x]
+    total = 0.0
+    t = 0.0
+    for i in range(-r, r + 1):
+        for j in range(-r, r + 1):
+            cur = img[(y + i + h) % h, (x + j + w) % w]  # r < h, w: never negative
+            factor = g[i + r] * g[j + r] * math.exp(-((cur - center) * (cur - center)) / (2.0 * e_d * e_d))
+            t += factor * cur
+            total += factor
+    od[y, x] = t / total
+
+
+BILATERAL = dict(radius=1, iterations=3)
+
+
+def bilateral(loop):
+    c = BILATERAL
+
+    def program(image, dest, delta, e_d):
+        r = c["radius"]
+        g = np.zeros(2 * r + 1)
+        gk.launch(bilateral_gaussian, 2 * r + 1, g, delta, r)
+        temp = image.copy()
+
+        def iteration(i):
+            gk.launch(bilateral_filter, image.shape, dest, temp, g, e_d, r)
+            gk.copy(temp, dest)  # cudaMemcpy2D(dTemp, ..., dDest, ..., cudaMemcpyDeviceToDevice)
+        loop(iteration, c["iterations"])
+    return program
+
+
+# -- NVIDIA cuda-samples Samples/5_Domain_Specific/BlackScholes (BlackScholes.cu: `for (i = 0; i < NUM_ITERATIONS;
+# i++) BlackScholesGPU<<<>>>(d_CallResult, d_PutResult, d_StockPrice, d_OptionStrike, d_OptionYears, RISKFREE,
+# VOLATILITY, OPT_N);`; BlackScholes_kernel.cuh's cndGPU, the Abramowitz-Stegun polynomial, and
+# BlackScholesBodyGPU): the same launch repeated, each overwriting the results, so the gradient is one launch's;
+# RISKFREE and VOLATILITY Active --------------------------------------------------------------------------------------
+@gk.func
+def _cnd(d):
+    k = 1.0 / (1.0 + 0.2316419 * abs(d))
+    c = 0.3989422804014327 * math.exp(-0.5 * d * d) * \
+        (k * (0.31938153 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978 + k * 1.330274429)))))
+    if d > 0.0:
+        c = 1.0 - c
+    return c
+
+
+@gk.kernel
+def black_scholes(call, put, S, X, T, R, V):
+    i = gk.tid()
+    sqrt_t = math.sqrt(T[i])
+    d1 = (math.log(S[i] / X[i]) + (R + 0.5 * V * V) * T[i]) / (V * sqrt_t)
+    d2 = d1 - V * sqrt_t
+    cnd1 = _cnd(d1)
+    cnd2 = _cnd(d2)
+    exp_rt = math.exp(-R * T[i])
+    call[i] = S[i] * cnd1 - X[i] * exp_rt * cnd2
+    put[i] = X[i] * exp_rt * (1.0 - cnd2) - S[i] * (1.0 - cnd1)
+
+
+def black_scholes_loop(loop, iterations=3):
+    def program(call, put, S, X, T, R, V):
+        def iteration(i):
+            gk.launch(black_scholes, S.shape[0], call, put, S, X, T, R, V)
+        loop(iteration, iterations)
     return program
