@@ -73,8 +73,9 @@ def _specs(rng):
 PORTS = list(_specs(np.random.default_rng(0)))
 # Every port's check runs in CI on the interpreter (docs/testing.md "Test time") but FULL's, whose patterns CI meets
 # elsewhere: hotspot's and HSOpticalFlow's toggles in the swap test below (the same launches, store-all, against the
-# parity spelling) and the view regression test, mpm88's kernels in tests/library/test_ported_hpc5.py; the Numba backend's gradient runs in CI for NUMBA_SAMPLE (the reduction: one kernel, slices of shrinking
-# length), the others' under `full`.
+# parity spelling) and the view regression test, mpm88's kernels in tests/library/test_ported_hpc5.py. The Numba
+# backend's gradient runs in CI for NUMBA_SAMPLE (the reduction: one kernel, slices of shrinking length), the others'
+# under `full`.
 FULL = {"hs_optical_flow", "rodinia_hotspot", "mpm88"}
 NUMBA_SAMPLE = {"cuda_reduction"}
 NUMBA_SAMPLED = numba_sampled(PORTS, NUMBA_SAMPLE)
