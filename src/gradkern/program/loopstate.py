@@ -28,7 +28,7 @@ from ..errors import ProgramError
 from ..runtime.arrays import is_array
 from .derived import user_frame, where
 from .scalars import ActiveScalar
-from .shadows import ShadowMap, memory_root
+from .shadows import ShadowMap, _address, memory_root
 
 _PARTIAL = "found while the reverse recomputed it: the shadows may hold a partial gradient"
 _FUNCTION_OF_T = ("a step must be a function of t and the loop's state: choose ping-pong buffers (or rows of one "
@@ -135,17 +135,30 @@ class _Seen:
     written: int = -1  # the last step that wrote it, -1: none
 
 
-def views(arrays: list, roots: list) -> tuple:
-    """Where each array lies in its buffer, as a recomputed step must repeat it: None for the buffer itself, else
+def views(arrays: list, roots: list, starts: dict) -> tuple:
+    """Where each array lies in its buffer, as a recomputed step must repeat it: None for the whole buffer, else
     (byte offset, shape, strides). Another row of one (2, n) allocation is another view of the same buffer
-    (docs/checkpointed-loops.md#how-it-works)."""
-    return tuple(None if a is r else (_start(a) - _start(r), tuple(a.shape), tuple(a.strides))
-                 for a, r in zip(arrays, roots))
+    (docs/checkpointed-loops.md#how-it-works). `starts` keeps the buffers' addresses by id (with a weak
+    reference): a stale one, of an owner NumPy resized, offsets every later view alike, so it can only refuse."""
+    out = []
+    for a, r in zip(arrays, roots):
+        if a is r or _whole(a, r):
+            out.append(None)
+            continue
+        entry = starts.get(id(r))
+        if entry is None or entry[0]() is not r:
+            if len(starts) >= 4096:
+                starts.clear()
+            entry = starts[id(r)] = (weakref.ref(r), _address(r))
+        out.append((_address(a) - entry[1], tuple(a.shape), tuple(a.strides)))
+    return tuple(out)
 
 
-def _start(x: Any) -> int:
-    """The address of x's first element, not cached (shadows.py's cache would hold every view a loop makes)."""
-    return x.__array_interface__["data"][0] if isinstance(x, np.ndarray) else x.data.ptr
+def _whole(a: Any, r: Any) -> bool:
+    """Whether `a` views all of `r`, told without an address (a microsecond or more each): NumPy's view of a
+    contiguous owner with its shape, strides and dtype starts where it does (shadows._same_geometry)."""
+    return (a.base is r and a.shape == r.shape and a.strides == r.strides and a.dtype == r.dtype and
+            (r.flags.c_contiguous or r.flags.f_contiguous))
 
 
 def _view_text(view: tuple | None) -> str:
@@ -197,6 +210,7 @@ class LoopState:
         self._step_keys: dict = {}  # its distinct steps: the tuple of their launches -> number
         self._step: tuple[int, list] = (-1, [])  # the step being recorded and its launches so far
         self._checked: dict = {}  # check_launch's answers by the launch's objects: (their references, ids)
+        self._starts: dict = {}  # the buffers' addresses for `views`
         self._want: list = []  # the signature of the step being recomputed (compare_last)
 
     # -- the first forward ------------------------------------------------------------------------------------------
@@ -220,7 +234,7 @@ class LoopState:
             refs[id(root)] = seen.ref
         for a in written:
             self.seen[id(memory_root(a))].written = t
-        launch = (name, tuple(binding.dim), tuple(sig), scalars(binding.values), views(arrays, roots))
+        launch = (name, tuple(binding.dim), tuple(sig), scalars(binding.values), views(arrays, roots, self._starts))
         # one object per distinct launch: steps repeat a few, and a loop may have 10**4 of them
         launch = self._launches.setdefault((name, launch[1], tuple((k, id(s)) for k, s in sig), *launch[3:]),
                                            launch)
@@ -335,7 +349,7 @@ class LoopState:
             known = self.seen.get(id(root))
             ids.append(id(root) if known is not None and known.ref() is root and id(root) in self.persistent
                        else None)
-        where = views(arrays, roots)
+        where = views(arrays, roots, self._starts)
         self.recomputed.append((name, tuple(binding.dim), ids, scalars(binding.values), where))
         for a in written:
             root = memory_root(a)
