@@ -154,7 +154,7 @@ class _Untaped(Recorder):
             if entry is not None and call is entry.call:
                 # the same prepared call, refilled with the same arrays: the loop state's checks of this launch
                 # answer as before (recompute.py)
-                loop.found.recomputed.append(entry.signature[:3] + (scalars(bound.b.values),))  # scalars: these
+                loop.found.recomputed.append((*entry.signature[:3], scalars(bound.b.values), *entry.signature[4:]))
                 loop.found.compare_last(self.t)
                 loop.writers.wrote(entry.written)
             else:

@@ -28,16 +28,19 @@ from ..errors import ProgramError
 from ..runtime.arrays import is_array
 from .derived import user_frame, where
 from .scalars import ActiveScalar
-from .shadows import ShadowMap, memory_root
+from .shadows import ShadowMap, _address, memory_root
 
 _PARTIAL = "found while the reverse recomputed it: the shadows may hold a partial gradient"
-_FUNCTION_OF_T = ("a step must be a function of t and the loop's state: choose ping-pong buffers from t "
-                  "(`a, b = (u, v) if t % 2 == 0 else (v, u)`), not from a swap kept outside the step (`bufs[0], "
-                  "bufs[1] = b, a` or a nonlocal), which a recomputed step finds in its last position; the same for "
-                  "any host value an earlier step changed: derive a flag toggled each step from t (miniWeather's "
-                  "`direction_switch = not direction_switch`: `t % 2 == 0`), and rebuild a list that depends on "
-                  "the state (a neighbour list kept for k steps) in the step that uses it: rebuild it in every "
-                  "step from the step's own state (docs/checkpointed-loops.md#how-it-works)")
+_FUNCTION_OF_T = ("a step must be a function of t and the loop's state: choose ping-pong buffers (or rows of one "
+                  "array) from t (`a, b = (u, v) if t % 2 == 0 else (v, u)`), not from a swap or an index kept outside "
+                  "the step (`bufs[0], bufs[1] = b, a`, `cur = 1 - cur` in a nonlocal), which a recomputed step finds "
+                  "in its last position; the same for any host value an earlier step changed: derive a flag toggled "
+                  "each step from t (miniWeather's `direction_switch = not direction_switch`: `t % 2 == 0`), and "
+                  "rebuild a list that depends on the state (a neighbour list kept for k steps) in the step that uses "
+                  "it: rebuild it in every step from the step's own state; a step defined inside an outer loop reads "
+                  "that loop's variables as they are when the reverse recomputes it (Python looks a closure's names "
+                  "up when it runs): bind them when it is defined, as defaults (`def step(t, bufs=bufs)`) "
+                  "(docs/checkpointed-loops.md#how-it-works)")
 
 _KEPT = ("keep outputs between checkpointed loops: run the loop in segments of k steps and copy the state after "
          "each (`for s in range(n // k): gk.checkpointed_loop(step, k, ...); kept.append(u.copy())`), or keep them "
@@ -132,6 +135,36 @@ class _Seen:
     written: int = -1  # the last step that wrote it, -1: none
 
 
+def views(arrays: list, roots: list, starts: dict) -> tuple:
+    """Where each array lies in its buffer, as a recomputed step must repeat it: None for the whole buffer, else
+    (byte offset, shape, strides). Another row of one (2, n) allocation is another view of the same buffer
+    (docs/checkpointed-loops.md#how-it-works). `starts` keeps the buffers' addresses by id (with a weak
+    reference): a stale one, of an owner NumPy resized, offsets every later view alike, so it can only refuse."""
+    out = []
+    for a, r in zip(arrays, roots):
+        if a is r or _whole(a, r):
+            out.append(None)
+            continue
+        entry = starts.get(id(r))
+        if entry is None or entry[0]() is not r:
+            if len(starts) >= 4096:
+                starts.clear()
+            entry = starts[id(r)] = (weakref.ref(r), _address(r))
+        out.append((_address(a) - entry[1], tuple(a.shape), tuple(a.strides)))
+    return tuple(out)
+
+
+def _whole(a: Any, r: Any) -> bool:
+    """Whether `a` views all of `r`, told without an address (a microsecond or more each): NumPy's view of a
+    contiguous owner with its shape, strides and dtype starts where it does (shadows._same_geometry)."""
+    return (a.base is r and a.shape == r.shape and a.strides == r.strides and a.dtype == r.dtype and
+            (r.flags.c_contiguous or r.flags.f_contiguous))
+
+
+def _view_text(view: tuple | None) -> str:
+    return "the whole buffer" if view is None else f"shape {view[1]} at byte offset {view[0]}"
+
+
 def scalars(values: Any) -> tuple:
     """A launch's scalar arguments as a recomputed step must repeat them: numbers by value (NaN equal to NaN),
     other objects by type. Bit for bit: a step recomputed from its snapshot makes the same host arithmetic, and a
@@ -177,17 +210,20 @@ class LoopState:
         self._step_keys: dict = {}  # its distinct steps: the tuple of their launches -> number
         self._step: tuple[int, list] = (-1, [])  # the step being recorded and its launches so far
         self._checked: dict = {}  # check_launch's answers by the launch's objects: (their references, ids)
+        self._starts: dict = {}  # the buffers' addresses for `views`
         self._want: list = []  # the signature of the step being recomputed (compare_last)
 
     # -- the first forward ------------------------------------------------------------------------------------------
     def record_launch(self, t: int, name: str, written: list, binding: Any, dead: set[int]) -> dict[int, Any]:
         """A launch (or rule call) of step t in the first forward, writing `written` and overwriting the buffers
         `dead` (ids) whole unread. Returns id -> weak reference of every buffer it takes."""
-        sig, refs = [], {}
+        sig, refs, arrays, roots = [], {}, [], []
         for a in binding.values:
             if not is_array(a):
                 continue
             root = memory_root(a)
+            arrays.append(a)
+            roots.append(root)
             seen = self.seen.get(id(root))
             if seen is None or seen.ref() is not root:
                 seen = self.seen[id(root)] = _Seen(weakref.ref(root, self.freed), StepSeries(t))
@@ -198,9 +234,10 @@ class LoopState:
             refs[id(root)] = seen.ref
         for a in written:
             self.seen[id(memory_root(a))].written = t
-        launch = (name, tuple(binding.dim), tuple(sig), scalars(binding.values))
+        launch = (name, tuple(binding.dim), tuple(sig), scalars(binding.values), views(arrays, roots, self._starts))
         # one object per distinct launch: steps repeat a few, and a loop may have 10**4 of them
-        launch = self._launches.setdefault((name, launch[1], tuple((k, id(s)) for k, s in sig), launch[3]), launch)
+        launch = self._launches.setdefault((name, launch[1], tuple((k, id(s)) for k, s in sig), *launch[3:]),
+                                           launch)
         if self._step[0] != t:
             self._end_step()
             self._step = (t, [])
@@ -268,8 +305,8 @@ class LoopState:
         persistent, distinct, numbers = self.persistent, {}, [0]
         for launches in self.signatures:  # the buffers as persistent ids or None: some signatures become equal
             sig = [(name, dim, [key if key in persistent and seen.ref() is persistent[key] else None
-                                for key, seen in sig], values) for name, dim, sig, values in launches]
-            key = tuple((name, dim, tuple(ids), values) for name, dim, ids, values in sig)
+                                for key, seen in sig], values, where) for name, dim, sig, values, where in launches]
+            key = tuple((name, dim, tuple(ids), values, where) for name, dim, ids, values, where in sig)
             numbers.append(distinct.setdefault(key, (len(distinct) + 1, sig))[0])
         self.signatures = [sig for _, sig in distinct.values()]
         self.steps.renumber(numbers)
@@ -302,16 +339,18 @@ class LoopState:
         # (docs/programs.md#recomputed-steps-of-a-checkpointed-loop); the extent is compared by check_step
         if hit is not None and all(r() is a for r, a in zip(hit[0], arrays)) and \
                 all(r() is w for r, w in zip(hit[1], written)):
-            self.recomputed.append((name, tuple(binding.dim), hit[2], scalars(binding.values)))
+            self.recomputed.append((name, tuple(binding.dim), hit[2], scalars(binding.values), hit[3]))
             self.compare_last(t)
             return
-        ids = []
+        ids, roots = [], []
         for a in arrays:
             root = memory_root(a)
+            roots.append(root)
             known = self.seen.get(id(root))
             ids.append(id(root) if known is not None and known.ref() is root and id(root) in self.persistent
                        else None)
-        self.recomputed.append((name, tuple(binding.dim), ids, scalars(binding.values)))
+        where = views(arrays, roots, self._starts)
+        self.recomputed.append((name, tuple(binding.dim), ids, scalars(binding.values), where))
         for a in written:
             root = memory_root(a)
             if self.taped_only.get(id(root)) is root:
@@ -332,7 +371,7 @@ class LoopState:
             return
         if len(self._checked) >= MAX_CHECKED:
             self._checked.clear()
-        self._checked[key] = (refs, written_refs, ids)
+        self._checked[key] = (refs, written_refs, ids, where)
 
     def _made_by(self, key: int | None, t: int) -> bool:
         """Whether state buffer `key` is one only step t took, writing it: an array the step made and kept
@@ -371,8 +410,16 @@ class LoopState:
                                f"{_values(b[3])} recomputed), at {where(frame)}{_line_text(frame)}: host code that "
                                "draws random numbers or reads state outside the loop's gives a recomputed step "
                                f"another trajectory; {_PARTIAL}",
-                               hint="draw a step's random numbers from a generator seeded by t "
+                               hint="compute a value kept across steps from t (a time `t * dt`, not `sim_time += "
+                                    "dt` in a nonlocal); draw a step's random numbers from a generator seeded by t "
                                     "(np.random.default_rng((seed, t))), or keep them in an array made before the loop")
+        if a[:4] == b[:4] and a[4] != b[4]:
+            frame = user_frame()
+            j = next(j for j, (x, y) in enumerate(zip(a[4], b[4])) if x != y)
+            raise ProgramError(f"step {t} of the checkpointed loop launched '{b[0]}' (launch {k + 1} of the step) "
+                               f"on another part of the same array than when it was recorded (its array argument "
+                               f"{j + 1}: {_view_text(a[4][j])} then, {_view_text(b[4][j])} recomputed), at "
+                               f"{where(frame)}{_line_text(frame)}; {_PARTIAL}", hint=_FUNCTION_OF_T)
         if a != b:
             frame = user_frame()
             raise ProgramError(f"step {t} of the checkpointed loop launched '{b[0]}' (launch {k + 1} of the "
