@@ -106,7 +106,8 @@ def test_torch_gradients_on_the_device_match_central_differences_and_the_cpu(nam
     support/interop_cases.py's central_differences), and on CUDA against the CPU run."""
     outs, got, as_tuple, args, weights = torch_gradients(name, device)
     reference = central_differences(
-        lambda *a: [o.detach().cpu().numpy() for o in as_tuple(*tensors(a, device, False))], args, weights)
+        lambda *a: [o.detach().cpu().numpy() for o in as_tuple(*tensors(a, device, requires_grad=False))], args,
+        weights)
     for n, g in got.items():
         np.testing.assert_allclose(g, reference[n], rtol=1e-6, atol=1e-8, err_msg=f"{name} on {device}: {n}")
     if device != "cpu":

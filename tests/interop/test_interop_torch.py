@@ -45,7 +45,7 @@ def test_gradients_match_central_differences(name, path):
         assert torch.equal(w, k)
     for t, b in zip(ts, before):  # no input changed
         assert not isinstance(t, torch.Tensor) or torch.equal(t.detach(), b)
-    reference = central_differences(lambda *a: [o.detach().numpy() for o in as_tuple(*tensors(a, False))],
+    reference = central_differences(lambda *a: [o.detach().numpy() for o in as_tuple(*tensors(a, requires_grad=False))],
                                     args, [w.numpy() for w in weights])
     for n, g in zip(diff, got):
         assert g.dtype == ts[n].dtype and tuple(g.shape) == np.shape(args[n])

@@ -99,7 +99,7 @@ def operation(name, wrap, dtype=np.float64):
     return op, as_tuple, args
 
 
-def tensors(args, device="cpu", requires_grad=True):
+def tensors(args, device="cpu", *, requires_grad=True):
     """The arguments as torch tensors on `device` (numbers stay numbers); float tensors require a gradient."""
     import torch
     out = []
