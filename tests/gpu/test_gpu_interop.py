@@ -19,7 +19,7 @@ import os
 import numpy as np
 import pytest
 from support.devices import HAS_GPU, cupy
-from support.interop_cases import N, cases, central_differences, differentiable, stencil
+from support.interop_cases import N, central_differences, differentiable, operation, stencil, tensors
 
 import gradkern as gk
 from gradkern.interop import adapter as A
@@ -73,22 +73,8 @@ DEVICES = [pytest.param("cpu", id="cpu"),
 on_cuda = pytest.mark.skipif(not TORCH_CUDA, reason=NO_CUDA)
 
 
-def tensors(args, device, requires_grad=True):
-    """The arguments as tensors on `device` (numbers stay numbers); float tensors require a gradient."""
-    out = []
-    for a in args:
-        if isinstance(a, np.ndarray):
-            t = torch.from_numpy(np.array(a, copy=True)).to(device)
-            out.append(t.requires_grad_(requires_grad and t.is_floating_point()))
-        else:
-            out.append(a)
-    return out
-
-
 def torch_operation(name, dtype=np.float64):
-    f, outputs, args, dim = cases(dtype)[name]
-    op = gk.interop.torch_function(f, outputs, dim)
-    return (lambda *a: (op(*a),)) if isinstance(outputs, str) else op, args
+    return operation(name, gk.interop.torch_function, dtype)[1:]
 
 
 def torch_gradients(name, device, dtype=np.float64):
@@ -120,7 +106,8 @@ def test_torch_gradients_on_the_device_match_central_differences_and_the_cpu(nam
     support/interop_cases.py's central_differences), and on CUDA against the CPU run."""
     outs, got, as_tuple, args, weights = torch_gradients(name, device)
     reference = central_differences(
-        lambda *a: [o.detach().cpu().numpy() for o in as_tuple(*tensors(a, device, False))], args, weights)
+        lambda *a: [o.detach().cpu().numpy() for o in as_tuple(*tensors(a, device, requires_grad=False))], args,
+        weights)
     for n, g in got.items():
         np.testing.assert_allclose(g, reference[n], rtol=1e-6, atol=1e-8, err_msg=f"{name} on {device}: {n}")
     if device != "cpu":
@@ -310,22 +297,11 @@ PLATFORMS = [pytest.param("cpu", id="cpu"),
              pytest.param("gpu", id="gpu", marks=pytest.mark.skipif(JAX_GPU is None, reason="JAX sees no GPU"))]
 
 
-@pytest.fixture
-def x64():
-    """float64 arrays stay float64 (JAX narrows them to float32 unless x64 is on)."""
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
-
-
 def jax_run(name, platform):
     """The outputs, the vjp of random cotangents and jit(grad) of a scalar loss, on arrays committed to the
     first device of `platform`; every result on the host, with the device it came back on."""
     device = jax.devices(platform)[0]
-    f, outputs, args, dim = cases()[name]
-    op = gk.interop.jax_function(f, outputs, dim)
-    as_tuple = (lambda *a: (op(*a),)) if isinstance(outputs, str) else op
+    _, as_tuple, args = operation(name, gk.interop.jax_function)
     diff = differentiable(args)
     put = [jax.device_put(jnp.asarray(a), device) if isinstance(a, np.ndarray) else a for a in args]
 

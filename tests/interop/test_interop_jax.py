@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.interop_cases import N, cases, central_differences, differentiable, stencil
+from support.interop_cases import N, central_differences, differentiable, stencil
+from support.interop_cases import operation as interop_operation
 
 import gradkern as gk
 from gradkern.interop import adapter as A
@@ -18,20 +19,12 @@ from jax.test_util import check_grads  # noqa: E402
 NAMES = ["stencil", "update", "loss", "pingpong", "checkpointed"]
 
 
-@pytest.fixture(autouse=True)
-def x64():
-    """float64 arrays stay float64 (JAX narrows them to float32 unless x64 is on)."""
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
+# float64 arrays stay float64 in every test here
+pytestmark = pytest.mark.usefixtures("x64")
 
 
 def operation(name, dtype=np.float64):
-    f, outputs, args, dim = cases(dtype)[name]
-    op = gk.interop.jax_function(f, outputs, dim)
-    as_tuple = (lambda *a: (op(*a),)) if isinstance(outputs, str) else op
-    return op, as_tuple, args
+    return interop_operation(name, gk.interop.jax_function, dtype)
 
 
 @pytest.mark.parametrize("name", NAMES)

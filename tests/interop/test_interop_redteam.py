@@ -38,16 +38,6 @@ def rows(a, b):
         b[i, m] = 2.0 * a[i, m] * a[i, m]
 
 
-@pytest.fixture(params=["custom_op", "function"])
-def path(request, monkeypatch):
-    """Both ways an operation is registered: torch.library custom ops, and torch.autograd.Function."""
-    if request.param == "function":
-        monkeypatch.setattr(torch_op, "CUSTOM_OPS", False)
-    elif not torch_op.CUSTOM_OPS:
-        pytest.skip("this torch has no torch.library.custom_op (torch < 2.4)")
-    return request.param
-
-
 def rand(*shape, seed=0, lo=-0.5, hi=0.5, grad=True):
     t = torch.from_numpy(np.random.default_rng(seed).uniform(lo, hi, shape))
     return t.requires_grad_(grad)

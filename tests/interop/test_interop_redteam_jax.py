@@ -47,22 +47,6 @@ def no_orphans():
         A.PENDING._strong.pop(key, None)
 
 
-@pytest.fixture
-def x64():
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
-
-
-@pytest.fixture
-def x32():
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", False)
-    yield
-    jax.config.update("jax_enable_x64", before)
-
-
 def rand(*shape, seed=0):
     return jnp.asarray(np.random.default_rng(seed).uniform(-0.5, 0.5, shape))
 

@@ -12,7 +12,8 @@ import gc
 
 import numpy as np
 import pytest
-from support.interop_cases import N, cases, central_differences, differentiable, pingpong, stencil
+from support.interop_cases import N, central_differences, differentiable, pingpong, stencil, tensors
+from support.interop_cases import operation as interop_operation
 
 import gradkern as gk
 from gradkern.interop import adapter as A
@@ -26,33 +27,8 @@ pytestmark = pytest.mark.usefixtures("frozen_heap")
 NAMES = ["stencil", "update", "loss", "pingpong", "checkpointed"]
 
 
-def tensors(args, requires_grad=True):
-    """The arguments as torch tensors (numbers stay numbers); float arrays require a gradient."""
-    out = []
-    for a in args:
-        if isinstance(a, np.ndarray):
-            t = torch.from_numpy(np.array(a, copy=True))
-            out.append(t.requires_grad_(requires_grad and t.is_floating_point()))
-        else:
-            out.append(a)
-    return out
-
-
 def operation(name, dtype=np.float64):
-    f, outputs, args, dim = cases(dtype)[name]
-    op = gk.interop.torch_function(f, outputs, dim)
-    as_tuple = (lambda *a: (op(*a),)) if isinstance(outputs, str) else op
-    return op, as_tuple, args
-
-
-@pytest.fixture(params=["custom_op", "function"])
-def path(request, monkeypatch):
-    """Both ways an operation is registered: torch.library custom ops, and torch.autograd.Function."""
-    if request.param == "function":
-        monkeypatch.setattr(torch_op, "CUSTOM_OPS", False)
-    elif not torch_op.CUSTOM_OPS:
-        pytest.skip("this torch has no torch.library.custom_op (torch < 2.4)")
-    return request.param
+    return interop_operation(name, gk.interop.torch_function, dtype)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -69,7 +45,7 @@ def test_gradients_match_central_differences(name, path):
         assert torch.equal(w, k)
     for t, b in zip(ts, before):  # no input changed
         assert not isinstance(t, torch.Tensor) or torch.equal(t.detach(), b)
-    reference = central_differences(lambda *a: [o.detach().numpy() for o in as_tuple(*tensors(a, False))],
+    reference = central_differences(lambda *a: [o.detach().numpy() for o in as_tuple(*tensors(a, requires_grad=False))],
                                     args, [w.numpy() for w in weights])
     for n, g in zip(diff, got):
         assert g.dtype == ts[n].dtype and tuple(g.shape) == np.shape(args[n])

@@ -9,7 +9,8 @@ tests/library/test_ported_kernels.py checks the first round:
 * the primal agrees on the Numba backend, hostcuda (the CUDA backend's source under g++) and the IR interpreter
   within 8 ulps of the largest value: every backend evaluates the same operations in the same order, except an
   elementary function's last bit (libm, Numba and the C library round their own) and the order of atomic adds
-  (lulesh_stress, kmeans_accumulate, minife_assemble, pic_deposit sum at most 8 terms into an element);
+  (lulesh_stress, kmeans_accumulate, minife_assemble, pic_deposit sum at most 8 terms into an element); on Numba
+  in CI for NUMBA_SAMPLE, `full` for the others, whose hostcuda runs CI checks against the interpreter;
 * check_grad in float64, reverse and forward mode, against central differences and the dot-product test, on
   random inputs away from kinks (kmeans' argmin wins by 0.05, SHOC's pairs are 0.02 from the cutoff, the
   particles' positions and the CDF's draws are not at a rounding or comparison boundary at x +- h);
@@ -22,12 +23,11 @@ What porting them found is in docs/kernel-language.md ("Second round (session 49
 import numpy as np
 import pytest
 from support import ported_hpc as P
-from support.ported import assert_backends_agree, primal_values
-from support.ported_harness import numba_sampled, on_interpreter
+from support.ported import primal_values
+from support.ported_harness import round_tests
 from support.ported_hpc_cases import cases, gauss_fan1, gauss_fan2
 
 import gradkern as gk
-from gradkern.testing import check_grad
 
 NAMES = [c[0] for c in cases(np.random.default_rng(0))]
 PROGRAMS = {"smith_waterman", "gaussian"}
@@ -60,25 +60,6 @@ def _launches(name):
     return [(kernel, dim, args)]
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_primal_agrees_across_backends(name):
-    _, kernel, args, dim, _ = _case(name)
-    runs = {}
-    for backend in ("cpu", "interp", "hostcuda"):
-        if backend == "hostcuda":
-            pytest.importorskip("gradkern.backends.hostcuda")
-        values = primal_values(args)
-        try:
-            if name in PROGRAMS:
-                kernel(*values, backend=backend)
-            else:
-                gk.launch(kernel, dim, *values, backend=backend)
-        except gk.BackendUnavailableError:
-            continue
-        runs[backend] = values
-    assert_backends_agree(name, runs)
-
-
 # Every port's derivative is checked in CI on the interpreter: the transforms' output, run without a compile (a
 # Numba gradient compiles a reverse and a forward kernel, 3-27 s of CPU each here; the interpreter's check of all of
 # them costs what three of those do: docs/testing.md "Test time", session 52). The Numba backend's gradients run in
@@ -86,27 +67,10 @@ def test_primal_agrees_across_backends(name):
 # it wrote (hpcg_symgs), atomics into centres (kmeans_accumulate), a neighbour-list force loop (shoc_md); the others
 # are marked `full` (pytest -m full runs them).
 NUMBA_SAMPLE = {"hpcg_symgs", "kmeans_accumulate", "shoc_md"}
-NUMBA_SAMPLED = numba_sampled(NAMES, NUMBA_SAMPLE)
-
-
-def _gradient(name):
-    _, kernel, args, dim, options = _case(name)
-    report = check_grad(kernel, *args, dim=dim, **options)
-    assert report.ok and report.checked > 30, str(report)
-    assert report.dot_analytic != 0.0
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_gradient_on_the_interpreter(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _gradient(name)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NUMBA_SAMPLED)
-def test_gradient(name):
-    _gradient(name)
+# The primal on Numba, the interpreter and hostcuda for NUMBA_SAMPLE (compiled for its gradients anyway), the
+# others' on Numba `full`; every port's on hostcuda against the interpreter (g++ builds one in a tenth of Numba's
+# compile: docs/testing.md "Test time", session 55). At least 31 derivatives per gradient.
+globals().update(round_tests(cases, PROGRAMS, NUMBA_SAMPLE, references=False, least_checked=31))
 
 
 
@@ -119,9 +83,9 @@ def test_race_freedom(name):
         assert primal.atomic_targets == ATOMIC.get(kernel.name, ()), kernel.name
         if kernel.name in PROVED or name in PROVED:
             assert not primal.race_check and not reverse.race_check, kernel.name
-        else:  # not proved statically: the exact check runs, and passes
+        else:  # not proved statically: the exact check runs, and passes (on the interpreter: no compile)
             assert primal.race_check and reverse.race_check, kernel.name
-            gk.launch(kernel, dim, *primal_values(args))
+            gk.launch(kernel, dim, *primal_values(args), backend="interp")
 
 
 # ---- mutations that race: refused before anything is written ----------------------------------------------------

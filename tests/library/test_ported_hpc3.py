@@ -26,86 +26,35 @@ import math
 
 import numpy as np
 import pytest
-from support.ported import primal_values
-from support.ported_harness import (
-    assert_primal_agrees_across_backends,
-    assert_primal_matches_numpy,
-    numba_sampled,
-    on_interpreter,
-)
+from support.ported_harness import round_tests
 from support.ported_hpc3_cases import cases
 
 import gradkern as gk
 from gradkern.testing import check_grad
 
-NAMES = [c[0] for c in cases(np.random.default_rng(0))]
 PROGRAMS = {"solve_heat_equation"}
-
-
-def _case(name, seed=5):
-    return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_primal_matches_numpy(name):
-    assert_primal_matches_numpy(_case(name), PROGRAMS)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_primal_agrees_across_backends(name):
-    assert_primal_agrees_across_backends(_case(name), PROGRAMS)
-
-
-# Every port's derivative is checked in CI on the interpreter: the transforms' output, run without a compile (a
-# Numba gradient compiles a reverse and a forward kernel, 3-27 s of CPU each here; the interpreter's check of all of
-# them costs what three of those do: docs/testing.md "Test time", session 52). The Numba backend's gradients run in
-# CI for NUMBA_SAMPLE, chosen to cover what its printing of the reverse meets here: atomics with a cutoff branch
-# (minimd_lj_half), local arrays in nested loops (nek_local_grad3), indices split by // and % (im2col), an inner
-# reduction loop (kokkos_yax); the others are marked `full` (pytest -m full runs them).
+# Every port's primal and derivative is checked in CI on the interpreter (against NumPy; the gradient by finite
+# differences and the dot-product test): the transforms' output, run without a compile (a Numba gradient compiles a
+# reverse and a forward kernel, 3-27 s of CPU each here; the interpreter's check of all of them costs what three of
+# those do: docs/testing.md "Test time", sessions 52 and 55), and every primal on hostcuda against the interpreter. The
+# Numba backend's gradients and primals run in CI for NUMBA_SAMPLE, chosen to cover what its printing of the reverse
+# meets here: atomics with a cutoff branch (minimd_lj_half), local arrays in nested loops (nek_local_grad3), indices
+# split by // and % (im2col), an inner reduction loop (kokkos_yax); the others are marked `full` (pytest -m full runs
+# them).
 NUMBA_SAMPLE = {"minimd_lj_half", "nek_local_grad3", "im2col", "kokkos_yax"}
-NUMBA_SAMPLED = numba_sampled(NAMES, NUMBA_SAMPLE)
-
-
-def _gradient(name):
-    _, kernel, args, dim, options, _ = _case(name)
-    report = check_grad(kernel, *args, dim=dim, **options)
-    assert report.ok and report.checked > 20, str(report)
-    assert report.dot_analytic != 0.0
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_gradient_on_the_interpreter(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _gradient(name)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NUMBA_SAMPLED)
-def test_gradient(name):
-    _gradient(name)
-
-
-
 # launches not proved race-free statically, primal and reverse: flat indices decomposed by // and % (conv2d's
 # (n, o) from one axis, im2col, upsampling, grid_sample, matrixMul's blocks) and attention's preatt[b, h, t, t2]
 # with the thread axes permuted; the exact run-time check runs for them, and passes
 RUNTIME_CHECKED = {"attention_forward", "conv2d_direct", "im2col", "upsample_bilinear", "grid_sample_bilinear",
                    "matrix_mul_tiled"}
 ATOMIC = {"minimd_lj_half": ("f",), "kokkos_yax": ("result",), "fem_p1_apply": ("y",)}
+# at least 21 derivatives each
+globals().update(round_tests(cases, PROGRAMS, NUMBA_SAMPLE, ATOMIC, RUNTIME_CHECKED, least_checked=21))
+NAMES = [c[0] for c in cases(np.random.default_rng(0))]
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n not in PROGRAMS])
-def test_race_freedom(name):
-    _, kernel, args, dim, _, _ = _case(name)
-    primal = gk.inspect(kernel, *primal_values(args), dim=dim)
-    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
-    assert primal.parallel and reverse.parallel
-    assert primal.atomic_targets == ATOMIC.get(name, ())
-    checked = name in RUNTIME_CHECKED
-    assert primal.race_check == checked and reverse.race_check == checked, name
-    if checked:
-        gk.launch(kernel, dim, *primal_values(args))
+def _case(name, seed=5):
+    return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
 
 
 # ---- GADGET's self pair: sqrt at r2 = 0 (docs/kernel-language.md, "Third round") --------------------------------

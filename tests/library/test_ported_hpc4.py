@@ -27,20 +27,30 @@ What porting them found is in docs/kernel-language.md ("Fourth round (session 51
 import math
 
 import numpy as np
-import pytest
 from support.ported import primal_values
-from support.ported_harness import (
-    assert_primal_agrees_across_backends,
-    assert_primal_matches_numpy,
-    numba_sampled,
-    on_interpreter,
-)
+from support.ported_harness import round_tests
 from support.ported_hpc4_cases import PROGRAMS, cases
 from support.ported_hpc4_refs import erfc_polynomial
 
 import gradkern as gk
-from gradkern.testing import check_grad
 
+# Every port's primal and derivative is checked in CI on the interpreter (against NumPy; the gradient by finite
+# differences and the dot-product test): the transforms' output, run without a compile (a Numba gradient compiles a
+# reverse and a forward kernel, 3-27 s of CPU each here; the interpreter's check of all of them costs what three of
+# those do: docs/testing.md "Test time", sessions 52 and 55), and every primal on hostcuda against the interpreter. The
+# Numba backend's gradients and primals run in CI for NUMBA_SAMPLE, chosen to cover what its printing of the reverse
+# meets here: register-tiled loops (sgemm_nt), sums with sqrt and division (gicov), a triangular induction over a local
+# array (binomial_options), a sequential Thomas solve per column (column_implicit_diffusion); the others are marked
+# `full` (pytest -m full runs them).
+NUMBA_SAMPLE = {"sgemm_nt", "gicov", "binomial_options", "column_implicit_diffusion"}
+# launches not proved race-free statically, primal and reverse: indices linear in a run-time leading dimension
+# (sgemm's C[m + (nb TB + i) ldc], the stencil's i + nx (j + ny k)) and streamcluster's work_mem column read from
+# two index tables; the exact run-time check runs for them, and passes
+RUNTIME_CHECKED = {"sgemm_nt", "stencil7_z", "sc_compute_cost"}
+ATOMIC = {"shoc_reduce": ("total",), "face_flux_scatter": ("res",), "ceed_mass_apply": ("v",),
+          "ceed_diff_apply": ("v",)}
+# at least 21 derivatives each
+globals().update(round_tests(cases, PROGRAMS, NUMBA_SAMPLE, ATOMIC, RUNTIME_CHECKED, least_checked=21))
 NAMES = [c[0] for c in cases(np.random.default_rng(0))]
 
 
@@ -48,75 +58,13 @@ def _case(name, seed=5):
     return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_primal_matches_numpy(name):
-    assert_primal_matches_numpy(_case(name), PROGRAMS)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_primal_agrees_across_backends(name):
-    assert_primal_agrees_across_backends(_case(name), PROGRAMS)
-
-
-# Every port's derivative is checked in CI on the interpreter: the transforms' output, run without a compile (a
-# Numba gradient compiles a reverse and a forward kernel, 3-27 s of CPU each here; the interpreter's check of all of
-# them costs what three of those do: docs/testing.md "Test time", session 52). The Numba backend's gradients run in
-# CI for NUMBA_SAMPLE, chosen to cover what its printing of the reverse meets here: register-tiled loops (sgemm_nt),
-# sums with sqrt and division (gicov), a triangular induction over a local array (binomial_options), a sequential
-# Thomas solve per column (column_implicit_diffusion); the others are marked `full` (pytest -m full runs them).
-NUMBA_SAMPLE = {"sgemm_nt", "gicov", "binomial_options", "column_implicit_diffusion"}
-NUMBA_SAMPLED = numba_sampled(NAMES, NUMBA_SAMPLE)
-
-
-def _gradient(name):
-    _, kernel, args, dim, options, _ = _case(name)
-    report = check_grad(kernel, *args, dim=dim, **options)
-    assert report.ok and report.checked > 20, str(report)
-    assert report.dot_analytic != 0.0
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_gradient_on_the_interpreter(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _gradient(name)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NUMBA_SAMPLED)
-def test_gradient(name):
-    _gradient(name)
-
-
-
-# launches not proved race-free statically, primal and reverse: indices linear in a run-time leading dimension
-# (sgemm's C[m + (nb TB + i) ldc], the stencil's i + nx (j + ny k)) and streamcluster's work_mem column read from
-# two index tables; the exact run-time check runs for them, and passes
-RUNTIME_CHECKED = {"sgemm_nt", "stencil7_z", "sc_compute_cost"}
-ATOMIC = {"shoc_reduce": ("total",), "face_flux_scatter": ("res",), "ceed_mass_apply": ("v",),
-          "ceed_diff_apply": ("v",)}
-
-
-@pytest.mark.parametrize("name", [n for n in NAMES if n not in PROGRAMS])
-def test_race_freedom(name):
-    _, kernel, args, dim, _, _ = _case(name)
-    primal = gk.inspect(kernel, *primal_values(args), dim=dim)
-    reverse = gk.inspect(kernel, *args, dim=dim, mode=gk.Reverse)
-    assert primal.parallel and reverse.parallel
-    assert primal.atomic_targets == ATOMIC.get(name, ())
-    checked = name in RUNTIME_CHECKED
-    assert primal.race_check == checked and reverse.race_check == checked, name
-    if checked:
-        gk.launch(kernel, dim, *primal_values(args))
-
-
 def test_lammps_erfc_polynomial_is_within_its_bound_of_math_erfc():
     """coul_long inlines Abramowitz-Stegun 7.1.26 (|error| <= 1.5e-7 absolute on erfc); coul_long_erfc calls
     math.erfc. Their forces differ by no more than that bound carried through each pair's prefactor."""
     _, kernel, args, dim, _, _ = _case("coul_long")
     poly, exact = primal_values(args), primal_values(args)
-    gk.launch(kernel, dim, *poly)
-    gk.launch(_case("coul_long_erfc")[1], dim, *exact)
+    gk.launch(kernel, dim, *poly, backend="interp")  # the formulas' bound, not a backend's: no compile
+    gk.launch(_case("coul_long_erfc")[1], dim, *exact, backend="interp")
     x, q = poly[0], poly[1]
     r = np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1)) + np.eye(len(q))
     bound = 1.5e-7 * (np.abs(np.outer(q, q)) / r ** 2 * np.max(r)).sum()  # |prefactor| / rsq * |del| per pair

@@ -4,15 +4,17 @@ ported_hpc8_more.py; inputs in ported_hpc8_cases.py, NumPy references in ported_
 * the primal on the interpreter matches its NumPy reference within 1e-12 of the largest value (the reference
   evaluates the same formulas in float64, in another order where NumPy sums, multiplies matrices or factors);
 * the primal in float32 on the interpreter stays float32 and within 1e-5 of the float64 reference;
-* the primal agrees on Numba, hostcuda and the IR interpreter within the shared 8-ulp bound;
+* the primal agrees on Numba, hostcuda and the IR interpreter within the shared 8-ulp bound (NUMBA_SAMPLE), on
+  hostcuda and the interpreter (the others);
 * check_grad in float64, reverse and forward, against central differences and the dot-product test, on random
   non-zero inputs, on the interpreter (no compile) in CI, on Numba for NUMBA_SAMPLE;
 * the race analysis' verdicts, primal and reverse;
 * (`full`) each reverse on hostcuda against Numba's, the same output adjoints.
 
 CI: 16 primals (in float32 too) and interpreter gradients, race verdicts, and one kernel's Numba gradient and
-backend agreement (NUMBA_SAMPLE); the other 15 are marked `full` (docs/testing.md). Cold-cache CPU for the file,
-one process: 9.8 s (9.1 user + 0.75 system, g++ included, at load 15 to 17, session 55).
+backend agreement (NUMBA_SAMPLE); the other 15 are marked `full` (docs/testing.md). The tests but the last two
+are support/ported_harness.py's `round_tests`. Cold-cache CPU for the file, one process: 9.8 s (9.1 user + 0.75
+system, g++ included, at load 15 to 17, session 55) before the hostcuda agreements of the other 15 were added.
 
 What porting them found is in docs/kernel-language.md ("Eighth round (session 55)")."""
 
@@ -20,16 +22,7 @@ import numpy as np
 import pytest
 from support import ported_hpc8 as A
 from support import ported_hpc8_more as B
-from support.ported_harness import (
-    assert_float32_primal,
-    assert_primal_agrees_across_backends,
-    assert_primal_matches_numpy,
-    assert_race_verdicts,
-    assert_reverse_on_hostcuda_agrees_with_numba,
-    check_case_gradient,
-    numba_sampled,
-    on_interpreter,
-)
+from support.ported_harness import assert_reverse_on_hostcuda_agrees_with_numba, round_tests
 from support.ported_hpc8_cases import PROGRAMS, cases
 
 import gradkern as gk
@@ -46,43 +39,6 @@ def _case(name, seed=5):
     return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_primal_matches_numpy(name):
-    assert_primal_matches_numpy(_case(name), PROGRAMS, backend="interp")
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_float32_primal_on_the_interpreter(name):
-    """Outputs stay float32 and within 1e-5 of the largest value of the float64 reference: float32 rounds each of a
-    kernel's at most a few hundred operations by 6e-8 relative (the largest seen here, session 55: 3.6e-7, LULESH's
-    gradients, differences of sums of nearby coordinates divided by a cross product's length; the others 4e-8 to
-    1.7e-7)."""
-    assert_float32_primal(next(c for c in cases(np.random.default_rng(5), dtype=np.float32) if c[0] == name),
-                          PROGRAMS)
-
-
-@pytest.mark.parametrize("name", numba_sampled(NAMES, NUMBA_SAMPLE))
-def test_primal_agrees_across_backends(name):
-    assert_primal_agrees_across_backends(_case(name), PROGRAMS)
-
-
-def _check_gradient(name):
-    # every case has more than 20 derivatives for check_grad to draw (35 to 131)
-    check_case_gradient(_case(name), 20)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_gradient_interp(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _check_gradient(name)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", numba_sampled(NAMES, NUMBA_SAMPLE))
-def test_gradient(name):
-    _check_gradient(name)
-
-
 # launches not proved race-free statically, primal and reverse, each for its flattened index at a run-time row
 # length the launch domain does not bound (hotspot's grid_cols * r + c, FDTD3d's strides from dimx, dimy and the
 # radius, boxFilter's y * w + x, SYRK's i * n + j), or at an element read from the region's list (LULESH's
@@ -92,11 +48,13 @@ RUNTIME_CHECKED = {"hotspot_step", "fdtd3d_step", "box_filter_x", "syrk_kernel",
 ATOMIC = {"encoder_backward": ("dwpe", "dwte")}
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if n not in PROGRAMS])
-def test_race_verdicts(name):
-    # the interpreter's specialisations (the gradient tests' own; the verdicts are the analysis', the same for
-    # every backend: Numba's were the same for all 10, session 55)
-    assert_race_verdicts(_case(name), ATOMIC, RUNTIME_CHECKED, backend="interp")
+# the float32 bound's largest error here (session 55): 3.6e-7, LULESH's gradients (differences of sums of nearby
+# coordinates divided by a cross product's length), the others 4e-8 to 1.7e-7; every case has more than 20
+# derivatives for check_grad to draw (35 to 131); race verdicts asked of the interpreter's specialisations (the
+# gradient tests' own; the verdicts are the analysis', the same for every backend: Numba's were the same for all
+# 10 compared, session 55)
+globals().update(round_tests(cases, PROGRAMS, NUMBA_SAMPLE, ATOMIC, RUNTIME_CHECKED, float32=True,
+                             race_backend="interp"))
 
 
 @pytest.mark.full

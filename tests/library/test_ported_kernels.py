@@ -5,7 +5,8 @@ the way a porting user writes them. For each:
 
 * the primal agrees on the Numba backend, hostcuda (the CUDA backend's source under g++) and the IR
   interpreter: every backend evaluates the same operations in the same order, so float64 results agree to a
-  few ulps of the largest value (the interpreter's libm calls may differ from Numba's in the last bit);
+  few ulps of the largest value (the interpreter's libm calls may differ from Numba's in the last bit); on Numba
+  in CI for NUMBA_SAMPLE, `full` for the others, whose hostcuda runs CI checks against the interpreter;
 * check_grad in float64: reverse and forward mode against central differences and the dot-product test,
   on random inputs away from kinks (the clamps of SRAD's coefficient and of correlation's stddev, WENO's
   and Black-Scholes' abs, the ELL padding: all decided the same way at x ± h);
@@ -22,11 +23,10 @@ its index is not affine in the thread index) and `return` inside a loop (findInd
 
 import numpy as np
 import pytest
-from support.ported import assert_backends_agree, cases, primal_values
-from support.ported_harness import numba_sampled, on_interpreter
+from support.ported import cases, primal_values
+from support.ported_harness import round_tests
 
 import gradkern as gk
-from gradkern.testing import check_grad
 
 NAMES = [c[0] for c in cases(np.random.default_rng(0))]
 # proved race-free statically, primal and reverse
@@ -40,22 +40,6 @@ def _case(name, seed=5):
     return next(c for c in cases(np.random.default_rng(seed)) if c[0] == name)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_primal_agrees_across_backends(name):
-    _, kernel, args, dim, _ = _case(name)
-    runs = {}
-    for backend in ("cpu", "interp", "hostcuda"):
-        if backend == "hostcuda":
-            pytest.importorskip("gradkern.backends.hostcuda")
-        values = primal_values(args)
-        try:
-            gk.launch(kernel, dim, *values, backend=backend)
-        except gk.BackendUnavailableError:
-            continue
-        runs[backend] = values
-    assert_backends_agree(name, runs)
-
-
 # Every port's derivative is checked in CI on the interpreter: the transforms' output, run without a compile (these
 # 25 Numba gradients cost 72 s of CPU cold, the interpreter's check of all of them a fraction: docs/testing.md "Test
 # time", session 52). The Numba backend's gradients run in CI for NUMBA_SAMPLE, chosen for what its printing of the
@@ -63,27 +47,10 @@ def test_primal_agrees_across_backends(name):
 # (lavamd_box), a search loop over a table (xs_lookup), a symmetric write pattern (corr_symm); the others are marked
 # `full` (pytest -m full runs them).
 NUMBA_SAMPLE = {"weno5_faces", "lavamd_box", "xs_lookup", "corr_symm"}
-NUMBA_SAMPLED = numba_sampled(NAMES, NUMBA_SAMPLE)
-
-
-def _gradient(name):
-    _, kernel, args, dim, options = _case(name)
-    report = check_grad(kernel, *args, dim=dim, **options)
-    assert report.ok and report.checked > 30, str(report)
-    assert report.dot_analytic != 0.0
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
-def test_gradient_on_the_interpreter(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _gradient(name)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", NUMBA_SAMPLED)
-def test_gradient(name):
-    _gradient(name)
+# The primal on Numba, the interpreter and hostcuda for NUMBA_SAMPLE (compiled for its gradients anyway), the
+# others' on Numba `full`; every port's on hostcuda against the interpreter (g++ builds one in a tenth of Numba's
+# compile: docs/testing.md "Test time", session 55). At least 31 derivatives per gradient.
+globals().update(round_tests(cases, (), NUMBA_SAMPLE, references=False, least_checked=31))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -95,9 +62,9 @@ def test_race_freedom(name):
     assert primal.atomic_targets == ()
     if name in PROVED:
         assert not primal.race_check and not reverse.race_check, name
-    else:  # not proved statically: the exact check runs, and passes
+    else:  # not proved statically: the exact check runs, and passes (on the interpreter: no compile)
         assert primal.race_check
-        gk.launch(kernel, dim, *primal_values(args))
+        gk.launch(kernel, dim, *primal_values(args), backend="interp")
 
 
 def test_corr_symm_mutated_to_race_is_refused(rng):

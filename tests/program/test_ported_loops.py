@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from support.ported_harness import numba_sampled, on_interpreter
+from support.ported_loops_checks import port_tests
 
 import gradkern as gk
 
@@ -462,46 +462,22 @@ def _check_against_differences(program, spec, rng):
     assert abs(analytic - numeric) <= 1e-7 + 1e-5 * max(abs(numeric), abs(analytic)), (analytic, numeric)
 
 
+def _same_store_all(make, spec):
+    """The checkpointed twin against store-all (test_ported_solvers.py's check, this round's weights: seed 3)."""
+    from .test_ported_solvers import _same_gradients  # it imports this module
+    _same_gradients(make, spec, seed=3)
+
+
 # Every port's gradient (finite differences, the dot-product test) and its checkpointed twin run in CI on the
 # interpreter: the transforms' output and the program layer, which never looks at a kernel's body, without a compile
 # (the Numba kernels of these ports cost 3-10 s of CPU each to compile, the interpreter's check of every port a few
 # seconds: docs/testing.md "Test time", session 52). The Numba backend's gradient runs in CI for NUMBA_SAMPLE (srad,
 # hotspot_3d), the others' under `full`.
 NUMBA_SAMPLE = {"srad", "hotspot_3d"}
-NUMBA_SAMPLED = numba_sampled(PORTS, NUMBA_SAMPLE)
-
-
-def _port_gradient(name):
-    make, spec = _ports(np.random.default_rng(1))[name]
-    _check_against_differences(make(plain), spec, np.random.default_rng(7))
-
-
-@pytest.mark.parametrize("name", PORTS)
-def test_port_gradient_matches_finite_differences(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _port_gradient(name)
-
-
-@pytest.mark.parametrize("name", NUMBA_SAMPLED)
-def test_port_gradient_on_numba_matches_finite_differences(name):
-    _port_gradient(name)
-
-
-@pytest.mark.parametrize("name", PORTS)
-def test_port_checkpointed_gradient_equals_store_all(name, monkeypatch):
-    """gk.checkpointed_loop(step, nsteps, snapshots=2) around the port's time loop: the gradient of the
-    store-all program (the same kernels on the same values; atomic sums may add in another order) and the
-    same primals."""
-    on_interpreter(monkeypatch)
-    rng = np.random.default_rng(3)
-    make, spec = _ports(np.random.default_rng(2))[name]
-    weights = {n: rng.standard_normal(np.shape(v)) for n, (kind, v) in enumerate(spec) if kind == "dup"}
-    want = _gradient(make(plain), spec, weights)
-    got = _gradient(make(checkpointed), spec, weights)
-    for n in want[0]:
-        np.testing.assert_allclose(got[0][n], want[0][n], rtol=1e-12, atol=1e-14)
-        np.testing.assert_array_equal(got[2][n], want[2][n])
-    assert abs(got[1] - want[1]) <= 1e-12 * abs(want[1])
+# The checkpointed twin: gk.checkpointed_loop(step, nsteps, snapshots=2) around the port's time loop: the gradient of
+# the store-all program (the same kernels on the same values; atomic sums may add in another order) and the same
+# primals.
+globals().update(port_tests(_ports, NUMBA_SAMPLE, _check_against_differences, _same_store_all, loop=plain))
 
 
 # -- the natural spellings gradkern refuses: each a gk.GradkernError naming the fix, before any shadow changes ------

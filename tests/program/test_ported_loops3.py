@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from support import ported_loops3 as p3
 from support import ported_loops3_apps as pa
-from support.ported_harness import numba_sampled, on_interpreter
+from support.ported_loops_checks import port_tests
 
 import gradkern as gk
 
@@ -76,32 +76,9 @@ PORTS = list(_specs(np.random.default_rng(0)))
 # seconds: docs/testing.md "Test time", session 52). The Numba backend's gradient runs in CI for NUMBA_SAMPLE (cfd,
 # gramschmidt), the others' under `full`.
 NUMBA_SAMPLE = {"cfd", "gramschmidt"}
-NUMBA_SAMPLED = numba_sampled(PORTS, NUMBA_SAMPLE)
-
-
-def _port_gradient(name):
-    make, spec = _specs(np.random.default_rng(1))[name]
-    _check_against_differences(make(plain), spec, np.random.default_rng(7))
-
-
-@pytest.mark.parametrize("name", PORTS)
-def test_port_gradient_matches_finite_differences(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _port_gradient(name)
-
-
-@pytest.mark.parametrize("name", NUMBA_SAMPLED)
-def test_port_gradient_on_numba_matches_finite_differences(name):
-    _port_gradient(name)
-
-
-@pytest.mark.parametrize("name", PORTS)
-def test_port_checkpointed_gradient_equals_store_all(name, monkeypatch):
-    """gk.checkpointed_loop(step, nsteps, snapshots=2) around the port's host loop (the time loop, or the k-loop of
-    a factorisation: each step a function of k and the state): the store-all gradient and primals."""
-    on_interpreter(monkeypatch)
-    make, spec = _specs(np.random.default_rng(2))[name]
-    _same_gradients(make, spec)
+# The checkpointed twin: gk.checkpointed_loop(step, nsteps, snapshots=2) around the port's host loop (the time loop, or
+# the k-loop of a factorisation: each step a function of k and the state): the store-all gradient and primals.
+globals().update(port_tests(_specs, NUMBA_SAMPLE, _check_against_differences, _same_gradients, loop=plain))
 
 
 def _gradients_agree(want, got):

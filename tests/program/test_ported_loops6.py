@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from support import ported_loops6 as p6
 from support import ported_loops6_apps as pa
-from support.ported_harness import numba_sampled, on_interpreter
+from support.ported_harness import on_interpreter
+from support.ported_loops_checks import port_tests
 
 import gradkern as gk
 
@@ -79,30 +80,8 @@ CHECKPOINTABLE = {"lud": p6.lud, "gaussian": p6.gaussian, "pcr": p6.pcr}
 # stride from the host; kmeans: loops, atomic adds through an index array the host computed), the others' under
 # `full`.
 NUMBA_SAMPLE = {"pcr", "kmeans"}
-NUMBA_SAMPLED = numba_sampled(PORTS, NUMBA_SAMPLE)
-
-
-def _port_gradient(name):
-    program, spec = _specs(np.random.default_rng(1))[name]
-    _check_against_differences(program, spec, np.random.default_rng(7))
-
-
-@pytest.mark.parametrize("name", PORTS)
-def test_port_gradient_matches_finite_differences(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _port_gradient(name)
-
-
-@pytest.mark.parametrize("name", NUMBA_SAMPLED)
-def test_port_gradient_on_numba_matches_finite_differences(name):
-    _port_gradient(name)
-
-
-@pytest.mark.parametrize("name", sorted(CHECKPOINTABLE))
-def test_port_checkpointed_gradient_equals_store_all(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _, spec = _specs(np.random.default_rng(2))[name]
-    _same_gradients(CHECKPOINTABLE[name], spec)
+globals().update(port_tests(_specs, NUMBA_SAMPLE, _check_against_differences, _same_gradients,
+                             checkpointable=CHECKPOINTABLE))
 
 
 # -- the loops' paths: counts read from what the kernels computed (primal runs, the specs of the gradient checks) ---

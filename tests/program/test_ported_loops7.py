@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 from support import ported_loops7 as p7
 from support import ported_loops7_apps as pa
-from support.ported_harness import numba_sampled, on_interpreter
+from support.ported_harness import on_interpreter
+from support.ported_loops_checks import port_tests
 
 import gradkern as gk
 
@@ -77,30 +78,8 @@ CHECKPOINTABLE = {"prk_p2p": p7.prk_p2p, "prk_stencil": p7.prk_stencil, "prk_nst
 # NUMBA_SAMPLE (floyd_warshall: min of a run-time k's row and column, ping-pong by k's parity), the others' under
 # `full`.
 NUMBA_SAMPLE = {"floyd_warshall"}
-NUMBA_SAMPLED = numba_sampled(PORTS, NUMBA_SAMPLE)
-
-
-def _port_gradient(name):
-    program, spec = _specs(np.random.default_rng(1))[name]
-    _check_against_differences(program, spec, np.random.default_rng(7))
-
-
-@pytest.mark.parametrize("name", PORTS)
-def test_port_gradient_matches_finite_differences(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _port_gradient(name)
-
-
-@pytest.mark.parametrize("name", NUMBA_SAMPLED)
-def test_port_gradient_on_numba_matches_finite_differences(name):
-    _port_gradient(name)
-
-
-@pytest.mark.parametrize("name", sorted(CHECKPOINTABLE))
-def test_port_checkpointed_gradient_equals_store_all(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _, spec = _specs(np.random.default_rng(2))[name]
-    _same_gradients(CHECKPOINTABLE[name], spec)
+globals().update(port_tests(_specs, NUMBA_SAMPLE, _check_against_differences, _same_gradients,
+                             checkpointable=CHECKPOINTABLE))
 
 
 @pytest.mark.parametrize("name, parity", [("parboil_stencil", p7.parboil_stencil_parity(plain)),

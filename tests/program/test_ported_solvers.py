@@ -468,8 +468,8 @@ def test_shoc_host_halo_copy_into_a_launched_array_is_refused_naming_gk_copy():
         np.testing.assert_array_equal(a.dval, s)
 
 
-def _same_gradients(make, spec):
-    rng = np.random.default_rng(9)
+def _same_gradients(make, spec, seed=9):
+    rng = np.random.default_rng(seed)
     weights = {n: rng.standard_normal(np.shape(v)) for n, (kind, v) in enumerate(spec) if kind == "dup"}
     want = _gradient(make(plain), spec, weights)
     got = _gradient(make(checkpointed), spec, weights)

@@ -1,10 +1,14 @@
-"""Kernels and programs that tests/test_interop_*.py wrap as PyTorch and JAX operations, each with
-arguments (NumPy, float64 unless asked) and the names of its outputs; and a central-difference gradient
-of a functional operation, the reference every interop derivative is checked against."""
+"""Kernels and programs that tests/interop/test_interop_*.py and tests/gpu/test_gpu_interop.py wrap as PyTorch and
+JAX operations, each with arguments (NumPy, float64 unless asked) and the names of its outputs; a central-difference
+gradient of a functional operation, the reference every interop derivative is checked against; and what those files
+share to set up: the operations (`operation`), tensors of the arguments, the fixtures `path` (both ways torch
+registers an operation) and `x64`/`x32` (JAX's float width), which a test module imports to use. torch and JAX are
+imported only by what needs them, in the modules that skip without them."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import gradkern as gk
 from gradkern.kernels import allen_cahn_step, l2_misfit, sum_squares
@@ -84,3 +88,56 @@ def central_differences(fn, args, weights, eps: float = 1e-6) -> dict[int, np.nd
             g[k] = (value(plus) - value(minus)) / (2 * eps)
         grads[n] = g
     return grads
+
+
+def operation(name, wrap, dtype=np.float64):
+    """The case `name` as an operation (`wrap`: gk.interop.torch_function or jax_function): the operation, the
+    same returning a tuple of its outputs however many, and its arguments."""
+    f, outputs, args, dim = cases(dtype)[name]
+    op = wrap(f, outputs, dim)
+    as_tuple = (lambda *a: (op(*a),)) if isinstance(outputs, str) else op
+    return op, as_tuple, args
+
+
+def tensors(args, device="cpu", *, requires_grad=True):
+    """The arguments as torch tensors on `device` (numbers stay numbers); float tensors require a gradient."""
+    import torch
+    out = []
+    for a in args:
+        if isinstance(a, np.ndarray):
+            t = torch.from_numpy(np.array(a, copy=True)).to(device)
+            out.append(t.requires_grad_(requires_grad and t.is_floating_point()))
+        else:
+            out.append(a)
+    return out
+
+
+@pytest.fixture(params=["custom_op", "function"])
+def path(request, monkeypatch):
+    """Both ways an operation is registered: torch.library custom ops, and torch.autograd.Function."""
+    from gradkern.interop import torch_op
+    if request.param == "function":
+        monkeypatch.setattr(torch_op, "CUSTOM_OPS", False)
+    elif not torch_op.CUSTOM_OPS:
+        pytest.skip("this torch has no torch.library.custom_op (torch < 2.4)")
+    return request.param
+
+
+def _jax_x64(on):
+    import jax
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", on)
+    yield
+    jax.config.update("jax_enable_x64", before)
+
+
+@pytest.fixture
+def x64():
+    """float64 arrays stay float64 (JAX narrows them to float32 unless x64 is on)."""
+    yield from _jax_x64(True)
+
+
+@pytest.fixture
+def x32():
+    """JAX's default: float64 arrays narrowed to float32."""
+    yield from _jax_x64(False)
