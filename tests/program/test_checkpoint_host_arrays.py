@@ -43,6 +43,11 @@ def _copy(dst, src):
     dst[i] = src[i]
 
 
+@gk.custom_rule(reads=(), writes=("y",))
+def _fill_cos(y, t):
+    y[:] = np.cos(np.arange(y.shape[0]) + t)
+
+
 def _draws(case, rng, t, pre):
     """The host array step t passes as the kick, spelled as `case` says (`pre`: an array made before the loop)."""
     grid = np.linspace(0.0, 1.0, N)
@@ -74,6 +79,10 @@ def _draws(case, rng, t, pre):
         w = np.empty(N)
         gk.fill(w, 0.1 * t)
         return w
+    if case == "rule-filled-empty":  # a rule's output: printed at the next launch, as the rule left it
+        w = np.empty(N)
+        _fill_cos(w, t)
+        return w
     if case == "float32-sin":
         return np.sin((t + 1) * grid).astype(np.float32)
     raise AssertionError(case)
@@ -85,8 +94,8 @@ def _program(case, loop):
         pre, y = np.zeros(N), np.zeros(N)
 
         def step(t):
-            if case == "scattered-empty":  # filled whole through a permutation, which the analysis cannot prove
-                w = np.empty(N)
+            if case == "scattered":  # filled whole through a permutation, which the analysis cannot prove
+                w = np.zeros(N)  # printed before the scatter (np.empty's garbage would be refused)
                 gk.launch(_scatter, N, w, (np.arange(N) * 2 + t) % N, np.cos(np.arange(N) + t))
                 gk.launch(_langevin, N, x, w, c)
             elif case.startswith("index"):  # a random index array for a gather, or one made from t
@@ -117,7 +126,7 @@ def _gradient(case, loop):
 
 RANDOM = ["fresh", "global", "const", "view", "float32", "first-step", "index"]
 DETERMINISTIC = ["reseeded", "sin", "first-step-cos", "float32-sin", "empty-filled", "index-from-t",
-                 "scattered-empty"]
+                 "scattered", "rule-filled-empty"]
 
 
 @pytest.mark.parametrize("case", RANDOM)

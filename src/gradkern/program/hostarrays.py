@@ -9,9 +9,9 @@ program's host-write guard holds (guard.py): an array a launch of the program ha
 fingerprinted) from then until the program returns, so host code cannot change it, and its contents are
 the launches' and the snapshots'. So a launch of the first forward prints each argument whose buffer the
 guard does not hold yet, unless the launch overwrites it whole unread: an array host code made in the step,
-one made before the loop and taken first here, a state buffer at its first launch. Each is printed once
-(the launch locks it) and the print kept by step, launch and position; the recomputed launch prints the same
-positions and compares. Host code of a recomputed step can write only what the first forward's host code
+one made before the loop and taken first here, a state buffer at its first launch (a rule call's outputs: at
+their next launch, `record`). Each is printed once (the launch locks it) and the print kept by step, launch
+and position; the recomputed launch prints the same positions and compares. Host code of a recomputed step can write only what the first forward's host code
 wrote (the same code, refused there once the guard held the array), so only before an array's first launch:
 a buffer no launch of the loop writes (outside the state, which snapshots restore) that such a step may
 have written again is compared once more at its next launch (`unverified`), for schedules that recompute
@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import ProgramError
 from ..runtime.arrays import is_array
+from ..runtime.binding import Binding
 from .derived import user_frame, where
 from .fingerprint import fingerprint
 from .guard import HostWriteGuard, name_of
@@ -94,11 +95,14 @@ class HostArrays:
     def record(self, guard: HostWriteGuard, binding: Any, written: list, overwritten: list) -> None:
         """A launch (or rule call) of the first forward, about to run: print what it reads that the guard does
         not hold. `written`: the arrays it may write; `overwritten`: the buffers it overwrites whole without
-        reading them (never printed: what they held is never read). One it may write otherwise is printed at its
-        next launch, as this one leaves it: a fresh `np.empty` buffer a rule (or a kernel the analysis cannot
-        prove) fills holds other garbage each run, which counts only where it reaches a launch."""
+        reading them (never printed: what they held is never read). One a rule call may write is printed at its
+        next launch, as the call leaves it: a rule's outputs are often a fresh `np.empty` buffer, whose garbage
+        differs each run and counts only where it reaches a launch. A kernel's are printed before it (a kernel
+        adding atomically into one writes other last bits when its adds run in another order)."""
         k, self.k = self.k, self.k + 1
         done, locked, later = None, guard.arrays, self.later
+        if isinstance(binding, Binding):  # a kernel's launch: its outputs count as read
+            written = ()
         for p, v in enumerate(binding.values):
             if not hasattr(v, "shape"):  # a Python number (is_array costs more)
                 continue
