@@ -119,7 +119,7 @@ class HostArrays:
             ref = locked.get(id(root))
             if (ref is not None and ref() is root) or not is_array(v) or held(guard, root) or (
                     overwritten and any(r is root for r in overwritten)) or (done is not None and id(root) in done):
-                continue  # read-only since a launch took it (the common case, asked first), ...
+                continue  # held since a launch took it (the common case, asked first), no array, unread, or done
             if any(memory_root(w) is root for w in written):
                 self._later(root)
                 continue
