@@ -40,13 +40,33 @@ from pathlib import Path
 from typing import Any
 
 import checkpoint_schedules
+import numpy as np
 from checkpoint_schedules import CheckpointSchedule, Forward, StorageType
 
 from ..errors import ProgramError
+from ..runtime import blocked
+from .loopstate import TAKEN_DEAD
 from .schedule import SegmentedSchedule, binomial_counts
 
 _OURS = tuple(str(Path(m.__file__).resolve().parent) + os.sep for m in (sys.modules["gradkern"],
                                                                           checkpoint_schedules))
+
+
+def step_sizes(seen: dict, temporal: bool) -> tuple[int, int, int]:
+    """After step 0 of a checkpointed loop's first forward (`seen`: loopstate.LoopState.seen): the bytes of the
+    arrays it took, less those it overwrote whole unread (a snapshot's estimate), the bytes of those it wrote,
+    and, where `temporal` (checkpoint.py TEMPORAL), the scratch of the recomputation's blocked passes where its
+    launches may be held (a NumPy array of MIN_BYTES)."""
+    state = written = scratch = 0
+    for taken in seen.values():
+        root = taken.ref()
+        if root is None or not taken.uses[0]:
+            continue  # a temporary of step 0, freed, or a buffer step 0 did not take
+        state += 0 if taken.uses[0] == TAKEN_DEAD else int(root.nbytes)
+        written += int(root.nbytes) if taken.written == 0 else 0
+        if temporal and isinstance(root, np.ndarray) and root.nbytes >= blocked.MIN_BYTES:
+            scratch = max(scratch, blocked.scratch_bytes(root.itemsize, root.shape))
+    return state, written, scratch
 
 
 def _users_level() -> int:

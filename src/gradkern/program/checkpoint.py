@@ -26,20 +26,19 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-import numpy as np
 from checkpoint_schedules import StorageType
 
 from ..errors import ProgramError
 from ..kernel import KernelFunction
 from ..recording import Recorder, recording
 from ..rules import CustomRule
-from ..runtime import blocked
 from ..runtime.arrays import is_array
 from ..runtime.call import prepare
 from ..runtime.launch import run
-from .budget import BudgetSchedule, Plan
+from .budget import BudgetSchedule, Plan, step_sizes
 from .contents import Contents
 from .guard import HostWriteGuard
+from .hostarrays import HostArrays
 from .hostcode import TrackedArray, unwrap_args
 from .loopstate import TAKEN_DEAD, LoopState, scalars
 from .outputs import LastWriters
@@ -156,6 +155,8 @@ class _Untaped(Recorder):
                 # answer as before (recompute.py)
                 loop.found.recomputed.append((*entry.signature[:3], scalars(bound.b.values), *entry.signature[4:]))
                 loop.found.compare_last(self.t)
+                if loop.hosts.due:  # host-made arguments' prints (hostarrays.py)
+                    loop.hosts.check(kernel.name, bound.b)
                 loop.writers.wrote(entry.written)
             else:
                 binding, params = bound.b, kernel.ir.params
@@ -233,7 +234,7 @@ class CheckpointedLoop(LoopHooks):
         self.outer, self.step_fn, self.nsteps = outer, step, nsteps
         self.plan: Plan | None = None  # what memory= picked
         if memory is not None:
-            schedule = BudgetSchedule(nsteps, memory, self._sizes, self._chosen)
+            schedule = BudgetSchedule(nsteps, memory, lambda: step_sizes(self.found.seen, TEMPORAL), self._chosen)
         self.number = len(outer.steps) + 1
         self.mode = Mode.RECORD
         self.at: int | None = 0  # the step whose input the live buffers hold (None: not known)
@@ -260,6 +261,7 @@ class CheckpointedLoop(LoopHooks):
         self.reusable = False  # whether the launch before_launch was told of need not run
         self.taping: set[int] | None = None  # while a segment is taped: the buffers its launches write
         self.deferred = Deferred()  # a restore the next untaped steps read in place, not written yet (snapshots.py)
+        self.hosts = HostArrays(lambda r: self.deferred.settle([k for k in (id(r),) if k in self.deferred]))
 
     # -- the program's view (steps.ProgramStep) -------------------------------------------------------------------
     @property
@@ -356,21 +358,6 @@ class CheckpointedLoop(LoopHooks):
             self._drop_segment(n0)
         self.store.close()
         self.mode = Mode.EXHAUSTED
-
-    def _sizes(self) -> tuple[int, int, int]:
-        """After step 0 of the first forward, for memory= (budget.py): the bytes of the arrays it took, less
-        those it overwrote whole unread (a snapshot's estimate), the bytes of those it wrote, and the scratch
-        of the recomputation's blocked passes where its launches may be held (a NumPy array of MIN_BYTES)."""
-        state = written = scratch = 0
-        for seen in self.found.seen.values():
-            root = seen.ref()
-            if root is None or not seen.uses[0]:
-                continue  # a temporary of step 0, freed, or a buffer step 0 did not take
-            state += 0 if seen.uses[0] == TAKEN_DEAD else int(root.nbytes)
-            written += int(root.nbytes) if seen.written == 0 else 0
-            if TEMPORAL and isinstance(root, np.ndarray) and root.nbytes >= blocked.MIN_BYTES:
-                scratch = max(scratch, blocked.scratch_bytes(root.itemsize, root.shape))
-        return state, written, scratch
 
     def _chosen(self, plan: Plan) -> None:
         self.plan = plan
@@ -523,6 +510,7 @@ class CheckpointedLoop(LoopHooks):
             self.open.append(self.tail)
         self.t = t
         self.writers.start(t)
+        self.hosts.start(t, self.mode is not Mode.RECORD)  # host-made arrays' prints (hostarrays.py)
         self.found.recomputed = []
         with recording(recorder):
             try:
@@ -546,6 +534,8 @@ class CheckpointedLoop(LoopHooks):
             self.taping.update(keys)
         if self.mode is not Mode.RECORD:
             self.found.check_launch(self.t, name, written, binding)
+            if self.hosts.due:
+                self.hosts.check(name, binding)
             # a taped launch only (an untaped one is told of no buffer overwritten whole)
             self.reusable = bool(overwritten) and self.writers.holds(written, overwritten)
             self.writers.wrote(keys)
@@ -553,6 +543,7 @@ class CheckpointedLoop(LoopHooks):
         # after host code read arrays in this step, no overwrite is dead: the read may have been of that buffer
         dead = {id(r) for r in overwritten} if self.read_in != self.t else set()
         refs = self.found.record_launch(self.t, name, written, binding, dead)
+        self.hosts.record(self.guard, binding, written, overwritten)
         if self.open:  # each open snapshot that has yet to see a buffer written (snapshots.py OpenSnapshots)
             self.open.before_write(roots(written), roots([v for v in binding.values if is_array(v)]), refs, dead,
                                    self._may_skip)
@@ -586,6 +577,7 @@ class CheckpointedLoop(LoopHooks):
         """After the first forward: the state found, the first forward's snapshots cut down to it."""
         self.mode = Mode.RECOMPUTE
         self.found.find()
+        self.hosts.found(self.found)
         for snap in self.open:  # keep only the state in the first forward's snapshots
             snap.keep_only(self.found.state)
         self.open.clear()

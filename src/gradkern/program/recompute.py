@@ -41,6 +41,11 @@ from .scalars import ActiveScalar
 _PASSED, _ACTIVE, _TRACKED, _ARRAY = range(4)  # how a launch's argument is unwrapped, by position
 
 
+def plain_array(given: tuple) -> bool:
+    """Whether a launch was given a NumPy array that is not a TrackedArray (its launches are never held)."""
+    return any(isinstance(a, np.ndarray) and not isinstance(a, TrackedArray) for a in given)
+
+
 class _Launch:
     """A recomputed launch as it ran: how each argument was unwrapped (`kinds`, and the given arrays' weak
     references), the runtime's prepared call, and the launch's entry in the loop state's record of the step
