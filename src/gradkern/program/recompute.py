@@ -119,11 +119,6 @@ class RecomputedLaunches:
         self.entries[replay_key(kernel, backend, given)] = _Launch(given, call, signature, written)
 
 
-def plain_array(given: tuple) -> bool:
-    """Whether a launch was given a NumPy array that is not a TrackedArray (its launches are never held)."""
-    return any(isinstance(a, np.ndarray) and not isinstance(a, TrackedArray) for a in given)
-
-
 class PendingRun:
     """A run of recomputed launches held back to run as one temporally blocked pass
     (docs/checkpointed-loops.md#temporal-blocking-of-recomputed-steps): consecutive launches of one kernel over
