@@ -55,6 +55,17 @@ def test_exchanges_and_allreduce_on_cupy_arrays_on_2_ranks(tmp_path):
 
 
 @no_mpiexec
+def test_exchanges_and_allreduce_on_fake_cupy_arrays_on_2_ranks(tmp_path):
+    """The CuPy job's staging path in CI, on fakecupy (tests/support/fakecupy.py): blocks that are no NumPy
+    arrays, read back by `.get()` and written by `.set()` as CuPy's are, the exchange's reverse with corners and
+    the allreduce program equal to the Numba run (no GPU has run the CuPy job yet: issue 32)."""
+    from gradkern.backends.hostcuda import compiler
+    if compiler() is None:
+        pytest.skip("g++ is not on the PATH: the stand-in compiles its kernels with it")
+    _job(tmp_path, "fakecupy", ["exchanges_reverse", "allreduce"])
+
+
+@no_mpiexec
 @pytest.mark.full
 def test_exchanges_and_allreduce_on_the_cuda_path_on_2_ranks(tmp_path):
     """The CPU twin of the CuPy job, on hostcuda: the exchange's reverse with corners and the allreduce program,

@@ -1,6 +1,7 @@
 """gradkern.mpi on device arrays, run on every rank of `mpiexec -n P python -m mpi4py tests/support/mpi_cases_gpu.py
 OUT DEVICE` (tests/gpu/test_gpu_mpi.py; docs/distributed.md, "Not yet"). DEVICE is `cupy` (CuPy arrays on a GPU: the
-exchanges and the allreduce stage them through host buffers, `.get()` and back) or `hostcuda` (NumPy arrays whose
+exchanges and the allreduce stage them through host buffers, `.get()` and back), `fakecupy` (the same path on
+tests/support/fakecupy.py's stand-in, in CI) or `hostcuda` (NumPy arrays whose
 launches run the CUDA backend's C on the host, tests/support/devices.py: every kernel on the CUDA path, the
 messages from host memory). Each rank runs mpi_cases.py's simulation (exchanges in a time loop, plain and
 checkpointed) in reverse and forward mode and an allreduce program on DEVICE arrays and on NumPy arrays on the
@@ -133,7 +134,15 @@ CASES = {name[5:]: f for name, f in globals().items() if name.startswith("case_"
 
 
 def main(out_dir: str, device_name: str, names: list[str]) -> None:
-    device = {"cupy": CUPY, "hostcuda": HOSTCUDA}[device_name]
+    if device_name == "fakecupy":  # the CuPy path's staging on the stand-in (fakecupy.py), installed as cupy
+        from fakecupy import FAKE, installed
+        with installed():
+            _cases(out_dir, FAKE, names)
+        return
+    _cases(out_dir, {"cupy": CUPY, "hostcuda": HOSTCUDA}[device_name], names)
+
+
+def _cases(out_dir: str, device, names: list[str]) -> None:
     report = {}
     for name in names or CASES:
         try:
