@@ -261,7 +261,7 @@ class CheckpointedLoop(LoopHooks):
         self.reusable = False  # whether the launch before_launch was told of need not run
         self.taping: set[int] | None = None  # while a segment is taped: the buffers its launches write
         self.deferred = Deferred()  # a restore the next untaped steps read in place, not written yet (snapshots.py)
-        self.hosts = HostArrays(lambda r: self.deferred.settle([k for k in (id(r),) if k in self.deferred]))
+        self.hosts = HostArrays(self.deferred.holding)
 
     # -- the program's view (steps.ProgramStep) -------------------------------------------------------------------
     @property

@@ -62,9 +62,10 @@ def held(guard: HostWriteGuard, root: Any) -> bool:
 class HostArrays:
     """The prints of a checkpointed loop's host-made launch arguments (module docstring)."""
 
-    def __init__(self, settle: Callable[[Any], None]):
-        """`settle(root)`: a restore of `root` the launch would read in place is written into it first."""
-        self.settle = settle
+    def __init__(self, holding: Callable[[Any], Any]):
+        """`holding(root)`: the array whose contents `root` holds, the snapshot's copy where a restore of it is
+        not written yet (snapshots.py `Deferred`: printed in place, so that the launch still reads it in place)."""
+        self.holding = holding
         self.t, self.k = -1, 0  # the step running and its launch (or rule call) count so far
         # by step of the first forward, ascending: the steps with prints, the end of each one's in `keys`, and
         # the prints with their keys (launch * _POSITIONS + position); a few bytes a print, no object
@@ -197,8 +198,7 @@ class HostArrays:
         got = None
         if is_array(v):
             root = memory_root(v)
-            self.settle(root)
-            got = _content(root)
+            got = _content(self.holding(root))
             self.unverified.pop(id(root), None)
             if got == want:
                 return

@@ -245,6 +245,12 @@ class Deferred(dict):
                 if locked:
                     root.setflags(False)
 
+    def holding(self, root: Any) -> Any:
+        """The array whose contents `root` holds now: the snapshot's copy while its restore is not written (of
+        `root`'s dtype, shape and strides: `in_place`), else `root`."""
+        hit = self.get(id(root))
+        return hit[1] if hit is not None and hit[0] is root else root
+
     def reading(self, params: Any, given: tuple, plain: tuple, bound: Any, whole: Any, tracked: type) -> Any:
         """A launch of an untaped step about to run (or be held) with the values of `bound`; `plain`: its
         unwrapped arguments, one per parameter (`given` as passed), `whole()`: the buffers it overwrites whole
