@@ -6,6 +6,8 @@ checked is the launch's entry, not the backend."""
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 from support.ported_harness import on_interpreter
@@ -14,6 +16,7 @@ import gradkern as gk
 
 SCALE = 2.0
 TABLE = (1.0, 2.0, 3.0)
+CONFIG = types.SimpleNamespace(dt=0.5)  # a configuration object (or module) read by attribute
 WEIGHTS = (0.5, 0.25, 0.25)
 
 
@@ -32,6 +35,12 @@ def scaled(x, y):
 def tabled(x, y):
     i = gk.tid()
     y[i] = TABLE[1] * x[i] + WEIGHTS[0]
+
+
+@gk.kernel
+def dotted(x, y):
+    i = gk.tid()
+    y[i] = CONFIG.dt * x[i] + np.pi
 
 
 @gk.kernel
@@ -138,6 +147,20 @@ def test_a_program_replaying_a_launch_is_refused_too(monkeypatch):
         gk.autodiff(prog, gk.Duplicated(x, dx), gk.Duplicated(y, dy))
     np.testing.assert_array_equal(dx, 1.0)
     np.testing.assert_array_equal(dy, 1.0)
+
+
+def test_an_attribute_read_through_a_module_level_object_is_refused_once_changed(monkeypatch):
+    """`CONFIG.dt` (an object's or a configuration module's attribute) is folded in as `SCALE` is: a change to
+    it, not only a rebinding of CONFIG, is refused; NumPy's own attributes (`np.pi`) are not kept."""
+    x, y = _xy()
+    gk.launch(dotted, 4, x, y)
+    np.testing.assert_allclose(y, 0.5 * x + np.pi, rtol=1e-15)
+    assert [key[1:] for key in dotted._captured.entries] == [("CONFIG", ()), ("CONFIG", ("dt",))]
+    monkeypatch.setattr(CONFIG, "dt", 0.75)
+    y[:] = -1.0
+    with pytest.raises(gk.LaunchError, match=r"'CONFIG\.dt' when it was made \(0\.5\), and it is 0\.75 now"):
+        gk.launch(dotted, 4, x, y)
+    np.testing.assert_array_equal(y, -1.0)
 
 
 def test_kernels_that_read_no_module_names_keep_no_check():

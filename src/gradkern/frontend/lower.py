@@ -359,7 +359,7 @@ class _Lowerer:
             base = self.resolve(e.value)
             if not hasattr(base, e.attr):
                 self.fail(e, f"'{ast.unparse(e.value)}' has no attribute '{e.attr}'", cls=Unresolved)
-            return getattr(base, e.attr)
+            return self.captured.attribute(self.p.fn, e, getattr(base, e.attr))
         self.unsupported(e)
 
     def quiet_callee(self, f: ast.expr) -> Any:
