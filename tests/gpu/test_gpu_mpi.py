@@ -58,11 +58,14 @@ def test_exchanges_and_allreduce_on_cupy_arrays_on_2_ranks(tmp_path):
 def test_exchanges_and_allreduce_on_fake_cupy_arrays_on_2_ranks(tmp_path):
     """The CuPy job's staging path in CI, on fakecupy (tests/support/fakecupy.py): blocks that are no NumPy
     arrays, read back by `.get()` and written by `.set()` as CuPy's are, the exchange's reverse with corners and
-    the allreduce program equal to the Numba run (no GPU has run the CuPy job yet: issue 32)."""
+    the allreduce program equal to the Numba run (no GPU has run the CuPy job yet: issue 32); and the same with
+    `cuda_aware=True`, the blocks handed to MPI by their `__cuda_array_interface__` (the fake's pointers are
+    host memory, which this MPICH, not CUDA-aware, reads as such)."""
     from gradkern.backends.hostcuda import compiler
     if compiler() is None:
         pytest.skip("g++ is not on the PATH: the stand-in compiles its kernels with it")
-    _job(tmp_path, "fakecupy", ["exchanges_reverse", "allreduce"])
+    _job(tmp_path, "fakecupy", ["exchanges_reverse", "allreduce", "exchanges_reverse_cuda_aware",
+                                "allreduce_cuda_aware"])
 
 
 @no_mpiexec

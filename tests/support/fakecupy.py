@@ -455,7 +455,7 @@ def _module() -> types.ModuleType:
     # what the shipped rules call (kernels/dense.py, kernels/spectral.py), computed by NumPy
     m.linalg = types.SimpleNamespace(solve=_made(np.linalg.solve))
     m.fft = types.SimpleNamespace(rfft=_made(np.fft.rfft), irfft=_made(np.fft.irfft), rfftfreq=_made(np.fft.rfftfreq))
-    stream = types.SimpleNamespace(ptr=0)  # the null stream, the fake's only one
+    stream = types.SimpleNamespace(ptr=0, synchronize=lambda: None)  # the null stream, the fake's only one
     m.cuda = types.SimpleNamespace(Device=Device, runtime=runtime, memory=memory, MemoryPointer=MemoryPointer,
                                    MemoryHook=MemoryHook, get_current_stream=lambda: stream)
     return m

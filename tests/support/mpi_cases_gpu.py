@@ -29,11 +29,12 @@ WORLD = mc.WORLD
 RTOL = 1e-10
 
 
-def _run(device, name, checkpointed, mode):
-    """mc.simulate's derivatives on `device` (None: NumPy on the Numba backend), on a grid over WORLD: this
-    rank's shadows (or tangents) as NumPy arrays, the gathered du (rank 0), and the summed dc / tE."""
+def _run(device, name, checkpointed, mode, aware=False):
+    """mc.simulate's derivatives on `device` (None: NumPy on the Numba backend), on a grid over WORLD (`aware`:
+    its CuPy blocks handed to MPI as device buffers, `cuda_aware=True`): this rank's shadows (or tangents) as
+    NumPy arrays, the gathered du (rank 0), and the summed dc / tE."""
     shape, ghosts, periodic, cd = mc.CONFIGS[name]
-    grid = gkm.Cartesian(WORLD, shape, ghosts=ghosts, periodic=periodic)
+    grid = gkm.Cartesian(WORLD, shape, ghosts=ghosts, periodic=periodic, cuda_aware=aware and device is not None)
     to = device.to if device else np.copy
     host = device.host if device else np.asarray
     u0, v0 = mc.initial(shape, ghosts, 7)
@@ -70,8 +71,8 @@ class _nothing:
         return False
 
 
-def _compare(device, name, checkpointed, mode):
-    got = _run(device, name, checkpointed, mode)
+def _compare(device, name, checkpointed, mode, aware=False):
+    got = _run(device, name, checkpointed, mode, aware)
     want = _run(None, name, checkpointed, mode)
     what = f"{name} {mode} ({'checkpointed' if checkpointed else 'plain'}) on rank {mc.RANK}"
     for key in want[0]:
@@ -83,6 +84,29 @@ def _compare(device, name, checkpointed, mode):
 
 def case_exchanges_reverse(device):
     _compare(device, "2d-9point", False, "reverse")  # faces and corners (a 9-point stencil), one axis periodic
+
+
+def _direct_calls(module, name):
+    """Count the calls of module.name (the device-buffer paths of halo.py and reduce.py): [count]."""
+    count, real = [0], getattr(module, name)
+
+    def counted(*a, **k):
+        count[0] += 1
+        return real(*a, **k)
+    setattr(module, name, counted)
+    return count, lambda: setattr(module, name, real)
+
+
+def case_exchanges_reverse_cuda_aware(device):
+    """The same exchanges with the blocks handed to MPI as device buffers (fakecupy's are host memory, which a
+    MPI that is not CUDA-aware reads as such: the path's own code runs; on a GPU it needs a CUDA-aware MPI)."""
+    from gradkern.mpi import halo
+    count, undo = _direct_calls(halo, "device_sendrecv")
+    try:
+        _compare(device, "2d-9point", False, "reverse", aware=True)
+    finally:
+        undo()
+    assert count[0] > 0, "no exchange took the device-buffer path"
 
 
 def case_exchanges_reverse_1d_ghosts_2(device):
@@ -103,15 +127,15 @@ def weighted_squares(x, w, E):
     gk.atomic_add(E, 0, w[i] * x[i] * x[i])
 
 
-def weighted(x, w, E):
+def weighted(x, w, E, aware=False):
     """A program: each rank's x summed over ranks in place, then sum(w x^2) into E."""
-    gkm.allreduce(x)
+    gkm.allreduce(x, cuda_aware=aware)
     gk.launch(weighted_squares, x.shape[0], x, w, E)
 
 
-def case_allreduce(device):
-    """gkm.allreduce on device arrays in a program (staged through host buffers): the sum, and the reverse's
-    sum over ranks of the adjoints, as the NumPy run's."""
+def case_allreduce(device, aware=False):
+    """gkm.allreduce on device arrays in a program (staged through host buffers; `aware`: handed to MPI as
+    device buffers): the sum, and the reverse's sum over ranks of the adjoints, as the NumPy run's."""
     rng = np.random.default_rng(100 + mc.RANK)
     x0, w = rng.standard_normal(8), rng.standard_normal(8)
     results = []
@@ -120,7 +144,8 @@ def case_allreduce(device):
         host = dev.host if dev else np.asarray
         x, dx, E, dE = to(x0.copy()), to(np.zeros(8)), to(np.zeros(1)), to(np.ones(1))
         with dev.running() if dev else _nothing():
-            gk.autodiff(weighted, gk.Duplicated(x, dx), gk.Const(to(w)), gk.Duplicated(E, dE))
+            gk.autodiff(weighted, gk.Duplicated(x, dx), gk.Const(to(w)), gk.Duplicated(E, dE),
+                        aware and dev is not None)
         results.append((host(x), host(dx), host(E)))
     (x, dx, E), (xn, dxn, En) = results
     np.testing.assert_allclose(x, xn, rtol=1e-13, atol=1e-13)  # a sum of P numbers, the same MPI call
@@ -128,6 +153,22 @@ def case_allreduce(device):
     mc.close(dx, dxn, f"allreduce dx on rank {mc.RANK}", RTOL)
     mc.close(E, En, f"allreduce E on rank {mc.RANK}", RTOL)
     assert np.any(dx != 0)
+
+
+def case_allreduce_cuda_aware(device):
+    from gradkern.mpi import reduce
+    calls = [0]
+    real = reduce._sum
+
+    def counted(comm, a, into=None, direct=False):
+        calls[0] += bool(direct)
+        return real(comm, a, into, direct)
+    reduce._sum = counted
+    try:
+        case_allreduce(device, aware=True)
+    finally:
+        reduce._sum = real
+    assert calls[0] > 0, "no sum took the device-buffer path"
 
 
 CASES = {name[5:]: f for name, f in globals().items() if name.startswith("case_")}

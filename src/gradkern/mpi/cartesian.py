@@ -75,11 +75,13 @@ class Cartesian:
     `checks="every"` (default): each exchange first agrees with every rank that its block fits (one small
     Allreduce), so a bad block raises DistributedError on every rank; `checks="first"`: only the grid's first
     exchange does, the later ones check on their own rank (no collective: for very many ranks).
+    `cuda_aware=True`: CuPy blocks go to MPI as device buffers (an MPI built CUDA-aware), not staged through
+    host memory; `gkm.allreduce` over the grid does the same (docs/distributed.md, "CuPy arrays").
     A collective call: every rank of `comm` makes it with the same arguments, or every rank raises
     DistributedError."""
 
     def __init__(self, comm: Any, shape: Any, ghosts: int = 1, periodic: Any = False, dims: Any = None,
-                 checks: str = "every"):
+                 checks: str = "every", cuda_aware: bool = False):
         if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:  # a freed one is null
             raise DistributedError(f"Cartesian: comm must be a live mpi4py intracommunicator (MPI.COMM_WORLD, a "
                                    f"Split of it), got {type(comm).__name__}"
@@ -89,6 +91,8 @@ class Cartesian:
             signature = self._plan(comm.size, shape, ghosts, periodic, dims)
             if checks not in CHECKS:
                 raise DistributedError(f"Cartesian: checks must be one of {', '.join(CHECKS)}, got {checks!r}")
+            if type(cuda_aware) is not bool:
+                raise DistributedError(f"Cartesian: cuda_aware must be True or False, got {cuda_aware!r}")
             signature += (checks,)
         except DistributedError as e:
             problem = e.message
@@ -106,8 +110,9 @@ class Cartesian:
         self.control = control(comm)
         self.control.made += 1
         self.label = f"grid #{self.control.made} {self.shape}"
+        self.cuda_aware = cuda_aware
         self.halo = HaloPlan(self.comm.Dup(), self.local_shape, self.ghosts, neighbours, 16 * tag, checks,
-                             self.control, self.label)
+                             self.control, self.label, cuda_aware)
         register(self)  # weakly, until free(): programs call agree_loop and before_reverse (program/collectives.py)
 
     def _plan(self, size: int, shape: Any, ghosts: Any, periodic: Any, dims: Any) -> tuple:

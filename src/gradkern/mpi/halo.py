@@ -37,14 +37,26 @@ def _host(a: Any) -> np.ndarray:
     return np.ascontiguousarray(a.get() if is_cupy_array(a) else a.view(np.ndarray))
 
 
+def device_sendrecv(comm: Any, xp: Any, out: Any, shape: tuple, dest: int, source: int, tag: int) -> Any:
+    """A CUDA-aware MPI's exchange of CuPy arrays: `out` (made contiguous on the device) sent to `dest`, a new
+    device array of `shape` received from `source`; the current stream synchronised first, so that MPI, which
+    knows no CUDA stream, reads what the kernels before it wrote (docs/distributed.md, "CuPy arrays")."""
+    out = xp.ascontiguousarray(out)
+    got = xp.empty(shape, dtype=out.dtype)
+    xp.cuda.get_current_stream().synchronize()
+    comm.Sendrecv(out, dest=dest, sendtag=tag, recvbuf=got, source=source, recvtag=tag)
+    return got
+
+
 class HaloPlan:
     """What one grid's exchanges need: the slabs of each axis, the neighbours, the traffic communicator
     and the tags (a base derived from the grid, + 2·axis + phase; + 8 for the reverse's messages).
     `sent` counts the bytes this rank sent, by direction of the sweep ("forward", "reverse")."""
 
     def __init__(self, comm: Any, local_shape: tuple, ghosts: int, neighbours: list, tag: int, checks: str = "every",
-                 control: Any = None, label: str = ""):
+                 control: Any = None, label: str = "", cuda_aware: bool = False):
         self.comm, self.local_shape, self.ghosts, self.neighbours, self.tag = comm, local_shape, ghosts, neighbours, tag
+        self.cuda_aware = cuda_aware  # CuPy slabs handed to MPI as device buffers (`device_sendrecv`)
         self.control, self.label = control, label  # the group's control communicator (control.py), the grid's name
         self.checks = checks
         self.in_program: str | None = None  # set by grid.exchange: "reverse", "forward" (a program's mode) or None
@@ -131,6 +143,12 @@ class HaloPlan:
         xp = module_of(a)
         if dest == source == self.comm.rank:  # a periodic axis of one rank
             values = a[send].copy()
+        elif self.cuda_aware and xp is not np:
+            values = device_sendrecv(self.comm, xp, a[send], a[recv].shape, dest, source, tag)
+            if dest != MPI.PROC_NULL:
+                self.sent[direction] += a[send].nbytes
+            if source == MPI.PROC_NULL:
+                return
         else:
             out = _host(a[send])
             got = np.empty(a[recv].shape, dtype=a.dtype)

@@ -24,9 +24,18 @@ from .agreement import DistributedError, agree_schedule_once, read_only
 from .control import control, reduced_on
 
 
-def _sum(comm: Any, a: Any, into: Any = None) -> None:
-    """into[...] = Σ_ranks a (into None: in place), through contiguous host buffers."""
+def _sum(comm: Any, a: Any, into: Any = None, direct: bool = False) -> None:
+    """into[...] = Σ_ranks a (into None: in place), through contiguous host buffers; `direct`: a CuPy array's
+    through device buffers (a CUDA-aware MPI, `cuda_aware=True`), the current stream synchronised first."""
     target = a if into is None else into
+    xp = module_of(a)
+    if direct and xp is not np:
+        mine = xp.ascontiguousarray(a)
+        got = xp.empty_like(mine)
+        xp.cuda.get_current_stream().synchronize()
+        comm.Allreduce(mine, got, op=MPI.SUM)
+        target[...] = got
+        return
     mine = np.ascontiguousarray(a.get() if is_cupy_array(a) else a.view(np.ndarray))
     got = np.empty_like(mine)
     comm.Allreduce(mine, got, op=MPI.SUM)
@@ -63,69 +72,69 @@ def _agree(comm: Any, x: Any, active: int, out: Any = None, recorded: bool = Fal
 
 
 @custom_rule(reads=(), writes=("x",))
-def _allreduce_in_place(x: Any, comm: Any) -> None:
+def _allreduce_in_place(x: Any, comm: Any, direct: bool) -> None:
     _agree(comm, x, 0)
-    _sum(comm, x)
+    _sum(comm, x, None, direct)
 
 
 @_allreduce_in_place.augmented_primal
-def _(config: Any, x: Any, comm: Any) -> None:
+def _(config: Any, x: Any, comm: Any, direct: Any) -> None:
     _agree(comm.val, x.val, config.width, recorded=True)  # differentiated: its reverse sums once per shadow
-    _sum(comm.val, x.val)  # always: a rank skipping it would leave the others waiting
+    _sum(comm.val, x.val, None, direct.val)  # always: a rank skipping it would leave the others waiting
     return None
 
 
 @_allreduce_in_place.reverse
-def _(config: Any, tape: Any, x: Any, comm: Any) -> tuple:
+def _(config: Any, tape: Any, x: Any, comm: Any, direct: Any) -> tuple:
     for dx in _lanes(x, config.width):  # x_new = Σ_r x_r: dx_r <- Σ_s dx_s
         if dx is not None:
-            _sum(comm.val, dx)
-    return (None, None)
+            _sum(comm.val, dx, None, direct.val)
+    return (None, None, None)
 
 
 @_allreduce_in_place.forward
-def _(config: Any, x: Any, comm: Any) -> None:
+def _(config: Any, x: Any, comm: Any, direct: Any) -> None:
     _agree(comm.val, x.val, sum(dx is not None for dx in _lanes(x, config.width)), recorded=True)
-    _sum(comm.val, x.val)
+    _sum(comm.val, x.val, None, direct.val)
     for dx in _lanes(x, config.width):
         if dx is not None:
-            _sum(comm.val, dx)
+            _sum(comm.val, dx, None, direct.val)
 
 
 @custom_rule(reads=(), writes=("out",))
-def _allreduce_into(x: Any, out: Any, comm: Any) -> None:
+def _allreduce_into(x: Any, out: Any, comm: Any, direct: bool) -> None:
     _agree(comm, x, 0, out)
-    _sum(comm, x, out)
+    _sum(comm, x, out, direct)
 
 
 @_allreduce_into.augmented_primal
-def _(config: Any, x: Any, out: Any, comm: Any) -> None:
+def _(config: Any, x: Any, out: Any, comm: Any, direct: Any) -> None:
     _agree(comm.val, x.val, config.width, out.val, True)  # differentiated: its reverse sums once per shadow
-    _sum(comm.val, x.val, out.val)  # always: a rank skipping it would leave the others waiting
+    _sum(comm.val, x.val, out.val, direct.val)  # always: a rank skipping it would leave the others waiting
     return None
 
 
 @_allreduce_into.reverse
-def _(config: Any, tape: Any, x: Any, out: Any, comm: Any) -> tuple:
+def _(config: Any, tape: Any, x: Any, out: Any, comm: Any, direct: Any) -> tuple:
     xp = module_of(x.val)
     for dx, dout in zip(_lanes(x, config.width), _lanes(out, config.width)):
         # every rank joins the sum (its dout may be absent: zeros), so no rank waits for another
         total = xp.zeros_like(x.val) if dout is None else dout.copy()
-        _sum(comm.val, total)
+        _sum(comm.val, total, None, direct.val)
         if dx is not None:
             dx += total
         if dout is not None:
             dout[...] = 0
-    return (None, None, None)
+    return (None, None, None, None)
 
 
 @_allreduce_into.forward
-def _(config: Any, x: Any, out: Any, comm: Any) -> None:
+def _(config: Any, x: Any, out: Any, comm: Any, direct: Any) -> None:
     _agree(comm.val, x.val, sum(dout is not None for dout in _lanes(out, config.width)), out.val, True)
-    _sum(comm.val, x.val, out.val)
+    _sum(comm.val, x.val, out.val, direct.val)
     for dx, dout in zip(_lanes(x, config.width), _lanes(out, config.width)):
         if dout is not None:
-            _sum(comm.val, dx if dx is not None else module_of(x.val).zeros_like(x.val), dout)
+            _sum(comm.val, dx if dx is not None else module_of(x.val).zeros_like(x.val), dout, direct.val)
 
 
 def _same(x: Any, out: Any) -> bool:
@@ -144,19 +153,25 @@ def _overlap(x: Any, out: Any) -> bool:
         and bool(np.shares_memory(x, out))
 
 
-def allreduce(x: Any, out: Any = None, comm: Any = None, op: Any = None) -> Any:
+def allreduce(x: Any, out: Any = None, comm: Any = None, op: Any = None, cuda_aware: Any = None) -> Any:
     """out = Σ over the ranks of `comm` (default MPI.COMM_WORLD) of `x` (in place when out is None); returns
     the array written. Differentiated (Enzyme's convention; docs/distributed.md#seeding): in reverse mode
     x's adjoint gets the sum over ranks of out's adjoint, and out's adjoint is zeroed. `op` must be None or
     MPI.SUM: other reductions raise RuleError (the ranks that passed a sum raise DistributedError). Collective:
     every rank calls it with an array of one shape and dtype, or every rank raises before any data moves; in a
-    checkpointed loop, every rank takes the loop's schedule (gk.ProgramError otherwise)."""
+    checkpointed loop, every rank takes the loop's schedule (gk.ProgramError otherwise). `cuda_aware`: CuPy
+    arrays summed through device buffers (a CUDA-aware MPI); None: the grid's `cuda_aware` where `comm` is a
+    gkm.Cartesian, else False (staged through host memory)."""
+    if cuda_aware is None:
+        cuda_aware = getattr(comm, "cuda_aware", False) is True
     comm = MPI.COMM_WORLD if comm is None else getattr(comm, "comm", comm)  # a Cartesian grid: its comm
     if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:  # a freed grid's is null
         raise DistributedError(f"gkm.allreduce: comm must be a live mpi4py intracommunicator or gkm.Cartesian, got "
                                f"{type(comm).__name__}{' (freed)' if isinstance(comm, MPI.Comm) else ''}")
     problem = None
-    if op is not None and op != MPI.SUM:  # agreed like a bad array: a rank refusing alone would hang the others
+    if type(cuda_aware) is not bool:
+        problem = f"gkm.allreduce: cuda_aware must be True, False or None, got {cuda_aware!r}"
+    elif op is not None and op != MPI.SUM:  # agreed like a bad array: a rank refusing alone would hang the others
         problem = f"gkm.allreduce differentiates sums only (op=MPI.SUM), got op={op!r}"
     elif not is_array(x):
         problem = f"x must be an array (wrap a scalar as np.array([s])), got {type(x).__name__}"
@@ -179,7 +194,7 @@ def allreduce(x: Any, out: Any = None, comm: Any = None, op: Any = None) -> Any:
                                               "program") from e
             raise
     if out is None:
-        _allreduce_in_place(x, comm)
+        _allreduce_in_place(x, comm, cuda_aware)
         return x
-    _allreduce_into(x, out, comm)
+    _allreduce_into(x, out, comm, cuda_aware)
     return out
