@@ -20,6 +20,25 @@ except Exception:  # no CuPy, or no driver
     cupy, HAS_GPU = None, False
 
 
+def laid_out_like(xp: Any, a: Any, host: Any) -> Any:
+    """An array of module `xp` (NumPy, CuPy or the stand-in) with the layout of NumPy array `a`: a view keeps its
+    offset and strides into a copy of its base, on memory of its own (`host` reads it back for the check);
+    anything else unchanged."""
+    if not isinstance(a, np.ndarray):
+        return a
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    root = np.ascontiguousarray(root)
+    if xp is np:
+        out = np.ndarray(a.shape, a.dtype, root.copy(), offset, a.strides)
+    else:
+        out = xp.ndarray(a.shape, a.dtype, xp.asarray(root).data + offset, strides=a.strides)
+    assert np.array_equal(host(out), a, equal_nan=a.dtype.kind in "fc")
+    return out
+
+
 @dataclass(frozen=True)
 class Device:
     name: str
@@ -29,19 +48,7 @@ class Device:
     def to(self, a):
         """A device array with the layout of NumPy array `a` (views keep their offset and strides into a copy
         of their base), on its own memory; anything else unchanged."""
-        if not isinstance(a, np.ndarray):
-            return a
-        root = a
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-        root = np.ascontiguousarray(root)
-        if self.xp is np:
-            out = np.ndarray(a.shape, a.dtype, root.copy(), offset, a.strides)
-        else:
-            out = cupy.ndarray(a.shape, a.dtype, cupy.asarray(root).data + offset, strides=a.strides)
-        assert np.array_equal(self.host(out), a, equal_nan=a.dtype.kind in "fc")
-        return out
+        return laid_out_like(self.xp, a, self.host)
 
     def host(self, a):
         """A NumPy array of device array `a` (a copy from a GPU)."""

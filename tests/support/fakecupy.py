@@ -514,15 +514,11 @@ class FakeDevice:
     def to(self, a):
         """A fake device array with the layout of NumPy array `a` (a view keeps its offset and strides into a copy
         of its base)."""
-        if not isinstance(a, np.ndarray):
-            return a
-        root = a
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        offset = a.__array_interface__["data"][0] - root.__array_interface__["data"][0]
-        out = ndarray(a.shape, a.dtype, asarray(np.ascontiguousarray(root)).data + offset, strides=a.strides)
-        assert np.array_equal(out.get(), a, equal_nan=a.dtype.kind in "fc")
-        return out
+        try:  # tests/support as the package `support` (pytest), or on the path itself (the MPI jobs)
+            from support.devices import laid_out_like
+        except ImportError:
+            from devices import laid_out_like
+        return laid_out_like(MODULE, a, self.host)
 
     def host(self, a):
         return a.get() if type(a) is ndarray else a
