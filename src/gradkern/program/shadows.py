@@ -6,7 +6,10 @@ derivative step first writes it (a temporary, a captured array, a `Const`).
 A view is mapped by translation: the element at primal address p + d sits in
 the shadow at address q + d, which holds when the shadow is laid out like the
 primal (same strides) and the view's elements are elements of the primal
-(the primal is contiguous, or the view is the primal itself)."""
+(the primal is contiguous, or the view is the primal itself, or, asked element
+by element, every element of the view is an element of the annotated arrays it
+touches: views of one buffer sharing no element are annotated separately,
+docs/programs.md#interleaved-views)."""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ import numpy as np
 
 from ..annotations import Annotation, BatchDuplicated, Const, Duplicated
 from ..errors import AliasingError, ProgramError
-from ..runtime.arrays import byte_bounds, is_cupy_array, module_of
+from ..runtime.arrays import byte_bounds, is_cupy_array, module_of, shares_elements
 from .savepool import MAPPABLE, PAGE, POOL, Memory
 
 HUGE = 2 << 20  # a transparent huge page
@@ -36,6 +39,7 @@ class _Entry:
     internal: bool  # allocated by the program (freed with it), not the user's
     released: bool = False  # an internal entry's shadows given back (`release`)
     name: str = ""  # the program's parameter (internal: "a temporary")
+    starts: Any = None  # its elements' addresses, sorted (`_by_elements`, made when first asked)
 
 
 def _data_fixed() -> bool:
@@ -88,6 +92,25 @@ def _same_geometry(a: Any, b: Any) -> bool:
         if inner is not None and (outer.flags.c_contiguous or outer.flags.f_contiguous):
             return True
     return _address(a) == _address(b)
+
+
+def _starts(x: Any) -> np.ndarray:
+    """The addresses of `x`'s elements (C order), from its geometry: nothing is read."""
+    out = np.full((), _address(x), np.int64)
+    for n, step in zip(x.shape, x.strides):
+        out = out[..., None] + np.arange(n, dtype=np.int64) * step
+    return out.ravel()
+
+
+def _describe(x: Any) -> str:
+    return f"a view of shape {tuple(x.shape)} and strides {tuple(x.strides)}"
+
+
+def _whole_buffer(written: Any, name: str) -> ProgramError:
+    return ProgramError(f"a launch writes {_describe(written)} with active inputs, whose buffer holds the annotated "
+                        f"'{name}': its derivative needs a shadow of the whole buffer, which would hold that "
+                        "argument's elements twice", hint="annotate the written view too, gk.Duplicated with the same "
+                        "view of the shadow buffer (docs/programs.md#interleaved-views), or copy it out")
 
 
 def memory_root(x: Any) -> Any:
@@ -204,6 +227,9 @@ class ShadowMap:
         self.removed = 0  # changed by every removal (a registration changes no answer `find` gave: replay.py)
         # id(savepool.Memory) -> the entries whose primal lies in that mapping (a host copy's temporary: replay.py)
         self.in_memory: dict[int, list[_Entry]] = {}
+        # (`removed` when made, {a view's address, shape, strides, dtype: (shadow, shift) by lane}): what
+        # `_by_elements` found for views it mapped, which only a removal changes
+        self.mapped: tuple[int, dict] = (0, {})
 
     def register(self, name: str, primal: Any, shadow: tuple, internal: bool = False) -> None:
         lo, hi = byte_bounds(primal)
@@ -211,14 +237,26 @@ class ShadowMap:
         # an array in a save-pool mapping overlaps only arrays in it, whose entries `in_memory` holds (the mapping
         # is reached only through its placed array and NumPy's views of it: programs.md, "Temporaries replayed")
         for e in self.entries if memory is None else self.in_memory.get(id(memory), ()):
-            if lo < e.hi and e.lo < hi and not _same_geometry(e.primal, primal):
-                raise ProgramError(f"'{name}' overlaps another annotated array in memory without being the same "
-                                   "array; a program's shadows follow memory, so each element needs one shadow",
-                                   hint="annotate the whole array once and pass views of it")
-            if lo < e.hi and e.lo < hi and not (internal or e.internal) and not all(
-                    _same_geometry(s, t) for s, t in zip(e.shadow, shadow)):  # one memory has one derivative
-                raise AliasingError(f"'{name}' and '{e.name}' are the same array but their shadows are different "
-                                    "buffers", hint="pass the same shadow for both (docs/programs.md)")
+            if not (lo < e.hi and e.lo < hi):
+                continue
+            if _same_geometry(e.primal, primal):
+                if not (internal or e.internal) and not all(_same_geometry(s, t) for s, t in zip(e.shadow, shadow)):
+                    raise AliasingError(f"'{name}' and '{e.name}' are the same array but their shadows are "
+                                        "different buffers", hint="pass the same shadow for both (docs/programs.md)")
+            elif internal or e.internal:  # a temporary's shadow covers its whole buffer
+                raise _whole_buffer(primal, e.name if internal else name)
+            elif shares_elements(e.primal, primal):  # exactly, as a launch's (runtime/arrays.py)
+                raise ProgramError(f"'{name}' overlaps another annotated array, sharing elements with '{e.name}' "
+                                   "without being the same array; a program's shadows follow memory, so each "
+                                   "element needs one shadow",
+                                   hint="annotate the whole array once and pass views of it, or pass views that "
+                                   "share no element (docs/programs.md#interleaved-views)")
+            else:  # interleaved views sharing no element: their shadows must not share one either
+                for s, t in zip(shadow, e.shadow):
+                    if shares_elements(s, t):
+                        raise AliasingError(f"'{name}' and '{e.name}' are views of one array sharing no element, "
+                                            "but their shadows share memory", hint="pass the same views of one "
+                                            "shadow buffer, e.g. dP[:, 0] and dP[:, 1] for P[:, 0] and P[:, 1]")
         entry = _Entry(primal, shadow, lo, hi, internal, name=name)
         self.entries.append(entry)
         self.version += 1
@@ -226,8 +264,10 @@ class ShadowMap:
             self.in_memory.setdefault(id(memory), []).append(entry)
 
     def find(self, a: Any) -> tuple | None:
-        """The shadows of array `a` (views of an annotated array's shadows), or None when nothing covers it."""
+        """The shadows of array `a` (views of an annotated array's shadows), or None when it uses no annotated
+        array's element (docs/programs.md#interleaved-views)."""
         lo, hi = byte_bounds(a)
+        near = None  # the entries whose byte range `a` overlaps without lying inside a contiguous one
         for e in self.entries:
             if e.released:  # a temporary's shadow given back after the reverse of the step that made it: the
                 continue  # steps before that one (a checkpointed loop's recomputed ones) saw no shadow there
@@ -236,19 +276,66 @@ class ShadowMap:
             if p is a or (lo == e.lo and hi == e.hi and p.shape == a.shape and p.strides == a.strides
                           and p.dtype == a.dtype):
                 return e.shadow
-            if lo >= e.lo and hi <= e.hi and lo < hi:
+            if lo >= e.lo and hi <= e.hi and lo < hi and (p.flags.c_contiguous or p.flags.f_contiguous):
                 return self._translate(e, a)
             if lo < e.hi and e.lo < hi:
-                raise ProgramError(f"a launch argument (shape {tuple(a.shape)}) overlaps an annotated array "
-                                   f"(shape {tuple(e.primal.shape)}) without lying inside it",
-                                   hint="annotate the array that owns the memory, and pass views of it")
-        return None
+                near = [e] if near is None else near + [e]
+        return None if near is None else self._by_elements(a, near)
+
+    def _by_elements(self, a: Any, near: list) -> tuple | None:
+        """`a` among entries whose byte ranges it overlaps (interleaved views, or a view of a strided entry): the
+        entries whose elements it uses; none: None; one or several holding every element of `a`: the same view of
+        their shadows (several: views of one shadow buffer at one offset from their primals); else refused."""
+        key = (_address(a), tuple(a.shape), tuple(a.strides), a.dtype.str)
+        if self.mapped[0] != self.removed:  # a removal may change an answer; a registration changes none given
+            self.mapped = (self.removed, {})
+        hit = self.mapped[1].get(key)
+        if hit is not None:
+            return tuple(_view_at(s, key[0] + shift, a) for s, shift in hit)
+        used = [e for e in near if shares_elements(a, e.primal)]
+        if not used:
+            return None
+        names = " and ".join(f"'{e.name}'" for e in used)
+        for e in used:
+            if e.primal.dtype != a.dtype:
+                raise ProgramError(f"a launch argument views the annotated '{e.name}' of dtype {e.primal.dtype} as "
+                                   f"{a.dtype}", hint="pass views with the array's own dtype")
+        lanes = list(zip(*(e.shadow for e in used)))  # by lane, the used entries' shadows
+        # several entries: one view of their shadows where those are the same views of one shadow buffer
+        alike = len(used) == 1 or all(s.strides == e.primal.strides for lane in lanes for e, s in zip(used, lane))
+        shifts = [{self._shift(e.primal, s, a) for e, s in zip(used, lane)} if alike else None for lane in lanes]
+        starts, held = _starts(a), np.zeros(a.size, bool)
+        for e in used:
+            if e.starts is None:
+                e.starts = np.sort(_starts(e.primal))
+            held |= e.starts[np.minimum(np.searchsorted(e.starts, starts), e.starts.size - 1)] == starts
+        if not held.all():
+            raise ProgramError(f"a launch argument ({_describe(a)}) uses elements of the annotated {names} and "
+                               "memory no annotated argument's elements hold", hint="pass views of the annotated "
+                               "arrays' elements, or annotate the array they are views of (docs/programs.md"
+                               "#interleaved-views)")
+        out = []
+        for shift, shadows in zip(shifts, lanes):
+            # one shift: each element of `a`, an element of some entry, maps to that entry's shadow element (the
+            # shadows then lie in one buffer where the entries interleave; the entries keep each alive)
+            if shift is None or len(shift) > 1:
+                raise ProgramError(f"a launch argument ({_describe(a)}) uses elements of {names}, whose shadows are "
+                                   "not the same views of one shadow buffer", hint="pass the same views of one "
+                                   "shadow laid out like the array (dP[:, 0] and dP[:, 1] for P[:, 0] and P[:, 1]),"
+                                   " or launch on each view")
+            out.append((shadows[0], shift.pop()))
+        if not any(e.internal for e in used):  # a temporary's entry may be released (`find` skips it then)
+            if len(self.mapped[1]) >= 256:
+                self.mapped[1].clear()
+            self.mapped[1][key] = tuple(out)
+        return tuple(_view_at(s, key[0] + shift, a) for s, shift in out)
 
     def _translate(self, e: _Entry, a: Any) -> tuple:
-        return tuple(self._translate_one(e.primal, s, a) for s in e.shadow)
+        return tuple(_view_at(s, _address(a) + self._shift(e.primal, s, a), a) for s in e.shadow)
 
     @staticmethod
-    def _translate_one(p: Any, s: Any, a: Any) -> Any:
+    def _shift(p: Any, s: Any, a: Any) -> int:
+        """How far shadow `s` lies from its primal `p`, where the elements of view `a` of `p` are found in `s`."""
         if a.dtype != p.dtype:
             raise ProgramError(f"a launch argument views an annotated array of dtype {p.dtype} as {a.dtype}",
                                hint="pass views with the array's own dtype")
@@ -256,11 +343,7 @@ class ShadowMap:
             raise ProgramError(f"a view of an annotated array (strides {tuple(p.strides)}) was launched, but its "
                                f"shadow has strides {tuple(s.strides)}: the view cannot be found in the shadow",
                                hint="allocate the shadow with zeros_like(primal)")
-        if not (p.flags.c_contiguous or p.flags.f_contiguous):
-            raise ProgramError(f"a view inside the non-contiguous annotated array (shape {tuple(p.shape)}, strides "
-                               f"{tuple(p.strides)}) was launched; only the array itself can be mapped",
-                               hint="annotate the contiguous array the view comes from")
-        return _view_at(s, _address(a) + (_address(s) - _address(p)), a)
+        return _address(s) - _address(p)
 
     def internal(self, a: Any, mapped: bool = False) -> tuple:
         """Zero shadows for the whole buffer of `a` (which nothing covers), and `a`'s views of them: a C-ordered
@@ -268,6 +351,12 @@ class ShadowMap:
         loop: its step populates and releases them) and large, in mappings of their own (`_zero_pages`)
         (docs/programs.md, "Program shapes"; `give_back` and `release` return them)."""
         root = memory_root(a)
+        lo, hi = byte_bounds(root)
+        # an annotated view of the buffer (interleaved with `a`): refused before allocating (a save-pool mapping
+        # holds temporaries only, `register`)
+        for e in self.entries if _held(root) is None else ():
+            if not e.internal and lo < e.hi and e.lo < hi and not _same_geometry(e.primal, root):
+                raise _whole_buffer(a, e.name)
         xp = module_of(root)
         if mapped and MAPPABLE and isinstance(root, np.ndarray) and root.flags.c_contiguous and root.nbytes >= MAPPED:
             shadows = tuple(_zero_pages(root) for _ in range(self.lanes))

@@ -18,13 +18,13 @@ from ..kernel import KernelFunction
 from .arrays import (
     byte_bounds,
     describe,
-    geometry,
     is_array,
     is_cupy_array,
     misaligned_on_device,
     outside_its_memory,
     overlap_reason,
     overlapping_elements,
+    shares_elements,
 )
 from .binding import (
     Binding,
@@ -180,16 +180,6 @@ _OVERLAP_HINT = ("two arguments overlap in memory, as shifted views of one array
                  "a[i], a[i + 1]), or pass gk.Const(view) where no derivative through a view is wanted")
 
 
-def _share(a: Any, b: Any) -> bool:
-    """Whether two arrays whose extents overlap have an element in common: disjoint interleaved views (the
-    columns a[:, 0] and a[:, -2] of a halo copy) have none, and their shadows then take disjoint adds (NumPy's
-    exact solver; where it gives up, they are taken to share)."""
-    try:
-        return np.shares_memory(a, b, max_work=10**6)
-    except np.exceptions.TooHardError:
-        return True
-
-
 def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, tuple]:
     """Shadows of exactly aliased primals must alias the same way (docs/launches.md);
     returns the shadows (one per lane) by parameter of the merged kernel. Any
@@ -207,9 +197,9 @@ def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, 
 
     def overlap(i: int, a: Any, j: int, b: Any) -> bool:
         (alo, ahi), (blo, bhi) = (bounds.setdefault(n, byte_bounds(x)) for n, x in ((i, a), (j, b)))
-        return alo < bhi and blo < ahi and _share(geometry(a), geometry(b))
+        return alo < bhi and blo < ahi and shares_elements(a, b)
 
-    may_share = np.may_share_memory
+    may_share, share = np.may_share_memory, shares_elements
     for i, (na, la, a) in enumerate(buffers):
         numpy_a = type(a) is np.ndarray
         for j in range(i + 1, len(buffers)):
@@ -217,7 +207,7 @@ def merge_shadows(params, ann: Annotated, aliases: dict[str, str]) -> dict[str, 
             if la < 0 and lb < 0:
                 continue  # primal/primal overlap is the binding's business
             # NumPy arrays: may_share_memory first, the same test on NumPy's extents, without reading addresses
-            if (may_share(a, b) and _share(a, b)) if numpy_a and type(b) is np.ndarray else overlap(i, a, j, b):
+            if (may_share(a, b) and share(a, b)) if numpy_a and type(b) is np.ndarray else overlap(i, a, j, b):
                 def what(n, lane):
                     if lane < 0:
                         return f"'{n}'"

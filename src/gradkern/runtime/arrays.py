@@ -162,6 +162,17 @@ def byte_bounds(x: Any) -> tuple[int, int]:
     return lo, hi + x.itemsize
 
 
+def shares_elements(a: Any, b: Any) -> bool:
+    """Whether two arrays have a byte in common, exactly: disjoint interleaved views (the columns a[:, 0] and
+    a[:, 1], the halves u[0::2] and u[1::2]) have none. NumPy's exact solver on the arrays' geometry (no data is
+    read, so CuPy arrays are tested where they live); where it gives up, they are taken to share. The one
+    element-level overlap test of launches (runtime/annotate.py, binding.py) and programs (program/shadows.py)."""
+    try:
+        return np.shares_memory(geometry(a), geometry(b), max_work=10**6)
+    except np.exceptions.TooHardError:
+        return True
+
+
 def overlapping_elements(x: Any) -> bool:
     """Whether two distinct elements of `x` share a byte (a broadcast view, or
     `as_strided` with strides shorter than what they step over). Exact, from

@@ -34,6 +34,7 @@ from .arrays import (
     outside_its_memory,
     overlap_reason,
     overlapping_elements,
+    shares_elements,
 )
 
 
@@ -435,11 +436,7 @@ def _aliases(kernel: ir.Kernel, args: tuple) -> tuple[tuple[str, str], ...]:
                 continue
             if not (p.written or q.written):
                 continue
-            try:
-                overlap = np.shares_memory(a, b, max_work=10**6)
-            except np.exceptions.TooHardError:
-                overlap = True
-            if overlap:
+            if shares_elements(a, b):
                 raise AliasingError(
                     f"arguments '{p.name}' and '{q.name}' overlap in memory without being the same array, and "
                     f"kernel '{kernel.name}' writes '{p.name if p.written else q.name}'",
