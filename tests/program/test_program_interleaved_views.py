@@ -135,6 +135,25 @@ def test_gradient_against_finite_differences_and_the_dot_product_test(case, loop
     assert abs(lhs - rhs) <= 1e-12 * max(abs(lhs), abs(rhs))
 
 
+def test_vector_mode_lanes_equal_separate_calls():
+    """BatchDuplicated columns with two lanes, each lane the same views of its own shadow buffer: each lane's
+    adjoints equal a single-lane call's (the whole P maps to each lane's whole shadow)."""
+    rng = np.random.default_rng(5)
+    P0, c = rng.uniform(0.5, 1.5, (N, 2)), 0.6
+    ws = [rng.uniform(-1, 1, (N, 2)) for _ in range(2)]
+    seeds = (1.0, 2.0)  # E's adjoint per lane
+    P, E, dPs, dEs = P0.copy(), np.zeros(1), [w.copy() for w in ws], tuple(np.full(1, e) for e in seeds)
+    got = gk.autodiff(pennant(P, plain), gk.BatchDuplicated(P[:, 0], tuple(d[:, 0] for d in dPs)),
+                      gk.BatchDuplicated(P[:, 1], tuple(d[:, 1] for d in dPs)), gk.BatchDuplicated(E, dEs),
+                      gk.Active(c))[3]
+    for k in range(2):
+        dP, dE = ws[k].copy(), np.full(1, seeds[k])
+        dc = run("pennant", plain, P0, c, "reverse", dP, dE)
+        # the same operations per lane; the atomic sums may associate differently: a few ulps of float64
+        np.testing.assert_allclose(dPs[k], dP, rtol=1e-13, atol=1e-15)
+        assert abs(got[k] - dc) <= 1e-13 * abs(dc)
+
+
 def test_a_const_column_read_beside_a_duplicated_one():
     """y Const, read while x (interleaved with it, no element shared) is written: x's derivative only."""
     rng = np.random.default_rng(7)
@@ -204,3 +223,19 @@ def test_refusals_leave_everything_unchanged():
     _refused(moved, (gk.Duplicated(P[:, 1], dP[:, 1]), gk.Const(P[:, 0]), gk.Duplicated(E, dE), gk.Active(0.3)),
              gk.ProgramError, r"a launch writes a view of shape \(5,\) and strides \(16,\) with active inputs, whose "
              r"buffer holds the annotated 'x'")
+
+
+def test_cupy_columns_map_on_the_stand_in():
+    """The CuPy path of the mapping (device pointers, no element read) on tests/support/fakecupy.py."""
+    from support.fakecupy import installed
+
+    from gradkern.program.shadows import ShadowMap
+    with installed() as cp:
+        P, dP = cp.asarray(np.random.default_rng(3).uniform(size=(N, 2))), cp.zeros((N, 2))
+        m = ShadowMap()
+        m.register("x", P[:, 0], (dP[:, 0],))
+        m.register("y", P[:, 1], (dP[:, 1],))
+        for view, want in ((P, dP), (P[1:-1, 1], dP[1:-1, 1]), (P[::2], dP[::2])):
+            (got,) = m.find(view)
+            assert got.data.ptr == want.data.ptr and got.shape == want.shape and got.strides == want.strides
+        assert m.find(cp.zeros(3)) is None
