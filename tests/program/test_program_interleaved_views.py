@@ -178,6 +178,25 @@ def test_a_const_column_read_beside_a_duplicated_one():
     np.testing.assert_allclose(dc, np.sum(w * P0[:, 0] * 2 * P0[:, 1] * np.exp(2 * c * P0[:, 1])), rtol=1e-13)
 
 
+def test_host_code_reading_the_const_column():
+    """Host code reads the Const y (`program/hostcode.py` compares byte ranges, so y counts as lying near an
+    active array): its sum is a constant of the program, and x's derivative is that constant."""
+    @gk.kernel
+    def scale(x, s):
+        i = gk.tid()
+        x[i] = x[i] * s
+
+    def prog(x, y):
+        gk.launch(scale, N, x, float(y.sum()))
+
+    P = np.random.default_rng(9).uniform(0.5, 1.5, (N, 2))
+    dP = np.ones_like(P)
+    s = P[:, 1].sum()
+    gk.autodiff(prog, gk.Duplicated(P[:, 0], dP[:, 0]), gk.Const(P[:, 1]))
+    np.testing.assert_array_equal(dP[:, 1], 1.0)
+    np.testing.assert_allclose(dP[:, 0], s, rtol=1e-15)
+
+
 def _refused(prog, args, error, match):
     """`prog` refused with `error` matching `match`, every primal and shadow as it was."""
     arrays = [x for a in args if isinstance(a, gk.Annotation) for x in (a.val, getattr(a, "dval", None))

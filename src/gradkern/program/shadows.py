@@ -222,6 +222,7 @@ class ShadowMap:
 
     def __init__(self, lanes: int = 1):
         self.entries: list[_Entry] = []
+        self.annotated: list[_Entry] = []  # the entries of the program's arguments (not internal)
         self.lanes = lanes
         self.version = 0  # changed by every registration and removal: what `find` answers may change then
         self.removed = 0  # changed by every removal (a registration changes no answer `find` gave: replay.py)
@@ -259,6 +260,8 @@ class ShadowMap:
                                             "shadow buffer, e.g. dP[:, 0] and dP[:, 1] for P[:, 0] and P[:, 1]")
         entry = _Entry(primal, shadow, lo, hi, internal, name=name)
         self.entries.append(entry)
+        if not internal:
+            self.annotated.append(entry)
         self.version += 1
         if memory is not None:
             self.in_memory.setdefault(id(memory), []).append(entry)
@@ -352,10 +355,8 @@ class ShadowMap:
         (docs/programs.md, "Program shapes"; `give_back` and `release` return them)."""
         root = memory_root(a)
         lo, hi = byte_bounds(root)
-        # an annotated view of the buffer (interleaved with `a`): refused before allocating (a save-pool mapping
-        # holds temporaries only, `register`)
-        for e in self.entries if _held(root) is None else ():
-            if not e.internal and lo < e.hi and e.lo < hi and not _same_geometry(e.primal, root):
+        for e in self.annotated:  # an annotated view of the buffer (interleaved with `a`): refused before allocating
+            if lo < e.hi and e.lo < hi and not _same_geometry(e.primal, root):
                 raise _whole_buffer(a, e.name)
         xp = module_of(root)
         if mapped and MAPPABLE and isinstance(root, np.ndarray) and root.flags.c_contiguous and root.nbytes >= MAPPED:
@@ -390,6 +391,7 @@ class ShadowMap:
         kept = [e for e in self.entries if id(e) not in gone]
         if len(kept) < len(self.entries):
             self.entries = kept
+            self.annotated = [e for e in kept if not e.internal]
             self.version += 1
             self.removed += 1
             self.in_memory = {}
