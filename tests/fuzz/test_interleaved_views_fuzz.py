@@ -12,7 +12,7 @@ random views `a` of the buffer: None iff `a` shares no byte with an entry; the v
 geometry at `a`'s address plus the entries' common shift iff every element of `a` is an element of the entries it
 touches and those entries' shadows lie at one shift in one buffer; gk.ProgramError otherwise.
 
-GRADKERN_FUZZ_INTERLEAVED sets the number of cases (CI default 150, about a second), GRADKERN_FUZZ_SEED the seed.
+GRADKERN_FUZZ_INTERLEAVED sets the number of cases (CI default 400, under a second of CPU), GRADKERN_FUZZ_SEED the seed.
 A local long run: GRADKERN_FUZZ_INTERLEAVED=20000 pytest -s -n0 tests/fuzz/test_interleaved_views_fuzz.py
 """
 
@@ -28,7 +28,7 @@ from support import overlapfuzz as of
 import gradkern as gk
 from gradkern.program.shadows import ShadowMap
 
-N_CASES = int(os.environ.get("GRADKERN_FUZZ_INTERLEAVED", "150"))
+N_CASES = int(os.environ.get("GRADKERN_FUZZ_INTERLEAVED", "400"))
 SEED = int(os.environ.get("GRADKERN_FUZZ_SEED", "0"))
 SIZE = 48  # elements of the buffer
 ITEM = of.ITEM

@@ -13,6 +13,7 @@ import pytest
 from support.ported_harness import on_interpreter
 
 import gradkern as gk
+from gradkern import backends
 
 N = 5  # points (PENNANT) / pairs (red-black)
 STEPS = 3
@@ -115,6 +116,17 @@ def fd_gradient(case, loop, buf0, c, wbuf, wE):
 @pytest.mark.parametrize("loop", [plain, checkpointed])
 @pytest.mark.parametrize("case", CASES)
 def test_gradient_against_finite_differences_and_the_dot_product_test(case, loop):
+    check_gradient(case, loop)
+
+
+def test_the_columns_on_numba(monkeypatch):
+    """The sample on Numba (the other tests run on the interpreter, docs/testing.md "Test time"): about 2 s of
+    CPU from a cold cache."""
+    monkeypatch.setattr(backends, "_default", ["cpu"])
+    check_gradient("pennant", plain)
+
+
+def check_gradient(case, loop):
     rng = np.random.default_rng(56)
     shape = CASES[case][1]
     buf0, c = rng.uniform(0.5, 1.5, shape), 0.7
