@@ -13,8 +13,10 @@ ported_hpc9_more.py; inputs in ported_hpc9_cases.py, NumPy references in ported_
 
 CI: 13 primals (in float32 too), interpreter gradients and race verdicts, the programs' launches' verdicts and
 racy mutants, one kernel's Numba gradient and backend agreement (NUMBA_SAMPLE), hostcuda against the interpreter
-for the others but HOSTCUDA_FULL. Cold-cache CPU for the file, one process: 12.9 s (12.2 user + 0.7 system, g++
-included, at load 9.7, session 56).
+for the others but HOSTCUDA_FULL. Cold-cache CPU for the file, one process: 12.7 s (11.8 user + 0.8 system, g++
+included, at load 8.2, session 56; 12.9 s at load 9.7). `-m full` (Numba gradients of all 13, hostcuda against
+Numba): 39 tests, 16 minutes of wall time at load 9, LU's Numba gradient 209 s of it (22 Numba functions for its
+four kernels' reverse alone).
 
 What porting them found is in docs/kernel-language.md ("Ninth round (session 56)")."""
 
