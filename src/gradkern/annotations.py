@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import AnnotationError
+
 
 class Mode:
     def __init__(self, name: str):
@@ -97,3 +99,15 @@ class BatchDuplicated(Annotation):
 def primal(arg: Any) -> Any:
     """The primal value of a possibly annotated argument."""
     return arg.val if isinstance(arg, Annotation) else arg
+
+
+def activity_pattern(activities: tuple, labels: list) -> tuple:
+    """autodiff_thunk's activities as annotation classes, for a kernel and a program alike: each an annotation
+    class or an annotated example; anything else (a plain number, `int`, None) an AnnotationError naming the
+    argument by its label (`labels`, quoted names), before anything runs (docs/shadows-and-modes.md, "Fused and
+    split")."""
+    for name, a in zip(labels, activities):
+        if not isinstance(a, Annotation) and not (isinstance(a, type) and issubclass(a, Annotation)):
+            raise AnnotationError(f"autodiff_thunk: the activity of {name} must be an annotation class "
+                                  f"(gk.Const, gk.Active, gk.Duplicated, ...) or an annotated example; got {a!r}")
+    return tuple(a if isinstance(a, type) else type(a) for a in activities)

@@ -512,3 +512,21 @@ def test_a_flattened_index_bound_to_a_local_is_proven_as_the_sum(rng):
     assert gk.inspect(flat_in_a_local_unguarded, x, y, 4, 5, dim=(4, 5)).race_check
     y = np.zeros(20)
     assert_refused(flat_in_a_local_unguarded, (4, 5), x, y, 4, 4)  # j = 4 reaches the next row's j = 0
+
+
+@gk.kernel
+def two_phases_without_a_barrier(a, n):
+    i = gk.tid()
+    a[i] = a[i] * 2.0
+    if i > 0:
+        a[n + i] = a[i - 1]  # the source reads a[i - 1] after a __syncthreads(): another thread's first phase
+
+
+def test_the_hint_names_a_launch_boundary_where_the_source_had_a_barrier(rng):
+    """Session 56 (porting Rodinia's LU): a race between phases a GPU kernel separates by __syncthreads() needs a
+    launch boundary, the hint's third fix, beside double buffering and atomics."""
+    with pytest.raises(gk.RaceError) as info:
+        gk.launch(two_phases_without_a_barrier, 4, rand(rng, 8), 4, backend="interp")
+    hint = info.value.hint
+    assert "double buffering" in hint and "gk.atomic_add" in hint and "__syncthreads()" in hint
+    assert "end the launch there" in hint

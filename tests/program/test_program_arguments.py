@@ -130,6 +130,23 @@ def test_annotation_errors_name_the_parameter(rng):
         gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(u[:1], dE), gk.Active(0.5))
 
 
+@pytest.mark.parametrize("activity", [0.5, 6, float, None])
+def test_autodiff_thunk_of_a_program_refuses_activities_that_are_no_annotation(activity):
+    """As for a kernel (tests/runtime/test_hostile_inputs.py): a plain value (the argument itself, as `autodiff`
+    takes it) is not an activity. Session 56 (porting): a program's autodiff_thunk took 6 as the class `int`,
+    then refused the same 6 at forward(), "argument 'c' was declared int in autodiff_thunk but is Const here"."""
+    with pytest.raises(gk.AnnotationError, match=r"autodiff_thunk: the activity of 'c' must be an annotation class "
+                                                 r"\(gk.Const, gk.Active, gk.Duplicated, ...\) or an annotated "
+                                                 r"example; got "):
+        gk.autodiff_thunk(prog, gk.Duplicated, gk.Duplicated, activity)
+    forward, reverse = gk.autodiff_thunk(prog, gk.Duplicated, gk.Duplicated, gk.Const(0.5))
+    u, E = np.linspace(0.5, 1.5, N), np.zeros(1)
+    du, dE = np.zeros(N), np.ones(1)
+    tape = forward(gk.Duplicated(u, du), gk.Duplicated(E, dE), 0.5)
+    reverse(gk.Duplicated(u, du), gk.Duplicated(E, dE), 0.5, tape)
+    np.testing.assert_allclose(du, 2 * 0.25 * u, rtol=1e-14)  # E = sum (c u)^2: dE/du = 2 c^2 u
+
+
 def test_refused_launch_argument_is_named_by_the_kernel_parameter(rng):
     """A launch taking a scalar host code reduced from an active array names the kernel's parameter."""
     def reduced(u, E, c):

@@ -71,7 +71,7 @@ def assert_primal_agrees_across_backends(case, programs, backends=("cpu", "inter
 
 def assert_float32_primal(case, programs):
     """A float32 case (`cases(..., dtype=np.float32)`) on the interpreter: outputs stay float32 and within 1e-5 of
-    the largest value of the float64 reference (the callers' docstrings say why)."""
+    the largest value of the float64 reference (the callers' docstrings say why); int outputs equal."""
     name, kernel, args, dim, _, reference = case
     values = primal_values(args)
     want = reference([np.float64(v) if isinstance(v, np.float32) else
@@ -79,6 +79,9 @@ def assert_float32_primal(case, programs):
                       for v in primal_values(args)])
     run_case(name, kernel, dim, values, "interp", programs)
     for k, expected in want.items():
+        if np.asarray(expected).dtype.kind != "f":  # an int output (an error flag) is the same in both precisions
+            np.testing.assert_array_equal(values[k], expected, err_msg=f"{name} argument {k}")
+            continue
         assert values[k].dtype == np.float32, (name, k)
         np.testing.assert_allclose(values[k], expected, rtol=0, atol=1e-5 * float(np.max(np.abs(expected))),
                                    err_msg=f"{name} argument {k}")
@@ -161,7 +164,8 @@ def assert_reverse_on_hostcuda_agrees_with_numba(case, programs):
 
 
 def round_tests(cases, programs, numba_sample, atomic=None, runtime_checked=None, *, references=True, float32=False,
-                float32_except=(), interp_gradients=True, checked=None, least_checked=20, race_backend=None):
+                float32_except=(), interp_gradients=True, checked=None, least_checked=20, race_backend=None,
+                hostcuda_full=()):
     """A ported round's tests, for its file's namespace (`globals().update(round_tests(...))`), each parametrised
     by the round's kernel names (`cases(rng, dtype)` -> its cases; the tables as the functions above take them):
 
@@ -169,7 +173,8 @@ def round_tests(cases, programs, numba_sample, atomic=None, runtime_checked=None
     * test_float32_primal_on_the_interpreter (`float32`, but for `float32_except`);
     * test_primal_agrees_across_backends: Numba, the interpreter and hostcuda, for `numba_sample` in CI, the others
       `full`; test_primal_on_hostcuda_agrees_with_the_interpreter: those others in CI without Numba (g++ builds
-      them in a tenth of Numba's compile: docs/testing.md "Test time", session 55);
+      them in a tenth of Numba's compile: docs/testing.md "Test time", session 55), but for `hostcuda_full`
+      (programs of many kernels whose g++ builds take seconds: `full`);
     * test_gradient_interp (`interp_gradients`): every kernel's check_grad on the interpreter; test_gradient: on
       Numba, `numba_sample` in CI, the others `full`; at least `checked.get(name, least_checked)` derivatives;
     * test_race_verdicts: every kernel's launch that is not a program (assert_race_verdicts, asking
@@ -199,7 +204,8 @@ def round_tests(cases, programs, numba_sample, atomic=None, runtime_checked=None
     def test_primal_agrees_across_backends(name):
         assert_primal_agrees_across_backends(case(name), programs)
 
-    @pytest.mark.parametrize("name", [n for n in names if n not in numba_sample])
+    @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.full) if n in hostcuda_full else n
+                                      for n in names if n not in numba_sample])
     def test_primal_on_hostcuda_agrees_with_the_interpreter(name):
         assert_primal_agrees_across_backends(case(name), programs, backends=("interp", "hostcuda"))
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed
+from ..annotations import Active, Annotation, BatchDuplicated, Const, Duplicated, DuplicatedNoNeed, activity_pattern
 from ..errors import AnnotationError, ProgramError
 from ..recording import recording
 from ..runtime.annotate import check_shadow
@@ -320,9 +320,9 @@ def forward(fn: Callable, args: tuple) -> None:
 
 def split(fn: Callable, activities: tuple, alone: bool = False):
     """(forward, reverse) of a program: forward(*args) -> ProgramTape, reverse(*args, tape)."""
-    pattern = tuple(a if isinstance(a, type) else type(a) for a in activities)
-    check_count(fn, len(pattern), "gk.autodiff_thunk")
-    params = names(fn, len(pattern))
+    check_count(fn, len(activities), "gk.autodiff_thunk")
+    params = names(fn, len(activities))
+    pattern = activity_pattern(activities, [label(n) for n in params])
 
     def check(args: tuple):
         if len(args) != len(pattern):

@@ -144,7 +144,9 @@ def _refuse(kernel_name: str, rc, b: Binding, site: int, other_site: int, thread
     raise RaceError(
         f"kernel '{kernel_name}' races: thread {t1} {_verb(a.kind)} {a.text} ({a.loc}) and thread {t2} "
         f"{_verb(o.kind)} {o.text} ({o.loc}), the same element{_aliased(b, a.text, o.text)}; no buffer was changed",
-        hint="write the result to a separate array (double buffering), or accumulate with gk.atomic_add")
+        hint="write the result to a separate array (double buffering), or accumulate with gk.atomic_add; where the "
+             "code ported synchronises its threads between the two accesses (__syncthreads(), grid.sync()), end the "
+             "launch there and launch the rest (docs/launches.md#races)")
 
 
 def _aliased(b: Binding, *texts: str) -> str:

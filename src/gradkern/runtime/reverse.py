@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..annotations import Annotation, Const
+from ..annotations import Annotation, Const, activity_pattern
 from ..backends import backend as backend_object
 from ..errors import AnnotationError, TapeOverflowError
 from ..ir.interp import interpret
@@ -427,14 +427,10 @@ def split(f: KernelFunction, activities: tuple, dim: Any, backend: str | None):
     the augmented primal (primals updated as by launch) and returns a Tape;
     `reverse(*args, tape)` runs the reverse on the arrays in their post-forward
     state and returns what autodiff would."""
-    pattern = tuple(a if isinstance(a, type) else type(a) for a in activities)
-    if len(pattern) != len(f.ir.params):
+    if len(activities) != len(f.ir.params):
         raise AnnotationError(f"kernel '{f.name}' takes {len(f.ir.params)} arguments; "
-                              f"{len(pattern)} activities were given")
-    for p, a in zip(f.ir.params, activities):
-        if not isinstance(a, Annotation) and not (isinstance(a, type) and issubclass(a, Annotation)):
-            raise AnnotationError(f"autodiff_thunk: the activity of '{p.name}' must be an annotation class "
-                                  f"(gk.Const, gk.Active, gk.Duplicated, ...) or an annotated example; got {a!r}")
+                              f"{len(activities)} activities were given")
+    pattern = activity_pattern(activities, [f"'{p.name}'" for p in f.ir.params])
 
     def check(args: tuple):
         got = tuple(type(a) if isinstance(a, Annotation) else Const for a in args)
