@@ -119,7 +119,7 @@ def wait(requests: list, owner: Any, where: Callable[[], str], keep: tuple = (),
     if MPI.Request.Testall(requests):
         return
     start = time.perf_counter()
-    end = start + _timeout
+    end = start + (_timeout if _timeout is not None else math.inf)  # None: a caller that polls anyway waits for ever
     spin = SPIN + nbytes * 1e-8
     polls = 0
     while True:
