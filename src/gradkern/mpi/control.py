@@ -89,7 +89,6 @@ class Control:
             self.pending = 0
             self.agree(None, END, None, site=(END,))
 
-
     def grid_freed(self, label: str) -> None:
         """`grid.free()` of a grid over the group, on every process of it (a collective call): when none made over
         it remains unfreed, free the control if every process of the group can (none has it as its latest
