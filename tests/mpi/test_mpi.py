@@ -36,11 +36,13 @@ def _mpiexec(nranks: int, args: list[str], timeout: float, env: dict | None = No
                           capture_output=True, text=True, timeout=timeout)
 
 
-def job_failures(nranks: int, script: str, out, timeout: float, env: dict | None = None) -> list[str]:
-    """Run tests/support/`script` on `nranks` ranks, writing its reports into `out`: the failures (a case's on a
-    rank, a rank with no report, the job's exit status, or a timeout: a hang, some rank waiting for a message)."""
+def job_failures(nranks: int, script: str, out, timeout: float, env: dict | None = None,
+                 names: list[str] | None = None) -> list[str]:
+    """Run tests/support/`script` on `nranks` ranks (its cases `names`, all when None), writing its reports into
+    `out`: the failures (a case's on a rank, a rank with no report, the job's exit status, or a timeout: a hang, some
+    rank waiting for a message)."""
     try:
-        job = _mpiexec(nranks, [os.path.join(SUPPORT, script), str(out)], timeout=timeout, env=env)
+        job = _mpiexec(nranks, [os.path.join(SUPPORT, script), str(out), *(names or [])], timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return [f"P={nranks}: timed out (a hang: some rank waits for a message)"]
     failures = []

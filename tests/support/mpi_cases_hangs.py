@@ -14,9 +14,9 @@ MPI_HANGS_VERBOSE=1 prints each refusal's message.
 
 from __future__ import annotations
 
-import os
 import sys
 
+import mpi_report
 import numpy as np
 from mpi4py import MPI
 from mpi_report import run_cases
@@ -37,20 +37,7 @@ def square_sum(u, E):
 
 def refused(what, call, arrays, words):
     """`call` raises a GradkernError on this rank naming `words`, and leaves `arrays` as they were."""
-    before = [a.copy() for a in arrays]
-    try:
-        call()
-    except gk.GradkernError as e:
-        message = str(e)
-    else:
-        raise AssertionError(f"{what}: not refused on rank {RANK}")
-    for a, b in zip(arrays, before):
-        assert np.array_equal(a, b), f"{what}: an array changed on rank {RANK}"
-    if os.environ.get("MPI_HANGS_VERBOSE"):
-        print(f"rank {RANK}: {what}: {message}", flush=True)
-    for word in words:
-        assert word in message, f"{what}: {word!r} not in {message!r}"
-    return message
+    return mpi_report.refused(what, call, arrays, words, RANK, gk.GradkernError)
 
 
 def exchanging_loop(u, E, grid, nsteps):

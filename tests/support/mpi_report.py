@@ -9,6 +9,27 @@ import os
 import time
 import traceback
 
+import numpy as np
+
+
+def refused(what: str, call, arrays: list, words: list, rank: int, error: type = Exception) -> str:
+    """`call` raises `error` on this rank with a message naming `words`, and leaves `arrays` as they were; returns the
+    message (MPI_HANGS_VERBOSE=1 prints it)."""
+    before = [a.copy() for a in arrays]
+    try:
+        call()
+    except error as e:
+        message = str(e)
+    else:
+        raise AssertionError(f"{what}: not refused on rank {rank}")
+    for a, b in zip(arrays, before):
+        assert np.array_equal(a, b), f"{what}: an array changed on rank {rank}"
+    if os.environ.get("MPI_HANGS_VERBOSE"):
+        print(f"rank {rank}: {what}: {message}", flush=True)
+    for word in words:
+        assert word in message, f"{what}: {word!r} not in {message!r}"
+    return message
+
 
 def run_cases(cases: dict, out_dir: str, names: list[str], rank: int, timed: bool = False) -> None:
     """Run `cases` (name -> function) named in `names` (all when empty); `timed`: rank 0 prints each case's time."""

@@ -21,9 +21,10 @@ except ImportError as e:  # pragma: no cover - depends on the environment
     raise ModuleNotFoundError("gradkern.mpi needs mpi4py and an MPI library: pip install 'gradkern[mpi]' "
                               f"(mpi4py and the mpich wheels); importing mpi4py failed: {e}", name="mpi4py") from e
 
-from .agreement import DistributedError
 from .cartesian import Cartesian
+from .deadline import get_timeout, set_timeout
+from .errors import DistributedError
 from .gradcheck import check_grad
 from .reduce import allreduce
 
-__all__ = ["Cartesian", "DistributedError", "allreduce", "check_grad"]
+__all__ = ["Cartesian", "DistributedError", "allreduce", "check_grad", "get_timeout", "set_timeout"]

@@ -11,11 +11,9 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from ..errors import GradkernError, ProgramError
-
-
-class DistributedError(GradkernError):
-    """A decomposition or collective used inconsistently: raised on every rank, before any message."""
+from ..errors import ProgramError
+from . import deadline
+from .errors import DistributedError
 
 
 def read_only(a: Any) -> bool:
@@ -28,7 +26,10 @@ def read_only(a: Any) -> bool:
 def agree(comm: Any, problem: str | None, what: str, signature: Any = None) -> None:
     """Raise DistributedError on every rank of `comm` if any rank found `problem` (a message or None)
     or the ranks' `signature`s (small Python values: shapes, flags) differ. One allgather of small
-    objects: for set-up calls (a grid, scatter, gather), not for every step."""
+    objects: for set-up calls (a grid, scatter, gather), not for every step; first every rank's arrival, with the
+    deadline (deadline.arrive: an allgather of objects has no non-blocking form)."""
+    deadline.arrive(comm, lambda: f"{what}: the set-up check that every rank of the communicator "
+                                  f"({deadline.ranks(comm)}) makes before the call (a collective call)")
     found = comm.allgather((problem, signature))
     bad = [(r, p) for r, (p, _) in enumerate(found) if p is not None]
     if bad:
@@ -51,7 +52,7 @@ def _code(site: tuple) -> int:
 
 
 def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int = 0, active: int = 0,
-               shape: tuple = (), site: tuple = ()) -> None:
+               shape: tuple = (), site: tuple = (), owner: Any = None) -> None:
     """`agree` for calls made every step: one Allreduce(MAX) of 27 integers (the code of the call's `site`, the
     highest failing rank, the dtype, the element count, `active` and `shape` (its length and first 8 axes) on every
     rank as max and -min), then DistributedError on every rank if any rank failed or they differ. The failing rank
@@ -60,14 +61,19 @@ def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int 
     different calls see it and raise, every one, with what each reached. `active`: how many shadows a program
     differentiates the call with (vector mode's width: its reverse sends messages for each), else 0: a rank that
     skipped the reverse of a call its neighbours reverse, or ran it for fewer shadows, would leave them waiting for
-    ever. `shape`: arrays of one size in different shapes would move the same bytes into other elements."""
+    ever. `shape`: arrays of one size in different shapes would move the same bytes into other elements. `owner`:
+    the control whose communicator `comm` is, marked broken if the Allreduce passes its deadline (deadline.py)."""
     num = np.dtype(dtype).num if dtype is not None else -1
     dims = [len(shape), *shape[:8]] + [-1] * (8 - len(shape[:8]))
     code = _code(site)
     mine = np.array([code, -code, comm.rank + 1 if problem else 0, num, -num, size, -size, active, -active, *dims,
                      *(-d for d in dims)], dtype=np.int64)
     got = np.empty_like(mine)
-    comm.Allreduce(mine, got, op=MPI.MAX)
+    deadline.allreduce(comm, mine, got, MPI.MAX, owner,
+                       lambda: f"{described(site, what)}: the check that every rank of {deadline.ranks(comm)} makes "
+                               "on their control communicator before the call's first message (where their "
+                               "exchanges, allreduces, loops' entries and programs' ends meet), waiting for the "
+                               "other ranks to reach a call of theirs")
     if got[0] != -got[1]:  # every rank sees it alike, so every rank takes part in what follows
         _different_calls(comm, what, site, problem)
     got = got[2:]
@@ -99,6 +105,13 @@ def agree_fast(comm: Any, problem: str | None, what: str, dtype: Any, size: int 
 LOOP = "a checkpointed loop's entry"  # the site of a loop's agreement: (LOOP, scope, the loop's schedule)
 
 
+def described(site: tuple, what: str) -> str:
+    """The call a check was made for, in words: `what`, and the grid or scope its `site` names."""
+    if site[:1] == (LOOP,):
+        return f"{LOOP}, agreed over {site[1]}"
+    return what + (f" on {site[1]}" if len(site) > 1 else "")
+
+
 def _different_calls(comm: Any, what: str, site: tuple, problem: str | None) -> None:
     """The ranks of `comm` reached different calls (their sites differ): one allgather of what each reached, then
     an error on every rank naming them. Loops' entries over one scope that differ only in their schedules:
@@ -111,11 +124,6 @@ def _different_calls(comm: Any, what: str, site: tuple, problem: str | None) -> 
         raise ProgramError(f"a checkpointed loop whose steps exchange halos or allreduce takes different schedules "
                            f"on different ranks ({detail}); their recomputations would wait for each other for ever",
                            hint="give gk.checkpointed_loop the same nsteps, snapshots and schedule on every rank")
-
-    def described(s: tuple, w: str) -> str:
-        if s[:1] == (LOOP,):
-            return f"{LOOP}, agreed over {s[1]}"
-        return w + (f" on {s[1]}" if len(s) > 1 else "")
     detail = "; ".join(f"rank {r}: {described(s, w)}" for r, (s, w, _) in enumerate(found))
     why = " (their most recent grids alive differ: a grid kept alive on some ranks only, dropped on the others)" \
         if all(s[:1] == (LOOP,) for s, _, _ in found) else ""

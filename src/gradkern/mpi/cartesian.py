@@ -107,8 +107,9 @@ class Cartesian:
         # tags: a checksum of the plan, so two grids' messages differ even on one communicator
         tag = zlib.crc32(repr((self.shape, self.ghosts, self.periodic, self.dims)).encode()) % 1024
         # the grid's identity among those of its group, the same on every rank (each makes every grid over it)
-        self.control = control(comm)
+        self.control = control(comm, "gkm.Cartesian(...)")
         self.control.made += 1
+        self.control.live += 1  # until free(): the control is freed with its group's last grid (control.py)
         self.label = f"grid #{self.control.made} {self.shape}"
         self.cuda_aware = cuda_aware
         self.halo = HaloPlan(self.comm.Dup(), self.local_shape, self.ghosts, neighbours, 16 * tag, checks,
@@ -323,7 +324,8 @@ class Cartesian:
     def free(self) -> None:
         """Free the grid's communicators (a long-lived program making many grids; the grid is unusable after:
         its calls raise DistributedError). Freeing it again does nothing. Refused inside a reverse-mode program,
-        whose reverse exchanges on the grid (docs/distributed.md#decomposition)."""
+        whose reverse exchanges on the grid (docs/distributed.md#decomposition). The last grid over its ranks
+        freed, their control communicator is freed too, when every rank agrees it can (control.py)."""
         if self.halo is None:  # freed already: nothing left to free
             return
         recorder = active_recorder()
@@ -337,3 +339,4 @@ class Cartesian:
         self.comm.Free()
         self.halo.freed = True  # a split program's reverse recorded before free() still holds the plan
         self.halo = None
+        self.control.grid_freed(self.label)

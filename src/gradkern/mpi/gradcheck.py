@@ -22,6 +22,7 @@ from ..annotations import Active, Annotation, Const, Duplicated
 from ..api import Forward, autodiff
 from ..errors import AnnotationError
 from ..testing import GradCheckReport, _bumped, _compare, _float64, _roundoff, input_problem
+from . import deadline
 from .agreement import agree
 
 
@@ -68,7 +69,14 @@ def check_grad(program: Any, *args: Any, comm: Any = None, seed: int = 0, rtol: 
     # refused on every rank (a rank raising alone would leave the others waiting in the first loss's sum)
     agree(comm, problem, "gkm.check_grad", (seed, eps, max_coords, rtol, atol, raise_on_failure,
                                             tuple(type(a).__name__ for a in args)))
-    single = comm.allreduce(int(any(primals[k].dtype == np.float32 for k in dup)), op=MPI.MAX)  # one rtol everywhere
+    def reduced(value: Any, op: Any = MPI.SUM, gather: bool = False) -> Any:
+        """comm's allreduce (or allgather) of a Python value, after every rank's arrival within the deadline
+        (deadline.arrive: an object's collective has no non-blocking form)."""
+        deadline.arrive(comm, lambda: f"gkm.check_grad over {deadline.ranks(comm)}: a sum of its losses and "
+                                      "derivatives over the ranks, each running the program alike")
+        return comm.allgather(value) if gather else comm.allreduce(value, op=op)
+
+    single = reduced(int(any(primals[k].dtype == np.float32 for k in dup)), op=MPI.MAX)  # one rtol everywhere
     rtol = rtol if rtol is not None else (2e-3 if single else 1e-5)
     atol = atol if atol is not None else (1e-3 if single else 1e-7)
     mine = np.random.default_rng([seed, comm.rank])  # this rank's weights and directions
@@ -87,7 +95,7 @@ def check_grad(program: Any, *args: Any, comm: Any = None, seed: int = 0, rtol: 
         """L summed over the ranks, and Σ |terms| (what its rounding scales with)."""
         out = run(values)
         terms = [weights[k] * out[k] for k in dup]
-        total = comm.allreduce(np.array([sum(float(np.sum(t)) for t in terms),
+        total = reduced(np.array([sum(float(np.sum(t)) for t in terms),
                                          sum(float(np.sum(np.abs(t))) for t in terms)]))
         return float(total[0]), float(total[1])
 
@@ -103,7 +111,7 @@ def check_grad(program: Any, *args: Any, comm: Any = None, seed: int = 0, rtol: 
     call = [Duplicated(p.copy(), v[k].astype(p.dtype)) if k in dup else Duplicated(p, v[k]) if k in act
             else Const(p.copy() if isinstance(p, np.ndarray) else p) for k, p in enumerate(primals)]
     autodiff(program, *call, mode=Forward)
-    report.dot_forward = comm.allreduce(sum(float(np.sum(weights[k] * call[k].dval.astype(np.float64)))
+    report.dot_forward = reduced(sum(float(np.sum(weights[k] * call[k].dval.astype(np.float64)))
                                             for k in dup))
     # reverse mode at the user's dtypes: shadows seeded with w
     shadows = {k: weights[k].astype(primals[k].dtype) for k in dup}
@@ -112,10 +120,10 @@ def check_grad(program: Any, *args: Any, comm: Any = None, seed: int = 0, rtol: 
     grads = autodiff(program, *call)
     analytic = {k: shadows[k].astype(np.float64) for k in dup}
     mine_dot = sum(float(np.sum(analytic[k] * v[k])) for k in dup) + sum(float(grads[k]) * v[k] for k in act)
-    report.dot_analytic = comm.allreduce(mine_dot)
+    report.dot_analytic = reduced(mine_dot)
 
     # entries: (rank, argument, index) over every rank's arrays, then the scalars (rank None: every rank's)
-    shapes = comm.allgather([primals[k].shape for k in dup])
+    shapes = reduced([primals[k].shape for k in dup], gather=True)
     coords = [(r, k, c) for r, ranks in enumerate(shapes) for k, shape in zip(dup, ranks) for c in np.ndindex(shape)]
     if len(coords) > max_coords:
         coords = [coords[j] for j in sorted(shared.choice(len(coords), max_coords, replace=False))]
@@ -123,13 +131,13 @@ def check_grad(program: Any, *args: Any, comm: Any = None, seed: int = 0, rtol: 
     for r, k, c in coords:
         ours = r is None or r == comm.rank
         x = base[k][c] if ours and isinstance(base[k], np.ndarray) else base[k] if ours else 0.0
-        h = eps * comm.allreduce(max(1.0, abs(float(x))) if ours else 0.0, op=MPI.MAX)
+        h = eps * reduced(max(1.0, abs(float(x))) if ours else 0.0, op=MPI.MAX)
         (up, up_size), (down, down_size) = (loss(_bumped(base, k, c, s * h) if ours else base) for s in (1.0, -1.0))
         numeric = (up - down) / (2 * h)
         if r is None:
-            got = comm.allreduce(float(grads[k]))  # each rank's part of the scalar's derivative
+            got = reduced(float(grads[k]))  # each rank's part of the scalar's derivative
         else:
-            got = comm.allreduce(float(analytic[k][c]) if ours else 0.0)
+            got = reduced(float(analytic[k][c]) if ours else 0.0)
         where = f"argument {k}{list(c)} on rank {r}" if r is not None else f"argument {k} (summed over ranks)"
         _compare(report, f"d loss / d {where}", got, numeric, rtol, atol + _roundoff(max(up_size, down_size), h))
     _compare(report, "dot-product test across ranks <w, Jv> vs <J^T w, v>", report.dot_analytic,

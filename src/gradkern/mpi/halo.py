@@ -29,6 +29,7 @@ from mpi4py import MPI
 from ..annotations import Const
 from ..rules import custom_rule
 from ..runtime.arrays import is_array, is_cupy_array, module_of
+from . import deadline
 from .agreement import DistributedError, read_only
 
 
@@ -37,14 +38,16 @@ def _host(a: Any) -> np.ndarray:
     return np.ascontiguousarray(a.get() if is_cupy_array(a) else a.view(np.ndarray))
 
 
-def device_sendrecv(comm: Any, xp: Any, out: Any, shape: tuple, dest: int, source: int, tag: int) -> Any:
+def device_sendrecv(comm: Any, xp: Any, out: Any, shape: tuple, dest: int, source: int, tag: int, owner: Any = None,
+                    where: Any = None) -> Any:
     """A CUDA-aware MPI's exchange of CuPy arrays: `out` (made contiguous on the device) sent to `dest`, a new
     device array of `shape` received from `source`; the current stream synchronised first, so that MPI, which
-    knows no CUDA stream, reads what the kernels before it wrote (docs/distributed.md, "CuPy arrays")."""
+    knows no CUDA stream, reads what the kernels before it wrote (docs/distributed.md, "CuPy arrays"). With the
+    deadline (deadline.sendrecv; `owner`, `where`: the halo and the wait's words)."""
     out = xp.ascontiguousarray(out)
     got = xp.empty(shape, dtype=out.dtype)
     xp.cuda.get_current_stream().synchronize()
-    comm.Sendrecv(out, dest=dest, sendtag=tag, recvbuf=got, source=source, recvtag=tag)
+    deadline.sendrecv(comm, out, dest, got, source, tag, owner, where or (lambda: "a device exchange"))
     return got
 
 
@@ -68,6 +71,7 @@ class HaloPlan:
         self.padded_shape = tuple(n + 2 * ghosts for n in local_shape)
         self.sent = {"forward": 0, "reverse": 0}
         self.freed = False  # set by grid.free(): the communicator is gone
+        self.broken: str | None = None  # a wait on `comm` passed its deadline (deadline.py): every later one refused
         g = ghosts
         # the cells this rank holds along each axis: its owned ones, and the ghosts on a non-periodic global
         # edge (boundary values: cells of the global padded array that no other rank holds)
@@ -125,7 +129,10 @@ class HaloPlan:
         self.pending = (0, 0)
         mine = np.array([digest, -digest, count, -count], dtype=np.int64)
         got = np.empty_like(mine)
-        self.comm.Allreduce(mine, got, op=MPI.MAX)
+        deadline.refuse_if_broken(self, f"the reverse's start on {self.label}")
+        deadline.allreduce(self.comm, mine, got, MPI.MAX, self,
+                           lambda: f"the reverse's start on {self.label} (checks='first'): the check of the "
+                                   f"exchanges' activity that every rank of {deadline.ranks(self.comm)} makes there")
         if got[0] != -got[1] or got[2] != -got[3]:
             raise DistributedError(f"grid.exchange (checks='first'): a program differentiates some of its {count} "
                                    "exchanges since the last agreement on some ranks only, or with another vector "
@@ -144,7 +151,8 @@ class HaloPlan:
         if dest == source == self.comm.rank:  # a periodic axis of one rank
             values = a[send].copy()
         elif self.cuda_aware and xp is not np:
-            values = device_sendrecv(self.comm, xp, a[send], a[recv].shape, dest, source, tag)
+            values = device_sendrecv(self.comm, xp, a[send], a[recv].shape, dest, source, tag, self,
+                                     lambda: self._where(dest, source, direction, tag))
             if dest != MPI.PROC_NULL:
                 self.sent[direction] += a[send].nbytes
             if source == MPI.PROC_NULL:
@@ -152,7 +160,8 @@ class HaloPlan:
         else:
             out = _host(a[send])
             got = np.empty(a[recv].shape, dtype=a.dtype)
-            self.comm.Sendrecv(out, dest=dest, sendtag=tag, recvbuf=got, source=source, recvtag=tag)
+            deadline.sendrecv(self.comm, out, dest, got, source, tag, self,
+                              lambda: self._where(dest, source, direction, tag))
             if dest != MPI.PROC_NULL:
                 self.sent[direction] += out.nbytes
             if source == MPI.PROC_NULL:
@@ -163,10 +172,18 @@ class HaloPlan:
         else:
             a[recv] = values
 
+    def _where(self, dest: int, source: int, direction: str, tag: int) -> str:
+        """The words of a halo message's wait that passed its deadline (deadline.py)."""
+        parts = [f"the slab from rank {deadline.world_rank(self.comm, source)}" if source != MPI.PROC_NULL else "",
+                 f"its slab's send to rank {deadline.world_rank(self.comm, dest)}" if dest != MPI.PROC_NULL else ""]
+        return f"grid.exchange on {self.label} (its {direction}), axis {(tag - self.tag) % 8 // 2}: waiting for " \
+               f"{' and for '.join(p for p in parts if p)}"
+
     def _alive(self) -> None:
         if self.freed:  # every rank freed it alike (SPMD): MPI would say 'Invalid communicator'
             raise DistributedError("an exchange ran on a grid that was freed since the program recorded it (a split "
                                    "program's reverse after grid.free())", hint="free the grid after the reverse")
+        deadline.refuse_if_broken(self, f"grid.exchange on {self.label}")
 
     def forward(self, u: Any) -> None:
         """Fill u's ghosts from the neighbours' owned cells (axis by axis)."""

@@ -20,25 +20,32 @@ from ..errors import RuleError
 from ..program.loop import entering_loop
 from ..rules import custom_rule
 from ..runtime.arrays import is_array, is_cupy_array, module_of
+from . import deadline
 from .agreement import DistributedError, agree_schedule_once, read_only
 from .control import control, reduced_on
 
 
 def _sum(comm: Any, a: Any, into: Any = None, direct: bool = False) -> None:
     """into[...] = Σ_ranks a (into None: in place), through contiguous host buffers; `direct`: a CuPy array's
-    through device buffers (a CUDA-aware MPI, `cuda_aware=True`), the current stream synchronised first."""
+    through device buffers (a CUDA-aware MPI, `cuda_aware=True`), the current stream synchronised first. With the
+    deadline (deadline.py): past it, the group's control is broken, so every later call over its ranks is refused."""
     target = a if into is None else into
     xp = module_of(a)
+    owner = control(comm, "gkm.allreduce")
+    deadline.refuse_if_broken(owner, "gkm.allreduce")  # the reverse's sums run without a check of their own
+
+    def where() -> str:
+        return f"gkm.allreduce over {deadline.ranks(comm)}: the sum's Allreduce, waiting for the other ranks' parts"
     if direct and xp is not np:
         mine = xp.ascontiguousarray(a)
         got = xp.empty_like(mine)
         xp.cuda.get_current_stream().synchronize()
-        comm.Allreduce(mine, got, op=MPI.SUM)
+        deadline.allreduce(comm, mine, got, MPI.SUM, owner, where)
         target[...] = got
         return
     mine = np.ascontiguousarray(a.get() if is_cupy_array(a) else a.view(np.ndarray))
     got = np.empty_like(mine)
-    comm.Allreduce(mine, got, op=MPI.SUM)
+    deadline.allreduce(comm, mine, got, MPI.SUM, owner, where)
     if module_of(target) is np:
         target[...] = got
     else:
@@ -62,7 +69,7 @@ def _agree(comm: Any, x: Any, active: int, out: Any = None, recorded: bool = Fal
     problem = None
     if read_only(target):
         problem = f"{'x' if out is None else 'out'} is read-only (its writeable flag is off); the sum is written there"
-    group = control(comm)  # the checks of every call over comm's ranks run on one communicator (control.py)
+    group = control(comm, "gkm.allreduce")  # every call over comm's ranks checks on one communicator (control.py)
     group.agree(problem, "gkm.allreduce", None if problem else x.dtype, 0 if problem else int(x.size), int(active),
                 () if problem else tuple(x.shape), site=("gkm.allreduce",))
     reduced_on(group)  # where a loop's entry agrees while no grid is alive
@@ -187,7 +194,7 @@ def allreduce(x: Any, out: Any = None, comm: Any = None, op: Any = None, cuda_aw
                   "what it has written"
     if problem is not None:  # raised on every rank: the others raise in the call's own agreement (_agree)
         try:
-            control(comm).agree(problem, "gkm.allreduce", None, site=("gkm.allreduce",))
+            control(comm, "gkm.allreduce").agree(problem, "gkm.allreduce", None, site=("gkm.allreduce",))
         except DistributedError as e:
             if op is not None and op != MPI.SUM:
                 raise RuleError(problem, hint="for a max or min, reduce with mpi4py outside the differentiated "
