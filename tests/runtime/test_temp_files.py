@@ -137,8 +137,9 @@ def test_an_interrupted_compile_leaves_no_compiler_pass_running_and_no_file(tmp_
         signal.pthread_kill(main, signal.SIGINT)
 
     # a KeyboardInterrupt raised inside a gc callback (hypothesis installs one) or a finalizer is printed and
-    # dropped: the SIGINT would be lost and the compile would finish (CI saw hypothesis's callback take one,
-    # session 54); with the collector off and no callbacks, it lands in this thread's own code
+    # dropped: the SIGINT would be lost and the compile would finish; with the collector off and no callbacks, it
+    # lands in this thread's own code. (The one CI printed from hypothesis's callback was execnet's SIGINT to a
+    # worker slow to exit, not this test's: tests/conftest.py's pytest_sessionfinish, docs/testing.md.)
     callbacks, enabled = gc.callbacks[:], gc.isenabled()
     gc.callbacks.clear()
     gc.disable()
