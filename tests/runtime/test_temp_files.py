@@ -64,7 +64,7 @@ def arguments():
             gk.Active(0.1), 6]
 
 
-def test_a_split_forward_whose_reverse_never_runs_leaves_no_snapshot_directory(private_tmp):
+def test_a_split_forward_whose_reverse_never_runs_leaves_no_snapshot_directory(private_tmp, frozen_heap):
     fwd, _ = gk.autodiff_thunk(on_disk(), gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
     tape = fwd(*arguments())
     assert [p.name[:19] for p in private_tmp.iterdir()] == ["gradkern-snapshots-"]  # the schedule stored on disk
