@@ -50,6 +50,22 @@ def frozen_heap():
         gc.unfreeze()
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    """One full collection when the tests are done, then the heap frozen (gc.freeze) for the rest of the process.
+    pytest collects twice more after this (unconfigure and cleanup, to report what finalizers raise), and a
+    pytest-xdist worker does so after telling the controller it has finished: execnet then gives it 5 s before it
+    sends the worker a SIGINT, and 10 s more before os._exit. Late in CI a worker's heap holds millions of objects
+    and each collection took seconds, so the SIGINT landed in whatever Python code the collector was running
+    (hypothesis's gc callback: "Exception ignored in ... gc_callback ... KeyboardInterrupt", every CI run). Collected
+    here, before the worker reports, the same garbage is found and its finalizers' exceptions reported as before;
+    the later collections, the interpreter's at exit included, scan only what is newer. What must happen at exit is
+    registered with atexit (temporary directories, docs/caching.md#temporary-files), which runs all the same
+    (docs/testing.md, "Test time")."""
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(1234)

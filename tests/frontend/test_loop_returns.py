@@ -6,6 +6,8 @@ in reverse and forward mode; split reverse equal to fused; vector lanes equal to
 
 import numpy as np
 import pytest
+from support.interp_params import interp_and_numba
+from support.ported_harness import on_interpreter
 
 import gradkern as gk
 from gradkern.testing import check_grad
@@ -184,8 +186,13 @@ def test_gradients(rng, case, mode):
     assert report.ok and report.checked >= 10
 
 
-@pytest.mark.parametrize("case", range(len(IDS)), ids=IDS)
-def test_split_equals_fused_and_lanes_equal_separate_calls(rng, case):
+# Split mode and vector lanes against the fused reverse: what the transforms made, on the interpreter in CI; on Numba
+# for first_crossing (its split and lane kernels compiled and run), the other cases' Numba runs `full` (their compiles
+# were this test's CI time; test_gradients compiles every case's reverse on Numba: docs/testing.md, "Test time")
+@pytest.mark.parametrize(("case", "interp"), interp_and_numba(range(len(IDS)), IDS, IDS, ["first_crossing"]))
+def test_split_equals_fused_and_lanes_equal_separate_calls(rng, case, interp, monkeypatch):
+    if interp:
+        on_interpreter(monkeypatch)
     kernel, args, dim, active = _cases(rng)[case]
     seeds = [{k: rng.uniform(-1.0, 1.0, args[k].shape) for k in active} for _ in range(2)]
     separate = []

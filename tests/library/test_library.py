@@ -47,7 +47,9 @@ import pkgutil
 
 import numpy as np
 import pytest
+from support.interp_params import interp_and_numba
 from support.library_cases import ALIASES, CASES
+from support.ported_harness import on_interpreter
 
 import gradkern as gk
 import gradkern.kernels as library
@@ -143,9 +145,20 @@ def test_float32_launch_agrees_with_the_float64_reference(name, rng):
     _compare(name, case, args, want, rtol=0.0, atol=bound)
 
 
+# The gradients whose Numba compiles cost the most in CI (session 55's clean-clone run: d2q9_step 24 s, shallow_water_2d
+# 16 s, wave_step_2d 11.5 s of CPU, 52 of this file's 112 s) are checked on the interpreter in CI, their Numba twins
+# `full`. check_grad tests the transforms' reverse and tangent, which a backend only prints (docs/architecture.md);
+# Numba still compiles these kernels' reverses in CI, in the examples that differentiate through them (d2q9_flow,
+# shallow_water_ic, fwi_toy: tests/meta/test_examples.py), and their primals here (docs/testing.md, "Test time").
+NUMBA_FULL = {"d2q9_step", "shallow_water_2d", "wave_step_2d"}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_gradient(name, rng):
+@pytest.mark.parametrize(("name", "interp"),
+                         interp_and_numba(sorted(CASES), sorted(CASES), NUMBA_FULL, set(CASES) - NUMBA_FULL))
+def test_gradient(name, interp, rng, monkeypatch):
+    if interp:
+        on_interpreter(monkeypatch)
     case = CASES[name]
     args = case.make(rng, np.dtype(np.float64))
     report = check_grad(case.kernel, *case.annotated(args), dim=case.dim(args), **(case.check_grad_options or {}))

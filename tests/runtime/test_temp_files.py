@@ -64,7 +64,7 @@ def arguments():
             gk.Active(0.1), 6]
 
 
-def test_a_split_forward_whose_reverse_never_runs_leaves_no_snapshot_directory(private_tmp):
+def test_a_split_forward_whose_reverse_never_runs_leaves_no_snapshot_directory(private_tmp, frozen_heap):
     fwd, _ = gk.autodiff_thunk(on_disk(), gk.Duplicated, gk.Duplicated, gk.Active, gk.Const)
     tape = fwd(*arguments())
     assert [p.name[:19] for p in private_tmp.iterdir()] == ["gradkern-snapshots-"]  # the schedule stored on disk
@@ -137,8 +137,9 @@ def test_an_interrupted_compile_leaves_no_compiler_pass_running_and_no_file(tmp_
         signal.pthread_kill(main, signal.SIGINT)
 
     # a KeyboardInterrupt raised inside a gc callback (hypothesis installs one) or a finalizer is printed and
-    # dropped: the SIGINT would be lost and the compile would finish (CI saw hypothesis's callback take one,
-    # session 54); with the collector off and no callbacks, it lands in this thread's own code
+    # dropped: the SIGINT would be lost and the compile would finish; with the collector off and no callbacks, it
+    # lands in this thread's own code. (The one CI printed from hypothesis's callback was execnet's SIGINT to a
+    # worker slow to exit, not this test's: tests/conftest.py's pytest_sessionfinish, docs/testing.md.)
     callbacks, enabled = gc.callbacks[:], gc.isenabled()
     gc.callbacks.clear()
     gc.disable()

@@ -9,6 +9,8 @@ calls, and on hostcuda against the CPU backend."""
 
 import numpy as np
 import pytest
+from support.interp_params import interp_and_numba
+from support.ported_harness import on_interpreter
 
 import gradkern as gk
 from gradkern.testing import check_grad
@@ -110,8 +112,13 @@ def _fresh(args):
     return [type(a)(a.val.copy(), a.dval.copy()) if isinstance(a, gk.Duplicated) else a for a in args]
 
 
-@pytest.mark.parametrize("case", range(len(IDS)), ids=IDS)
-def test_split_equals_fused_and_lanes_equal_separate_calls(rng, case):
+# Split mode and vector lanes against the fused reverse: what the transforms made, on the interpreter in CI; on Numba
+# for newton_cbrt (its split and lane kernels compiled and run), the other cases' Numba runs `full` (their compiles
+# were this test's CI time; test_gradients compiles every case's reverse on Numba: docs/testing.md, "Test time")
+@pytest.mark.parametrize(("case", "interp"), interp_and_numba(range(len(IDS)), IDS, IDS, ["newton_cbrt"]))
+def test_split_equals_fused_and_lanes_equal_separate_calls(rng, case, interp, monkeypatch):
+    if interp:
+        on_interpreter(monkeypatch)
     kernel, args, dim = _cases(rng)[case]
     seeds = [[rng.uniform(-1.0, 1.0, a.val.shape) if isinstance(a, gk.Duplicated) else None for a in args]
              for _ in range(2)]
