@@ -54,7 +54,7 @@ _FIX = ("compute it in a kernel (gk.launch), copy with gk.copy(dst, src) or u.co
         "or pass gk.Const(x) to the launch to say that no derivative through it is wanted")
 _COPYABLE = tuple(np.dtype(t) for t in ("float32", "float64", "int32", "int64"))  # what a kernel's array holds
 _LIKE = ("zeros_like", "empty_like", "ones_like", "full_like")  # new arrays whose values depend on no input
-SHAPES: dict[str, Any] = {}  # NumPy function name -> the copy launches it makes (hostshapes.py fills it)
+SHAPES: dict[str, Any] = {}  # NumPy function name -> the launches it makes (hostshapes.py, hostufuncs.py fill it)
 
 
 @dataclass(frozen=True)
@@ -278,7 +278,7 @@ class TrackedArray(np.ndarray):
             return args[0].copy()
         if name == "copyto":
             return _copyto(*args, **kwargs)
-        if name in SHAPES:  # joins, pads, rolls, reshaped copies: copy launches where they are copies
+        if name in SHAPES:  # joins, pads, rolls, reshaped copies (copy launches), np.where, np.clip (hostufuncs.py)
             got = SHAPES[name](func, args, kwargs)
             if got is not NotImplemented:
                 return got

@@ -29,7 +29,7 @@ from ..kernel import KernelFunction, kernel
 from ..recording import active_recorder
 from ..runtime.launch import launch
 from .derived import DerivedScalar, constant
-from .hostcode import TrackedArray, _read, plain, tracker
+from .hostcode import SHAPES, TrackedArray, _read, plain, tracker
 from .hostops import copy as gk_copy
 from .scalars import ActiveScalar
 from .shadows import memory_root
@@ -190,7 +190,6 @@ def _overlaps(a: np.ndarray, others: list) -> bool:
 
 
 _ufunc = TrackedArray.__array_ufunc__
-_function = TrackedArray.__array_function__
 # the keywords that may come with the defaults' values (NumPy's clip passes casting=None)
 _DEFAULTS = {"casting": (None, "same_kind"), "order": (None, "K"), "dtype": (None,)}
 
@@ -204,16 +203,16 @@ def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, out: Any = No
     return _ufunc(self, ufunc, method, *inputs, out=out, **kwargs)
 
 
-def _array_function(self: Any, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-    name = func.__name__
-    if name == "where" and len(args) == 3 and not kwargs:
-        got = elementwise("where", args, None)
-        if got is not NotImplemented:
-            return got
-    elif name == "clip" and args and isinstance(args[0], TrackedArray) and tracker() is not None:
-        return func._implementation(*args, **kwargs)  # u.clip(...): the ufunc clip (or maximum, minimum) above
-    return _function(self, func, types, args, kwargs)
+def _where(func: Any, args: tuple, kwargs: dict) -> Any:
+    return elementwise("where", args, None) if len(args) == 3 and not kwargs else NotImplemented
+
+
+def _clip(func: Any, args: tuple, kwargs: dict) -> Any:
+    """np.clip(u, ...): NumPy's own, which calls u.clip, the ufunc clip (or maximum, minimum) above."""
+    if not args or not isinstance(args[0], TrackedArray) or tracker() is None:
+        return NotImplemented
+    return func._implementation(*args, **kwargs)
 
 
 TrackedArray.__array_ufunc__ = _array_ufunc
-TrackedArray.__array_function__ = _array_function
+SHAPES["where"], SHAPES["clip"] = _where, _clip  # hostcode's __array_function__ asks them first
