@@ -8,13 +8,14 @@ never dropped:
   operations come here. Copies (`u.copy()`, `np.copy`, `np.copyto`, `astype`
   to a float type, `w[...] = u`, `w[:] = 0.0`, `w.fill(c)`) become `gk.copy` /
   `gk.fill` launches, recorded and differentiated like any launch.
-* Any other operation with an active input (one that shares memory with an
+* Elementwise ufuncs of one shape and float dtype are launches of generated kernels (hostufuncs.py).
+  Any other operation with an active input (one that shares memory with an
   array that has a shadow, or is itself such a result) makes a float result
   that remembers where it came from (`Origin`); a launch or rule call that
   takes it raises `gk.ProgramError` naming the operation, the arrays and the
   line, before anything is touched. `gk.Const(w)` says no derivative is wanted.
-* A host write into an active array that is not a copy or a fill
-  (`u *= 2`, `np.sin(u, out=u)`) raises `gk.ProgramError` before it writes;
+* A host write into an active array that is not a copy, a fill or an elementwise launch (hostufuncs.py:
+  `u *= 2` is one; `u %= 2`, `np.cbrt(u, out=u)`) raises `gk.ProgramError` before it writes;
   so does any host write into an array a launch has taken (guard.py), copies
   and fills included: those go through `gk.copy`/`gk.fill` by name.
 
