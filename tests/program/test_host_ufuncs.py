@@ -8,6 +8,7 @@ names the user's line, with nothing changed."""
 import numpy as np
 import pytest
 from support.ported_harness import on_interpreter
+from support.ported_loops import checkpointed, plain
 
 import gradkern as gk
 from gradkern.program import hostufuncs
@@ -115,6 +116,20 @@ def test_elementwise_operation_is_differentiated(rng, monkeypatch, name, op):
                gk.Duplicated(np.zeros(1), np.zeros(1)))
 
 
+def test_float32_arrays_with_python_scalars(rng, monkeypatch):
+    """float32 arrays and Python numbers (weak scalars: NumPy's result is float32) are a float32 launch."""
+    on_interpreter(monkeypatch)
+    u, w = (x.astype(np.float32) for x in _inputs(rng))
+
+    def op(u, v, w, c):
+        r = np.sqrt(v) * 0.5 + w / 3.0
+        assert r.dtype == u.dtype  # (check_grad runs the program in float64 too)
+        return r
+    # check_grad's float32 defaults (rtol 2e-3: float32 rounding against a float64 run, gradkern/testing.py)
+    check_grad(program(op), gk.Duplicated(u, np.zeros(N, np.float32)), gk.Duplicated(w, np.zeros(N, np.float32)),
+               gk.Active(0.7), gk.Duplicated(np.zeros(1, np.float32), np.zeros(1, np.float32)))
+
+
 def test_one_generated_kernel_per_operation_axes_and_operands(rng, monkeypatch):
     """The same operation on other values, or in another program, reuses its kernel; another operand pattern or
     number of axes is another kernel."""
@@ -165,29 +180,20 @@ def _stepper(loop):
     return prog
 
 
-def _plain_loop(step, n):
-    for t in range(n):
-        step(t)
-
-
-def _checkpointed(step, n):
-    gk.checkpointed_loop(step, n, snapshots=2)
-
-
 def test_inside_a_checkpointed_loop_recomputed_steps_replay_the_launches(rng, monkeypatch):
     """A recomputed step makes the launches its first forward made (inside a step every elementwise operation is a
     launch): the gradient is the plain loop's, and central differences agree."""
     on_interpreter(monkeypatch)
     u = rng.random(N) + 0.5
     got, want = [], []
-    for loop, out in ((_checkpointed, got), (_plain_loop, want)):
+    for loop, out in ((checkpointed, got), (plain, want)):
         du = np.zeros(N)
         g = gk.autodiff(_stepper(loop), gk.Duplicated(u.copy(), du), gk.Active(0.3),
                         gk.Duplicated(np.zeros(1), np.ones(1)))
         out += [du, g[1]]
     np.testing.assert_allclose(got[0], want[0], rtol=1e-13)  # the same launches in the same order
     assert got[1] == pytest.approx(want[1], rel=1e-13)
-    check_grad(_stepper(_checkpointed), gk.Duplicated(u, np.zeros(N)), gk.Active(0.3),
+    check_grad(_stepper(checkpointed), gk.Duplicated(u, np.zeros(N)), gk.Active(0.3),
                gk.Duplicated(np.zeros(1), np.zeros(1)))
 
 
