@@ -80,6 +80,7 @@ CASES = [
     ("np.clip(v, 0.8, 1.5)", lambda u, v, w, c: np.clip(v, 0.8, 1.5)),
     ("v.clip(0.8, None)", lambda u, v, w, c: v.clip(0.8, None)),
     ("c * v + w / c", lambda u, v, w, c: c * v + w / c),
+    ("v * (u > 1.0)", lambda u, v, w, c: v * (u > 1.0)),  # a boolean mask: a constant array
     ("v *= 2.0", _inplace(lambda u, v, w, c: v.__imul__(2.0))),
     ("v += c * u", _inplace(lambda u, v, w, c: v.__iadd__(c * u))),
     ("np.clip(v, 0.8, 1.5, out=v)", _inplace(lambda u, v, w, c: np.clip(v, 0.8, 1.5, out=v))),

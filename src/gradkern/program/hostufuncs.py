@@ -113,7 +113,7 @@ def elementwise(name: str, operands: tuple, out: Any) -> Any:
         out = out[0]
     if out is not None and not isinstance(out, np.ndarray):
         return NotImplemented
-    arrays, values, shape, dtype, active = [], [], None, None, False
+    arrays, values, integers, shape, dtype, active = [], [], [], None, None, False
     for n, x in enumerate(operands):
         if isinstance(x, np.ndarray) and (x.ndim > 0 or name == "where" and n == 0):
             if host.origin(x) is not None and not (name == "where" and n == 0):
@@ -125,6 +125,8 @@ def elementwise(name: str, operands: tuple, out: Any) -> Any:
                 return NotImplemented  # broadcasting: not elementwise over one shape
             if name == "where" and n == 0:
                 v = (v != 0).astype(np.int32)  # a kernel's array holds no booleans
+            elif v.dtype.kind in "biu":
+                integers.append(n)  # a mask or counts (`u * (u > 0)`): a constant, in the float dtype below
             else:
                 if v.dtype not in _FLOATS or (dtype is not None and v.dtype != dtype):
                     return NotImplemented
@@ -145,6 +147,8 @@ def elementwise(name: str, operands: tuple, out: Any) -> Any:
     given = [x.value if isinstance(x, ActiveScalar) else constant(x) for x in operands[1 if name == "where" else 0:]]
     if np.result_type(*[plain(x) for x in given]) != dtype:
         return NotImplemented  # NumPy's result would have another dtype (a float64 scalar with float32 arrays)
+    for n in integers:
+        values[n] = np.asarray(values[n], dtype)  # a new array: no derivative flows through integers
     if out is not None:
         if host.origin(out) is not None:
             return NotImplemented
