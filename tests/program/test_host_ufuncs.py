@@ -46,6 +46,11 @@ def _sin_in_place(u, v, w, c):
     return u
 
 
+def _slice_scaled(u, v, w, c):
+    v[1:-1] *= 0.5  # a launch on the view, then `v[1:-1] = view`: its values onto themselves, no host write
+    return v
+
+
 def _shifted_sum(u, v, w, c):
     np.add(v[1:], v[:-1], out=v[1:])  # out overlaps the second input: NumPy reads both first (a copy here)
     return v
@@ -86,6 +91,7 @@ CASES = [
     ("np.clip(v, 0.8, 1.5, out=v)", _inplace(lambda u, v, w, c: np.clip(v, 0.8, 1.5, out=v))),
     ("np.multiply(u, v, out=w)", _into_w),
     ("np.sin(u, out=u)", _sin_in_place),
+    ("v[1:-1] *= 0.5", _slice_scaled),
     ("u[1:] - u[:-1]", lambda u, v, w, c: u[1:] - u[:-1]),  # overlapping views: one copied first
     ("np.add(v[1:], v[:-1], out=v[1:])", _shifted_sum),
     ("u[::-1] * v", lambda u, v, w, c: u[::-1] * v),

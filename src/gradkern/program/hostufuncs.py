@@ -24,12 +24,13 @@ from typing import Any
 import numpy as np
 
 from .. import intrinsics
+from ..annotations import Const
 from ..ir.types import MAX_LAUNCH_NDIM, MAX_NDIM
 from ..kernel import KernelFunction, kernel
 from ..recording import active_recorder
 from ..runtime.launch import launch
 from .derived import DerivedScalar, constant
-from .hostcode import SHAPES, TrackedArray, _read, plain, tracker
+from .hostcode import SHAPES, TrackedArray, _read, _view_key, plain, tracker
 from .hostops import copy as gk_copy
 from .scalars import ActiveScalar
 from .shadows import memory_root
@@ -88,17 +89,19 @@ def _generate(name: str, ndim: int, pattern: str) -> KernelFunction:
     return kernel(namespace[fname])
 
 
-def _scalar(x: Any, host: Any) -> Any:
-    """`x` as a launch takes it when it is a scalar operand that fits (an Active scalar, a number), else None."""
+def _scalar(x: Any, host: Any) -> tuple[Any, Any]:
+    """(`x` as a launch takes it, or None when it is no scalar operand that fits; the origin of a scalar host code
+    computed from an active array, else None)."""
     if isinstance(x, ActiveScalar):
-        return x
+        return x, None
+    origin = None
     if isinstance(x, DerivedScalar):
         if x._gk_origin is not None and x._gk_origin.host is host:
-            return None  # computed from an active array on the host: hostcode's path makes the result derived
+            origin = x._gk_origin
         x = constant(x)
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        return None
-    return float(x)
+        return None, None
+    return float(x), origin
 
 
 def elementwise(name: str, operands: tuple, out: Any) -> Any:
@@ -113,11 +116,18 @@ def elementwise(name: str, operands: tuple, out: Any) -> Any:
         out = out[0]
     if out is not None and not isinstance(out, np.ndarray):
         return NotImplemented
+    # inside a checkpointed loop's step whether an operand is derived depends on its shadows, which a step's
+    # temporaries have only in taped segments: there a derived operand is a launch too (the same launches in every
+    # run of the step), whose result is derived in turn
+    loop, derived, consts = rec.in_loop, None, set()
     arrays, values, integers, shape, dtype, active = [], [], [], None, None, False
     for n, x in enumerate(operands):
         if isinstance(x, np.ndarray) and (x.ndim > 0 or name == "where" and n == 0):
             if host.origin(x) is not None and not (name == "where" and n == 0):
-                return NotImplemented  # its values came from host code the tape does not see
+                if not loop:
+                    return NotImplemented  # its values came from host code the tape does not see
+                derived = derived or host.origin(x)
+                consts.add(n)
             v = host.plain_view(x) if isinstance(x, TrackedArray) else plain(x)
             if shape is None:
                 shape = v.shape
@@ -135,9 +145,10 @@ def elementwise(name: str, operands: tuple, out: Any) -> Any:
             arrays.append(n)
             values.append(v)
         else:
-            s = _scalar(x[()] if isinstance(x, np.ndarray) else x, host)  # a 0-d array is a scalar to NumPy
-            if s is None or name == "where" and n == 0:
+            s, origin = _scalar(x[()] if isinstance(x, np.ndarray) else x, host)  # a 0-d array: a scalar to NumPy
+            if s is None or name == "where" and n == 0 or origin is not None and not loop:
                 return NotImplemented
+            derived = derived or origin
             active = active or isinstance(s, ActiveScalar)
             values.append(s)
     if dtype is None or not 1 <= len(shape) <= MAX_NDIM or not np.prod(shape):
@@ -150,13 +161,13 @@ def elementwise(name: str, operands: tuple, out: Any) -> Any:
     for n in integers:
         values[n] = np.asarray(values[n], dtype)  # a new array: no derivative flows through integers
     if out is not None:
-        if host.origin(out) is not None:
+        if host.origin(out) is not None and not loop:
             return NotImplemented
         dst = host.plain_view(out) if isinstance(out, TrackedArray) else plain(out)
         if dst.shape != shape or dst.dtype != dtype:
             return NotImplemented
         active = active or host.active(dst)
-    if not (active or rec.in_loop):
+    if not (active or loop):
         return NotImplemented  # no derivative is involved: NumPy computes it (a loop's step: always a launch)
     _read()
     dst = np.empty(shape, dtype) if out is None else dst
@@ -178,9 +189,15 @@ def elementwise(name: str, operands: tuple, out: Any) -> Any:
             gk_copy(copied, v)
             v = values[n] = copied
         pattern.append("a")
-        args.append(v)
+        args.append(Const(v) if n in consts else v)  # derived: the result is refused, not this launch
     launch(_kernel(name, len(shape), "".join(pattern)), shape[:MAX_LAUNCH_NDIM], *args)
-    return out if out is not None else dst.view(TrackedArray)
+    if out is not None:
+        if derived is not None:
+            host.taint(dst, derived)
+        return out
+    result = dst.view(TrackedArray)
+    result._gk_origin = derived
+    return result
 
 
 def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
@@ -218,5 +235,19 @@ def _clip(func: Any, args: tuple, kwargs: dict) -> Any:
     return func._implementation(*args, **kwargs)
 
 
+_setitem = TrackedArray.__setitem__  # hostcode's (a copy or fill launch, a host write, or refused)
+
+
+def _assigned(self: Any, key: Any, value: Any) -> None:
+    """`u[1:-1] *= 0.5` is `v = u[1:-1]; v *= 0.5` (a launch, above), then `u[1:-1] = v`: the values onto
+    themselves, which changes nothing and is no host write (one would be refused: a launch has taken u)."""
+    if isinstance(value, np.ndarray) and tracker() is not None:
+        target = np.ndarray.__getitem__(plain(self), _view_key(plain(key)))
+        if target.base is not None and _same_view(target, plain(value)):
+            return
+    _setitem(self, key, value)
+
+
 TrackedArray.__array_ufunc__ = _array_ufunc
+TrackedArray.__setitem__ = _assigned
 SHAPES["where"], SHAPES["clip"] = _where, _clip  # hostcode's __array_function__ asks them first
