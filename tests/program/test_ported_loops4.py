@@ -17,6 +17,7 @@ import pytest
 from support import ported_loops3_apps as p3a
 from support import ported_loops4 as p4
 from support import ported_loops4_apps as pa
+from support.ported_harness import on_interpreter
 from support.ported_loops_checks import port_tests
 
 import gradkern as gk
@@ -257,10 +258,11 @@ def test_minighost_boundary_written_with_numpy_is_refused_naming_the_line(kind, 
         np.testing.assert_array_equal(a.dval, s)
 
 
-def test_minighost_boundary_scaled_in_place_with_numpy_is_differentiated():
+def test_minighost_boundary_scaled_in_place_with_numpy_is_differentiated(monkeypatch):
     """`a[...] *= 0.5` into an array a launch has taken: refused until session 56 (a write into an active array);
     now a launch of a generated kernel, then the assignment of a's values onto themselves, no host write
     (program/hostufuncs.py): central differences and the dot-product test agree."""
+    on_interpreter(monkeypatch)
     rng = np.random.default_rng(55)
     spec = [("dup", _u(rng, 5, 6)), ("dup", _u(rng, 5, 6)), ("active", 0.2), ("plain", 3)]
     _check_against_differences(pa.minighost_host_boundary("scale"), spec, rng)
@@ -272,10 +274,11 @@ def _l96_args(rng):
             gk.Const(_u(rng, 4, 8, lo=7.0, hi=9.0)), gk.Active(8.0), 2]
 
 
-def test_lorenz96_rk_stage_combined_on_the_host_is_differentiated():
+def test_lorenz96_rk_stage_combined_on_the_host_is_differentiated(monkeypatch):
     """`x1 = x + 0.5 * dt * k1` on the host, then a launch taking x1: refused until session 56; now two launches of
     generated kernels (program/hostufuncs.py), whose gradient matches central differences and the dot-product
     test (docs/host-code.md, "Elementwise NumPy")."""
+    on_interpreter(monkeypatch)
     rng = np.random.default_rng(56)
     spec = [("dup", _u(rng, 8, lo=7.0, hi=9.0)), ("dup", _u(rng, 1)), ("const", _u(rng, 4, 8, lo=7.0, hi=9.0)),
             ("active", 8.0), ("plain", 2)]
