@@ -8,13 +8,15 @@ host-write guard refuses host writes, and this is none). Operand views that over
 (`u[1:] - u[:-1]`) are copied first by `gk.copy` (a shadow may not overlap another one): NumPy's "as if the inputs
 were read before the output is written".
 
-What does not fit (broadcasting other than scalars, mixed dtypes, an integer or boolean result, `where=`,
-`dtype=`, a reduction, an operand host code computed from an active array, a derived scalar) goes on to
-hostcode.py's `__array_ufunc__` / `__array_function__`: a derived array, refused by the launch that takes it.
+What does not fit (broadcasting other than scalars, mixed dtypes, a ufunc not in `OPS`, `where=`, `dtype=`, a
+reduction, an array exponent) goes on to hostcode.py's `__array_ufunc__` / `__array_function__`: a derived array,
+refused by the launch that takes it. Boolean and integer operands (a mask) are constants in the float dtype.
 
 Outside a checkpointed loop an operation becomes a launch when an operand is active (has a shadow or tangent) or is
-an Active scalar; inside a loop's step always, since a recomputed step must make the launches its first forward
-made, and a step's temporaries get their shadows only in taped segments (as copies: hostcode.py)."""
+an Active scalar, and one with an operand host code computed from an active array (a derived array or scalar) is
+hostcode's; inside a loop's step every one that fits is a launch, a derived operand taken as `gk.Const` and the
+result derived, since a recomputed step must make the launches its first forward made, and a step's temporaries get
+their shadows (on which both activity and derived-ness depend) only in taped segments (as copies: hostcode.py)."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ from .hostops import copy as gk_copy
 from .scalars import ActiveScalar
 from .shadows import memory_root
 
-# ufunc name -> (operands, the kernel expression of them); `power` takes a scalar exponent only (_fits)
+# ufunc name -> (operands, the kernel expression of them); `power` takes a scalar exponent only (elementwise)
 _MATH = {"sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "sin": "sin",
          "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh",
          "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh"}
