@@ -208,12 +208,15 @@ ROWS = [
     Row("v.view()", "array", lambda u, v: v.view(), GRAD),
     Row("v.ravel()", "array", lambda u, v: v.ravel(), GRAD),
     Row("v[::-1][::-1]", "array", lambda u, v: v[::-1][::-1], GRAD),
-    Row("v * 2.0", "array", lambda u, v: v * 2.0, REFUSED),
-    Row("np.sqrt(v)", "array", lambda u, v: np.sqrt(v), REFUSED),
+    # elementwise arithmetic is a launch (program/hostufuncs.py, session 56; refused before)
+    Row("v * 2.0", "array", lambda u, v: v * 2.0, GRAD),
+    Row("np.sqrt(v)", "array", lambda u, v: np.sqrt(v), GRAD),
+    Row("v % 1.5", "array", lambda u, v: v % 1.5, REFUSED),  # no kernel operation: stays derived
+    Row("(v + np.ones((2, N)))[0]", "array", lambda u, v: (v + np.ones((2, N)))[0], REFUSED),  # broadcast
     Row("v[[0, 1, 2, 3, 4, 5]]", "array", lambda u, v: v[[0, 1, 2, 3, 4, 5]], GRAD),  # a gather (hostgather.py)
     Row("v[[[0, 1, 2], [3, 4, 5]]][0]", "array", lambda u, v: v[[[0, 1, 2], [3, 4, 5]]][0], REFUSED),
     Row("np.asarray(v)", "array", lambda u, v: np.asarray(v), GRAD),  # a view: the launch takes v
-    Row("np.asarray(v) * 2.0", "array", lambda u, v: np.asarray(v) * 2.0, REFUSED),
+    Row("np.asarray(v) * 2.0", "array", lambda u, v: np.asarray(v) * 2.0, GRAD),
     Row("np.asarray(v)[3]", "scalar", lambda u, v: np.asarray(v)[3], REFUSED),
     Row("np.array(v)", "array", lambda u, v: np.array(v), REFUSED),
     Row("np.array(v)[3]", "scalar", lambda u, v: np.array(v)[3], REFUSED),
@@ -226,13 +229,13 @@ ROWS = [
     # -- writes
     Row("np.copyto(w, v), w fresh", "array", _copyto_fresh, GRAD),
     Row("w[...] = v, w fresh", "array", _assign_fresh, GRAD),
-    Row("np.multiply(v, 2, out=w), w fresh", "array", _out_fresh, REFUSED),
+    Row("np.multiply(v, 2, out=w), w fresh", "array", _out_fresh, GRAD),
     Row("w.flat[:] = v, w fresh", "array", _flat_fresh, GRAD),
     Row("v.flat[1] = 0.5, v launched", "array", _flat_launched, REFUSED),
     Row("np.copyto(v, u), v launched", "array", _copyto_launched, REFUSED),
     Row("v[...] = 2 * u, v launched", "array", _assign_launched, REFUSED),
     Row("v[1:4] = 0.5, v launched", "array", _slice_launched, REFUSED),
-    Row("np.multiply(u, 2, out=v), v launched", "array", _out_launched, REFUSED),
+    Row("np.multiply(u, 2, out=v), v launched", "array", _out_launched, GRAD),  # a launch, not a host write
 ]
 
 _FROZEN: list = []  # CONST rows: the values the base point's run computed, which the bumped runs reuse

@@ -17,6 +17,7 @@ import pytest
 from support import ported_loops3_apps as p3a
 from support import ported_loops4 as p4
 from support import ported_loops4_apps as pa
+from support.ported_harness import on_interpreter
 from support.ported_loops_checks import port_tests
 
 import gradkern as gk
@@ -243,23 +244,28 @@ def test_minighost_periodic_output_to_a_file_of_a_plain_view_is_accepted():
     assert len(files) == 4 and np.load(__import__("io").BytesIO(files[-1])).shape == (5, 6)
 
 
-@pytest.mark.parametrize("kind, line", [("zero", r"a\[:, -1\] = 0\.0"), ("copy", r"a\[0\] = a\[1\]"),
-                                        ("scale", None)])
+@pytest.mark.parametrize("kind, line", [("zero", r"a\[:, -1\] = 0\.0"), ("copy", r"a\[0\] = a\[1\]")])
 def test_minighost_boundary_written_with_numpy_is_refused_naming_the_line(kind, line):
-    """`u[:, -1] = 0`, `u[0] = u[1]`, `u[...] *= 0.5` into an array a launch has taken: refused at the line, before
-    writing, naming gk.fill / gk.copy (the port's _ghost_boundary spelling)."""
+    """`u[:, -1] = 0`, `u[0] = u[1]` into an array a launch has taken: refused at the line, before writing, naming
+    gk.fill / gk.copy (the port's _ghost_boundary spelling)."""
     rng = np.random.default_rng(55)
     args = [gk.Duplicated(_u(rng, 5, 6), rng.random((5, 6))), gk.Duplicated(_u(rng, 5, 6), rng.random((5, 6))),
             gk.Active(0.2), 3]
-    if line is None:  # an in-place ufunc: refused as it writes (before: the line without its text)
-        match = r"`np\.multiply` writes its result into '(grid|work)', an active array, on the host at " \
-                r".*ported_loops4_apps\.py:\d+ \(`a\[\.\.\.\] \*= 0\.5`\)"
-    else:
-        match = r"host write to '[ab]' at .*ported_loops4_apps\.py:\d+ \(`" + line
+    match = r"host write to '[ab]' at .*ported_loops4_apps\.py:\d+ \(`" + line
     shadows, error = _refused(gk.ProgramError, match, pa.minighost_host_boundary(kind), *args)
-    assert ("gk.copy(dst, src) or gk.fill(dst, value)" if line else "write it as a kernel") in str(error)
+    assert "gk.copy(dst, src) or gk.fill(dst, value)" in str(error)
     for a, s in zip(args[:2], shadows):
         np.testing.assert_array_equal(a.dval, s)
+
+
+def test_minighost_boundary_scaled_in_place_with_numpy_is_differentiated(monkeypatch):
+    """`a[...] *= 0.5` into an array a launch has taken: refused until session 56 (a write into an active array);
+    now a launch of a generated kernel, then the assignment of a's values onto themselves, no host write
+    (program/hostufuncs.py): central differences and the dot-product test agree."""
+    on_interpreter(monkeypatch)
+    rng = np.random.default_rng(55)
+    spec = [("dup", _u(rng, 5, 6)), ("dup", _u(rng, 5, 6)), ("active", 0.2), ("plain", 3)]
+    _check_against_differences(pa.minighost_host_boundary("scale"), spec, rng)
 
 
 # -- host arithmetic a kernel must do ------------------------------------------------------------------------------
@@ -268,15 +274,15 @@ def _l96_args(rng):
             gk.Const(_u(rng, 4, 8, lo=7.0, hi=9.0)), gk.Active(8.0), 2]
 
 
-def test_lorenz96_rk_stage_combined_on_the_host_is_refused_naming_the_line():
-    """`x1 = x + 0.5 * dt * k1` on the host, then a launch taking x1: refused naming the line; the port's l96_stage
-    kernel is the spelling that works (its gradient is checked above)."""
-    args = _l96_args(np.random.default_rng(56))
-    shadows, error = _refused(gk.ProgramError, r"takes 'x1' .*`x1 = x \+ 0\.5 \* dt \* k1`", pa.lorenz96_host_stage,
-                              *args)
-    assert "compute it in a kernel" in str(error)
-    for a, s in zip(args[:2], shadows):
-        np.testing.assert_array_equal(a.dval, s)
+def test_lorenz96_rk_stage_combined_on_the_host_is_differentiated(monkeypatch):
+    """`x1 = x + 0.5 * dt * k1` on the host, then a launch taking x1: refused until session 56; now two launches of
+    generated kernels (program/hostufuncs.py), whose gradient matches central differences and the dot-product
+    test (docs/host-code.md, "Elementwise NumPy")."""
+    on_interpreter(monkeypatch)
+    rng = np.random.default_rng(56)
+    spec = [("dup", _u(rng, 8, lo=7.0, hi=9.0)), ("dup", _u(rng, 1)), ("const", _u(rng, 4, 8, lo=7.0, hi=9.0)),
+            ("active", 8.0), ("plain", 2)]
+    _check_against_differences(pa.lorenz96_host_stage, spec, rng)
 
 
 def test_su2_global_time_step_from_a_host_max_is_refused_naming_the_reduction():

@@ -1,6 +1,6 @@
 """Host writes are refused, never silently wrong (docs/programs.md). While a
 program records, every NumPy array a launch has taken is read-only: a host
-write to it (`u *= 2`, `u[3] = 0`, `u[:] = v`) fails at once in NumPy, and the
+write to it (`u %= 2`, `u[3] = 0`, `u[:] = v`) fails at once in NumPy, and the
 program turns that failure into `gk.ProgramError` naming the array and the
 launch after which it was written. The program's own launches unlock what
 they write for their duration. Views made before the call and never passed to

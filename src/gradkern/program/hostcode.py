@@ -8,13 +8,14 @@ never dropped:
   operations come here. Copies (`u.copy()`, `np.copy`, `np.copyto`, `astype`
   to a float type, `w[...] = u`, `w[:] = 0.0`, `w.fill(c)`) become `gk.copy` /
   `gk.fill` launches, recorded and differentiated like any launch.
-* Any other operation with an active input (one that shares memory with an
+* Elementwise ufuncs of one shape and float dtype are launches of generated kernels (hostufuncs.py).
+  Any other operation with an active input (one that shares memory with an
   array that has a shadow, or is itself such a result) makes a float result
   that remembers where it came from (`Origin`); a launch or rule call that
   takes it raises `gk.ProgramError` naming the operation, the arrays and the
   line, before anything is touched. `gk.Const(w)` says no derivative is wanted.
-* A host write into an active array that is not a copy or a fill
-  (`u *= 2`, `np.sin(u, out=u)`) raises `gk.ProgramError` before it writes;
+* A host write into an active array that is not a copy, a fill or an elementwise launch (hostufuncs.py:
+  `u *= 2` is one; `u %= 2`, `np.cbrt(u, out=u)`) raises `gk.ProgramError` before it writes;
   so does any host write into an array a launch has taken (guard.py), copies
   and fills included: those go through `gk.copy`/`gk.fill` by name.
 
@@ -54,7 +55,7 @@ _FIX = ("compute it in a kernel (gk.launch), copy with gk.copy(dst, src) or u.co
         "or pass gk.Const(x) to the launch to say that no derivative through it is wanted")
 _COPYABLE = tuple(np.dtype(t) for t in ("float32", "float64", "int32", "int64"))  # what a kernel's array holds
 _LIKE = ("zeros_like", "empty_like", "ones_like", "full_like")  # new arrays whose values depend on no input
-SHAPES: dict[str, Any] = {}  # NumPy function name -> the copy launches it makes (hostshapes.py fills it)
+SHAPES: dict[str, Any] = {}  # NumPy function name -> the launches it makes (hostshapes.py, hostufuncs.py fill it)
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,7 @@ class TrackedArray(np.ndarray):
             return args[0].copy()
         if name == "copyto":
             return _copyto(*args, **kwargs)
-        if name in SHAPES:  # joins, pads, rolls, reshaped copies: copy launches where they are copies
+        if name in SHAPES:  # joins, pads, rolls, reshaped copies (copy launches), np.where, np.clip (hostufuncs.py)
             got = SHAPES[name](func, args, kwargs)
             if got is not NotImplemented:
                 return got

@@ -20,7 +20,7 @@ from ..annotations import Annotation, BatchDuplicated, Duplicated
 from ..errors import ProgramError
 from ..recording import active_recorder
 from ..runtime.arrays import module_of
-from .derived import user_frame, where
+from .derived import TRACKED, user_frame, where
 
 
 class ActiveScalar:
@@ -123,6 +123,8 @@ class ActiveScalar:
             return {"negative": ActiveScalar.__neg__, "positive": ActiveScalar.__pos__,
                     "absolute": ActiveScalar.__abs__}[ufunc.__name__](self)
         name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        if any(isinstance(x, TRACKED[0]) for x in inputs):  # `c * u` in a program: a launch (hostufuncs.py)
+            return NotImplemented
         if any(isinstance(x, np.ndarray) for x in inputs):
             self._refuse(f"{name} of an Active scalar and an array",
                          hint="pass the Active scalar to a kernel and compute the array there (launches take "

@@ -1,0 +1,265 @@
+"""Elementwise NumPy on a program's active arrays (program/hostufuncs.py, docs/host-code.md "Elementwise NumPy"):
+each operation below is a launch of a generated kernel, differentiated by the pipeline. Each runs in a small
+program whose output depends on the result through a later launch; `check_grad` compares the reverse gradient with
+central differences of the whole program in float64 (per coordinate), runs the dot-product test and checks the
+forward tangents. The interpreter runs them (docs/testing.md "Test time"); one runs on Numba. What stays refused
+names the user's line, with nothing changed."""
+
+import numpy as np
+import pytest
+from support.ported_harness import on_interpreter
+from support.ported_loops import checkpointed, plain
+
+import gradkern as gk
+from gradkern.program import hostufuncs
+from gradkern.testing import check_grad
+
+N = 6
+
+
+@gk.kernel
+def square(u, v):
+    i = gk.tid()
+    v[i] = u[i] * u[i]
+
+
+@gk.kernel
+def energy(x, E):
+    i = gk.tid()
+    gk.atomic_add(E, 0, x[i] * x[i])
+
+
+def _inplace(f):
+    def op(u, v, w, c):
+        f(u, v, w, c)
+        return v
+    return op
+
+
+def _into_w(u, v, w, c):
+    np.multiply(u, v, out=w)  # w: a Duplicated argument, overwritten
+    return w
+
+
+def _sin_in_place(u, v, w, c):
+    np.sin(u, out=u)  # the argument itself, after a launch took it
+    return u
+
+
+def _slice_scaled(u, v, w, c):
+    v[1:-1] *= 0.5  # a launch on the view, then `v[1:-1] = view`: its values onto themselves, no host write
+    return v
+
+
+def _shifted_sum(u, v, w, c):
+    np.add(v[1:], v[:-1], out=v[1:])  # out overlaps the second input: NumPy reads both first (a copy here)
+    return v
+
+
+# (name, op(u, v, w, c) -> the array the next launch reads); u, w Duplicated in [0.5, 1.5), v = u * u written by a
+# launch, c an Active scalar 0.7; no value is within 1e-3 of a kink (maximum, clip, abs, where): central differences
+# with h = 1e-6 see one branch
+CASES = [
+    ("u + v", lambda u, v, w, c: u + v),
+    ("v - 2.0", lambda u, v, w, c: v - 2.0),
+    ("2.0 - v", lambda u, v, w, c: 2.0 - v),
+    ("u * v", lambda u, v, w, c: u * v),
+    ("3.0 * v", lambda u, v, w, c: 3.0 * v),
+    ("v / u", lambda u, v, w, c: v / u),
+    ("2.0 / v", lambda u, v, w, c: 2.0 / v),
+    ("-v", lambda u, v, w, c: -v),
+    ("abs(v - 1.0)", lambda u, v, w, c: abs(v - 1.0)),
+    ("np.sqrt(v)", lambda u, v, w, c: np.sqrt(v)),
+    ("np.exp(v)", lambda u, v, w, c: np.exp(v)),
+    ("np.log(v)", lambda u, v, w, c: np.log(v)),
+    ("np.sin(v)", lambda u, v, w, c: np.sin(v)),
+    ("np.cos(v)", lambda u, v, w, c: np.cos(v)),
+    ("np.tanh(v)", lambda u, v, w, c: np.tanh(v)),
+    ("v ** 3", lambda u, v, w, c: v ** 3),
+    ("v ** 0.5", lambda u, v, w, c: v ** 0.5),
+    ("v ** c", lambda u, v, w, c: v ** c),
+    ("np.maximum(v, 1.0)", lambda u, v, w, c: np.maximum(v, 1.0)),
+    ("np.minimum(w, v)", lambda u, v, w, c: np.minimum(w, v)),
+    ("np.where(u > 1.0, v, w)", lambda u, v, w, c: np.where(u > 1.0, v, w)),
+    ("np.where(w > 1.0, c, v)", lambda u, v, w, c: np.where(w > 1.0, c, v)),
+    ("np.clip(v, 0.8, 1.5)", lambda u, v, w, c: np.clip(v, 0.8, 1.5)),
+    ("v.clip(0.8, None)", lambda u, v, w, c: v.clip(0.8, None)),
+    ("c * v + w / c", lambda u, v, w, c: c * v + w / c),
+    ("v * (u > 1.0)", lambda u, v, w, c: v * (u > 1.0)),  # a boolean mask: a constant array
+    ("v *= 2.0", _inplace(lambda u, v, w, c: v.__imul__(2.0))),
+    ("v += c * u", _inplace(lambda u, v, w, c: v.__iadd__(c * u))),
+    ("np.clip(v, 0.8, 1.5, out=v)", _inplace(lambda u, v, w, c: np.clip(v, 0.8, 1.5, out=v))),
+    ("np.multiply(u, v, out=w)", _into_w),
+    ("np.sin(u, out=u)", _sin_in_place),
+    ("v[1:-1] *= 0.5", _slice_scaled),
+    ("u[1:] - u[:-1]", lambda u, v, w, c: u[1:] - u[:-1]),  # overlapping views: one copied first
+    ("np.add(v[1:], v[:-1], out=v[1:])", _shifted_sum),
+    ("u[::-1] * v", lambda u, v, w, c: u[::-1] * v),
+    ("w[::2] + v[1::2]", lambda u, v, w, c: w[::2] + v[1::2]),
+    ("2-D: v.reshape(2, 3) * w.reshape(3, 2).T", lambda u, v, w, c: (v.reshape(2, 3) * w.reshape(3, 2).T).ravel()),
+    ("4-D: np.exp(v.reshape(1, 2, 1, 3))", lambda u, v, w, c: np.exp(v.reshape(1, 2, 1, 3)).reshape(-1)),
+]
+
+
+def program(op):
+    def prog(u, w, c, E):
+        v = np.zeros_like(u)
+        gk.launch(square, N, u, v)  # v is active: a launch wrote it from u
+        r = op(u, v, w, c)
+        gk.launch(energy, r.shape[0], r, E)
+    return prog
+
+
+def _inputs(rng):
+    return rng.random(N) + 0.5, rng.random(N) + 0.5
+
+
+@pytest.mark.parametrize("name, op", CASES, ids=[c[0] for c in CASES])
+def test_elementwise_operation_is_differentiated(rng, monkeypatch, name, op):
+    on_interpreter(monkeypatch)
+    u, w = _inputs(rng)
+    # check_grad's defaults: rtol 1e-5 for central differences with h ~ 1e-6 in float64 (gradkern/testing.py)
+    check_grad(program(op), gk.Duplicated(u, np.zeros(N)), gk.Duplicated(w, np.zeros(N)), gk.Active(0.7),
+               gk.Duplicated(np.zeros(1), np.zeros(1)))
+
+
+def test_float32_arrays_with_python_scalars(rng, monkeypatch):
+    """float32 arrays and Python numbers (weak scalars: NumPy's result is float32) are a float32 launch."""
+    on_interpreter(monkeypatch)
+    u, w = (x.astype(np.float32) for x in _inputs(rng))
+
+    def op(u, v, w, c):
+        r = np.sqrt(v) * 0.5 + w / 3.0
+        assert r.dtype == u.dtype  # (check_grad runs the program in float64 too)
+        return r
+    # check_grad's float32 defaults (rtol 2e-3: float32 rounding against a float64 run, gradkern/testing.py)
+    check_grad(program(op), gk.Duplicated(u, np.zeros(N, np.float32)), gk.Duplicated(w, np.zeros(N, np.float32)),
+               gk.Active(0.7), gk.Duplicated(np.zeros(1, np.float32), np.zeros(1, np.float32)))
+
+
+def test_one_generated_kernel_per_operation_axes_and_operands(rng, monkeypatch):
+    """The same operation on other values, or in another program, reuses its kernel; another operand pattern or
+    number of axes is another kernel."""
+    on_interpreter(monkeypatch)
+    u, w = _inputs(rng)
+    for _ in range(2):
+        gk.autodiff(program(lambda u, v, w, c: u * v + 2.0 * w), gk.Duplicated(u.copy(), np.zeros(N)),
+                    gk.Duplicated(w.copy(), np.zeros(N)), gk.Active(0.7), gk.Duplicated(np.zeros(1), np.ones(1)))
+    keys = [k for k in hostufuncs._KERNELS if k[0] == "multiply"]
+    assert ("multiply", 1, "aa") in keys and ("multiply", 1, "sa") in keys
+    assert hostufuncs._kernel("multiply", 1, "aa") is hostufuncs._kernel("multiply", 1, "aa")
+    assert hostufuncs._kernel("multiply", 2, "aa") is not hostufuncs._kernel("multiply", 1, "aa")
+
+
+def test_inactive_arithmetic_stays_numpy(rng, monkeypatch):
+    """Outside a checkpointed loop, arithmetic on arrays no derivative reaches is NumPy's, as before: no launch,
+    and its result stays writable on the host."""
+    on_interpreter(monkeypatch)
+    u, w = _inputs(rng)
+
+    def prog(u, w, c, E):
+        h = w * 2.0  # w Const: no launch
+        h[0] = 1.0  # a host write into it: fine (a launch's result would be read-only)
+        gk.launch(energy, N, h, E)
+        gk.launch(energy, N, u, E)
+    du = np.zeros(N)
+    gk.autodiff(prog, gk.Duplicated(u, du), gk.Const(w), gk.Active(0.7), gk.Duplicated(np.zeros(1), np.ones(1)))
+    np.testing.assert_allclose(du, 2 * u, rtol=1e-15)  # one launch's derivative, exact in float64
+
+
+@gk.kernel
+def rhs(u, f):
+    i = gk.tid()
+    f[i] = u[i] * (1.5 - u[i])
+
+
+def _stepper(loop):
+    def prog(u, c, E):
+        def step(t):
+            f = np.zeros_like(u)
+            gk.launch(rhs, N, u, f)
+            un = u + c * f  # a launch
+            gk.copy(u, np.clip(un, 0.0, 2.0))
+            np.multiply(u, 0.98, out=u)  # in place, on the state a launch took (`u *= 0.98` would make u local)
+            gk.copy(u, np.where(u > 0.9, u, 0.9 + 0.1 * u))  # (`u[...] = ` would be a host write: refused)
+        loop(step, 5)
+        gk.launch(energy, N, u, E)
+    return prog
+
+
+def test_inside_a_checkpointed_loop_recomputed_steps_replay_the_launches(rng, monkeypatch):
+    """A recomputed step makes the launches its first forward made (inside a step every elementwise operation is a
+    launch): the gradient is the plain loop's, and central differences agree."""
+    on_interpreter(monkeypatch)
+    u = rng.random(N) + 0.5
+    got, want = [], []
+    for loop, out in ((checkpointed, got), (plain, want)):
+        du = np.zeros(N)
+        g = gk.autodiff(_stepper(loop), gk.Duplicated(u.copy(), du), gk.Active(0.3),
+                        gk.Duplicated(np.zeros(1), np.ones(1)))
+        out += [du, g[1]]
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-13)  # the same launches in the same order
+    assert got[1] == pytest.approx(want[1], rel=1e-13)
+    check_grad(_stepper(checkpointed), gk.Duplicated(u, np.zeros(N)), gk.Active(0.3),
+               gk.Duplicated(np.zeros(1), np.zeros(1)))
+
+
+def test_on_numba(rng):
+    """One operation on Numba (the others run on the interpreter): u + dt * f into u, reverse against central
+    differences."""
+    u, w = _inputs(rng)
+
+    def prog(u, w, E):
+        u += 0.3 * w
+        gk.launch(energy, N, u, E)
+    du, dw = np.zeros(N), np.zeros(N)
+    gk.autodiff(prog, gk.Duplicated(u.copy(), du), gk.Duplicated(w, dw), gk.Duplicated(np.zeros(1), np.ones(1)))
+    x = u + 0.3 * w
+    np.testing.assert_allclose(du, 2 * x, rtol=1e-14)  # d/du sum (u + 0.3 w)^2, exact but for rounding
+    np.testing.assert_allclose(dw, 0.6 * x, rtol=1e-14)
+
+
+def _refuse_derived_scalar(u, v, w, c):
+    return v * v.sum()
+
+
+def _refuse_mixed(u, v, w, c):
+    return v.astype(np.float32) + np.float64(2.0)  # NumPy's result is float64: not v's dtype
+
+
+def _refuse_where_kw(u, v, w, c):
+    r = np.zeros_like(u)
+    np.multiply(v, 2.0, out=r, where=u > 1.0)
+    return r
+
+
+def _refuse_inplace_remainder(u, v, w, c):
+    v %= 2.0
+    return v
+
+
+REFUSALS = [
+    ("broadcast", lambda u, v, w, c: (v + np.ones((2, N)))[0], "np.add"),
+    ("remainder", lambda u, v, w, c: v % 1.5, "np.remainder"),
+    ("derived scalar", _refuse_derived_scalar, "np.add.reduce"),
+    ("mixed dtypes", _refuse_mixed, "np.add"),
+    ("where=", _refuse_where_kw, "np.multiply"),
+    ("array exponent", lambda u, v, w, c: v ** u, "np.power"),
+    ("in place remainder", _refuse_inplace_remainder, "v %= 2.0"),  # a host write into v, which a launch took
+]
+
+
+@pytest.mark.parametrize("name, op, what", REFUSALS, ids=[r[0] for r in REFUSALS])
+def test_what_does_not_fit_stays_refused(rng, monkeypatch, name, op, what):
+    on_interpreter(monkeypatch)
+    u, w = _inputs(rng)
+    du, dw, dE = rng.random(N), rng.random(N), np.ones(1)
+    before = [a.copy() for a in (u, w, du, dw, dE)]
+    with pytest.raises(gk.ProgramError) as info:
+        gk.autodiff(program(op), gk.Duplicated(u, du), gk.Duplicated(w, dw), gk.Active(0.7),
+                    gk.Duplicated(np.zeros(1), dE))
+    msg = str(info.value)
+    assert "test_host_ufuncs.py" in msg and f"`{what}" in msg, msg  # the user's line, the operation or the line
+    assert "gradkern/program" not in msg, msg
+    for a, b in zip(before, (u, w, du, dw, dE)):
+        np.testing.assert_array_equal(a, b)  # nothing changed
