@@ -137,6 +137,35 @@ def test_float32_arrays_with_python_scalars(rng, monkeypatch):
                gk.Active(0.7), gk.Duplicated(np.zeros(1, np.float32), np.zeros(1, np.float32)))
 
 
+def test_maximum_and_minimum_propagate_nan_as_numpy_does(rng, monkeypatch):
+    """A NaN operand of np.maximum / np.minimum (or np.clip with a None bound) gives NaN in either position, as
+    NumPy's do, where the kernel's max/min (Python's) return the first operand when the second is NaN."""
+    on_interpreter(monkeypatch)
+    u = rng.random(N) + 0.5
+    q = rng.random(N) + 0.5
+    q[[1, 4]] = np.nan  # a NaN second operand at 1 and 4, a NaN first operand at 2 and 4 (u * v below)
+    mask = np.ones(N)
+    mask[[2, 4]] = np.nan
+    got = {}
+
+    def prog(u, q, mask, out):
+        v = np.zeros_like(u)
+        gk.launch(square, N, u, v)
+        a = v * mask
+        got["r"] = [np.maximum(v, q), np.minimum(v, q), np.maximum(a, v), np.minimum(a, v),
+                    np.clip(a, 0.6, None), np.clip(a, None, 0.6)]
+        gk.copy(out, got["r"][0] + got["r"][1] + got["r"][2] + got["r"][3])
+
+    gk.autodiff(prog, gk.Duplicated(u, np.zeros(N)), gk.Const(q), gk.Const(mask),
+                gk.Duplicated(np.zeros(N), rng.random(N) + 0.5))
+    v = u * u
+    a = v * mask
+    want = [np.maximum(v, q), np.minimum(v, q), np.maximum(a, v), np.minimum(a, v), np.clip(a, 0.6, None),
+            np.clip(a, None, 0.6)]
+    for r, w in zip(got["r"], want, strict=True):
+        np.testing.assert_array_equal(np.asarray(r), w)  # NaN in the same places, the rest exact (no arithmetic)
+
+
 def test_one_generated_kernel_per_operation_axes_and_operands(rng, monkeypatch):
     """The same operation on other values, or in another program, reuses its kernel; another operand pattern or
     number of axes is another kernel."""

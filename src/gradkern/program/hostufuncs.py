@@ -75,6 +75,9 @@ def _generate(name: str, ndim: int, pattern: str) -> KernelFunction:
         return {"a": f"x{n}[{idx}]", "s": f"x{n}", "o": f"out[{idx}]"}.get(p) or f"x{p}[{idx}]"
     if name == "where":  # the condition an int32 array: no derivative through it
         body = [f"if {operand(0)} != 0:", f"    out[{idx}] = {operand(1)}", "else:", f"    out[{idx}] = {operand(2)}"]
+    elif name in ("maximum", "minimum"):  # NumPy's NaN propagation, which the kernel's max/min lack (a + b is NaN)
+        body = [f"p0 = {operand(0)}", f"p1 = {operand(1)}", "if p0 != p0 or p1 != p1:", f"    out[{idx}] = p0 + p1",
+                "else:", f"    out[{idx}] = {OPS[name][1].format('p0', 'p1')}"]
     else:
         body = [f"out[{idx}] = " + OPS[name][1].format(*(operand(n) for n in range(len(pattern))))]
     lines = [f"def {fname}({', '.join(params)}):", f"    {_TID[min(ndim, MAX_LAUNCH_NDIM) - 1]} = gk.tid()"]
