@@ -11,7 +11,7 @@ import numpy as np
 import gradkern as gk
 from support.ported_loops import plain
 from support.ported_loops4 import tea_cheby_coefficients
-from support.ported_loops6 import tl_apply, tl_calc_ur, tl_calc_w, tl_coefficients, tl_init
+from support.ported_loops6 import tl_apply, tl_calc_ur, tl_calc_w, tl_cg_iteration, tl_coefficients, tl_init
 
 
 @gk.kernel
@@ -197,12 +197,6 @@ def ppcg_calc_p(p, z, rro, rrn):
     p[k + 1, j + 1] = z[k + 1, j + 1] + rrn[0] / rro[0] * p[k + 1, j + 1]
 
 
-@gk.kernel
-def cg_calc_p(p, r, rro, rrn):
-    k, j = gk.tid()
-    p[k + 1, j + 1] = r[k + 1, j + 1] + rrn[0] / rro[0] * p[k + 1, j + 1]
-
-
 def tealeaf_ppcg(iterations=None, switched=None, **config):
     c = dict(PPCG, **config)
     theta, ch_alphas, ch_betas = tea_cheby_coefficients(c["eigmin"], c["eigmax"], c["inner_steps"])
@@ -244,11 +238,7 @@ def tealeaf_ppcg(iterations=None, switched=None, **config):
                 gk.launch(ppcg_calc_rrn, inner, z, r, rstore, rrn)
                 gk.launch(ppcg_calc_p, inner, p, z, rro, rrn)
             else:
-                gk.fill(pw, 0.0)
-                gk.launch(tl_calc_w, inner, p, w, kx, ky, pw)
-                gk.fill(rrn, 0.0)
-                gk.launch(tl_calc_ur, inner, u, r, p, w, rro, pw, rrn)
-                gk.launch(cg_calc_p, inner, p, r, rro, rrn)
+                tl_cg_iteration(inner, u, r, p, w, kx, ky, rro, pw, rrn)
             error = rrn[0]
             gk.copy(rro, rrn)
             error = np.sqrt(abs(error))

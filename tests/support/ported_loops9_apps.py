@@ -9,11 +9,10 @@ import numpy as np
 
 import gradkern as gk
 from support.ported_loops3_apps import (
+    hpcg_cg_update,
     hpcg_dot,
     hpcg_spmv,
     hpcg_symgs,
-    hpcg_update_p,
-    hpcg_update_xr,
     hpcg_waxpby_residual,
     laplacian_csr,
 )
@@ -235,19 +234,7 @@ def hpcg_mg(iterations=None, **config):
         k = 0
         while k < c["max_iter"] and normr / normr0 > c["tolerance"]:
             compute_mg(A, r, z, sigma)
-            if k == 0:
-                gk.copy(p, z)
-                gk.fill(rtz, 0.0)
-                gk.launch(hpcg_dot, n, r, z, rtz)
-            else:
-                gk.copy(oldrtz, rtz)
-                gk.fill(rtz, 0.0)
-                gk.launch(hpcg_dot, n, r, z, rtz)
-                gk.launch(hpcg_update_p, n, p, z, rtz, oldrtz)
-            gk.launch(hpcg_spmv, n, rowp, cols, vals, sigma, p, ap)
-            gk.fill(pap, 0.0)
-            gk.launch(hpcg_dot, n, p, ap, pap)
-            gk.launch(hpcg_update_xr, n, x, r, p, ap, rtz, pap)
+            hpcg_cg_update(k, A.csr, sigma, x, r, z, p, ap, rtz, oldrtz, pap)
             gk.fill(rr, 0.0)
             gk.launch(hpcg_dot, n, r, r, rr)
             normr = np.sqrt(rr[0])
