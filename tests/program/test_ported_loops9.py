@@ -67,7 +67,8 @@ def _specs(rng):
         "veros_levels": (pa.veros_rotated(), [_dup(u), _dup(h), gk.Active(0.981)], pa.veros_levels),
         "hpcg_mg": (pa.hpcg_mg(), [_dup(_u(rng, 16)), _dup(np.zeros(16)), gk.Active(0.2)], None),
         "warp_cloth": (pa.warp_cloth(), [_dup(_cloth(rng)), _dup(_u(rng, 9, 3, lo=-0.1, hi=0.1)),
-                                         _dup(np.zeros((9, 3))), _dup(np.zeros((9, 3))), gk.Active(40.0)],
+                                         _dup(np.zeros((9, 3))), _dup(np.zeros((9, 3))),
+                                         _dup(_u(rng, 12, lo=30.0, hi=50.0))],
                        pa.warp_cloth_loop),
     }
 
@@ -113,3 +114,21 @@ def test_the_data_driven_paths_are_taken(monkeypatch):
     assert sw == [p9.PPCG["presteps"]] and sw[0] < pp[0] < p9.PPCG["max_iters"], (sw, pp)
     assert max(sub) > 1 and min(sub) == 1, sub
     assert 1 < steps[0] < p9.BURGERS["max_steps"], steps
+
+
+def test_tealeaf_eigenvalue_bounds_from_the_cg_presteps_are_refused_naming_the_line(monkeypatch):
+    """TeaLeaf's own spelling: the Chebyshev bounds from the presteps' `alpha = rro / pw`, `beta = rrn / rro`
+    read on the host from `np.zeros(1)` arrays, then np.linalg.eigvalsh of their Lanczos matrix. Before session 56
+    the reads were plain numbers and the program ran with d(bounds)/d(inputs) dropped, no error; now refused at the
+    first launch taking a coefficient, naming the line of the bounds, with no shadow changed. The port configures the
+    bounds (tealeaf_cheby's spelling)."""
+    on_interpreter(monkeypatch)
+    rng = np.random.default_rng(24)
+    args = [gk.Duplicated(_padded(_u(rng, 4, 5)), rng.random((6, 7))), gk.Duplicated(_u(rng, 6, 7), rng.random((6, 7))),
+            gk.Active(0.4)]
+    shadows = [a.dval.copy() for a in args[:2]]
+    with pytest.raises(gk.ProgramError, match=r"kernel 'ppcg_init_sd'\) takes a scalar \(argument 'theta'\).*"
+                                              r"ported_loops9\.py:\d+ \(`return eig\.min\(\), eig\.max\(\)`\)"):
+        gk.autodiff(p9.tealeaf_ppcg(estimate=True), *args)
+    for a, s in zip(args[:2], shadows):
+        np.testing.assert_array_equal(a.dval, s)

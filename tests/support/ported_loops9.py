@@ -197,17 +197,31 @@ def ppcg_calc_p(p, z, rro, rrn):
     p[k + 1, j + 1] = z[k + 1, j + 1] + rrn[0] / rro[0] * p[k + 1, j + 1]
 
 
-def tealeaf_ppcg(iterations=None, switched=None, **config):
+def tea_calc_eigenvalues(cg_alphas, cg_betas):
+    """tea_calc_eigenvalues: the extreme eigenvalues of the Lanczos tridiagonal matrix the CG coefficients make
+    (the Fortran's LAPACK call, here np.linalg.eigvalsh)."""
+    n = len(cg_alphas)
+    diag = [1.0 / cg_alphas[k] + (cg_betas[k - 1] / cg_alphas[k - 1] if k > 0 else 0.0) for k in range(n)]
+    off = [np.sqrt(cg_betas[k]) / cg_alphas[k] for k in range(n - 1)]
+    eig = np.linalg.eigvalsh(np.diag(np.array(diag)) + np.diag(np.array(off), 1) + np.diag(np.array(off), -1))
+    return eig.min(), eig.max()
+
+
+def tealeaf_ppcg(iterations=None, switched=None, estimate=False, **config):
+    """`estimate`: TeaLeaf's own spelling, the bounds from the CG presteps' alphas and betas read on the host from
+    the one-element arrays (`np.zeros(1)`) the dot products sum into: refused where a launch takes them."""
     c = dict(PPCG, **config)
-    theta, ch_alphas, ch_betas = tea_cheby_coefficients(c["eigmin"], c["eigmax"], c["inner_steps"])
+    configured = tea_cheby_coefficients(c["eigmin"], c["eigmax"], c["inner_steps"])
 
     def program(u, density, rx):
         inner = (u.shape[0] - 2, u.shape[1] - 2)
         u0 = u.copy()
         kx, ky, r, p, w, sd, rtemp, z, rstore = (np.zeros_like(u) for _ in range(9))
         rro, pw, rrn, res = (np.zeros(1) for _ in range(4))
+        coefs, cg_alphas, cg_betas = [configured], [], []
 
         def run_inner_steps():  # tea_leaf_run_ppcg_inner_steps: z = P(A) r
+            theta, ch_alphas, ch_betas = coefs[-1]
             gk.launch(ppcg_init_sd, inner, r, rtemp, z, sd, theta)
             for step in range(c["inner_steps"]):
                 gk.launch(ppcg_inner_w, inner, sd, w, kx, ky)
@@ -223,6 +237,9 @@ def tealeaf_ppcg(iterations=None, switched=None, **config):
                 ch_switch_check = True
                 if switched is not None:
                     switched.append(n)
+                if estimate:
+                    eigmin, eigmax = tea_calc_eigenvalues(cg_alphas, cg_betas)
+                    coefs.append(tea_cheby_coefficients(eigmin * 0.95, eigmax * 1.05, c["inner_steps"]))
                 run_inner_steps()  # tea_leaf_ppcg_init steps 2 and 3: p = z, rro = r.z
                 gk.copy(p, z)
                 _dot(r, z, rro, inner)
@@ -239,6 +256,8 @@ def tealeaf_ppcg(iterations=None, switched=None, **config):
                 gk.launch(ppcg_calc_p, inner, p, z, rro, rrn)
             else:
                 tl_cg_iteration(inner, u, r, p, w, kx, ky, rro, pw, rrn)
+                cg_alphas.append(rro[0] / pw[0])  # tea_solve's cg_alphas(n) = alpha, cg_betas(n) = beta
+                cg_betas.append(rrn[0] / rro[0])
             error = rrn[0]
             gk.copy(rro, rrn)
             error = np.sqrt(abs(error))

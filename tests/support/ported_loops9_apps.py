@@ -8,6 +8,7 @@ the drivers cited, as a user porting them writes them. Used by tests/program/tes
 import numpy as np
 
 import gradkern as gk
+from support.ported_hpc5 import warp_springs
 from support.ported_loops3_apps import (
     hpcg_cg_update,
     hpcg_dot,
@@ -249,26 +250,9 @@ def hpcg_mg(iterations=None, **config):
 # (self.state_0, self.state_1) = (self.state_1, self.state_0)`, a frame loop around it; warp/sim/
 # integrator_euler.py's eval_springs (atomic adds into both particles' forces), eval_particle_ground_contacts and
 # integrate_particles (semi-implicit Euler, gravity only where inv_mass > 0, the pinned corners' inv_mass 0)), a
-# grid of particles joined by structural springs (the triangles' FEM forces left out); the spring stiffness Active -
+# grid of particles joined by structural springs (the triangles' FEM forces left out); the springs are session 52's
+# eval_springs port (support/ported_hpc5.py), their stiffness (the model's per-spring array) Duplicated ------------
 CLOTH = dict(frames=2, substeps=3, dt=0.01, kd=0.5, ground_ke=50.0, gravity=-9.8)
-
-
-@gk.kernel
-def cloth_springs(x, v, springs, rest, ke, kd, f):
-    s = gk.tid()
-    i = springs[s, 0]
-    j = springs[s, 1]
-    d = gk.load_vec3(x, i) - gk.load_vec3(x, j)
-    length = gk.length(d)
-    dirn = d / length
-    dcdt = gk.dot(dirn, gk.load_vec3(v, i) - gk.load_vec3(v, j))
-    fs = dirn * (ke * (length - rest[s]) + kd * dcdt)
-    gk.atomic_add(f, (i, 0), -fs.x)  # Warp's wp.atomic_sub(f, i, fs) a component at a time
-    gk.atomic_add(f, (i, 1), -fs.y)
-    gk.atomic_add(f, (i, 2), -fs.z)
-    gk.atomic_add(f, (j, 0), fs.x)
-    gk.atomic_add(f, (j, 1), fs.y)
-    gk.atomic_add(f, (j, 2), fs.z)
 
 
 @gk.kernel
@@ -290,13 +274,13 @@ def cloth_integrate(x0, v0, f, inv_mass, x1, v1, gravity, dt):
 
 
 def cloth_model(ny=3, nx=3, spacing=0.2):
-    """The springs of an ny x nx grid (rows and columns), their rest lengths, and inv_mass with the first row's two
-    corners pinned (add_cloth_grid's fix_left / fix_right)."""
+    """The springs of an ny x nx grid (rows and columns), interleaved as the model's spring_indices, their rest
+    lengths, and inv_mass with the first row's two corners pinned (add_cloth_grid's fix_left / fix_right)."""
     springs = [(y * nx + x, y * nx + x + 1) for y in range(ny) for x in range(nx - 1)]
     springs += [(y * nx + x, (y + 1) * nx + x) for y in range(ny - 1) for x in range(nx)]
     inv_mass = np.ones(ny * nx)
     inv_mass[[0, nx - 1]] = 0.0
-    return np.array(springs, np.int64), np.full(len(springs), spacing), inv_mass
+    return np.array(springs, np.int64).reshape(-1), np.full(len(springs), spacing), inv_mass
 
 
 def warp_cloth(loop=None):
@@ -308,10 +292,11 @@ def warp_cloth(loop=None):
     def program(q0, qd0, q1, qd1, ke):
         n = q0.shape[0]
         f = np.zeros_like(q0)
+        kd = np.full_like(ke, c["kd"])
 
         def simulate(xa, va, xb, vb):
             gk.fill(f, 0.0)  # state_0.clear_forces()
-            gk.launch(cloth_springs, springs.shape[0], xa, va, springs, rest, ke, c["kd"], f)
+            gk.launch(warp_springs, rest.shape[0], xa, va, springs, rest, ke, kd, f)
             gk.launch(cloth_ground, n, xa, f, c["ground_ke"])
             gk.launch(cloth_integrate, n, xa, va, f, inv_mass, xb, vb, c["gravity"], c["dt"])
 
