@@ -1,13 +1,14 @@
 """A ninth round of third-party host loops as programs (docs/programs.md, "Ported host loops", session 56): the
-ports in tests/support/ported_loops9*.py (Taichi's MGPCG example, TeaLeaf's PPCG solver, Castro's retry with
-subcycling, pyro2's Burgers driver, CloverLeaf's advection sweeps, Veros' rotated time levels, HPCG's multigrid
-preconditioner, Warp's cloth substeps), leaning on loops nested in loops (CG around a V-cycle around red-black
-sweeps, CG presteps then flexible CG around Chebyshev inner steps, frames around substeps, a recursive V-cycle), a
-step discarded and its state restored from memory, dt from a CFL reduction with the last step cut, sweeps on
-transposed views in an order toggled on the host, three time levels permuted on the host, and exits on derived
-scalars. Each port's gradient is checked by gradkern.testing.check_grad (central differences in float64 and the
-dot-product test, random non-zero inputs) and, where its loop is checkpointable, its gk.checkpointed_loop gradient
-against the store-all one (support/ported_loops.py: check_loop_gradient)."""
+ports in tests/support/ported_loops9*.py (Taichi's MGPCG example, HPGMG's full multigrid, TeaLeaf's PPCG solver,
+Castro's retry with subcycling, pyro2's Burgers driver, CloverLeaf's advection sweeps, Veros' rotated time levels,
+HPCG's multigrid preconditioner, Warp's cloth substeps), leaning on loops nested in loops (CG around a V-cycle
+around red-black sweeps, V-cycles from each level of a full-multigrid pass, CG presteps then flexible CG around
+Chebyshev inner steps, frames around substeps, a recursive V-cycle), a step discarded and its state restored from
+memory, dt from a CFL reduction with the last step cut, sweeps on transposed views in an order toggled on the host,
+three time levels permuted on the host, and exits on derived scalars. Each port's gradient is checked by
+gradkern.testing.check_grad (central differences in float64 and the dot-product test, random non-zero inputs) and,
+where its loop is checkpointable, its gk.checkpointed_loop gradient against the store-all one
+(support/ported_loops.py: check_loop_gradient)."""
 
 from __future__ import annotations
 
@@ -55,6 +56,8 @@ def _specs(rng):
     return {
         "taichi_mgpcg": (p9.taichi_mgpcg(), [_dup(_padded(_u(rng, 4, 4, lo=-1.0, hi=1.0))), _dup(np.zeros((6, 6))),
                                              gk.Active(0.3)], p9.taichi_mgpcg_loop),
+        "hpgmg_fmg": (p9.hpgmg_fmg(), [_dup(_padded(_u(rng, 8, 8, lo=-1.0, hi=1.0))), _dup(np.zeros((10, 10))),
+                                       gk.Active(0.3)], None),
         "tealeaf_ppcg": (p9.tealeaf_ppcg(), [_dup(_padded(_u(rng, 4, 5))), _dup(_u(rng, 6, 7)), gk.Active(0.4)],
                          None),
         "castro_retry": (p9.castro_retry(plain), [_dup(_density(rng)), gk.Active(1.0)], p9.castro_retry),
@@ -75,10 +78,10 @@ def _specs(rng):
 
 # Every port's check runs in CI on the interpreter (docs/testing.md "Test time") but FULL's, whose patterns CI meets
 # elsewhere: the cloth's toggled states in the swap test below (the same launches, store-all, against the parity
-# spelling). The Numba backend's gradient runs in CI for NUMBA_SAMPLE (Castro's retry: three small 1-D kernels, a
-# restore by gk.copy), the others' under `full`.
+# spelling). The Numba backend's gradient runs in CI for NUMBA_SAMPLE (Veros' levels: two 1-D kernels on column
+# views chosen by host indices), the others' under `full`.
 FULL = {"warp_cloth"}
-NUMBA_SAMPLE = {"castro_retry"}
+NUMBA_SAMPLE = {"veros_levels"}
 globals().update(round_tests(_specs, FULL, NUMBA_SAMPLE))
 
 
@@ -96,15 +99,17 @@ def test_host_toggles_and_rotations_are_the_parity_spelling(name, parity, monkey
 
 def test_the_data_driven_paths_are_taken(monkeypatch):
     """The host decisions each port exists for happen on these inputs: MGPCG and HPCG's CG stop on their residual
-    before the cap, PPCG switches from CG after its presteps and stops on its error, Castro retries a failed
-    subcycle (two accepted subcycles in a step: one retry), pyro's loop cuts its last step to tmax."""
+    before the cap, so do FMG's V-cycles after the FMG pass, PPCG switches from CG after its presteps and stops on
+    its error, Castro retries a failed subcycle (two accepted subcycles in a step: one retry), pyro's loop cuts its
+    last step to tmax."""
     on_interpreter(monkeypatch)
     specs = _specs(np.random.default_rng(1))
 
     def values(name):
         return [a.val.copy() if isinstance(a, gk.Duplicated) else a.val for a in specs[name][1]]
-    mg, hp, pp, sw, sub, steps = [], [], [], [], [], []
+    mg, hp, pp, sw, sub, steps, vc = [], [], [], [], [], [], []
     p9.taichi_mgpcg(iterations=mg)(*values("taichi_mgpcg"))
+    p9.hpgmg_fmg(vcycles=vc)(*values("hpgmg_fmg"))
     pa.hpcg_mg(iterations=hp)(*values("hpcg_mg"))
     p9.tealeaf_ppcg(iterations=pp, switched=sw)(*values("tealeaf_ppcg"))
     p9.castro_retry(plain, subcycles=sub)(*values("castro_retry"))
@@ -114,6 +119,7 @@ def test_the_data_driven_paths_are_taken(monkeypatch):
     assert sw == [p9.PPCG["presteps"]] and sw[0] < pp[0] < p9.PPCG["max_iters"], (sw, pp)
     assert max(sub) > 1 and min(sub) == 1, sub
     assert 1 < steps[0] < p9.BURGERS["max_steps"], steps
+    assert 0 < vc[0] < p9.FMG["max_vcycles"], vc
 
 
 def test_tealeaf_eigenvalue_bounds_from_the_cg_presteps_are_refused_naming_the_line(monkeypatch):

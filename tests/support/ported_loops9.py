@@ -149,6 +149,79 @@ def taichi_mgpcg_loop(loop):
     return taichi_mgpcg(loop=loop)
 
 
+# -- HPGMG-FV 0.4 (hpgmg/finite-volume/source/mg.c: FMGSolve's `for(level=0; level<num_levels-1; level++)
+# restriction(...)` of the right-hand side to the coarsest grid, IterativeSolver there, then `for(level=num_levels-2;
+# level>=onLevel; level--){ interpolation(levels[level], e_id, ..., levels[level+1], e_id); MGVCycle(..., level); }`
+# and V-cycles at the finest level while the residual's norm is above rtol of the first), 2-D, MGPCG's red-black
+# smoother, restriction and injection above; each V-cycle recursing from its level down in correction form (a
+# residual and a correction a coarser level); the shift sigma Active ---------------------------------------------
+FMG = dict(n=8, levels=3, sweeps=1, bottom=4, max_vcycles=3, rtol=0.03)
+
+
+@gk.kernel
+def mg_prolong_add(z, ec):
+    i, j = gk.tid()
+    z[i + 1, j + 1] += ec[i // 2 + 1, j // 2 + 1]
+
+
+@gk.kernel
+def mg_residual_norm(z, f, diag, norm):
+    i, j = gk.tid()
+    i += 1
+    j += 1
+    res = f[i, j] - (diag * z[i, j] - z[i + 1, j] - z[i - 1, j] - z[i, j + 1] - z[i, j - 1])
+    gk.atomic_add(norm, 0, res * res)
+
+
+def hpgmg_fmg(vcycles=None):
+    c = FMG
+
+    def program(b, u, sigma):
+        diag = 4.0 + sigma
+        sizes = [c["n"] >> lvl for lvl in range(c["levels"])]
+        f, z, e, res = ([np.zeros((m + 2, m + 2)) for m in sizes] for _ in range(4))
+        norm = np.zeros(1)
+
+        def smooth(lvl, x, rhs, sweeps):
+            for _ in range(sweeps):
+                gk.launch(mg_smooth, (sizes[lvl],) * 2, x, rhs, diag, 0)
+                gk.launch(mg_smooth, (sizes[lvl],) * 2, x, rhs, diag, 1)
+
+        def vcycle(lvl, x, rhs):  # MGVCycle: smooth, restrict the residual, recurse on the correction, add it back
+            if lvl == c["levels"] - 1:
+                smooth(lvl, x, rhs, c["bottom"])
+                return
+            smooth(lvl, x, rhs, c["sweeps"])
+            gk.fill(res[lvl + 1], 0.0)
+            gk.fill(e[lvl + 1], 0.0)
+            gk.launch(mg_restrict, (sizes[lvl],) * 2, rhs, x, res[lvl + 1], diag)
+            vcycle(lvl + 1, e[lvl + 1], res[lvl + 1])
+            gk.launch(mg_prolong_add, (sizes[lvl],) * 2, x, e[lvl + 1])
+            smooth(lvl, x, rhs, c["sweeps"])
+
+        def residual_norm():
+            gk.fill(norm, 0.0)
+            gk.launch(mg_residual_norm, (sizes[0],) * 2, z[0], f[0], diag, norm)
+            return np.sqrt(norm[0])  # a derived scalar, compared only
+
+        gk.copy(f[0], b)
+        for lvl in range(c["levels"] - 1):  # the right-hand side restricted to the coarsest level
+            gk.launch(mg_restrict, (sizes[lvl],) * 2, f[lvl], z[lvl], f[lvl + 1], diag)
+        smooth(c["levels"] - 1, z[-1], f[-1], c["bottom"])  # IterativeSolver on the coarsest level
+        for lvl in reversed(range(c["levels"] - 1)):  # up: interpolate, then a V-cycle from this level down
+            gk.launch(mg_prolongate, (sizes[lvl],) * 2, z[lvl], z[lvl + 1])
+            vcycle(lvl, z[lvl], f[lvl])
+        norm0 = residual_norm()
+        v = 0
+        while v < c["max_vcycles"] and residual_norm() > c["rtol"] * norm0:
+            vcycle(0, z[0], f[0])
+            v += 1
+        if vcycles is not None:
+            vcycles.append(v)
+        gk.copy(u, z[0])
+    return program
+
+
 # -- TeaLeaf 1.0 PPCG (UK-MAC/TeaLeaf_ref src/tea_solve.f90's loop: CG steps until `ABS(old_error) <= tl_ch_cg_epslim
 # .AND. n >= tl_ch_cg_presteps`, then tea_leaf_ppcg_init and tea_leaf_run_ppcg_inner_steps (src/tea_leaf_ppcg.f90:
 # sd = r / theta, then per inner step w = A sd, rtemp -= w, sd = alpha sd + beta rtemp, utemp += sd), and each
@@ -435,4 +508,4 @@ def pyro_burgers(steps=None):
     return program
 
 
-__all__ = ["plain", "taichi_mgpcg", "tealeaf_ppcg", "castro_retry", "pyro_burgers"]
+__all__ = ["plain", "taichi_mgpcg", "hpgmg_fmg", "tealeaf_ppcg", "castro_retry", "pyro_burgers"]
