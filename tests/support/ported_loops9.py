@@ -43,13 +43,16 @@ def mg_smooth(z, r, diag, phase):
         z[i, j] = (r[i, j] + z[i + 1, j] + z[i - 1, j] + z[i, j + 1] + z[i, j - 1]) / diag
 
 
+@gk.func
+def mg_residual(r, z, diag, i, j):
+    return r[i, j] - (diag * z[i, j] - z[i + 1, j] - z[i - 1, j] - z[i, j + 1] - z[i, j - 1])
+
+
 @gk.kernel
 def mg_restrict(r, z, rc, diag):
     i, j = gk.tid()
-    i += 1
-    j += 1
-    res = r[i, j] - (diag * z[i, j] - z[i + 1, j] - z[i - 1, j] - z[i, j + 1] - z[i, j - 1])
-    gk.atomic_add(rc, ((i - 1) // 2 + 1, (j - 1) // 2 + 1), res * 0.5)
+    res = mg_residual(r, z, diag, i + 1, j + 1)
+    gk.atomic_add(rc, (i // 2 + 1, j // 2 + 1), res * 0.5)
 
 
 @gk.kernel
@@ -167,9 +170,7 @@ def mg_prolong_add(z, ec):
 @gk.kernel
 def mg_residual_norm(z, f, diag, norm):
     i, j = gk.tid()
-    i += 1
-    j += 1
-    res = f[i, j] - (diag * z[i, j] - z[i + 1, j] - z[i - 1, j] - z[i, j + 1] - z[i, j - 1])
+    res = mg_residual(f, z, diag, i + 1, j + 1)
     gk.atomic_add(norm, 0, res * res)
 
 
