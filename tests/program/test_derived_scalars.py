@@ -116,3 +116,59 @@ def test_a_rounded_scalar_is_a_constant_and_its_gradient_is_right(rng):
     prog = _scaled(lambda u: round(u.sum(), 1) + np.floor(u.max()))
     u = rng.random(N) + 0.5
     check_grad(prog, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))
+
+
+def _scratch(alloc, use):
+    """A program summing u*u into a scratch array host code allocated without an array argument, then handing
+    what it reads from it to a launch (TeaLeaf's PPCG port: the CG presteps' alphas from `np.zeros(1)`
+    reductions, an eigenvalue bound from them scaling the solver)."""
+    def prog(u, E):
+        out = alloc()
+        gk.launch(energy, N, u, out)
+        w = np.zeros_like(u)
+        gk.launch(scale_into, N, u, w, use(out))
+        gk.launch(energy, N, w, E)
+    return prog
+
+
+SCRATCH = {"np.zeros(1)": lambda: np.zeros(1), "np.empty(1) filled": lambda: _filled_empty(),
+           "np.ones(1) * 0": lambda: np.ones(1) - 1.0, "np.full(1, 0.0)": lambda: np.full(1, 0.0)}
+READS = {"out[0]": lambda out: out[0], "out[0] / 3": lambda out: out[0] / 3.0,
+         "max of np.array of reads": lambda out: np.linalg.eigvalsh(np.diag(np.array([out[0], 2 * out[0]]))).max()}
+
+
+def _filled_empty():
+    out = np.empty(1)
+    gk.fill(out, 0.0)
+    return out
+
+
+@pytest.mark.parametrize("alloc", list(SCRATCH))
+@pytest.mark.parametrize("read", list(READS))
+def test_reads_of_a_scratch_array_allocated_without_an_array_argument_are_refused(rng, alloc, read):
+    """Before session 56 `np.zeros(1)` (`np.empty`, `np.ones`, `np.full` with a plain value) made a plain ndarray,
+    whose reads after a launch wrote it were plain numbers: a launch taking one ran, and the gradient lacked
+    d out / du (d/du[0] 0.19 where central differences give 0.77, no error). Such arrays are now TrackedArrays
+    while a program records, as `np.zeros_like(u)` is, so the read carries its origin and the launch is refused
+    naming the line."""
+    u = rng.random(N) + 0.5
+    du, E, dE = rng.random(N), np.zeros(1), np.ones(1)
+    before = [x.copy() for x in (u, du, E, dE)]
+    with pytest.raises(gk.ProgramError, match=r"computed from an active array.*test_derived_scalars\.py:\d+"):
+        gk.autodiff(_scratch(SCRATCH[alloc], READS[read]), gk.Duplicated(u, du), gk.Duplicated(E, dE))
+    for a, b in zip(before, (u, du, E, dE)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_scratch_array_allocated_without_an_array_argument_is_differentiated_and_compared(rng):
+    """The same scratch read for control flow only (a branch on it) and launched into: the gradient is the
+    program's (central differences agree)."""
+    def prog(u, E):
+        out = np.zeros(1)
+        gk.launch(energy, N, u, out)
+        w = np.zeros(N)
+        gk.launch(scale_into, N, u, w, 2.0 if out[0] > 1.0 else 3.0)
+        gk.launch(energy, N, w, E)
+        gk.launch(energy, 1, out, E)
+    u = rng.random(N) + 0.5
+    check_grad(prog, gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from support import ported_loops8 as p8
 from support import ported_loops8_apps as pa
-from support.ported_harness import numba_sampled, on_interpreter
-from support.ported_loops import assert_same_gradient, check_loop_gradient, checkpointed, plain
+from support.ported_harness import on_interpreter
+from support.ported_loops import assert_same_gradient, check_loop_gradient, checkpointed, plain, round_tests
 
 import gradkern as gk
 
@@ -70,7 +70,6 @@ def _specs(rng):
     }
 
 
-PORTS = list(_specs(np.random.default_rng(0)))
 # Every port's check runs in CI on the interpreter (docs/testing.md "Test time") but FULL's, whose patterns CI meets
 # elsewhere: hotspot's and HSOpticalFlow's toggles in the swap test below (the same launches, store-all, against the
 # parity spelling) and the view regression test, mpm88's kernels in tests/library/test_ported_hpc5.py. The Numba
@@ -78,26 +77,7 @@ PORTS = list(_specs(np.random.default_rng(0)))
 # under `full`.
 FULL = {"hs_optical_flow", "rodinia_hotspot", "mpm88"}
 NUMBA_SAMPLE = {"cuda_reduction"}
-NUMBA_SAMPLED = numba_sampled(PORTS, NUMBA_SAMPLE)
-INTERPRETED = [pytest.param(n, marks=pytest.mark.full) if n in FULL else n for n in PORTS]
-
-
-def _check(name, checkpoint=True):
-    program, args, make = _specs(np.random.default_rng(1))[name]
-    # central differences on 3 coordinates of each input (each costs two runs of the whole loop on the interpreter);
-    # the dot-product test and forward-against-reverse take every coordinate along random directions
-    check_loop_gradient(program, *args, make=make if checkpoint else None, max_coords=3)
-
-
-@pytest.mark.parametrize("name", INTERPRETED)
-def test_port_gradient_matches_finite_differences_and_checkpoints(name, monkeypatch):
-    on_interpreter(monkeypatch)
-    _check(name)
-
-
-@pytest.mark.parametrize("name", NUMBA_SAMPLED)
-def test_port_gradient_on_numba_matches_finite_differences(name):
-    _check(name, checkpoint=False)
+globals().update(round_tests(_specs, FULL, NUMBA_SAMPLE))
 
 
 @pytest.mark.parametrize("name, parity", [("warp_wave", p8.warp_wave_parity(plain)),

@@ -3,9 +3,11 @@ loops"): its gradient against gradkern.testing.check_grad (central differences i
 and, for a loop written as `make(loop)`, the gk.checkpointed_loop gradient equal to the store-all one."""
 
 import numpy as np
+import pytest
 
 import gradkern as gk
 from gradkern.testing import check_grad
+from support.ported_harness import numba_sampled, on_interpreter
 
 
 def plain(step, nsteps):
@@ -60,3 +62,30 @@ def check_loop_gradient(program, *args, make=None, max_coords=24, seed=0):
     if make is not None:
         assert_same_gradient(make(plain), make(checkpointed), args)
     return report
+
+
+def round_tests(specs, full, numba_sample):
+    """The two gradient tests of a round's file (test_ported_loops8.py on), for its namespace
+    (`globals().update(round_tests(...))`). `specs(rng)` -> {name: (program, args, make or None)}: every port's
+    check_loop_gradient on the interpreter, in CI but for `full`'s names (docs/testing.md "Test time"), with its
+    checkpointed twin where `make` is given; on the Numba backend for `numba_sample` in CI, the others `full`."""
+    ports = list(specs(np.random.default_rng(0)))
+
+    def check(name, checkpoint=True):
+        program, args, make = specs(np.random.default_rng(1))[name]
+        # central differences on 3 coordinates of each input (each costs two runs of the whole loop on the
+        # interpreter); the dot-product test and forward-against-reverse take every coordinate along random
+        # directions
+        check_loop_gradient(program, *args, make=make if checkpoint else None, max_coords=3)
+
+    @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.full) if n in full else n for n in ports])
+    def test_port_gradient_matches_finite_differences_and_checkpoints(name, monkeypatch):
+        on_interpreter(monkeypatch)
+        check(name)
+
+    @pytest.mark.parametrize("name", numba_sampled(ports, numba_sample))
+    def test_port_gradient_on_numba_matches_finite_differences(name):
+        check(name, checkpoint=False)
+
+    return {f.__name__: f for f in (test_port_gradient_matches_finite_differences_and_checkpoints,
+                                    test_port_gradient_on_numba_matches_finite_differences)}

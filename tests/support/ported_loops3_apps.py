@@ -317,21 +317,29 @@ def hpcg(loop, csr):
         def iteration(k):
             gk.fill(z, 0.0)  # ComputeMG: ZeroVector(x), then the smoother
             gk.launch(hpcg_symgs, 1, rowp, cols, vals, diag, sigma, r, z)
-            if k == 0:
-                gk.copy(p, z)
-                gk.fill(rtz, 0.0)
-                gk.launch(hpcg_dot, n, r, z, rtz)
-            else:
-                gk.copy(oldrtz, rtz)
-                gk.fill(rtz, 0.0)
-                gk.launch(hpcg_dot, n, r, z, rtz)
-                gk.launch(hpcg_update_p, n, p, z, rtz, oldrtz)
-            gk.launch(hpcg_spmv, n, rowp, cols, vals, sigma, p, Ap)
-            gk.fill(pAp, 0.0)
-            gk.launch(hpcg_dot, n, p, Ap, pAp)
-            gk.launch(hpcg_update_xr, n, x, r, p, Ap, rtz, pAp)
+            hpcg_cg_update(k, csr, sigma, x, r, z, p, Ap, rtz, oldrtz, pAp)
         loop(iteration, max_iter)
     return program
+
+
+def hpcg_cg_update(k, csr, sigma, x, r, z, p, Ap, rtz, oldrtz, pAp):
+    """CG_ref's iteration k after the preconditioner wrote z: p from z (rtz = r.z, beta = rtz / oldrtz), then
+    alpha = rtz / pAp, x and r (test_ported_loops9.py's HPCG MG port shares it)."""
+    rowp, cols, vals = csr[:3]
+    n = r.shape[0]
+    if k == 0:
+        gk.copy(p, z)
+        gk.fill(rtz, 0.0)
+        gk.launch(hpcg_dot, n, r, z, rtz)
+    else:
+        gk.copy(oldrtz, rtz)
+        gk.fill(rtz, 0.0)
+        gk.launch(hpcg_dot, n, r, z, rtz)
+        gk.launch(hpcg_update_p, n, p, z, rtz, oldrtz)
+    gk.launch(hpcg_spmv, n, rowp, cols, vals, sigma, p, Ap)
+    gk.fill(pAp, 0.0)
+    gk.launch(hpcg_dot, n, p, Ap, pAp)
+    gk.launch(hpcg_update_xr, n, x, r, p, Ap, rtz, pAp)
 
 
 # -- CloverLeaf 1.3 (hydro.f90's cycle: ideal_gas, viscosity, calc_dt, PdV predict, ideal_gas, accelerate, PdV

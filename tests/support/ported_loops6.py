@@ -321,6 +321,15 @@ def tl_calc_p(p, r, rro, rrn):
     p[k, j] = r[k, j] + rrn[0] / rro[0] * p[k, j]
 
 
+def tl_cg_iteration(inner, u, r, p, w, kx, ky, rro, pw, rrn):
+    """tea_leaf_cg_calc_w, _calc_ur, _calc_p: one CG iteration (TeaLeaf's PPCG presteps too, ported_loops9.py)."""
+    gk.fill(pw, 0.0)
+    gk.launch(tl_calc_w, inner, p, w, kx, ky, pw)
+    gk.fill(rrn, 0.0)
+    gk.launch(tl_calc_ur, inner, u, r, p, w, rro, pw, rrn)
+    gk.launch(tl_calc_p, inner, p, r, rro, rrn)
+
+
 def tealeaf_cg(eps=1e-3, max_iters=10, iterations=None):
     def program(u, density, rx):
         ny, nx = u.shape[0] - 2, u.shape[1] - 2
@@ -332,11 +341,7 @@ def tealeaf_cg(eps=1e-3, max_iters=10, iterations=None):
         gk.launch(tl_init, inner, u, u0, r, p, kx, ky, rro)
         initial_residual = np.sqrt(abs(rro[0]))  # a derived scalar, compared only
         for n in range(max_iters):
-            gk.fill(pw, 0.0)
-            gk.launch(tl_calc_w, inner, p, w, kx, ky, pw)
-            gk.fill(rrn, 0.0)
-            gk.launch(tl_calc_ur, inner, u, r, p, w, rro, pw, rrn)
-            gk.launch(tl_calc_p, inner, p, r, rro, rrn)
+            tl_cg_iteration(inner, u, r, p, w, kx, ky, rro, pw, rrn)
             error = rrn[0]
             gk.copy(rro, rrn)
             if np.sqrt(abs(error)) < eps * initial_residual:

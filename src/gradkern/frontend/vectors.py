@@ -306,7 +306,12 @@ class _Scalars(ast.NodeTransformer):
         if v is not None and self.sc.width(v) is not None:
             return self.component(v, c, e)
         if self.sc.width(e.value) is not None:
-            self.sc.fail(e, "a vector is indexed by a constant 0-3 (or .x .y .z .w)")
+            # a loop over the components (`for c in range(3): f[i, c] += v[c]`, Warp's and C's spelling) is not
+            # unrolled for it: vectors are scalarised before loops are (docs/kernel-language.md)
+            self.sc.fail(e, "a vector is indexed by a constant 0-3 (or .x .y .z .w)",
+                         "a loop variable is not a constant here, even over range(3) or a literal tuple: write a "
+                         "statement per component (v.x, v.y, v.z), or gk.store_vec3(a, i, v) into an array and "
+                         "loop over that")
         return self.generic_visit(e)
 
     def component(self, v: ast.expr, c: int, at: ast.AST) -> ast.expr:

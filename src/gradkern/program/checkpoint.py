@@ -35,6 +35,7 @@ from ..rules import CustomRule
 from ..runtime.arrays import is_array
 from ..runtime.call import prepare
 from ..runtime.launch import run
+from . import hostcalls
 from .budget import BudgetSchedule, Plan, step_sizes
 from .contents import Contents
 from .guard import HostWriteGuard
@@ -512,7 +513,7 @@ class CheckpointedLoop(LoopHooks):
         self.writers.start(t)
         self.hosts.start(t, self.mode is not Mode.RECORD)  # host-made arrays' prints (hostarrays.py)
         self.found.recomputed = []
-        with recording(recorder):
+        with recording(recorder), hostcalls.rerecording(self.mode is not Mode.RECORD):
             try:
                 check_ran(self.step_fn(t), self.step_fn, "gk.checkpointed_loop", "step")
             except ValueError as e:  # a host write the recomputation's guard refused (the first forward's: run.py)

@@ -10,7 +10,9 @@ scalar, an array made from a derived scalar or a derived array a derived array, 
 refused (hostcode.py). Anything else passes through unchanged: the same result, by the same function. Numba types a
 wrapper as the function it wraps, so whatever it compiles meanwhile (a kernel's `_gk_math.sin`, its own `math.pow`,
 a user's @njit helper) calls the original; and its registries are loaded before the first wrapper is in place
-(`_numba_ready`). What the
+(`_numba_ready`). NumPy's allocators (`np.zeros`, `np.empty`, `np.ones`, and `np.full` of a plain value) give
+TrackedArrays, as `np.zeros_like(u)` does, so reads of a scratch array a launch wrote carry their origin; the
+wrappers are in place again while a checkpointed loop's reverse recomputes a step (`rerecording`). What the
 wrappers cannot see, and the page lists: names bound before (`from math import sqrt`), `decimal.Decimal(s)`,
 another thread's host code, a list holding a derived scalar given to another NumPy function.
 
@@ -22,6 +24,7 @@ refused."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import statistics
@@ -32,10 +35,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProgramError
-from .derived import _OURS, CLASSES, DerivedScalar, carry, constant, constants, origin_of
+from .derived import _NUMPY, _OURS, CLASSES, DerivedScalar, carry, constant, constants, origin_of
 from .derived import user_frame as _user_frame
 from .derived import where as _where
-from .hostcode import TrackedArray, _origin, _read, _result, tracker
+from .hostcode import TrackedArray, _origin, _read, _result, track, tracker
 from .hostshapes import contiguous
 
 # the math functions whose result is a float computed from a float argument (the rest return ints or booleans,
@@ -46,9 +49,13 @@ _MATH = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "co
          "sin", "sinh", "sqrt", "tan", "tanh", "ulp", "sumprod")
 # NumPy's constructors, and the functions that join what they are given: each converts a list holding a derived
 # scalar (`np.concatenate([[s], [t]])`) without a method call or a dispatch on it
-_NUMPY = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "full", "frombuffer",
+_NUMPY_CALLS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "full", "frombuffer",
           "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "block", "append")
 _COPIES = ("ascontiguousarray", "asfortranarray")  # NumPy does not dispatch them: a copy of one is a launch here
+# NumPy's allocators: an array host code allocates without an array argument (`np.zeros(1)`) is the TrackedArray
+# `np.zeros_like(u)` gives, so what host code reads from it after a launch wrote it carries the origin (session 56:
+# TeaLeaf's `out[0]` of a `np.zeros(1)` reduction scratch, passed to a launch, dropped its derivative silently)
+_ALLOCATORS = ("zeros", "empty", "ones")
 
 
 class _Wrapper:
@@ -132,16 +139,28 @@ def _numpy_call(f: Any, *args: Any, **kwargs: Any) -> Any:
         return _result(f(*args, **kwargs), [source], f"np.{f.__name__}", host)
     origin = _origin_in(args[:2]) or (_origin_in(kwargs) if kwargs else None) or getattr(source, "_gk_origin", None)
     if origin is None:
-        return f(*args, **kwargs)
+        r = f(*args, **kwargs)
+        return _allocated(r) if f.__name__ == "full" else r
     return carry(f(*constants(args), **constants(kwargs)), origin)
 
 
+def _allocated(r: Any) -> Any:
+    """`r`, a new array host code allocated, as a TrackedArray (hostcode.track: float arrays only); NumPy's own
+    calls (np.linspace's np.empty, ...) keep their plain arrays."""
+    return r if sys._getframe(3).f_code.co_filename.startswith(_NUMPY) else track(r)
+
+
+def _alloc_call(f: Any, *args: Any, **kwargs: Any) -> Any:
+    r = f(*args, **kwargs)
+    return r if tracker() is None else _allocated(r)
+
+
 _ORIGINAL = {math: {n: getattr(math, n) for n in _MATH if hasattr(math, n)},
-             np: {n: getattr(np, n) for n in _NUMPY}}
+             np: {n: getattr(np, n) for n in (*_NUMPY_CALLS, *_ALLOCATORS)}}
 # statistics binds math's functions under its own names (`from math import fsum`): fmean, geometric_mean, ...
 _ORIGINAL[statistics] = {n: f for n, f in vars(statistics).items() if _ORIGINAL[math].get(n) is f}
 _WRAPPED = {math: {n: _Wrapper(f, _math_call) for n, f in _ORIGINAL[math].items()},
-            np: {n: _Wrapper(f, _numpy_call) for n, f in _ORIGINAL[np].items()}}
+            np: {n: _Wrapper(f, _alloc_call if n in _ALLOCATORS else _numpy_call) for n, f in _ORIGINAL[np].items()}}
 _WRAPPED[statistics] = {n: _WRAPPED[math][n] for n in _ORIGINAL[statistics]}
 # recordings: programs recording now (all threads); the wrappers are in their modules while there are any. Numba
 # types a wrapper as the function it wraps (_numba_ready), so kernels compiled meanwhile see the originals
@@ -190,6 +209,21 @@ def recording_ended() -> None:
     with _LOCK:
         _STATE["recordings"] -= 1
         _apply()
+
+
+@contextlib.contextmanager
+def rerecording(on: bool) -> Any:
+    """The wrappers in place while a checkpointed loop's reverse recomputes a step (`on`), as they were when the
+    step first ran: its host code allocates and converts as it did then (a `np.zeros(n)` is a TrackedArray both
+    times, so its `.astype` is the copy launch it was)."""
+    if not on:
+        yield
+        return
+    recording_started()
+    try:
+        yield
+    finally:
+        recording_ended()
 
 
 # -- the derived scalars: exact rationals ---------------------------------------------------------------------------
