@@ -235,7 +235,7 @@ ROWS = [
     Row("np.copyto(v, u), v launched", "array", _copyto_launched, REFUSED),
     Row("v[...] = 2 * u, v launched", "array", _assign_launched, REFUSED),
     Row("v[1:4] = 0.5, v launched", "array", _slice_launched, REFUSED),
-    Row("np.multiply(u, 2, out=v), v launched", "array", _out_launched, GRAD),  # a launch, not a host write
+    Row("np.multiply(u, 2, out=v), v launched", "array", _out_launched, REFUSED),  # a host write (the guard)
 ]
 
 _FROZEN: list = []  # CONST rows: the values the base point's run computed, which the bumped runs reuse

@@ -32,7 +32,7 @@ def energy(x, E):
 def _inplace(f):
     def op(u, v, w, c):
         f(u, v, w, c)
-        return v
+        return w
     return op
 
 
@@ -41,19 +41,21 @@ def _into_w(u, v, w, c):
     return w
 
 
+# in place: into w, a Duplicated argument no launch has taken yet (into v or u, which a launch took, NumPy's write
+# is a host write the tape cannot see: refused, REFUSALS below)
 def _sin_in_place(u, v, w, c):
-    np.sin(u, out=u)  # the argument itself, after a launch took it
-    return u
+    np.sin(w, out=w)
+    return w
 
 
 def _slice_scaled(u, v, w, c):
-    v[1:-1] *= 0.5  # a launch on the view, then `v[1:-1] = view`: its values onto themselves, no host write
-    return v
+    w[1:-1] *= 0.5  # a launch on the view, then `w[1:-1] = view`: its values onto themselves, no host write
+    return w
 
 
 def _shifted_sum(u, v, w, c):
-    np.add(v[1:], v[:-1], out=v[1:])  # out overlaps the second input: NumPy reads both first (a copy here)
-    return v
+    np.add(w[1:], w[:-1], out=w[1:])  # out overlaps the second input: NumPy reads both first (a copy here)
+    return w
 
 
 # (name, op(u, v, w, c) -> the array the next launch reads); u, w Duplicated in [0.5, 1.5), v = u * u written by a
@@ -86,14 +88,14 @@ CASES = [
     ("v.clip(0.8, None)", lambda u, v, w, c: v.clip(0.8, None)),
     ("c * v + w / c", lambda u, v, w, c: c * v + w / c),
     ("v * (u > 1.0)", lambda u, v, w, c: v * (u > 1.0)),  # a boolean mask: a constant array
-    ("v *= 2.0", _inplace(lambda u, v, w, c: v.__imul__(2.0))),
-    ("v += c * u", _inplace(lambda u, v, w, c: v.__iadd__(c * u))),
-    ("np.clip(v, 0.8, 1.5, out=v)", _inplace(lambda u, v, w, c: np.clip(v, 0.8, 1.5, out=v))),
+    ("w *= 2.0", _inplace(lambda u, v, w, c: w.__imul__(2.0))),
+    ("w += c * v", _inplace(lambda u, v, w, c: w.__iadd__(c * v))),
+    ("np.clip(w, 0.8, 1.5, out=w)", _inplace(lambda u, v, w, c: np.clip(w, 0.8, 1.5, out=w))),
     ("np.multiply(u, v, out=w)", _into_w),
-    ("np.sin(u, out=u)", _sin_in_place),
-    ("v[1:-1] *= 0.5", _slice_scaled),
+    ("np.sin(w, out=w)", _sin_in_place),
+    ("w[1:-1] *= 0.5", _slice_scaled),
     ("u[1:] - u[:-1]", lambda u, v, w, c: u[1:] - u[:-1]),  # overlapping views: one copied first
-    ("np.add(v[1:], v[:-1], out=v[1:])", _shifted_sum),
+    ("np.add(w[1:], w[:-1], out=w[1:])", _shifted_sum),
     ("u[::-1] * v", lambda u, v, w, c: u[::-1] * v),
     ("w[::2] + v[1::2]", lambda u, v, w, c: w[::2] + v[1::2]),
     ("2-D: v.reshape(2, 3) * w.reshape(3, 2).T", lambda u, v, w, c: (v.reshape(2, 3) * w.reshape(3, 2).T).ravel()),
@@ -209,7 +211,7 @@ def _stepper(loop):
             gk.launch(rhs, N, u, f)
             un = u + c * f  # a launch
             gk.copy(u, np.clip(un, 0.0, 2.0))
-            np.multiply(u, 0.98, out=u)  # in place, on the state a launch took (`u *= 0.98` would make u local)
+            gk.copy(u, u * 0.98)  # (np.multiply(u, 0.98, out=u) into the state a launch took: a refused host write)
             gk.copy(u, np.where(u > 0.9, u, 0.9 + 0.1 * u))  # (`u[...] = ` would be a host write: refused)
         loop(step, 5)
         gk.launch(energy, N, u, E)
@@ -267,6 +269,16 @@ def _refuse_inplace_remainder(u, v, w, c):
     return v
 
 
+def _refuse_inplace_into_launched(u, v, w, c):
+    v *= 2.0
+    return v
+
+
+def _refuse_out_launched(u, v, w, c):
+    np.sin(u, out=u)
+    return u
+
+
 REFUSALS = [
     ("broadcast", lambda u, v, w, c: (v + np.ones((2, N)))[0], "np.add"),
     ("remainder", lambda u, v, w, c: v % 1.5, "np.remainder"),
@@ -275,6 +287,10 @@ REFUSALS = [
     ("where=", _refuse_where_kw, "np.multiply"),
     ("array exponent", lambda u, v, w, c: v ** u, "np.power"),
     ("in place remainder", _refuse_inplace_remainder, "v %= 2.0"),  # a host write into v, which a launch took
+    # NumPy writing into an array a launch took, even an operation that fits: a host write the tape cannot see
+    # (docs/host-code.md, "Elementwise NumPy"; the contract's host-write rule)
+    ("in place into a launched array", _refuse_inplace_into_launched, "v *= 2.0"),
+    ("out= a launched array", _refuse_out_launched, "np.sin(u, out=u)"),
 ]
 
 

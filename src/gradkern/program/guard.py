@@ -1,6 +1,6 @@
 """Host writes are refused, never silently wrong (docs/programs.md). While a
 program records, every NumPy array a launch has taken is read-only: a host
-write to it (`u %= 2`, `u[3] = 0`, `u[:] = v`) fails at once in NumPy, and the
+write to it (`u *= 2`, `u[3] = 0`, `u[:] = v`) fails at once in NumPy, and the
 program turns that failure into `gk.ProgramError` naming the array and the
 launch after which it was written. The program's own launches unlock what
 they write for their duration. Views made before the call and never passed to
@@ -207,14 +207,23 @@ class HostWriteGuard:
                 raise _changed(root, at, before, self.outcome,
                                f"an array of shape {tuple(shape)} and dtype {dtype} (freed since)")
 
+    def _taken(self, root: Any) -> Any:
+        """(what refers to `root`, -, after which launch) if the tape depends on `root`'s values, else None."""
+        entry = self.prints.get(id(root))
+        if entry is None and self._holds(root):  # locked by its flag; a view made before kept its own
+            entry = (lambda: root, None, self.locked_after.get(id(root), self.last))
+        return entry if entry is not None and entry[0]() is root else None
+
+    def taken(self, a: Any) -> bool:
+        """Whether a host write to `a` would be refused: a launch or rule call has taken its buffer."""
+        return self._taken(memory_root(a)) is not None
+
     def refuse_write(self, a: Any) -> None:
         """ProgramError before a host write changes `a` if its buffer is fingerprinted (the tape depends on
         it); NumPy's read-only flag refuses the others."""
         root = memory_root(a)
-        entry = self.prints.get(id(root))
-        if entry is None and self._holds(root):  # locked by its flag; `a`, a view made before, kept its own
-            entry = (lambda: root, None, self.locked_after.get(id(root), self.last))
-        if entry is not None and entry[0]() is root:
+        entry = self._taken(root)
+        if entry is not None:
             frame = user_frame()  # the user's line (session 52: a write by __setitem__ was refused without it)
             line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() if frame is not None else ""
             at = f" at {where(frame)} (`{line}`)" if line else ""

@@ -3,10 +3,10 @@ arithmetic operator on arrays of one shape and float dtype and on scalars (`u + 
 `np.maximum(u, 0.0)`, `np.clip(u, lo, hi, out=u)`, `u *= 0.5`, `np.where(mask, a, b)`) is one launch of a kernel
 generated in the kernel language for (operation, axes, which operands are arrays or scalars), so it is recorded,
 taped and differentiated by the pipeline as any launch: no derivative is written here. `out=` and the in-place
-operators are launches that write the buffer, and a launch may write an array an earlier launch took (the
-host-write guard refuses host writes, and this is none). Operand views that overlap without being the same view
-(`u[1:] - u[:-1]`) are copied first by `gk.copy` (a shadow may not overlap another one): NumPy's "as if the inputs
-were read before the output is written".
+operators are launches that write the buffer when no launch has taken it yet; into an array a launch has taken
+they stay host writes, refused by the guard as the contract's host-write rule says. Operand views that overlap
+without being the same view (`u[1:] - u[:-1]`) are copied first by `gk.copy` (a shadow may not overlap another
+one): NumPy's "as if the inputs were read before the output is written".
 
 What does not fit (broadcasting other than scalars, mixed dtypes, a ufunc not in `OPS`, `where=`, `dtype=`, a
 reduction, an array exponent) goes on to hostcode.py's `__array_ufunc__` / `__array_function__`: a derived array,
@@ -171,6 +171,9 @@ def elementwise(name: str, operands: tuple, out: Any) -> Any:
         dst = host.plain_view(out) if isinstance(out, TrackedArray) else plain(out)
         if dst.shape != shape or dst.dtype != dtype:
             return NotImplemented
+        guard = getattr(rec, "guard", None)
+        if guard is not None and guard.taken(dst):
+            return NotImplemented  # NumPy writing into an array the tape depends on: a refused host write (docs)
         active = active or host.active(dst)
     if not (active or loop):
         return NotImplemented  # no derivative is involved: NumPy computes it (a loop's step: always a launch)
