@@ -30,6 +30,7 @@ from ..annotations import Const
 from ..ir.types import MAX_LAUNCH_NDIM, MAX_NDIM
 from ..kernel import KernelFunction, kernel
 from ..recording import active_recorder
+from ..runtime.arrays import shares_elements
 from ..runtime.launch import launch
 from .derived import DerivedScalar, constant
 from .hostcode import SHAPES, TrackedArray, _read, _view_key, plain, tracker
@@ -215,7 +216,7 @@ def _same_view(a: np.ndarray, b: np.ndarray) -> bool:
 
 def _overlaps(a: np.ndarray, others: list) -> bool:
     root = memory_root(a)
-    return any(memory_root(b) is root and not _same_view(a, b) and np.shares_memory(a, b) for b in others)
+    return any(memory_root(b) is root and not _same_view(a, b) and shares_elements(a, b) for b in others)
 
 
 _ufunc = TrackedArray.__array_ufunc__
