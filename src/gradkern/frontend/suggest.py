@@ -28,6 +28,7 @@ _HINTS: dict[str, str] = {
     "array": _ALLOCATE,
     "round": "use math.floor(x + 0.5) (or int() to truncate toward zero)",
     "rint": "use math.floor(x + 0.5)",
+    "modf": "unpack it into two names: 'frac, whole = math.modf(x)'",
     "trunc": "use int(x) (truncates toward zero) or float(int(x))",
     "ceil": "use -math.floor(-x)",
     "log2": "use math.log(x) / math.log(2.0)",

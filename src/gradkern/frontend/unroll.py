@@ -58,6 +58,9 @@ _FOLD_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, a
              ast.Gt: operator.gt, ast.GtE: operator.ge}
 _CONST = "\0"  # env key prefix of a local assigned once from constants: it folds inside indices only
 _FOLD_CALLS = (abs, min, max)
+# an index read from an array (RSBench's sigTfactors[pole.l_value], session 57): what a port writes instead
+_DATA_INDEX = ("; an index read from an array selects by branches instead ('if l == 0: v = f[0]', 'elif l == 1: "
+               "v = f[1]', ...), or the values go in an array argument")
 _INDEXING = "index it by constants, or by the variable of a 'for' loop with constant bounds (which is unrolled)"
 
 
@@ -342,7 +345,8 @@ class Unroller:
                 bound = self.stores.get(i.id, 0) if isinstance(i, ast.Name) else 0
                 self.fail(sub, f"'{ast.unparse(sub)}': the index {ast.unparse(i)} into {what} is not a constant",
                           _INDEXING + (f"; a local assigned once from constants folds too, and '{i.id}' is "
-                                       f"bound {bound} times" if bound > 1 else ""))
+                                       f"bound {bound} times" if bound > 1 else "")
+                          + (_DATA_INDEX if any(isinstance(n, ast.Subscript) for n in ast.walk(i)) else ""))
             if shape is not None and not 0 <= v < shape[k]:
                 self.fail(sub, f"'{ast.unparse(sub)}': index {v} is out of range for {what} "
                                f"(shape {shape})", "indices run from 0 to the size minus one")
