@@ -175,6 +175,10 @@ ERRORS = {
     # iteration; the hint now says to write the components by name
     "vector indexed in a loop": ("v = gk.load_vec3(a, i)\nfor c in range(3):\n    out[i, c] = v[c]",
                                  r"indexed by a constant 0-3(.|\n)*statement per component \(v.x, v.y, v.z\)"),
+    # Taichi's pbf2d spiky_gradient(r, h) takes a vector (session 57): a parameter is a number or an array, and the
+    # hint spells the components (the kernel's own parameter here stands for a device function's)
+    "parameter used as a vector": ("out[i, 0] = gk.length(a)",
+                                   r"takes vectors; got a(.|\n)*'a' is a parameter(.|\n)*v = gk.vec2\(ax, ay\)"),
 }
 
 

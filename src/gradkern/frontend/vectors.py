@@ -32,6 +32,11 @@ _LOADS = {id(gk.load_vec2): 2, id(gk.load_vec3): 3, id(gk.load_vec4): 4}
 _STORES = {id(gk.store_vec2): 2, id(gk.store_vec3): 3, id(gk.store_vec4): 4}
 _ELEMENTWISE = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 SQRT = VECTOR + "sqrt"  # the name `length` and `normalize` call: bound to math.sqrt in the lowerer's namespace
+# a device function's parameter used as a vector (Taichi's spiky_gradient(r, h), session 57): parameters are
+# numbers and arrays, so the spelling that works passes components
+_PARAM_VECTOR = ("'{0}' is a parameter, a number or an array, not a vector: take the components as parameters "
+                 "({0}x, {0}y, ...), build a local vector from them, v = gk.vec2({0}x, {0}y), and return "
+                 "components as several values")
 API = frozenset({*_CONSTRUCTORS, *_LOADS, *_STORES, id(gk.dot), id(gk.cross), id(gk.length), id(gk.normalize)})
 
 
@@ -351,7 +356,10 @@ class _Scalars(ast.NodeTransformer):
                 self.sc.fail(e, f"{ast.unparse(e.func)}() takes {n} vector{'s' * (n > 1)}")
             w = self.sc.width(e.args[0])
             if w is None:
-                self.sc.fail(e, f"{ast.unparse(e.func)}() takes vectors; got {ast.unparse(e.args[0])}")
+                arg = e.args[0]
+                self.sc.fail(e, f"{ast.unparse(e.func)}() takes vectors; got {ast.unparse(arg)}",
+                             _PARAM_VECTOR.format(arg.id) if isinstance(arg, ast.Name) and arg.id in self.sc.params
+                             else None)
             a = self.sc.components(e.args[0], w)
             if f == id(gk.length):
                 a = self.sc.shared(a)
