@@ -12,6 +12,14 @@ test_ported_hpc9.py does:
 * the race analysis' verdicts, primal and reverse;
 * (`full`) each reverse on hostcuda against Numba's, the same output adjoints.
 
+CI: 10 primals (in float32 too), interpreter gradients and race verdicts, the programs' launches' verdicts and
+racy mutants, the refused local-array read, rprj3 on hostcuda against the interpreter. Test CPU (the calls, one
+process, cold caches, session 57 at load 6-7): 18.4 s, over the round's 10-s budget: the interpreter's reverse and
+forward builds of 14 kernels and the race proofs (interp's eight strided writes cost 1,176 feasibility problems,
+about 0.8 s a specialisation, paid for the float64 and float32 primals and the reverse each). `-m full`: Numba
+(the primal agreement and gradients; j2_uat, rprj3 and integrate_system checked in session 57) and hostcuda for
+the other nine.
+
 What porting them found is in docs/kernel-language.md ("Tenth round (session 57)")."""
 
 import math
@@ -36,7 +44,7 @@ def _case(name, seed=5):
 
 
 globals().update(round_tests(cases, PROGRAMS, NUMBA_SAMPLE, ATOMIC, RUNTIME_CHECKED, float32=True,
-                             race_backend="interp", hostcuda_full=HOSTCUDA_FULL, least_checked=15))
+                             race_backend="interp", hostcuda_full=HOSTCUDA_FULL, least_checked=9))
 
 
 @pytest.mark.full
