@@ -366,8 +366,8 @@ def test_a_repeated_launch_looks_its_verdict_up(rng, monkeypatch):
 
 def test_integer_elimination_and_witnesses():
     """The pieces of analysis/bounds.py on small systems (forms f mean f <= 0)."""
-    from gradkern.analysis.affine import feasible
     from gradkern.analysis.bounds import _point, _possible
+    from gradkern.analysis.fourier_motzkin import feasible
 
     odd = [{"j": 1, "q": -2, "": -1}, {"j": -1, "q": 2, "": 1}, {"q": -1}]  # j = 1 + 2q, q >= 0
     system = odd + [{"j": 1, "": -8}, {"j": -1, "": 8}]  # j == 8

@@ -59,18 +59,16 @@ them, so its verdicts are those of its own walk.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 from ..ir import nodes as ir
 from ..ir.ops import Op
 from ..ir.types import BOOL
 from .conditions import ALWAYS, CONSTANT, NEVER, NOTHING, Either, Flag, Implied, both, either, known, merge_flag
+from .fourier_motzkin import feasible
 from .overflow import Check, Exactness, Loop, add, linear, mul, tid_unknown
 
 Form = dict  # unknown name ("" for the constant) -> integer coefficient
-MAX_CONSTRAINTS = 400
 
 
 def add_forms(a: Form, b: Form, k: int = 1) -> Form:
@@ -398,91 +396,6 @@ def _accesses(k: ir.Kernel, lin: Linearizer, arrays: set[str]) -> list[Access] |
     """Every plain access to `arrays` with its context, or None if one is an atomic add."""
     out = [a for a in accesses(k, lin) if a.array in arrays]
     return None if any(a.atomic for a in out) else out
-
-
-def _elimination_cost(rows: list, n: str) -> int:
-    """How many rows eliminating `n` adds (pairs of opposite signs, minus those removed)."""
-    pos = sum(1 for r in rows if r.get(n, 0) > 0)
-    neg = sum(1 for r in rows if r.get(n, 0) < 0)
-    return pos * neg - pos - neg
-
-
-def eliminate(rows: list, v: str) -> list:
-    """Fourier–Motzkin: `rows` (f <= 0 each) with `v` eliminated, each pair of
-    rows with opposite signs of `v` combined."""
-    pos = [r for r in rows if r.get(v, 0) > 0]
-    neg = [r for r in rows if r.get(v, 0) < 0]
-    rest = [r for r in rows if r.get(v, 0) == 0]
-    new = []
-    for p in pos:
-        for q in neg:
-            a, b = p[v], -q[v]
-            row = {}
-            for n in set(p) | set(q):
-                c = p.get(n, 0) * b + q.get(n, 0) * a
-                if n != v and c != 0:
-                    row[n] = c
-            new.append(row)
-    return rest + new
-
-
-def feasible(constraints: list[Form], integers: bool = False) -> bool:
-    """Fourier–Motzkin over the rationals: False only when surely infeasible.
-    With `integers`, equalities are solved first for an unknown of coefficient
-    ±1, and each row is tightened for integer unknowns as it is made
-    (`_tighten`): still False only when surely no integer solution."""
-    if integers:  # integer coefficients stay so: no fractions needed
-        rows = _solve_equalities([{n: c for n, c in f.items() if c} for f in constraints])
-    else:
-        rows = [{n: Fraction(c) for n, c in f.items() if c} for f in constraints]
-    while True:
-        if integers:
-            rows = [_tighten(r) for r in rows]
-        for r in rows:
-            if all(n == "" for n in r) and r.get("", 0) > 0:
-                return False
-        names = sorted({n for r in rows for n in r if n != ""})
-        if not names:
-            return True
-        v = min(names, key=lambda n, rows=rows: _elimination_cost(rows, n))
-        rows = eliminate(rows, v)
-        if len(rows) > MAX_CONSTRAINTS:
-            return True  # too big to decide: no proof
-
-
-def _solve_equalities(rows: list[dict]) -> list[dict]:
-    """Rows r and -r are r = 0; where r has an unknown of coefficient ±1, that
-    unknown is eliminated from every other row by r = 0 (exact over the integers)."""
-    while True:
-        present = {frozenset(r.items()) for r in rows}
-        for r in rows:
-            neg = {n: -c for n, c in r.items()}
-            v = next((n for n, c in r.items() if n != "" and abs(c) == 1), None)
-            if v is None or frozenset(neg.items()) not in present:
-                continue
-            out = []
-            for row in rows:
-                if row is r or row == neg:
-                    continue
-                k = row.get(v, 0) * r[v]  # row[v] / r[v], r[v] being ±1
-                combined = {n: row.get(n, 0) - k * r.get(n, 0) for n in set(row) | set(r)}
-                out.append({n: c for n, c in combined.items() if c})
-            rows = out
-            break
-        else:
-            return rows
-
-
-def _tighten(row: dict) -> dict:
-    """Σ a·x + c <= 0 over integers x (integer a, c), with g the gcd of the a's:
-    Σ (a/g)·x + ceil(c/g) <= 0. Every integer solution of the system satisfies
-    every row of its projections, so it satisfies these too."""
-    g = math.gcd(*(c for n, c in row.items() if n != ""))
-    if g <= 1:
-        return row
-    out = {n: c // g for n, c in row.items() if n != ""}
-    out[""] = -(-row.get("", 0) // g)  # ceil
-    return out
 
 
 def _index_forms(acc: Access, lin: Linearizer, strides: dict) -> tuple[list[Form], frozenset] | None:

@@ -50,7 +50,8 @@ from fractions import Fraction
 from ..errors import Loc
 from ..ir import nodes as ir
 from ..ir.ops import Op
-from .affine import MAX_CONSTRAINTS, Linearizer, accesses, add_forms, eliminate, feasible
+from .affine import Linearizer, accesses, add_forms
+from .fourier_motzkin import MAX_CONSTRAINTS, eliminate, feasible
 from .overflow import Exactness, tid_unknown
 from .races import control_locals
 
