@@ -429,12 +429,12 @@ def test_tracked_argument_is_locked_with_its_buffer(rng):
 
 
 def test_the_one_pass_unwrapping_gives_what_the_full_one_gives(monkeypatch):
-    """`hostcode._unwrap_plain` (TrackedArrays, floats, ints and Active scalars: a time loop's launches) against
+    """`hostargs._unwrap_plain` (TrackedArrays, floats, ints and Active scalars: a time loop's launches) against
     the full path of `unwrap_args`: the same plain view objects, the guard following each TrackedArray, other
     arguments left to the full path, and bit-identical gradients of a loop with the one pass refused."""
-    from gradkern.program import hostcode
+    from gradkern.program import hostargs
     from gradkern.recording import active_recorder
-    one_pass = hostcode._unwrap_plain
+    one_pass = hostargs._unwrap_plain
 
     def loop(u, v, E, c):
         rec = active_recorder()
@@ -443,8 +443,8 @@ def test_the_one_pass_unwrapping_gives_what_the_full_one_gives(monkeypatch):
         assert fast is not None and fast[0] is fast[5]  # an array passed twice is one view twice
         assert all(any(r() is a for refs in rec.guard.followers.values() for r in refs) for a in (u, v))
         with monkeypatch.context() as m:
-            m.setattr(hostcode, "_unwrap_plain", lambda *a: None)
-            full = hostcode.unwrap_args(args, "a check")
+            m.setattr(hostargs, "_unwrap_plain", lambda *a: None)
+            full = hostargs.unwrap_args(args, "a check")
         assert len(fast) == len(full) and all(a is b for a, b in zip(fast, full))
         assert one_pass((gk.Const(u), v), rec.host, rec.guard) is None
         assert one_pass((u, np.float32(1.0)), rec.host, rec.guard) is None
@@ -460,7 +460,7 @@ def test_the_one_pass_unwrapping_gives_what_the_full_one_gives(monkeypatch):
         return du, dv, got[3], u, v
 
     fast = gradient()
-    monkeypatch.setattr(hostcode, "_unwrap_plain", lambda *a: None)
+    monkeypatch.setattr(hostargs, "_unwrap_plain", lambda *a: None)
     full = gradient()
     for a, b in zip(fast, full):
         assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(np.signbit(a), np.signbit(b))

@@ -221,3 +221,72 @@ def test_pic_numpy_push_is_refused_naming_the_line(mod, match, monkeypatch):
     on_interpreter(monkeypatch)
     _, args, _ = _specs(np.random.default_rng(2))["pic_two_stream"]
     _refused(_pic_numpy_push(mod), args, match)
+
+
+def _pic_scipy_get_acc():
+    """pic-python's getAcc as written, in a program: the cloud-in-cell weights in NumPy, pic.py's `np.bincount`
+    deposit, `spsolve(Lmtx, n - n0)`, `-Gmtx @ phi_grid`, the field interpolated back, then the kick `vel += acc *
+    dt / 2.0` (a launch: no launch has taken `vel`)."""
+    sparse = pytest.importorskip("scipy.sparse")
+    spsolve = pytest.importorskip("scipy.sparse.linalg").spsolve
+    c = p10.PIC
+    nx, dx = c["nx"], c["boxsize"] / c["nx"]
+    ones = np.ones(nx)
+    grad = sparse.diags([-ones[1:], ones[1:]], [-1, 1]).tolil()
+    grad[0, nx - 1], grad[nx - 1, 0] = -1.0, 1.0
+    lap = sparse.diags([ones[1:], -2.0 * ones, ones[1:]], [-1, 0, 1]).tolil()
+    lap[0, nx - 1] = lap[nx - 1, 0] = 1.0
+    grad, lap = grad.tocsr() / (2.0 * dx), lap.tocsc() / dx ** 2
+
+    def program(pos, vel, dt):
+        j = np.floor(pos / dx).astype(int)
+        jp1 = j + 1
+        weight_j, weight_jp1 = (jp1 * dx - pos) / dx, (pos - j * dx) / dx
+        jp1 = np.mod(jp1, nx)
+        n = np.bincount(j, weights=weight_j, minlength=nx) + np.bincount(jp1, weights=weight_jp1, minlength=nx)
+        n = n * (c["n0"] * c["boxsize"] / pos.shape[0] / dx)
+        phi_grid = spsolve(lap, n - c["n0"])
+        e_grid = -(grad @ phi_grid)
+        acc = -(weight_j * e_grid[j] + weight_jp1 * e_grid[jp1])
+        vel += acc * dt / 2.0
+    return program
+
+
+def _pic_add_at_deposit(pos, vel, dt):
+    """The deposit as many PIC codes write it, `np.add.at(n, j, w)` on the host, then the port's field solve."""
+    c = p10.PIC
+    nx, dx = c["nx"], c["boxsize"] / c["nx"]
+    scale = c["n0"] * c["boxsize"] / pos.shape[0] / dx
+    j = np.floor(pos / dx).astype(int)
+    weight_j = ((j + 1) * dx - pos) / dx
+    n, e, d, phi = (np.zeros(nx) for _ in range(4))
+    np.add.at(n, j, weight_j * scale)
+    np.add.at(n, (j + 1) % nx, (1.0 - weight_j) * scale)
+    gk.launch(p10.pic_field, 1, n, e, d, phi, c["n0"], dx)
+    gk.copy(vel[:nx], e)
+
+
+def test_pic_add_at_deposit_is_refused_naming_the_line(monkeypatch):
+    """`np.add.at(n, j, w)` wrote the weights (computed from the active positions) into the fresh `n` on the
+    host unseen: before session 57 the field solve launched on `n` took it as a constant and the program's
+    gradient was off central differences (by 0.67 in a field solve and kick's dot-product test), silently.
+    np.add.at's write is now checked as out='s is (program/hostcode.py): `n` remembers the weights' origin and
+    the launch taking it is refused naming the line. The port deposits by atomic_add in a kernel."""
+    on_interpreter(monkeypatch)
+    _, args, _ = _specs(np.random.default_rng(2))["pic_two_stream"]
+    _refused(_pic_add_at_deposit, args, r"kernel 'pic_field'\) takes 'n'.*`np\.add\.at` of 'n' and an array of "
+                                        r"shape \(10,\) at .*test_ported_loops10\.py:\d+ \(`np\.add\.at\(n, \(j \+ 1\) "
+                                        r"% nx, \(1\.0 - weight_j\) \* scale\)`\)(?s:.*)compute it in a kernel")
+
+
+def test_pic_scipy_field_solve_is_not_seen(monkeypatch):
+    """A known hole, pinned (docs/host-code.md "What is not seen"): pic.py's `spsolve(Lmtx, n - n0)` converts
+    its right-hand side with a NumPy function SciPy bound at its import, so the potential is a plain ndarray, a
+    constant: the program runs and its gradient lacks d phi / d pos (the same with np.add.at's deposit: SciPy's
+    plain result drops the origin). When the hole closes this test fails (the spelling becomes refused or
+    differentiated): turn it into that."""
+    from gradkern.testing import check_grad
+    on_interpreter(monkeypatch)
+    _, args, _ = _specs(np.random.default_rng(2))["pic_two_stream"]
+    report = check_grad(_pic_scipy_get_acc(), *args, max_coords=3, raise_on_failure=False)
+    assert not report.ok and report.checked > 0, str(report)
