@@ -464,3 +464,53 @@ def test_the_one_pass_unwrapping_gives_what_the_full_one_gives(monkeypatch):
     full = gradient()
     for a, b in zip(fast, full):
         assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
+# -- NumPy writing into its first argument without out= (session 57) ---------------------------------------------
+
+
+@gk.kernel
+def _doubled(a, out):
+    i = gk.tid()
+    out[i] = 2.0 * a[i]
+
+
+def _into_active(u, y):
+    np.add.at(u, [0, 0, 2], 1.0)
+    gk.launch(_doubled, 4, u, y)
+
+
+def _put_into_active(u, y):
+    u.put([1], [3.0])
+    gk.launch(_doubled, 4, u, y)
+
+
+def _sort_active(u, y):
+    u.sort()
+    gk.launch(_doubled, 4, u, y)
+
+
+def _add_at_into_taken(u, y):
+    gk.launch(_doubled, 4, u, y)
+    np.add.at(y, [0], 1.0)
+
+
+@pytest.mark.parametrize("program, match", [
+    (_into_active, r"`np\.add\.at` writes its result into 'u', an active array.*`np\.add\.at\(u, \[0, 0, 2\], 1\.0\)`"),
+    (_put_into_active, r"`ndarray\.put` writes its result into 'u', an active array.*`u\.put\(\[1\], \[3\.0\]\)`"),
+    (_sort_active, r"`ndarray\.sort` writes its result into 'u', an active array.*`u\.sort\(\)`"),
+    (_add_at_into_taken, r"a host write to 'y' at .*`np\.add\.at\(y, \[0\], 1\.0\)`.*after launch 1")])
+def test_numpy_writing_into_its_first_argument_is_refused_before_it_writes(program, match, monkeypatch):
+    """`np.add.at(u, ...)`, `u.put(...)`, `u.sort()` into an active argument wrote it on the host unseen before
+    session 57 (the primal changed, its derivative lost); into an array a launch took, the read-only flag
+    refused them. Each is now checked as `out=` is: refused at its line before anything is written, primals and
+    shadows unchanged (docs/host-code.md "Host operations, one by one")."""
+    from gradkern import backends
+    monkeypatch.setattr(backends, "_default", ["interp"])  # as support/ported_harness.on_interpreter
+    u0 = np.array([4.0, 1.0, 3.0, 2.0])
+    u, y = gk.Duplicated(u0.copy(), np.ones(4)), gk.Duplicated(np.zeros(4), np.full(4, 0.5))
+    with pytest.raises(gk.ProgramError, match=match):
+        gk.autodiff(program, u, y)
+    np.testing.assert_array_equal(u.val, u0)
+    np.testing.assert_array_equal(u.dval, np.ones(4))
+    np.testing.assert_array_equal(y.dval, np.full(4, 0.5))

@@ -15,9 +15,11 @@ never dropped:
   takes it raises `gk.ProgramError` naming the operation, the arrays and the
   line, before anything is touched. `gk.Const(w)` says no derivative is wanted.
 * A host write into an active array that is not a copy, a fill or an elementwise launch (hostufuncs.py:
-  `u *= 2` is one; `u %= 2`, `np.cbrt(u, out=u)`) raises `gk.ProgramError` before it writes;
-  so does any host write into an array a launch has taken (guard.py), copies
-  and fills included: those go through `gk.copy`/`gk.fill` by name.
+  `u *= 2` is one; `u %= 2`, `np.cbrt(u, out=u)`, `np.add.at(u, j, w)`, `u.put(j, w)`) raises
+  `gk.ProgramError` before it writes; so does any host write into an array a launch has taken (guard.py),
+  copies and fills included: those go through `gk.copy`/`gk.fill` by name. NumPy writing into its first
+  argument (`np.add.at(w, j, v)`, `np.put`, `w.sort()`) is checked as `out=` is: a fresh `w` remembers a
+  derived input's origin.
 
 Results keep the class, so what is computed from them is seen too. A scalar
 reduced or read from an active array (`u.sum()`, `u[3]`) remembers its origin
