@@ -429,12 +429,12 @@ def test_tracked_argument_is_locked_with_its_buffer(rng):
 
 
 def test_the_one_pass_unwrapping_gives_what_the_full_one_gives(monkeypatch):
-    """`hostcode._unwrap_plain` (TrackedArrays, floats, ints and Active scalars: a time loop's launches) against
+    """`hostargs._unwrap_plain` (TrackedArrays, floats, ints and Active scalars: a time loop's launches) against
     the full path of `unwrap_args`: the same plain view objects, the guard following each TrackedArray, other
     arguments left to the full path, and bit-identical gradients of a loop with the one pass refused."""
-    from gradkern.program import hostcode
+    from gradkern.program import hostargs
     from gradkern.recording import active_recorder
-    one_pass = hostcode._unwrap_plain
+    one_pass = hostargs._unwrap_plain
 
     def loop(u, v, E, c):
         rec = active_recorder()
@@ -443,8 +443,8 @@ def test_the_one_pass_unwrapping_gives_what_the_full_one_gives(monkeypatch):
         assert fast is not None and fast[0] is fast[5]  # an array passed twice is one view twice
         assert all(any(r() is a for refs in rec.guard.followers.values() for r in refs) for a in (u, v))
         with monkeypatch.context() as m:
-            m.setattr(hostcode, "_unwrap_plain", lambda *a: None)
-            full = hostcode.unwrap_args(args, "a check")
+            m.setattr(hostargs, "_unwrap_plain", lambda *a: None)
+            full = hostargs.unwrap_args(args, "a check")
         assert len(fast) == len(full) and all(a is b for a, b in zip(fast, full))
         assert one_pass((gk.Const(u), v), rec.host, rec.guard) is None
         assert one_pass((u, np.float32(1.0)), rec.host, rec.guard) is None
@@ -460,7 +460,57 @@ def test_the_one_pass_unwrapping_gives_what_the_full_one_gives(monkeypatch):
         return du, dv, got[3], u, v
 
     fast = gradient()
-    monkeypatch.setattr(hostcode, "_unwrap_plain", lambda *a: None)
+    monkeypatch.setattr(hostargs, "_unwrap_plain", lambda *a: None)
     full = gradient()
     for a, b in zip(fast, full):
         assert np.array_equal(np.asarray(a), np.asarray(b)) and np.array_equal(np.signbit(a), np.signbit(b))
+
+
+# -- NumPy writing into its first argument without out= (session 57) ---------------------------------------------
+
+
+@gk.kernel
+def _doubled(a, out):
+    i = gk.tid()
+    out[i] = 2.0 * a[i]
+
+
+def _into_active(u, y):
+    np.add.at(u, [0, 0, 2], 1.0)
+    gk.launch(_doubled, 4, u, y)
+
+
+def _put_into_active(u, y):
+    u.put([1], [3.0])
+    gk.launch(_doubled, 4, u, y)
+
+
+def _sort_active(u, y):
+    u.sort()
+    gk.launch(_doubled, 4, u, y)
+
+
+def _add_at_into_taken(u, y):
+    gk.launch(_doubled, 4, u, y)
+    np.add.at(y, [0], 1.0)
+
+
+@pytest.mark.parametrize("program, match", [
+    (_into_active, r"`np\.add\.at` writes its result into 'u', an active array.*`np\.add\.at\(u, \[0, 0, 2\], 1\.0\)`"),
+    (_put_into_active, r"`ndarray\.put` writes its result into 'u', an active array.*`u\.put\(\[1\], \[3\.0\]\)`"),
+    (_sort_active, r"`ndarray\.sort` writes its result into 'u', an active array.*`u\.sort\(\)`"),
+    (_add_at_into_taken, r"a host write to 'y' at .*`np\.add\.at\(y, \[0\], 1\.0\)`.*after launch 1")])
+def test_numpy_writing_into_its_first_argument_is_refused_before_it_writes(program, match, monkeypatch):
+    """`np.add.at(u, ...)`, `u.put(...)`, `u.sort()` into an active argument wrote it on the host unseen before
+    session 57 (the primal changed, its derivative lost); into an array a launch took, the read-only flag
+    refused them. Each is now checked as `out=` is: refused at its line before anything is written, primals and
+    shadows unchanged (docs/host-code.md "Host operations, one by one")."""
+    from gradkern import backends
+    monkeypatch.setattr(backends, "_default", ["interp"])  # as support/ported_harness.on_interpreter
+    u0 = np.array([4.0, 1.0, 3.0, 2.0])
+    u, y = gk.Duplicated(u0.copy(), np.ones(4)), gk.Duplicated(np.zeros(4), np.full(4, 0.5))
+    with pytest.raises(gk.ProgramError, match=match):
+        gk.autodiff(program, u, y)
+    np.testing.assert_array_equal(u.val, u0)
+    np.testing.assert_array_equal(u.dval, np.ones(4))
+    np.testing.assert_array_equal(y.dval, np.full(4, 0.5))

@@ -121,6 +121,51 @@ def _out_fresh(u, v):
     return w
 
 
+# NumPy writing into its first argument without out= (session 57: these left w a constant, silently)
+_INTO = [0, 2, 2, 5]  # a repeated index: np.add.at's unbuffered sum
+
+
+def _add_at_fresh(u, v):
+    w = np.zeros_like(u)
+    np.add.at(w, _INTO, v[:4])
+    return w
+
+
+def _put_fresh(u, v):
+    w = np.zeros_like(u)
+    np.put(w, _INTO[1:], v[:3])
+    return w
+
+
+def _put_method_fresh(u, v):
+    w = np.zeros_like(u)
+    w.put(_INTO[1:], v[:3])
+    return w
+
+
+def _place_fresh(u, v):
+    w = np.zeros_like(u)
+    np.place(w, np.arange(N) % 2 == 0, v[:3])
+    return w
+
+
+def _putmask_fresh(u, v):
+    w = np.zeros_like(u)
+    np.putmask(w, np.arange(N) % 2 == 0, v)
+    return w
+
+
+def _put_along_axis_fresh(u, v):
+    w = np.zeros_like(u)
+    np.put_along_axis(w, np.array([0, 2, 5]), v[:3], axis=0)
+    return w
+
+
+def _sort_launched(u, v):
+    v.sort()
+    return v
+
+
 s = lambda v: v.sum()  # noqa: E731  a scalar host code reduced from a launched array
 t = lambda v: v[3]  # noqa: E731  an element read
 
@@ -236,6 +281,13 @@ ROWS = [
     Row("v[...] = 2 * u, v launched", "array", _assign_launched, REFUSED),
     Row("v[1:4] = 0.5, v launched", "array", _slice_launched, REFUSED),
     Row("np.multiply(u, 2, out=v), v launched", "array", _out_launched, REFUSED),  # a host write (the guard)
+    Row("np.add.at(w, idx, v), w fresh", "array", _add_at_fresh, REFUSED),  # w remembers v's origin
+    Row("np.put(w, idx, v), w fresh", "array", _put_fresh, REFUSED),
+    Row("w.put(idx, v), w fresh", "array", _put_method_fresh, REFUSED),
+    Row("np.place(w, mask, v), w fresh", "array", _place_fresh, REFUSED),
+    Row("np.putmask(w, mask, v), w fresh", "array", _putmask_fresh, REFUSED),
+    Row("np.put_along_axis(w, idx, v, 0), w fresh", "array", _put_along_axis_fresh, REFUSED),
+    Row("v.sort(), v launched", "array", _sort_launched, REFUSED),
 ]
 
 _FROZEN: list = []  # CONST rows: the values the base point's run computed, which the bumped runs reuse

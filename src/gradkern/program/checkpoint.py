@@ -39,8 +39,9 @@ from . import hostcalls
 from .budget import BudgetSchedule, Plan, step_sizes
 from .contents import Contents
 from .guard import HostWriteGuard
+from .hostargs import unwrap_args
 from .hostarrays import HostArrays
-from .hostcode import TrackedArray, unwrap_args
+from .hostcode import TrackedArray
 from .loopstate import TAKEN_DEAD, LoopState, scalars
 from .outputs import LastWriters
 from .recompute import PendingRun, RecomputedLaunches, plain_array

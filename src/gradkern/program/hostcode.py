@@ -15,9 +15,11 @@ never dropped:
   takes it raises `gk.ProgramError` naming the operation, the arrays and the
   line, before anything is touched. `gk.Const(w)` says no derivative is wanted.
 * A host write into an active array that is not a copy, a fill or an elementwise launch (hostufuncs.py:
-  `u *= 2` is one; `u %= 2`, `np.cbrt(u, out=u)`) raises `gk.ProgramError` before it writes;
-  so does any host write into an array a launch has taken (guard.py), copies
-  and fills included: those go through `gk.copy`/`gk.fill` by name.
+  `u *= 2` is one; `u %= 2`, `np.cbrt(u, out=u)`, `np.add.at(u, j, w)`, `u.put(j, w)`) raises
+  `gk.ProgramError` before it writes; so does any host write into an array a launch has taken (guard.py),
+  copies and fills included: those go through `gk.copy`/`gk.fill` by name. NumPy writing into its first
+  argument (`np.add.at(w, j, v)`, `np.put`, `w.sort()`) is checked as `out=` is: a fresh `w` remembers a
+  derived input's origin.
 
 Results keep the class, so what is computed from them is seen too. A scalar
 reduced or read from an active array (`u.sum()`, `u[3]`) remembers its origin
@@ -37,7 +39,6 @@ from typing import Any
 
 import numpy as np
 
-from ..annotations import Const
 from ..errors import ProgramError
 from ..ir.types import MAX_NDIM
 from ..recording import active_recorder
@@ -55,6 +56,9 @@ _FIX = ("compute it in a kernel (gk.launch), copy with gk.copy(dst, src) or u.co
         "or pass gk.Const(x) to the launch to say that no derivative through it is wanted")
 _COPYABLE = tuple(np.dtype(t) for t in ("float32", "float64", "int32", "int64"))  # what a kernel's array holds
 _LIKE = ("zeros_like", "empty_like", "ones_like", "full_like")  # new arrays whose values depend on no input
+# NumPy functions that write into their first argument (session 57: `np.put(n, j, w)` of derived values into a
+# fresh array handed a later launch a constant, silently): that write is checked as `out=`'s is
+_WRITES_FIRST = ("put", "place", "putmask", "fill_diagonal", "put_along_axis")
 SHAPES: dict[str, Any] = {}  # NumPy function name -> the launches it makes (hostshapes.py, hostufuncs.py fill it)
 
 
@@ -267,6 +271,8 @@ class TrackedArray(np.ndarray):
         if out is not None:
             _check_write(host, op, _arrays_in(out), arrays)
             kwargs["out"] = plain(out)
+        if method == "at":  # `np.add.at(a, idx, w)` writes into a: as out= (session 57: PIC's deposit was silent)
+            _check_write(host, op, _arrays_in(inputs[:1]), arrays)
         r = getattr(ufunc, method)(*plain(inputs), **kwargs)
         if out is not None:
             return out[0] if isinstance(out, tuple) and len(out) == 1 else out
@@ -288,6 +294,8 @@ class TrackedArray(np.ndarray):
         arrays = _arrays_in(args) + _arrays_in(kwargs)
         if "out" in kwargs and kwargs["out"] is not None:
             _check_write(host, op, _arrays_in(kwargs["out"]), arrays)
+        if name in _WRITES_FIRST:
+            _check_write(host, op, _arrays_in(args[:1] or [kwargs.get("a", kwargs.get("arr"))]), arrays)
         r = func(*plain(args), **{k: plain(v) for k, v in kwargs.items()})
         if name in _LIKE:
             return r.view(TrackedArray) if type(r) is np.ndarray and r.dtype.kind == "f" else r
@@ -392,6 +400,24 @@ for _func in (np.dot, np.mean, np.var, np.std):
     setattr(TrackedArray, _func.__name__, _through(_func))
 
 
+def _writing(name: str) -> Any:
+    """ndarray's method `name`, which writes the array in place without a ufunc or a NumPy function (`u.put(j,
+    w)`, `u.sort()`): the write checked as `out=`'s is (refused into an active or taken array; the array then
+    remembers a derived input's origin)."""
+    method = getattr(np.ndarray, name)
+
+    def write(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _read()
+        _check_write(tracker(), f"ndarray.{name}", [self], [self] + _arrays_in(args) + _arrays_in(kwargs))
+        return method(plain(self), *plain(args), **{k: plain(v) for k, v in kwargs.items()})
+    write.__name__ = write.__qualname__ = name
+    return write
+
+
+for _name in ("put", "sort", "partition"):
+    setattr(TrackedArray, _name, _writing(_name))
+
+
 def _view_key(key: Any) -> Any:
     """`key` with an Ellipsis, so that a basic index gives a view (a 0-d one for one element)."""
     parts = key if isinstance(key, tuple) else (key,)
@@ -479,120 +505,3 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 
 
 # -- launches and rule calls --------------------------------------------------------------------------------------
-
-
-def unwrap_args(args: tuple, what: Any, params: Any = ()) -> tuple:
-    """A launch's or rule call's arguments as the runtime takes them: TrackedArrays as plain views,
-    `gk.Const(x)` as x. ProgramError if one was computed on the host from an active array (and is not
-    wrapped in Const): `what` names the launch (or returns its name, called only then: a time loop's
-    launches make no string), `params` its parameters (the kernel's, with their `.name`, or the rule's names)."""
-    recorder = active_recorder()
-    host, guard = getattr(recorder, "host", None), getattr(recorder, "guard", None)
-    if host is not None:
-        out = _unwrap_plain(args, host, guard)
-        if out is not None:
-            return out
-    if callable(what):
-        what = what()
-    # every launch of a time loop comes here: the arguments are looked at in one pass where no Const wraps a
-    # TrackedArray (then the guard follows the tracked ones first, as below) (docs/programs.md#host-cost-per-step)
-    tracked = None
-    for a in args:
-        t = type(a)
-        if t is TrackedArray or (t is not float and t is not int and t is not ActiveScalar
-                                 and isinstance(a.val if isinstance(a, Const) else a, TrackedArray)):
-            if tracked is None:
-                tracked = []
-            tracked.append(a.val if isinstance(a, Const) else a)
-    if guard is not None and tracked:  # locked with their buffers from now on
-        guard.follow(tracked)
-    checking = host is not None and host.checking
-    tainted = checking and bool(host.tainted)
-    out, views = [], {}  # an array passed twice is one view twice (a rule's in-place argument pair)
-    for n, a in enumerate(args):
-        t = type(a)
-        if t is TrackedArray:
-            if checking and (a._gk_origin is not None or tainted) and host.origin(a) is not None:
-                _refuse_origin(host, a, _param(params, n), what)
-            v = views.get(id(a))
-            if v is None:
-                v = views[id(a)] = plain(a) if host is None else host.plain_view(a)
-            out.append(v)
-            continue
-        if t is float or t is int or t is ActiveScalar:
-            out.append(a)
-            continue
-        if isinstance(a, Const):
-            v = a.val
-            out.append(views.setdefault(id(v), host.plain_view(v) if host is not None and isinstance(v, TrackedArray)
-                                        else plain(constant(v))))
-            continue
-        if not isinstance(a, np.ndarray):
-            if isinstance(a, DerivedScalar):
-                if checking and a._gk_origin is not None and a._gk_origin.host is host:  # type(s)(x): as np.float64(s)
-                    _refuse_scalar(a, _param(params, n), what)
-                a = constant(a)
-            out.append(a)
-            continue
-        if checking and host.origin(a) is not None:
-            _refuse_origin(host, a, _param(params, n), what)
-        if isinstance(a, TrackedArray):
-            v = views.get(id(a))
-            if v is None:
-                v = views[id(a)] = plain(a) if host is None else host.plain_view(a)
-            out.append(v)
-        else:
-            out.append(a)
-    return tuple(out)
-
-
-def _unwrap_plain(args: tuple, host: HostTracker, guard: Any) -> tuple | None:
-    """`unwrap_args` where every argument is a TrackedArray, a float, an int or an ActiveScalar (a time loop's
-    launches) and none was computed on the host from an active array: each TrackedArray followed by the guard
-    where it does not hold it yet, then its plain view, in one pass (following one TrackedArray changes no other
-    one's flags, so following each just before its view is following them all first); None otherwise (the full
-    path, which follows them all before it refuses one). docs/programs.md#host-cost-per-step"""
-    held = guard.arrays if guard is not None else None
-    checking = host.checking
-    tainted = checking and bool(host.tainted)
-    out = []
-    for a in args:
-        t = type(a)
-        if t is TrackedArray:
-            if checking and (a._gk_origin is not None or tainted) and host.origin(a) is not None:
-                return None
-            if held is not None:
-                ref = held.get(id(a))
-                if ref is None or ref() is not a:
-                    guard.follow((a,))
-            out.append(host.plain_view(a))  # the same view for an array passed twice (plain_view keeps it)
-        elif t is float or t is int or t is ActiveScalar:
-            out.append(a)
-        else:
-            return None
-    return tuple(out)
-
-
-def _param(params: Any, n: int) -> str:
-    """How a message names a launch's or rule call's argument n: by its parameter's name."""
-    if n >= len(params):
-        return f"argument {n}"
-    return f"argument '{getattr(params[n], 'name', params[n])}'"
-
-
-def _refuse_scalar(a: Any, param: str, what: str) -> None:
-    """The ProgramError of `unwrap_args` for a scalar argument (`param`) that host code reduced from an active
-    array (derived.py)."""
-    raise ProgramError(f"{what} takes a scalar ({param}) at {_where(_user_frame())} that host code computed "
-                       f"from an active array: {a._gk_origin.describe()}; its derivative would be lost, so it did "
-                       "not run and no shadow changed",
-                       hint="compute it in a kernel (gk.atomic_add sums into a small array that the next launch "
-                            "reads), or pass float(x) or gk.Const(x) to say that no derivative through it is wanted")
-
-
-def _refuse_origin(host: HostTracker, a: Any, param: str, what: str) -> None:
-    """The ProgramError of `unwrap_args` for an argument (`param`) that host code computed from an active array."""
-    frame = _user_frame()
-    raise ProgramError(f"{what} takes {_names(frame, [plain(a)])} ({param}) at {_where(frame)}, "
-                       f"which host code computed from an active array: {host.origin(a).describe()}; its "
-                       "derivative would be lost, so it did not run and no shadow changed", hint=_FIX)

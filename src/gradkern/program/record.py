@@ -31,7 +31,8 @@ from ..runtime.reverse import run_augmented_primal, saved_in_place, untaped_tape
 from .contents import array_positions
 from .devicefresh import host_made_error
 from .guard import HostWriteGuard
-from .hostcode import HostTracker, unwrap_args
+from .hostargs import unwrap_args
+from .hostcode import HostTracker
 from .replay import LaunchFacts, Replays
 from .rulestep import record_forward, record_reverse
 from .scalars import ActiveScalar
