@@ -206,6 +206,40 @@ def capped_norm(x, y, cap):
     y[i] = s
 
 
+@gk.kernel
+def loop_variables_after(x, out, cap):
+    """Each unrolled loop's variable read after it: its last value, or its value at the break (until session 57 a
+    loop over a local array left it as it was before the loop: 7 here)."""
+    i = gk.tid()
+    v = gk.load_vec3(x, i)
+    k = 7
+    for k in range(3):
+        if v[k] > cap:
+            break
+    out[i, 0] = k
+    t = gk.local((3,))
+    m = 7
+    for m in range(2, -1, -1):
+        t[m] = v[m] * 2.0
+    out[i, 1] = m + t[0]
+    for d in (2, 0, 1):
+        out[i, 2] += v[d]
+    out[i, 2] += d
+
+
+@gk.kernel
+def tuple_of_vectors(x, y, out):
+    """A loop over a literal tuple of vectors (refused until session 57: vectors were scalarised before such loops
+    were rewritten, and the tuple's elements were vectors where numbers were needed)."""
+    i = gk.tid()
+    a = gk.load_vec3(x, i)
+    b = gk.load_vec3(y, i)
+    acc = gk.vec3(0.0)
+    for e in (a, b, gk.cross(a, b)):
+        acc += e * gk.dot(e, a)
+    gk.store_vec3(out, i, acc)
+
+
 def _capped_norm(x, cap):
     """capped_norm in Python, and the least distance of a branch's operands from their tie."""
     out, margin = np.zeros(len(x)), math.inf
@@ -332,6 +366,31 @@ def test_break_and_continue_in_a_component_loop(monkeypatch):
     gk.launch(capped_norm, 12, x, y, 0.5)
     np.testing.assert_array_equal(y, want)  # the same operations in the same order
     report = check_grad(capped_norm, _dup(x), _dup(np.zeros(12)), 0.5, dim=12)
+    assert report.ok and report.checked > 8, report
+
+
+def test_loop_variables_after_unrolled_loops(monkeypatch):
+    on_interpreter(monkeypatch)
+    x = np.array([[0.1, 0.9, 0.2], [0.1, 0.2, 0.3], [0.8, 0.1, 0.1]])
+    out = np.zeros((3, 3))
+    gk.launch(loop_variables_after, 3, x, out, 0.5)
+    np.testing.assert_array_equal(out[:, 0], [1.0, 2.0, 0.0])  # the break's k, or the last
+    np.testing.assert_array_equal(out[:, 1], x[:, 0] * 2.0)  # m = 0 after range(2, -1, -1)
+    np.testing.assert_array_equal(out[:, 2], (x[:, 2] + x[:, 0]) + x[:, 1] + 1.0)  # d = 1 after (2, 0, 1)
+
+
+def test_a_loop_over_a_tuple_of_vectors(monkeypatch):
+    """Values against NumPy (the same operations in the same order: equal), and the gradient."""
+    on_interpreter(monkeypatch)
+    rng = np.random.default_rng(8)
+    x, y = rng.uniform(-1.0, 1.0, (4, 3)), rng.uniform(-1.0, 1.0, (4, 3))
+    out, want = np.zeros((4, 3)), np.zeros((4, 3))
+    gk.launch(tuple_of_vectors, 4, x, y, out)
+    for i in range(4):
+        for e in (x[i], y[i], np.cross(x[i], y[i])):
+            want[i] += e * (e[0] * x[i, 0] + e[1] * x[i, 1] + e[2] * x[i, 2])
+    np.testing.assert_allclose(out, want, rtol=0, atol=1e-15)  # np.cross may order its products otherwise
+    report = check_grad(tuple_of_vectors, _dup(x), _dup(y), _dup(np.zeros((4, 3))), dim=4)
     assert report.ok and report.checked > 8, report
 
 

@@ -14,7 +14,8 @@ see scalar locals and literals only.
   small vector (`v[q]`, a component: session 57, docs/kernel-language.md) by
   an expression of `q` is unrolled: one copy of the body per value of `q`, with
   `q` a literal in it (its bounds must then fold to constants, at most
-  MAX_UNROLL iterations). Other loops stay loops.
+  MAX_UNROLL iterations), and `q` bound to its last value after the copies
+  where the function reads it elsewhere. Other loops stay loops.
 * After that every index into a local array or a table must fold to a
   constant in range; otherwise a KernelSyntaxError names the access. An
   index may name a local assigned once in the function from such constants
@@ -94,6 +95,7 @@ class Unroller:
         self.arrays: dict[str, tuple[tuple[int, ...], str]] = {}
         self.reads: dict[str, int] = {}  # how often the function reads each name (set by `unroll`)
         self.stores: dict[str, int] = {}  # how often it binds each name (set by `unroll`)
+        self.read_after: set[str] = set()  # names read outside every `for` loop binding them (set by `unroll`)
 
     # -- what names are ----------------------------------------------------------------------------------------
     def is_local_call(self, e: ast.expr) -> bool:
@@ -303,6 +305,11 @@ class Unroller:
             for name, elements in picked:  # its element everywhere in this copy (frontend/literal_loops.py)
                 body = _Substitute(name, elements[v], var if name in unread else None).block(body)
             out += self.block(body, {**env, var: v})
+        if values and var in self.read_after:
+            # read where no loop rebinds it: after the loop it holds its last value, as in Python (frontend/jumps.py's
+            # `if brk: var = atbrk`, after this, restores its value at a break); until session 57 it kept the value
+            # it had before the loop, a silently wrong result
+            out.append(ast.copy_location(ast.Assign([ast.Name(var, ast.Store())], ast.Constant(values[-1])), s))
         return out
 
     # -- expressions -------------------------------------------------------------------------------------------
@@ -478,6 +485,25 @@ def _reads(body: list[ast.stmt] | ast.AST, name: str) -> int:
     return sum(1 for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
 
 
+def _read_outside_own_loops(body: list[ast.stmt], bound: frozenset[str] = frozenset()) -> set[str]:
+    """The names read somewhere no enclosing `for` loop binds them as its variable: where a loop variable's value
+    after its loop may be seen (inside a loop binding it, it is rebound before)."""
+    out: set[str] = set()
+    for s in body:
+        if isinstance(s, ast.For):
+            inner = bound | {s.target.id} if isinstance(s.target, ast.Name) else bound
+            out |= _read_outside_own_loops(s.body, inner) | _read_outside_own_loops(s.orelse, bound)
+            nodes = [s.iter]
+        elif isinstance(s, (ast.If, ast.While)):
+            out |= _read_outside_own_loops(s.body, bound) | _read_outside_own_loops(s.orelse, bound)
+            nodes = [s.test]
+        else:
+            nodes = [s]
+        out |= {n.id for e in nodes for n in ast.walk(e) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                and n.id not in bound}
+    return out
+
+
 def uses_locals(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], lookup: Callable[[str], Any],
                 local_names: set[str], is_vector: Callable[[ast.expr], bool] | None = None) -> bool:
     for n in ast.walk(tree):
@@ -508,6 +534,7 @@ def unroll(tree: ast.FunctionDef, lookup: Callable[[str], Any], resolve: Callabl
             un.reads[n.id] = un.reads.get(n.id, 0) + 1
         elif isinstance(n, ast.Name):
             un.stores[n.id] = un.stores.get(n.id, 0) + 1
+    un.read_after = _read_outside_own_loops(tree.body)
     un.collect(tree)
     tree.body = un.block(tree.body, {})
     ast.fix_missing_locations(tree)
