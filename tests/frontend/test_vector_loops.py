@@ -1,14 +1,16 @@
-"""Loops over a small vector's components (session 57; docs/kernel-language.md, "Small vectors, local arrays,
-constant tables"): `v[k]` read or assigned (`=`, `+=`) with `k` the variable of a `for` loop over
-range(<constant>), a module constant, len() of a table or a literal tuple. frontend/unroll.py unrolls such a loop
-before frontend/vectors.py scalarises the vectors (frontend/rewrites.py), so the loop form must generate the code
-of its statement-per-component twin: the primal IR and the reverse and forward sources are compared, temporaries'
-numbers aside. Gradients (tests/support's helpers: gradkern.testing.check_grad, central differences in float64,
-the dot-product test and forward-mode tangents, on the interpreter; one on Numba, one on hostcuda where g++ is) of
-an n-body force, an anisotropic 3-D stencil over a table of vec3 offsets, a quaternion rotation applied by a
-mat-vec loop nest, a D3Q7 lattice step, and loops that `break` and `continue`. A small fuzzer draws component
-loops and checks each against its hand-unrolled twin and against Python. Refusals (a run-time range, a thread
-index, a component past the end) name the line and what works, before any buffer is touched."""
+"""Loops over a small vector's components (session 57; docs/kernel-language.md, "Loops over a vector's
+components"): `v[k]` read or assigned (`=`, `+=`) with `k` the variable of a `for` loop over range(<constant>), a
+module constant, len() of a table or a literal tuple. frontend/unroll.py unrolls such a loop before
+frontend/vectors.py scalarises the vectors (frontend/rewrites.py), so the loop form must generate the code of its
+statement-per-component twin: their IR, which every later stage is a function of, is compared, temporaries'
+numbers aside. Gradients (gradkern.testing.check_grad: central differences in float64, the dot-product test and
+forward-mode tangents, on the interpreter; a reverse on Numba and one on hostcuda, where g++ is, against the
+interpreter's) of an n-body force, an anisotropic 3-D stencil over a table of offsets, a quaternion rotation
+applied by a mat-vec loop nest, a D3Q7 lattice step, Warp's springs (the cloth port's), a loop that `break`s
+and `continue`s, and a loop over a tuple of vectors; loop variables read after unrolled loops; a small fuzzer
+drawing component loops, each checked against its hand-unrolled twin and against Python. Refusals (a run-time
+range, a thread index, a component past the end, ...) name the line and what works, before any buffer is
+touched."""
 
 from __future__ import annotations
 
