@@ -171,14 +171,15 @@ ERRORS = {
     "constructor arity": ("v = gk.vec3(1.0, 2.0)", r"vec3\(\) takes 3 components"),
     "vector power": ("v = gk.vec3(1.0, 2.0, 3.0)\nw = v ** 2.0", "vectors take \\+ - \\* / elementwise"),
     "number assigned to a vector": ("v = gk.vec3(1.0, 2.0, 3.0)\nv = 2.0", "is a vec3 but is assigned a number"),
-    # Warp's cloth port (tests/support/ported_loops9_apps.py) first wrote its spring force a component a loop
-    # iteration; the hint now says to write the components by name
-    "vector indexed in a loop": ("v = gk.load_vec3(a, i)\nfor c in range(3):\n    out[i, c] = v[c]",
-                                 r"indexed by a constant 0-3(.|\n)*statement per component \(v.x, v.y, v.z\)"),
     # Taichi's pbf2d spiky_gradient(r, h) takes a vector (session 57): a parameter is a number or an array, and the
     # hint spells the components (the kernel's own parameter here stands for a device function's)
     "parameter used as a vector": ("out[i, 0] = gk.length(a)",
                                    r"takes vectors; got a(.|\n)*'a' is a parameter(.|\n)*v = gk.vec2\(ax, ay\)"),
+    # a loop over the components (`for c in range(3): out[i, c] = v[c]`) is unrolled since session 57
+    # (tests/frontend/test_vector_loops.py); over a run-time range it cannot be, and the message says what can
+    "vector indexed in a run-time loop": ("v = gk.load_vec3(a, i)\nfor c in range(a.shape[1]):\n    out[i, c] = v[c]",
+                                          r"indexes vector 'v' by 'c', so it is unrolled, which needs constant "
+                                          r"bounds: range\(a.shape\[1\]\) is not(.|\n)*range\(<constant>\)"),
 }
 
 

@@ -13,7 +13,9 @@ The body draws: locals reassigned in straight lines, in loops (the tape's hard c
 `range(1, m)`, downward and triangular nested ranges; `for ... break/continue`; `while` loops with
 `break`/`continue` (integer-only ones, and ones computing active values, whose reverse counts the iterations);
 `return` inside for loops (nested too), while loops and a `@gk.func` (`lf_search`);
-local arrays (`gk.local((3,))`, filled and read in unrolled loops); `@gk.func` calls (one with a branch);
+local arrays (`gk.local((3,))`, filled and read in unrolled loops); small vectors (`gk.vec3`, `dot`, `cross`,
+`length`, `normalize`, components by name, by constant and in loops over `range(3)` or a literal tuple, which the
+frontend unrolls); `@gk.func` calls (one with a branch);
 `+ - * / **`, sin cos tanh exp log sqrt abs min max clamp in gk.*, math.* and builtin spellings.
 
 Kinks are written as calls in the generated text: GT(p, q) for `p > q`, ABS(e), MIN(a, b), MAX(a, b),
@@ -191,9 +193,17 @@ class Generator(TextGenerator):
         self.features.add("small vectors")
         s, v = self.target(depth), self.fresh("vec")
         self.emit(depth, f"{v} = gk.vec3({self.expr(1)}, 1.5 + gk.sin({s}), {self.leaf()})")
-        self.emit(depth, f"{s} = " + self.pick([f"gk.length({v}) * 0.5", f"gk.dot({v}, {v}) * 0.25 + {v}.x",
-                                                f"gk.normalize({v}).y + {v}[2]",
-                                                f"gk.cross({v}, gk.vec3(0.5, {s}, 1.0)).z"]))
+        form = self.pick([f"gk.length({v}) * 0.5", f"gk.dot({v}, {v}) * 0.25 + {v}.x", f"gk.normalize({v}).y + {v}[2]",
+                          f"gk.cross({v}, gk.vec3(0.5, {s}, 1.0)).z", "loop"])
+        if form != "loop":
+            self.emit(depth, f"{s} = {form}")
+            return
+        # a loop over the components, unrolled by the frontend (session 57, docs/kernel-language.md; its
+        # hand-unrolled twin: tests/frontend/test_vector_loops.py)
+        self.features.add("loop over a vector's components")
+        k = self.fresh("k")
+        self.emit(depth, f"for {k} in {self.pick(['range(3)', '(2, 0, 1)', 'range(2, -1, -1)'])}:")
+        self.emit(depth + 1, f"{s} = {s} * 0.5 + {v}[{k}] * {self.leaf()}")
 
     def s_array_augmented(self, depth: int):
         self.features.add("augmented assignment to an element")

@@ -8,7 +8,6 @@ the drivers cited, as a user porting them writes them. Used by tests/program/tes
 import numpy as np
 
 import gradkern as gk
-from support.ported_hpc5 import warp_springs
 from support.ported_loops3_apps import (
     hpcg_cg_update,
     hpcg_dot,
@@ -250,9 +249,33 @@ def hpcg_mg(iterations=None, **config):
 # (self.state_0, self.state_1) = (self.state_1, self.state_0)`, a frame loop around it; warp/sim/
 # integrator_euler.py's eval_springs (atomic adds into both particles' forces), eval_particle_ground_contacts and
 # integrate_particles (semi-implicit Euler, gravity only where inv_mass > 0, the pinned corners' inv_mass 0)), a
-# grid of particles joined by structural springs (the triangles' FEM forces left out); the springs are session 52's
-# eval_springs port (support/ported_hpc5.py), their stiffness (the model's per-spring array) Duplicated ------------
+# grid of particles joined by structural springs (the triangles' FEM forces left out); the springs are Warp's
+# eval_springs with its vector atomics as component loops (cloth_springs; session 52's eval_springs port,
+# support/ported_hpc5.py, spelled them a statement per component), their stiffness (the per-spring array) Duplicated
 CLOTH = dict(frames=2, substeps=3, dt=0.01, kd=0.5, ground_ke=50.0, gravity=-9.8)
+
+
+@gk.kernel
+def cloth_springs(x, v, spring_indices, rest, ke, kd, f):
+    """eval_springs as Warp writes it: `wp.atomic_sub(f, i, fs)` and `wp.atomic_add(f, j, fs)`, here a loop over
+    the components each. This port first wrote it so and was refused (a vector indexed by a loop variable); it was
+    written a statement per component (session 52's warp_springs) until session 57 unrolled such loops
+    (docs/kernel-language.md; tests/frontend/test_vector_loops.py checks it generates warp_springs' code)."""
+    tid = gk.tid()
+    i = spring_indices[tid * 2 + 0]
+    j = spring_indices[tid * 2 + 1]
+    xij = gk.load_vec3(x, i) - gk.load_vec3(x, j)
+    vij = gk.load_vec3(v, i) - gk.load_vec3(v, j)
+    ell = gk.length(xij)
+    l_inv = 1.0 / ell
+    d = xij * l_inv
+    c = ell - rest[tid]
+    dcdt = gk.dot(d, vij)
+    fs = d * (ke[tid] * c + kd[tid] * dcdt)
+    for k in range(3):
+        gk.atomic_add(f, (i, k), -fs[k])
+    for k in range(3):
+        gk.atomic_add(f, (j, k), fs[k])
 
 
 @gk.kernel
@@ -296,7 +319,7 @@ def warp_cloth(loop=None):
 
         def simulate(xa, va, xb, vb):
             gk.fill(f, 0.0)  # state_0.clear_forces()
-            gk.launch(warp_springs, rest.shape[0], xa, va, springs, rest, ke, kd, f)
+            gk.launch(cloth_springs, rest.shape[0], xa, va, springs, rest, ke, kd, f)
             gk.launch(cloth_ground, n, xa, f, c["ground_ke"])
             gk.launch(cloth_integrate, n, xa, va, f, inv_mass, xb, vb, c["gravity"], c["dt"])
 

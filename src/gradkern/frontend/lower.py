@@ -25,7 +25,7 @@ from ..ir import nodes as ir
 from ..ir.names import RESERVED, Namer, is_generated
 from ..ir.ops import FUNCTIONS, Op
 from ..ir.types import F32, F64, I32, I64, MAX_NDIM
-from . import jumps, literal_loops, loop_returns, modf, multi_returns, suggest, unroll, vectors
+from . import rewrites, suggest
 from .callables import DeviceFunctionMarker, KernelMarker, Lowered
 from .captured import Captured
 from .inline import inline_call, inline_values
@@ -87,19 +87,13 @@ class _Lowerer:
             if isinstance(name, str) and is_generated(name) and name in self.locals:
                 self.fail(node, f"the name '{name}' starts with '{RESERVED}', which is reserved for gradkern",
                           hint="rename it")
-        tree = vectors.scalarize(parsed.tree, self.quiet_callee, self.fail, self.params)
-        if tree is not parsed.tree:  # small vectors became scalars (frontend/vectors.py)
-            self.ns.update(vectors.NAMESPACE)
-        tree = modf.lower_modf(tree, self.quiet_callee, self.namer.numbered)  # t, ip = math.modf(x)
-        tree, self.results = multi_returns.lower_tuple_returns(tree, self.fail, is_kernel)  # return a, b
-        tree = literal_loops.lower_literal_loops(tree, self.namer.numbered, self.fail)  # for v in (a, b)
-        tree = loop_returns.lower_loop_returns(tree, self.namer.numbered, self.fail, is_kernel)  # → break
-        tree = jumps.lower_jumps(tree, self.namer.numbered, self.fail)  # break/continue → flags
         free = lambda n: self.captured.add(self.p.fn, n, self.ns.get(n, getattr(builtins, n, None)))  # noqa: E731
-        tree = unroll.unroll(tree, free, self.quiet_callee, self.fail, self.locals)  # local arrays, tables → literals
+        tree, self.results, names = rewrites.rewrite(  # vectors, loops over tuples, jumps, local arrays, tables
+            parsed.tree, params=self.params, local_names=self.locals, is_kernel=is_kernel, resolve=self.quiet_callee,
+            free=free, new_name=self.namer.numbered, fail=self.fail)
         if tree is not parsed.tree:
             self.p = replace(parsed, tree=tree)
-            self.ns.update(unroll.NAMESPACE | modf.NAMESPACE)
+            self.ns.update(names)
             self.locals |= assigned_names(tree)
 
     # -- errors ---------------------------------------------------------------

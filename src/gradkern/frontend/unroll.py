@@ -10,10 +10,12 @@ see scalar locals and literals only.
 * A module-level (or closure) tuple of numbers, or tuple of such tuples, is a
   constant table: `E[q][0]`, `E[q, 0]` and `len(E)` become literals, and
   `a, b = E[q]` unpacks a row when every row there has that many elements.
-* A `for q in range(...)` whose body indexes a local array or a table by an
-  expression of `q` is unrolled: one copy of the body per value of `q`, with
+* A `for q in range(...)` whose body indexes a local array, a table or a
+  small vector (`v[q]`, a component: session 57, docs/kernel-language.md) by
+  an expression of `q` is unrolled: one copy of the body per value of `q`, with
   `q` a literal in it (its bounds must then fold to constants, at most
-  MAX_UNROLL iterations). Other loops stay loops.
+  MAX_UNROLL iterations), and `q` bound to its last value after the copies
+  where the function reads it elsewhere. Other loops stay loops.
 * After that every index into a local array or a table must fold to a
   constant in range; otherwise a KernelSyntaxError names the access. An
   index may name a local assigned once in the function from such constants
@@ -23,7 +25,9 @@ see scalar locals and literals only.
   whose variable reaches a table index through such locals is unrolled too,
   and so is a loop whose variable bounds an inner loop that is unrolled
   (`for i in range(8, 0, -1): for j in range(i): c[j] = ...`).
-  `abs`, `min` and `max` of integer constants fold.
+  `abs`, `min` and `max` of integer constants fold. A vector's component
+  index that folds becomes a literal (`v[(k + 1) % 3]` → `v[1]`), for
+  frontend/vectors.py, which runs after this pass and refuses any other.
 
 An `if` whose test folds to a constant keeps only the branch taken, so
 `if q == 0:` in an unrolled body costs nothing. In reverse mode an element
@@ -62,6 +66,8 @@ _FOLD_CALLS = (abs, min, max)
 _DATA_INDEX = ("; an index read from an array selects by branches instead ('if l == 0: v = f[0]', 'elif l == 1: "
                "v = f[1]', ...), or the values go in an array argument")
 _INDEXING = "index it by constants, or by the variable of a 'for' loop with constant bounds (which is unrolled)"
+_VECTOR = ("a vector's component is a constant: loop over range(<constant>), range(len(E)) of a table or a literal "
+           "tuple; or store the vector with gk.store_vec3(a, i, v) and index the array a[i, k] at run time")
 
 
 def element(name: str, index: tuple[int, ...]) -> str:
@@ -83,14 +89,16 @@ class Unroller:
     `resolve(callee)` the object a call names (None for a local), `fail(node, message, hint)` raises."""
 
     def __init__(self, lookup: Callable[[str], Any], resolve: Callable[[ast.expr], Any],
-                 fail: Callable[..., Any], local_names: set[str]):
+                 fail: Callable[..., Any], local_names: set[str], is_vector: Callable[[ast.expr], bool] | None = None):
         self.lookup = lookup
+        self.is_vector = is_vector or (lambda e: False)  # a small vector's expression (frontend/vectors.py)
         self.resolve = resolve
         self.fail = fail
         self.local_names = local_names
         self.arrays: dict[str, tuple[tuple[int, ...], str]] = {}
         self.reads: dict[str, int] = {}  # how often the function reads each name (set by `unroll`)
         self.stores: dict[str, int] = {}  # how often it binds each name (set by `unroll`)
+        self.read_after: set[str] = set()  # names read outside every `for` loop binding them (set by `unroll`)
 
     # -- what names are ----------------------------------------------------------------------------------------
     def is_local_call(self, e: ast.expr) -> bool:
@@ -153,9 +161,10 @@ class Unroller:
             self.fail(at, f"the constant table '{name}' holds something other than numbers",
                       "a table is a tuple of int/float, or a tuple of such tuples")
 
-    def uses_index_by(self, body: list[ast.stmt], var: str) -> bool:
-        """Whether the body indexes a local array or table by `var`, or by a local assigned once from an
-        expression of it (`c = abs(var) + 1; W[c]`), or bounds by it an inner loop that does."""
+    def uses_index_by(self, body: list[ast.stmt], var: str) -> str | None:
+        """What the body indexes by `var` (`"local array 'f'"`, `"constant table 'E'"`, `"vector 'v'"`, or None):
+        a local array, a table or a small vector, by `var` or by a local assigned once from an expression of it
+        (`c = abs(var) + 1; W[c]`), or what an inner loop indexes that `var` bounds."""
         module = ast.Module(body, [])
         names, grown = {var}, True
         while grown:
@@ -166,20 +175,26 @@ class Unroller:
                         and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(s.value)):
                     names.add(s.targets[0].id)
                     grown = True
+        def reads(e: ast.AST) -> bool:
+            return any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(e))
         for node in ast.walk(module):
             if isinstance(node, ast.Subscript):
                 base, index = _chain(node)
-                if (isinstance(base, ast.Tuple) or isinstance(base, ast.Name)
-                        and (base.id in self.arrays or self.table(base.id) is not None)) \
-                        and any(isinstance(n, ast.Name) and n.id in names for i in index for n in ast.walk(i)):
-                    return True
+                if not any(reads(i) for i in index):
+                    continue
+                if isinstance(base, ast.Tuple):
+                    return "literal tuple"
+                if isinstance(base, ast.Name) and (base.id in self.arrays or self.table(base.id) is not None):
+                    return f"{'local array' if base.id in self.arrays else 'constant table'} '{base.id}'"
+                if self.is_vector(node.value) and reads(node.slice):  # `v[k]`: a component (session 57)
+                    return f"vector '{ast.unparse(node.value)}'"
             # a nested loop that is unrolled and whose bounds read `var` (binomialOptions' triangular `for j in
             # range(i)` over a local array): its bounds fold only in copies of this loop, so this one unrolls too
-            if isinstance(node, ast.For) and isinstance(node.target, ast.Name) \
-                    and any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(node.iter)) \
-                    and self.uses_index_by(node.body, node.target.id):
-                return True
-        return False
+            if isinstance(node, ast.For) and isinstance(node.target, ast.Name) and reads(node.iter):
+                inner = self.uses_index_by(node.body, node.target.id)
+                if inner:
+                    return inner
+        return None
 
     def elements_of(self, body: list[ast.stmt], var: str) -> list[tuple[str, list[ast.expr]]]:
         """For a loop frontend/literal_loops.py made of `for v in (a, b)`: each name v bound only by its
@@ -267,17 +282,18 @@ class Unroller:
         s.iter = self.expr(s.iter, env)
         var = s.target.id if isinstance(s.target, ast.Name) else None
         inner = {k: v for k, v in env.items() if k != var}
-        if var is None or not self.uses_index_by(s.body, var):
+        what = self.uses_index_by(s.body, var) if var is not None else None
+        if what is None:
             s.body, s.orelse = self.block(s.body, inner), self.block(s.orelse, env)
             return [s]
         it = s.iter
         bounds = [self.fold(a) for a in it.args] if isinstance(it, ast.Call) and not it.keywords else [None]
         if not 1 <= len(bounds) <= 3 or any(type(b) is not int for b in bounds) or (len(bounds) == 3 and not bounds[2]):
-            self.fail(it, f"this loop indexes a local array or constant table by '{var}', so it is unrolled, "
-                          f"which needs constant bounds: {ast.unparse(it)} is not", _INDEXING)
+            self.fail(it, f"this loop indexes {what} by '{var}', so it is unrolled, which needs constant bounds: "
+                          f"{ast.unparse(it)} is not", _INDEXING if not what.startswith("vector") else _VECTOR)
         values = range(*bounds)
         if len(values) > MAX_UNROLL:
-            self.fail(it, f"this loop indexes a local array or constant table by '{var}', so it is unrolled; "
+            self.fail(it, f"this loop indexes {what} by '{var}', so it is unrolled; "
                           f"{len(values)} iterations is too many (at most {MAX_UNROLL})",
                       "index by a smaller loop, or keep the values in an array argument")
         if s.orelse:
@@ -292,6 +308,11 @@ class Unroller:
             for name, elements in picked:  # its element everywhere in this copy (frontend/literal_loops.py)
                 body = _Substitute(name, elements[v], var if name in unread else None).block(body)
             out += self.block(body, {**env, var: v})
+        if values and var in self.read_after:
+            # read where no loop rebinds it: after the loop it holds its last value, as in Python (frontend/jumps.py's
+            # `if brk: var = atbrk`, after this, restores its value at a break); until session 57 it kept the value
+            # it had before the loop, a silently wrong result
+            out.append(ast.copy_location(ast.Assign([ast.Name(var, ast.Store())], ast.Constant(values[-1])), s))
         return out
 
     # -- expressions -------------------------------------------------------------------------------------------
@@ -400,6 +421,13 @@ class _Rewrite(ast.NodeTransformer):
             if isinstance(v, (np.integer, np.floating)):
                 v = v.item()
             return ast.copy_location(ast.Constant(v), e)
+        if self.un.is_vector(e.value) and not (isinstance(e.slice, ast.Constant) and type(e.slice.value) is int):
+            # `v[k]` in a copy of an unrolled loop: the component a constant, for frontend/vectors.py
+            k = self.un.fold(self.un.expr(copy.deepcopy(e.slice), _with_consts(self.env)))
+            e = self.generic_visit(e)
+            if type(k) is int:
+                e.slice = ast.copy_location(ast.Constant(k), e.slice)
+            return e
         if isinstance(base, ast.Name) and base.id not in self.un.local_names and isinstance(e.ctx, ast.Store) \
                 and self.un.table(base.id) is not None:
             self.un.fail(e, f"constant table '{base.id}' cannot be written",
@@ -461,9 +489,31 @@ def _reads(body: list[ast.stmt] | ast.AST, name: str) -> int:
     return sum(1 for n in nodes if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
 
 
+def _read_outside_own_loops(body: list[ast.stmt], bound: frozenset[str] = frozenset()) -> set[str]:
+    """The names read somewhere no enclosing `for` loop binds them as its variable: where a loop variable's value
+    after its loop may be seen (inside a loop binding it, it is rebound before)."""
+    out: set[str] = set()
+    for s in body:
+        if isinstance(s, ast.For):
+            inner = bound | {s.target.id} if isinstance(s.target, ast.Name) else bound
+            out |= _read_outside_own_loops(s.body, inner) | _read_outside_own_loops(s.orelse, bound)
+            nodes = [s.iter]
+        elif isinstance(s, (ast.If, ast.While)):
+            out |= _read_outside_own_loops(s.body, bound) | _read_outside_own_loops(s.orelse, bound)
+            nodes = [s.test]
+        else:
+            nodes = [s]
+        out |= {n.id for e in nodes for n in ast.walk(e) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                and n.id not in bound}
+    return out
+
+
 def uses_locals(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], lookup: Callable[[str], Any],
-                local_names: set[str]) -> bool:
+                local_names: set[str], is_vector: Callable[[ast.expr], bool] | None = None) -> bool:
     for n in ast.walk(tree):
+        if is_vector is not None and isinstance(n, ast.Subscript) and is_vector(n.value) \
+                and not (isinstance(n.slice, ast.Constant) and type(n.slice.value) is int):
+            return True  # a vector's component named by an expression (a loop variable)
         if isinstance(n, ast.Call) and resolve(n.func) is gk.local:
             return True
         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Tuple):
@@ -475,17 +525,20 @@ def uses_locals(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], looku
 
 
 def unroll(tree: ast.FunctionDef, lookup: Callable[[str], Any], resolve: Callable[[ast.expr], Any],
-           fail: Callable[..., Any], local_names: set[str]) -> ast.FunctionDef:
-    """`tree` with its local arrays and tables as scalars and literals (the same tree when it uses none)."""
-    if not uses_locals(tree, resolve, lookup, local_names):
+           fail: Callable[..., Any], local_names: set[str],
+           is_vector: Callable[[ast.expr], bool] | None = None) -> ast.FunctionDef:
+    """`tree` with its local arrays and tables as scalars and literals, and the loops whose variable names a
+    vector's component unrolled (the same tree when it uses none of these)."""
+    if not uses_locals(tree, resolve, lookup, local_names, is_vector):
         return tree
     tree = copy.deepcopy(tree)
-    un = Unroller(lookup, resolve, fail, local_names)
+    un = Unroller(lookup, resolve, fail, local_names, is_vector)
     for n in ast.walk(tree):
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load):
             un.reads[n.id] = un.reads.get(n.id, 0) + 1
         elif isinstance(n, ast.Name):
             un.stores[n.id] = un.stores.get(n.id, 0) + 1
+    un.read_after = _read_outside_own_loops(tree.body)
     un.collect(tree)
     tree.body = un.block(tree.body, {})
     ast.fix_missing_locations(tree)

@@ -1,5 +1,7 @@
 """Small vectors (`gk.vec2/vec3/vec4`), scalarised in the Python AST before
-lowering: a vector local becomes one scalar local per component, vector
+lowering, the last of frontend/rewrites.py's rewrites (after loops over a
+vector's components are unrolled by frontend/unroll.py, so `v[k]` there has
+a constant `k`): a vector local becomes one scalar local per component, vector
 arithmetic becomes component arithmetic, `gk.dot`, `gk.cross`, `gk.length`
 and `gk.normalize` become their formulas, `gk.load_vecN`/`gk.store_vecN`
 read and write a trailing array dimension. The IR, AD, the analyses and both
@@ -27,6 +29,9 @@ from .. import intrinsics as gk
 from ..ir.names import VECTOR
 
 COMPONENTS = "xyzw"
+_COMPONENT_HINT = ("index it by a constant, or by the variable of a 'for' loop over range(<constant>) or a literal "
+                   "tuple, which is then unrolled (for k in range(3): f[i, k] += v[k]); a run-time index needs the "
+                   "vector in an array: gk.store_vec3(a, i, v), then a[i, k]")
 _CONSTRUCTORS = {id(gk.vec2): 2, id(gk.vec3): 3, id(gk.vec4): 4}
 _LOADS = {id(gk.load_vec2): 2, id(gk.load_vec3): 3, id(gk.load_vec4): 4}
 _STORES = {id(gk.store_vec2): 2, id(gk.store_vec3): 3, id(gk.store_vec4): 4}
@@ -211,7 +216,7 @@ class Scalarizer:
         v, c = _component_of(target)
         if v is None or not isinstance(v, ast.Name) or v.id not in self.widths:
             return None
-        if c >= self.widths[v.id]:
+        if not 0 <= c < self.widths[v.id]:
             self.fail(target, f"'{v.id}' is a vec{self.widths[v.id]}: it has no component {c}")
         return component(v.id, c)
 
@@ -311,18 +316,16 @@ class _Scalars(ast.NodeTransformer):
         if v is not None and self.sc.width(v) is not None:
             return self.component(v, c, e)
         if self.sc.width(e.value) is not None:
-            # a loop over the components (`for c in range(3): f[i, c] += v[c]`, Warp's and C's spelling) is not
-            # unrolled for it: vectors are scalarised before loops are (docs/kernel-language.md)
-            self.sc.fail(e, "a vector is indexed by a constant 0-3 (or .x .y .z .w)",
-                         "a loop variable is not a constant here, even over range(3) or a literal tuple: write a "
-                         "statement per component (v.x, v.y, v.z), or gk.store_vec3(a, i, v) into an array and "
-                         "loop over that")
+            # a loop over the components (`for c in range(3): f[i, c] += v[c]`) was unrolled by frontend/unroll.py
+            # and its variable is a constant here; any other index is not (docs/kernel-language.md)
+            self.sc.fail(e, f"'{ast.unparse(e)}': a vector is indexed by a constant 0-3 (or .x .y .z .w), not by "
+                            f"{ast.unparse(e.slice)}", _COMPONENT_HINT)
         return self.generic_visit(e)
 
     def component(self, v: ast.expr, c: int, at: ast.AST) -> ast.expr:
         w = self.sc.width(v)
-        if c >= w:
-            self.sc.fail(at, f"a vec{w} has no component {COMPONENTS[c] if c < 4 else c}")
+        if not 0 <= c < w:
+            self.sc.fail(at, f"a vec{w} has no component {COMPONENTS[c] if 0 <= c < 4 else c}")
         return ast.copy_location(self.sc.components(v, w)[c], at)
 
     def visit_BoolOp(self, e: ast.BoolOp) -> ast.AST:
@@ -407,6 +410,39 @@ def _dot(a: list[ast.expr], b: list[ast.expr]) -> ast.expr:
 
 def _call(name: str, arg: ast.expr) -> ast.expr:
     return ast.Call(ast.Name(name, ast.Load()), [arg], [])
+
+
+def vector_test(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any],
+                params: tuple[str, ...]) -> Callable[[ast.expr], bool] | None:
+    """Whether an expression of `tree` is vector-valued (None when `tree` uses no vectors): frontend/unroll.py
+    unrolls the loops whose variable indexes one (docs/kernel-language.md)."""
+    if not uses_vectors(tree, resolve):
+        return None
+    sc = Scalarizer(resolve, fail, params)
+    sc.collect(tree)
+    return lambda e: sc.width(e) is not None
+
+
+def check_before_rewrites(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any],
+                          params: tuple[str, ...]) -> None:
+    """What the scalariser refuses but the rewrites before it (frontend/rewrites.py) would turn into other code,
+    refused on the user's own spelling: a vector returned (`return v, w` would become result locals) and a vector
+    stored into an element (a local array's element would become a local)."""
+    if not uses_vectors(tree, resolve):
+        return
+    sc = Scalarizer(resolve, fail, params)
+    sc.collect(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Return) and node.value is not None:
+            values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+            if any(sc.width(v) is not None for v in values):
+                fail(node, "a device function returns a number, not a vector",
+                     "return the components from separate functions, or write the vector with gk.store_vecN")
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, ast.AnnAssign) and node.value is not None else []
+        w = sc.width(node.value) if targets else None
+        if w is not None and any(isinstance(t, ast.Subscript) for t in targets):
+            fail(node, f"a vec{w} cannot be stored here", "store it with gk.store_vecN, or assign it to a local")
 
 
 def scalarize(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any],
