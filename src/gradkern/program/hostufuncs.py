@@ -80,7 +80,7 @@ def elementwise(name: str, operands: tuple, out: Any, where: Any = True, dtype: 
     # temporaries have only in taped segments: there a derived operand is a launch too (the same launches in every
     # run of the step), whose result is derived in turn
     loop, derived, consts = rec.in_loop, None, set()
-    arrays, values, integers, active = [], [], [], False
+    arrays, values, integers, active, floats = [], [], [], False, False
     for n, x in enumerate(operands):
         cond = name == "where" and n == 0
         if isinstance(x, np.ndarray) and (x.ndim > 0 or any(isinstance(y, np.ndarray) and y.ndim > 0
@@ -99,7 +99,7 @@ def elementwise(name: str, operands: tuple, out: Any, where: Any = True, dtype: 
             elif v.dtype not in _FLOATS:
                 return NotImplemented  # complex: no kernel type
             else:
-                active = active or host.active(v)
+                active, floats = active or host.active(v), True
             arrays.append(n)
             values.append(v)
         else:
@@ -108,6 +108,7 @@ def elementwise(name: str, operands: tuple, out: Any, where: Any = True, dtype: 
                 return NotImplemented
             derived = derived or origin
             active = active or isinstance(s, ActiveScalar)
+            floats = floats or isinstance(s, ActiveScalar)
             values.append(s)
     mask = None if where is True else (_view(where, host) != 0).astype(np.int32)  # a constant, as np.where's
     try:  # NumPy's broadcasting of the operands (and of out and the mask, which must not grow out)
@@ -115,7 +116,8 @@ def elementwise(name: str, operands: tuple, out: Any, where: Any = True, dtype: 
                                     *(() if mask is None else (mask.shape,)))
     except ValueError:
         return NotImplemented  # NumPy raises its own error
-    if not arrays or not 1 <= len(shape) <= MAX_NDIM or not np.prod(shape):
+    if not (arrays and floats) or not 1 <= len(shape) <= MAX_NDIM or not np.prod(shape):
+        # (constants alone, `np.where(mask, 1.0, 0.0)` or `np.arange(n) * 0.5`, stay NumPy's in a loop's step too)
         return NotImplemented
     given = [x.value if isinstance(x, ActiveScalar) else constant(x) for x in operands[1 if name == "where" else 0:]]
     result = np.result_type(*[plain(x) for x in given])  # NumPy's: weak Python scalars, strong arrays
