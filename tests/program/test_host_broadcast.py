@@ -215,3 +215,33 @@ def test_what_stays_refused(rng, monkeypatch, name, op, what):
     assert "gradkern/program" not in msg, msg
     for a, b in zip(before, (u, w, du, dw, dE)):
         np.testing.assert_array_equal(a, b)  # nothing changed
+
+
+def test_broadcast_in_a_checkpointed_loop_replays_its_launches(rng, monkeypatch):
+    """Inside a checkpointed loop's step a broadcast, a remainder and where= are launches a recomputed step makes
+    again: the gradient is the plain loop's, and central differences agree. (The state is 2-D: a reshaped view of
+    a step's temporary passed to gk.copy is refused by the loop as a kept copy, as before this session.)"""
+    from support.ported_loops import checkpointed, plain
+
+    on_interpreter(monkeypatch)
+
+    def stepper(loop):
+        def prog(u, row, c, E):
+            def step(t):
+                q = np.zeros((2, 3))
+                np.multiply(u, row, out=q, where=np.array([[True], [False]]))  # row 1 of q keeps its 0
+                gk.copy(u, 0.9 * u + c * q % 0.5)
+            loop(step, 4)
+            gk.launch(energy, N, u.reshape(-1), E)
+        return prog
+    u, row = rng.random((2, 3)) + 0.5, rng.random(3) + 0.5
+    got = []
+    for loop in (checkpointed, plain):
+        du, drow = np.zeros((2, 3)), np.zeros(3)
+        g = gk.autodiff(stepper(loop), gk.Duplicated(u.copy(), du), gk.Duplicated(row, drow), gk.Active(0.3),
+                        gk.Duplicated(np.zeros(1), np.ones(1)))
+        got.append((du, drow, g[2]))
+    for a, b in zip(*got, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-13)  # the same launches in the same order
+    check_grad(stepper(checkpointed), gk.Duplicated(u, np.zeros((2, 3))), gk.Duplicated(row, np.zeros(3)),
+               gk.Active(0.3), gk.Duplicated(np.zeros(1), np.zeros(1)))
