@@ -256,8 +256,9 @@ ROWS = [
     # elementwise arithmetic is a launch (program/hostufuncs.py, session 56; refused before)
     Row("v * 2.0", "array", lambda u, v: v * 2.0, GRAD),
     Row("np.sqrt(v)", "array", lambda u, v: np.sqrt(v), GRAD),
-    Row("v % 1.5", "array", lambda u, v: v % 1.5, REFUSED),  # no kernel operation: stays derived
-    Row("(v + np.ones((2, N)))[0]", "array", lambda u, v: (v + np.ones((2, N)))[0], REFUSED),  # broadcast
+    # the kernel's %, and broadcasting (session 57: refused before, derived)
+    Row("v % 1.5", "array", lambda u, v: v % 1.5, GRAD),
+    Row("(v + np.ones((2, N)))[0]", "array", lambda u, v: (v + np.ones((2, N)))[0], GRAD),
     Row("v[[0, 1, 2, 3, 4, 5]]", "array", lambda u, v: v[[0, 1, 2, 3, 4, 5]], GRAD),  # a gather (hostgather.py)
     Row("v[[[0, 1, 2], [3, 4, 5]]][0]", "array", lambda u, v: v[[[0, 1, 2], [3, 4, 5]]][0], REFUSED),
     Row("np.asarray(v)", "array", lambda u, v: np.asarray(v), GRAD),  # a view: the launch takes v

@@ -11,7 +11,7 @@ from support.ported_harness import on_interpreter
 from support.ported_loops import checkpointed, plain
 
 import gradkern as gk
-from gradkern.program import hostufuncs
+from gradkern.program import ufunctable
 from gradkern.testing import check_grad
 
 N = 6
@@ -176,10 +176,10 @@ def test_one_generated_kernel_per_operation_axes_and_operands(rng, monkeypatch):
     for _ in range(2):
         gk.autodiff(program(lambda u, v, w, c: u * v + 2.0 * w), gk.Duplicated(u.copy(), np.zeros(N)),
                     gk.Duplicated(w.copy(), np.zeros(N)), gk.Active(0.7), gk.Duplicated(np.zeros(1), np.ones(1)))
-    keys = [k for k in hostufuncs._KERNELS if k[0] == "multiply"]
+    keys = [k for k in ufunctable._KERNELS if k[0] == "multiply"]
     assert ("multiply", 1, "aa") in keys and ("multiply", 1, "sa") in keys
-    assert hostufuncs._kernel("multiply", 1, "aa") is hostufuncs._kernel("multiply", 1, "aa")
-    assert hostufuncs._kernel("multiply", 2, "aa") is not hostufuncs._kernel("multiply", 1, "aa")
+    assert ufunctable._kernel("multiply", 1, "aa") is ufunctable._kernel("multiply", 1, "aa")
+    assert ufunctable._kernel("multiply", 2, "aa") is not ufunctable._kernel("multiply", 1, "aa")
 
 
 def test_inactive_arithmetic_stays_numpy(rng, monkeypatch):
@@ -254,18 +254,21 @@ def _refuse_derived_scalar(u, v, w, c):
     return v * v.sum()
 
 
-def _refuse_mixed(u, v, w, c):
-    return v.astype(np.float32) + np.float64(2.0)  # NumPy's result is float64: not v's dtype
+def _refuse_derived_operand(u, v, w, c):
+    return np.cumsum(v) * 2.0  # (v.astype(np.float32) + np.float64(2.0), refused until session 57, is a launch)
 
 
 def _refuse_where_kw(u, v, w, c):
-    r = np.zeros_like(u)
-    np.multiply(v, 2.0, out=r, where=u > 1.0)
-    return r
+    return np.multiply(v, 2.0, where=u > 1.0)  # no out=: NumPy leaves the other elements uninitialised
 
 
 def _refuse_inplace_remainder(u, v, w, c):
     v %= 2.0
+    return v
+
+
+def _refuse_broadcast_into_launched(u, v, w, c):
+    v += w[:1]
     return v
 
 
@@ -279,13 +282,13 @@ def _refuse_out_launched(u, v, w, c):
     return u
 
 
+# (broadcasting, `v % 1.5` and `v ** u` are launches since session 57: test_host_broadcast.py)
 REFUSALS = [
-    ("broadcast", lambda u, v, w, c: (v + np.ones((2, N)))[0], "np.add"),
-    ("remainder", lambda u, v, w, c: v % 1.5, "np.remainder"),
-    ("derived scalar", _refuse_derived_scalar, "np.add.reduce"),
-    ("mixed dtypes", _refuse_mixed, "np.add"),
-    ("where=", _refuse_where_kw, "np.multiply"),
-    ("array exponent", lambda u, v, w, c: v ** u, "np.power"),
+    ("derived scalar", _refuse_derived_scalar, "np.add.reduce"),  # a reduction: its derivative is lost already
+    ("derived operand", _refuse_derived_operand, "np.multiply"),  # (the message names np.cumsum's line)
+    ("complex", lambda u, v, w, c: (v * (1.0 + 0.5j)).real, "np.multiply"),
+    ("where= without out=", _refuse_where_kw, "np.multiply"),
+    ("broadcast into a launched array", _refuse_broadcast_into_launched, "v += w[:1]"),
     ("in place remainder", _refuse_inplace_remainder, "v %= 2.0"),  # a host write into v, which a launch took
     # NumPy writing into an array a launch took, even an operation that fits: a host write the tape cannot see
     # (docs/host-code.md, "Elementwise NumPy"; the contract's host-write rule)

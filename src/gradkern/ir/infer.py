@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from ..errors import InternalError, KernelTypeError
 from . import nodes as ir
-from .ops import ARITHMETIC, BITWISE, COMPARISONS, FLOAT_BINARY, FLOAT_FUNCTIONS, Op
+from .ops import ARITHMETIC, BITWISE, COMPARISONS, FLOAT_BINARY, FLOAT_FUNCTIONS, ROUNDING, Op
 from .types import BOOL, F64, I32, I64, Array, Scalar, Type, arithmetic, join
 
 
@@ -184,7 +184,7 @@ class _Inference:
             x = args[0]
             x = x if x.type.is_float else self.cast(x, self.fdefault)
             return replace(e, args=(x,), type=x.type)
-        if op is Op.FLOOR:
+        if op in ROUNDING:
             x = args[0]
             return x if not x.type.is_float else replace(e, args=(x,), type=x.type)
         a, b = args

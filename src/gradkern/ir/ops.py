@@ -79,6 +79,14 @@ class Op(Enum):
     ERFC = "erfc"
     EXPM1 = "expm1"
     LOG1P = "log1p"
+    CBRT = "cbrt"
+    EXP2 = "exp2"
+    LOG2 = "log2"
+    LOG10 = "log10"
+    # rounding to an integral value of the argument's float type, as floor (session 57)
+    CEIL = "ceil"
+    TRUNC = "trunc"
+    RINT = "rint"
     # functions of two floats
     ATAN2 = "atan2"
     HYPOT = "hypot"
@@ -151,6 +159,14 @@ FUNCTIONS: dict[Op, Function] = {
     Op.ERFC: _unary("math.erfc", (math.erfc,), lambda a: math.erfc(a)),
     Op.EXPM1: _unary("math.expm1", (math.expm1, np.expm1), np.expm1),
     Op.LOG1P: _unary("math.log1p", (math.log1p, np.log1p), np.log1p),
+    Op.CBRT: _unary("np.cbrt", (np.cbrt,), np.cbrt),
+    Op.EXP2: _unary("np.exp2", (np.exp2,), np.exp2),
+    Op.LOG2: _unary("math.log2", (math.log2, np.log2), np.log2),
+    Op.LOG10: _unary("math.log10", (math.log10, np.log10), np.log10),
+    # as floor: a float stays a float of its type (math.ceil, math.trunc too); rint rounds half to even
+    Op.CEIL: _unary("np.ceil", (math.ceil, np.ceil), np.ceil, floats=False),
+    Op.TRUNC: _unary("np.trunc", (math.trunc, np.trunc), np.trunc, floats=False),
+    Op.RINT: _unary("np.rint", (np.rint,), np.rint, floats=False),
     Op.ATAN2: _binary("math.atan2", (math.atan2, np.arctan2), np.arctan2),
     Op.HYPOT: _binary("math.hypot", (math.hypot, np.hypot), np.hypot),
     Op.COPYSIGN: _binary("math.copysign", (math.copysign, np.copysign), np.copysign),
@@ -166,4 +182,6 @@ FLOAT_FUNCTIONS = {op for op, f in FUNCTIONS.items() if f.floats and f.arity == 
 # functions of two floats (int arguments are converted first): C's atan2, hypot, copysign and fmod
 FLOAT_BINARY = {op for op, f in FUNCTIONS.items() if f.floats and f.arity == 2}
 UNARY = {Op.NEG, Op.NOT, Op.CAST, Op.INVERT} | {op for op, f in FUNCTIONS.items() if f.arity == 1}
+# the functions that round a float to an integral value of its type (an int argument is returned as it is)
+ROUNDING = {Op.FLOOR, Op.CEIL, Op.TRUNC, Op.RINT}
 INFIX = ARITHMETIC | COMPARISONS | BITWISE | {Op.AND, Op.OR}

@@ -1,16 +1,18 @@
 """Elementwise NumPy on a program's arrays as launches (docs/host-code.md, "Elementwise NumPy"): a ufunc call or
-arithmetic operator on arrays of one shape and float dtype and on scalars (`u + dt * f`, `np.sqrt(u)`,
-`np.maximum(u, 0.0)`, `np.clip(u, lo, hi, out=u)`, `u *= 0.5`, `np.where(mask, a, b)`) is one launch of a kernel
-generated in the kernel language for (operation, axes, which operands are arrays or scalars), so it is recorded,
-taped and differentiated by the pipeline as any launch: no derivative is written here. `out=` and the in-place
-operators are launches that write the buffer when no launch has taken it yet; into an array a launch has taken
-they stay host writes, refused by the guard as the contract's host-write rule says. Operand views that overlap
-without being the same view (`u[1:] - u[:-1]`) are copied first by `gk.copy` (a shadow may not overlap another
-one): NumPy's "as if the inputs were read before the output is written".
+arithmetic operator on arrays and scalars (`u + dt * f`, `np.sqrt(u)`, `np.maximum(u, 0.0)`, `u + row`,
+`np.clip(u, lo, hi, out=u)`, `u *= 0.5`, `np.where(mask, a, b)`, `np.multiply(a, b, out=w, where=m)`) is one launch
+of a kernel generated in the kernel language (ufunctable.py), so it is recorded, taped and differentiated by the
+pipeline as any launch: no derivative is written here. Operands broadcast by NumPy's rules (a broadcast operand is
+read at index 0 along its length-1 axes: its derivative is the pipeline's reverse of a shared read, the sum over
+those axes); the result dtype is NumPy's (`np.result_type`), integer and boolean arrays constants in it. `out=` and
+the in-place operators are launches that write the buffer when no launch has taken it yet; into an array a launch
+has taken they stay host writes, refused by the guard as the contract's host-write rule says. Operand views that
+overlap without being the same view (`u[1:] - u[:-1]`) are copied first by `gk.copy` (a shadow may not overlap
+another one): NumPy's "as if the inputs were read before the output is written".
 
-What does not fit (broadcasting other than scalars, mixed dtypes, a ufunc not in `OPS`, `where=`, `dtype=`, a
-reduction, an array exponent) goes on to hostcode.py's `__array_ufunc__` / `__array_function__`: a derived array,
-refused by the launch that takes it. Boolean and integer operands (a mask) are constants in the float dtype.
+What does not fit (complex dtypes, a ufunc not in the table, `where=` without `out=`, a reduction, a ufunc method)
+goes on to hostcode.py's `__array_ufunc__` / `__array_function__`: a derived array, refused by the launch that takes
+it.
 
 Outside a checkpointed loop an operation becomes a launch when an operand is active (has a shadow or tangent) or is
 an Active scalar, and one with an operand host code computed from an active array (a derived array or scalar) is
@@ -25,74 +27,21 @@ from typing import Any
 
 import numpy as np
 
-from .. import intrinsics
 from ..annotations import Const
+from ..errors import ProgramError
 from ..ir.types import MAX_LAUNCH_NDIM, MAX_NDIM
-from ..kernel import KernelFunction, kernel
 from ..recording import active_recorder
 from ..runtime.arrays import shares_elements
 from ..runtime.launch import launch
-from .derived import DerivedScalar, constant
-from .hostcode import SHAPES, TrackedArray, _read, _view_key, plain, tracker
+from .derived import DerivedScalar, constant, user_frame
+from .derived import where as where_of
+from .hostcode import SHAPES, TrackedArray, _names, _read, _view_key, _writable, plain, tracker
 from .hostops import copy as gk_copy
 from .scalars import ActiveScalar
 from .shadows import memory_root
+from .ufunctable import OPS, _kernel, pack_kernel, token
 
-# ufunc name -> (operands, the kernel expression of them); `power` takes a scalar exponent only (elementwise)
-_MATH = {"sqrt": "sqrt", "exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "sin": "sin",
-         "cos": "cos", "tan": "tan", "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh",
-         "cosh": "cosh", "tanh": "tanh", "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh"}
-OPS: dict[str, tuple[int, str]] = {
-    "add": (2, "{0} + {1}"), "subtract": (2, "{0} - {1}"), "multiply": (2, "{0} * {1}"),
-    "true_divide": (2, "{0} / {1}"), "divide": (2, "{0} / {1}"), "negative": (1, "-{0}"), "positive": (1, "{0}"),
-    "absolute": (1, "abs({0})"), "fabs": (1, "abs({0})"), "square": (1, "{0} * {0}"),
-    "power": (2, "{0} ** {1}"), "maximum": (2, "max({0}, {1})"), "minimum": (2, "min({0}, {1})"),
-    "arctan2": (2, "gk.atan2({0}, {1})"), "hypot": (2, "gk.hypot({0}, {1})"),
-    "clip": (3, "gk.clamp({0}, {1}, {2})"), "where": (3, ""),
-    **{name: (1, f"gk.{fn}({{0}})") for name, fn in _MATH.items()},
-}
 _FLOATS = (np.dtype("float32"), np.dtype("float64"))
-_KERNELS: dict[tuple[str, int, str], KernelFunction] = {}  # (operation, axes, operands' pattern) -> its kernel
-_TID = ("i", "i, j", "i, j, k")
-
-
-def _kernel(name: str, ndim: int, pattern: str) -> KernelFunction:
-    """The kernel of `name` over `ndim` axes; `pattern` says, per operand, `a` (an array parameter), `s` (a scalar
-    parameter), `o` (read from `out`: in place) or a digit (the same array as that operand)."""
-    key = (name, ndim, pattern)
-    k = _KERNELS.get(key)
-    if k is None:
-        k = _KERNELS[key] = _generate(name, ndim, pattern)
-    return k
-
-
-def _generate(name: str, ndim: int, pattern: str) -> KernelFunction:
-    fname = f"host_{name}_{ndim}_{pattern}"
-    idx = ", ".join(("i", "j", "k", "m", "n")[:ndim])
-    params = ["out"] + [f"x{n}" for n, p in enumerate(pattern) if p in "as"]
-
-    def operand(n: int) -> str:
-        p = pattern[n]
-        return {"a": f"x{n}[{idx}]", "s": f"x{n}", "o": f"out[{idx}]"}.get(p) or f"x{p}[{idx}]"
-    if name == "where":  # the condition an int32 array: no derivative through it
-        body = [f"if {operand(0)} != 0:", f"    out[{idx}] = {operand(1)}", "else:", f"    out[{idx}] = {operand(2)}"]
-    elif name in ("maximum", "minimum"):  # NumPy's NaN propagation, which the kernel's max/min lack (a + b is NaN)
-        body = [f"p0 = {operand(0)}", f"p1 = {operand(1)}", "if p0 != p0 or p1 != p1:", f"    out[{idx}] = p0 + p1",
-                "else:", f"    out[{idx}] = {OPS[name][1].format('p0', 'p1')}"]
-    else:
-        body = [f"out[{idx}] = " + OPS[name][1].format(*(operand(n) for n in range(len(pattern))))]
-    lines = [f"def {fname}({', '.join(params)}):", f"    {_TID[min(ndim, MAX_LAUNCH_NDIM) - 1]} = gk.tid()"]
-    indent = "    "
-    for axis, var in ((3, "m"), (4, "n"))[:max(ndim - MAX_LAUNCH_NDIM, 0)]:  # trailing axes: loops (as hostops)
-        lines.append(f"{indent}for {var} in range(out.shape[{axis}]):")
-        indent += "    "
-    lines += [indent + b for b in body]
-    source = "\n".join(lines) + "\n"
-    filename = f"<gradkern host ufunc {fname}>"  # inspect reads a kernel's source through linecache
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"gk": intrinsics}
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102  generated from the table above only
-    return kernel(namespace[fname])
 
 
 def _scalar(x: Any, host: Any) -> tuple[Any, Any]:
@@ -107,12 +56,16 @@ def _scalar(x: Any, host: Any) -> tuple[Any, Any]:
         x = constant(x)
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
         return None, None
-    return float(x), origin
+    return x, origin
 
 
-def elementwise(name: str, operands: tuple, out: Any) -> Any:
+def _view(x: Any, host: Any) -> np.ndarray:
+    return host.plain_view(x) if isinstance(x, TrackedArray) else plain(x)
+
+
+def elementwise(name: str, operands: tuple, out: Any, where: Any = True, dtype: Any = None) -> Any:
     """`name` of `operands` into `out` (None: a new array) as a launch, or NotImplemented when it does not fit or
-    needs none (hostcode.py takes it then)."""
+    needs none (hostcode.py takes it then). `where` and `dtype` are the ufunc's keywords."""
     host, rec = tracker(), active_recorder()
     if host is None or rec is None or name not in OPS or OPS[name][0] != len(operands):
         return NotImplemented
@@ -120,57 +73,72 @@ def elementwise(name: str, operands: tuple, out: Any) -> Any:
         if len(out) != 1:
             return NotImplemented
         out = out[0]
-    if out is not None and not isinstance(out, np.ndarray):
-        return NotImplemented
+    if out is not None and not isinstance(out, np.ndarray) or where is not True and (
+            out is None or not isinstance(where, np.ndarray)):
+        return NotImplemented  # where= without out= leaves NumPy's uninitialised values: hostcode's
     # inside a checkpointed loop's step whether an operand is derived depends on its shadows, which a step's
     # temporaries have only in taped segments: there a derived operand is a launch too (the same launches in every
     # run of the step), whose result is derived in turn
     loop, derived, consts = rec.in_loop, None, set()
-    arrays, values, integers, shape, dtype, active = [], [], [], None, None, False
+    arrays, values, integers, active, floats = [], [], [], False, False
     for n, x in enumerate(operands):
-        if isinstance(x, np.ndarray) and (x.ndim > 0 or name == "where" and n == 0):
-            if host.origin(x) is not None and not (name == "where" and n == 0):
+        cond = name == "where" and n == 0
+        if isinstance(x, np.ndarray) and (x.ndim > 0 or any(isinstance(y, np.ndarray) and y.ndim > 0
+                                                             for y in operands)):
+            if host.origin(x) is not None and not cond:
                 if not loop:
                     return NotImplemented  # its values came from host code the tape does not see
                 derived = derived or host.origin(x)
                 consts.add(n)
-            v = host.plain_view(x) if isinstance(x, TrackedArray) else plain(x)
-            if shape is None:
-                shape = v.shape
-            if v.shape != shape:
-                return NotImplemented  # broadcasting: not elementwise over one shape
-            if name == "where" and n == 0:
+            v = _view(x, host)
+            if cond:
                 v = (v != 0).astype(np.int32)  # a kernel's array holds no booleans
-            elif v.dtype.kind in "biu":
-                integers.append(n)  # a mask or counts (`u * (u > 0)`): a constant, in the float dtype below
+            elif v.dtype.kind in "biu" or v.dtype == np.float16:
+                integers.append(n)  # a mask or counts (`u * (u > 0)`): a constant (no launch writes one), in the
+                # loop's float dtype below
+            elif v.dtype not in _FLOATS:
+                return NotImplemented  # complex: no kernel type
             else:
-                if v.dtype not in _FLOATS or (dtype is not None and v.dtype != dtype):
-                    return NotImplemented
-                dtype = v.dtype
-                active = active or host.active(v)
+                active, floats = active or host.active(v), True
             arrays.append(n)
             values.append(v)
         else:
-            s, origin = _scalar(x[()] if isinstance(x, np.ndarray) else x, host)  # a 0-d array: a scalar to NumPy
-            if s is None or name == "where" and n == 0 or origin is not None and not loop:
+            s, origin = _scalar(x[()] if isinstance(x, np.ndarray) else x, host)  # a 0-d array with no array
+            if s is None or cond or origin is not None and not loop:
                 return NotImplemented
             derived = derived or origin
             active = active or isinstance(s, ActiveScalar)
+            floats = floats or isinstance(s, ActiveScalar)
             values.append(s)
-    if dtype is None or not 1 <= len(shape) <= MAX_NDIM or not np.prod(shape):
+    mask = None if where is True else (_view(where, host) != 0).astype(np.int32)  # a constant, as np.where's
+    try:  # NumPy's broadcasting of the operands (and of out and the mask, which must not grow out)
+        shape = np.broadcast_shapes(*(values[n].shape for n in arrays), *(() if out is None else (out.shape,)),
+                                    *(() if mask is None else (mask.shape,)))
+    except ValueError:
+        return NotImplemented  # NumPy raises its own error
+    if not (arrays and floats) or not 1 <= len(shape) <= MAX_NDIM or not np.prod(shape):
+        # (constants alone, `np.where(mask, 1.0, 0.0)` or `np.arange(n) * 0.5`, stay NumPy's in a loop's step too)
         return NotImplemented
-    if name == "power" and arrays[-1] == 1:
-        return NotImplemented  # an array exponent: not a constant one
     given = [x.value if isinstance(x, ActiveScalar) else constant(x) for x in operands[1 if name == "where" else 0:]]
-    if np.result_type(*[plain(x) for x in given]) != dtype:
-        return NotImplemented  # NumPy's result would have another dtype (a float64 scalar with float32 arrays)
+    result = np.result_type(*[plain(x) for x in given])  # NumPy's: weak Python scalars, strong arrays
+    try:
+        loop_type = result if dtype is None else np.dtype(dtype)  # dtype= names the loop's type: inputs cast to it
+    except TypeError:
+        return NotImplemented
+    if result not in _FLOATS or loop_type not in _FLOATS or not np.can_cast(
+            result, loop_type, "same_kind"):
+        return NotImplemented  # an integer result, or a cast NumPy's default casting refuses
+    cast = "" if dtype is None or loop_type == result else ":" + loop_type.name
     for n in integers:
-        values[n] = np.asarray(values[n], dtype)  # a new array: no derivative flows through integers
+        values[n] = np.asarray(values[n], loop_type)  # a new array: no derivative flows through integers
+    for n, v in enumerate(values):
+        if n not in arrays and not isinstance(v, ActiveScalar):
+            values[n] = loop_type.type(v)  # NumPy casts a scalar to the loop's type first
     if out is not None:
         if host.origin(out) is not None and not loop:
             return NotImplemented
-        dst = host.plain_view(out) if isinstance(out, TrackedArray) else plain(out)
-        if dst.shape != shape or dst.dtype != dtype:
+        dst = _view(out, host)
+        if dst.shape != shape or dst.dtype not in _FLOATS or not np.can_cast(loop_type, dst.dtype, "same_kind"):
             return NotImplemented
         guard = getattr(rec, "guard", None)
         if guard is not None and guard.taken(dst):
@@ -179,27 +147,32 @@ def elementwise(name: str, operands: tuple, out: Any) -> Any:
     if not (active or loop):
         return NotImplemented  # no derivative is involved: NumPy computes it (a loop's step: always a launch)
     _read()
-    dst = np.empty(shape, dtype) if out is None else dst
-    pattern, args = [], [dst]
+    dst = np.empty(shape, loop_type) if out is None else dst
+    pattern, args, padded = [], [dst], {}
     for n, v in enumerate(values):
         if n not in arrays:
             pattern.append("s")
             args.append(v)
             continue
+        v = padded[n] = v.reshape((1,) * (len(shape) - v.ndim) + v.shape)  # NumPy's leading length-1 axes
         if v is dst or _same_view(v, dst):
             pattern.append("o")
             continue
-        same = next((m for m in arrays[:arrays.index(n)] if _same_view(values[m], v)), None)
+        same = next((m for m in arrays[:arrays.index(n)] if _same_view(padded[m], v)), None)
         if same is not None:
             pattern.append(str(same))
             continue
         if _overlaps(v, [dst] + [values[m] for m in arrays if m != n]):
-            copied = np.empty(shape, v.dtype)  # NumPy reads every input before it writes: so does the copy
+            copied = np.empty(v.shape, v.dtype)  # NumPy reads every input before it writes: so does the copy
             gk_copy(copied, v)
-            v = values[n] = copied
-        pattern.append("a")
+            v = padded[n] = values[n] = copied  # (the later operands need not copy theirs)
+        pattern.append(token(v.shape, shape))
         args.append(Const(v) if n in consts else v)  # derived: the result is refused, not this launch
-    launch(_kernel(name, len(shape), "".join(pattern)), shape[:MAX_LAUNCH_NDIM], *args)
+    if mask is not None:
+        mask = mask.reshape((1,) * (len(shape) - mask.ndim) + mask.shape)
+        pattern.append("?" + token(mask.shape, shape))
+        args.append(mask)
+    launch(_kernel(name, len(shape), "".join(pattern) + cast), shape[:MAX_LAUNCH_NDIM], *args)
     if out is not None:
         if derived is not None:
             host.taint(dst, derived)
@@ -220,14 +193,16 @@ def _overlaps(a: np.ndarray, others: list) -> bool:
 
 
 _ufunc = TrackedArray.__array_ufunc__
-# the keywords that may come with the defaults' values (NumPy's clip passes casting=None)
-_DEFAULTS = {"casting": (None, "same_kind"), "order": (None, "K"), "dtype": (None,)}
+# the keywords that may come with the defaults' values (NumPy's clip passes casting=None); where= and dtype= are
+# elementwise's
+_DEFAULTS = {"casting": (None, "same_kind"), "order": (None, "K")}
 
 
 def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, out: Any = None, **kwargs: Any) -> Any:
-    if method == "__call__" and all(k in _DEFAULTS and isinstance(v, (str, type(None))) and v in _DEFAULTS[k]
-                                    for k, v in kwargs.items()):
-        got = elementwise(ufunc.__name__, inputs, out)
+    where, dtype = kwargs.get("where", True), kwargs.get("dtype")
+    if method == "__call__" and all(k in ("where", "dtype") or k in _DEFAULTS and isinstance(v, (str, type(None)))
+                                    and v in _DEFAULTS[k] for k, v in kwargs.items()):
+        got = elementwise(ufunc.__name__, inputs, out, where, dtype)
         if got is not NotImplemented:
             return got
     return _ufunc(self, ufunc, method, *inputs, out=out, **kwargs)
@@ -247,14 +222,44 @@ def _clip(func: Any, args: tuple, kwargs: dict) -> Any:
 _setitem = TrackedArray.__setitem__  # hostcode's (a copy or fill launch, a host write, or refused)
 
 
+_PACKED = 16  # the most scalars one `w[a:b] = [...]` launch takes (one branch per scalar in its kernel)
+
+
 def _assigned(self: Any, key: Any, value: Any) -> None:
     """`u[1:-1] *= 0.5` is `v = u[1:-1]; v *= 0.5` (a launch, above), then `u[1:-1] = v`: the values onto
-    themselves, which changes nothing and is no host write (one would be refused: a launch has taken u)."""
+    themselves, which changes nothing and is no host write (one would be refused: a launch has taken u).
+    `w[0:2] = [c, 1.5]` with Active scalars in the list is a launch that takes them (_pack)."""
     if isinstance(value, np.ndarray) and tracker() is not None:
         target = np.ndarray.__getitem__(plain(self), _view_key(plain(key)))
         if target.base is not None and _same_view(target, plain(value)):
             return
+    if isinstance(value, (list, tuple)) and tracker() is not None and any(isinstance(x, ActiveScalar) for x in value):
+        _pack(self, key, value)
+        return
     _setitem(self, key, value)
+
+
+def _pack(self: Any, key: Any, value: Any) -> None:
+    """`w[a:b] = [s0, s1, ...]` (a list or tuple with Active scalars, numbers besides) into a 1-D float view of as
+    many elements: one launch of ufunctable.pack_kernel, or ProgramError naming the line before anything is
+    written (docs/host-code.md, "Elementwise NumPy")."""
+    host, whole = tracker(), plain(self)
+    target = np.ndarray.__getitem__(whole, _view_key(plain(key)))
+    scalars = [_scalar(x, host) for x in value]
+    if target.base is None or target.ndim != 1 or target.shape[0] != len(value) or target.dtype not in (
+            np.float32, np.float64) or len(value) > _PACKED or any(s is None or o is not None for s, o in scalars):
+        frame = user_frame()
+        line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() if frame is not None else ""
+        raise ProgramError(f"an assignment of a list with Active scalars to {_names(frame, [whole])} at "
+                           f"{where_of(frame)}{f' (`{line}`)' if line else ''} inside a differentiated program is "
+                           f"a launch only for a 1-D float view of as many elements, at most {_PACKED}, and "
+                           "numbers or Active scalars in the list; nothing was written",
+                           hint="assign the elements one by one (w[k] = c is a fill launch), or write them in a "
+                                "kernel that takes the Active scalars")
+    _writable(target, host)  # into an array a launch has taken: the guard's refusal, as any host write
+    _read()
+    launch(pack_kernel(len(value)), len(value), target,
+           *(s if isinstance(s, ActiveScalar) else target.dtype.type(s) for s, _ in scalars))
 
 
 TrackedArray.__array_ufunc__ = _array_ufunc

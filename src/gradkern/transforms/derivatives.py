@@ -23,6 +23,9 @@ never NaN where JAX and PyTorch give a number:
                                                                    and the backends' min/max);
                                                                    JAX and PyTorch split 1/2
     floor(u)    everywhere               0 (structurally)          JAX and PyTorch
+    ceil, trunc, rint (u)  everywhere    0 (structurally)          as floor
+    cbrt(u)     u == 0 (and -0.0)        +inf (1 / (3 cbrt(u)^2))  IEEE; JAX and PyTorch
+    log2, log10 u == 0                   +inf (1 / (u ln b))       as log
     sqrt(u)     u == 0                   +inf (0.5 / sqrt(u))      IEEE; JAX and PyTorch
     log(u)      u == 0                   +inf (1 / u)              IEEE; JAX and PyTorch
     asin, acos  u == ±1                  ±inf                      IEEE; JAX and PyTorch
@@ -152,6 +155,14 @@ DERIVATIVES: dict[Op, Partials] = {
                                           b.apply(Op.EXP, b.neg(b.mul(x[0], x[0])))),), ((0,),)),
     Op.EXPM1: Partials(lambda x, y: (b.add(y, _one(y)),), (("y",),)),
     Op.LOG1P: Partials(lambda x, y: (b.div(_one(y), b.add(_one(y), x[0])),), ((0,),)),
+    # d cbrt(u)/du = 1 / (3 cbrt(u)^2); d 2^u/du = 2^u ln 2; d log_b(u)/du = 1 / (u ln b)
+    Op.CBRT: Partials(lambda x, y: (b.div(_one(y), b.mul(b.const(3, y.type), b.mul(y, y))),), (("y",),)),
+    Op.EXP2: Partials(lambda x, y: (b.mul(y, b.const(math.log(2.0), y.type)),), (("y",),)),
+    Op.LOG2: Partials(lambda x, y: (b.div(_one(y), b.mul(x[0], b.const(math.log(2.0), y.type))),), ((0,),)),
+    Op.LOG10: Partials(lambda x, y: (b.div(_one(y), b.mul(x[0], b.const(math.log(10.0), y.type))),), ((0,),)),
+    Op.CEIL: Partials(lambda x, y: (None,), ((),)),
+    Op.TRUNC: Partials(lambda x, y: (None,), ((),)),
+    Op.RINT: Partials(lambda x, y: (None,), ((),)),
     Op.ATAN2: Partials(_atan2_partials, ((0, 1), (0, 1))),
     # hypot(a, b): a / h and b / h, 0 at a == b == 0 (a subgradient of the cone)
     Op.HYPOT: Partials(lambda x, y: tuple(b.select(b.cmp(Op.EQ, y, _zero(y)), _zero(y), b.div(v, y)) for v in x),
