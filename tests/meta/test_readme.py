@@ -137,7 +137,7 @@ def _adjoint_forms(ns):
 def _errors(ns):
     import gradkern as gk
     e = ns["syntax_error"]
-    assert isinstance(e, gk.KernelSyntaxError) and "np.cbrt" in str(e) and e.loc.line == 8 and e.hint
+    assert isinstance(e, gk.KernelSyntaxError) and "np.square" in str(e) and e.loc.line == 8 and e.hint
     assert isinstance(ns["annotation_error"], gk.AnnotationError)
 
 
