@@ -192,7 +192,8 @@ REFUSED = [
     ("np.pad", lambda u, v: np.pad(u, 1, mode="mean")),
     ("np.sort", lambda u, v: np.sort(u, axis=0)),  # where an element goes depends on the values
     ("indexing with an index array", lambda u, v: u[:, [2, 0, 1]]),  # along axis 1: not a gather (hostgather.py)
-    ("np.concatenate", lambda u, v: np.concatenate([u % 2.0, v])),  # an input computed on the host (u * 2.0: a launch)
+    # an input computed on the host (u * 2.0 and, since session 57, u % 2.0 are launches; np.logaddexp is not)
+    ("np.concatenate", lambda u, v: np.concatenate([np.logaddexp(u, 2.0), v])),
     ("np.resize", lambda u, v: np.resize(u.T, (40, 40))),  # more than MAX_PIECES copies
     # a pad value computed on the host from an active array, around an inactive array (a silent constant before)
     ("np.add.reduce", lambda u, v: np.pad(np.ones_like(u), 1, constant_values=u.sum())),
