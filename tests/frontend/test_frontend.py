@@ -519,6 +519,29 @@ def test_unsupported_calls_suggest_the_closest_spelling(tmp_path, call, hint):
     np.testing.assert_array_equal(y, 0.0)
 
 
+@pytest.mark.parametrize("call, hint", [
+    ("gk.rsqrt(x[i])", "1.0 / math.sqrt(x)"),  # GROMACS' gmx::invsqrt, CUDA's rsqrt (ported round 11)
+    ("np.fma(x[i], x[i], 1.0)", "a * b + c"),
+    ("math.exp10(x[i])", "10.0 ** x"),
+])
+def test_missing_fast_math_names_hint_the_spelling(tmp_path, call, hint):
+    """CUDA's fast-math names that math, NumPy and gk lack are unknown attributes: the error names the line and
+    writes the spelling that works (frontend/suggest.py MISSING_FUNCTION_HINTS); nothing runs."""
+    import importlib.util
+
+    path = tmp_path / "fast_math_kernel.py"
+    path.write_text("import math\n\nimport numpy as np\n\nimport gradkern as gk\n\n\n@gk.kernel\n"
+                    f"def k(x, y):\n    i = gk.tid()\n    y[i] = {call}\n")
+    spec = importlib.util.spec_from_file_location("fast_math_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    y = np.zeros(3)
+    with pytest.raises(gk.KernelSyntaxError, match="has no attribute") as info:  # at decoration or launch
+        spec.loader.exec_module(module)
+        gk.launch(module.k, 3, np.ones(3), y, backend="interp")
+    assert "fast_math_kernel.py:11" in str(info.value) and hint in str(info.value)
+    np.testing.assert_array_equal(y, 0.0)
+
+
 # -- 4-D and 5-D arrays, literal-tuple loops, shape unpacking (docs/language.md) ---------------------------------------
 def test_loop_over_a_list_names_the_tuple_spelling():
     with pytest.raises(gk.KernelSyntaxError) as info:

@@ -28,17 +28,18 @@ def _points(rng, n, lo, hi, keep):
             return p
 
 def _nbnxn(rng, dtype, R, D):
-    """Three clusters of four atoms; cluster 0 lists clusters 0-2, 1 lists 1-2, 2 itself (the self pairs'
-    halves by `j <= i`); random exclusion masks; rc 0.9, no pair within 0.02 of it, none closer than 0.35."""
-    x = _points(rng, 12, 0.0, 1.3, lambda d: d > 0.35 and abs(d - 0.9) > MARGIN)
-    start = np.array([0, 3, 5, 6], np.int32)
-    cj = np.array([0, 1, 2, 1, 2, 2], np.int32)
-    excl = rng.integers(0, 1 << 16, 6).astype(np.int32)
+    """Two clusters of four atoms; cluster 0 lists clusters 0 and 1, cluster 1 itself (the self pairs' halves
+    by `j <= i`); random exclusion masks; rc 0.9, no pair within 0.02 of it, none closer than 0.35."""
+    x = _points(rng, 8, 0.0, 1.1, lambda d: d > 0.35 and abs(d - 0.9) > MARGIN)
+    start = np.array([0, 2, 3], np.int32)
+    cj = np.array([0, 1, 1], np.int32)
+    excl = rng.integers(0, 1 << 16, 3).astype(np.int32)
     nbfp = np.stack([rng.uniform(0.005, 0.02, 4), rng.uniform(2e-5, 8e-5, 4)], axis=1)
     ic = np.array([0.81, 0.3, 1.4, -1.0 / 0.9 ** 12, -1.0 / 0.9 ** 6])
-    return ("nbnxn_rf_lj", A.nbnxn_rf_lj, (D(x), D(R(12, lo=-1.0, hi=1.0)), rng.integers(0, 2, 12).astype(np.int32),
-                                           2, D(nbfp), start, cj, excl, D(ic), D(np.zeros((12, 3))),
-                                           D(np.zeros(2))), 3, OPT, ref.nbnxn_rf_lj)
+    return ("nbnxn_rf_lj", A.nbnxn_rf_lj, (D(x), D(R(8, lo=-1.0, hi=1.0)), rng.integers(0, 2, 8).astype(np.int32),
+                                           2, D(nbfp), start, cj, excl, D(ic), D(np.zeros((8, 3))),
+                                           D(np.zeros(2))), 2, OPT, ref.nbnxn_rf_lj)
+
 
 def _born(rng, dtype, R, D, n=6):
     """Six atoms of two types, a full list whose entries carry random special-bond bits in the int32's top two
@@ -111,8 +112,7 @@ def _lda(rng, dtype, R, D):
     rho_threshold: check_grad's absolute step (about 1e-6) would carry it across."""
     rho = rng.uniform(0.05, 3.0, 14)
     rho = np.where(np.abs(rho - B.PI34 ** 3) < MARGIN, rho + 0.1, rho)
-    rho[3] = -rho[3]
-    assert (rho > B.PI34 ** 3).any() and (np.abs(rho) < B.PI34 ** 3).any()
+    rho[0], rho[1], rho[3] = rng.uniform(0.05, 0.2), rng.uniform(0.3, 3.0), -rho[3]  # both branches of rs < 1
     return ("xc_lda_pz", B.xc_lda_pz, (D(rho),) + tuple(D(np.zeros(14)) for _ in range(4)), 14, OPT, ref.xc_lda_pz)
 
 def cases(rng, dtype=np.float64):
@@ -133,8 +133,8 @@ def cases(rng, dtype=np.float64):
         _btree(rngs[4], dtype, R, D),
         _mc(rngs[5], dtype, R, D),
         _lda(rng, dtype, R, D),
-        ("su3_mat_nn", B.su3_mat_nn, (D(R(3, 4, 3, 3, 2, lo=-1.0, hi=1.0)), D(R(4, 3, 3, 2, lo=-1.0, hi=1.0)),
-                                      D(np.zeros((3, 4, 3, 3, 2))), 3), 128, OPT, ref.su3_mat_nn),
+        ("su3_mat_nn", B.su3_mat_nn, (D(R(2, 4, 3, 3, 2, lo=-1.0, hi=1.0)), D(R(4, 3, 3, 2, lo=-1.0, hi=1.0)),
+                                      D(np.zeros((2, 4, 3, 3, 2))), 2), 96, OPT, ref.su3_mat_nn),
         ("jacobi2d", B.jacobi2d, (D(R(6, 6, lo=-1.0, hi=1.0)), D(R(6, 6, lo=-1.0, hi=1.0)), 6, 2), None, OPT,
          ref.jacobi2d),
     ]

@@ -353,7 +353,8 @@ class _Lowerer:
         if isinstance(e, ast.Attribute):
             base = self.resolve(e.value)
             if not hasattr(base, e.attr):
-                self.fail(e, f"'{ast.unparse(e.value)}' has no attribute '{e.attr}'", cls=Unresolved)
+                self.fail(e, f"'{ast.unparse(e.value)}' has no attribute '{e.attr}'",
+                          hint=suggest.MISSING_FUNCTION_HINTS.get(e.attr), cls=Unresolved)
             return self.captured.attribute(self.p.fn, e, getattr(base, e.attr))
         self.unsupported(e)
 

@@ -47,6 +47,22 @@ def hint_for(fn: Any, spelled: str) -> str:
     return hint or "kernels can call math functions, gk intrinsics and @gk.func device functions"
 
 
+# CUDA's and C's fast-math names that math, NumPy and gk lack (session 58, ported kernels round 11:
+# docs/kernel-language.md "Eleventh round"): `gk.rsqrt(x)` or `np.fma(a, b, c)` is refused as an unknown
+# attribute; the hint writes the spelling that works
+MISSING_FUNCTION_HINTS: dict[str, str] = {
+    "rsqrt": "write 1.0 / math.sqrt(x)",
+    "rsqrtf": "write 1.0 / math.sqrt(x)",
+    "invsqrt": "write 1.0 / math.sqrt(x)",
+    "rcbrt": "write 1.0 / np.cbrt(x)",
+    "fma": "write a * b + c (rounded twice where C's fma rounds once; the derivative is the same)",
+    "fmaf": "write a * b + c (rounded twice where C's fma rounds once; the derivative is the same)",
+    "exp10": "write 10.0 ** x",
+    "sincos": "write s = math.sin(x) and c = math.cos(x)",
+    "fdividef": "write a / b",
+}
+
+
 # constructs the lowerer refuses, by AST node name: the closest supported spelling
 CONSTRUCT_HINTS: dict[str, str] = {
     "List": "for per-thread storage use f = gk.local((n,), gk.float64); for constants, a module-level tuple",
