@@ -86,6 +86,11 @@ NEIGHMASK = 0x3FFFFFFF
 B_CUTSQ, B_RHOINV, B_SIGMA, B_BORN1, B_BORN2, B_BORN3, B_A, B_C, B_D, B_OFFSET = range(10)
 
 
+@gk.func
+def sbmask(j):
+    return j >> SBBITS & 3
+
+
 @gk.kernel
 def born_compute(x, atype, neigh, numneigh, special_lj, params, f, eng):
     i = gk.tid()
@@ -95,7 +100,7 @@ def born_compute(x, atype, neigh, numneigh, special_lj, params, f, eng):
     fzi = 0.0
     for jj in range(numneigh[i]):
         j = neigh[i, jj]
-        factor_lj = special_lj[(j >> SBBITS) & 3]
+        factor_lj = special_lj[sbmask(j)]
         j &= NEIGHMASK
         delx = x[i, 0] - x[j, 0]
         dely = x[i, 1] - x[j, 1]

@@ -92,7 +92,8 @@ def _btree(rng, dtype, R, D, order=3, height=2):
     indices[0, :order] = [1, 2, 3]
     absent = [q for q in range(1, 300) if q not in set(k)]
     query = np.concatenate([rng.choice(k, 6, replace=False), rng.choice(absent, 2, replace=False)]).astype(np.int32)
-    return ("btree_find_k", B.btree_find_k, (height, keys, indices, 13, D(R(27)), order, query, D(R(8))), 8, OPT,
+    return ("btree_find_k", B.btree_find_k, (height, keys, indices, 13, D(R(27)), np.zeros(8, np.int64),
+                                            np.zeros(8, np.int64), query, D(R(8)), order), 8, OPT,
             ref.btree_find_k)
 
 def _mc(rng, dtype, R, D, paths=16):

@@ -42,24 +42,23 @@ def segment_csr_max(src, indptr, out, arg_out, n_rows, k):
 
 
 # ---- Rodinia B+ tree (rodinia_3.0 cuda/b+tree/kernel/kernel_gpu_cuda.cu: findK): a block per query, its
-# threads a loop over a node's keys; currKnode and offset, global arrays in the source, are the thread's locals
-# (one thread per query here); a node's keys has order + 1 slots, the unused ones a large sentinel ---------------
+# threads a loop over a node's keys (the barriers between the levels' two phases hold within one thread);
+# currKnode and offset are the source's global int arrays, written and read back by the query's thread; a node's
+# keys has order + 1 slots, the unused ones a large sentinel -----------------------------------------------------
 
 
 @gk.kernel
-def btree_find_k(height, keys, indices, knodes_elem, records, order, query, ans):
+def btree_find_k(height, keys, indices, knodes_elem, records, curr_knode, offset, query, ans, order):
     bid = gk.tid()
-    curr = 0
-    offset = 0
     for _ in range(height):
         for thid in range(order):
-            if keys[curr, thid] <= query[bid] and keys[curr, thid + 1] > query[bid]:
-                if indices[offset, thid] < knodes_elem:
-                    offset = indices[offset, thid]
-        curr = offset
+            if keys[curr_knode[bid], thid] <= query[bid] and keys[curr_knode[bid], thid + 1] > query[bid]:
+                if indices[offset[bid], thid] < knodes_elem:
+                    offset[bid] = indices[offset[bid], thid]
+        curr_knode[bid] = offset[bid]
     for thid in range(order):
-        if keys[curr, thid] == query[bid]:
-            ans[bid] = records[indices[curr, thid]]
+        if keys[curr_knode[bid], thid] == query[bid]:
+            ans[bid] = records[indices[curr_knode[bid], thid]]
 
 
 # ---- CUDA samples Monte Carlo (NVIDIA cuda-samples Samples/5_Domain_Specific/quasirandomGenerator/

@@ -114,16 +114,21 @@ def segment_csr_max(a):
 
 
 def btree_find_k(a):
-    height, keys, indices, knodes_elem, records, order, query, ans = a
-    ans = ans.copy()
-    leaf_keys = {}
-    for node in range(knodes_elem - order ** height, knodes_elem):  # a complete tree: the leaves come last
-        for t in range(order):
-            leaf_keys[int(keys[node, t])] = indices[node, t]
+    """The descent by np.searchsorted over each node's keys (the child whose key range holds the query, none
+    below the node's first key: the query stays where it is); the answer from the leaf's matching key."""
+    height, keys, indices, knodes_elem, records, curr, offset, query, ans, order = a
+    ans, curr, offset = ans.copy(), curr.copy(), offset.copy()
     for b, key in enumerate(query):
-        if int(key) in leaf_keys:
-            ans[b] = records[leaf_keys[int(key)]]
-    return {7: ans}
+        node = int(curr[b])
+        for _ in range(height):
+            t = int(np.searchsorted(keys[node], key, side="right")) - 1
+            if 0 <= t < order and indices[node, t] < knodes_elem:
+                node = int(indices[node, t])
+        curr[b] = offset[b] = node
+        hit = np.nonzero(keys[node, :order] == key)[0]
+        if hit.size:
+            ans[b] = records[indices[node, hit[0]]]
+    return {5: curr, 6: offset, 8: ans}
 
 
 def _moro(x):
