@@ -27,10 +27,13 @@ from .. import intrinsics
 from ..ir.types import MAX_NDIM
 from ..kernel import KernelFunction, kernel
 from ..recording import active_recorder
+from ..runtime.arrays import shares_elements
+from ..runtime.binding import exactly_aliased
 from ..runtime.launch import launch
 from . import hostufuncs  # noqa: F401  (its ufunc methods first: the reductions below go on to them)
 from .derived import _NUMPY, _OURS, carry, constant, constants, origin_of, user_frame, where
 from .hostcode import SHAPES, TrackedArray, _origin, _read, plain, tracker
+from .hostops import copy as copy_launch
 from .scalars import ELEMENTARY, ActiveScalar
 
 _FLOATS = (np.dtype("float32"), np.dtype("float64"))
@@ -58,6 +61,8 @@ _ELEMENTARY = {
                  "acosh", "atanh")},
     "log10": (1, f"gk.log({{0}}) / {_LN10!r}"), "log2": (1, f"gk.log({{0}}) / {_LN2!r}"),
     "arctan2": (2, "gk.atan2({0}, {1})"), "atan2": (2, "gk.atan2({0}, {1})"), "hypot": (2, "gk.hypot({0}, {1})"),
+    # session 58: `np.square(np.linalg.norm(r))`, `np.reciprocal(s)`, `math.fabs(s)`
+    "square": (1, "{0} * {0}"), "reciprocal": (1, "1.0 / {0}"), "fabs": (1, "abs({0})"),
 }
 
 
@@ -186,6 +191,12 @@ def reduce(name: str, arrays: tuple, text: str) -> Any:
         return NotImplemented  # no derivative is involved: NumPy's, as before
     _read()
     x = views[0]
+    if len(views) == 2 and not exactly_aliased(*views) and shares_elements(*views):
+        # np.dot(v[1:], v[:-1]): overlapping views' shadows would overlap in the generated kernel (refused as a
+        # kernel's shifted views are); the second is copied by a launch first, so the adjoint flows through it
+        second = np.empty(x.shape, x.dtype)
+        copy_launch(second, views[1])
+        views = [x, second]
     out = np.empty(1, x.dtype)
     extra = (float(x.size),) if name == "mean" else ()
     launch(_reduce_kernel(name, x.ndim), (1,), out, *views, *extra)
