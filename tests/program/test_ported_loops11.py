@@ -150,22 +150,23 @@ def _red_team(u, e):
     """Spellings the round's red-teaming met in drivers, in one program: a lag product `np.dot(v[1:], v[:-1])`
     (overlapping views of one array: the generated dot kernel's shadows overlapped, refused with an AliasingError
     naming neither the line nor a spelling), `np.square(np.linalg.norm(v))`, `np.reciprocal(s)` and
-    `math.fabs(s)` (derived, refused where a launch took them). Since session 58 the first copies its second
-    operand by a launch before the dot, the others are one-thread launches as `np.sqrt(s)` is
-    (program/hostreads.py)."""
+    `math.fabs(s)` (derived, refused where a launch took them), `np.mean(v, 0)` of a vector (an axis naming every
+    axis, by position: derived). Since session 58 the first copies its second operand by a launch before the dot,
+    the next three are one-thread launches as `np.sqrt(s)` is, the last the whole reduction (program/
+    hostreads.py)."""
     import math
     n = u.shape[0]
     v, w = np.zeros(n), np.zeros(n)
     gk.launch(p11.scal_into, n, v, u, 1.5)
     lag = np.dot(v[1:], v[:-1])
-    scale = np.square(np.linalg.norm(v)) * np.reciprocal(lag) + math.fabs(v[2] - 3.0)
+    scale = np.square(np.linalg.norm(v)) * np.reciprocal(lag) + math.fabs(v[2] - 3.0) + np.mean(v, 0)
     gk.launch(p11.axpy, n, w, u, scale)
     gk.launch(p11.sum_into, n, w, w, e)
 
 
-def test_lag_products_squares_reciprocals_and_fabs_of_reads_are_differentiated(monkeypatch):
+def test_lag_products_squares_reciprocals_fabs_and_axis_means_of_reads_are_differentiated(monkeypatch):
     """check_grad (central differences in float64, the dot-product test, forward tangents) of _red_team on random
-    non-zero inputs; each of its four spellings was refused before session 58's change."""
+    non-zero inputs; each of its five spellings was refused before session 58's change."""
     from gradkern.testing import check_grad
     on_interpreter(monkeypatch)
     rng = np.random.default_rng(5)

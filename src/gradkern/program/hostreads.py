@@ -7,12 +7,12 @@ host arithmetic and later launches carry, and whose adjoint the sweep adds into 
 launch's reverse (steps.Step.read_back, scalarsweep.py). The pipeline differentiates the generated kernel; no
 derivative is written here. Before session 57 each was a derived scalar (derived.py), refused by a launch taking it.
 
-What stays as it was (a derived scalar, refused where a launch takes it): a reduction with `axis=`, `dtype=`,
-`out=`, `keepdims=`, `where=` or `initial=`, of an array host code computed (derived), of an integer array; `np.dot`
-of arrays of 2 or more axes; `np.median`, `np.std`, `np.var`, ...; and any of them inside a checkpointed loop's step
-(recorder.in_loop), where a recomputed step's scalar tape is not replayed. Reads of arrays nothing active reached
-are NumPy's, as before. Elementary functions of an Active scalar (`np.sqrt(c)`, `math.exp(c)`) are one-thread
-launches too (`elementary`)."""
+What stays as it was (a derived scalar, refused where a launch takes it): a reduction with `axis=` (but one naming
+every axis), `dtype=`, `out=`, `keepdims=`, `where=` or `initial=`, of an array host code computed (derived), of an
+integer array; `np.dot` of arrays of 2 or more axes; `np.median`, `np.std`, `np.var`, ...; and any of them inside a
+checkpointed loop's step (recorder.in_loop), where a recomputed step's scalar tape is not replayed. Reads of arrays
+nothing active reached are NumPy's, as before. Elementary functions of an Active scalar (`np.sqrt(c)`,
+`math.exp(c)`) are one-thread launches too (`elementary`)."""
 
 from __future__ import annotations
 
@@ -248,13 +248,24 @@ def _getitem_read(self: Any, key: Any) -> Any:
     return got if got is not NotImplemented else _getitem(self, key)
 
 
-def _whole(kwargs: dict) -> bool:
-    return all(k in _WHOLE and any(v is d for d in _WHOLE[k]) for k, v in kwargs.items())
+def _every_axis(axis: Any, ndim: int) -> bool:
+    """`axis=` naming every axis of an array of `ndim` (`np.sum(v, axis=0)` of a vector): a whole reduction."""
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    if not all(isinstance(a, (int, np.integer)) and not isinstance(a, (bool, np.bool_)) for a in axes):
+        return False
+    return sorted(int(a) % ndim for a in axes if -ndim <= a < ndim) == list(range(ndim)) and len(axes) == ndim
+
+
+def _whole(kwargs: dict, arrays: tuple) -> bool:
+    """The keywords of a reduction of `arrays` whole: the defaults', or an `axis=` naming every axis (session 58)."""
+    ndims = {a.ndim for a in arrays if isinstance(a, np.ndarray)}
+    return all(k in _WHOLE and any(v is d for d in _WHOLE[k])
+               or k == "axis" and len(ndims) == 1 and _every_axis(v, min(ndims)) for k, v in kwargs.items())
 
 
 def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
     name = ufunc.__name__
-    if method == "reduce" and name in _REDUCE_UFUNCS and len(inputs) == 1 and _whole(kwargs):
+    if method == "reduce" and name in _REDUCE_UFUNCS and len(inputs) == 1 and _whole(kwargs, inputs):
         got = reduce(_REDUCE_UFUNCS[name], inputs, f"`{_REDUCE_UFUNCS[name]}` of an array")
         if got is not NotImplemented:
             return got
@@ -269,7 +280,9 @@ def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any
 def _function(name: str, count: int, vectors: bool = False) -> Any:
     """SHAPES' handler of the NumPy function reducing `count` arrays whole (`np.sum(u)`, `np.dot(u, v)`)."""
     def handler(func: Any, args: tuple, kwargs: dict) -> Any:
-        if len(args) != count or not _whole(kwargs) or not all(isinstance(a, np.ndarray) for a in args):
+        if count == 1 and len(args) == 2 and "axis" not in kwargs:  # np.sum(v, 0): the axis given by position
+            args, kwargs = args[:1], {**kwargs, "axis": args[1]}
+        if len(args) != count or not all(isinstance(a, np.ndarray) for a in args) or not _whole(kwargs, args):
             return NotImplemented
         if vectors and any(a.ndim != 1 for a in args):
             return NotImplemented  # np.dot of matrices: a product, not a reduction
