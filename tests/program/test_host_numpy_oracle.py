@@ -206,7 +206,7 @@ ROWS = [
     Row("np.asarray(s) * ones", "array", lambda u, v: np.asarray(s(v)) * np.ones(N), REFUSED),
     Row("np.full(N, s)", "array", lambda u, v: np.full(N, s(v)), REFUSED),
     Row("np.full(N, s, dtype=float)", "array", lambda u, v: np.full(N, s(v), dtype=float), REFUSED),
-    Row("np.full_like(u, s)", "array", lambda u, v: np.full_like(u, s(v)), REFUSED),
+    Row("np.full_like(u, s)", "array", lambda u, v: np.full_like(u, s(v)), GRAD),  # session 58: a fill launch
     Row("np.ones(N) * s", "array", lambda u, v: np.ones(N) * s(v), GRAD),  # session 57: a read
     # -- explicit conversions and rounding
     Row("float(s)", "scalar", lambda u, v: float(s(v)), CONST),

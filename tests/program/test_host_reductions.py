@@ -324,7 +324,8 @@ def test_what_stays_refused_changes_nothing(monkeypatch, rng, name):
 
 def test_float_of_a_read_is_the_constant_and_a_conversion_inside_numpy_is_refused(monkeypatch, rng):
     """DESIGN.md §6: `float(s)` on the user's line is the constant (the gradient of the program with s frozen);
-    `np.full_like(u, s)` would convert it inside NumPy: refused naming the line."""
+    `np.linspace(0, s, n)` would convert it inside NumPy: refused naming the line (session 58: `np.full_like(u, s)`,
+    this test's spelling before, is a fill launch, test_host_numpy_oracle.py's row)."""
     on_interpreter(monkeypatch)
 
     def frozen(u, E):
@@ -341,7 +342,7 @@ def test_float_of_a_read_is_the_constant_and_a_conversion_inside_numpy_is_refuse
     def converted(u, E):
         v = np.zeros_like(u)
         gk.launch(square, N, u, v)
-        gk.launch(energy, N, np.full_like(u, v.sum()), E)
+        gk.launch(energy, N, np.linspace(0.0, v.sum(), N), E)
     E, dE = np.zeros(1), np.ones(1)
     before = [a.copy() for a in (u, du, E, dE)]
     with pytest.raises(gk.ProgramError, match="test_host_reductions.py"):

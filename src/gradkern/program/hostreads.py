@@ -34,6 +34,7 @@ from . import hostufuncs  # noqa: F401  (its ufunc methods first: the reductions
 from .derived import _NUMPY, _OURS, carry, constant, constants, origin_of, user_frame, where
 from .hostcode import SHAPES, TrackedArray, _origin, _read, plain, tracker
 from .hostops import copy as copy_launch
+from .hostops import fill as fill_launch
 from .scalars import ELEMENTARY, ActiveScalar
 
 _FLOATS = (np.dtype("float32"), np.dtype("float64"))
@@ -298,6 +299,20 @@ def _norm(func: Any, args: tuple, kwargs: dict) -> Any:
     return reduce("norm", args, "`np.linalg.norm`")
 
 
+def _full_like(func: Any, args: tuple, kwargs: dict) -> Any:
+    """np.full_like(u, s) with an Active scalar `s` (a read's, an Active argument's): a fresh array like `u` and a
+    fill launch taking `s` (session 58; NumPy's own fill would convert `s`, refused as float() of it is)."""
+    value = args[1] if len(args) > 1 else kwargs.get("fill_value")
+    if len(args) > 2 or set(kwargs) - {"fill_value", "dtype"} or not isinstance(value, ActiveScalar) \
+            or _reader(user=True) is None or not isinstance(args[0], np.ndarray):
+        return NotImplemented
+    out = np.empty_like(args[0], dtype=kwargs.get("dtype"))
+    if not isinstance(out, TrackedArray) or not 1 <= out.ndim <= MAX_NDIM or out.size == 0:
+        return NotImplemented
+    fill_launch(out, value)
+    return out
+
+
 _function_call = TrackedArray.__array_function__
 
 
@@ -320,6 +335,6 @@ for _name, _handler in (("sum", _function("sum", 1)), ("mean", _function("mean",
                         ("max", _function("max", 1)), ("amax", _function("max", 1)),
                         ("min", _function("min", 1)), ("amin", _function("min", 1)),
                         ("dot", _function("dot", 2, vectors=True)), ("vdot", _function("dot", 2)),
-                        ("norm", _norm)):
+                        ("norm", _norm), ("full_like", _full_like)):
     SHAPES[_name] = _handler
 
