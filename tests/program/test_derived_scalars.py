@@ -49,35 +49,42 @@ def _set(how):
     return prog
 
 
+# a scalar that stays derived (session 57 made `u.sum()`, `u.max()`, `u.dot(u)`, `u.mean()` and `u[3]` of an
+# active `u` reads, which launches differentiate: tests/program/test_host_reductions.py): a median, a reduction of
+# an array host code computed (np.sort)
+def _d(u):
+    return np.median(u)
+
+
 def _fill_whole(w, u):
-    w[:] = u.sum()
+    w[:] = _d(u)
 
 
 def _fill_method(w, u):
-    w.fill(u.max())
+    w.fill(_d(u))
 
 
 def _fill_element(w, u):
-    w[2] = u.max()
+    w[2] = _d(u)
 
 
 REFUSED = {
     # each was a silent constant before session 49 (a gradient missing d/ds), except the first four
-    "abs": _scaled(lambda u: abs(-u.sum())),
-    "min": _scaled(lambda u: min(u.sum(), 100.0)),
-    "np.sqrt": _scaled(lambda u: np.sqrt(u.sum())),
-    "iteration": _scaled(lambda u: sum(u)),
-    "np.full_like": _filled(lambda u: np.full_like(u, u.sum())),
-    "np.full with a dtype": _filled(lambda u: np.full(N, u.sum(), dtype=np.float64)),
-    "ndarray.dot": _scaled(lambda u: u.dot(u)),
-    "ndarray.mean": _scaled(lambda u: u.mean()),
+    "abs": _scaled(lambda u: abs(-_d(u))),
+    "min": _scaled(lambda u: min(_d(u), 100.0)),
+    "np.sqrt": _scaled(lambda u: np.sqrt(_d(u))),
+    "iteration": _scaled(lambda u: sum(np.sort(u))),
+    "np.full_like": _filled(lambda u: np.full_like(u, _d(u))),
+    "np.full with a dtype": _filled(lambda u: np.full(N, _d(u), dtype=np.float64)),
+    "ndarray.dot": _scaled(lambda u: np.sort(u).dot(u)),
+    "ndarray.mean": _scaled(lambda u: np.sort(u).mean()),
     "ndarray.std": _scaled(lambda u: u.std()),
     "ndarray.var": _scaled(lambda u: u.var()),
-    "scalar.astype": _scaled(lambda u: u.sum().astype(np.float32)),
-    "scalar.clip": _scaled(lambda u: u.sum().clip(0.0, 100.0)),
-    "np.stack": _filled(lambda u: np.stack([u.sum()] * N)),
-    "np.clip": _scaled(lambda u: np.clip(u.sum(), 0.0, 100.0)),
-    "a ufunc's out=": _set(lambda w, u: np.multiply(u.max(), np.ones(N), out=w.view(np.ndarray))),
+    "scalar.astype": _scaled(lambda u: _d(u).astype(np.float32)),
+    "scalar.clip": _scaled(lambda u: _d(u).clip(0.0, 100.0)),
+    "np.stack": _filled(lambda u: np.stack([_d(u)] * N)),
+    "np.clip": _scaled(lambda u: np.clip(_d(u), 0.0, 100.0)),
+    "a ufunc's out=": _set(lambda w, u: np.multiply(_d(u), np.ones(N), out=w.view(np.ndarray))),
     "w[:] = s": _set(_fill_whole),
     "w.fill(s)": _set(_fill_method),
     "w[2] = s": _set(_fill_element),
@@ -102,7 +109,7 @@ def test_a_launch_taking_what_host_code_made_from_a_derived_scalar_is_refused(rn
 
 def test_gk_const_says_no_derivative_through_a_filled_array_is_wanted(rng):
     def prog(u, E):
-        gk.launch(energy, N, gk.Const(np.full_like(u, u.sum())), E)
+        gk.launch(energy, N, gk.Const(np.full_like(u, _d(u))), E)
         gk.launch(energy, N, u, E)
     u = rng.random(N) + 0.5
     du = np.zeros(N)
@@ -133,8 +140,8 @@ def _scratch(alloc, use):
 
 SCRATCH = {"np.zeros(1)": lambda: np.zeros(1), "np.empty(1) filled": lambda: _filled_empty(),
            "np.ones(1) * 0": lambda: np.ones(1) - 1.0, "np.full(1, 0.0)": lambda: np.full(1, 0.0)}
-READS = {"out[0]": lambda out: out[0], "out[0] / 3": lambda out: out[0] / 3.0,
-         "max of np.array of reads": lambda out: np.linalg.eigvalsh(np.diag(np.array([out[0], 2 * out[0]]))).max()}
+# (`out[0]` and `out[0] / 3` are reads since session 57, differentiated: test_host_reductions.py)
+READS = {"max of np.array of reads": lambda out: np.linalg.eigvalsh(np.diag(np.array([out[0], 2 * out[0]]))).max()}
 
 
 def _filled_empty():

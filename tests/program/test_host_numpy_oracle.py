@@ -8,6 +8,12 @@ the test checks it against central differences in float64 of the whole program's
   that would lose the derivative runs (no shadow or output changed).
 * CONST: an explicit "constant" spelling (`float(s)`, `s.item()`, ...): the gradient is that of the program with
   the value frozen where it was computed (central differences of that program agree), by the user's word.
+* TYPE_ERROR: Python's own constructor refuses the object with a TypeError (`fractions.Fraction(s)` of a read's
+  Active scalar, which is no `numbers.Rational`), before any launch, nothing changed: not silent, though not a
+  gradkern message.
+* OBJECT_ARRAY: NumPy made an object array holding a read's Active scalars where no gradkern code sees it (a list
+  given to a NumPy function beside no tracked array); the launch taking it refuses its dtype (a `gk.LaunchError`
+  naming the argument, not the line), before anything ran.
 * NOT_SEEN: what gradkern cannot see (docs/host-code.md, "What is not seen"): the value is a constant as with
   CONST, though the user did not say so. These rows pin the known holes; closing one turns its row into
   REFUSED or GRAD.
@@ -34,6 +40,8 @@ import gradkern as gk
 
 N = 6
 GRAD, REFUSED, CONST, NOT_SEEN = "gradient", "refused", "constant", "not seen"
+TYPE_ERROR = "Python's TypeError"  # Python refuses the object before any launch (a read's Active scalar: session 57)
+OBJECT_ARRAY = "refused by the launch"  # NumPy made an object array of Active scalars; the launch refuses its dtype
 
 
 @gk.kernel
@@ -172,18 +180,18 @@ t = lambda v: v[3]  # noqa: E731  an element read
 
 ROWS = [
     # -- math of a derived scalar
-    Row("math.sqrt(s)", "scalar", lambda u, v: math.sqrt(s(v)), REFUSED),
-    Row("math.exp(t)", "scalar", lambda u, v: math.exp(t(v)), REFUSED),
-    Row("math.log(s)", "scalar", lambda u, v: math.log(s(v)), REFUSED),
-    Row("math.sin(t)", "scalar", lambda u, v: math.sin(t(v)), REFUSED),
+    Row("math.sqrt(s)", "scalar", lambda u, v: math.sqrt(s(v)), GRAD),  # session 57: a launch
+    Row("math.exp(t)", "scalar", lambda u, v: math.exp(t(v)), GRAD),  # session 57: a launch
+    Row("math.log(s)", "scalar", lambda u, v: math.log(s(v)), GRAD),  # session 57: a launch
+    Row("math.sin(t)", "scalar", lambda u, v: math.sin(t(v)), GRAD),  # session 57: a launch
     Row("math.pow(s, 2)", "scalar", lambda u, v: math.pow(s(v), 2), REFUSED),
     Row("math.fsum([v[0], v[1]])", "scalar", lambda u, v: math.fsum([v[0], v[1]]), REFUSED),
-    Row("math.hypot(v[0], v[1])", "scalar", lambda u, v: math.hypot(v[0], v[1]), REFUSED),
+    Row("math.hypot(v[0], v[1])", "scalar", lambda u, v: math.hypot(v[0], v[1]), GRAD),  # session 57: a launch
     Row("math.fsum(x for x in v)", "scalar", lambda u, v: math.fsum(x for x in v), REFUSED),
     Row("math.fsum(v)", "scalar", lambda u, v: math.fsum(v), REFUSED),
     Row("math.sqrt(v[3, ...])", "scalar", lambda u, v: math.sqrt(v[3, ...]), REFUSED),  # a 0-d view
     Row("math.prod([v[0], v[1]])", "scalar", lambda u, v: math.prod([v[0], v[1]]), REFUSED),
-    Row("math.sqrt(s) in a fill", "fill", lambda u, v: math.sqrt(s(v)), REFUSED),
+    Row("math.sqrt(s) in a fill", "fill", lambda u, v: math.sqrt(s(v)), GRAD),  # session 57: a launch
     Row("math.sqrt(s) > 1 in a branch", "branch", lambda u, v: math.sqrt(s(v)) > 1.0, GRAD),
     Row("sqrt(s) after `from math import sqrt`", "scalar", lambda u, v: bound_sqrt(s(v)), NOT_SEEN),
     Row("math.floor(s)", "scalar", lambda u, v: math.floor(s(v)), GRAD),  # piecewise constant: d = 0
@@ -193,12 +201,13 @@ ROWS = [
     Row("np.concatenate([[s], [t]] * 3)", "array", lambda u, v: np.concatenate([[s(v)], [t(v)]] * 3), REFUSED),
     Row("np.hstack([[s], [t]] * 3)", "array", lambda u, v: np.hstack([[s(v)], [t(v)]] * 3), REFUSED),
     Row("np.append([s] * 5, t)", "array", lambda u, v: np.append([s(v)] * 5, t(v)), REFUSED),
-    Row("np.where(v > 0, [s] * N, 0.0)", "array", lambda u, v: np.where(v > 0, [s(v)] * N, 0.0), NOT_SEEN),
+    Row("np.where(v > 0, [s] * N, 0.0)", "array", lambda u, v: np.where(v > 0, [s(v)] * N, 0.0),
+        OBJECT_ARRAY),
     Row("np.asarray(s) * ones", "array", lambda u, v: np.asarray(s(v)) * np.ones(N), REFUSED),
     Row("np.full(N, s)", "array", lambda u, v: np.full(N, s(v)), REFUSED),
     Row("np.full(N, s, dtype=float)", "array", lambda u, v: np.full(N, s(v), dtype=float), REFUSED),
-    Row("np.full_like(u, s)", "array", lambda u, v: np.full_like(u, s(v)), REFUSED),
-    Row("np.ones(N) * s", "array", lambda u, v: np.ones(N) * s(v), REFUSED),
+    Row("np.full_like(u, s)", "array", lambda u, v: np.full_like(u, s(v)), GRAD),  # session 58: a fill launch
+    Row("np.ones(N) * s", "array", lambda u, v: np.ones(N) * s(v), GRAD),  # session 57: a read
     # -- explicit conversions and rounding
     Row("float(s)", "scalar", lambda u, v: float(s(v)), CONST),
     Row("s.item()", "scalar", lambda u, v: s(v).item(), CONST),
@@ -209,35 +218,35 @@ ROWS = [
     Row("int(s)", "scalar", lambda u, v: int(s(v)), GRAD),  # piecewise constant: d = 0 where it exists
     Row("round(s)", "scalar", lambda u, v: round(s(v)), GRAD),
     Row("round(s, 2)", "scalar", lambda u, v: round(s(v), 2), GRAD),
-    Row("fractions.Fraction(s)", "scalar", lambda u, v: float(fractions.Fraction(s(v))), REFUSED),
-    Row("decimal.Decimal(s)", "scalar", lambda u, v: float(decimal.Decimal(s(v))), NOT_SEEN),
+    Row("fractions.Fraction(s)", "scalar", lambda u, v: float(fractions.Fraction(s(v))), TYPE_ERROR),
+    Row("decimal.Decimal(s)", "scalar", lambda u, v: float(decimal.Decimal(s(v))), TYPE_ERROR),
     Row("statistics.mean([v[0], v[1]])", "scalar", lambda u, v: statistics.mean([v[0], v[1]]), REFUSED),
     Row("statistics.fmean([v[0], v[1]])", "scalar", lambda u, v: statistics.fmean([v[0], v[1]]), REFUSED),
     # -- Python arithmetic and builtins on derived scalars
-    Row("list comprehension + sum()", "scalar", lambda u, v: sum([2.0 * x for x in v[:3]]), REFUSED),
-    Row("sum([v[0], v[1]])", "scalar", lambda u, v: sum([v[0], v[1]]), REFUSED),
-    Row("max(v[0], v[1])", "scalar", lambda u, v: max(v[0], v[1]), REFUSED),
-    Row("min(s, 100.0)", "scalar", lambda u, v: min(s(v), 100.0), REFUSED),
+    Row("list comprehension + sum()", "scalar", lambda u, v: sum([2.0 * x for x in v[:3]]), GRAD),  # reads
+    Row("sum([v[0], v[1]])", "scalar", lambda u, v: sum([v[0], v[1]]), GRAD),  # session 57: a read
+    Row("max(v[0], v[1])", "scalar", lambda u, v: max(v[0], v[1]), GRAD),  # session 57: a read
+    Row("min(s, 100.0)", "scalar", lambda u, v: min(s(v), 100.0), GRAD),  # session 57: a read
     Row("max(s, 100.0) (the constant chosen)", "scalar", lambda u, v: max(s(v), 100.0), GRAD),
-    Row("abs(-s)", "scalar", lambda u, v: abs(-s(v)), REFUSED),
-    Row("divmod(s, 1.5)[1]", "scalar", lambda u, v: divmod(s(v), 1.5)[1], REFUSED),
+    Row("abs(-s)", "scalar", lambda u, v: abs(-s(v)), GRAD),  # session 57: a read
+    Row("divmod(s, 1.5)[1]", "scalar", lambda u, v: divmod(s(v), 1.5)[1], GRAD),  # session 57: a read
     Row("divmod(s, 1.5)[0]", "scalar", lambda u, v: divmod(s(v), 1.5)[0], GRAD),  # floor: d = 0
-    Row("pow(s, 2)", "scalar", lambda u, v: pow(s(v), 2), REFUSED),
-    Row("s % 1.5", "scalar", lambda u, v: s(v) % 1.5, REFUSED),
+    Row("pow(s, 2)", "scalar", lambda u, v: pow(s(v), 2), GRAD),  # session 57: a read
+    Row("s % 1.5", "scalar", lambda u, v: s(v) % 1.5, GRAD),  # session 57: a read
     Row("s // 1.5", "scalar", lambda u, v: s(v) // 1.5, GRAD),  # floor: d = 0
-    Row("2.0 ** s", "scalar", lambda u, v: 2.0 ** s(v), REFUSED),
+    Row("2.0 ** s", "scalar", lambda u, v: 2.0 ** s(v), GRAD),  # session 57: a read
     Row("s > 1 in a branch", "branch", lambda u, v: s(v) > 1.0, GRAD),
     Row("v[0] < v[1] in a branch", "branch", lambda u, v: v[0] < v[1], GRAD),
     # -- NumPy functions and ndarray methods of a launched array, on the host
-    Row("np.linalg.norm(v)", "scalar", lambda u, v: np.linalg.norm(v), REFUSED),
-    Row("np.dot(v, u)", "scalar", lambda u, v: np.dot(v, u), REFUSED),
-    Row("v @ u", "scalar", lambda u, v: v @ u, REFUSED),
-    Row("v.sum()", "scalar", lambda u, v: v.sum(), REFUSED),
-    Row("v.mean()", "scalar", lambda u, v: v.mean(), REFUSED),
-    Row("v.max()", "scalar", lambda u, v: v.max(), REFUSED),
+    Row("np.linalg.norm(v)", "scalar", lambda u, v: np.linalg.norm(v), GRAD),  # session 57: a read
+    Row("np.dot(v, u)", "scalar", lambda u, v: np.dot(v, u), GRAD),  # session 57: a read
+    Row("v @ u", "scalar", lambda u, v: v @ u, GRAD),  # session 57: a read
+    Row("v.sum()", "scalar", lambda u, v: v.sum(), GRAD),  # session 57: a read
+    Row("v.mean()", "scalar", lambda u, v: v.mean(), GRAD),  # session 57: a read
+    Row("v.max()", "scalar", lambda u, v: v.max(), GRAD),  # session 57: a read
     Row("np.median(v)", "scalar", lambda u, v: np.median(v), REFUSED),
-    Row("v[3]", "scalar", lambda u, v: v[3], REFUSED),
-    Row("v[-1]", "scalar", lambda u, v: v[-1], REFUSED),
+    Row("v[3]", "scalar", lambda u, v: v[3], GRAD),  # session 57: a read
+    Row("v[-1]", "scalar", lambda u, v: v[-1], GRAD),  # session 57: a read
     Row("v.flat[3]", "scalar", lambda u, v: v.flat[3], REFUSED),
     Row("v.item(3)", "scalar", lambda u, v: v.item(3), CONST),
     Row("v.tolist()[3]", "scalar", lambda u, v: v.tolist()[3], CONST),
@@ -263,7 +272,7 @@ ROWS = [
     Row("v[[[0, 1, 2], [3, 4, 5]]][0]", "array", lambda u, v: v[[[0, 1, 2], [3, 4, 5]]][0], REFUSED),
     Row("np.asarray(v)", "array", lambda u, v: np.asarray(v), GRAD),  # a view: the launch takes v
     Row("np.asarray(v) * 2.0", "array", lambda u, v: np.asarray(v) * 2.0, GRAD),
-    Row("np.asarray(v)[3]", "scalar", lambda u, v: np.asarray(v)[3], REFUSED),
+    Row("np.asarray(v)[3]", "scalar", lambda u, v: np.asarray(v)[3], GRAD),  # session 57: a read
     Row("np.array(v)", "array", lambda u, v: np.array(v), REFUSED),
     Row("np.array(v)[3]", "scalar", lambda u, v: np.array(v)[3], REFUSED),
     Row("v.view(np.ndarray) * 2.0", "array", lambda u, v: v.view(np.ndarray) * 2.0, NOT_SEEN),
@@ -375,6 +384,12 @@ def test_host_operation_flows_or_is_refused(rng, row, mode):
     before = [a.copy() for a in (u, du, E, dE)]
     call = lambda: gk.autodiff(program(row), gk.Duplicated(u, du), gk.Duplicated(E, dE),  # noqa: E731
                                mode=gk.Forward if mode == "forward" else gk.Reverse)
+    if row.verdict in (TYPE_ERROR, OBJECT_ARRAY):
+        with pytest.raises(TypeError if row.verdict == TYPE_ERROR else gk.LaunchError):
+            call()
+        for a, b in zip(before, (u, du, E, dE)):
+            np.testing.assert_array_equal(a, b)  # raised before the launch: nothing changed
+        return
     if row.verdict == REFUSED:
         with pytest.raises(gk.GradkernError) as info:
             call()
@@ -450,7 +465,8 @@ def test_kernels_compiled_inside_a_program_see_the_math_module_and_plain_calls_a
     dx = np.cos(u) * np.exp(u) + np.sin(u) * np.exp(u) + 0.5 / np.sqrt(u) + 1 - np.tanh(u) ** 2
     np.testing.assert_allclose(du, 2 * x * dx, rtol=1e-12)  # E = sum x^2: a few roundings of float64 apart
     with pytest.raises(gk.ProgramError):
-        gk.autodiff(program(ROWS[0]), gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))
+        gk.autodiff(program(next(r for r in ROWS if r.verdict == REFUSED)), gk.Duplicated(u, np.zeros(N)),
+                    gk.Duplicated(np.zeros(1), np.ones(1)))
     assert math.sqrt is bound_sqrt and type(np.array) is type(np.empty)
 
     @numba.njit

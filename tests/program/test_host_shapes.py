@@ -195,8 +195,9 @@ REFUSED = [
     # an input computed on the host (u * 2.0 and, since session 57, u % 2.0 are launches; np.logaddexp is not)
     ("np.concatenate", lambda u, v: np.concatenate([np.logaddexp(u, 2.0), v])),
     ("np.resize", lambda u, v: np.resize(u.T, (40, 40))),  # more than MAX_PIECES copies
-    # a pad value computed on the host from an active array, around an inactive array (a silent constant before)
-    ("np.add.reduce", lambda u, v: np.pad(np.ones_like(u), 1, constant_values=u.sum())),
+    # a pad value computed on the host from a derived array, around an inactive array (a silent constant before
+    # session 53; `constant_values=u.sum()` of an active u is a read since session 57, its fill differentiated)
+    ("np.add.reduce", lambda u, v: np.pad(np.ones_like(u), 1, constant_values=np.sort(u, axis=None).sum())),
 ]
 
 

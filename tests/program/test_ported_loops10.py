@@ -169,25 +169,27 @@ def test_adam_in_place_update_of_the_parameter_is_refused_naming_the_line(monkey
         np.testing.assert_array_equal(a.val, val)
 
 
-def test_pyclaw_host_time_step_is_refused_naming_the_line(monkeypatch):
+def test_pyclaw_host_time_step_is_differentiated(monkeypatch):
     """PyClaw's `self.dt = min(self.dt_max, self.dt * self.cfl_desired / cfl)` on the host from the CFL number a
-    kernel reduced, filled into the array the stages read: a derived scalar into a launch (its derivative would be
-    lost), refused naming the line; the port's one-thread kernel writing dt is the spelling that works."""
+    kernel reduced, filled into the array the stages read: refused as a derived scalar when the port was written,
+    a read and Active-scalar arithmetic since session 57's host reads (program/hostreads.py). Its gradient is the
+    port's one-thread dt kernel's (the same float64 operations in the same order: rtol 1e-12 leaves a few ulps for
+    the atomic sums), and check_grad's."""
     on_interpreter(monkeypatch)
     _, args, _ = _specs(np.random.default_rng(2))["pyclaw_swe"]
-    _refused(pa.pyclaw_swe(host_dt=True), args, r"element read` of 'cfl' at .*ported_loops10_apps\.py:\d+ "
-                                                r"\(`dt = min\(c\[\"dt_max\"\](?s:.*)compute it in a kernel")
+    assert_same_gradient(pa.pyclaw_swe(), pa.pyclaw_swe(host_dt=True), args)
+    check_grad(pa.pyclaw_swe(host_dt=True), *args, max_coords=6)
 
 
-def test_hpcg_host_alpha_is_refused_naming_the_line(monkeypatch):
+def test_hpcg_host_alpha_is_differentiated(monkeypatch):
     """HPCG's `alpha = rtz / pAp` from host dot products (ComputeDotProduct_ref is a host loop), then ComputeWAXPBY
-    `x + alpha * p` on the host: a derived scalar makes a derived array, and the copy into `x` is refused naming the
-    WAXPBY's line before it ran; the norm the loop compares stays a host dot product (hpcg_cg)."""
+    `x + alpha * p` on the host: refused when the port was written, differentiated since session 57's host
+    reductions (each np.dot a launch and a read, alpha Active-scalar arithmetic, the WAXPBY a host-ufunc launch).
+    The variant adds the host step to the kernels' own (a program of its own, not the port's): check_grad's central
+    differences, dot-product test and forward tangents."""
     on_interpreter(monkeypatch)
     _, args, _ = _specs(np.random.default_rng(2))["hpcg_cg"]
-    _refused(pa.hpcg_cg(host_alpha=True), args, r"takes 'x_new'.*`np\.add` of 'x' and an array of shape \(6,\) at "
-                                                r".*ported_loops10_apps\.py:\d+ \(`x_new = x \+ alpha \* p`\)"
-                                                r"(?s:.*)compute it in a kernel")
+    check_grad(pa.hpcg_cg(host_alpha=True), *args, max_coords=6)
 
 
 def _pic_numpy_push(mod):

@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 from support import ported_loops3 as p3
 from support import ported_loops3_apps as pa
+from support.ported_harness import on_interpreter
 from support.ported_loops_checks import port_tests
 
 import gradkern as gk
+from gradkern.testing import check_grad
 
 from .test_ported_loops import _check_against_differences, _gradient, _refused, _u, checkpointed, plain
 from .test_ported_solvers import _same_gradients
@@ -96,23 +98,16 @@ def _weights(spec, seed):
 
 
 # -- the spellings a porting user writes first: accepted ones give the port's gradient, refused ones say why ---------
-@pytest.mark.parametrize("program, function", [(p3.deriche_numpy_exp, r"np\.exp\(\)"), (p3.deriche_math_exp,
-                                                                                        r"float\(\)")])
-def test_deriche_coefficients_from_exp_of_the_active_alpha_on_the_host_are_refused_naming_the_line(program,
-                                                                                                   function):
-    """Before: `np.exp(-alpha)` raised NumPy's TypeError ("operand 'ActiveScalar' does not support ufuncs"), not a
-    gradkern error, and `math.exp(-alpha)`'s refusal named float() but no line. Now both are gk.ProgramError naming
-    the user's line; np.exp's hint names the spelling that works (the port's deriche_coefficients kernel), and
-    nothing changed (docs/host-code.md, "Active scalars in host code")."""
+@pytest.mark.parametrize("program", [p3.deriche_numpy_exp, p3.deriche_math_exp])
+def test_deriche_coefficients_from_exp_of_the_active_alpha_on_the_host_are_differentiated(monkeypatch, program):
+    """Before session 57 `np.exp(-alpha)` and `math.exp(-alpha)` of the Active alpha were refused naming the line
+    (before session 50 NumPy's TypeError, and a float() refusal without the line); now each is a one-thread launch
+    of the kernel-language exp and a read (program/hostreads.py, docs/host-code.md "Elementary functions of an Active
+    scalar"): the coefficient's derivative w.r.t. alpha agrees with central differences and the dot-product test."""
+    on_interpreter(monkeypatch)
     rng = np.random.default_rng(13)
-    args = [gk.Duplicated(_u(rng, 4, 5), rng.random((4, 5))), gk.Duplicated(_u(rng, 4, 5), rng.random((4, 5))),
-            gk.Active(0.25), 1]
-    shadows, error = _refused(gk.ProgramError, function + r" of an Active scalar at .*ported_loops3\.py:\d+ "
-                                                          r"\(`.*exp\(-alpha\)", program, *args)
-    if program is p3.deriche_numpy_exp:
-        assert "compute it there" in str(error) and ".value" in str(error)
-    for a, s in zip(args[:2], shadows):
-        np.testing.assert_array_equal(a.dval, s)
+    check_grad(program, gk.Duplicated(_u(rng, 4, 5), np.zeros((4, 5))), gk.Duplicated(_u(rng, 4, 5), np.zeros((4, 5))),
+               gk.Active(0.25), 1)
 
 
 @gk.kernel
@@ -162,23 +157,23 @@ def test_durbin_updating_y_in_place_is_a_race_refused_naming_both_accesses():
         np.testing.assert_array_equal(a.dval, s)
 
 
-def test_durbin_with_alpha_computed_by_numpy_on_the_host_is_refused_naming_the_reduction():
-    """`alpha = -(r[k] + np.dot(r[k - 1::-1], y[:k])) / beta` passed to a launch: refused at the launch, naming the
-    line that computed it and the kernel spelling (the port keeps alpha and beta in a two-element array)."""
+def test_durbin_with_alpha_computed_by_numpy_on_the_host_is_differentiated():
+    """`alpha = -(r[k] + np.dot(r[k - 1::-1], y[:k])) / beta` passed to a launch: refused naming the line until
+    session 57; now `r[k]` and the dot product are reads (program/hostreads.py): central differences agree (the
+    port keeps alpha and beta in a two-element array)."""
     rng = np.random.default_rng(17)
-    args = (gk.Duplicated(_u(rng, 6, lo=0.05, hi=0.25), rng.random(6)), gk.Duplicated(_u(rng, 6), rng.random(6)))
-    shadows, error = _refused(gk.ProgramError, r"durbin_z_host_alpha'\) takes a scalar \(argument 'alpha'\).*"
-                                               r"`alpha = -\(r\[k\] \+ np\.dot", p3.durbin_host_scalars, *args)
-    assert "compute it in a kernel" in str(error)
-    for a, s in zip(args, shadows):
-        np.testing.assert_array_equal(a.dval, s)
+    check_grad(p3.durbin_host_scalars, gk.Duplicated(_u(rng, 6, lo=0.05, hi=0.25), np.zeros(6)),
+               gk.Duplicated(_u(rng, 6), np.zeros(6)))
 
 
 def test_gramschmidt_norm_written_on_the_host_is_refused_naming_the_reduction():
     rng = np.random.default_rng(18)
     args = (gk.Duplicated(rng.uniform(-1.0, 1.0, (5, 4)), rng.random((5, 4))),
             gk.Duplicated(_u(rng, 4, 4), rng.random((4, 4))), gk.Duplicated(_u(rng, 5, 4), rng.random((5, 4))))
-    shadows, _ = _refused(gk.ProgramError, r"takes a scalar.*np\.add\.reduce.*`nrm = \(A\[:, k\] \* A\[:, k\]\)",
+    # since session 57 the norm is a read and np.sqrt of it a launch: `R[k, k] = ...` is then a refused host write
+    # into R, which a launch has taken (until then the launch taking the derived norm was refused)
+    shadows, _ = _refused(gk.ProgramError,
+                          r"host write to 'R' at .*ported_loops3\.py:\d+ \(`R\[k, k\] = np\.sqrt\(nrm\)`",
                           p3.gramschmidt_host_norm, *args)
     for a, s in zip(args, shadows):
         np.testing.assert_array_equal(a.dval, s)

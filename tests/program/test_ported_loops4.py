@@ -21,6 +21,7 @@ from support.ported_harness import on_interpreter
 from support.ported_loops_checks import port_tests
 
 import gradkern as gk
+from gradkern.testing import check_grad
 
 from .test_ported_loops import _check_against_differences, _gradient, _refused, _u, checkpointed, plain
 from .test_ported_loops3 import _gradients_agree, _weights
@@ -278,14 +279,12 @@ def test_lorenz96_rk_stage_combined_on_the_host_is_differentiated(monkeypatch):
     _check_against_differences(pa.lorenz96_host_stage, spec, rng)
 
 
-def test_su2_global_time_step_from_a_host_max_is_refused_naming_the_reduction():
+def test_su2_global_time_step_from_a_host_max_is_differentiated():
+    """`dt = 0.4 * dx / (np.abs(u).max() + 1.0)`: refused naming the reduction until session 57; now a read
+    (program/hostreads.py), the derivative through dt included: central differences agree."""
     rng = np.random.default_rng(57)
-    args = [gk.Duplicated(_u(rng, 8), rng.random(8)), gk.Duplicated(_u(rng, 8), rng.random(8)), gk.Active(0.1), 2]
-    shadows, _ = _refused(gk.ProgramError, r"su2_global_update'\) takes a scalar \(argument 'dt'\).*np\.maximum\."
-                                           r"reduce.*`dt = 0\.4 \* dx / \(np\.abs\(u\)\.max\(\) \+ 1\.0\)`",
-                          pa.su2_global_dt, *args)
-    for a, s in zip(args[:2], shadows):
-        np.testing.assert_array_equal(a.dval, s)
+    check_grad(pa.su2_global_dt, gk.Duplicated(_u(rng, 8), np.zeros(8)), gk.Duplicated(_u(rng, 8), np.zeros(8)),
+               gk.Active(0.1), 2)
 
 
 def test_su2_inlet_reimposed_on_the_host_is_refused_naming_the_line():
@@ -295,15 +294,13 @@ def test_su2_inlet_reimposed_on_the_host_is_refused_naming_the_line():
              pa.su2_host_inlet, *args)
 
 
-def test_npb_cg_zeta_from_a_host_dot_product_is_refused_naming_the_line():
+def test_npb_cg_zeta_from_a_host_dot_product_is_differentiated():
     """cg.f's `zeta = shift + 1.0d0 / norm_temp1` with norm_temp1 = np.dot(x, z): the Active shift plus a scalar
-    reduced from an active array is refused where it is computed (the port computes zeta in npb_cg_zeta)."""
+    reduced from an active array, refused until session 57; now np.dot is a read (program/hostreads.py) and zeta
+    carries both derivatives: central differences agree (the port computes zeta in npb_cg_zeta)."""
     rng = np.random.default_rng(59)
-    args = [gk.Duplicated(_u(rng, 9), rng.random(9)), gk.Duplicated(_u(rng, 1), rng.random(1)), gk.Active(0.5), 2]
-    shadows, _ = _refused(gk.ProgramError, r"np\.dot.*`norm_temp1 = np\.dot\(x, z\)`",
-                          p4.npb_cg_host_zeta(_CSR), *args)
-    for a, s in zip(args[:2], shadows):
-        np.testing.assert_array_equal(a.dval, s)
+    check_grad(p4.npb_cg_host_zeta(_CSR), gk.Duplicated(_u(rng, 9), np.zeros(9)),
+               gk.Duplicated(_u(rng, 1), np.zeros(1)), gk.Active(0.5), 2)
 
 
 def test_lorenz96_state_kept_inside_a_checkpointed_step_is_refused():

@@ -74,7 +74,8 @@ def swe_new_dt(tt, cfl, cfl_desired, dt_max):
 
 def pyclaw_swe(host_dt=False, rejected=None, steps=None):
     """`host_dt`: PyClaw's own `dt = min(dt_max, dt * cfl_desired / cfl)` on the host, dt passed to the stages
-    (refused). `rejected`, `steps` collect the counts of rejected and accepted steps."""
+    (a read and Active-scalar arithmetic since session 57). `rejected`, `steps` collect the counts of rejected
+    and accepted steps."""
     c = SWE
 
     def program(q, g):

@@ -1,5 +1,7 @@
-"""Scalars host code reduced from an active array (docs/host-code.md, "Scalars reduced from active arrays"):
-`u.sum()`, `u.max()`, `u[3]`, `(u * u).mean()` inside a program. Their values depend on `u`, and no launch
+"""Scalars host code reduced from an active array (docs/host-code.md, "What stays a constant"): `np.median(u)`,
+`u.std()`, `u.sum(axis=0)`, reductions of derived arrays and any read inside a checkpointed loop's step (since session
+57 `u.sum()`, `u.max()`, `u[3]`, `np.dot(u, v)` of an active `u` are reads, differentiated: hostreads.py; until then
+they were derived too) inside a program. Their values depend on `u`, and no launch
 records how; passed to a launch they would drop that derivative silently (a ported Rodinia srad's `q0sqr`,
 PolyBench fdtd-2d's `_fict_[t]` of a differentiated `_fict_`). Each is a NumPy float scalar of a subclass
 that remembers its origin through host arithmetic (`s / n - m * m`, `np.sqrt(s)`); a launch or rule call
@@ -27,6 +29,10 @@ _NUMPY = os.path.dirname(os.path.abspath(np.__file__))
 # hostcode.TrackedArray, set by hostcode.py when it is defined (hostcode imports this module, so this one does not
 # import it back: the import-cycle check)
 TRACKED: list = []
+# scalars.ReadScalar and ActiveScalar, set by scalars.py (which imports this module): an Active scalar read from an
+# array, which NumPy's constructors and `math` see as a derived scalar (its `_gk_origin`) where they would make a plain
+# number of it
+READ: list = []
 
 
 def user_frame() -> Any:
@@ -52,7 +58,7 @@ class DerivedScalar:
 def origin_of(values: Any) -> Any:
     """The origin of the first derived scalar in `values` (arguments: tuples, lists and dicts are looked
     into), or None."""
-    if isinstance(values, DerivedScalar):
+    if isinstance(values, DerivedScalar) or (READ and type(values) is READ[0]):
         return values._gk_origin
     if isinstance(values, (tuple, list, dict)):
         for x in values.values() if isinstance(values, dict) else values:
@@ -147,6 +153,8 @@ def derived(value: Any, origin: Any) -> Any:
 def constant(x: Any) -> Any:
     """A derived scalar as its plain NumPy scalar; anything else as it is."""
     base = _BASES.get(type(x))
+    if base is None and READ and isinstance(x, READ[1]):  # an Active scalar: its value (the caller carries an origin)
+        return np.float64(x.value)
     return base(x) if base is not None else x
 
 

@@ -40,6 +40,7 @@ from .derived import user_frame as _user_frame
 from .derived import where as _where
 from .hostcode import TrackedArray, _origin, _read, _result, track, tracker
 from .hostshapes import contiguous
+from .scalars import ELEMENTARY, ActiveScalar, ReadScalar
 
 # the math functions whose result is a float computed from a float argument (the rest return ints or booleans,
 # or round: floor, ceil, trunc, isqrt, factorial, comb, perm, gcd, lcm, isclose, isfinite, isinf, isnan)
@@ -84,7 +85,7 @@ class _Wrapper:
 
 
 _SEQUENCES = (list, tuple)
-_DERIVED = frozenset(CLASSES)
+_DERIVED = frozenset((*CLASSES, ReadScalar))  # a read's Active scalar converted to a number: derived (scalars.py)
 
 
 def _origin_in(values: Any) -> Any:
@@ -106,13 +107,26 @@ def _origin_in(values: Any) -> Any:
     return None
 
 
+def _holds_active(values: Any) -> bool:
+    """Whether `values` (lists and tuples looked into) hold an Active scalar."""
+    if isinstance(values, ActiveScalar):
+        return True
+    return type(values) in _SEQUENCES and any(_holds_active(x) for x in values)
+
+
 def _math_call(f: Any, *args: Any, **kwargs: Any) -> Any:
     host = tracker()
     if host is None:
         return f(*args, **kwargs)
     # an iterator (fsum's generator) is read once: as a list, looked into and passed on
     args = tuple(list(a) if hasattr(a, "__next__") else a for a in args)
+    if ELEMENTARY and not kwargs and any(isinstance(a, ActiveScalar) for a in args):
+        got = ELEMENTARY[0](f.__name__, args)  # `math.sqrt(c)`: a one-thread launch and a read (hostreads.py)
+        if got is not NotImplemented:
+            return got
     origin = _origin_in(args) or (_origin_in(kwargs) if kwargs else None)
+    if origin is None and _holds_active(args):  # no launch fits (`math.fsum([c])`): derived, refused where taken
+        origin = _origin(f"math.{f.__name__} of an Active scalar", [])
     if origin is None:  # an array (math.fsum(u), math.sqrt(u[3:4])) that depends on an active one
         arrays = [a for a in args if isinstance(a, np.ndarray) and host.derived(a)]
         if not arrays:
@@ -138,6 +152,8 @@ def _numpy_call(f: Any, *args: Any, **kwargs: Any) -> Any:
     if isinstance(source, np.ndarray) and host.derived(source):  # np.array(u): as u[...] is (hostcode.py)
         return _result(f(*args, **kwargs), [source], f"np.{f.__name__}", host)
     origin = _origin_in(args[:2]) or (_origin_in(kwargs) if kwargs else None) or getattr(source, "_gk_origin", None)
+    if origin is None and _holds_active(args[:2]):  # `np.array([c, 2 * s])`: NumPy would make an object array
+        origin = _origin(f"np.{f.__name__} of an Active scalar", [])
     if origin is None:
         r = f(*args, **kwargs)
         return _allocated(r) if f.__name__ == "full" else r

@@ -21,9 +21,9 @@ never dropped:
   argument (`np.add.at(w, j, v)`, `np.put`, `w.sort()`) is checked as `out=` is: a fresh `w` remembers a
   derived input's origin.
 
-Results keep the class, so what is computed from them is seen too. A scalar
-reduced or read from an active array (`u.sum()`, `u[3]`) remembers its origin
-(derived.py) and a launch taking it is refused; values reduced to Python
+Results keep the class, so what is computed from them is seen too. `u.sum()`, `u[3]`
+of an active array are reads (hostreads.py); other reductions (`np.median(u)`) remember
+their origin (derived.py) and a launch taking one is refused; values reduced to Python
 numbers (`float(u.max())`) are constants, as `.item()` is in PyTorch. What
 is not seen: arrays that reach NumPy as plain `ndarray` (`u.view(np.ndarray)`,
 arrays `fn` allocates with `np.zeros(n)` and a launch later makes active;

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProgramError
+from . import hostreads  # noqa: F401  (its __array_function__ first: _refuse_write counts frames from this one's)
 from .derived import _NUMPY, _OURS
 from .derived import user_frame as _user_frame
 from .derived import where as _where

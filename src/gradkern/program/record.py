@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..annotations import Active, Const
 from ..kernel import KernelFunction
 from ..recording import Recorder
@@ -35,7 +37,8 @@ from .hostargs import unwrap_args
 from .hostcode import HostTracker
 from .replay import LaunchFacts, Replays
 from .rulestep import record_forward, record_reverse
-from .scalars import ActiveScalar
+from .scalars import ActiveScalar, ReadScalar
+from .scalarsweep import ScalarSweep
 from .shadows import ShadowMap, mapped, memory_root
 from .steps import ProgramStep, Step, after_launch
 from .versions import Versions
@@ -140,6 +143,8 @@ class ProgramRecorder(Recorder):
         # (by id, each once: a checkpointed loop's steps take the same ones again and again)
         self.scalars: dict[int, ActiveScalar] = within.scalars if within is not None else {}
         self.rules: list = within.rules if within is not None else []
+        # the scalar tape's reverse, run as far as each host read needs it (scalarsweep.py)
+        self.sweep = within.sweep if within is not None else ScalarSweep(self.scalars)
         self.alone = alone
         self.no_need: dict[int, bool] = no_need or {}
         # what earlier launches worked out, for the next on the same arrays (replay.py); a checkpointed loop's
@@ -199,6 +204,14 @@ class ProgramRecorder(Recorder):
         if len(args) != len(params):
             annotated = list(plain)  # the binding reports the count
         return annotated, scalars, plain, active
+
+    def read_scalar(self, out: Any, what: str) -> ReadScalar:
+        """The value the launch just recorded wrote into the 1-element array `out` (hostreads.py), as an Active
+        scalar whose adjoint that launch's reverse adds into `out`'s shadow first (steps.Step.read_back)."""
+        s = ReadScalar(out[0], what)
+        step = self.steps[-1]
+        step.reads = (*step.reads, (s, self.shadows.find(out), self.sweep))
+        return s
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         """A call of a function with a custom rule (rulestep.py); returns what the call returns."""
@@ -369,6 +382,14 @@ class ForwardRecorder(Recorder):
             forward_launch(kernel, tuple(annotated), dim, backend)
         self.count += 1
         self.guard.lock(arrays, after_launch(self.count, kernel.name))
+
+    def read_scalar(self, out: Any, what: str) -> ReadScalar:
+        """The value the launch just made wrote into the 1-element array `out`, with `out`'s tangent (one per lane
+        in vector mode) as its own (hostreads.py)."""
+        t = self.tangents.find(out)  # the launch took an active array or scalar: `out` has tangents
+        lanes = self.tangents.lanes
+        tangent = float(t[0][0]) if lanes == 1 else np.array([float(x[0]) for x in t])
+        return ReadScalar(out[0], what, tangent)
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:
         given = unwrap_args(given, f"a call of rule '{rule.name}'", rule.params)

@@ -15,7 +15,7 @@ from ..errors import ProgramError
 from ..runtime.arrays import byte_bounds
 from .derived import DerivedScalar
 from .hostcode import TrackedArray, tracker
-from .scalars import ActiveScalar
+from .scalars import ActiveScalar, ReadScalar
 
 _LOOKED_INTO = 64  # items of nested tuples, lists and dicts looked at (a returned list of diagnostics stays cheap)
 
@@ -36,7 +36,7 @@ def _items(value: Any, out: list) -> None:
 def _carried(x: Any, host: Any) -> str | None:
     """How `x` carries a derivative of this program call that no argument's shadow carries, or None."""
     if isinstance(x, ActiveScalar):
-        return "an Active scalar (a value computed from an Active argument on the host)"
+        return _scalar_carried(x, host)
     origin = getattr(x, "_gk_origin", None) if isinstance(x, (DerivedScalar, TrackedArray)) else None
     if origin is None and isinstance(x, TrackedArray) and x.size:
         origin = host.origin(x)
@@ -56,6 +56,26 @@ def _carried(x: Any, host: Any) -> str | None:
         return (f"a temporary array (shape {tuple(x.shape)}) that launches wrote from active inputs (the program's "
                 "own shadow of it is dropped with it)")
     return None
+
+
+def _scalar_carried(x: ActiveScalar, host: Any) -> str | None:
+    """`_carried` of an Active scalar: one computed from an Active argument carries its derivative; one computed
+    from reads only (hostreads.py) carries what the read arrays' shadows do not where a read is of a temporary (a
+    read of an argument's memory is carried by that argument's shadow, as a derived scalar's was before session 57)."""
+    stack, seen, temporary = [x], set(), None
+    while stack:
+        s = stack.pop()
+        if id(s) in seen:
+            continue
+        seen.add(id(s))
+        if s.parents:
+            stack.extend(p for p, _ in s.parents)
+        elif not isinstance(s, ReadScalar):
+            return "an Active scalar (a value computed from an Active argument on the host)"
+        elif temporary is None and s._gk_origin is not None and s._gk_origin.host is host \
+                and not s._gk_origin.argument:
+            temporary = s._gk_origin
+    return None if temporary is None else f"a scalar host code computed from a temporary: {temporary.describe()}"
 
 
 def refuse_derived_return(result: Any, fn: Callable, verb: str, what: str) -> None:

@@ -21,7 +21,7 @@ from ..errors import AnnotationError, ProgramError
 from ..recording import recording
 from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array, is_cupy_array
-from . import hostcalls, hostfiles, hostgather, hostshapes, hostufuncs  # noqa: F401  (each installs its methods on TrackedArray)
+from . import hostcalls, hostfiles, hostgather, hostreads, hostshapes, hostufuncs  # noqa: F401  (each installs its methods on TrackedArray)
 from .collectives import at_program_start, before_reverse
 from .contents import Contents, writable
 from .devicefresh import fresh_memory
@@ -31,7 +31,8 @@ from .record import ForwardRecorder, ProgramRecorder
 from .renames import ShadowRenames, enabled
 from .report import LaunchRow, ProgramInspection
 from .rulestep import pattern
-from .scalars import ActiveScalar, backpropagate
+from .scalars import ActiveScalar
+from .scalarsweep import ScalarSweep
 from .shadows import ShadowMap
 from .signature import check_count, check_ran, label, names
 from .steps import ProgramStep, reverse_steps
@@ -49,6 +50,7 @@ class ProgramTape:
     roots: dict[int, ActiveScalar]  # argument position -> its Active scalar
     scalars: dict[int, ActiveScalar]  # every Active scalar a launch took, by id; a loop's reverse adds more
     rules: list = field(default_factory=list)  # its active rule calls (None: one recorded in a loop's reverse)
+    sweep: ScalarSweep | None = None  # the scalar tape's reverse (scalarsweep.py)
     used: bool = False
 
     @property
@@ -195,12 +197,17 @@ def record(fn: Callable, args: tuple, alone: bool = False, verb: str = "gk.autod
     no_need = {n: True for n, a in enumerate(args) if isinstance(a, DuplicatedNoNeed)} if alone else None
     rec = ProgramRecorder(shadows, guard, alone=alone, no_need=no_need)
     _run_guarded(fn, call, rec, guard, verb)
-    return ProgramTape(fn, args, rec.steps, shadows, roots, rec.scalars, rec.rules)
+    return ProgramTape(fn, args, rec.steps, shadows, roots, rec.scalars, rec.rules, rec.sweep)
 
 
 def _unchecked_rules(tape: ProgramTape) -> bool:
     """Whether a rule call's reverse has not yet returned well-formed entries for its argument pattern."""
     return any(r is None or pattern(r.args, r.config.width) not in r.rule.validated for r in tape.rules)
+
+
+def _reads(steps: list) -> bool:
+    """Whether a step holds host reads (hostreads.py), which add into shadows the sweep does not rename."""
+    return any(getattr(s, "reads", ()) for s in steps)
 
 
 def sweep(tape: ProgramTape) -> tuple:
@@ -214,7 +221,7 @@ def sweep(tape: ProgramTape) -> tuple:
     kept = [(dx, dx.copy()) for e in tape.shadows.entries if not e.internal for dx in e.shadow] \
         if _unchecked_rules(tape) else []
     renames = ShadowRenames([dx for e in tape.shadows.entries if not e.internal for dx in e.shadow]) \
-        if lanes == 1 and enabled() and ShadowRenames.wanted(tape.steps) else None
+        if lanes == 1 and enabled() and ShadowRenames.wanted(tape.steps) and not _reads(tape.steps) else None
     contents = Contents(renames=renames)  # the primals end as the program left them
     try:
         reverse_steps(tape.steps, lanes, contents)
@@ -229,7 +236,7 @@ def sweep(tape: ProgramTape) -> tuple:
         for loop in tape.loops:  # a checkpointed loop rebuilds the final state it gave no final copy of
             loop.rebuild_final()
     tape.shadows.give_back()
-    backpropagate(list(tape.scalars.values()))
+    (tape.sweep or ScalarSweep(tape.scalars)).finish()
 
     def result(s: ActiveScalar):
         return tuple(float(x) for x in np.broadcast_to(s.adjoint, (lanes,))) if lanes > 1 else s.adjoint

@@ -3,15 +3,18 @@ launches recognise it (and sum its derivative over every launch it reaches), hos
 h**2`, `c % p`) is recorded on a small scalar tape and differentiated. Comparisons (`==` included), roundings
 (`int(c)`, `round(c)`, `math.ceil(c)`, `c // p`, `np.floor(c)`: piecewise constant, their derivative zero wherever
 it exists) and predicates (`bool(c)`, `np.isfinite(c)`) give plain values; `np.minimum(c, p)` and `np.maximum` the
-operand chosen, as `min` and `max`. What would lose the derivative is refused: `float(c)` (and so `math.exp(c)`),
-NumPy functions of it (`np.exp(c)`: its derivative would be a second copy of the kernel table,
-transforms/derivatives.py; docs/host-code.md, "Active scalars in host code"). The value without its derivative is
-`c.value`. In forward mode the same scalar carries its tangent (`c.tangent`) through the same arithmetic."""
+operand chosen, as `min` and `max`. Elementary functions (`np.sqrt(c)`, `math.exp(c)`) are one-thread launches of
+the kernel-language function and a read (hostreads.py, session 57: the derivative stays in the kernel table,
+transforms/derivatives.py). What would lose the derivative is refused: `float(c)`, other NumPy functions of it
+(docs/host-code.md, "Active scalars in host code"). The value without its derivative is `c.value`. In forward mode
+the same scalar carries its tangent (`c.tangent`) through the same arithmetic. `ReadScalar`: the Active scalar of a
+read (`v[3]`, `u.sum()`: hostreads.py), whose `float()` on the user's line is the constant (DESIGN.md §6)."""
 
 from __future__ import annotations
 
 import linecache
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -20,7 +23,10 @@ from ..annotations import Annotation, BatchDuplicated, Duplicated
 from ..errors import ProgramError
 from ..recording import active_recorder
 from ..runtime.arrays import module_of
-from .derived import TRACKED, user_frame, where
+from .derived import _NUMPY, _OURS, READ, TRACKED, derived, user_frame, where
+
+# hostreads.elementary, set by hostreads.py (which imports this module): `np.sqrt(c)` as a one-thread launch
+ELEMENTARY: list = []
 
 
 class ActiveScalar:
@@ -122,7 +128,16 @@ class ActiveScalar:
         if ufunc.__name__ in ("negative", "positive", "absolute") and method == "__call__" and not kwargs:
             return {"negative": ActiveScalar.__neg__, "positive": ActiveScalar.__pos__,
                     "absolute": ActiveScalar.__abs__}[ufunc.__name__](self)
+        if method == "__call__" and not kwargs and ELEMENTARY and all(map(_is_number, inputs)):
+            got = ELEMENTARY[0](ufunc.__name__, inputs)  # `np.sqrt(c)`: a one-thread launch and a read (hostreads.py)
+            if got is not NotImplemented:
+                return got
         name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+        origin = next((x._gk_origin for x in inputs if isinstance(x, ReadScalar) and x._gk_origin is not None), None)
+        if origin is not None and not any(isinstance(x, np.ndarray) for x in inputs):
+            # a read's scalar where no launch can be made: a derived scalar, refused where a launch takes it (as
+            # before session 57); compared or printed, it is its value
+            return derived(np.float64(ufunc(*(_value(x) for x in inputs))), origin)
         if any(isinstance(x, TRACKED[0]) for x in inputs):  # `c * u` in a program: a launch (hostufuncs.py)
             return NotImplemented
         if any(isinstance(x, np.ndarray) for x in inputs):
@@ -135,6 +150,8 @@ class ActiveScalar:
                           "small array that later launches read), or use .value where no derivative is wanted")
 
     def __float__(self):
+        if active_recorder() is None:  # kept past its program call (a read's product): nothing records it now
+            return self.value
         self._refuse("float() of an Active scalar",
                      hint="keep it as it is (arithmetic with + - * / ** is differentiated, launches take it; math.* "
                           "functions call float(): test it with np.isfinite(c), np.isnan(c) or a comparison "
@@ -154,6 +171,9 @@ class ActiveScalar:
 
     def __index__(self):
         self._refuse("an Active scalar used as an index")
+
+    def as_integer_ratio(self):  # fractions.Fraction's and statistics' exact conversion (a crash before session 57)
+        self._refuse("an exact conversion (statistics.mean, as_integer_ratio) of an Active scalar")
 
     def __bool__(self):  # `if damping:`: c != 0, a comparison (before session 54 refused)
         return bool(self.value)
@@ -223,7 +243,9 @@ def _value(x: Any) -> float:
 def _binary(a: Any, b: Any, f, df) -> Any:
     if not _is_number(a) or not _is_number(b):
         return NotImplemented
-    origin = getattr(a, "_gk_origin", None) or getattr(b, "_gk_origin", None)  # a DerivedScalar's (None: type(s)(x))
+    # a DerivedScalar's (None: type(s)(x)); a ReadScalar's origin is no derived value's: its derivative is carried
+    origin = next((x._gk_origin for x in (a, b) if not isinstance(x, ActiveScalar)
+                   and getattr(x, "_gk_origin", None) is not None), None)
     if origin is not None and origin.host is getattr(active_recorder(), "host", None):  # this call's
         raise ProgramError(f"arithmetic of an Active scalar with a scalar that host code computed from an active "
                            f"array ({origin.describe()}) would drop the latter's derivative",
@@ -238,18 +260,62 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, (ActiveScalar, int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
 
 
-def backpropagate(reached: list[ActiveScalar]) -> None:
-    """Push the adjoints of the scalars launches took back to the Active
-    arguments they were computed from (reverse creation order is a topological order)."""
-    seen: dict[int, ActiveScalar] = {}
-    stack = list(reached)
-    while stack:
-        s = stack.pop()
-        if id(s) not in seen:
-            seen[id(s)] = s
-            stack.extend(p for p, _ in s.parents)
-    for s in sorted(seen.values(), key=lambda s: -s.order):
-        for p, d in s.parents:
-            p.adjoint += d * s.adjoint
-        if s.parents:
-            s.adjoint = 0.0
+class ReadScalar(ActiveScalar):
+    """An Active scalar host code read or reduced from an array a launch wrote (`v[3]`, `u.sum()`, `np.dot(p, ap)`:
+    hostreads.py): a launch copied (or reduced) it into a 1-element array `b`, and its adjoint goes into `b`'s at
+    that launch's position in the sweep (steps.Step.reads). `what` names the operation and the line. `float(s)`
+    and `s.item()` on the user's line are the constant (DESIGN.md §6: values reduced to Python numbers are
+    constants); a conversion inside NumPy or gradkern (`np.linspace(0, s)`, `np.full_like(plain, s)`) is refused as
+    `float()` of an Active scalar is (docs/host-code.md, "Reductions and element reads")."""
+
+    __slots__ = ("what", "_gk_origin")
+
+    def __init__(self, value: Any, what: str = "", tangent: Any = 0.0):
+        # `type(s)(s)` (a constructor, as np.float64(s)): the constant, a scalar no read feeds
+        super().__init__(value.value if isinstance(value, ActiveScalar) else value, (), tangent)
+        self.what = what
+        # where host code read it (hostcode.Origin): NumPy constructors and math functions that would convert it to
+        # a plain number (`np.full(n, s)`, `np.array([s])`, `math.sqrt(s)`) carry it as a derived scalar's origin
+        # (hostcalls.py, derived.py), so that a launch taking their result is refused as before session 57
+        self._gk_origin = None
+
+    def __float__(self):
+        caller = sys._getframe(1).f_code.co_filename  # C code calling __float__ has no frame: the one calling it
+        if caller.startswith((_OURS, _NUMPY)):
+            super().__float__()
+        return self.value
+
+    def item(self) -> float:
+        return self.value
+
+    def as_integer_ratio(self):  # statistics.mean's exact conversion: named by the read's line
+        frame = user_frame()
+        raise ProgramError(f"an exact rational (`statistics.mean`, `as_integer_ratio`) of {self.what or 'a read'}, "
+                           f"taken at {where(frame)}, would drop its derivative",
+                           hint="keep it as it is (host arithmetic on it is differentiated), compute it in a kernel, "
+                                "or pass float(s) to say that no derivative through it is wanted")
+
+    def tolist(self) -> float:
+        return self.value
+
+    # a NumPy scalar's methods that host code calls on a reduction's result (before session 57 it was one)
+    def astype(self, dtype: Any) -> ActiveScalar:
+        """`s.astype(np.float32)`: the value rounded to the type, its derivative 1 (as a kernel's cast)."""
+        if np.dtype(dtype).kind != "f":
+            self._refuse(f"astype({np.dtype(dtype)}) of an Active scalar", hint="use int(s), a rounding")
+        return ActiveScalar(float(np.dtype(dtype).type(self.value)), ((self, 1.0),))
+
+    def clip(self, lo: Any = None, hi: Any = None) -> Any:
+        """`s.clip(lo, hi)` (and `np.clip(s, lo, hi)`, which calls it): max and min, the operand chosen."""
+        out = self
+        if lo is not None:
+            out = _SELECTIONS["maximum"](out, lo)
+        if hi is not None:
+            out = _SELECTIONS["minimum"](out, hi)
+        return out
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+READ.extend((ReadScalar, ActiveScalar))  # derived.py's conversions (constant, origin_of) know them by this list

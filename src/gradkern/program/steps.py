@@ -97,6 +97,8 @@ class Step:
     mapped: list | tuple = ()  # the temporaries' shadows in mappings it takes: populated first
     cleared: tuple = ()  # the parameters it overwrites whole: its reverse leaves their shadows +0.0 (renames.py)
     moved: tuple | None = None  # a pure move's (destination, source) parameters (record.moved_positions)
+    # host reads of its 1-element output (hostreads.py): (the ReadScalar, the output's shadows, the ScalarSweep)
+    reads: tuple = ()
 
     @property
     def where(self) -> str:
@@ -122,6 +124,8 @@ class Step:
     def run_reverse(self, lanes: int, contents: Contents) -> None:
         """This launch's reverse (on the arrays as the launch left them; a copy's by renaming shadows where
         `contents.renames` can: renames.py), then its saves passed back."""
+        if self.reads:
+            self.read_back(lanes)
         renames = contents.renames
         if renames is not None and renames.moved(self):
             self.tape = None
@@ -148,6 +152,21 @@ class Step:
                 release(self.made)
             else:
                 renames.release(self.made)
+
+    def read_back(self, lanes: int) -> None:
+        """Before this launch's reverse: the adjoint of each scalar host code read from its output, complete now
+        (scalarsweep.py), added into the output's shadow, per lane (docs/host-code.md, "Reductions and element
+        reads")."""
+        for s, shadows, sweep in self.reads:
+            sweep.down_to(s.order)
+            a = s.adjoint
+            if lanes == 1:
+                shadows[0][0] += a
+            else:
+                for k, d in enumerate(np.broadcast_to(np.asarray(a, dtype=float), (lanes,)).tolist()):
+                    shadows[k][0] += d
+            s.adjoint = 0.0
+        self.reads = ()
 
     def derivatives(self, contents: Contents) -> tuple | None:
         """The reverse itself: shadows accumulated, one entry per parameter returned (None: no derivative).
