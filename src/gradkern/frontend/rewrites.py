@@ -29,10 +29,12 @@ from . import jumps, literal_loops, loop_returns, modf, multi_returns, unroll, v
 
 def rewrite(tree: ast.FunctionDef, *, params: tuple[str, ...], local_names: set[str], is_kernel: bool,
             resolve: Callable[[ast.expr], Any], free: Callable[[str], Any], new_name: Callable[[str], str],
-            fail: Callable[..., Any]) -> tuple[ast.FunctionDef, int, dict[str, Any]]:
+            fail: Callable[..., Any], vector_params: dict[str, int]) -> tuple[ast.FunctionDef, int, dict[str, Any]]:
     """(the rewritten tree, how many values the function returns, names its code calls that the lowerer's
-    namespace must hold). `tree` itself when nothing was rewritten."""
-    vectors.check_before_rewrites(tree, resolve, fail, params)
+    namespace must hold). `tree` itself when nothing was rewritten. `vector_params`: the widths of the
+    parameters a call passes vectors to (frontend/vector_calls.py); `params` has their components."""
+    seeds = vector_params
+    tree = vectors.check_before_rewrites(tree, resolve, fail, params, seeds, new_name, is_kernel)  # return v
     namespace: dict[str, Any] = {}
     modfs = modf.lower_modf(tree, resolve, new_name)  # t, ip = math.modf(x)
     if modfs is not tree:
@@ -42,11 +44,10 @@ def rewrite(tree: ast.FunctionDef, *, params: tuple[str, ...], local_names: set[
     tree = literal_loops.lower_literal_loops(tree, new_name, fail)  # for v in (a, b)
     tree = loop_returns.lower_loop_returns(tree, new_name, fail, is_kernel)  # → break
     tree = jumps.lower_jumps(tree, new_name, fail)  # break/continue → flags
-    is_vector = vectors.vector_test(tree, resolve, fail, params)
+    is_vector = vectors.vector_test(tree, resolve, fail, params, seeds)
     unrolled = unroll.unroll(tree, free, resolve, fail, local_names, is_vector)  # local arrays, tables → literals
     if unrolled is not tree:
         namespace.update(unroll.NAMESPACE)
-    scalar = vectors.scalarize(unrolled, resolve, fail, params)  # small vectors → scalars
-    if scalar is not unrolled:
-        namespace.update(vectors.NAMESPACE)
+    scalar, names = vectors.scalarize(unrolled, resolve, fail, params, seeds)  # small vectors → scalars
+    namespace.update(names)
     return scalar, results, namespace
