@@ -19,6 +19,7 @@ import ast
 import builtins
 import copy
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import intrinsics as gk
@@ -37,6 +38,21 @@ _ANALYSING: list[int] = []  # the device functions whose result width is being f
 
 def component(name: str, c: int) -> str:
     return f"{VECTOR}{name}_{COMPONENTS[c]}"
+
+
+@dataclass
+class Vectors:
+    """What the vector rewrites of one function share (frontend/rewrites.py): the widths of the parameters its
+    call passes vectors to, whether it has vectors at all (found once), and the widths its device functions
+    return, by (function, argument widths)."""
+
+    seeds: dict[str, int]
+    present: bool
+    call_widths: dict[tuple, int | None] = field(default_factory=dict)
+
+    @staticmethod
+    def of(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], seeds: dict[str, int]) -> Vectors:
+        return Vectors(seeds, bool(seeds) or uses_vectors(tree, resolve))
 
 
 def describe(widths: tuple[int, ...]) -> str:
@@ -67,12 +83,21 @@ def flat_params(names: tuple[str, ...], widths: tuple[int, ...] | None) -> tuple
 def resolver(parsed: ParsedFunction) -> Callable[[ast.expr], Any]:
     """What a callee of `parsed`'s body names (None for its locals and for what is undefined), without
     recording it: the lowerer of the function records what it reads when it lowers it."""
-    ns = parsed.namespace()
+    fn = parsed.fn
+    free = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
     local = assigned_names(parsed.tree) | {a.arg for a in parsed.tree.args.args}
+
+    def lookup(name: str) -> Any:
+        if name in free:
+            try:
+                return free[name].cell_contents
+            except ValueError:  # an empty cell: defined later in the enclosing function
+                return None
+        return fn.__globals__.get(name, getattr(builtins, name, None))
 
     def resolve(e: ast.expr) -> Any:
         if isinstance(e, ast.Name):
-            return None if e.id in local else ns.get(e.id, getattr(builtins, e.id, None))
+            return None if e.id in local else lookup(e.id)
         if isinstance(e, ast.Attribute):
             base = resolve(e.value)
             return None if base is None else getattr(base, e.attr, None)
@@ -100,14 +125,11 @@ def takes_vectors(parsed: ParsedFunction, seen: tuple[int, ...] = ()) -> bool:
 def uses_vectors(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], seen: tuple[int, ...] = ()) -> bool:
     """Whether the function's code has vectors: it calls the vector API, or a device function that may take
     them."""
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Call):
-            fn = resolve(n.func)
-            if id(fn) in API:
-                return True
-            if isinstance(fn, DeviceFunctionMarker) and id(fn.parsed) not in seen and takes_vectors(fn.parsed, seen):
-                return True
-    return False
+    callees = [resolve(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    if any(id(fn) in API for fn in callees):
+        return True
+    return any(isinstance(fn, DeviceFunctionMarker) and id(fn.parsed) not in seen and takes_vectors(fn.parsed, seen)
+               for fn in callees)
 
 
 def _call_signature(sc: Any, e: ast.Call, fn: DeviceFunctionMarker) -> tuple[int, ...]:
@@ -138,7 +160,7 @@ def _result_width(scalarizer: type, fn: DeviceFunctionMarker, widths: tuple[int,
     parsed = fn.parsed
     params, seeds = flat_params(tuple(a.arg for a in parsed.tree.args.args), widths)
     fail = _fail_in(parsed)
-    sc = scalarizer(resolver(parsed), fail, params, seeds)
+    sc = scalarizer(resolver(parsed), fail, params, Vectors(seeds, True))
     sc.collect(parsed.tree)
     return _returned(parsed.tree, sc, fail)
 

@@ -29,7 +29,7 @@ from .. import intrinsics as gk
 from ..ir.names import VECTOR
 from . import vector_calls
 from .callables import DeviceFunctionMarker
-from .vector_calls import API, COMPONENTS, CONSTRUCTORS, LOADS, STORES, component, uses_vectors
+from .vector_calls import API, COMPONENTS, CONSTRUCTORS, LOADS, STORES, Vectors, component, uses_vectors
 
 __all__ = ["API", "COMPONENTS", "component", "uses_vectors"]
 
@@ -51,12 +51,12 @@ class Scalarizer:
     call's callee names (None for a local); `fail(node, message, hint)` raises."""
 
     def __init__(self, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any], params: tuple[str, ...],
-                 seeds: dict[str, int] | None = None):
+                 shared: Vectors):
         self.resolve = resolve
         self.fail = fail
         self.params = params
-        self.widths: dict[str, int] = dict(seeds or {})  # a device function's vector parameters (vector_calls.py)
-        self.call_widths: dict[tuple, int | None] = {}  # (device function, argument widths) → result width
+        self.widths: dict[str, int] = dict(shared.seeds)  # a device function's vector parameters (vector_calls.py)
+        self.call_widths = shared.call_widths  # (device function, argument widths) → result width
         self.specialisations: dict[tuple, str] = {}  # the same → the name its specialisation is called by
         self.namespace: dict[str, Any] = {}  # those names → the specialisations (vector_calls.VectorCall)
         self.temps = 0
@@ -426,26 +426,26 @@ def _call(name: str, arg: ast.expr) -> ast.expr:
 
 
 def vector_test(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any],
-                params: tuple[str, ...], seeds: dict[str, int]) -> Callable[[ast.expr], bool] | None:
+                params: tuple[str, ...], shared: Vectors) -> Callable[[ast.expr], bool] | None:
     """Whether an expression of `tree` is vector-valued (None when `tree` uses no vectors): frontend/unroll.py
     unrolls the loops whose variable indexes one (docs/kernel-language.md)."""
-    if not seeds and not uses_vectors(tree, resolve):
+    if not shared.present:
         return None
-    sc = Scalarizer(resolve, fail, params, seeds)
+    sc = Scalarizer(resolve, fail, params, shared)
     sc.collect(tree)
     return lambda e: sc.width(e) is not None
 
 
 def check_before_rewrites(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any],
-                          params: tuple[str, ...], seeds: dict[str, int], new_name: Callable[[str], str],
+                          params: tuple[str, ...], shared: Vectors, new_name: Callable[[str], str],
                           is_kernel: bool) -> ast.FunctionDef:
     """A device function's returned vector made several numbers (frontend/vector_calls.py), and what the
     scalariser refuses but the rewrites before it (frontend/rewrites.py) would turn into other code, refused on
     the user's own spelling: a vector among returned values (`return v, w` would become result locals) and a
     vector stored into an element (a local array's element would become a local). `tree` or a rewritten copy."""
-    if not seeds and not uses_vectors(tree, resolve):
+    if not shared.present:
         return tree
-    sc = Scalarizer(resolve, fail, params, seeds)
+    sc = Scalarizer(resolve, fail, params, shared)
     sc.collect(tree)
     if not is_kernel:
         tree = vector_calls.flatten_returns(tree, sc, new_name, fail)
@@ -463,13 +463,13 @@ def check_before_rewrites(tree: ast.FunctionDef, resolve: Callable[[ast.expr], A
 
 
 def scalarize(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any],
-              params: tuple[str, ...], seeds: dict[str, int]) -> tuple[ast.FunctionDef, dict[str, Any]]:
+              params: tuple[str, ...], shared: Vectors) -> tuple[ast.FunctionDef, dict[str, Any]]:
     """`tree` with its vectors scalarised (the same tree when it uses none), and the names its code calls that
     the lowerer's namespace must hold (the device functions specialised to vector arguments)."""
-    if not seeds and not uses_vectors(tree, resolve):
+    if not shared.present:
         return tree, {}
     tree = copy.deepcopy(tree)
-    sc = Scalarizer(resolve, fail, params, seeds)
+    sc = Scalarizer(resolve, fail, params, shared)
     sc.collect(tree)
     tree.body = sc.block(tree.body)
     ast.fix_missing_locations(tree)
