@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import builtins
 import copy
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +34,7 @@ CONSTRUCTORS = {id(gk.vec2): 2, id(gk.vec3): 3, id(gk.vec4): 4}
 LOADS = {id(gk.load_vec2): 2, id(gk.load_vec3): 3, id(gk.load_vec4): 4}
 STORES = {id(gk.store_vec2): 2, id(gk.store_vec3): 3, id(gk.store_vec4): 4}
 API = frozenset({*CONSTRUCTORS, *LOADS, *STORES, id(gk.dot), id(gk.cross), id(gk.length), id(gk.normalize)})
-_ANALYSING: list[int] = []  # the device functions whose result width is being found: recursion is refused
+_ANALYSING = threading.local()  # .stack: the device functions whose result width this thread is finding (recursion)
 
 
 def component(name: str, c: int) -> str:
@@ -144,15 +145,16 @@ def call_width(sc: Any, e: ast.Call, fn: DeviceFunctionMarker) -> int | None:
     widths = _call_signature(sc, e, fn)
     key = (id(fn), widths)
     if key not in sc.call_widths:
-        if id(fn) in _ANALYSING:
+        stack = _ANALYSING.__dict__.setdefault("stack", [])
+        if id(fn) in stack:
             sc.fail(e, f"recursive call to '{fn.name}' is not supported")
-        _ANALYSING.append(id(fn))
+        stack.append(id(fn))
         try:
             sc.call_widths[key] = _result_width(type(sc), fn, widths)
         except KernelSyntaxError as err:
             sc.fail(e, called_here(fn, widths, err), err.hint, cls=type(err))
         finally:
-            _ANALYSING.pop()
+            stack.pop()
     return sc.call_widths[key]
 
 
