@@ -13,11 +13,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .errors import LaunchError
+from .errors import KernelSyntaxError, LaunchError
 from .frontend.callables import DeviceFunctionMarker, KernelMarker
 from .frontend.captured import Captured, describe
 from .frontend.lower import Lowered, Unresolved, lower_function, lower_kernel
 from .frontend.parse import ParsedFunction, parse_function
+from .frontend.vector_calls import takes_vectors
 from .ir import nodes as ir
 
 
@@ -109,15 +110,19 @@ class DeviceFunction(DeviceFunctionMarker):
         functools.update_wrapper(self, fn)
         self.fn = fn
         self.name = fn.__name__
-        self._parsed = parse_function(fn)
+        self._parsed = self.parsed = parse_function(fn)
         try:
             lower_function(self._parsed, is_kernel=False)  # report syntax errors at decoration
         except Unresolved:
             pass
+        except KernelSyntaxError:
+            if not takes_vectors(self.parsed):  # else its calls pass vectors, and report what they cannot
+                raise
 
-    def lowered(self, stack: tuple[str, ...] = ()) -> Lowered:
-        """Lowered afresh for each call site, so `stack` catches recursion through any path."""
-        return lower_function(self._parsed, is_kernel=False, stack=stack)
+    def lowered(self, stack: tuple[str, ...] = (), widths: tuple[int, ...] | None = None) -> Lowered:
+        """Lowered afresh for each call site, so `stack` catches recursion through any path; `widths`: the
+        vectors the call passes (frontend/vector_calls.py)."""
+        return lower_function(self._parsed, is_kernel=False, stack=stack, widths=widths)
 
     def __call__(self, *args):
         return self.fn(*args)

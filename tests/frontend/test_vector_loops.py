@@ -437,11 +437,14 @@ def test_refusals_name_the_line_and_what_works(tmp_path, case):
     np.testing.assert_array_equal(a, 1.0)
 
 
-def test_a_returned_vector_is_refused_as_before(tmp_path):
-    """A device function returning vectors (`return v, w`) is refused on the user's spelling, not on the result
-    locals frontend/multi_returns.py makes of it (vectors are scalarised after that rewrite since session 57)."""
+def test_returned_vectors_among_values_are_refused_as_before(tmp_path):
+    """A device function returning vectors among several values (`return v, w`) is refused on the user's spelling,
+    not on the result locals frontend/multi_returns.py makes of it (vectors are scalarised after that rewrite
+    since session 57). One returned vector is a result since session 58 (frontend/vector_calls.py), so the message
+    says what is refused: a vector among several values."""
     a, out = np.ones((3, 3)), np.zeros((3, 3))
-    with pytest.raises(gk.KernelSyntaxError, match="a device function returns a number, not a vector") as info:
+    with pytest.raises(gk.KernelSyntaxError, match="returns one vector or numbers, not a vector among several") \
+            as info:
         module = _module(tmp_path, "@gk.func\ndef pair(a, i):\n    v = gk.load_vec3(a, i)\n    return v, 2.0 * v\n"
                                    "\n\n@gk.kernel\ndef bad(a, out):\n    i = gk.tid()\n    p, q = pair(a, i)\n"
                                    "    out[i, 0] = p\n", "returns_vectors")

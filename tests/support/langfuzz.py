@@ -15,7 +15,7 @@ The body draws: locals reassigned in straight lines, in loops (the tape's hard c
 `return` inside for loops (nested too), while loops and a `@gk.func` (`lf_search`);
 local arrays (`gk.local((3,))`, filled and read in unrolled loops); small vectors (`gk.vec3`, `dot`, `cross`,
 `length`, `normalize`, components by name, by constant and in loops over `range(3)` or a literal tuple, which the
-frontend unrolls); `@gk.func` calls (one with a branch);
+frontend unrolls); `@gk.func` calls (one with a branch; two taking and returning vec3, `lf_vnorm`, `lf_vcross`);
 `+ - * / **`, sin cos tanh exp log sqrt abs min max clamp in gk.*, math.* and builtin spellings.
 
 Kinks are written as calls in the generated text: GT(p, q) for `p > q`, ABS(e), MIN(a, b), MAX(a, b),
@@ -59,6 +59,17 @@ def lf_search(a, b):
         if GT(r, 0.5):
             return r * 1.5
     return r - 0.25
+
+
+@gk.func
+def lf_vnorm(a):
+    return gk.normalize(a)
+
+
+@gk.func
+def lf_vcross(a, b):
+    r = gk.cross(a, b)
+    return r
 '''
 
 
@@ -193,8 +204,12 @@ class Generator(TextGenerator):
         self.features.add("small vectors")
         s, v = self.target(depth), self.fresh("vec")
         self.emit(depth, f"{v} = gk.vec3({self.expr(1)}, 1.5 + gk.sin({s}), {self.leaf()})")
-        form = self.pick([f"gk.length({v}) * 0.5", f"gk.dot({v}, {v}) * 0.25 + {v}.x", f"gk.normalize({v}).y + {v}[2]",
-                          f"gk.cross({v}, gk.vec3(0.5, {s}, 1.0)).z", "loop"])
+        # normalize and cross through device functions taking and returning vectors (session 58; the same picks,
+        # so every seed draws the kernel it drew before, with the calls in place of their inlined bodies)
+        form = self.pick([f"gk.length({v}) * 0.5", f"gk.dot({v}, {v}) * 0.25 + {v}.x", f"lf_vnorm({v}).y + {v}[2]",
+                          f"lf_vcross({v}, gk.vec3(0.5, {s}, 1.0)).z", "loop"])
+        if form.startswith("lf_v"):
+            self.features.add("vectors through a gk.func")
         if form != "loop":
             self.emit(depth, f"{s} = {form}")
             return

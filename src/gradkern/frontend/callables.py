@@ -41,8 +41,10 @@ class DeviceFunctionMarker:
     """A @gk.func: inlined at each call site (frontend/inline.py)."""
 
     name: str
+    parsed: Any  # its frontend/parse.py ParsedFunction
 
-    def lowered(self, stack: tuple[str, ...] = ()) -> Lowered:
+    def lowered(self, stack: tuple[str, ...] = (), widths: tuple[int, ...] | None = None) -> Lowered:
         """The function lowered afresh for one call site; `stack` holds the
-        names of the functions being lowered around it, to reject recursion."""
+        names of the functions being lowered around it, to reject recursion;
+        `widths` those of the vectors the call passes (frontend/vector_calls.py)."""
         raise NotImplementedError

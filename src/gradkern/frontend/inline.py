@@ -10,11 +10,13 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ..errors import KernelSyntaxError
 from ..ir import nodes as ir
 from ..ir.names import RESULT
 from ..ir.rewrite import rename
 from .callables import DeviceFunctionMarker
 from .multi_returns import extra
+from .vector_calls import called_here, explains
 
 
 def inline_call(lw: Any, call: ast.Call, fn: DeviceFunctionMarker) -> ir.Expr:
@@ -34,7 +36,12 @@ def inline_values(lw: Any, call: ast.Call, fn: DeviceFunctionMarker, count: int)
                       "or a conditional expression", hint="assign its result to a local first")
     if fn.name in lw.stack:
         lw.fail(call, f"recursive call to '{fn.name}' is not supported")
-    callee = fn.lowered(lw.stack)
+    try:
+        callee = fn.lowered(lw.stack)
+    except KernelSyntaxError as err:  # for the widths this call passes: refused at the call (vector_calls.py)
+        if not explains(fn):
+            raise
+        lw.fail(call, called_here(fn, getattr(fn, "widths", None), err), hint=err.hint, cls=type(err))
     lw.captured.merge(callee.captured)
     starred = next((a for a in call.args if isinstance(a, ast.Starred)), None)
     if starred is not None:  # counted as one argument: "'g' takes 2 arguments, got 1" for g(*f(x))

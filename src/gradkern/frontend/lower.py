@@ -31,6 +31,7 @@ from .captured import Captured
 from .inline import inline_call, inline_values
 from .parse import ParsedFunction, assigned_names
 from .structure import Return, check_definite_assignment, privatize_reassigned, structure_returns
+from .vector_calls import flat_params
 
 _BINOPS = {ast.Add: Op.ADD, ast.Sub: Op.SUB, ast.Mult: Op.MUL, ast.Div: Op.DIV,
            ast.FloorDiv: Op.FLOORDIV, ast.Mod: Op.MOD, ast.Pow: Op.POW, ast.BitAnd: Op.BITAND, ast.BitOr: Op.BITOR,
@@ -57,14 +58,12 @@ _CONSTRUCT_NAMES = {
 }
 
 
-
-
 class Unresolved(KernelSyntaxError):
     """A free name that is not defined (yet): lowering may be retried at launch."""
 
 
 class _Lowerer:
-    def __init__(self, parsed: ParsedFunction, is_kernel: bool, stack: tuple[str, ...] = ()):
+    def __init__(self, parsed: ParsedFunction, is_kernel: bool, stack: tuple[str, ...] = (), widths=None):
         self.p = parsed
         self.is_kernel = is_kernel
         self.stack = stack + (parsed.name,)
@@ -80,7 +79,7 @@ class _Lowerer:
                 self.fail(bad, f"{what} parameters are not supported")
         if args.kwonlyargs or args.posonlyargs or args.defaults or args.kw_defaults:
             self.fail(parsed.tree, "kernel parameters must be plain positional names without defaults")
-        self.params = tuple(a.arg for a in args.args)
+        self.params, vector_params = flat_params(tuple(a.arg for a in args.args), widths)  # vector_calls.py
         self.locals = set(self.params) | assigned_names(parsed.tree)
         for node in [*args.args, *ast.walk(parsed.tree)]:
             name = node.arg if isinstance(node, ast.arg) else getattr(node, "id", None)
@@ -90,7 +89,7 @@ class _Lowerer:
         free = lambda n: self.captured.add(self.p.fn, n, self.ns.get(n, getattr(builtins, n, None)))  # noqa: E731
         tree, self.results, names = rewrites.rewrite(  # vectors, loops over tuples, jumps, local arrays, tables
             parsed.tree, params=self.params, local_names=self.locals, is_kernel=is_kernel, resolve=self.quiet_callee,
-            free=free, new_name=self.namer.numbered, fail=self.fail)
+            free=free, new_name=self.namer.numbered, fail=self.fail, vector_params=vector_params)
         if tree is not parsed.tree:
             self.p = replace(parsed, tree=tree)
             self.ns.update(names)
@@ -556,8 +555,8 @@ def _array_names(body: tuple[ir.Stmt, ...]) -> set[str]:
     return out
 
 
-def lower_function(parsed: ParsedFunction, is_kernel: bool, stack: tuple[str, ...] = ()) -> Lowered:
-    return _Lowerer(parsed, is_kernel, stack).lower()
+def lower_function(parsed: ParsedFunction, is_kernel: bool, stack: tuple[str, ...] = (), widths=None) -> Lowered:
+    return _Lowerer(parsed, is_kernel, stack, widths).lower()
 
 
 def lower_kernel(parsed: ParsedFunction, captured: list | None = None) -> ir.Kernel:

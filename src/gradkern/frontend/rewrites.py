@@ -11,6 +11,11 @@ local arrays, constant tables"): each turns a construct of the language into sim
    or indexes a small vector (frontend/unroll.py);
 6. small vectors → one scalar local per component (frontend/vectors.py).
 
+Before step 0, a device function's returned vector becomes its components (`t = v; return t.x, t.y, t.z`, which
+step 1 makes result locals) and, where its call passed vectors (`vector_params`), those parameters are vectors
+from the start; step 6 turns a call passing or returning vectors into one passing and unpacking components
+(frontend/vector_calls.py; docs/kernel-language.md, "Vectors through device functions").
+
 Vectors are scalarised last (until session 57 they were first): a component named by the variable of a loop,
 `v[k]` in `for k in range(3)`, is then a constant once step 5 has unrolled that loop, and a loop that may
 `break` or `continue` has its flags before it is unrolled, as a loop over a local array does. Which names hold
@@ -24,15 +29,17 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from . import jumps, literal_loops, loop_returns, modf, multi_returns, unroll, vectors
+from . import jumps, literal_loops, loop_returns, modf, multi_returns, unroll, vector_calls, vectors
 
 
 def rewrite(tree: ast.FunctionDef, *, params: tuple[str, ...], local_names: set[str], is_kernel: bool,
             resolve: Callable[[ast.expr], Any], free: Callable[[str], Any], new_name: Callable[[str], str],
-            fail: Callable[..., Any]) -> tuple[ast.FunctionDef, int, dict[str, Any]]:
+            fail: Callable[..., Any], vector_params: dict[str, int]) -> tuple[ast.FunctionDef, int, dict[str, Any]]:
     """(the rewritten tree, how many values the function returns, names its code calls that the lowerer's
-    namespace must hold). `tree` itself when nothing was rewritten."""
-    vectors.check_before_rewrites(tree, resolve, fail, params)
+    namespace must hold). `tree` itself when nothing was rewritten. `vector_params`: the widths of the
+    parameters a call passes vectors to (frontend/vector_calls.py); `params` has their components."""
+    seeds = vector_calls.Vectors.of(tree, resolve, vector_params)  # shared by the three vector steps
+    tree = vectors.check_before_rewrites(tree, resolve, fail, params, seeds, new_name, is_kernel)  # return v
     namespace: dict[str, Any] = {}
     modfs = modf.lower_modf(tree, resolve, new_name)  # t, ip = math.modf(x)
     if modfs is not tree:
@@ -42,11 +49,10 @@ def rewrite(tree: ast.FunctionDef, *, params: tuple[str, ...], local_names: set[
     tree = literal_loops.lower_literal_loops(tree, new_name, fail)  # for v in (a, b)
     tree = loop_returns.lower_loop_returns(tree, new_name, fail, is_kernel)  # → break
     tree = jumps.lower_jumps(tree, new_name, fail)  # break/continue → flags
-    is_vector = vectors.vector_test(tree, resolve, fail, params)
+    is_vector = vectors.vector_test(tree, resolve, fail, params, seeds)
     unrolled = unroll.unroll(tree, free, resolve, fail, local_names, is_vector)  # local arrays, tables → literals
     if unrolled is not tree:
         namespace.update(unroll.NAMESPACE)
-    scalar = vectors.scalarize(unrolled, resolve, fail, params)  # small vectors → scalars
-    if scalar is not unrolled:
-        namespace.update(vectors.NAMESPACE)
+    scalar, names = vectors.scalarize(unrolled, resolve, fail, params, seeds)  # small vectors → scalars
+    namespace.update(names)
     return scalar, results, namespace

@@ -27,41 +27,38 @@ from typing import Any
 
 from .. import intrinsics as gk
 from ..ir.names import VECTOR
+from . import vector_calls
+from .callables import DeviceFunctionMarker
+from .vector_calls import API, COMPONENTS, CONSTRUCTORS, LOADS, STORES, Vectors, component, uses_vectors
 
-COMPONENTS = "xyzw"
+__all__ = ["API", "COMPONENTS", "component", "uses_vectors"]
+
 _COMPONENT_HINT = ("index it by a constant, or by the variable of a 'for' loop over range(<constant>) or a literal "
                    "tuple, which is then unrolled (for k in range(3): f[i, k] += v[k]); a run-time index needs the "
                    "vector in an array: gk.store_vec3(a, i, v), then a[i, k]")
-_CONSTRUCTORS = {id(gk.vec2): 2, id(gk.vec3): 3, id(gk.vec4): 4}
-_LOADS = {id(gk.load_vec2): 2, id(gk.load_vec3): 3, id(gk.load_vec4): 4}
-_STORES = {id(gk.store_vec2): 2, id(gk.store_vec3): 3, id(gk.store_vec4): 4}
+_CONSTRUCTORS, _LOADS, _STORES = CONSTRUCTORS, LOADS, STORES
 _ELEMENTWISE = (ast.Add, ast.Sub, ast.Mult, ast.Div)
 SQRT = VECTOR + "sqrt"  # the name `length` and `normalize` call: bound to math.sqrt in the lowerer's namespace
-# a device function's parameter used as a vector (Taichi's spiky_gradient(r, h), session 57): parameters are
-# numbers and arrays, so the spelling that works passes components
-_PARAM_VECTOR = ("'{0}' is a parameter, a number or an array, not a vector: take the components as parameters "
-                 "({0}x, {0}y, ...), build a local vector from them, v = gk.vec2({0}x, {0}y), and return "
-                 "components as several values")
-API = frozenset({*_CONSTRUCTORS, *_LOADS, *_STORES, id(gk.dot), id(gk.cross), id(gk.length), id(gk.normalize)})
-
-
-def component(name: str, c: int) -> str:
-    return f"{VECTOR}{name}_{COMPONENTS[c]}"
-
-
-def uses_vectors(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any]) -> bool:
-    return any(isinstance(n, ast.Call) and id(resolve(n.func)) in API for n in ast.walk(tree))
+# a parameter used as a vector but given a number (Taichi's spiky_gradient(r, h), session 57): a kernel's
+# parameters are numbers and arrays; a device function's is a vector where its call passes one (session 58)
+_PARAM_VECTOR = ("'{0}' is a parameter, here a number, not a vector: a kernel's parameters are numbers and arrays "
+                 "(build a local vector, v = gk.vec2({0}x, {0}y), or load one with gk.load_vec2); a @gk.func's "
+                 "parameter is a vector where its call passes one")
 
 
 class Scalarizer:
     """Rewrites one function's AST. `resolve(callee)` is the Python object a
     call's callee names (None for a local); `fail(node, message, hint)` raises."""
 
-    def __init__(self, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any], params: tuple[str, ...]):
+    def __init__(self, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any], params: tuple[str, ...],
+                 shared: Vectors):
         self.resolve = resolve
         self.fail = fail
         self.params = params
-        self.widths: dict[str, int] = {}
+        self.widths: dict[str, int] = dict(shared.seeds)  # a device function's vector parameters (vector_calls.py)
+        self.call_widths = shared.call_widths  # (device function, argument widths) → result width
+        self.specialisations: dict[tuple, str] = {}  # the same → the name its specialisation is called by
+        self.namespace: dict[str, Any] = {}  # those names → the specialisations (vector_calls.VectorCall)
         self.temps = 0
         self.pre: list[ast.stmt] = []  # statements hoisted before the one being rewritten
         self.lazy = 0
@@ -93,7 +90,10 @@ class Scalarizer:
         if isinstance(e, ast.Name):
             return self.widths.get(e.id)
         if isinstance(e, ast.Call):
-            f = id(self.resolve(e.func))
+            fn = self.resolve(e.func)
+            if isinstance(fn, DeviceFunctionMarker):
+                return vector_calls.call_width(self, e, fn)
+            f = id(fn)
             if f in _CONSTRUCTORS:
                 return _CONSTRUCTORS[f]
             if f in _LOADS:
@@ -133,6 +133,9 @@ class Scalarizer:
             return self.aug_assign(s)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) and id(self.resolve(s.value.func)) in _STORES:
             return self.store(s.value, s)
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) \
+                and isinstance(fn := self.resolve(s.value.func), DeviceFunctionMarker):  # f(v) as a statement
+            return [ast.copy_location(ast.Expr(vector_calls.specialised_call(self, s.value, fn)), s)]
         if isinstance(s, ast.Return) and s.value is not None and self.width(s.value) is not None:
             self.fail(s, "a device function returns a number, not a vector",
                       "return the components from separate functions, or write the vector with gk.store_vecN")
@@ -257,7 +260,10 @@ class Scalarizer:
         return [ast.copy_location(ast.BinOp(a, e.op, b), e) for a, b in zip(*sides)]
 
     def call_components(self, e: ast.Call, width: int) -> list[ast.expr]:
-        f = id(self.resolve(e.func))
+        fn = self.resolve(e.func)
+        if isinstance(fn, DeviceFunctionMarker):
+            return vector_calls.call_components(self, e, fn, width)
+        f = id(fn)
         name = ast.unparse(e.func)
         if f in _CONSTRUCTORS:
             if len(e.args) == 1:
@@ -352,7 +358,14 @@ class _Scalars(ast.NodeTransformer):
         return e
 
     def visit_Call(self, e: ast.Call) -> ast.AST:
-        f = id(self.sc.resolve(e.func))
+        fn = self.sc.resolve(e.func)
+        if isinstance(fn, DeviceFunctionMarker):
+            w = self.sc.width(e)
+            if w is not None:
+                self.sc.fail(e, f"'{ast.unparse(e)}' gives a vec{w} where a number is needed",
+                             "use its components or gk.dot / gk.length")
+            return vector_calls.specialised_call(self.sc, e, fn)
+        f = id(fn)
         if f == id(gk.dot) or f == id(gk.length):
             n = 2 if f == id(gk.dot) else 1
             if len(e.args) != n:
@@ -413,49 +426,54 @@ def _call(name: str, arg: ast.expr) -> ast.expr:
 
 
 def vector_test(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any],
-                params: tuple[str, ...]) -> Callable[[ast.expr], bool] | None:
+                params: tuple[str, ...], shared: Vectors) -> Callable[[ast.expr], bool] | None:
     """Whether an expression of `tree` is vector-valued (None when `tree` uses no vectors): frontend/unroll.py
     unrolls the loops whose variable indexes one (docs/kernel-language.md)."""
-    if not uses_vectors(tree, resolve):
+    if not shared.present:
         return None
-    sc = Scalarizer(resolve, fail, params)
+    sc = Scalarizer(resolve, fail, params, shared)
     sc.collect(tree)
     return lambda e: sc.width(e) is not None
 
 
 def check_before_rewrites(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any],
-                          params: tuple[str, ...]) -> None:
-    """What the scalariser refuses but the rewrites before it (frontend/rewrites.py) would turn into other code,
-    refused on the user's own spelling: a vector returned (`return v, w` would become result locals) and a vector
-    stored into an element (a local array's element would become a local)."""
-    if not uses_vectors(tree, resolve):
-        return
-    sc = Scalarizer(resolve, fail, params)
+                          params: tuple[str, ...], shared: Vectors, new_name: Callable[[str], str],
+                          is_kernel: bool) -> ast.FunctionDef:
+    """A device function's returned vector made several numbers (frontend/vector_calls.py), and what the
+    scalariser refuses but the rewrites before it (frontend/rewrites.py) would turn into other code, refused on
+    the user's own spelling: a vector among returned values (`return v, w` would become result locals) and a
+    vector stored into an element (a local array's element would become a local). `tree` or a rewritten copy."""
+    if not shared.present:
+        return tree
+    sc = Scalarizer(resolve, fail, params, shared)
     sc.collect(tree)
+    if not is_kernel:
+        tree = vector_calls.flatten_returns(tree, sc, new_name, fail)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Return) and node.value is not None:
+        if isinstance(node, ast.Return) and node.value is not None and is_kernel:
             values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
             if any(sc.width(v) is not None for v in values):
-                fail(node, "a device function returns a number, not a vector",
-                     "return the components from separate functions, or write the vector with gk.store_vecN")
+                fail(node, "a kernel returns nothing, not a vector", "write the vector with gk.store_vecN")
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
             if isinstance(node, ast.AnnAssign) and node.value is not None else []
         w = sc.width(node.value) if targets else None
         if w is not None and any(isinstance(t, ast.Subscript) for t in targets):
             fail(node, f"a vec{w} cannot be stored here", "store it with gk.store_vecN, or assign it to a local")
+    return tree
 
 
 def scalarize(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], fail: Callable[..., Any],
-              params: tuple[str, ...]) -> ast.FunctionDef:
-    """`tree` with its vectors scalarised (the same tree when it uses none)."""
-    if not uses_vectors(tree, resolve):
-        return tree
+              params: tuple[str, ...], shared: Vectors) -> tuple[ast.FunctionDef, dict[str, Any]]:
+    """`tree` with its vectors scalarised (the same tree when it uses none), and the names its code calls that
+    the lowerer's namespace must hold (the device functions specialised to vector arguments)."""
+    if not shared.present:
+        return tree, {}
     tree = copy.deepcopy(tree)
-    sc = Scalarizer(resolve, fail, params)
+    sc = Scalarizer(resolve, fail, params, shared)
     sc.collect(tree)
     tree.body = sc.block(tree.body)
     ast.fix_missing_locations(tree)
-    return tree
+    return tree, {**NAMESPACE, **sc.namespace}
 
 
 NAMESPACE = {SQRT: math.sqrt}  # what the scalarised code calls, added to the lowerer's namespace
