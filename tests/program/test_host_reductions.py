@@ -218,6 +218,32 @@ def test_vector_mode_carries_each_lane(monkeypatch, rng):
         np.testing.assert_allclose(lane, one, rtol=1e-14)  # the same operations per lane
 
 
+def test_a_read_of_a_const_sharing_memory_with_an_active_array_has_no_derivative(monkeypatch, rng):
+    """A Const column interleaved with an active one is tracked (its bytes lie near it), so its sum is a launch and
+    a read, but an inactive one (no shadow): in reverse its adjoint is dropped, in forward its tangent is 0, in
+    every mode and lane count; the active column's derivative is the constant sum. Failed with a TypeError
+    (the read looked up a shadow or tangent that does not exist) before."""
+    on_interpreter(monkeypatch)
+
+    def prog(x, y):
+        gk.launch(scale_into, N, x.copy(), x, y.sum())
+
+    P = rng.random((N, 2)) + 0.5
+    s = P[:, 1].sum()
+    for mode in (gk.Reverse, gk.Forward):
+        dP = rng.random((N, 2)) + 0.5
+        before = dP.copy()
+        gk.autodiff(prog, gk.Duplicated(P[:, 0], dP[:, 0]), gk.Const(P[:, 1]), mode=mode)
+        np.testing.assert_array_equal(dP[:, 1], before[:, 1])
+        want = s * before[:, 0] if mode is gk.Forward else before[:, 0] * s
+        np.testing.assert_allclose(dP[:, 0], want, rtol=1e-15)  # one product each way: exact up to one rounding
+    lanes = (rng.random(N) + 0.5, rng.random(N) + 0.5)
+    seeds = tuple(x.copy() for x in lanes)
+    gk.autodiff(prog, gk.BatchDuplicated(P[:, 0].copy(), lanes), gk.Const(P[:, 1]))
+    for lane, seed in zip(lanes, seeds):
+        np.testing.assert_allclose(lane, seed * s, rtol=1e-15)
+
+
 def test_a_sum_is_numpys_within_the_recursive_summation_bound(monkeypatch, rng):
     """The generated reduction sums in element order (one thread): |s - numpy's| <= 2 (n - 1) eps sum |x| (each
     within (n - 1) eps sum |x| of the exact sum; NumPy's pairwise sum is tighter)."""

@@ -207,7 +207,9 @@ class ProgramRecorder(Recorder):
 
     def read_scalar(self, out: Any, what: str) -> ReadScalar:
         """The value the launch just recorded wrote into the 1-element array `out` (hostreads.py), as an Active
-        scalar whose adjoint that launch's reverse adds into `out`'s shadow first (steps.Step.read_back)."""
+        scalar whose adjoint that launch's reverse adds into `out`'s shadow first (steps.Step.read_back). An inactive
+        launch (the sum of a Const that shares memory with an active array) finds no shadow: its read's adjoint is
+        dropped, exactly, its value depending on no active input."""
         s = ReadScalar(out[0], what)
         step = self.steps[-1]
         step.reads = (*step.reads, (s, self.shadows.find(out), self.sweep))
@@ -386,9 +388,12 @@ class ForwardRecorder(Recorder):
     def read_scalar(self, out: Any, what: str) -> ReadScalar:
         """The value the launch just made wrote into the 1-element array `out`, with `out`'s tangent (one per lane
         in vector mode) as its own (hostreads.py)."""
-        t = self.tangents.find(out)  # the launch took an active array or scalar: `out` has tangents
+        t = self.tangents.find(out)  # None: an inactive launch (a Const's sum), a value without a tangent
         lanes = self.tangents.lanes
-        tangent = float(t[0][0]) if lanes == 1 else np.array([float(x[0]) for x in t])
+        if t is None:
+            tangent = 0.0 if lanes == 1 else np.zeros(lanes)
+        else:
+            tangent = float(t[0][0]) if lanes == 1 else np.array([float(x[0]) for x in t])
         return ReadScalar(out[0], what, tangent)
 
     def rule(self, rule: CustomRule, given: tuple) -> Any:

@@ -160,7 +160,9 @@ class Step:
         for s, shadows, sweep in self.reads:
             sweep.down_to(s.order)
             a = s.adjoint
-            if lanes == 1:
+            if shadows is None:  # read from an inactive launch (a Const's sum): its value has no derivative
+                pass
+            elif lanes == 1:
                 shadows[0][0] += a
             else:
                 for k, d in enumerate(np.broadcast_to(np.asarray(a, dtype=float), (lanes,)).tolist()):
