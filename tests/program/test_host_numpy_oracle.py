@@ -247,7 +247,10 @@ ROWS = [
     Row("np.median(v)", "scalar", lambda u, v: np.median(v), REFUSED),
     Row("v[3]", "scalar", lambda u, v: v[3], GRAD),  # session 57: a read
     Row("v[-1]", "scalar", lambda u, v: v[-1], GRAD),  # session 57: a read
-    Row("v.flat[3]", "scalar", lambda u, v: v.flat[3], REFUSED),
+    Row("v.flat[3]", "scalar", lambda u, v: v.flat[3], GRAD),  # session 58: a read (v[3]'s), refused before
+    Row("v.take(3)", "scalar", lambda u, v: v.take(3), GRAD),  # session 58: a read; a silent constant before
+    Row("v.flat.copy()[3]", "scalar", lambda u, v: v.flat.copy()[3], REFUSED),  # session 58: a constant before
+    Row("np.array(v.flat)", "array", lambda u, v: np.array(v.flat), REFUSED),  # session 58: a constant before
     Row("v.item(3)", "scalar", lambda u, v: v.item(3), CONST),
     Row("v.tolist()[3]", "scalar", lambda u, v: v.tolist()[3], CONST),
     Row("np.frombuffer(v.tobytes())", "array", lambda u, v: np.frombuffer(v.tobytes()), REFUSED),

@@ -291,6 +291,32 @@ class _Flat:
     def __len__(self) -> int:
         return self._array.size
 
+    # session 58 (red team): NumPy's flatiter's own ways out were plain arrays of the values, without their origin
+    # (`u.flat.copy()[2]`, `np.array(u.flat)`, `u.flat.base` took into a launch: a silent constant)
+    @property
+    def base(self) -> Any:
+        """The array, as NumPy's `flat.base` is (its reads are the array's)."""
+        return self._array
+
+    def copy(self) -> Any:
+        """`u.flat.copy()`: a 1-D copy, remembering its origin as `u.flatten()` of a derived array does."""
+        _read()
+        return _result(self._flat.copy(), [self._array], "ndarray.flat", tracker())
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        """`np.array(u.flat)`: NumPy makes a plain array of what this returns, so no origin can travel with it;
+        refused where the values depend on an active array (docs/host-code.md, "Reductions and element reads")."""
+        _read()
+        host = tracker()
+        whole = self._array.view(np.ndarray)
+        if host is not None and (host.active(whole) or host.derived(whole)):
+            frame = _user_frame()
+            raise ProgramError(f"`np.array` (or `np.asarray`) of `.flat` of an array an active array reached, at "
+                               f"{_where(frame)}, inside a differentiated program would drop its derivative",
+                               hint="use u.flatten() or u.ravel(), which carry it, or "
+                                    "np.array([float(x) for x in u.flat]) where no derivative is wanted")
+        return np.asarray(self._flat.copy(), dtype=dtype)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._flat, name)
 

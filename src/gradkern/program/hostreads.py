@@ -32,6 +32,7 @@ from ..runtime.binding import exactly_aliased
 from ..runtime.launch import launch
 from . import hostufuncs  # noqa: F401  (its ufunc methods first: the reductions below go on to them)
 from .derived import _NUMPY, _OURS, carry, constant, constants, origin_of, user_frame, where
+from .hostcalls import _Flat
 from .hostcode import SHAPES, TrackedArray, _origin, _read, plain, tracker
 from .hostops import copy as copy_launch
 from .hostops import fill as fill_launch
@@ -228,6 +229,18 @@ def element(a: Any, key: Any) -> Any:
     return _read_from(reader, out, "an element read", [v])
 
 
+def flat_element(a: Any, i: Any) -> Any:
+    """`a.flat[i]`, `a.take(i)`: the element at the flat (C-order) index `i` as an element read (session 58: `take`
+    was a silent constant, `flat[i]` a derived scalar), or NotImplemented (NumPy's, or its IndexError)."""
+    if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or not isinstance(a, np.ndarray) \
+            or a.ndim == 0:
+        return NotImplemented
+    i, n = operator.index(i), a.size
+    if not -n <= i < n:
+        return NotImplemented
+    return element(a, tuple(int(k) for k in np.unravel_index(i % n, a.shape)))
+
+
 def _read_from(reader: Any, out: np.ndarray, text: str, sources: list) -> Any:
     """The read of `out[0]` (record.py), remembering where host code made it (for NumPy's conversions of it)."""
     s = reader(out, _what(text))
@@ -299,6 +312,28 @@ def _norm(func: Any, args: tuple, kwargs: dict) -> Any:
     return reduce("norm", args, "`np.linalg.norm`")
 
 
+def _take(func: Any, args: tuple, kwargs: dict) -> Any:
+    """np.take(u, i) / u.take(i) with one integer and NumPy's defaults (no `axis` but 0 of a vector, `out`, `mode`):
+    the element read of the flattened array."""
+    names = ("a", "indices", "axis", "out", "mode")
+    given = {**dict(zip(names, args)), **kwargs}
+    if len(args) > len(names) or set(given) - set(names) or "indices" not in given or given.get("out") is not None \
+            or given.get("mode", "raise") != "raise" or not isinstance(given["a"], np.ndarray) \
+            or given.get("axis") not in (None, *((0, -1) if given["a"].ndim == 1 else ())):
+        return NotImplemented
+    return flat_element(given["a"], given["indices"])
+
+
+def _take_method(self: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    """ndarray.take is C without a NumPy function: as np.take, which comes through `__array_function__`."""
+    return np.take(self, indices, axis=axis, out=out, mode=mode)
+
+
+def _flat_getitem(self: Any, key: Any) -> Any:
+    got = flat_element(self._array, key) if tracker() is not None else NotImplemented
+    return got if got is not NotImplemented else _flat_item(self, key)
+
+
 def _full_like(func: Any, args: tuple, kwargs: dict) -> Any:
     """np.full_like(u, s) with an Active scalar `s` (a read's, an Active argument's): a fresh array like `u` and a
     fill launch taking `s` (session 58; NumPy's own fill would convert `s`, refused as float() of it is)."""
@@ -328,6 +363,9 @@ def _array_function(self: Any, func: Any, types: Any, args: tuple, kwargs: dict)
 
 
 TrackedArray.__array_function__ = _array_function
+TrackedArray.take = _take_method
+_flat_item = _Flat.__getitem__
+_Flat.__getitem__ = _flat_getitem
 ELEMENTARY.append(elementary)  # scalars.py's `np.sqrt(c)`, hostcalls.py's `math.sqrt(c)`
 TrackedArray.__getitem__ = _getitem_read
 TrackedArray.__array_ufunc__ = _array_ufunc
@@ -335,6 +373,6 @@ for _name, _handler in (("sum", _function("sum", 1)), ("mean", _function("mean",
                         ("max", _function("max", 1)), ("amax", _function("max", 1)),
                         ("min", _function("min", 1)), ("amin", _function("min", 1)),
                         ("dot", _function("dot", 2, vectors=True)), ("vdot", _function("dot", 2)),
-                        ("norm", _norm), ("full_like", _full_like)):
+                        ("norm", _norm), ("full_like", _full_like), ("take", _take)):
     SHAPES[_name] = _handler
 

@@ -17,6 +17,7 @@ reverse is a pure move (`moved`, analysis/moves.py).
 
 from __future__ import annotations
 
+from math import isfinite
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,7 @@ from .hostargs import unwrap_args
 from .hostcode import HostTracker
 from .replay import LaunchFacts, Replays
 from .rulestep import record_forward, record_reverse
-from .scalars import ActiveScalar, ReadScalar
+from .scalars import ActiveScalar, ReadScalar, non_finite
 from .scalarsweep import ScalarSweep
 from .shadows import ShadowMap, mapped, memory_root
 from .steps import ProgramStep, Step, after_launch
@@ -160,7 +161,7 @@ class ProgramRecorder(Recorder):
             annotated, (scalars, plain), active = None, replay.plain(args), replay.active
             arrays = replay.arrays(args)
         else:
-            annotated, scalars, plain, active = self._annotations(params, args)
+            annotated, scalars, plain, active = self._annotations(params, args, kernel)
             arrays = [a for a in args if is_array(a)]
         guard = self.guard
         refuse_host_made(guard, kernel, dim, backend, plain, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
@@ -185,15 +186,17 @@ class ProgramRecorder(Recorder):
         # the buffers it may have written: the others keep the fingerprints taken before it (guard.lock)
         self._add(step, arrays, settled, {id(memory_root(v)) for v in written} if guard.prints else None)
 
-    def _annotations(self, params, args: tuple) -> tuple[list, dict, tuple, bool]:
-        """How the launch takes `args`: annotated (shadows found or made), its Active scalars by position, the
-        plain values, whether it is active."""
+    def _annotations(self, params, args: tuple, kernel: KernelFunction) -> tuple[list, dict, tuple, bool]:
+        """How the launch of `kernel` takes `args`: annotated (shadows found or made), its Active scalars by
+        position, the plain values, whether it is active. A non-finite Active scalar is refused naming the line."""
         annotated, scalars = [], {}
         plain = tuple(a.value if isinstance(a, ActiveScalar) else a for a in args)
         active = any(isinstance(a, ActiveScalar) for a in args) or any(
             is_array(a) and self.shadows.find(a) is not None for a in args)
         for n, (p, a) in enumerate(zip(params, args)):
             if isinstance(a, ActiveScalar):
+                if not isfinite(a.value):
+                    raise non_finite(a, p.name, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
                 annotated.append(Active(a.value))
                 scalars[n] = a
             elif is_array(a) and active and a.dtype.kind == "f":
@@ -230,7 +233,8 @@ class ProgramRecorder(Recorder):
         if settled is not None:
             self.guard.locked_settled(settled, step)  # its `where`, formatted where an error names it
         else:
-            self.guard.lock(arrays, step.where, written)
+            # a launch's Step formatted where an error names it (a host read's names its line once it is made)
+            self.guard.lock(arrays, step if isinstance(step, Step) else step.where, written)
         for s in step.scalars.values():
             self.scalars.setdefault(id(s), s)
         self.steps.append(step)

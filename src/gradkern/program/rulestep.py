@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from math import isfinite
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,7 @@ from .contents import Contents
 from .devicefresh import host_made_error
 from .fingerprint import fingerprint
 from .guard import HostWriteGuard
-from .scalars import ActiveScalar
+from .scalars import ActiveScalar, non_finite
 from .shadows import ShadowMap
 from .steps import Step
 
@@ -182,6 +183,9 @@ def record_reverse(rec: Any, rule: CustomRule, given: tuple) -> tuple[RuleStep, 
         annotated = []
         for n, a in enumerate(given):
             if isinstance(a, ActiveScalar):
+                if not isfinite(a.value):
+                    raise non_finite(a, rule.params[n] if n < len(rule.params) else str(n),
+                                     f"rule call {len(rec.steps) + 1} ('{rule.name}')")
                 annotated.append(Active(a.value))
                 step.scalars[n] = a
             elif is_array(a) and a.dtype.kind == "f":

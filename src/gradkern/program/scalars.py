@@ -92,6 +92,19 @@ class ActiveScalar:
         spec raised Python's TypeError)."""
         return format(self.value, spec)
 
+    # a real number's attributes, as Python's float and NumPy's float64 have them (session 58: `s.real` of a read
+    # raised AttributeError); the derivative stays with the scalar
+    @property
+    def real(self) -> ActiveScalar:
+        return self
+
+    @property
+    def imag(self) -> float:
+        return 0.0
+
+    def conjugate(self) -> ActiveScalar:
+        return self
+
     def round(self, decimals: int = 0, out: Any = None) -> float:
         """`np.round(c, 2)` / `np.around` (NumPy calls this method): a rounding, a plain number as round(c, 2)."""
         if out is not None:
@@ -258,6 +271,20 @@ def _binary(a: Any, b: Any, f, df) -> Any:
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, (ActiveScalar, int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def non_finite(s: ActiveScalar, name: str, call: str) -> ProgramError:
+    """The refusal of a reverse-mode launch or rule call (`call`) taking the Active scalar `s` whose value is NaN or
+    infinite (`v.max()` of an array holding a NaN), as `gk.Active(nan)` is refused: naming the call's line, the
+    argument and, for a read, where host code made it (session 58: before, runtime's message named neither)."""
+    frame = user_frame()
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() if frame is not None else ""
+    made = f", {s.what}" if isinstance(s, ReadScalar) and s.what else ""
+    return ProgramError(f"{call} at {where(frame)}" + (f" (`{line}`)" if line else "")
+                        + f" takes the Active scalar '{name}' with the non-finite value {s.value}{made}; its "
+                        "derivative is not defined, so nothing of the call ran and no shadow changed",
+                        hint="test it on the host first (`if not np.isfinite(s): ...`), or pass s.value where no "
+                             "derivative is wanted")
 
 
 class ReadScalar(ActiveScalar):

@@ -102,6 +102,8 @@ class Step:
 
     @property
     def where(self) -> str:
+        if self.reads:  # a host read's launch: the user's line, not the generated kernel's name (session 58)
+            return f"after launch {self.number} ({self.reads[0][0].what})"
         return after_launch(self.number, self.kernel)
 
     def __str__(self) -> str:
