@@ -94,6 +94,16 @@ def test_flat_copies_carry_the_origin_or_are_refused(monkeypatch, rng):
     _refused(_through(lambda u, v: np.array(v.flat)[2]), rng, gk.ProgramError, "`.flat`", "u.flatten()")
 
 
+def test_round_with_decimals_is_a_derived_array(monkeypatch, rng):
+    """`v.round(3)`: NumPy's C rounded a fresh output in place after the elementwise launch had locked it, and the
+    guard refused a host write to 'u', 'v' after the generated kernel; now np.round's derived array (refused where
+    a launch takes an element of it, naming the line), and `v.round()` (NumPy's rint) is still a launch."""
+    on_interpreter(monkeypatch)
+    e = _refused(_through(lambda u, v: v.round(3)[2]), rng, gk.ProgramError, "host code computed", "v.round(3)")
+    assert "host write" not in str(e)
+    check_grad(_through(lambda u, v: 1.0 + v.round()[2]), *_args(rng))
+
+
 def test_a_non_finite_read_taken_by_a_launch_is_refused_naming_the_read(monkeypatch, rng):
     """`v.max()` of an array holding a NaN is NaN (NumPy's); a launch taking it as an Active scalar is refused as
     gk.Active(nan) is, now naming the launch's line and the read's (before: the runtime's AnnotationError named

@@ -329,6 +329,15 @@ def _take_method(self: Any, indices: Any, axis: Any = None, out: Any = None, mod
     return np.take(self, indices, axis=axis, out=out, mode=mode)
 
 
+def _round_method(self: Any, decimals: Any = 0, out: Any = None) -> Any:
+    """ndarray.round with `decimals`: its C multiplies into a fresh output, which the elementwise launch locks,
+    then rounds that output in place (a host write refused naming the wrong thing, session 58); as np.round, a
+    derived array. `decimals=0` is NumPy's `rint` (an elementwise launch), as before."""
+    if decimals == 0 and out is None:
+        return _ndarray_round(self)
+    return np.round(self, decimals, out)
+
+
 def _flat_getitem(self: Any, key: Any) -> Any:
     got = flat_element(self._array, key) if tracker() is not None else NotImplemented
     return got if got is not NotImplemented else _flat_item(self, key)
@@ -364,6 +373,8 @@ def _array_function(self: Any, func: Any, types: Any, args: tuple, kwargs: dict)
 
 TrackedArray.__array_function__ = _array_function
 TrackedArray.take = _take_method
+_ndarray_round = TrackedArray.round
+TrackedArray.round = _round_method
 _flat_item = _Flat.__getitem__
 _Flat.__getitem__ = _flat_getitem
 ELEMENTARY.append(elementary)  # scalars.py's `np.sqrt(c)`, hostcalls.py's `math.sqrt(c)`
