@@ -134,6 +134,22 @@ def test_a_non_finite_read_taken_by_a_launch_is_refused_naming_the_read(monkeypa
     assert np.isnan(seen[0])  # NumPy's max and min propagate the NaN; so do the reads'
 
 
+def test_a_read_as_a_launch_dim_is_refused_naming_the_line(monkeypatch, rng):
+    """`gk.launch(k, n_read, ...)`: the runtime's LaunchError named no line; the program names it and the spelling
+    that works (int(s): an extent has no derivative), in reverse and forward mode, before anything ran."""
+    on_interpreter(monkeypatch)
+
+    def prog(u, E):
+        n = np.zeros(1)
+        gk.launch(energy, N, u / u, n)  # n[0] = N
+        gk.launch(energy, n[0], u, E)
+
+    _refused(prog, rng, gk.ProgramError, "launch 4 (kernel 'energy')", "gk.launch(energy, n[0], u, E)", "int(s)")
+    u, du = rng.random(N) + 0.5, rng.random(N)
+    with pytest.raises(gk.ProgramError, match=r"launch \d \(kernel 'energy'\).*as its dim"):
+        gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(np.zeros(1), np.zeros(1)), mode=gk.Forward)
+
+
 def test_a_host_write_after_a_read_names_the_reads_line(monkeypatch, rng):
     """The guard's error named the generated kernel ('host_sum_1'); it names the user's read now."""
     on_interpreter(monkeypatch)

@@ -38,7 +38,7 @@ from .hostargs import unwrap_args
 from .hostcode import HostTracker
 from .replay import LaunchFacts, Replays
 from .rulestep import record_forward, record_reverse
-from .scalars import ActiveScalar, ReadScalar, non_finite
+from .scalars import ActiveScalar, ReadScalar, non_finite, refuse_scalar_dim
 from .scalarsweep import ScalarSweep
 from .shadows import ShadowMap, mapped, memory_root
 from .steps import ProgramStep, Step, after_launch
@@ -154,6 +154,7 @@ class ProgramRecorder(Recorder):
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
+        refuse_scalar_dim(dim, f"launch {len(self.steps) + 1} (kernel '{kernel.name}')")
         args = unwrap_args(given, lambda: f"launch {len(self.steps) + 1} (kernel '{kernel.name}')", params)
         known = len(self.shadows.entries)  # a rebound replay registers a temporary's shadow too (replay.py)
         replay = self.replays.find(kernel, dim, backend, args, self.shadows, not self.in_loop)
@@ -367,6 +368,7 @@ class ForwardRecorder(Recorder):
 
     def launch(self, kernel: KernelFunction, dim: Any, given: tuple, backend: str | None) -> None:
         params = kernel.ir.params
+        refuse_scalar_dim(dim, f"launch {self.count + 1} (kernel '{kernel.name}')")
         args = unwrap_args(given, f"launch {self.count + 1} (kernel '{kernel.name}')", params)
         active = any(isinstance(a, ActiveScalar) for a in args) or any(
             is_array(a) and self.tangents.find(a) is not None for a in args)

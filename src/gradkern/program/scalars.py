@@ -287,6 +287,17 @@ def non_finite(s: ActiveScalar, name: str, call: str) -> ProgramError:
                              "derivative is wanted")
 
 
+def refuse_scalar_dim(dim: Any, call: str) -> None:
+    """A launch's `dim` holding an Active scalar (`gk.launch(k, n_read, ...)`, a read or an Active argument): an
+    extent has no derivative and the runtime's message named no line; refused here naming it (session 58)."""
+    if isinstance(dim, ActiveScalar) or isinstance(dim, tuple) and any(isinstance(d, ActiveScalar) for d in dim):
+        frame = user_frame()
+        line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() if frame is not None else ""
+        raise ProgramError(f"{call} at {where(frame)}" + (f" (`{line}`)" if line else "") + " takes an Active "
+                           f"scalar as its dim ({dim!r}); a launch's extent must be a non-negative int",
+                           hint="use int(s) (a constant: the extent has no derivative)")
+
+
 class ReadScalar(ActiveScalar):
     """An Active scalar host code read or reduced from an array a launch wrote (`v[3]`, `u.sum()`, `np.dot(p, ap)`:
     hostreads.py): a launch copied (or reduced) it into a 1-element array `b`, and its adjoint goes into `b`'s at
