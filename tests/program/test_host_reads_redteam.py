@@ -94,6 +94,17 @@ def test_flat_copies_carry_the_origin_or_are_refused(monkeypatch, rng):
     _refused(_through(lambda u, v: np.array(v.flat)[2]), rng, gk.ProgramError, "`.flat`", "u.flatten()")
 
 
+def test_fromiter_of_reads_is_refused_not_a_silent_constant(monkeypatch, rng):
+    """`np.fromiter(v, float)`, `np.fromiter(iter([v[0], ...]), float)`: NumPy's C code calls float() of each read
+    with no Python frame between, so the array was a plain one and the launch taking it dropped the reads'
+    derivative silently (check_grad's gradient was 0 there). Now the iterator is looked into as a list: refused
+    naming the line (the read of an ndarray's own iteration as a float(), a list of reads as a derived array)."""
+    on_interpreter(monkeypatch)
+    _refused(_through(lambda u, v: np.fromiter(v, float)[2]), rng, gk.ProgramError, "float()", "np.fromiter(v")
+    _refused(_through(lambda u, v: np.fromiter(iter([v[0], v[1]]), float)[1]), rng, gk.ProgramError,
+             "host code computed", "an element read")
+
+
 def test_round_with_decimals_is_a_derived_array(monkeypatch, rng):
     """`v.round(3)`: NumPy's C rounded a fresh output in place after the elementwise launch had locked it, and the
     guard refused a host write to 'u', 'v' after the generated kernel; now np.round's derived array (refused where

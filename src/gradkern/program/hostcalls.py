@@ -51,7 +51,7 @@ _MATH = ("acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "co
 # NumPy's constructors, and the functions that join what they are given: each converts a list holding a derived
 # scalar (`np.concatenate([[s], [t]])`) without a method call or a dispatch on it
 _NUMPY_CALLS = ("array", "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "full", "frombuffer",
-          "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "block", "append")
+          "fromiter", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "block", "append")
 _COPIES = ("ascontiguousarray", "asfortranarray")  # NumPy does not dispatch them: a copy of one is a launch here
 # NumPy's allocators: an array host code allocates without an array argument (`np.zeros(1)`) is the TrackedArray
 # `np.zeros_like(u)` gives, so what host code reads from it after a launch wrote it carries the origin (session 56:
@@ -144,6 +144,10 @@ def _numpy_call(f: Any, *args: Any, **kwargs: Any) -> Any:
     host = tracker()
     if host is None:
         return f(*args, **kwargs)
+    if f.__name__ == "fromiter" and args and not isinstance(args[0], np.ndarray):
+        # session 58: NumPy's C code calls float() of each element with no Python frame between, so an iterator
+        # of reads (`np.fromiter(iter([v[0], v[1]]), float)`) gave a plain array silently: looked into as a list
+        args = (list(args[0]), *args[1:])
     source = args[0] if args else None
     if isinstance(source, TrackedArray) and f.__name__ in _COPIES:  # hostshapes.py
         return contiguous(f, *args, **kwargs)
