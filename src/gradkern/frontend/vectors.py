@@ -28,7 +28,7 @@ from typing import Any
 from .. import intrinsics as gk
 from ..ir.names import VECTOR
 from . import vector_calls
-from .callables import DeviceFunctionMarker
+from .callables import DeviceFunctionMarker, Unresolved
 from .vector_calls import API, COMPONENTS, CONSTRUCTORS, LOADS, STORES, Vectors, component, uses_vectors
 
 __all__ = ["API", "COMPONENTS", "component", "uses_vectors"]
@@ -93,6 +93,9 @@ class Scalarizer:
             fn = self.resolve(e.func)
             if isinstance(fn, DeviceFunctionMarker):
                 return vector_calls.call_width(self, e, fn)
+            if fn is None and isinstance(e.func, ast.Name) and not e.func.id.startswith("_gk"):  # not a rewrite's:
+                # a device function defined after the kernel, whose result width is known at launch
+                self.fail(e.func, f"name '{e.func.id}' is not defined", cls=Unresolved)
             f = id(fn)
             if f in _CONSTRUCTORS:
                 return _CONSTRUCTORS[f]
