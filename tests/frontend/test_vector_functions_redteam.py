@@ -269,3 +269,39 @@ def test_a_vector_function_defined_after_the_kernel_and_keyword_arguments(tmp_pa
         gk.autodiff(module.by_keyword, gk.Duplicated(a, da), gk.Duplicated(out, dout), dim=2)
     for got, want in ((a, np.arange(6.0).reshape(2, 3)), (out, 0.0), (da, 0.0), (dout, 1.0)):
         np.testing.assert_array_equal(got, want)
+
+
+VX = """import gradkern as gk
+
+
+@gk.func
+def vx(v):
+    return v * v.x
+
+
+@gk.kernel
+"""
+MISLEADING = {  # each in a file of its own: a kernel may be refused at its decoration
+    "mixed_loop": "def mixed_loop(a, out):\n    i = gk.tid()\n    v = gk.load_vec3(a, i)\n    for u in (v, 1.0):\n"
+                  "        out[i, 0] += u.x\n",
+    "array_as_vector": "def array_as_vector(a, out):\n    i = gk.tid()\n    gk.store_vec3(out, i, vx(a))\n"}
+
+
+@pytest.mark.parametrize("kernel, line, message", [
+    ("mixed_loop", 14, r"'1.0.x': a number has no component x(.|\n)*hint: a loop over a tuple binds its variable to "
+                       r"each element in turn"),  # was "'Constant' is not supported in gradkern kernels"
+    ("array_as_vector", 12, r"stores a vec3; got vx\(a\), a number(.|\n)*hint: 'vx' returns numbers where its call "
+                            r"passes no vector"),
+])
+def test_refusals_that_misled_now_say_what_came(tmp_path, kernel, line, message):
+    path = tmp_path / f"vec_{kernel}.py"
+    path.write_text(VX + MISLEADING[kernel])
+    a, out, da, dout = np.ones((2, 3)), np.zeros((2, 3)), np.zeros((2, 3)), np.ones((2, 3))
+    with pytest.raises(gk.KernelSyntaxError, match=message) as info:  # at the decoration or at the launch
+        spec = importlib.util.spec_from_file_location(f"vec_{kernel}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        gk.autodiff(getattr(module, kernel), gk.Duplicated(a, da), gk.Duplicated(out, dout), dim=2)
+    assert f"vec_{kernel}.py:{line}:" in str(info.value).splitlines()[0], str(info.value)
+    for got, want in ((a, 1.0), (out, 0.0), (da, 0.0), (dout, 1.0)):
+        np.testing.assert_array_equal(got, want)
