@@ -83,7 +83,7 @@ def lf_vstep(a, b, s):
     for k in range(2):
         r = r * 0.5 + b * s
     if GT(s, 0.3):
-        return gk.cross(r, b) * 0.5
+        return gk.cross(r, gk.vec3(0.5, -0.25, 1.0)) * 0.5
     return r - 0.25 * b
 '''
 
@@ -245,7 +245,7 @@ class Generator(TextGenerator):
     def vector_block(self, depth: int):
         """In some kernels (`self.vblocks`), once, where a statement is drawn (in the kernel's loops and branches
         too): a vec3 of a visible local and the thread's values, given to vector_calls, the result added to
-        out."""
+        tot."""
         vr, names = self.vr, self.visible() or ["c"]
         self.vblocks -= 1
         s, v = names[int(vr.integers(len(names)))], f"vb{self.vcalls}"
@@ -253,7 +253,7 @@ class Generator(TextGenerator):
         t = f"tb{self.vcalls}"
         self.emit(depth, f"{t} = {s}")
         self.vector_calls(depth, t, v, 1.0)
-        self.emit(depth, f"out[{self.I}] += {t} * 0.5")
+        self.emit(depth, f"gk.atomic_add(tot, 0, {t} * 0.5)")  # live: out and y may be overwritten after
 
     def vector_calls(self, depth: int, s: str, v: str, p: float = 0.5):
         """With probability `p`, calls of `lf_vstep` (a vector function with early returns on three paths and a
