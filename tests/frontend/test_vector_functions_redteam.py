@@ -305,3 +305,42 @@ def test_refusals_that_misled_now_say_what_came(tmp_path, kernel, line, message)
     assert f"vec_{kernel}.py:{line}:" in str(info.value).splitlines()[0], str(info.value)
     for got, want in ((a, 1.0), (out, 0.0), (da, 0.0), (dout, 1.0)):
         np.testing.assert_array_equal(got, want)
+
+
+ORDER = """import gradkern as gk
+
+
+@gk.func
+def put(out, i, v):
+    out[i, 0] = 10.0
+    return v * 2.0
+
+
+@gk.func
+def nput(out, i, s):
+    out[i, 0] = 10.0
+    return s * 2.0
+
+
+@gk.kernel
+"""
+READ_AND_WRITTEN = {  # Python reads out[i, 0] before the call; the inlined call ran first: 12.0, not 2.0
+    "vector": "def order(x, out):\n    i = gk.tid()\n    v = gk.load_vec3(x, i)\n"
+              "    out[i, 1] = out[i, 0] + put(out, i, v).x\n",
+    "number": "def order(x, out):\n    i = gk.tid()\n    out[i, 1] = out[i, 0] + nput(out, i, x[i, 0])\n",
+    "augmented": "def order(x, out):\n    i = gk.tid()\n    out[i, 0] += put(out, i, gk.load_vec3(x, i)).y\n"}
+
+
+@pytest.mark.parametrize("case", list(READ_AND_WRITTEN))
+def test_a_call_writing_an_array_its_statement_reads_is_refused(tmp_path, case):
+    path = tmp_path / f"order_{case}.py"
+    path.write_text(ORDER + READ_AND_WRITTEN[case])
+    x, out, dx, dout = np.ones((2, 3)), np.zeros((2, 3)), np.zeros((2, 3)), np.ones((2, 3))
+    with pytest.raises(gk.KernelSyntaxError, match=r"'n?put' writes 'out', which its statement also reads "
+                                                   r"\('out\[i, 0\]'\)(.|\n)*call it in a statement of its own"):
+        spec = importlib.util.spec_from_file_location(f"order_{case}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        gk.autodiff(module.order, gk.Duplicated(x, dx), gk.Duplicated(out, dout), dim=2)
+    for got, want in ((x, 1.0), (out, 0.0), (dx, 0.0), (dout, 1.0)):
+        np.testing.assert_array_equal(got, want)
