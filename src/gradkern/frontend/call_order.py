@@ -56,6 +56,8 @@ def _reads(e: ast.AST, name: str, skip: ast.AST) -> ast.AST | None:
         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == name \
                 and isinstance(n.ctx, ast.Load):
             return n
+        if isinstance(n, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in n.args):
+            return n  # passed to another call, which may read it: a vector-valued call is hoisted before it
         todo += list(ast.iter_child_nodes(n))
     return None
 
