@@ -15,7 +15,8 @@ The body draws: locals reassigned in straight lines, in loops (the tape's hard c
 `return` inside for loops (nested too), while loops and a `@gk.func` (`lf_search`);
 local arrays (`gk.local((3,))`, filled and read in unrolled loops); small vectors (`gk.vec3`, `dot`, `cross`,
 `length`, `normalize`, components by name, by constant and in loops over `range(3)` or a literal tuple, which the
-frontend unrolls); `@gk.func` calls (one with a branch; two taking and returning vec3, `lf_vnorm`, `lf_vcross`);
+frontend unrolls); `@gk.func` calls (one with a branch; three taking and returning vec3, `lf_vnorm`, `lf_vcross`
+and `lf_vstep`, with a loop and early returns, called in run-time loops, while loops and branches);
 `+ - * / **`, sin cos tanh exp log sqrt abs min max clamp in gk.*, math.* and builtin spellings.
 
 Kinks are written as calls in the generated text: GT(p, q) for `p > q`, ABS(e), MIN(a, b), MAX(a, b),
@@ -30,12 +31,14 @@ from __future__ import annotations
 
 import ast
 import math
+import zlib
 
 import numpy as np
 
 from support.generators import TextGenerator, import_path
 
 PARAMS = ("x", "y", "out", "w", "idx", "tot", "c", "m")
+VECTOR_BLOCKS = 0.35  # the share of kernels calling lf_vstep in loops and branches (Generator.vector_block)
 TID = {1: "i", 2: "i, j", 3: "i, j, h"}
 FUNCS = '''
 @gk.func
@@ -70,6 +73,18 @@ def lf_vnorm(a):
 def lf_vcross(a, b):
     r = gk.cross(a, b)
     return r
+
+
+@gk.func
+def lf_vstep(a, b, s):
+    if GT(a.x, 0.8):
+        return -a
+    r = a
+    for k in range(2):
+        r = r * 0.5 + b * s
+    if GT(s, 0.3):
+        return gk.cross(r, gk.vec3(0.5, -0.25, 1.0)) * 0.5
+    return r - 0.25 * b
 '''
 
 
@@ -82,6 +97,9 @@ class Generator(TextGenerator):
         self.budget = 0
         self.below_m: set[str] = set()  # loop variables < m (w[m - 1 - p] is in bounds)
         self.selects = 0  # conditional expressions being drawn (a gk.func call there is refused: rarely drawn)
+        self.vr = np.random.default_rng(zlib.crc32(name.encode()))  # vector_calls' draws, apart from self.r's
+        self.vcalls = 0
+        self.vblocks = int(self.vr.random() < VECTOR_BLOCKS)  # kernels given a vector_block
 
     # -- expressions
     def leaf(self) -> str:
@@ -162,6 +180,8 @@ class Generator(TextGenerator):
         return t
 
     def statement(self, depth: int):
+        if self.vblocks and self.vr.random() < 0.15:
+            self.vector_block(depth)
         self.budget -= 1
         kinds = ["new", "chain", "store", "store", "if", "index_if", "augmented", "param", "select", "tuple_loop",
                  "vector", "array_augmented"]
@@ -212,6 +232,8 @@ class Generator(TextGenerator):
             self.features.add("vectors through a gk.func")
         if form != "loop":
             self.emit(depth, f"{s} = {form}")
+            if form.startswith("lf_v"):
+                self.vector_calls(depth, s, v)
             return
         # a loop over the components, unrolled by the frontend (session 57, docs/kernel-language.md; its
         # hand-unrolled twin: tests/frontend/test_vector_loops.py)
@@ -219,6 +241,50 @@ class Generator(TextGenerator):
         k = self.fresh("k")
         self.emit(depth, f"for {k} in {self.pick(['range(3)', '(2, 0, 1)', 'range(2, -1, -1)'])}:")
         self.emit(depth + 1, f"{s} = {s} * 0.5 + {v}[{k}] * {self.leaf()}")
+
+    def vector_block(self, depth: int):
+        """In some kernels (`self.vblocks`), once, where a statement is drawn (in the kernel's loops and branches
+        too): a vec3 of a visible local and the thread's values, given to vector_calls, the result added to
+        tot."""
+        vr, names = self.vr, self.visible() or ["c"]
+        self.vblocks -= 1
+        s, v = names[int(vr.integers(len(names)))], f"vb{self.vcalls}"
+        self.emit(depth, f"{v} = gk.vec3({s}, x[{self.I}] * 0.5, -0.75)")
+        t = f"tb{self.vcalls}"
+        self.emit(depth, f"{t} = {s}")
+        self.vector_calls(depth, t, v, 1.0)
+        self.emit(depth, f"gk.atomic_add(tot, 0, {t} * 0.5)")  # live: out and y may be overwritten after
+
+    def vector_calls(self, depth: int, s: str, v: str, p: float = 0.5):
+        """With probability `p`, calls of `lf_vstep` (a vector function with early returns on three paths and a
+        vector local reassigned in a loop; a return inside the loop would make its trip count depend on data,
+        and the kernel's reverse refused where that data was overwritten) in a run-time `range` loop, a `while`
+        loop or the two arms of an `if` (session 58's red-team), drawn from a generator of their own
+        (`self.vr`), so every seed draws the rest of its kernel as before. The oracle is python_run's: the text
+        itself run by Python on _FakeGk's tuples of floats."""
+        vr = self.vr
+        if vr.random() >= p:
+            return
+        self.features.add("vector gk.func calls in loops and branches")
+        u, k = f"vq{self.vcalls}", f"kq{self.vcalls}"
+        self.vcalls += 1
+        form = ("range", "while", "if")[int(vr.integers(3))]
+        if form == "range":
+            self.emit(depth, f"{u} = {v}")
+            self.emit(depth, f"for {k} in range(m):")
+            self.emit(depth + 1, f"{u} = lf_vstep({u}, {v}, c * 0.25)")
+        elif form == "while":
+            self.emit(depth, f"{u} = {v} * 0.5")
+            self.emit(depth, f"{k} = 0")
+            self.emit(depth, f"while {k} < 2:")
+            self.emit(depth + 1, f"{u} = lf_vstep({u}, gk.vec3(0.25, {s}, -0.5), 0.4)")
+            self.emit(depth + 1, f"{k} += 1")
+        else:
+            self.emit(depth, f"if GT({v}.x, {s}):")
+            self.emit(depth + 1, f"{u} = lf_vstep({v}, -{v}, 0.6)")
+            self.emit(depth, "else:")
+            self.emit(depth + 1, f"{u} = lf_vstep(gk.vec3({s}, 0.5, 1.0), {v}, 0.1)")
+        self.emit(depth, f"{s} = gk.dot({u}, {v}) * 0.25 + {u}.y")
 
     def s_array_augmented(self, depth: int):
         self.features.add("augmented assignment to an element")
@@ -459,6 +525,17 @@ class _FakeGk:
 
         def __mul__(self, k):
             return type(self)(a * k for a in self)
+
+        __rmul__ = __mul__
+
+        def __add__(self, o):  # elementwise, not tuple concatenation
+            return type(self)(a + b for a, b in zip(self, o, strict=True))
+
+        def __sub__(self, o):
+            return type(self)(a - b for a, b in zip(self, o, strict=True))
+
+        def __neg__(self):
+            return type(self)(-a for a in self)
 
     @classmethod
     def vec3(cls, a, b, c):

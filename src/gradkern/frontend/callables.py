@@ -10,8 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import Loc
+from ..errors import KernelSyntaxError, Loc
 from ..ir import nodes as ir
+
+
+class Unresolved(KernelSyntaxError):
+    """A free name that is not defined (yet): lowering may be retried at launch (kernel.py)."""
 
 
 @dataclass

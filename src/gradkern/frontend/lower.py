@@ -26,7 +26,7 @@ from ..ir.names import RESERVED, Namer, is_generated
 from ..ir.ops import FUNCTIONS, Op
 from ..ir.types import F32, F64, I32, I64, MAX_NDIM
 from . import rewrites, suggest
-from .callables import DeviceFunctionMarker, KernelMarker, Lowered
+from .callables import DeviceFunctionMarker, KernelMarker, Lowered, Unresolved
 from .captured import Captured
 from .inline import inline_call, inline_values
 from .parse import ParsedFunction, assigned_names
@@ -56,10 +56,6 @@ _CONSTRUCT_NAMES = {
     "Match": "'match'", "Yield": "'yield'", "Await": "'await'", "Starred": "starred expressions",
     "NamedExpr": "':=' (walrus)", "AsyncFunctionDef": "async functions", "Slice": "slices",
 }
-
-
-class Unresolved(KernelSyntaxError):
-    """A free name that is not defined (yet): lowering may be retried at launch."""
 
 
 class _Lowerer:

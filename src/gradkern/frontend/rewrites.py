@@ -29,7 +29,7 @@ import ast
 from collections.abc import Callable
 from typing import Any
 
-from . import jumps, literal_loops, loop_returns, modf, multi_returns, unroll, vector_calls, vectors
+from . import call_order, jumps, literal_loops, loop_returns, modf, multi_returns, unroll, vector_calls, vectors
 
 
 def rewrite(tree: ast.FunctionDef, *, params: tuple[str, ...], local_names: set[str], is_kernel: bool,
@@ -38,6 +38,7 @@ def rewrite(tree: ast.FunctionDef, *, params: tuple[str, ...], local_names: set[
     """(the rewritten tree, how many values the function returns, names its code calls that the lowerer's
     namespace must hold). `tree` itself when nothing was rewritten. `vector_params`: the widths of the
     parameters a call passes vectors to (frontend/vector_calls.py); `params` has their components."""
+    call_order.check_call_order(tree, resolve, fail)  # a call writing an array its statement reads: refused
     seeds = vector_calls.Vectors.of(tree, resolve, vector_params)  # shared by the three vector steps
     tree = vectors.check_before_rewrites(tree, resolve, fail, params, seeds, new_name, is_kernel)  # return v
     namespace: dict[str, Any] = {}

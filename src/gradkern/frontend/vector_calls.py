@@ -135,6 +135,9 @@ def uses_vectors(tree: ast.FunctionDef, resolve: Callable[[ast.expr], Any], seen
 
 def _call_signature(sc: Any, e: ast.Call, fn: DeviceFunctionMarker) -> tuple[int, ...]:
     n = len(fn.parsed.tree.args.args)
+    if e.keywords:  # as for a call passing numbers (frontend/lower.py), not "takes 2 arguments, got 1"
+        sc.fail(e, f"keyword arguments are not supported in calls of device functions: '{ast.unparse(e)}'",
+                f"pass '{fn.name}' its {n} arguments by position")
     if len(e.args) != n or any(isinstance(a, ast.Starred) for a in e.args):
         sc.fail(e, f"'{fn.name}' takes {n} arguments, got {len(e.args)}")
     return tuple(sc.width(a) or 0 for a in e.args)

@@ -28,7 +28,7 @@ from typing import Any
 from .. import intrinsics as gk
 from ..ir.names import VECTOR
 from . import vector_calls
-from .callables import DeviceFunctionMarker
+from .callables import DeviceFunctionMarker, Unresolved
 from .vector_calls import API, COMPONENTS, CONSTRUCTORS, LOADS, STORES, Vectors, component, uses_vectors
 
 __all__ = ["API", "COMPONENTS", "component", "uses_vectors"]
@@ -93,6 +93,9 @@ class Scalarizer:
             fn = self.resolve(e.func)
             if isinstance(fn, DeviceFunctionMarker):
                 return vector_calls.call_width(self, e, fn)
+            if fn is None and isinstance(e.func, ast.Name) and not e.func.id.startswith("_gk"):  # not a rewrite's:
+                # a device function defined after the kernel, whose result width is known at launch
+                self.fail(e.func, f"name '{e.func.id}' is not defined", cls=Unresolved)
             f = id(fn)
             if f in _CONSTRUCTORS:
                 return _CONSTRUCTORS[f]
@@ -193,8 +196,14 @@ class Scalarizer:
         if len(call.args) < 3:
             self.fail(call, f"{ast.unparse(call.func)}(array, index..., v) takes an array, 1 or 2 indices and a vec{w}")
         array, *index, value = call.args
-        if self.width(value) != w:
-            self.fail(value, f"{ast.unparse(call.func)} stores a vec{w}; got {ast.unparse(value)}")
+        got = self.width(value)
+        if got != w:
+            fn = self.resolve(value.func) if isinstance(value, ast.Call) else None
+            hint = (f"'{fn.name}' returns numbers where its call passes no vector: a @gk.func's parameter is a "
+                    "vector where its call passes one, not an array" if got is None and
+                    isinstance(fn, DeviceFunctionMarker) else None)  # vx(a), `a` an array: not "got vx(a)" alone
+            self.fail(value, f"{ast.unparse(call.func)} stores a vec{w}; got {ast.unparse(value)}, "
+                             f"{f'a vec{got}' if got else 'a number'}", hint)
         temps = self.fresh_components(w)
         out = [self.tuple_assign(temps, self.components(value, w), s)]
         index = [self.scalar(i) for i in index]
@@ -315,6 +324,10 @@ class _Scalars(ast.NodeTransformer):
         v, c = _component_of(e)
         if v is not None and self.sc.width(v) is not None:
             return self.component(v, c, e)
+        if isinstance(v, ast.Constant):  # `for u in (v, 1.0): u.x` unrolled (was "'Constant' is not supported")
+            self.sc.fail(e, f"'{ast.unparse(e)}': a number has no component {e.attr}",
+                         "a loop over a tuple binds its variable to each element in turn: loop over vectors of "
+                         "one width, or over numbers")
         return self.generic_visit(e)
 
     def visit_Subscript(self, e: ast.Subscript) -> ast.AST:
