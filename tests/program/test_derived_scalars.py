@@ -5,22 +5,10 @@ and explicit conversions are constants."""
 
 import numpy as np
 import pytest
+from support.host_scalar_kernels import energy, scale_into
 
 import gradkern as gk
 from gradkern.testing import check_grad
-
-
-@gk.kernel
-def scale_into(u, w, c):
-    i = gk.tid()
-    w[i] = c * u[i]
-
-
-@gk.kernel
-def energy(u, E):
-    i = gk.tid()
-    gk.atomic_add(E, 0, u[i] * u[i])
-
 
 N = 6
 

@@ -7,30 +7,13 @@ refused before anything changed."""
 
 import numpy as np
 import pytest
+from support.host_scalar_kernels import energy, scale_into, square
 from support.ported_harness import on_interpreter
 
 import gradkern as gk
 from gradkern.testing import check_grad
 
 N = 6
-
-
-@gk.kernel
-def square(u, w):
-    i = gk.tid()
-    w[i] = u[i] * u[i]
-
-
-@gk.kernel
-def scale_into(u, w, c):
-    i = gk.tid()
-    w[i] = c * u[i]
-
-
-@gk.kernel
-def energy(u, E):
-    i = gk.tid()
-    gk.atomic_add(E, 0, u[i] * u[i])
 
 
 @gk.kernel
