@@ -8,24 +8,13 @@ shadows as they were."""
 
 import numpy as np
 import pytest
-from support.host_scalar_kernels import energy, scale_into, square
+from support.host_scalar_kernels import energy, scale_into, square, through
 from support.ported_harness import on_interpreter
 
 import gradkern as gk
 from gradkern.testing import check_grad
 
 N = 6
-
-
-def _through(read):
-    """`read(u, v)`, a scalar host code takes from `v = u * u` (written by a launch), scales a later launch."""
-    def prog(u, E):
-        v = np.zeros_like(u)
-        gk.launch(square, N, u, v)
-        w = np.zeros_like(u)
-        gk.launch(scale_into, N, u, w, read(u, v))
-        gk.launch(energy, N, w, E)
-    return prog
 
 
 def _args(rng):
@@ -64,17 +53,17 @@ def test_the_ways_out_of_an_array_are_reads(monkeypatch, rng, name):
     read = WAYS_OUT[name]
     u = rng.random(N) + 0.5
     E = np.zeros(1)
-    gk.autodiff(_through(read), gk.Duplicated(u.copy(), np.zeros(N)), gk.Duplicated(E, np.ones(1)))
+    gk.autodiff(through(read), gk.Duplicated(u.copy(), np.zeros(N)), gk.Duplicated(E, np.ones(1)))
     np.testing.assert_allclose(E[0], _primal(read, u), rtol=1e-14)  # the same few roundings, another order
-    check_grad(_through(read), *_args(rng))
+    check_grad(through(read), *_args(rng))
 
 
 def test_flat_copies_carry_the_origin_or_are_refused(monkeypatch, rng):
     """`v.flat.copy()` is a derived array (its element read refused where a launch takes it); `np.array(v.flat)`
     cannot carry an origin (NumPy makes the plain array) and is refused on its line."""
     on_interpreter(monkeypatch)
-    _refused(_through(lambda u, v: v.flat.copy()[2]), rng, gk.ProgramError, "host code computed", "ndarray.flat")
-    _refused(_through(lambda u, v: np.array(v.flat)[2]), rng, gk.ProgramError, "`.flat`", "u.flatten()")
+    _refused(through(lambda u, v: v.flat.copy()[2]), rng, gk.ProgramError, "host code computed", "ndarray.flat")
+    _refused(through(lambda u, v: np.array(v.flat)[2]), rng, gk.ProgramError, "`.flat`", "u.flatten()")
 
 
 def test_fromiter_of_reads_is_refused_not_a_silent_constant(monkeypatch, rng):
@@ -83,8 +72,8 @@ def test_fromiter_of_reads_is_refused_not_a_silent_constant(monkeypatch, rng):
     derivative silently (check_grad's gradient was 0 there). Now the iterator is looked into as a list: refused
     naming the line (the read of an ndarray's own iteration as a float(), a list of reads as a derived array)."""
     on_interpreter(monkeypatch)
-    _refused(_through(lambda u, v: np.fromiter(v, float)[2]), rng, gk.ProgramError, "float()", "np.fromiter(v")
-    _refused(_through(lambda u, v: np.fromiter(iter([v[0], v[1]]), float)[1]), rng, gk.ProgramError,
+    _refused(through(lambda u, v: np.fromiter(v, float)[2]), rng, gk.ProgramError, "float()", "np.fromiter(v")
+    _refused(through(lambda u, v: np.fromiter(iter([v[0], v[1]]), float)[1]), rng, gk.ProgramError,
              "host code computed", "an element read")
 
 
@@ -93,9 +82,9 @@ def test_round_with_decimals_is_a_derived_array(monkeypatch, rng):
     guard refused a host write to 'u', 'v' after the generated kernel; now np.round's derived array (refused where
     a launch takes an element of it, naming the line), and `v.round()` (NumPy's rint) is still a launch."""
     on_interpreter(monkeypatch)
-    e = _refused(_through(lambda u, v: v.round(3)[2]), rng, gk.ProgramError, "host code computed", "v.round(3)")
+    e = _refused(through(lambda u, v: v.round(3)[2]), rng, gk.ProgramError, "host code computed", "v.round(3)")
     assert "host write" not in str(e)
-    check_grad(_through(lambda u, v: 1.0 + v.round()[2]), *_args(rng))
+    check_grad(through(lambda u, v: 1.0 + v.round()[2]), *_args(rng))
 
 
 def test_a_non_finite_read_taken_by_a_launch_is_refused_naming_the_read(monkeypatch, rng):
@@ -175,10 +164,10 @@ def test_odd_reads_are_numpys_values_and_differentiated(monkeypatch, rng, name):
     read = ODD[name]
     u = rng.random(N) + 0.5
     E = np.zeros(1)
-    gk.autodiff(_through(read), gk.Duplicated(u.copy(), np.zeros(N)), gk.Duplicated(E, np.ones(1)))
+    gk.autodiff(through(read), gk.Duplicated(u.copy(), np.zeros(N)), gk.Duplicated(E, np.ones(1)))
     # the reads' recursive sums against NumPy's pairwise ones: a few roundings of values of one magnitude
     np.testing.assert_allclose(E[0], _primal(read, u), rtol=1e-13)
-    check_grad(_through(read), *_args(rng))
+    check_grad(through(read), *_args(rng))
 
 
 @pytest.mark.parametrize(("read", "error"), [
@@ -190,4 +179,4 @@ def test_what_numpy_raises_it_raises_before_anything_changed(monkeypatch, rng, r
     on_interpreter(monkeypatch)
     with pytest.raises(error):
         read(None, np.zeros(N))  # NumPy's behaviour, which the program's must be
-    _refused(_through(read), rng, error)
+    _refused(through(read), rng, error)

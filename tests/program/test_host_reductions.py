@@ -7,7 +7,7 @@ refused before anything changed."""
 
 import numpy as np
 import pytest
-from support.host_scalar_kernels import energy, scale_into, square
+from support.host_scalar_kernels import axpy, energy, matvec, scale_into, square, through, xpay
 from support.ported_harness import on_interpreter
 
 import gradkern as gk
@@ -16,44 +16,10 @@ from gradkern.testing import check_grad
 N = 6
 
 
-@gk.kernel
-def matvec(d, p, ap, off):
-    """ap = A p, A = diag(d) + off on the first off-diagonals (symmetric, positive definite for d > 2 off)."""
-    i = gk.tid()
-    s = d[i] * p[i]
-    if i > 0:
-        s = s + off * p[i - 1]
-    if i < p.shape[0] - 1:
-        s = s + off * p[i + 1]
-    ap[i] = s
-
-
-@gk.kernel
-def axpy(x, y, a):
-    i = gk.tid()
-    x[i] = x[i] + a * y[i]
-
-
-@gk.kernel
-def xpay(p, r, beta):
-    i = gk.tid()
-    p[i] = r[i] + beta * p[i]
-
-
 def _args(rng, n=N):
     return (gk.Duplicated(rng.random(n) + 0.5, np.zeros(n)), gk.Duplicated(np.zeros(1), np.ones(1)))
 
 
-def _through(read):
-    """A program in which `read(v)`, a scalar host code takes from `v = u * u` (written by a launch), scales a later
-    launch."""
-    def prog(u, E):
-        v = np.zeros_like(u)
-        gk.launch(square, N, u, v)
-        w = np.zeros_like(u)
-        gk.launch(scale_into, N, u, w, read(u, v))
-        gk.launch(energy, N, w, E)
-    return prog
 
 
 READS = {
@@ -84,7 +50,7 @@ READS = {
 @pytest.mark.parametrize("name", list(READS))
 def test_a_read_or_reduction_is_differentiated(monkeypatch, rng, name):
     on_interpreter(monkeypatch)
-    check_grad(_through(READS[name]), *_args(rng))
+    check_grad(through(READS[name]), *_args(rng))
 
 
 def _cg(iterations=3, checkpoints=None):
@@ -190,7 +156,7 @@ def test_fills_take_a_read(monkeypatch, rng):
 def test_vector_mode_carries_each_lane(monkeypatch, rng):
     """BatchDuplicated: the reads' adjoints and tangents per lane, each the single-lane run's."""
     on_interpreter(monkeypatch)
-    prog = _through(READS["two levels of arithmetic"])
+    prog = through(READS["two levels of arithmetic"])
     u = rng.random(N) + 0.5
     seeds = [np.ones(1), np.array([0.5])]
     lanes = [np.zeros(N), np.zeros(N)]
@@ -325,7 +291,7 @@ def test_what_stays_refused_changes_nothing(monkeypatch, rng, name):
     du, dE = rng.random(N), np.ones(1)
     before = [a.copy() for a in (u, du, E, dE)]
     with pytest.raises(gk.ProgramError, match="test_host_reductions.py") as info:
-        gk.autodiff(_through(read), gk.Duplicated(u, du), gk.Duplicated(E, dE))
+        gk.autodiff(through(read), gk.Duplicated(u, du), gk.Duplicated(E, dE))
     assert says in str(info.value)
     for a, b in zip(before, (u, du, E, dE)):
         np.testing.assert_array_equal(a, b)

@@ -11,30 +11,7 @@ import math
 import numpy as np
 
 import gradkern as gk
-
-
-@gk.kernel
-def tri_matvec(d, p, q, off):
-    """q = A p, A tridiagonal: the diagonal d, `off` beside it (NAS CG's makea matrix cut to a band)."""
-    i = gk.tid()
-    s = d[i] * p[i]
-    if i > 0:
-        s = s + off * p[i - 1]
-    if i < p.shape[0] - 1:
-        s = s + off * p[i + 1]
-    q[i] = s
-
-
-@gk.kernel
-def axpy(y, x, a):
-    i = gk.tid()
-    y[i] = y[i] + a * x[i]
-
-
-@gk.kernel
-def xpay(p, r, beta):
-    i = gk.tid()
-    p[i] = r[i] + beta * p[i]
+from support.host_scalar_kernels import axpy, matvec, xpay
 
 
 @gk.kernel
@@ -75,7 +52,7 @@ def nas_cg():
             gk.copy(p, r)
             rho = np.dot(r, r)
             for _ in range(NAS["cgitmax"]):
-                gk.launch(tri_matvec, n, d, p, q, -1.0)
+                gk.launch(matvec, n, d, p, q, -1.0)
                 dd = np.dot(p, q)
                 alpha = rho / dd
                 rho0 = rho
@@ -84,7 +61,7 @@ def nas_cg():
                 rho = np.dot(r, r)
                 beta = rho / rho0
                 gk.launch(xpay, n, p, r, beta)
-            gk.launch(tri_matvec, n, d, z, r, -1.0)
+            gk.launch(matvec, n, d, z, r, -1.0)
             rnorm = math.sqrt(np.dot(x - r, x - r))  # conj_grad's residual norm, which NPB prints only
             assert rnorm > 0.0
             norm_temp1 = np.dot(x, z)
@@ -215,7 +192,7 @@ def tealeaf_cg(trace=None):
             gk.launch(sum_into, n, a, b, out)
             return out[0]
         # tea_leaf_cg_init_kernel: r = rhs - A u, p = r, rro = r.r
-        gk.launch(tri_matvec, n, d, u, w, -rx)
+        gk.launch(matvec, n, d, u, w, -rx)
         gk.copy(r, rhs)
         gk.launch(axpy, n, r, w, -1.0)
         gk.copy(p, r)
@@ -224,7 +201,7 @@ def tealeaf_cg(trace=None):
         error = initial_residual
         it = 0
         for it in range(1, TEA_CG["max_iters"] + 1):
-            gk.launch(tri_matvec, n, d, p, w, -rx)  # tea_leaf_cg_calc_w: w = A p, pw = p.w
+            gk.launch(matvec, n, d, p, w, -rx)  # tea_leaf_cg_calc_w: w = A p, pw = p.w
             pw = reduce(p, w)
             alpha = rro / pw
             gk.launch(axpy, n, u, p, alpha)  # tea_leaf_cg_calc_ur
