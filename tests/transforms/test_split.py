@@ -159,22 +159,23 @@ def unsplit(monkeypatch):
         k._specs.clear()
 
 
-def _stencil_outcomes(kernel, dims, extra, scalar, seed):
+def _stencil_outcomes(kernel, dims, extra, scalar, seed, backend=None):
     """Primal launch, reverse (c Const and c Active) and forward results on random inputs, for each
-    launch extent in `dims` over arrays `extra` larger than the launch along each axis."""
+    launch extent in `dims` over arrays `extra` larger than the launch along each axis, on `backend`."""
     out = []
     for dim in dims:
         r = np.random.default_rng([seed, *dim])
         shape = tuple(n + e for n, e in zip(dim, extra))
         u, un = r.uniform(0.5, 1.5, shape), r.uniform(0.5, 1.5, shape)
-        gk.launch(kernel, dim, u, un, scalar)
+        gk.launch(kernel, dim, u, un, scalar, backend=backend)
         out.append(un.copy())
         for c in (gk.Const(scalar), gk.Active(scalar)):
             x, y, dx, dy = (r.uniform(0.5, 1.5, shape) for _ in range(4))
-            grads = gk.autodiff(kernel, gk.Duplicated(x, dx), gk.Duplicated(y, dy), c, dim=dim)
+            grads = gk.autodiff(kernel, gk.Duplicated(x, dx), gk.Duplicated(y, dy), c, dim=dim, backend=backend)
             out += [x, y, dx, dy, np.asarray(grads[2] if grads[2] is not None else 0.0)]
         x, y, dx, dy = (r.uniform(0.5, 1.5, shape) for _ in range(4))
-        gk.autodiff(kernel, gk.Duplicated(x, dx), gk.Duplicated(y, dy), gk.Const(scalar), dim=dim, mode=gk.Forward)
+        gk.autodiff(kernel, gk.Duplicated(x, dx), gk.Duplicated(y, dy), gk.Const(scalar), dim=dim, mode=gk.Forward,
+                    backend=backend)
         out += [y, dy]
     return out
 
@@ -219,7 +220,9 @@ def test_split_on_every_axis_equals_unsplit_bit_for_bit(axes, extra, unsplit, mo
     unsplit(kernel)
     assert "_gkb_hi" not in gk.inspect(kernel, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy()),
                                        gk.Const(0.2), dim=(4,) * ndim, mode=gk.Reverse).sources["gather"]
-    plain = _stencil_outcomes(kernel, dims, extras, 0.2, 7)
+    # the unsplit reference on the interpreter: the same operations in the same order, bit for bit, without a
+    # second Numba compile of every mode (session 59: these six tests took 85 s of CI CPU, half of it the twins)
+    plain = _stencil_outcomes(kernel, dims, extras, 0.2, 7, backend="interp")
     assert len(split) == len(plain)
     # The Active scalar's gradient (the 0-d outcomes) is a sum carried across threads, which LLVM may regroup
     # (docs/adjoint-forms.md, section 9): the split and the unsplit launch are different loops, so their groupings
