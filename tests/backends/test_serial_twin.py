@@ -2,8 +2,8 @@
 GRADKERN_SERIAL_THREADS threads runs its entry compiled without parallel=True,
 with the same chunks of privatised atomics in the same order, so results are
 bit-identical to the parallel entry's, with atomics and without, in every mode.
-(The rest of the suite runs the parallel entries: conftest.py sets the
-threshold to 0.)"""
+(The rest of the suite's launches are small, so they take the twins as a
+user's small launches do: docs/testing.md, "Serial twins".)"""
 
 from __future__ import annotations
 
