@@ -75,7 +75,7 @@ def test_aliases_of_aliases_are_folded(rng):
     are folded (1 <= i < n - 1), and the split launch computes what the interpreter does."""
     src = gk.inspect(through_aliases, np.ones(5), np.ones(5)).source
     # (an integer - printed through uint64: docs/language.md#integer-arithmetic)
-    assert "_gkb_hi0 = min(max(_gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1)), _gkb_lo0), _gkb_n0)" in src \
+    assert "_gkb_hi0 = min(max(_gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1), _gkb_lo0), _gkb_n0)" in src \
         and "_gkb_lo0 = min(1," in src
     for n in (1, 2, 3, 6):
         u = rng.uniform(0.5, 1.5, n + 1)

@@ -29,6 +29,7 @@ from .numba_syntax import (
     private_sums,
     spill_function,
     unsigned_copies,
+    unsigned_literals,
 )
 from .printer import Printer
 
@@ -225,6 +226,8 @@ class LoopPrinter:
         if self.outlined:  # the body functions go before the entry that calls them
             at = lines.index(f"@_gk_njit({flags})") - 2
             lines[at:at] = self.outlined
+        at = len(self.header.splitlines()) + len(IMPORTS)
+        lines[at:at] = unsigned_literals("\n".join(lines[at:]))
         return "\n".join(lines) + "\n"
 
     def chunks(self, spill: dict[str, int] | None = None) -> list[str]:

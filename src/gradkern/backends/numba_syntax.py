@@ -7,6 +7,7 @@ plainly). backends/numba_loops.py prints kernels with them."""
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 
 from ..ir import nodes as ir
@@ -63,6 +64,15 @@ def unsigned(index: str) -> str:
     if index.startswith("_gk_int64(_gk_uint64(") and _balanced(inner):
         return inner  # a wrapping + - * (NumbaSyntax.apply): already the unsigned value
     return f"_gk_uint64({index})"
+
+
+def unsigned_literals(source: str) -> list[str]:
+    """The module-level uint64 constants that `source` reads (`NumbaSyntax.unsigned_operand`): Numba freezes a
+    global as a typed constant, where each `_gk_uint64(1)` in a body was a call to type and lower."""
+    return [f"_gkb_U{v} = _gk_uint64({v})" for v in sorted({int(m) for m in _LITERAL.findall(source)})]
+
+
+_LITERAL = re.compile(r"\b_gkb_U(\d+)\b")
 
 
 def _balanced(text: str) -> bool:
@@ -126,10 +136,19 @@ class NumbaSyntax(Syntax):
         # after each of their definitions and read by every index that is the bare name: one cast per
         # definition instead of one per index (`unsigned_copies`; empty outside a thread body)
         self.copies: frozenset[str] = frozenset()
+        # each int64 wrapping + - * printed (`apply`): its text, and the uint64 value inside the cast back
+        self.wrapped: dict[str, str] = {}
 
     def unsigned(self, index: str) -> str:
-        """`unsigned(index)`, read from its unsigned copy where the body keeps one."""
-        return unsigned_copy(index) if index in self.copies else unsigned(index)
+        """`unsigned(index)`, read from its unsigned copy where the body keeps one, or the unsigned value of a
+        wrapping + - * this syntax printed."""
+        return unsigned_copy(index) if index in self.copies else self.wrapped.get(index) or unsigned(index)
+
+    def unsigned_operand(self, operand: str) -> str:
+        """An operand of a wrapping + - * as uint64 with as few calls as Numba must type: a literal is the module's
+        constant (`unsigned_literals`), a name with an unsigned copy reads it, a wrapping result is already
+        unsigned (`unsigned`) (docs/compile-time.md, finding 15)."""
+        return f"_gkb_U{operand}" if operand.isdigit() else self.unsigned(operand)
 
     def in_bounds(self, index: str, array: str, axis: int, site: int, nsites: int) -> str:
         """As Syntax's, a constant index and the site numbers passed as int64 values: Numba compiles a called
@@ -175,7 +194,11 @@ class NumbaSyntax(Syntax):
             # Numba marks signed + - * `nsw` (no signed wrap): LLVM may then assume they never overflow and fold
             # `(a - b) >> 63` to `a < b ? -1 : 0`, wrong where the difference wraps. Unsigned ones carry no flag
             # and wrap; the cast back keeps the bits (docs/language.md#integer-arithmetic)
-            return f"_gk_{e.type.name}(_gk_uint64({args[0]}) {WRAPPING[e.op]} _gk_uint64({args[1]}))"
+            inner = f"{self.unsigned_operand(args[0])} {WRAPPING[e.op]} {self.unsigned_operand(args[1])}"
+            text = f"_gk_{e.type.name}({inner})"
+            if e.type.name == "int64":
+                self.wrapped[text] = f"({inner})"
+            return text
         if e.op is Op.FLOORDIV and e.type.is_int and not (isinstance(e.args[1], ir.Const) and e.args[1].value != -1):
             # Numba's INT64_MIN // -1 is 0; NumPy's, the interpreter's and CUDA's is the wrapped negation,
             # INT64_MIN (docs/language.md#integer-arithmetic): // -1 is spelled as the negation, which wraps

@@ -9,65 +9,66 @@ from numpy import float64 as _gk_float64
 from numpy import int32 as _gk_int32
 from numpy import int64 as _gk_int64
 from numpy import uint64 as _gk_uint64
+_gkb_U1 = _gk_uint64(1)
 
 
 @_gk_njit(parallel=True, cache=True, error_model='numpy', boundscheck=False)
 def allen_cahn_step_1d(_gkb_n0, u, un, c, dt):
     _gkb_lo0 = min(1, _gkb_n0)
-    _gkb_hi0 = min(max(_gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1)), _gkb_lo0), _gkb_n0)
+    _gkb_hi0 = min(max(_gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1), _gkb_lo0), _gkb_n0)
     _gkb_w0 = _gkb_lo0 + _gkb_n0 - _gkb_hi0
     if _gkb_w0 <= 256:
         for _gkb_e0 in range(_gkb_w0):
             _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
             i = _gkb_t0
             _gkb_u_i = _gk_uint64(i)
-            if ((i == 0) or (i == _gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1)))):
+            if ((i == 0) or (i == _gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1))):
                 un[_gkb_u_i] = u[_gkb_u_i]
             else:
                 ui = u[_gkb_u_i]
-                un[_gkb_u_i] = ((ui + (c * ((u[_gk_uint64(i) - _gk_uint64(1)] - (_gk_float32(2.0) * ui)) + u[_gk_uint64(i) + _gk_uint64(1)]))) + (dt * (ui - (ui ** 3))))
+                un[_gkb_u_i] = ((ui + (c * ((u[(_gkb_u_i - _gkb_U1)] - (_gk_float32(2.0) * ui)) + u[(_gkb_u_i + _gkb_U1)]))) + (dt * (ui - (ui ** 3))))
     for _gkb_t0 in _gk_prange(1, _gkb_hi0):
         i = _gkb_t0
         _gkb_u_i = _gk_uint64(i)
         ui = u[_gkb_u_i]
-        un[_gkb_u_i] = ((ui + (c * ((u[_gk_uint64(i) - _gk_uint64(1)] - (_gk_float32(2.0) * ui)) + u[_gk_uint64(i) + _gk_uint64(1)]))) + (dt * (ui - (ui ** 3))))
+        un[_gkb_u_i] = ((ui + (c * ((u[(_gkb_u_i - _gkb_U1)] - (_gk_float32(2.0) * ui)) + u[(_gkb_u_i + _gkb_U1)]))) + (dt * (ui - (ui ** 3))))
     return _gkb_w0 <= 256
 
 
 @_gk_njit(parallel=False, cache=True, error_model='numpy', boundscheck=False)
 def allen_cahn_step_1d_serial(_gkb_n0, u, un, c, dt):
     _gkb_lo0 = min(1, _gkb_n0)
-    _gkb_hi0 = min(max(_gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1)), _gkb_lo0), _gkb_n0)
+    _gkb_hi0 = min(max(_gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1), _gkb_lo0), _gkb_n0)
     _gkb_w0 = _gkb_lo0 + _gkb_n0 - _gkb_hi0
     if _gkb_w0 <= 256:
         for _gkb_e0 in range(_gkb_w0):
             _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
             i = _gkb_t0
             _gkb_u_i = _gk_uint64(i)
-            if ((i == 0) or (i == _gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1)))):
+            if ((i == 0) or (i == _gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1))):
                 un[_gkb_u_i] = u[_gkb_u_i]
             else:
                 ui = u[_gkb_u_i]
-                un[_gkb_u_i] = ((ui + (c * ((u[_gk_uint64(i) - _gk_uint64(1)] - (_gk_float32(2.0) * ui)) + u[_gk_uint64(i) + _gk_uint64(1)]))) + (dt * (ui - (ui ** 3))))
+                un[_gkb_u_i] = ((ui + (c * ((u[(_gkb_u_i - _gkb_U1)] - (_gk_float32(2.0) * ui)) + u[(_gkb_u_i + _gkb_U1)]))) + (dt * (ui - (ui ** 3))))
     for _gkb_t0 in _gk_prange(1, _gkb_hi0):
         i = _gkb_t0
         _gkb_u_i = _gk_uint64(i)
         ui = u[_gkb_u_i]
-        un[_gkb_u_i] = ((ui + (c * ((u[_gk_uint64(i) - _gk_uint64(1)] - (_gk_float32(2.0) * ui)) + u[_gk_uint64(i) + _gk_uint64(1)]))) + (dt * (ui - (ui ** 3))))
+        un[_gkb_u_i] = ((ui + (c * ((u[(_gkb_u_i - _gkb_U1)] - (_gk_float32(2.0) * ui)) + u[(_gkb_u_i + _gkb_U1)]))) + (dt * (ui - (ui ** 3))))
     return _gkb_w0 <= 256
 
 
 @_gk_njit(parallel=True, cache=True, error_model='numpy', boundscheck=False)
 def allen_cahn_step_1d_edges(_gkb_n0, u, un, c, dt):
     _gkb_lo0 = min(1, _gkb_n0)
-    _gkb_hi0 = min(max(_gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1)), _gkb_lo0), _gkb_n0)
+    _gkb_hi0 = min(max(_gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1), _gkb_lo0), _gkb_n0)
     _gkb_w0 = _gkb_lo0 + _gkb_n0 - _gkb_hi0
     for _gkb_e0 in _gk_prange(_gkb_w0):
         _gkb_t0 = _gk_int64(_gkb_e0) if _gkb_e0 < _gkb_lo0 else _gk_int64(_gkb_e0) + (_gkb_hi0 - _gkb_lo0)
         i = _gkb_t0
         _gkb_u_i = _gk_uint64(i)
-        if ((i == 0) or (i == _gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1)))):
+        if ((i == 0) or (i == _gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1))):
             un[_gkb_u_i] = u[_gkb_u_i]
         else:
             ui = u[_gkb_u_i]
-            un[_gkb_u_i] = ((ui + (c * ((u[_gk_uint64(i) - _gk_uint64(1)] - (_gk_float32(2.0) * ui)) + u[_gk_uint64(i) + _gk_uint64(1)]))) + (dt * (ui - (ui ** 3))))
+            un[_gkb_u_i] = ((ui + (c * ((u[(_gkb_u_i - _gkb_U1)] - (_gk_float32(2.0) * ui)) + u[(_gkb_u_i + _gkb_U1)]))) + (dt * (ui - (ui ** 3))))

@@ -9,15 +9,16 @@ from numpy import float64 as _gk_float64
 from numpy import int32 as _gk_int32
 from numpy import int64 as _gk_int64
 from numpy import uint64 as _gk_uint64
+_gkb_U1 = _gk_uint64(1)
 
 
 @_gk_njit(parallel=True, cache=True, error_model='numpy', boundscheck=False)
 def heat_step_2d_2d(_gkb_n0, _gkb_n1, u, un, c):
-    _gkb_hi0 = _gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1))
+    _gkb_hi0 = _gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1)
     for _gkb_t0 in _gk_prange(_gkb_n0):
         _gkb_in0 = _gkb_t0 >= 1 and _gkb_t0 < _gkb_hi0
         _gkb_lo1 = min(1, _gkb_n1)
-        _gkb_hi1 = min(max(_gk_int64(_gk_uint64(u.shape[1]) - _gk_uint64(1)), _gkb_lo1), _gkb_n1)
+        _gkb_hi1 = min(max(_gk_int64(_gk_uint64(u.shape[1]) - _gkb_U1), _gkb_lo1), _gkb_n1)
         if not _gkb_in0:
             _gkb_lo1 = 0
             _gkb_hi1 = 0
@@ -28,25 +29,25 @@ def heat_step_2d_2d(_gkb_n0, _gkb_n1, u, un, c):
             _gkb_u_i = _gk_uint64(i)
             j = _gkb_t1
             _gkb_u_j = _gk_uint64(j)
-            if ((((i == 0) or (j == 0)) or (i == _gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1)))) or (j == _gk_int64(_gk_uint64(u.shape[1]) - _gk_uint64(1)))):
+            if ((((i == 0) or (j == 0)) or (i == _gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1))) or (j == _gk_int64(_gk_uint64(u.shape[1]) - _gkb_U1))):
                 un[_gkb_u_i, _gkb_u_j] = u[_gkb_u_i, _gkb_u_j]
             else:
-                un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[_gk_uint64(i) - _gk_uint64(1), _gkb_u_j] + u[_gk_uint64(i) + _gk_uint64(1), _gkb_u_j]) + u[_gkb_u_i, _gk_uint64(j) - _gk_uint64(1)]) + u[_gkb_u_i, _gk_uint64(j) + _gk_uint64(1)]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
+                un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[(_gkb_u_i - _gkb_U1), _gkb_u_j] + u[(_gkb_u_i + _gkb_U1), _gkb_u_j]) + u[_gkb_u_i, (_gkb_u_j - _gkb_U1)]) + u[_gkb_u_i, (_gkb_u_j + _gkb_U1)]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
         for _gkb_t1 in range(1, _gkb_hi1):
             i = _gkb_t0
             _gkb_u_i = _gk_uint64(i)
             j = _gkb_t1
             _gkb_u_j = _gk_uint64(j)
-            un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[_gk_uint64(i) - _gk_uint64(1), _gkb_u_j] + u[_gk_uint64(i) + _gk_uint64(1), _gkb_u_j]) + u[_gkb_u_i, _gk_uint64(j) - _gk_uint64(1)]) + u[_gkb_u_i, _gk_uint64(j) + _gk_uint64(1)]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
+            un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[(_gkb_u_i - _gkb_U1), _gkb_u_j] + u[(_gkb_u_i + _gkb_U1), _gkb_u_j]) + u[_gkb_u_i, (_gkb_u_j - _gkb_U1)]) + u[_gkb_u_i, (_gkb_u_j + _gkb_U1)]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
 
 
 @_gk_njit(parallel=False, cache=True, error_model='numpy', boundscheck=False)
 def heat_step_2d_2d_serial(_gkb_n0, _gkb_n1, u, un, c):
-    _gkb_hi0 = _gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1))
+    _gkb_hi0 = _gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1)
     for _gkb_t0 in _gk_prange(_gkb_n0):
         _gkb_in0 = _gkb_t0 >= 1 and _gkb_t0 < _gkb_hi0
         _gkb_lo1 = min(1, _gkb_n1)
-        _gkb_hi1 = min(max(_gk_int64(_gk_uint64(u.shape[1]) - _gk_uint64(1)), _gkb_lo1), _gkb_n1)
+        _gkb_hi1 = min(max(_gk_int64(_gk_uint64(u.shape[1]) - _gkb_U1), _gkb_lo1), _gkb_n1)
         if not _gkb_in0:
             _gkb_lo1 = 0
             _gkb_hi1 = 0
@@ -57,13 +58,13 @@ def heat_step_2d_2d_serial(_gkb_n0, _gkb_n1, u, un, c):
             _gkb_u_i = _gk_uint64(i)
             j = _gkb_t1
             _gkb_u_j = _gk_uint64(j)
-            if ((((i == 0) or (j == 0)) or (i == _gk_int64(_gk_uint64(u.shape[0]) - _gk_uint64(1)))) or (j == _gk_int64(_gk_uint64(u.shape[1]) - _gk_uint64(1)))):
+            if ((((i == 0) or (j == 0)) or (i == _gk_int64(_gk_uint64(u.shape[0]) - _gkb_U1))) or (j == _gk_int64(_gk_uint64(u.shape[1]) - _gkb_U1))):
                 un[_gkb_u_i, _gkb_u_j] = u[_gkb_u_i, _gkb_u_j]
             else:
-                un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[_gk_uint64(i) - _gk_uint64(1), _gkb_u_j] + u[_gk_uint64(i) + _gk_uint64(1), _gkb_u_j]) + u[_gkb_u_i, _gk_uint64(j) - _gk_uint64(1)]) + u[_gkb_u_i, _gk_uint64(j) + _gk_uint64(1)]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
+                un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[(_gkb_u_i - _gkb_U1), _gkb_u_j] + u[(_gkb_u_i + _gkb_U1), _gkb_u_j]) + u[_gkb_u_i, (_gkb_u_j - _gkb_U1)]) + u[_gkb_u_i, (_gkb_u_j + _gkb_U1)]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
         for _gkb_t1 in range(1, _gkb_hi1):
             i = _gkb_t0
             _gkb_u_i = _gk_uint64(i)
             j = _gkb_t1
             _gkb_u_j = _gk_uint64(j)
-            un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[_gk_uint64(i) - _gk_uint64(1), _gkb_u_j] + u[_gk_uint64(i) + _gk_uint64(1), _gkb_u_j]) + u[_gkb_u_i, _gk_uint64(j) - _gk_uint64(1)]) + u[_gkb_u_i, _gk_uint64(j) + _gk_uint64(1)]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
+            un[_gkb_u_i, _gkb_u_j] = (u[_gkb_u_i, _gkb_u_j] + (c * ((((u[(_gkb_u_i - _gkb_U1), _gkb_u_j] + u[(_gkb_u_i + _gkb_U1), _gkb_u_j]) + u[_gkb_u_i, (_gkb_u_j - _gkb_U1)]) + u[_gkb_u_i, (_gkb_u_j + _gkb_U1)]) - (4.0 * u[_gkb_u_i, _gkb_u_j]))))
