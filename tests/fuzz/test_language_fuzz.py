@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from support import langfuzz
+from support import langfuzz, langfuzz_run
 
 import gradkern as gk
 from fuzz.test_race_fuzz import _HAS_GPP, HOSTCUDA_EVERY, fuzz_backend
@@ -243,10 +243,10 @@ def check_kernel(stats: Stats, rng, g: langfuzz.Generator, text: str, src: str, 
     try:
         kernel = gk.kernel(fn)
         for attempt in range(12):
-            values = langfuzz.inputs(rng, dims)
+            values = langfuzz_run.inputs(rng, dims)
             if "idx32" in LAYOUT:
                 values["idx"] = values["idx"].astype(np.int32)
-            expected, margin = langfuzz.python_run(text, g.name, dims, values)
+            expected, margin = langfuzz_run.python_run(text, g.name, dims, values)
             if margin >= MARGIN:
                 break
         else:
@@ -336,5 +336,5 @@ def test_generated_text_runs_in_python(seed):
         g = langfuzz.Generator(rng, "probe", nd)
         text = g.source()
         dims = ((4,), (2, 3), (2, 2, 2))[nd - 1]
-        langfuzz.python_run(text, "probe", dims, langfuzz.inputs(rng, dims))
+        langfuzz_run.python_run(text, "probe", dims, langfuzz_run.inputs(rng, dims))
         assert "GT(" not in langfuzz.kernel_source(text, seed)

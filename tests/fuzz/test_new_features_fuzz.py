@@ -47,7 +47,7 @@ from unittest import mock
 
 import numpy as np
 import pytest
-from support import langfuzz, newfuzz
+from support import langfuzz, langfuzz_run, newfuzz
 from support.generators import import_path
 
 import gradkern as gk
@@ -65,7 +65,7 @@ CPU_EVERY = int(os.environ.get("GRADKERN_FUZZ_CPU_EVERY", "0"))
 def _check_races(stats: Stats, fail, kernel, g, text: str, dims, values: dict, backend: str) -> bool:
     """Property 1 (module doc); True when the launch is race-free and ran."""
     fake = newfuzz.RecordingGk()
-    langfuzz.python_run(text, g.name, dims, fake.track(values), fake)
+    langfuzz_run.python_run(text, g.name, dims, fake.track(values), fake)
     races = fake.races()
     args = [v.copy() if isinstance(v, np.ndarray) else v for v in values.values()]
     # accesses the bounds proof cannot decide (a `while` loop's index) are checked where GRADKERN_BOUNDSCHECK=1
@@ -106,7 +106,7 @@ def _cross(fail, kernel, g, text: str, dims, values: dict):
         sums[k] = (n + 1, s + abs(float(v)))
         record(a, index, v)
     fake.atomic_add = atomic_add
-    langfuzz.python_run(text, g.name, dims, tracked, fake)
+    langfuzz_run.python_run(text, g.name, dims, tracked, fake)
     runs = {}
     for b in ("cpu", "hostcuda"):
         runs[b] = [v.copy() if isinstance(v, np.ndarray) else v for v in values.values()]
@@ -153,7 +153,7 @@ def fuzz(directory: str, count: int = N_KERNELS, seed: int = SEED, batch: int = 
             try:
                 kernel = gk.kernel(getattr(module, g.name))
                 stage = "race oracle"
-                values = langfuzz.inputs(rng, dims[x])
+                values = langfuzz_run.inputs(rng, dims[x])
                 if not _check_races(stats, fail, kernel, g, text, dims[x], values, backend):
                     continue
                 stats.races += 1
@@ -198,7 +198,7 @@ def test_generated_text_runs_in_python(seed):
         text = g.source()
         dims = ((4,), (2, 3), (2, 2, 2))[nd - 1]
         fake = newfuzz.RecordingGk()
-        langfuzz.python_run(text, "probe", dims, fake.track(langfuzz.inputs(rng, dims)), fake)
+        langfuzz_run.python_run(text, "probe", dims, fake.track(langfuzz_run.inputs(rng, dims)), fake)
         assert "GT(" not in langfuzz.kernel_source(text, seed)
         features |= g.features
     assert {"tuple assignment", "chained assignment", "float('inf')", "grid-stride loop"} <= features

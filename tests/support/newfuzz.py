@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from support import langfuzz
+from support import langfuzz, langfuzz_run
 
 INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
 
@@ -366,7 +366,7 @@ class _Tracked:
             self.array[k] = value
 
 
-class RecordingGk(langfuzz._FakeGk):
+class RecordingGk(langfuzz_run.FakeGk):
     """langfuzz's stand-in for `gk` that also records every array access of every thread (`accesses`)."""
 
     def __init__(self):
