@@ -4,6 +4,7 @@ import os
 import resource
 import shutil
 import tempfile
+import zlib
 
 import numpy as np
 import pytest
@@ -28,6 +29,42 @@ os.environ.setdefault("GRADKERN_COMPILE_WORKERS", "0")
 # (docs/performance.md, "Idle OpenMP threads spin"; docs/testing.md, "Test time"). Same code, same results: only
 # how an idle thread waits. libgomp reads it once, when Numba first loads it, which is after this line.
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+
+# Modules marked `interp_in_ci` run each test on the reference interpreter (docs/testing.md, "Test time"): their
+# subject is a transform's output, which a backend only prints, and most of their CPU was Numba compiling each
+# test's kernels once. A test marked `numba` (it reads Numba's source or behaviour) keeps the default backend, and
+# so does every NUMBA_EVERY-th test by a hash of its id, the sample that runs the same checks compiled; a test that
+# picks its backend itself (a parameter `interp`) is left alone, and so is every test when $GRADKERN_BACKEND names a
+# default. GRADKERN_TEST_NUMBA_EVERY=1 runs them all on Numba as before, 0 none (to find the tests that need the
+# `numba` mark).
+NUMBA_EVERY = int(os.environ.get("GRADKERN_TEST_NUMBA_EVERY", "4"))
+
+
+def on_interpreter_in_ci(item) -> bool:
+    """Whether `item` runs on the interpreter (above): in an `interp_in_ci` module, not marked `numba`, not in the
+    Numba sample, not choosing its backend itself."""
+    if NUMBA_EVERY == 1 or item.get_closest_marker("interp_in_ci") is None or os.environ.get("GRADKERN_BACKEND"):
+        return False  # GRADKERN_BACKEND=hostcuda reruns the suite on the CUDA path (docs/hostcuda.md): all of it
+    if item.get_closest_marker("numba") is not None or "interp" in getattr(getattr(item, "callspec", None),
+                                                                         "params", {}):
+        return False
+    return NUMBA_EVERY == 0 or zlib.crc32(item.nodeid.encode()) % NUMBA_EVERY != 0
+
+
+@pytest.fixture(autouse=True)
+def _backend_in_ci(request):
+    """The default backend of the test's NumPy launches: the interpreter where `on_interpreter_in_ci`, restored
+    after (backends.set_default: $GRADKERN_BACKEND is read once per process, docs/testing.md)."""
+    if not on_interpreter_in_ci(request.node):
+        yield
+        return
+    from gradkern import backends
+    before = backends.set_default("interp")
+    try:
+        yield
+    finally:
+        backends.set_default(before)
 
 
 @pytest.fixture(params=device_params())

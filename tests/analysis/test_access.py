@@ -11,6 +11,8 @@ import gradkern as gk
 from gradkern.kernels import allen_cahn_step, heat_step_2d, matvec, saxpy
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def inplace_stencil(u):
@@ -97,12 +99,14 @@ def test_conflicting_or_unproven_writes_get_the_run_time_check():
     assert not proven(partial_slab_2d, np.ones(4), dim=(4, 3))  # threads (i, 0), (i, 1) write a[i]
 
 
+@pytest.mark.numba
 def test_atomic_targets_are_reported_and_proven_when_only_atomically_touched():
     r = gk.inspect(scatter, np.ones(3), np.zeros(8, np.int64), dim=8)
     assert r.atomic_targets == ("h",) and r.parallel and not r.race_check
     assert "_gkb_priv_h" in r.source  # private copies per chunk on the CPU
 
 
+@pytest.mark.numba
 def test_parallel_histogram_equals_bincount(rng):
     idx = rng.integers(0, 7, 5000)
     h = np.zeros(7)

@@ -18,6 +18,8 @@ from gradkern.runtime.binding import bind
 from gradkern.runtime.specialize import primal_specialization
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def bp_stencil(u, un):
@@ -178,6 +180,7 @@ def test_a_huge_launch_is_refused_without_running_anything(rng):
     unchanged((y, before))
 
 
+@pytest.mark.numba
 def test_a_stencil_is_inside_exactly_up_to_its_reach(rng):
     n = 12
     u = rng.uniform(0.5, 1.5, n)
@@ -222,6 +225,7 @@ def test_a_loop_bound_past_the_shape_is_refused(rng):
     unchanged((out, before))
 
 
+@pytest.mark.numba
 @pytest.mark.parametrize("backend", ["cpu", "interp"])
 def test_a_negative_index_is_outside_even_where_numba_would_wrap_it(backend, rng):
     A, out = rng.uniform(0.5, 1.5, (3, 4)), np.zeros(3)
@@ -245,6 +249,7 @@ def test_a_data_dependent_guard_is_decided_by_the_exact_check(backend, rng):
     unchanged((x, before), (y, np.zeros(8)))  # y[4] = x[3] was not written either
 
 
+@pytest.mark.numba
 def test_an_indirect_index_is_not_checked_by_default(rng, monkeypatch):
     """Documented (docs/kernel-language.md, README): indirect indices are checked only with
     GRADKERN_BOUNDSCHECK=1. Here idx points one past the view x, into its buffer."""
@@ -401,6 +406,7 @@ def bp_lazy_rows(p, data, y):
     y[i] = acc
 
 
+@pytest.mark.numba
 def test_the_exact_check_of_loop_bounds_read_from_data_checks_indices_without_the_values(rng):
     """CSR rows: the loop bounds come from indptr, so the proof cannot decide data[k] and the exact check runs
     at every launch. It evaluates the indices alone (transforms/boundscheck.py, index_skeleton): no load of

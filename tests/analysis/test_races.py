@@ -8,6 +8,8 @@ from support.corpus import correlation_mirror, lu_update
 
 import gradkern as gk
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def inplace_stencil(u):
@@ -248,6 +250,7 @@ def _verdicts(kernel, dim, *args):
     return serial, found
 
 
+@pytest.mark.numba
 @pytest.mark.parametrize("seed", range(12))
 def test_parallel_two_launch_check_agrees_with_the_serial_one(seed):
     """The GPU's check (note stamps, then look for another thread's) finds a race

@@ -22,6 +22,8 @@ from gradkern.runtime.binding import bind
 from gradkern.runtime.specialize import primal_specialization
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def salt_step(salt, forc, dt, tau, taup1):

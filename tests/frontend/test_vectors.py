@@ -12,6 +12,8 @@ from support.corpus import _ref_vectors, vectors
 import gradkern as gk
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def nbody(pos, mass, force, eps):

@@ -14,6 +14,8 @@ import gradkern as gk
 from gradkern.kernels.blas import saxpy
 from gradkern.runtime.arrays import overlapping_elements
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def scale_into(x, y):
@@ -125,6 +127,7 @@ def test_a_shadow_sharing_memory_with_a_primal_is_refused(rng, mode):
     check()
 
 
+@pytest.mark.numba
 @pytest.mark.parametrize("mode", MODES, ids=IDS)
 def test_aliasing_that_makes_a_stencil_in_place_is_a_race(rng, mode):
     u, du = rand(rng, 8), rand(rng, 8)

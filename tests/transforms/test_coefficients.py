@@ -16,6 +16,9 @@ from gradkern.ir.types import F64, I64, Array
 from gradkern.kernels import burgers_rusanov_1d, upwind_2d
 from gradkern.transforms.coefficients import by_coefficients
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
+
 U = 2.0**-53
 
 
@@ -38,6 +41,7 @@ def _burgers(on: bool, monkeypatch, n: int, seed: int):
     return u, dun, du
 
 
+@pytest.mark.numba
 @pytest.mark.parametrize("n", [7, 300])
 def test_burgers_gradient_within_the_reassociation_bound(monkeypatch, n):
     """The same sums of products, associated from the output side: du_i is, exactly,
@@ -59,6 +63,7 @@ def test_burgers_gradient_within_the_reassociation_bound(monkeypatch, n):
     assert np.all(np.abs(new - old) <= 2 * _gamma(24) * s)
 
 
+@pytest.mark.numba
 def test_applies_to_the_periodic_gathers_and_refuses_a_division():
     x = np.ones((6, 6))
     src = gk.inspect(upwind_2d, *(gk.Duplicated(x.copy(), x.copy()) for _ in range(4)), gk.Const(0.2),

@@ -17,6 +17,9 @@ from gradkern.kernels.stencils import allen_cahn_step
 from gradkern.testing import check_grad
 from transforms.test_reverse import loop_sin, square
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
+
 EPS = 1e-6
 
 
@@ -154,6 +157,7 @@ def test_forward_mode_annotations_are_checked_before_anything_runs(rng):
     np.testing.assert_array_equal(un, un0)
 
 
+@pytest.mark.numba
 def test_inspect_shows_the_tangent_kernel(rng):
     u = np.ones(8)
     ins = gk.inspect(allen_cahn_step, gk.Duplicated(u, u.copy()), gk.Duplicated(u.copy(), u.copy()), 0.2, 0.01,
@@ -164,6 +168,7 @@ def test_inspect_shows_the_tangent_kernel(rng):
     assert "forward_mode" in cuda.sources and "_gk_t_un[" in cuda.source
 
 
+@pytest.mark.numba
 def test_inspect_forward_mode_of_atomic_adds_into_a_duplicated_array(rng):
     """Issue 14.9: the tangent of an atomic target is privatised like its primal,
     and inspect counted only the primals' sizes (KeyError '_gk_t_grid')."""

@@ -17,6 +17,9 @@ from gradkern.ir.types import F64, I64
 from gradkern.kernels import gemv_t
 from gradkern.transforms.fuse import fuse_loops, fuse_pair
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
+
 i, j = b.var("i", I64), b.var("j", I64)
 STOP = ir.Shape("A", 0, type=I64)
 
@@ -235,6 +238,7 @@ def _gemv_t(kernel, n, seed):
     return [y, args[1].dval, args[2].dval, args[4].dval, out[0], out[3]]
 
 
+@pytest.mark.numba
 @pytest.mark.parametrize("chunks", [0, 1, 3])
 def test_gemv_t_fused_bit_for_bit(monkeypatch, chunks):
     monkeypatch.setattr(numba_plan, "private_chunks", lambda *a, **k: min(chunks, a[1]) if chunks else 0)

@@ -19,6 +19,8 @@ from support.interp_params import interp_and_numba
 import gradkern as gk
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def interior(u, un):  # issue 14.1's reproducer: u read at offsets 0, 1, 2
@@ -178,6 +180,7 @@ def _run(kernel, args, dim, backend="cpu"):
     return [x for a in copies if isinstance(a, gk.Duplicated) for x in (a.val, a.dval)]
 
 
+@pytest.mark.numba
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_interpreter_stays_in_bounds_and_agrees_with_numba(name):
     """The interpreter raises IndexError on any access outside an array, so the
@@ -278,6 +281,7 @@ def test_periodic_gather_covers_the_whole_modulus():
     np.testing.assert_array_equal(du, want)
 
 
+@pytest.mark.numba
 @pytest.mark.parametrize("kernel, shape, kept", [(periodic, (9,), 3), (periodic_2d, (7, 6), 4)])
 def test_periodic_gather_interior_replays_no_wrapped_candidate(kernel, shape, kept):
     """In the interior of the gather's domain a wrapped candidate (s != 0) is no thread: interior splitting

@@ -16,6 +16,9 @@ from gradkern.kernels.blas import matvec
 from gradkern.kernels.stencils import allen_cahn_step, heat_step_2d
 from gradkern.transforms.lanes import derivative_entities
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
+
 K = 3
 CASES = {label: (kernel, args, dim) for label, kernel, args, dim in reverse_cases(seed=9)}
 
@@ -88,6 +91,7 @@ NUMBA = ["reverse/allen_cahn", "reverse/heat_2d-float32", "reverse/matvec", "rev
          "reverse/scatter_hist", "reverse/saxpy"]
 
 
+@pytest.mark.numba
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", [gk.Reverse, gk.Forward], ids=["reverse", "forward"])
 @pytest.mark.parametrize("label", NUMBA)
@@ -185,6 +189,7 @@ def test_lane_groups_match_finite_differences(rng):
         assert grads[2][lane] == pytest.approx(w @ (step(u, 0.2 + h) - step(u, 0.2 - h)) / (2 * h), rel=1e-6)
 
 
+@pytest.mark.numba
 def test_primal_work_is_shared_between_lanes():
     u = np.ones(16)
     one = gk.inspect(allen_cahn_step, gk.Duplicated(u, u.copy()), gk.Duplicated(u.copy(), u.copy()), 0.2, 0.01,
@@ -198,6 +203,7 @@ def test_primal_work_is_shared_between_lanes():
     assert "_gk_t_un_l3[" in four.source
 
 
+@pytest.mark.numba
 def test_derivative_entities_follow_the_data_flow():
     u = np.ones(8)
     ins = gk.inspect(heat_step_2d, gk.Duplicated(np.ones((4, 4)), np.ones((4, 4))),
@@ -335,6 +341,7 @@ def test_jacobian_refuses_what_launch_refuses(rng):
         gk.jacobian(square_plus_transpose, np.ma.masked_array(a), np.zeros((4, 4)), wrt="a")
 
 
+@pytest.mark.numba
 def test_inspect_answers_for_every_signature_on_the_cpu():
     """Found by the race fuzzer's author: inspect in vector reverse mode looked up the
     sizes of lane shadows (`_gk_d_data_l0`) under their un-laned names (KeyError)."""
@@ -373,6 +380,7 @@ def _lanes(args: tuple, k: int) -> tuple:
                  else a for a in args)
 
 
+@pytest.mark.numba
 @pytest.mark.parametrize("label", ["reverse/heat_2d", "reverse/allen_cahn", "gather/periodic_2d"])
 def test_grouped_gathers_are_exact_compiled(label, monkeypatch):
     """Through Numba, lanes in groups of 2 (k = 5: groups of 2, 2 and 1), gathers then one fused launch: every

@@ -13,6 +13,8 @@ import gradkern as gk
 from gradkern.testing import check_grad
 from transforms.test_gather import _run, dup, rand
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def streamed(f, g):  # a D2Q9-like pull: constant directions, periodic neighbours on both axes

@@ -13,6 +13,8 @@ import gradkern as gk
 from gradkern.kernels import allen_cahn_step, heat_step_2d, matvec, saxpy
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def square(y):
@@ -350,6 +352,7 @@ def test_split_mode_equals_autodiff(name):
         assert (e is None and g is None) or np.isclose(e, g, rtol=1e-13)
 
 
+@pytest.mark.numba
 def test_split_forward_tapes_what_inspect_reports(rng):
     x = rand(rng, 6)
     forward, _ = gk.autodiff_thunk(loop_sin, gk.Duplicated, gk.Duplicated, gk.Const)
@@ -395,6 +398,7 @@ def test_split_reverse_checks_its_arguments(rng):
         reverse(gk.Duplicated(x[:3].copy(), np.ones(3)), tape)
 
 
+@pytest.mark.numba
 def test_adjoint_forms_follow_the_access_analysis():
     """Own arrays accumulate with plain adds; affine-stencil reads are gathered
     by their owners (no atomics); other shared reads (x[j] of a mat-vec) take
@@ -420,6 +424,7 @@ def test_adjoint_forms_follow_the_access_analysis():
     assert forms(saxpy, 2.0, gk.Duplicated(x, x.copy()), gk.Duplicated(x.copy(), x.copy())).private_bytes == 0
 
 
+@pytest.mark.numba
 def test_privatised_reverse_equals_serial_reverse(rng, monkeypatch):
     """The parallel reverse (private partial shadows) and the serial path taken
     past the memory limit give the same gradient."""
@@ -483,6 +488,7 @@ def test_gather_in_3d(rng):
                       max_coords=60).ok
 
 
+@pytest.mark.numba
 def test_written_array_with_shared_reads_accumulates_atomically_in_parallel(rng):
     """LU writes A[i, j] but every thread reads the pivot row and column: their
     shadow is shared although A is written, so its adds are atomic; on the CPU
@@ -549,6 +555,7 @@ def test_a_branch_on_a_local_that_a_later_loop_rebinds(rng):
 N_SUM = 4_000_000  # threads of the float32 Active-sum tests: enough for a float32 running sum to drift
 
 
+@pytest.mark.numba
 def test_float32_active_scalar_is_summed_in_float64():
     """Issue 14.6: an Active float32 scalar's derivative is a sum over every
     thread. Summed naively in float32 it drifts (4e6 terms: ~1e-3 relative);
@@ -581,6 +588,7 @@ def test_float32_active_scalar_is_summed_in_float64():
     assert abs(lanes[0] - exact) <= 1e-7 * exact and abs(lanes[1] - 2 * exact) <= 2e-7 * exact
 
 
+@pytest.mark.numba
 def test_float32_active_scalar_of_a_gathered_stencil_is_summed_in_float64():
     """The issue's Allen-Cahn dL/dc in float32 at n = 4e6 (its adjoint of u is
     gathered; c's sum stays in the reverse). Each thread's term is one float32
@@ -616,6 +624,7 @@ def test_active_accumulators_are_float64_on_every_backend():
     assert "double _gkb_sum0" in src
 
 
+@pytest.mark.numba
 def test_active_scalar_autodiff_runs_split_on_the_cpu_with_the_fused_result():
     """With Active scalars and nothing taped, the CPU's autodiff runs augmented primal + reverse (their sum
     cannot vectorise the fused loop): the same derivatives as the fused kernel, which a vector-width-1 call

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 LEAVES = ["x[i]", "y[i]", "c", "x[j]", "1.5", "0.25"]
 UNARY = ["math.sin({})", "math.cos({})", "math.tanh({})", "math.exp(math.tanh({}))",
          "math.sqrt(abs({}) + 0.5)", "({}) ** 2", "({}) ** 3", "math.log(abs({}) + 1.0)", "-({})"]

@@ -19,6 +19,8 @@ from gradkern.testing import check_grad
 from gradkern.transforms.tape import RECOMPUTE_LIMIT
 from transforms import test_reverse
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def layernorm(inp, weight, bias, out, C, eps):
@@ -187,6 +189,7 @@ def test_layernorm_tapes_its_mean_and_variance_once(C):
     assert tape_bytes(layernorm, *layernorm_args(np.random.default_rng(0), C), dim=3) == 2 * 8
 
 
+@pytest.mark.numba
 def test_layernorm_fused_kernel_keeps_its_values_in_registers():
     ins = gk.inspect(layernorm, *layernorm_args(np.random.default_rng(0), 8), dim=3, mode=gk.Reverse)
     assert re.search(r"_gk_tape\[", ins.sources["augmented_primal"])
@@ -201,6 +204,7 @@ def square_then_loop(x, n):
         x[i] = 0.75 * x[i] * x[i]  # taped per iteration: pushed, in the fused kernel too
 
 
+@pytest.mark.numba
 @pytest.mark.parametrize("n", [1, 3, 257])
 def test_fused_kernel_holds_what_it_tapes_outside_loops_in_registers(n):
     """Split mode tapes scal's old x (x <- a x in place, Active a); the fused kernel reads it from a

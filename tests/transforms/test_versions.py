@@ -13,6 +13,8 @@ from gradkern.ir.types import F64, Array
 from gradkern.pipeline import specialize
 from gradkern.transforms.versions import version_locals
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def reassigned(x, y):
@@ -49,6 +51,7 @@ def test_a_kernel_without_redefinitions_is_returned_as_it_is():
     assert version_locals(typed) is typed
 
 
+@pytest.mark.numba
 @pytest.mark.slow
 def test_a_200_statement_gradient_compiles_in_bounded_time():
     """Issue 14.11: reverse-mode compile time grew superlinearly (a 200-statement kernel with one
