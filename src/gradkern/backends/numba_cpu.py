@@ -110,7 +110,8 @@ class CpuLaunch(LaunchInfo):
     # terms otherwise than the parallel loop, so numba_choice never measures the two against each other
     # (docs/performance.md)
     reassociated: bool = False
-    registers: tuple[str, ...] = ()  # privatised targets whose chunks sum in a register (numba_loops._accumulators)
+    # privatised targets whose chunks sum in a register (numba_syntax.register_accumulators)
+    registers: tuple[str, ...] = ()
     loops: bool = False  # a loop in the thread body: the twin for launches of fewer than LOOP_SERIAL_THREADS threads
 
     def chunk_bytes(self, sizes: dict[str, int]) -> int:

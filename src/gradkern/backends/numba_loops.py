@@ -27,6 +27,7 @@ from .numba_syntax import (
     NumbaSyntax,
     PrivatizedSyntax,
     private_sums,
+    register_accumulators,
     spill_function,
     unsigned_copies,
     unsigned_literals,
@@ -172,7 +173,7 @@ class LoopPrinter:
         self.thread_args = [f"_gkb_t{a}" for a in range(launch_ndim)]
         # what `module` printed, for the backend to run it by (numba_cpu.CpuLaunch) without reading the text:
         # `<entry>_edges` (`<entry>_sparse` where `spilled`), a sum through `_gkb_radd`, the targets summed in
-        # a register (`_accumulators`)
+        # a register (numba_syntax.register_accumulators)
         self.edges = self.reassociated = False
         self.registers: frozenset[str] = frozenset()
 
@@ -268,7 +269,7 @@ class LoopPrinter:
             lines.append("        for _gkb_c in _gk_prange(_gkb_chunks):")
             if shared:
                 lines.append("            _gkb_s = _gk_int64(_gkb_c)")
-        accumulators = {} if self.outline else _accumulators(k, self.private, self.options.mixed)
+        accumulators = {} if self.outline else register_accumulators(k, self.private, self.options.mixed)
         types = {p.name: p.type for p in k.params}
         sx = NumbaSyntax(self.ndim)
         pad = "    " * depth
@@ -576,28 +577,3 @@ def generate(k: ir.Kernel, launch_ndim: int, options: NumbaOptions, header: str 
     The entry takes the launch extents first, then the kernel's parameters."""
     printer = LoopPrinter(k, launch_ndim, options, header)
     return printer.module(), printer.entry
-
-
-def _accumulators(k: ir.Kernel, private: tuple[str, ...],
-                  mixed: tuple[str, ...]) -> dict[tuple[str, tuple[str, ...]], str]:
-    """A register accumulator per element that a privatised float target's atomic adds all hit at
-    constant indices (an Active scalar's sum): `acc += v` in the chunk's loop, added to the chunk's
-    private copy once after it. The copy's element would otherwise be loaded and stored at every
-    thread (LLVM cannot keep it in a register beside the other stores), a chain through memory that
-    made saxpy's gradient latency-bound. The register's adds may be reassociated (numba_syntax
-    `_gkb_radd`, docs/adjoint-forms.md section 9): the same terms, grouped so that the loop vectorises."""
-    bodies = k.body + (k.interior.body if k.interior is not None else ())
-    adds = [s for s in ir.walk_stmts(bodies) if isinstance(s, ir.AtomicAdd)]
-    types = {p.name: p.type for p in k.params}
-    sx = NumbaSyntax(k.tid_ndim)
-    out: dict[tuple[str, tuple[str, ...]], str] = {}
-    for a in private:
-        mine = [s for s in adds if s.array == a]
-        if a in mixed or not types[a].dtype.is_float or \
-                not all(isinstance(i, ir.Const) for s in mine for i in s.indices) or \
-                any(s.value.type != types[a].dtype for s in mine):  # a wider sum would round differently
-            continue
-        for s in mine:
-            key = (a, tuple(sx.literal(i.value, i.type) for i in s.indices))
-            out.setdefault(key, f"_gkb_acc{len(out)}")
-    return out

@@ -355,3 +355,28 @@ def spill_function(ndim: int) -> list[str]:
             *[f"    si[c, k, {d}] = i{d}" for d in range(ndim)],
             "    sv[c, k] = v",
             "    return k + 1"]
+
+
+def register_accumulators(k: ir.Kernel, private: tuple[str, ...],
+                  mixed: tuple[str, ...]) -> dict[tuple[str, tuple[str, ...]], str]:
+    """A register accumulator per element that a privatised float target's atomic adds all hit at
+    constant indices (an Active scalar's sum): `acc += v` in the chunk's loop, added to the chunk's
+    private copy once after it. The copy's element would otherwise be loaded and stored at every
+    thread (LLVM cannot keep it in a register beside the other stores), a chain through memory that
+    made saxpy's gradient latency-bound. The register's adds may be reassociated (numba_syntax
+    `_gkb_radd`, docs/adjoint-forms.md section 9): the same terms, grouped so that the loop vectorises."""
+    bodies = k.body + (k.interior.body if k.interior is not None else ())
+    adds = [s for s in ir.walk_stmts(bodies) if isinstance(s, ir.AtomicAdd)]
+    types = {p.name: p.type for p in k.params}
+    sx = NumbaSyntax(k.tid_ndim)
+    out: dict[tuple[str, tuple[str, ...]], str] = {}
+    for a in private:
+        mine = [s for s in adds if s.array == a]
+        if a in mixed or not types[a].dtype.is_float or \
+                not all(isinstance(i, ir.Const) for s in mine for i in s.indices) or \
+                any(s.value.type != types[a].dtype for s in mine):  # a wider sum would round differently
+            continue
+        for s in mine:
+            key = (a, tuple(sx.literal(i.value, i.type) for i in s.indices))
+            out.setdefault(key, f"_gkb_acc{len(out)}")
+    return out
