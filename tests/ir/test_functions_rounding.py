@@ -65,10 +65,14 @@ def _compare(backend, dtype):
         y = np.zeros_like(x)
         gk.launch(unary, x.shape[0], x, which, y, backend=backend)
         want = fn(x)
-        if which >= 4 or backend == "interp":  # roundings are exact; the interpreter calls NumPy's own
+        if which >= 4 or (backend == "interp" and dtype == np.float64):
+            # roundings are exact; the interpreter calls NumPy's own, which in float64 is one algorithm
             np.testing.assert_array_equal(y, want, err_msg=name)
             assert (np.signbit(y) == np.signbit(want)).all(), name  # -0.0 where NumPy gives it
-        else:  # Numba's libm against NumPy's: within an ulp of the type
+        else:
+            # Numba's libm against NumPy's; and in float32 NumPy is not one algorithm on AVX-512 CPUs (a SIMD loop
+            # beside the scalar one): on session 61's VM the interpreter's cbrt differed from the array's by an
+            # ulp in 5 of 15 values. Two ulps of the type, as for Numba's libm
             np.testing.assert_allclose(y, want, rtol=2 * np.finfo(dtype).eps, err_msg=name)
 
 

@@ -358,7 +358,7 @@ def spill_function(ndim: int) -> list[str]:
 
 
 def register_accumulators(k: ir.Kernel, private: tuple[str, ...],
-                  mixed: tuple[str, ...]) -> dict[tuple[str, tuple[str, ...]], str]:
+                          mixed: tuple[str, ...]) -> dict[tuple[str, tuple[str, ...]], str]:
     """A register accumulator per element that a privatised float target's atomic adds all hit at
     constant indices (an Active scalar's sum): `acc += v` in the chunk's loop, added to the chunk's
     private copy once after it. The copy's element would otherwise be loaded and stored at every
