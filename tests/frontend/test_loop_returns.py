@@ -12,6 +12,8 @@ from support.ported_harness import on_interpreter
 import gradkern as gk
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def first_crossing(x, t, y, n):

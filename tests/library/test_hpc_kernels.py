@@ -12,6 +12,8 @@ from support.corpus import syrk
 import gradkern as gk
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 @gk.kernel
 def atax_tmp(A, x, tmp, n):
