@@ -46,6 +46,8 @@ import gradkern as gk
 from gradkern.backends.hostcuda import compiler
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 N_KERNELS = int(os.environ.get("GRADKERN_FUZZ_CROSSMODE", "2"))
 SEED = int(os.environ.get("GRADKERN_FUZZ_SEED", "0"))
 CROSS_EVERY = int(os.environ.get("GRADKERN_FUZZ_CROSS_EVERY", "0"))

@@ -28,6 +28,8 @@ from gradkern.backends import set_default
 from gradkern.backends.hostcuda import compiler
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 N_PROGRAMS = int(os.environ.get("GRADKERN_FUZZ_PROGRAMS", "12"))
 SEED = int(os.environ.get("GRADKERN_FUZZ_SEED", "0"))
 N = 8

@@ -640,7 +640,7 @@ def _check_launch(stats: Stats, rng, g: _Generator, src: str, kernel, backend: s
     stats.race_free += not verdict.racy
     args = [arrays["a"].copy(), arrays["b"].copy(), arrays["idx"].copy(), arrays["out"].copy(), m, n]
     case = f"{g.name} dim={dim} m={m} n={n} idx={arrays['idx'].tolist()}\n{src}"
-    checked = gk.inspect(kernel, *args, dim=dim).race_check
+    checked = gk.inspect(kernel, *args, dim=dim, backend=backend).race_check  # the launch below, as it runs
     _check_saved_in_place(stats, kernel, args, dim, verdict, case)
     stats.proven += not checked
     for f in g.features:

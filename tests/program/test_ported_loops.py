@@ -15,6 +15,8 @@ from support.ported_loops_checks import port_tests
 import gradkern as gk
 from gradkern.testing import check_grad
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 def plain(step, nsteps):
     for t in range(nsteps):

@@ -22,6 +22,8 @@ from gradkern.testing import check_grad
 from .test_ported_loops import _check_against_differences, _gradient, _refused, _u, checkpointed, plain
 from .test_ported_solvers import _same_gradients
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 def _spd(rng, n):
     m = rng.uniform(-1.0, 1.0, (n, n))

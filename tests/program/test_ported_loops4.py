@@ -27,6 +27,8 @@ from .test_ported_loops import _check_against_differences, _gradient, _refused, 
 from .test_ported_loops3 import _gradients_agree, _weights
 from .test_ported_solvers import _same_gradients
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 _CSR = p3a.laplacian_csr(3, 3)[:3]
 _FE = p4.minife_structure(6)
 

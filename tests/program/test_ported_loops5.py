@@ -26,6 +26,8 @@ from .test_ported_loops import _check_against_differences, _gradient, _refused, 
 from .test_ported_loops3 import _gradients_agree, _weights
 from .test_ported_solvers import _same_gradients
 
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
+
 
 def _zones(rng, nz=6):
     """Staggered-mesh point positions: increasing, spacing within 20% of 1."""

@@ -7,11 +7,14 @@ fixed number of steps; the natural spellings that would drop a derivative are re
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import gradkern as gk
 from gradkern.testing import check_grad
 
 from .test_ported_loops import _check_against_differences, _gradient, _refused, _u, checkpointed, plain
+
+pytestmark = pytest.mark.interp_in_ci  # tests/conftest.py: the interpreter in CI, a Numba sample
 
 
 # -- conjugate gradients (the textbook loop; HPCG's CG without its preconditioner) ---------------------------------

@@ -116,11 +116,12 @@ def assert_race_verdicts(case, atomic, runtime_checked, backend=None):
 
 
 def numba_sampled(names, sample):
-    """`names` (plain or pytest.param) as parameters of a Numba-backend twin: those in `sample` run in CI, the
-    others are marked `full` (docs/testing.md "Test time": each port's check runs in CI on the interpreter)."""
+    """`names` (plain or pytest.param) as parameters of a Numba-backend twin: those in `sample` run in CI, marked
+    `numba` so that an `interp_in_ci` module keeps them on the default backend (tests/conftest.py), the others are
+    marked `full` (docs/testing.md "Test time": each port's check runs in CI on the interpreter)."""
     plain = [p.values[0] if hasattr(p, "values") else p for p in names]
     assert set(sample) <= set(plain), set(sample) - set(plain)
-    return [n if n in sample else pytest.param(n, marks=pytest.mark.full) for n in plain]
+    return [pytest.param(n, marks=pytest.mark.numba if n in sample else pytest.mark.full) for n in plain]
 
 
 def on_interpreter(monkeypatch):
