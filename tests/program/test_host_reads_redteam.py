@@ -6,6 +6,9 @@ out-of-range, strided, transposed and Fortran-ordered reads is NumPy's. Each gra
 differences in float64, the dot-product test, forward tangents) on the interpreter; each refusal leaves primals and
 shadows as they were."""
 
+import copy
+import pickle
+
 import numpy as np
 import pytest
 from support.host_scalar_kernels import energy, scale_into, square, through
@@ -47,10 +50,19 @@ WAYS_OUT = {
 }
 
 
-@pytest.mark.parametrize("name", list(WAYS_OUT))
+# session 62: `copy.deepcopy(v.sum())` was a new scalar whose adjoint no sweep read (the derivative through it
+# dropped, no error); pickling a read raised Python's TypeError about a weakref, and a derived scalar's pickle made a
+# plain number a launch took as a constant (mpi4py's `comm.allreduce(s)` pickles, even on one rank)
+COPIES = {
+    "copy.copy(v.sum())": lambda u, v: copy.copy(v.sum()),
+    "copy.deepcopy([v[0], v.max()])": lambda u, v: sum(copy.deepcopy([v[0], v.max()])),
+}
+
+
+@pytest.mark.parametrize("name", list(WAYS_OUT) + list(COPIES))
 def test_the_ways_out_of_an_array_are_reads(monkeypatch, rng, name):
     on_interpreter(monkeypatch)
-    read = WAYS_OUT[name]
+    read = {**WAYS_OUT, **COPIES}[name]
     u = rng.random(N) + 0.5
     E = np.zeros(1)
     gk.autodiff(through(read), gk.Duplicated(u.copy(), np.zeros(N)), gk.Duplicated(E, np.ones(1)))
@@ -180,3 +192,32 @@ def test_what_numpy_raises_it_raises_before_anything_changed(monkeypatch, rng, r
     with pytest.raises(error):
         read(None, np.zeros(N))  # NumPy's behaviour, which the program's must be
     _refused(through(read), rng, error)
+
+
+PICKLED = {
+    "a read": lambda u, v: pickle.loads(pickle.dumps(v.sum())),
+    "a read's arithmetic": lambda u, v: pickle.loads(pickle.dumps(2.0 * v[1] + 1.0)),
+    "a derived scalar": lambda u, v: pickle.loads(pickle.dumps(np.median(v))),
+    "a derived scalar in a list": lambda u, v: pickle.loads(pickle.dumps([np.std(v)]))[0],
+}
+
+
+@pytest.mark.parametrize("name", list(PICKLED))
+def test_pickling_a_read_or_a_derived_scalar_is_refused_naming_the_line(monkeypatch, rng, name):
+    on_interpreter(monkeypatch)
+    error = _refused(through(PICKLED[name]), rng, gk.ProgramError, "pickling", "gkm.allreduce", "float(s)",
+                     "test_host_reads_redteam.py")
+    assert "mpi4py" in str(error)
+
+
+def test_after_the_program_a_scalar_pickles_as_its_number(monkeypatch, rng):
+    """Outside a recording (a value kept past its program) pickling is the number's: nothing to drop."""
+    on_interpreter(monkeypatch)
+    kept = []
+    u = rng.random(N) + 0.5
+    gk.autodiff(through(lambda u, v: kept.append((v.sum(), np.median(v))) or kept[-1][0]),
+                gk.Duplicated(u, np.zeros(N)), gk.Duplicated(np.zeros(1), np.ones(1)))
+    read, median = kept[0]
+    assert pickle.loads(pickle.dumps(read)) == read.value
+    assert pickle.loads(pickle.dumps(median)) == float(median)
+    assert copy.deepcopy(read) is read

@@ -244,4 +244,37 @@ def case_vector_widths():
     assert "width" in message, message
 
 
+def case_host_reads_over_ranks():
+    """A host read combined over ranks (session 62; docs/distributed.md, "Host reads over ranks"): through
+    gkm.allreduce of a 1-element array the derivative reaches every rank's elements; through mpi4py's own
+    `comm.allreduce(s)` (which pickles s) or of a derived scalar, refused on every rank before anything changes
+    (the unpickled value was a constant: the derivative through it dropped, or Python's TypeError)."""
+    rng = np.random.default_rng(40 + RANK)
+    u0 = rng.uniform(0.5, 1.5, 4)
+
+    def program(u, E):
+        b = np.zeros(1)
+        b[0] = u.sum()  # this rank's sum, an Active scalar: a fill launch and a read
+        gkm.allreduce(b)  # the global sum S, differentiated
+        gk.launch(mc.weighted_sum, 4, u, 0.1 * b[0], E)  # E_r = 0.1 S |u_r|^2
+
+    u, du = u0.copy(), np.zeros(4)
+    gk.autodiff(program, gk.Duplicated(u, du), gk.Duplicated(np.zeros(1), np.ones(1)))
+    total, squares = WORLD.allreduce(float(u0.sum())), WORLD.allreduce(float(np.sum(u0 * u0)))
+    # L = sum_r E_r = 0.1 S Q: dL/du_r = 0.2 S u_r + 0.1 Q
+    mc.close(du, 0.2 * total * u0 + 0.1 * squares, "a host read summed over ranks by gkm.allreduce", rtol=1e-13)
+    assert np.array_equal(u, u0)
+    for label, reduce in (("comm.allreduce of a read", lambda u: WORLD.allreduce(u.sum())),
+                          ("comm.allreduce of a read, op=MAX", lambda u: WORLD.allreduce(u.max(), op=MPI.MAX)),
+                          ("comm.allreduce of a derived scalar", lambda u: WORLD.allreduce(np.median(u)))):
+        def refused(u, E, reduce=reduce):
+            gk.launch(mc.weighted_sum, 4, u, 0.1 * reduce(u), E)
+
+        arrays = [u0.copy(), np.zeros(4), np.zeros(1), np.ones(1)]
+        message = mc.expect_refusal(label, lambda f=refused, a=arrays: gk.autodiff(
+            f, gk.Duplicated(a[0], a[1]), gk.Duplicated(a[2], a[3])), arrays)
+        assert "pickling" in message and "gkm.allreduce" in message, message
+        assert isinstance(mc.REFUSED[-1], gk.ProgramError), type(mc.REFUSED[-1])
+
+
 CASES = {name[5:]: f for name, f in globals().items() if name.startswith("case_")}

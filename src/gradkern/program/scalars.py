@@ -92,6 +92,27 @@ class ActiveScalar:
         spec raised Python's TypeError)."""
         return format(self.value, spec)
 
+    def __copy__(self) -> ActiveScalar:
+        """`copy.copy(c)`: `c` itself, as for a float. Its value never changes (host arithmetic makes new
+        scalars), and a new object would take adjoints that no sweep reads back: `copy.deepcopy` of a read
+        dropped its derivative silently (session 62; docs/host-code.md, "Active scalars in host code")."""
+        return self
+
+    def __deepcopy__(self, memo: Any) -> ActiveScalar:
+        return self
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Pickling, while a program records: refused (what is unpickled would be a plain number, the derivative
+        through it dropped; mpi4py's `comm.allreduce(s)` pickles its operand, and raised Python's TypeError about
+        a weakref); after it, the number."""
+        if active_recorder() is None:
+            return float, (self.value,)
+        from .hostcalls import _PICKLING, _PICKLING_HINT  # hostcalls imports this module
+        self._refuse(f"{_PICKLING} of an Active scalar", hint=_PICKLING_HINT)
+
+    def __reduce__(self) -> Any:
+        return self.__reduce_ex__(2)
+
     # a real number's attributes, as Python's float and NumPy's float64 have them (session 58: `s.real` of a read
     # raised AttributeError); the derivative stays with the scalar
     @property
