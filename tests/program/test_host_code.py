@@ -2,6 +2,8 @@
 operation that makes an array from an active one is differentiated (copies, fills) or refused before
 anything changes; arrays made from nothing active stay plain inputs."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -64,6 +66,15 @@ def p_setitem(u, E):
     gk.launch(energy, N, w, E)
 
 
+def p_copy_module(u, E):
+    """`copy.copy` and `copy.deepcopy` (a kept restart state): the copy launch of `u.copy()` (session 62; refused
+    where a launch took them before)."""
+    v = copy.deepcopy([u])[0]
+    w = copy.copy(u)
+    gk.launch(energy, N, v, E)
+    gk.launch(energy, N, w, E)
+
+
 def p_astype(u, E):
     w = u.astype(np.float32)
     v = np.zeros_like(w)
@@ -97,6 +108,7 @@ def _grad(prog, u, *extra):
     (p_np_copy, lambda u: 2 * u),
     (p_copyto, lambda u: 2 * u),
     (p_setitem, lambda u: np.r_[2 * u[:-1], 0.0]),
+    (p_copy_module, lambda u: 4 * u),
 ])
 def test_copies_are_differentiated(rng, prog, expected):
     u = _u(rng)

@@ -311,6 +311,15 @@ class TrackedArray(np.ndarray):
     def copy(self, order: str = "C") -> Any:
         return self._copied("ndarray.copy", None, order)
 
+    def __copy__(self) -> Any:
+        """`copy.copy(u)`, `copy.deepcopy(u)` (a restart kept as `saved = copy.deepcopy(state)`): the copy launch
+        of `u.copy()`, differentiated; until session 62 a copy no launch made, refused where a launch took it."""
+        return self._copied("copy.copy", None, "F" if self.flags.f_contiguous and not self.flags.c_contiguous
+                            else "C")
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self.__copy__()  # float elements: nothing deeper to copy
+
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
                copy: bool = True) -> Any:
         _read()
@@ -381,7 +390,7 @@ def _reading(name: str) -> Any:
 # __array_function__); `view` is not one (plain() makes the launches' views with it)
 for _name in ("item", "tolist", "tobytes", "tofile", "argmax", "argmin", "argsort", "argpartition", "nonzero",
               "searchsorted", "flatten", "ravel", "__iter__", "__contains__", "__float__", "__int__",
-              "__bool__", "__index__", "__complex__", "__str__", "__format__", "__copy__", "__deepcopy__",
+              "__bool__", "__index__", "__complex__", "__str__", "__format__",
               "__reduce__", "__reduce_ex__"):
     setattr(TrackedArray, _name, _reading(_name))
 
