@@ -75,6 +75,15 @@ def p_copy_module(u, E):
     gk.launch(energy, N, w, E)
 
 
+def p_np_array(u, E):
+    """`u_old = np.array(u)`, a NumPy code's copy (dtype positional or not, ndmin, a reversed view): the copy
+    launches of u.copy() (session 62; refused where a launch took it before)."""
+    v = np.array(u, np.float64)
+    w = np.array(u[::-1], ndmin=2, order="F")[0, ::-1]
+    gk.launch(energy, N, v, E)
+    gk.launch(energy, N, w, E)
+
+
 def p_astype(u, E):
     w = u.astype(np.float32)
     v = np.zeros_like(w)
@@ -109,6 +118,7 @@ def _grad(prog, u, *extra):
     (p_copyto, lambda u: 2 * u),
     (p_setitem, lambda u: np.r_[2 * u[:-1], 0.0]),
     (p_copy_module, lambda u: 4 * u),
+    (p_np_array, lambda u: 4 * u),
 ])
 def test_copies_are_differentiated(rng, prog, expected):
     u = _u(rng)

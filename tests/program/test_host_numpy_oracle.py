@@ -23,10 +23,12 @@ is one line of `ROWS`."""
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import decimal
 import fractions
 import math
+import pickle
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -276,8 +278,13 @@ ROWS = [
     Row("np.asarray(v)", "array", lambda u, v: np.asarray(v), GRAD),  # a view: the launch takes v
     Row("np.asarray(v) * 2.0", "array", lambda u, v: np.asarray(v) * 2.0, GRAD),
     Row("np.asarray(v)[3]", "scalar", lambda u, v: np.asarray(v)[3], GRAD),  # session 57: a read
-    Row("np.array(v)", "array", lambda u, v: np.array(v), REFUSED),
-    Row("np.array(v)[3]", "scalar", lambda u, v: np.array(v)[3], REFUSED),
+    # a copy by a launch, as v.copy() (session 62; refused before)
+    Row("np.array(v)", "array", lambda u, v: np.array(v), GRAD),
+    Row("np.array(v)[3]", "scalar", lambda u, v: np.array(v)[3], GRAD),
+    Row("np.array(v, np.float64, ndmin=2)[0]", "array", lambda u, v: np.array(v, np.float64, ndmin=2)[0], GRAD),
+    Row("copy.deepcopy(v)", "array", lambda u, v: copy.deepcopy(v), GRAD),
+    Row("copy.deepcopy(v.sum())", "scalar", lambda u, v: copy.deepcopy(v.sum()), GRAD),
+    Row("pickle of v.sum()", "scalar", lambda u, v: pickle.loads(pickle.dumps(v.sum())), REFUSED),
     Row("v.view(np.ndarray) * 2.0", "array", lambda u, v: v.view(np.ndarray) * 2.0, NOT_SEEN),
     Row("v[1:4] into a fresh array", "array", lambda u, v: np.concatenate([v[:1], v[1:4], v[4:]]), GRAD),
     Row("np.roll(v, 2)", "array", lambda u, v: np.roll(v, 2), GRAD),  # copies of views (program/hostshapes.py)

@@ -150,7 +150,13 @@ def _numpy_call(f: Any, *args: Any, **kwargs: Any) -> Any:
         # of reads (`np.fromiter(iter([v[0], v[1]]), float)`) gave a plain array silently: looked into as a list
         args = (list(args[0]), *args[1:])
     source = args[0] if args else None
-    if isinstance(source, TrackedArray) and f.__name__ in _COPIES:  # hostshapes.py
+    if isinstance(source, TrackedArray) and (f.__name__ in _COPIES or (
+            f.__name__ == "array" and kwargs.get("copy", True) is True
+            and not sys._getframe(2).f_code.co_filename.startswith(_NUMPY))):  # hostshapes.py
+        # `u_old = np.array(u)` on the user's line: a copy by a launch, as u.copy() (session 62; until then a copy
+        # no launch made, refused where a launch took it); a positional dtype as the keyword the copy reads
+        if f.__name__ == "array" and len(args) > 1:
+            args, kwargs = args[:1], {**kwargs, "dtype": args[1]}
         return contiguous(f, *args, **kwargs)
     if isinstance(source, memoryview) and isinstance(source.obj, np.ndarray):
         source = source.obj  # np.asarray(memoryview(u)): u's values

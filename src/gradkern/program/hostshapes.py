@@ -40,7 +40,7 @@ _DATA = {"concatenate": ("arrays",), "stack": ("arrays",), "hstack": ("tup",), "
          "dstack": ("tup",), "column_stack": ("tup",), "row_stack": ("tup",), "block": ("arrays",),
          "append": ("arr", "values"), "pad": ("array",), "roll": ("a",), "tile": ("A",), "repeat": ("a",),
          "resize": ("a",), "reshape": ("a",), "ravel": ("a",), "ascontiguousarray": ("a",),
-         "asfortranarray": ("a",)}
+         "asfortranarray": ("a",), "array": ("object",)}  # np.array(u) of a user's line: hostcalls.py
 _PADS = ("constant", "edge", "wrap", "reflect", "symmetric")  # the modes whose every element is copied
 _CONSTANT = -1  # a result element that is a constant (NumPy wrote it; no launch)
 
