@@ -161,6 +161,38 @@ def test_an_interrupted_compile_leaves_no_compiler_pass_running_and_no_file(tmp_
     assert not _running(pid)
 
 
+def test_an_interrupt_inside_popen_after_the_fork_still_kills_the_compile(tmp_path, private_tmp, monkeypatch):
+    """Ctrl-C can land inside subprocess.Popen once the compiler runs (its last lines, after the fork), when no
+    Popen object, no pid, comes back to run_compiler: under load session 61 saw the interrupted-compile test fail
+    so. The processes holding the compile's private TMPDIR are found and killed (session 62)."""
+    from gradkern.backends import hostcuda
+
+    fake = tmp_path / "fake-g++"
+    fake.write_text(FAKE_COMPILER)
+    fake.chmod(0o755)
+
+    class Interrupted(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            deadline = time.monotonic() + 60
+            while not (tmp_path / "pass").exists() or not (tmp_path / "pass").read_text().strip():
+                assert time.monotonic() < deadline, "the fake compiler never started its pass"
+                time.sleep(0.01)
+            raise KeyboardInterrupt  # before __init__ returns: run_compiler never sees the object
+
+    monkeypatch.setattr(subprocess, "Popen", Interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        hostcuda.run_compiler([str(fake), str(tmp_path)])
+    monkeypatch.undo()
+    private = (tmp_path / "tmpdir").read_text().strip()
+    assert private.startswith(str(private_tmp)) and not os.path.exists(private)
+    pid = int((tmp_path / "pass").read_text())
+    deadline = time.monotonic() + 10
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not _running(pid)
+
+
 def _running(pid: int) -> bool:
     """Whether process `pid` exists and is no zombie (killed, awaiting its reaper)."""
     try:

@@ -291,16 +291,36 @@ def run_compiler(argv: list[str]) -> subprocess.CompletedProcess:
     subprocess.run killed the g++ driver alone, and its compiler pass (cc1plus) ran on, orphaned, leaving its
     `ccXXXXXX.s` in TMPDIR for good."""
     with tempfile.TemporaryDirectory(prefix="gradkern-gxx-") as private:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "TMPDIR": private}, start_new_session=True)
+        proc = None
         try:
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    env={**os.environ, "TMPDIR": private}, start_new_session=True)
             out, err = proc.communicate()
         except BaseException:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            if proc is not None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            else:  # interrupted inside Popen, once the compiler had started: no pid came back (session 62)
+                _kill_marked(f"TMPDIR={private}".encode())
             raise
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def _kill_marked(marker: bytes) -> None:
+    """SIGKILL every process of ours whose environment holds `marker` (a private TMPDIR: the compiler and its
+    passes): the compile a Ctrl-C interrupted inside subprocess.Popen, after the fork, when no Popen object (no
+    pid) came back. Linux's /proc; elsewhere nothing (the compiler finishes on its own)."""
+    with contextlib.suppress(OSError):
+        pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    marked = marker in f.read().split(b"\0")
+                if marked:
+                    os.kill(pid, signal.SIGKILL)
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(pid, 0)  # our own child (the driver Popen forked): reaped, not left a zombie
 
 
 def _load(path: Path, key: str) -> tuple[Any, Any, Path]:
