@@ -85,6 +85,8 @@ CASES = [
     ("w[1:4] = [c, 2.0, c * c]", _active_list),
     # a whole-array reduction of a broadcast is a launch and a read (program/hostreads.py), taken Active by the next
     ("reduction of a broadcast", lambda u, v, w, c: v * (v.reshape(2, 3) * w[:3]).sum()),
+    # along an axis: a launch (program/hostaxes.py, session 62; a derived array, refused, before)
+    ("reduction of a broadcast along an axis", lambda u, v, w, c: v * (v.reshape(2, 3) * w[:3]).sum(axis=0)[1]),
 ]
 
 
@@ -199,9 +201,6 @@ def _list_into_launched(u, v, w, c):
 REFUSALS = [
     ("a list of another length", _list_too_long, "r[0:2] = [c, 1.0, 2.0]"),
     ("a list into a launched array", _list_into_launched, "v[0:2] = (c, 1.0)"),  # the host-write rule
-    # a reduction along an axis is no launch (session 57's reductions take whole arrays): its result stays derived
-    ("reduction of a broadcast along an axis", lambda u, v, w, c: v * (v.reshape(2, 3) * w[:3]).sum(axis=0)[1],
-     "an element read"),  # of the derived (3,) array the reduction along axis 0 made
 ]
 
 

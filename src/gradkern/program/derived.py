@@ -35,6 +35,15 @@ TRACKED: list = []
 READ: list = []
 
 
+# what pickling a read or a derived scalar is called, and the spellings that work, in the refusals of
+# scalars.ActiveScalar.__reduce_ex__ and hostcalls.py's derived scalars (session 62)
+PICKLING = ("pickling (mpi4py's comm.allreduce, comm.bcast, comm.send and comm.gather pickle their operands; "
+            "pickle.dumps; multiprocessing)")
+PICKLING_HINT = ("combine a value over MPI ranks with gradkern.mpi.allreduce on a 1-element array (`b = np.zeros(1); "
+                 "b[0] = s; gkm.allreduce(b)`: a sum, differentiated; docs/distributed.md), or pass float(s) to say "
+                 "that no derivative through it is wanted")
+
+
 def user_frame() -> Any:
     """The innermost frame outside gradkern and NumPy: the user's line."""
     f = sys._getframe(1)

@@ -36,7 +36,18 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProgramError
-from .derived import _NUMPY, _OURS, CLASSES, DerivedScalar, carry, constant, constants, origin_of
+from .derived import (
+    _NUMPY,
+    _OURS,
+    CLASSES,
+    PICKLING,
+    PICKLING_HINT,
+    DerivedScalar,
+    carry,
+    constant,
+    constants,
+    origin_of,
+)
 from .derived import user_frame as _user_frame
 from .derived import where as _where
 from .hostcode import TrackedArray, _origin, _read, _result, track, tracker
@@ -272,22 +283,15 @@ def _as_integer_ratio(self: Any) -> Any:
 # (`comm.allreduce(s)`, `comm.bcast(s)`) pickle their operands, even on one rank, and the result, taken by a launch,
 # was accepted as a constant with the derivative through `s` dropped (session 62). Refused while the program that
 # made it records; after it, or another call's, it is the constant it is there.
-_PICKLING = ("pickling (mpi4py's comm.allreduce, comm.bcast, comm.send and comm.gather pickle their operands; "
-             "pickle.dumps; multiprocessing)")
-_PICKLING_HINT = ("combine a value over MPI ranks with gradkern.mpi.allreduce on a 1-element array (`b = "
-                  "np.zeros(1); b[0] = s; gkm.allreduce(b)`: a sum, differentiated; docs/distributed.md), or pass "
-                  "float(s) to say that no derivative through it is wanted")
-
-
 def _reduce_ex(self: Any, protocol: Any = 2) -> Any:
     host = tracker()
     if host is not None and host.checking and (self._gk_origin is None or self._gk_origin.host is host):
         frame = _user_frame()
         line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip() if frame is not None else ""
-        raise ProgramError(f"{_PICKLING} of a scalar that host code computed from an active array "
+        raise ProgramError(f"{PICKLING} of a scalar that host code computed from an active array "
                            f"({self._gk_origin.describe() if self._gk_origin else 'an unknown operation'}), at "
                            f"{_where(frame)}" + (f" (`{line}`)" if line else "") + ", would drop its derivative: "
-                           "what is unpickled is a plain number", hint=_PICKLING_HINT)
+                           "what is unpickled is a plain number", hint=PICKLING_HINT)
     return constant(self).__reduce_ex__(protocol)
 
 

@@ -8,10 +8,11 @@ launch's reverse (steps.Step.read_back, scalarsweep.py). The pipeline differenti
 derivative is written here. Before session 57 each was a derived scalar (derived.py), refused by a launch taking it.
 
 What stays as it was (a derived scalar, refused where a launch takes it): a reduction with `axis=` (but one naming
-every axis), `dtype=`, `out=`, `keepdims=`, `where=` or `initial=`, of an array host code computed (derived), of an
-integer array; `np.dot` of arrays of 2 or more axes; `np.median`, `np.std`, `np.var`, ...; and any of them inside a
-checkpointed loop's step (recorder.in_loop), where a recomputed step's scalar tape is not replayed. Reads of arrays
-nothing active reached are NumPy's, as before. Elementary functions of an Active scalar (`np.sqrt(c)`,
+every axis; along one axis of a 2-4-axis array it is an array launch: hostaxes.py), `dtype=`, `out=`, `keepdims=`,
+`where=` or `initial=`, of an array host code computed (derived), of an integer array; `np.dot` of arrays of 2 or
+more axes; `np.median`, `np.std`, `np.var`, ...; and any of them inside a checkpointed loop's step
+(recorder.in_loop), where a recomputed step's scalar tape is not replayed. Reads of arrays nothing active reached
+are NumPy's, as before. Elementary functions of an Active scalar (`np.sqrt(c)`,
 `math.exp(c)`) are one-thread launches too (`elementary`)."""
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from ..annotations import Annotation, BatchDuplicated, Duplicated
 from ..errors import ProgramError
 from ..recording import active_recorder
 from ..runtime.arrays import module_of
-from .derived import _NUMPY, _OURS, READ, TRACKED, derived, user_frame, where
+from .derived import _NUMPY, _OURS, PICKLING, PICKLING_HINT, READ, TRACKED, derived, user_frame, where
 
 # hostreads.elementary, set by hostreads.py (which imports this module): `np.sqrt(c)` as a one-thread launch
 ELEMENTARY: list = []
@@ -107,8 +107,7 @@ class ActiveScalar:
         a weakref); after it, the number."""
         if active_recorder() is None:
             return float, (self.value,)
-        from .hostcalls import _PICKLING, _PICKLING_HINT  # hostcalls imports this module
-        self._refuse(f"{_PICKLING} of an Active scalar", hint=_PICKLING_HINT)
+        self._refuse(f"{PICKLING} of an Active scalar", hint=PICKLING_HINT)
 
     def __reduce__(self) -> Any:
         return self.__reduce_ex__(2)

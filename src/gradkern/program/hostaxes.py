@@ -1,0 +1,122 @@
+"""Reductions along one axis of a program's active arrays as launches (docs/host-code.md, "Reductions along an
+axis"): `np.sum(F, axis=2)`, `F.sum(0)`, `np.mean(u, axis=1)`, `F.max(axis=0)`, `np.min(u, 1, keepdims=True)`
+inside a program, the density `rho = np.sum(F, 2)` of a lattice-Boltzmann code or a column sum of a state.
+Each is one launch of a kernel generated in the kernel language: a thread per element of the result, looping over
+the reduced axis in order (so a sum is the recursive sum, as a whole-array read's is: hostreads.py), into a fresh
+array that later host code and launches take as any launch's output. The pipeline differentiates the generated
+kernel; no derivative is written here. Until session 62 each was a derived array, refused by a launch taking it.
+
+As for elementwise NumPy (hostufuncs.py), outside a checkpointed loop's step a reduction is a launch when its array
+is active and not derived, and inside a step every one that fits is a launch (a derived operand taken as
+`gk.Const`, the result derived), so a recomputed step makes the launches its first forward made. What does not fit
+stays as it was (a derived array): several axes (but all of them: a whole reduction, hostreads.py), `dtype=`,
+`out=`, `where=`, `initial=`, an integer array, an empty reduced axis, a result of more axes than a launch has."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..annotations import Const
+from ..ir.types import MAX_LAUNCH_NDIM
+from ..kernel import KernelFunction
+from ..recording import active_recorder
+from ..runtime.launch import launch
+from . import hostreads  # noqa: F401  (its whole-array handlers first: each is wrapped below)
+from .hostcode import SHAPES, TrackedArray, _read, plain, tracker
+from .hostreads import _REDUCE, _source
+
+_FLOATS = (np.dtype("float32"), np.dtype("float64"))
+_KERNELS: dict[tuple[str, int, int], KernelFunction] = {}
+# the reductions along an axis: the whole-array table's sum, mean, max and min (hostreads._REDUCE)
+_NAMES = ("sum", "mean", "max", "min")
+
+
+def _axis_kernel(name: str, ndim: int, axis: int) -> KernelFunction:
+    """`out[i...] = name of x[i..., k, i...]` over k (the axis `axis` of `ndim`), a thread per element of out."""
+    key = (name, ndim, axis)
+    k = _KERNELS.get(key)
+    if k is None:
+        _, start, update, final = _REDUCE[name]
+        outer = [f"i{n}" for n in range(ndim - 1)]
+        at = ", ".join(outer[:axis] + ["{k}"] + outer[axis:])
+        fname = f"host_{name}_axis_{ndim}_{axis}"
+        lines = [f"def {fname}(out, x{', n' if name == 'mean' else ''}):",
+                 f"    {', '.join(outer)} = gk.tid()",
+                 "    acc = " + start.format(first=at.format(k="0")),
+                 f"    for k in range(x.shape[{axis}]):",
+                 f"        p = x[{at.format(k='k')}]"]
+        lines += ["        " + u for u in update.split("\n")]
+        lines.append(f"    out[{', '.join(outer)}] = {final}")
+        k = _KERNELS[key] = _source(fname, lines)
+    return k
+
+
+def axis_reduce(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
+    """`name` of `x` along `axis` (one integer) as a launch into a fresh array, or NotImplemented when it does not
+    fit or needs none (hostcode.py's derived array then)."""
+    host, rec = tracker(), active_recorder()
+    if host is None or rec is None or not isinstance(x, np.ndarray) or x.dtype not in _FLOATS \
+            or not 2 <= x.ndim <= MAX_LAUNCH_NDIM + 1 or x.size == 0 or keepdims not in (True, False) \
+            or isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) \
+            or not -x.ndim <= axis < x.ndim:
+        return NotImplemented
+    axis = int(axis) % x.ndim
+    derived, loop = host.origin(x), rec.in_loop
+    if derived is not None and not loop:
+        return NotImplemented  # its values came from host code the tape does not see
+    v = host.plain_view(x) if isinstance(x, TrackedArray) else plain(x)
+    if not (loop or host.active(v)):
+        return NotImplemented  # no derivative is involved: NumPy computes it
+    _read()
+    shape = v.shape[:axis] + v.shape[axis + 1:]
+    dst = np.empty(shape, v.dtype)
+    extra = (float(v.shape[axis]),) if name == "mean" else ()
+    launch(_axis_kernel(name, v.ndim, axis), shape, dst, Const(v) if derived is not None else v, *extra)
+    if keepdims:
+        dst = dst.reshape(v.shape[:axis] + (1,) + v.shape[axis + 1:])
+    result = dst.view(TrackedArray)
+    result._gk_origin = derived
+    return result
+
+
+def _keywords(kwargs: dict) -> bool:
+    """The keywords an axis reduction takes: NumPy's defaults but for `axis` and `keepdims`."""
+    return all(k in ("axis", "keepdims") or k in ("dtype", "out") and v is None or k == "where" and v is True
+               for k, v in kwargs.items())
+
+
+def _function(name: str, whole: Any) -> Any:
+    """SHAPES' handler of `np.sum` (...): the whole-array read first (hostreads.py), else along an axis."""
+    def handler(func: Any, args: tuple, kwargs: dict) -> Any:
+        got = whole(func, args, kwargs)
+        if got is not NotImplemented:
+            return got
+        if len(args) == 2 and "axis" not in kwargs:  # np.sum(F, 2): the axis given by position
+            args, kwargs = args[:1], {**kwargs, "axis": args[1]}
+        if len(args) != 1 or "axis" not in kwargs or not _keywords(kwargs):
+            return NotImplemented
+        return axis_reduce(name, args[0], kwargs["axis"], kwargs.get("keepdims", False))
+    return handler
+
+
+_ufunc = TrackedArray.__array_ufunc__
+_UFUNCS = {"add": "sum", "maximum": "max", "minimum": "min"}
+
+
+def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+    """`F.sum(axis=0)`, `F.max(1)`: ndarray's methods reduce through the ufunc (`np.add.reduce(F, 0)`)."""
+    if method == "reduce" and ufunc.__name__ in _UFUNCS and len(inputs) == 1 and kwargs.get("axis") is not None \
+            and _keywords({k: v[0] if k == "out" and isinstance(v, tuple) and len(v) == 1 else v
+                           for k, v in kwargs.items()}):
+        got = axis_reduce(_UFUNCS[ufunc.__name__], inputs[0], kwargs["axis"], kwargs.get("keepdims", False))
+        if got is not NotImplemented:
+            return got
+    return _ufunc(self, ufunc, method, *inputs, **kwargs)
+
+
+TrackedArray.__array_ufunc__ = _array_ufunc
+for _name, _reduction in (("sum", "sum"), ("mean", "mean"), ("max", "max"), ("amax", "max"), ("min", "min"),
+                          ("amin", "min")):
+    SHAPES[_name] = _function(_reduction, SHAPES[_name])
