@@ -10,7 +10,8 @@ As for elementwise NumPy (hostufuncs.py), outside a checkpointed loop's step a r
 is active and not derived, and inside a step every one that fits is a launch (a derived operand taken as
 `gk.Const`, the result derived), so a recomputed step makes the launches its first forward made. What does not fit
 stays as it was (a derived array): several axes (but all of them: a whole reduction, hostreads.py), `dtype=`,
-`out=`, `where=`, `initial=`, an integer array, an empty reduced axis, a result of more axes than a launch has."""
+`out=`, `where=`, `initial=`, an integer array, an empty reduced axis, a result of more axes than a launch has.
+`np.var` and `np.std` along one axis are NumPy's two passes of such launches (`_moment`)."""
 
 from __future__ import annotations
 
@@ -101,6 +102,36 @@ def _function(name: str, whole: Any) -> Any:
     return handler
 
 
+_MOMENT_NAMES = ("a", "axis", "dtype", "out", "ddof", "keepdims")
+
+
+def _moment(name: str) -> Any:
+    """SHAPES' handler of `np.var` and `np.std` along one axis of an active array (`u.std(axis=0)` comes here
+    through hostcode's `_through`): NumPy's own two passes, each a launch of this module or hostufuncs.py: the mean
+    along the axis (kept as a broadcast operand), the squared deviations, their sum over `count - ddof`, and
+    `np.sqrt` for std. No derivative is written here. The whole array's (`u.var()`) stays a derived scalar: as an
+    Active scalar `float(u.var())`, a port's way to say it wants the constant, would be refused (float() of an
+    Active scalar is), where it is accepted today (tests/program/test_ported_loops.py's srad)."""
+    def handler(func: Any, args: tuple, kwargs: dict) -> Any:
+        given = {**dict(zip(_MOMENT_NAMES, args)), **kwargs}
+        x, axis = given.get("a"), given.get("axis")
+        ddof, keepdims = given.get("ddof", 0), given.get("keepdims", False)
+        if len(args) > len(_MOMENT_NAMES) or set(given) - {*_MOMENT_NAMES, "where"} \
+                or not _keywords({k: v for k, v in given.items() if k in ("dtype", "out", "where")}) \
+                or isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)) \
+                or isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) \
+                or not isinstance(x, np.ndarray) or not -x.ndim <= axis < x.ndim or x.shape[axis] - ddof <= 0:
+            return NotImplemented  # (ddof >= the count: NumPy's warning and its NaN or inf)
+        mean = axis_reduce("mean", x, axis, True)  # checks the rest: an active float array of 2-4 axes
+        if mean is NotImplemented:
+            return NotImplemented
+        deviation = x - mean  # launches (hostufuncs.py), the mean broadcast along the axis
+        total = axis_reduce("sum", deviation * deviation, axis, keepdims)
+        var = total / float(x.shape[axis] - ddof)
+        return np.sqrt(var) if name == "std" else var
+    return handler
+
+
 _ufunc = TrackedArray.__array_ufunc__
 _UFUNCS = {"add": "sum", "maximum": "max", "minimum": "min"}
 
@@ -120,3 +151,4 @@ TrackedArray.__array_ufunc__ = _array_ufunc
 for _name, _reduction in (("sum", "sum"), ("mean", "mean"), ("max", "max"), ("amax", "max"), ("min", "min"),
                           ("amin", "min")):
     SHAPES[_name] = _function(_reduction, SHAPES[_name])
+SHAPES["var"], SHAPES["std"] = _moment("var"), _moment("std")
