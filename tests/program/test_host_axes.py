@@ -138,6 +138,15 @@ def test_lattice_boltzmann_moments_as_numpy_writes_them(monkeypatch, rng):
     assert report.checked > 0
 
 
+def run_steps(step, nsteps, checkpointed):
+    """`step(t)` for t < nsteps: a checkpointed loop of two snapshots, or a plain loop (store-all)."""
+    if checkpointed:
+        gk.checkpointed_loop(step, nsteps, snapshots=2)
+    else:
+        for t in range(nsteps):
+            step(t)
+
+
 def test_a_reduction_along_an_axis_in_a_checkpointed_step_equals_store_all(monkeypatch, rng):
     """The step's reduction is a launch in every run of the step (first forward and recomputations), so the
     checkpointed gradient is the store-all one: the same launches on the same values."""
@@ -153,11 +162,7 @@ def test_a_reduction_along_an_axis_in_a_checkpointed_step_equals_store_all(monke
             s = u.mean(axis=0)  # a column mean, (5,)
             gk.launch(spread, u.shape, u, s, v, 0.3)
             gk.copy(u, v)
-        if checkpointed:
-            gk.checkpointed_loop(step, 4, snapshots=2)
-        else:
-            for t in range(4):
-                step(t)
+        run_steps(step, 4, checkpointed)
         gk.launch(weigh2, u.shape, u, E)
 
     u0 = rng.random((3, 5)) + 0.5

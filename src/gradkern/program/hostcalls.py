@@ -68,7 +68,9 @@ _COPIES = ("ascontiguousarray", "asfortranarray")  # NumPy does not dispatch the
 # NumPy's allocators: an array host code allocates without an array argument (`np.zeros(1)`) is the TrackedArray
 # `np.zeros_like(u)` gives, so what host code reads from it after a launch wrote it carries the origin (session 56:
 # TeaLeaf's `out[0]` of a `np.zeros(1)` reduction scratch, passed to a launch, dropped its derivative silently)
-_ALLOCATORS = ("zeros", "empty", "ones")
+# (session 63: the constructors of ranges and identities too, whose plain arrays took active values unseen:
+# `w = np.linspace(0, 1, n); w[:] = 2 * x` gave a constant, NPBench's probes)
+_ALLOCATORS = ("zeros", "empty", "ones", "linspace", "arange", "eye", "identity", "logspace", "geomspace", "tri")
 
 
 class _Wrapper:

@@ -54,6 +54,7 @@ from .shadows import memory_root
 
 _FIX = ("compute it in a kernel (gk.launch), copy with gk.copy(dst, src) or u.copy() (differentiated), "
         "or pass gk.Const(x) to the launch to say that no derivative through it is wanted")
+_FLOATS = (np.dtype("float32"), np.dtype("float64"))  # what a launch's float array holds (not float16)
 _COPYABLE = tuple(np.dtype(t) for t in ("float32", "float64", "int32", "int64"))  # what a kernel's array holds
 _LIKE = ("zeros_like", "empty_like", "ones_like", "full_like")  # new arrays whose values depend on no input
 # NumPy functions that write into their first argument (session 57: `np.put(n, j, w)` of derived values into a
@@ -217,8 +218,11 @@ def _arrays_in(x: Any) -> list:
 
 
 def track(a: Any) -> Any:
-    """`a` as a TrackedArray view when it is a NumPy float array, else `a`."""
-    if type(a) is np.ndarray and a.dtype.kind == "f":
+    """`a` as a TrackedArray view when it is a NumPy float or complex array, else `a`. (Complex ones since session
+    63: a plain `np.zeros(n, complex)` took `w[:] = x` of an active x unseen, and what host code computed from it
+    was a constant: NPBench's stockham_fft, its derivative dropped silently. No launch takes a complex array; what
+    host code computes from one that holds an active array's values is derived, refused where a launch takes it.)"""
+    if type(a) is np.ndarray and a.dtype.kind in "fc":
         return a.view(TrackedArray)
     return a
 
@@ -233,6 +237,14 @@ def _result(r: Any, inputs: list, op: str, host: HostTracker | None) -> Any:
             sources = [a for a in inputs if host.derived(a)]
             if sources:
                 return derived(r, _origin(op, sources))
+        if host is not None and (type(r) is np.complex128 or type(r) is np.complex64):
+            # a derived complex array's element (`for z in pts`) or reduction: no derived complex scalar class, so
+            # a 0-d array that keeps the origin (until session 63 a plain scalar: NPBench's contour_integral)
+            sources = [a for a in inputs if host.derived(a)]
+            if sources:
+                out = np.asarray(r).view(TrackedArray)
+                out._gk_origin = _origin(op, sources)
+                return out
         return r
     out = r.view(TrackedArray)
     root = memory_root(r)
@@ -298,7 +310,7 @@ class TrackedArray(np.ndarray):
             _check_write(host, op, _arrays_in(args[:1] or [kwargs.get("a", kwargs.get("arr"))]), arrays)
         r = func(*plain(args), **{k: plain(v) for k, v in kwargs.items()})
         if name in _LIKE:
-            return r.view(TrackedArray) if type(r) is np.ndarray and r.dtype.kind == "f" else r
+            return r.view(TrackedArray) if type(r) is np.ndarray and r.dtype.kind in "fc" else r
         return _result(r, arrays, op, host)
 
     def __getitem__(self, key: Any) -> Any:
@@ -326,8 +338,12 @@ class TrackedArray(np.ndarray):
         dtype = np.dtype(dtype)
         if dtype == self.dtype and not copy:
             return self
-        if dtype.kind != "f":  # an integer or boolean image of the values: no derivative flows through it
+        if dtype.kind not in "fc":  # an integer or boolean image of the values: no derivative flows through it
             return np.ndarray.astype(plain(self), dtype, order=order, casting=casting, copy=copy)
+        if dtype not in _FLOATS:  # complex or float16: no launch holds it; derived where self is (session 63: a
+            # complex copy was a plain array, its derivative dropped silently where host code went on with it)
+            return _result(np.ndarray.astype(plain(self), dtype, order=order, casting=casting, copy=True), [self],
+                           "ndarray.astype", tracker())
         return self._copied("ndarray.astype", dtype, "C" if order in ("K", "A") else order)
 
     def _copied(self, op: str, dtype: Any, order: str) -> Any:
@@ -358,12 +374,16 @@ class TrackedArray(np.ndarray):
         _writable(whole, host)
         target = whole[_view_key(key)]
         if target.base is None or memory_root(target) is not memory_root(whole):  # an index array: a copy
-            if host.active(whole) or host.derived(plain(value)) or isinstance(value, ActiveScalar):
+            # a derived value (the value itself, not its plain view: a TrackedArray's origin is its attribute;
+            # session 63) marks a fresh array derived, as a slice's write does
+            origin = host.origin(value)
+            if host.active(whole) or host.active(value) or isinstance(value, ActiveScalar):
                 frame = _user_frame()
                 raise ProgramError(f"a host write to {_names(frame, [whole])} through an index array at "
                                    f"{_where(frame)} inside a differentiated program involves an active array; "
                                    "nothing was written", hint="write it in a kernel")
             np.ndarray.__setitem__(whole, key, plain(value))
+            host.taint(whole, origin)
             return
         _write(host, "an assignment", target, value)
 
@@ -434,7 +454,7 @@ def _view_key(key: Any) -> Any:
 
 
 def _launchable(a: Any) -> bool:
-    return isinstance(a, np.ndarray) and a.dtype.kind == "f" and 1 <= a.ndim <= MAX_NDIM and a.size > 0
+    return isinstance(a, np.ndarray) and a.dtype in _FLOATS and 1 <= a.ndim <= MAX_NDIM and a.size > 0
 
 
 def _check_write(host: HostTracker | None, op: str, outs: list, inputs: list) -> None:
@@ -451,7 +471,7 @@ def _check_write(host: HostTracker | None, op: str, outs: list, inputs: list) ->
                                f"host at {_where(frame)}{f' (`{line}`)' if line else ''}: its derivative would be "
                                "lost; nothing was written",
                                hint="write it as a kernel, or compute into a new array and gk.copy(dst, it)")
-    sources = [a for a in inputs if host.derived(plain(a))]
+    sources = [a for a in inputs if host.derived(a)]  # not plain(a): it would lose a TrackedArray's origin
     if sources:
         origin = _origin(op, [plain(a) for a in sources])
         for o in outs:
@@ -473,6 +493,10 @@ def _writable(dst: Any, host: HostTracker) -> None:
 def _write(host: HostTracker, op: str, dst: Any, value: Any) -> None:
     """dst[...] = value inside a program: a launch where a derivative is involved, else NumPy's write."""
     _writable(dst, host)
+    # a derived TrackedArray's origin is its attribute, which its plain view loses: until session 63 `out[...] =
+    # np.cumsum(u)` into a Duplicated output copied it as a constant, and into a fresh array left it unmarked
+    # (NPBench's covariance2 and conv2d_bias: the derivative dropped, silently)
+    origin = host.origin(value) if isinstance(value, np.ndarray) else None
     value = plain(value)
     if isinstance(value, ActiveScalar) or (isinstance(value, (int, float, np.number)) and host.active(dst)):
         if dst.ndim == 0:
@@ -482,9 +506,14 @@ def _write(host: HostTracker, op: str, dst: Any, value: Any) -> None:
                                hint="write it in a kernel")
         gk_fill(dst, value)
         return
-    if isinstance(value, np.ndarray) and (host.active(dst) or host.derived(value)):
-        if host.origin(value) is not None and not host.active(dst):
-            host.taint(dst, host.origin(value))
+    if isinstance(value, np.ndarray) and (host.active(dst) or origin is not None or host.active(value)):
+        if origin is not None:
+            if host.active(dst):
+                frame = _user_frame()
+                raise ProgramError(f"{op} writes {_names(frame, [value])}, which host code computed from an active "
+                                   f"array ({origin.describe()}), into {_names(frame, [dst])}, an active array, at "
+                                   f"{_where(frame)}: its derivative would be lost; nothing was written", hint=_FIX)
+            host.taint(dst, origin)
             np.copyto(dst, value)
             return
         if dst.ndim == 0 and value.size == 1:

@@ -21,7 +21,7 @@ from ..errors import AnnotationError, ProgramError
 from ..recording import recording
 from ..runtime.annotate import check_shadow
 from ..runtime.arrays import is_array, is_cupy_array
-from . import hostaxes, hostcalls, hostfiles, hostgather, hostreads, hostshapes, hostufuncs  # noqa: F401  (each installs its methods on TrackedArray)
+from . import hostaxes, hostcalls, hostfiles, hostgather, hostmatmul, hostreads, hostshapes, hostufuncs  # noqa: F401  (each installs its methods on TrackedArray)
 from .collectives import at_program_start, before_reverse
 from .contents import Contents, writable
 from .devicefresh import fresh_memory

@@ -150,8 +150,12 @@ class ActiveScalar:
         rule = _UFUNC_ARITHMETIC.get(ufunc.__name__) if method == "__call__" and not kwargs else None
         if rule is not None and len(inputs) == 2 and all(_is_number(x) for x in inputs):
             return _binary(*inputs, *rule)
-        if ufunc.__name__ in _COMPARISONS and method == "__call__" and not kwargs and all(map(_is_number, inputs)):
-            return bool(ufunc(*(_value(x) for x in inputs)))  # a plain boolean, as the comparison operators give
+        if ufunc.__name__ in _COMPARISONS and method == "__call__" and not kwargs:
+            if all(map(_is_number, inputs)):
+                return bool(ufunc(*(_value(x) for x in inputs)))  # a plain boolean, as the comparison operators give
+            # with an array (`(r1 <= radius) & (radius < r2)`, NPBench's azimint; refused before session 63): a
+            # boolean array, a mask, through which no derivative flows, as through `u > 0`
+            return ufunc(*(_value(x) for x in inputs))
         if ufunc.__name__ in _SELECTIONS and method == "__call__" and not kwargs and all(map(_is_number, inputs)):
             return _SELECTIONS[ufunc.__name__](*inputs)  # the operand chosen, as min() and max() return it
         if ufunc.__name__ in _ROUNDINGS and method == "__call__" and not kwargs and all(map(_is_number, inputs)):
@@ -173,6 +177,10 @@ class ActiveScalar:
             return derived(np.float64(ufunc(*(_value(x) for x in inputs))), origin)
         if any(isinstance(x, TRACKED[0]) for x in inputs):  # `c * u` in a program: a launch (hostufuncs.py)
             return NotImplemented
+        if method == "__call__" and not kwargs and any(isinstance(x, np.ndarray) for x in inputs) \
+                and all(x.size == 0 for x in inputs if isinstance(x, np.ndarray)):
+            # `alpha * A[i, :0]` (NPBench's symm at i = 0): an empty result holds no derivative to drop
+            return ufunc(*(_value(x) for x in inputs))
         if any(isinstance(x, np.ndarray) for x in inputs):
             self._refuse(f"{name} of an Active scalar and an array",
                          hint="pass the Active scalar to a kernel and compute the array there (launches take "
