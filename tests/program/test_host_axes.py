@@ -49,6 +49,15 @@ FORMS = {
     "np.std(w, axis=2)": lambda w: np.std(w, axis=2),
     "w.var(0, ddof=1)": lambda w: w.var(0, ddof=1),
     "np.std(w, 1, keepdims=True)": lambda w: np.std(w, 1, keepdims=True),
+    # several axes (session 63): a window's sum, a pool's max, their moments
+    "np.sum(w, axis=(0, 2))": lambda w: np.sum(w, axis=(0, 2))[:, None],
+    "w.max(axis=(2, 0))": lambda w: w.max(axis=(2, 0))[:, None],
+    "np.mean(w, (0, 1), keepdims=True)": lambda w: np.mean(w, (0, 1), keepdims=True),
+    "w.min(axis=(-1, 1), keepdims=True)": lambda w: w.min(axis=(-1, 1), keepdims=True),
+    "np.var(w, axis=(0, 2))": lambda w: np.var(w, axis=(0, 2))[None, :],
+    # NPBench's conv2d: a 5-D product of windows and weights summed over three axes
+    "a 5-D window product's sum over three axes": lambda w: np.sum(
+        w[:, :2, :2, None, None] * w[None, :2, :2, :, None] * np.ones((1, 1, 1, 5, 2)), axis=(1, 2, 3)),
 }
 
 
@@ -178,9 +187,9 @@ def test_a_reduction_along_an_axis_in_a_checkpointed_step_equals_store_all(monke
 
 
 REFUSED = {
-    "two axes of three": lambda w: np.sum(w, axis=(0, 1))[None, :],
+    "a result of four axes": lambda w: (w[:, :, :, None, None] * np.ones((1, 1, 1, 2, 2))).sum(axis=0)[..., 0],
     "dtype=": lambda w: np.sum(w, 2, dtype=np.float64),
-    "np.var along two axes": lambda w: np.var(w, axis=(0, 1))[None, :],
+    "np.var along every axis": lambda w: np.full((2, 2), np.var(w, axis=(0, 1, 2))),
     "np.std with ddof the axis' length": lambda w: np.std(w, axis=0, ddof=3),
 }
 

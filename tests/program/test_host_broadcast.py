@@ -48,6 +48,18 @@ def _active_list(u, v, w, c):
     return r + v
 
 
+def _assigned_broadcast(u, v, w, c):
+    """Assignments that broadcast (session 63; refused before, or an internal AliasingError for a broadcast view):
+    a row into every row, a keepdims column, NumPy's broadcast view of an active array."""
+    r = np.zeros((3, N))
+    r[...] = v  # a row into every row: the derivative into v sums the three
+    q = np.empty((2, 3))
+    q[:, :] = v.reshape(2, 3).max(axis=1, keepdims=True)
+    p = np.zeros((2, N))
+    p[1:] = np.broadcast_to(w * c, (1, N))
+    return r.sum(axis=0) + np.tile(q.ravel(), 1) * w + p[1]
+
+
 # (name, op(u, v, w, c)): u, w Duplicated in [0.5, 1.5), v = u * u by a launch, c Active 0.7 (test_host_ufuncs);
 # no operand within 1e-3 of a jump of floor, %, sign or a kink: central differences with h = 1e-6 see one piece
 CASES = [
@@ -83,6 +95,7 @@ CASES = [
     # lists and tuples assigned into fresh arrays
     ("w[0:2] = [1.5, 2.5]", _float_list),
     ("w[1:4] = [c, 2.0, c * c]", _active_list),
+    ("assignments that broadcast", _assigned_broadcast),
     # a whole-array reduction of a broadcast is a launch and a read (program/hostreads.py), taken Active by the next
     ("reduction of a broadcast", lambda u, v, w, c: v * (v.reshape(2, 3) * w[:3]).sum()),
     # along an axis: a launch (program/hostaxes.py, session 62; a derived array, refused, before)

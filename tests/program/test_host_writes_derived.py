@@ -15,6 +15,8 @@ and identities (`np.linspace`, `np.eye`) NumPy allocates without `np.empty`. Com
 pinned: an Active scalar compared with an array is a mask (refused before), and an Active scalar times an empty
 array is the empty array (refused before: NPBench's symm at i = 0)."""
 
+import re
+
 import numpy as np
 import pytest
 from support.ported_harness import on_interpreter
@@ -172,3 +174,52 @@ def test_temporaries_of_ranges_and_masks_from_active_scalars_are_differentiated(
     report = check_grad(ranges_written_from_active_arrays, gk.Duplicated(rng.random(6) + 0.5, np.zeros(6)),
                         gk.Duplicated(np.zeros(6), np.zeros(6)), gk.Active(1.3))
     assert report.checked > 0
+
+
+NUMPY_INTERNALS = {
+    # Python's function called per element as a plain float (an object array in between): silent before
+    "np.vectorize": lambda u: np.vectorize(lambda x: 2.0 * x)(u),
+    "np.frompyfunc": lambda u: np.frompyfunc(lambda x: 2.0 * x, 1, 1)(u).astype(float),
+    # NumPy copies the array and sorts the copy in place: refused before naming NumPy's internal line
+    "np.unique": lambda u: np.unique(u),
+    "np.setdiff1d": lambda u: np.setdiff1d(u, [100.0]),
+    "np.percentile": lambda u: np.percentile(u, 50.0) * u,
+}
+
+
+@pytest.mark.parametrize("name", list(NUMPY_INTERNALS))
+def test_numpy_functions_that_are_no_launch_are_refused_at_the_users_line(monkeypatch, rng, name):
+    """What NumPy computes in its own code from an active array is derived: the launch taking it is refused,
+    naming the function and the user's line (session 63)."""
+    on_interpreter(monkeypatch)
+    form = NUMPY_INTERNALS[name]
+
+    def program(u, out):
+        q = form(u)
+        gk.launch(weigh1, q.shape, q, out[:1])
+
+    u, du, out, dout = rng.random(6) + 0.5, rng.random(6), rng.random(6), rng.random(6)
+    before = [a.copy() for a in (u, du, out, dout)]
+    op = "ndarray.astype" if name == "np.frompyfunc" else name  # (the object array's conversion is the user's)
+    with pytest.raises(gk.ProgramError, match=rf"computed from an active array: `{re.escape(op)}[^`]*` of [^`]* at "
+                                              r"[^ ]*test_host_writes_derived\.py:\d+ \(`\"np\."):
+        gk.autodiff(program, gk.Duplicated(u, du), gk.Duplicated(out, dout))
+    for a, b in zip((u, du, out, dout), before):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_percentile_as_a_constant_is_numpys_value(monkeypatch, rng):
+    """`float(np.percentile(u, q))` inside a program: NumPy's interpolation writes into a 0-d array that comes
+    back as a derived scalar, which cannot be written into (a StopIteration before session 63); the value is the
+    same interpolation, rounded by its other form where NumPy takes `b - (b - a)(1 - t)`: within 2 ulps."""
+    on_interpreter(monkeypatch)
+    got = []
+
+    def program(u, out):
+        got.extend(float(np.percentile(u, q)) for q in (10.0, 50.0, 75.0))
+        gk.launch(weigh1, u.shape, u, out[:1])
+
+    u = rng.random(6) + 0.5
+    gk.autodiff(program, gk.Duplicated(u, np.zeros(6)), gk.Duplicated(np.zeros(6), np.ones(6)))
+    want = [np.percentile(u, q) for q in (10.0, 50.0, 75.0)]
+    np.testing.assert_allclose(got, want, rtol=2 * np.finfo(np.float64).eps, atol=0)

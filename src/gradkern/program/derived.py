@@ -116,7 +116,16 @@ _STEPS = frozenset((np.floor, np.ceil, np.trunc, np.rint, np.sign))
 
 
 def _array_ufunc(self: Any, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
-    origin = next(x._gk_origin for x in inputs if isinstance(x, DerivedScalar))
+    out = kwargs.get("out")
+    outs = out if isinstance(out, tuple) else (out,)
+    origin = next(x._gk_origin for x in (*inputs, *outs) if isinstance(x, DerivedScalar))
+    if any(isinstance(o, DerivedScalar) for o in outs):
+        # a scalar as out=: NumPy's `_lerp` (np.percentile, np.quantile) writes `subtract(..., out=r)` into the
+        # 0-d array `add(..., out=...)` gave, which the override protocol hands over without its `out=...`, so a
+        # derived scalar came back instead: a scalar cannot be written into, and NumPy goes on with `r`, whose
+        # value is the same interpolation rounded once differently (session 63: a StopIteration here before)
+        kwargs = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
+        return carry(getattr(ufunc, method)(*[constant(x) for x in inputs], **kwargs), origin)
     r = getattr(ufunc, method)(*[constant(x) for x in inputs], **kwargs)
     if ufunc in _STEPS and method == "__call__" and len(inputs) == 1:
         return r

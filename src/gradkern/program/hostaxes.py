@@ -1,17 +1,19 @@
-"""Reductions along one axis of a program's active arrays as launches (docs/host-code.md, "Reductions along an
+"""Reductions along axes of a program's active arrays as launches (docs/host-code.md, "Reductions along an
 axis"): `np.sum(F, axis=2)`, `F.sum(0)`, `np.mean(u, axis=1)`, `F.max(axis=0)`, `np.min(u, 1, keepdims=True)`
-inside a program, the density `rho = np.sum(F, 2)` of a lattice-Boltzmann code or a column sum of a state.
+inside a program, the density `rho = np.sum(F, 2)` of a lattice-Boltzmann code or a column sum of a state; since
+session 63 several axes too (`np.sum(patch * w, axis=(1, 2, 3))`, a convolution's window, a max pool's
+`x.max(axis=(2, 4))`), of an array of up to 5 axes whose result a launch holds (1-3 axes).
 Each is one launch of a kernel generated in the kernel language: a thread per element of the result, looping over
-the reduced axis in order (so a sum is the recursive sum, as a whole-array read's is: hostreads.py), into a fresh
+the reduced axes in order (so a sum is the recursive sum, as a whole-array read's is: hostreads.py), into a fresh
 array that later host code and launches take as any launch's output. The pipeline differentiates the generated
 kernel; no derivative is written here. Until session 62 each was a derived array, refused by a launch taking it.
 
 As for elementwise NumPy (hostufuncs.py), outside a checkpointed loop's step a reduction is a launch when its array
 is active and not derived, and inside a step every one that fits is a launch (a derived operand taken as
 `gk.Const`, the result derived), so a recomputed step makes the launches its first forward made. What does not fit
-stays as it was (a derived array): several axes (but all of them: a whole reduction, hostreads.py), `dtype=`,
-`out=`, `where=`, `initial=`, an integer array, an empty reduced axis, a result of more axes than a launch has.
-`np.var` and `np.std` along one axis are NumPy's two passes of such launches (`_moment`)."""
+stays as it was (a derived array): `dtype=`, `out=`, `where=`, `initial=`, an integer array, an empty array, a
+result of more axes than a launch has (every axis is a whole reduction: hostreads.py's read).
+`np.var` and `np.std` along axes are NumPy's two passes of such launches (`_moment`)"""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..annotations import Const
-from ..ir.types import MAX_LAUNCH_NDIM
+from ..ir.types import MAX_LAUNCH_NDIM, MAX_NDIM
 from ..kernel import KernelFunction
 from ..recording import active_recorder
 from ..runtime.launch import launch
@@ -29,41 +31,59 @@ from .hostcode import SHAPES, TrackedArray, _read, plain, tracker
 from .hostreads import _REDUCE, _source
 
 _FLOATS = (np.dtype("float32"), np.dtype("float64"))
-_KERNELS: dict[tuple[str, int, int], KernelFunction] = {}
+_KERNELS: dict[tuple[str, int, tuple[int, ...]], KernelFunction] = {}
 # the reductions along an axis: the whole-array table's sum, mean, max and min (hostreads._REDUCE)
 _NAMES = ("sum", "mean", "max", "min")
 
 
-def _axis_kernel(name: str, ndim: int, axis: int) -> KernelFunction:
-    """`out[i...] = name of x[i..., k, i...]` over k (the axis `axis` of `ndim`), a thread per element of out."""
-    key = (name, ndim, axis)
+def _axis_kernel(name: str, ndim: int, axes: tuple[int, ...]) -> KernelFunction:
+    """`out[i...] = name of x[i..., k, i...]` over the reduced indices k (the axes `axes` of `ndim`, ascending,
+    looped nested in that order: C order over them), a thread per element of out."""
+    key = (name, ndim, axes)
     k = _KERNELS.get(key)
     if k is None:
         _, start, update, final = _REDUCE[name]
-        outer = [f"i{n}" for n in range(ndim - 1)]
-        at = ", ".join(outer[:axis] + ["{k}"] + outer[axis:])
-        fname = f"host_{name}_axis_{ndim}_{axis}"
+        outer = iter([f"i{n}" for n in range(ndim - len(axes))])
+        loops = {a: "k" if len(axes) == 1 else f"k{m}" for m, a in enumerate(axes)}
+        index = [loops[a] if a in loops else next(outer) for a in range(ndim)]
+        kept = [i for a, i in enumerate(index) if a not in loops]
+        first = ", ".join("0" if a in loops else i for a, i in enumerate(index))
+        fname = f"host_{name}_axis_{ndim}_{'_'.join(map(str, axes))}"
         lines = [f"def {fname}(out, x{', n' if name == 'mean' else ''}):",
-                 f"    {', '.join(outer)} = gk.tid()",
-                 "    acc = " + start.format(first=at.format(k="0")),
-                 f"    for k in range(x.shape[{axis}]):",
-                 f"        p = x[{at.format(k='k')}]"]
-        lines += ["        " + u for u in update.split("\n")]
-        lines.append(f"    out[{', '.join(outer)}] = {final}")
+                 f"    {', '.join(kept)} = gk.tid()",
+                 "    acc = " + start.format(first=first)]
+        indent = "    "
+        for a in axes:
+            lines.append(f"{indent}for {loops[a]} in range(x.shape[{a}]):")
+            indent += "    "
+        lines.append(f"{indent}p = x[{', '.join(index)}]")
+        lines += [indent + u for u in update.split("\n")]
+        lines.append(f"    out[{', '.join(kept)}] = {final}")
         k = _KERNELS[key] = _source(fname, lines)
     return k
 
 
+def _axes(axis: Any, ndim: int) -> tuple[int, ...] | None:
+    """`axis=` (an integer or a tuple of them, NumPy's negative ones included) as distinct ascending axes of an
+    array of `ndim`, or None where NumPy would refuse it or it names no axis."""
+    given = axis if isinstance(axis, tuple) else (axis,)
+    if not given or any(isinstance(a, (bool, np.bool_)) or not isinstance(a, (int, np.integer))
+                        or not -ndim <= a < ndim for a in given):
+        return None
+    axes = tuple(sorted({int(a) % ndim for a in given}))
+    return axes if len(axes) == len(given) else None
+
+
 def axis_reduce(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
-    """`name` of `x` along `axis` (one integer) as a launch into a fresh array, or NotImplemented when it does not
-    fit or needs none (hostcode.py's derived array then)."""
+    """`name` of `x` along `axis` (an integer, or a tuple of them but not every axis: session 63) as a launch into a
+    fresh array, or NotImplemented when it does not fit or needs none (hostcode.py's derived array then)."""
     host, rec = tracker(), active_recorder()
     if host is None or rec is None or not isinstance(x, np.ndarray) or x.dtype not in _FLOATS \
-            or not 2 <= x.ndim <= MAX_LAUNCH_NDIM + 1 or x.size == 0 or keepdims not in (True, False) \
-            or isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) \
-            or not -x.ndim <= axis < x.ndim:
+            or not 2 <= x.ndim <= MAX_NDIM or x.size == 0 or keepdims not in (True, False):
         return NotImplemented
-    axis = int(axis) % x.ndim
+    axes = _axes(axis, x.ndim)
+    if axes is None or not 1 <= x.ndim - len(axes) <= MAX_LAUNCH_NDIM:
+        return NotImplemented  # (every axis: a whole reduction, hostreads.py's read)
     derived, loop = host.origin(x), rec.in_loop
     if derived is not None and not loop:
         return NotImplemented  # its values came from host code the tape does not see
@@ -71,12 +91,12 @@ def axis_reduce(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
     if not (loop or host.active(v)):
         return NotImplemented  # no derivative is involved: NumPy computes it
     _read()
-    shape = v.shape[:axis] + v.shape[axis + 1:]
+    shape = tuple(n for a, n in enumerate(v.shape) if a not in axes)
     dst = np.empty(shape, v.dtype)
-    extra = (float(v.shape[axis]),) if name == "mean" else ()
-    launch(_axis_kernel(name, v.ndim, axis), shape, dst, Const(v) if derived is not None else v, *extra)
+    extra = (float(np.prod([v.shape[a] for a in axes])),) if name == "mean" else ()
+    launch(_axis_kernel(name, v.ndim, axes), shape, dst, Const(v) if derived is not None else v, *extra)
     if keepdims:
-        dst = dst.reshape(v.shape[:axis] + (1,) + v.shape[axis + 1:])
+        dst = dst.reshape(tuple(1 if a in axes else n for a, n in enumerate(v.shape)))
     result = dst.view(TrackedArray)
     result._gk_origin = derived
     return result
@@ -119,15 +139,17 @@ def _moment(name: str) -> Any:
         if len(args) > len(_MOMENT_NAMES) or set(given) - {*_MOMENT_NAMES, "where"} \
                 or not _keywords({k: v for k, v in given.items() if k in ("dtype", "out", "where")}) \
                 or isinstance(ddof, (bool, np.bool_)) or not isinstance(ddof, (int, np.integer)) \
-                or isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) \
-                or not isinstance(x, np.ndarray) or not -x.ndim <= axis < x.ndim or x.shape[axis] - ddof <= 0:
+                or not isinstance(x, np.ndarray) or _axes(axis, x.ndim) is None:
+            return NotImplemented
+        count = int(np.prod([x.shape[a] for a in _axes(axis, x.ndim)]))
+        if count - ddof <= 0:
             return NotImplemented  # (ddof >= the count: NumPy's warning and its NaN or inf)
         mean = axis_reduce("mean", x, axis, True)  # checks the rest: an active float array of 2-4 axes
         if mean is NotImplemented:
             return NotImplemented
         deviation = x - mean  # launches (hostufuncs.py), the mean broadcast along the axis
         total = axis_reduce("sum", deviation * deviation, axis, keepdims)
-        var = total / float(x.shape[axis] - ddof)
+        var = total / float(count - ddof)
         return np.sqrt(var) if name == "std" else var
     return handler
 

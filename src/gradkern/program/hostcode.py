@@ -33,6 +33,7 @@ arrays `fn` allocates with `np.zeros(n)` and a launch later makes active;
 from __future__ import annotations
 
 import linecache
+import sys
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +44,7 @@ from ..errors import ProgramError
 from ..ir.types import MAX_NDIM
 from ..recording import active_recorder
 from ..runtime.arrays import byte_bounds
-from .derived import TRACKED, DerivedScalar, constant, derived
+from .derived import _NUMPY, TRACKED, DerivedScalar, constant, derived
 from .derived import user_frame as _user_frame
 from .derived import where as _where
 from .hostops import copy as gk_copy
@@ -99,12 +100,27 @@ def _names(frame: Any, arrays: list) -> str:
 
 def _origin(op: str, inputs: list) -> Origin:
     frame, host = _user_frame(), tracker()
+    entry = _numpy_entry(frame)
+    if entry is not None:  # made inside a NumPy function the user called (np.unique's copy): named by it
+        op = f"np.{entry}"
     argument = host is not None and any(host.from_argument(a) for a in inputs)
     if frame is None:
         return Origin(op, _names(None, inputs), "an unknown line", "", host, argument)
     where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
     return Origin(op, _names(frame, inputs), where, linecache.getline(frame.f_code.co_filename,
                                                                      frame.f_lineno).strip(), host, argument)
+
+
+def _numpy_entry(user: Any) -> str | None:
+    """The outermost NumPy function between the user's frame and the current one (`unique`,
+    `vectorize.__call__`: what the user called, gradkern's dispatch between them), else None."""
+    f, entry = sys._getframe(2), None
+    while f is not None and f is not user:
+        if f.f_code.co_filename.startswith(_NUMPY):
+            entry = f
+        f = f.f_back
+    name = getattr(entry.f_code, "co_qualname", entry.f_code.co_name) if f is not None and entry is not None else "_"
+    return None if name.startswith("_") else name  # (ndarray's methods written in Python, `_sum`: the op names it)
 
 
 class HostTracker:
@@ -217,6 +233,11 @@ def _arrays_in(x: Any) -> list:
     return []
 
 
+def numpy_called() -> bool:
+    """Whether the TrackedArray method calling this was called by NumPy's own code, not the user's."""
+    return sys._getframe(2).f_code.co_filename.startswith(_NUMPY)
+
+
 def track(a: Any) -> Any:
     """`a` as a TrackedArray view when it is a NumPy float or complex array, else `a`. (Complex ones since session
     63: a plain `np.zeros(n, complex)` took `w[:] = x` of an active x unseen, and what host code computed from it
@@ -232,6 +253,15 @@ def _result(r: Any, inputs: list, op: str, host: HostTracker | None) -> Any:
     a derived input gets an origin; other results are returned as they are."""
     if isinstance(r, (tuple, list)):
         return type(r)(_result(x, inputs, op, host) for x in r)
+    if isinstance(r, np.ndarray) and type(r) is np.ndarray and r.dtype.kind == "O" and host is not None:
+        # an object array (np.frompyfunc's, np.vectorize's: Python's function called on each element as a plain
+        # float): derived where an input is, so its float conversion is (session 63: a plain result, silently)
+        sources = [a for a in inputs if host.derived(a)]
+        if sources:
+            out = r.view(TrackedArray)
+            out._gk_origin = _origin(op, sources)
+            return out
+        return r
     if not isinstance(r, np.ndarray) or type(r) is not np.ndarray or r.dtype.kind not in "fc":
         if host is not None and (type(r) is np.float64 or type(r) is np.float32):  # a reduction, an element read
             sources = [a for a in inputs if host.derived(a)]
@@ -272,7 +302,7 @@ class TrackedArray(np.ndarray):
             self._gk_origin = obj._gk_origin
             return
         host = tracker()  # a copy made by an ndarray method this class does not handle by name
-        if host is not None and host.derived(obj) and self.dtype.kind in "fc":
+        if host is not None and host.derived(obj) and self.dtype.kind in "fcO":  # (object: np.vectorize's)
             self._gk_origin = _origin("an ndarray method", [obj])
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, out: Any = None, **kwargs: Any) -> Any:
@@ -321,7 +351,16 @@ class TrackedArray(np.ndarray):
 
     # -- copies: launches, so that they are differentiated ---------------------------------------------------------
     def copy(self, order: str = "C") -> Any:
+        if numpy_called():
+            return self.numpy_copy("ndarray.copy", order)
         return self._copied("ndarray.copy", None, order)
+
+    def numpy_copy(self, op: str, order: str = "C") -> Any:
+        """A copy NumPy's own code makes (np.unique's, np.percentile's, which then sort it in place): a plain copy,
+        derived where self is active or derived (session 63: it was a launch, and NumPy's in-place sort of it a
+        refused host write naming NumPy's internal line; now a launch taking the result is refused naming the
+        user's line, as for any NumPy function that is no launch)."""
+        return _result(np.array(plain(self), order=order, copy=True), [self], op, tracker())
 
     def __copy__(self) -> Any:
         """`copy.copy(u)`, `copy.deepcopy(u)` (a restart kept as `saved = copy.deepcopy(state)`): the copy launch

@@ -27,7 +27,7 @@ from ..ir.types import MAX_NDIM
 from ..recording import active_recorder
 from .derived import DerivedScalar, carry
 from .derived import constant as number
-from .hostcode import SHAPES, TrackedArray, _arrays_in, _read, _result, plain, tracker
+from .hostcode import SHAPES, TrackedArray, _arrays_in, _read, _result, numpy_called, plain, tracker
 from .hostops import copy as gk_copy
 from .hostops import fill as gk_fill
 from .scalars import ActiveScalar
@@ -361,6 +361,8 @@ def _flatten(self: TrackedArray, order: str = "C") -> Any:
     _read()
     if tracker() is None:
         return np.ndarray.flatten(self, order)
+    if numpy_called():  # np.unique's `ar.flatten()`, then sorted in place: NumPy's copy, derived
+        return self.numpy_copy("ndarray.flatten", order)
     r = np.ravel(self, order)
     return r.copy() if memory_root(r) is memory_root(self) else r  # always a copy: u.copy()'s launch
 
