@@ -223,3 +223,21 @@ def test_a_percentile_as_a_constant_is_numpys_value(monkeypatch, rng):
     gk.autodiff(program, gk.Duplicated(u, np.zeros(6)), gk.Duplicated(np.zeros(6), np.ones(6)))
     want = [np.percentile(u, q) for q in (10.0, 50.0, 75.0)]
     np.testing.assert_allclose(got, want, rtol=2 * np.finfo(np.float64).eps, atol=0)
+
+
+GRID = np.linspace(0.5, 1.5, 6)  # a module's grid: a plain array the program does not track
+
+
+def test_an_active_scalar_with_a_plain_array_is_a_launch(monkeypatch, rng):
+    """`c * y` of an Active scalar and a grid captured from the module, `np.arange(n) * c`: launches that take the
+    array as a constant (session 63; refused by the scalar's operator before: CFDPython's Burgers initial
+    condition and Laplace boundary)."""
+    on_interpreter(monkeypatch)
+
+    def program(u, c, out):
+        w = c * GRID + u * (GRID - 4.0 * c) ** 2 / (4 * c) + np.arange(6) * c
+        gk.launch(weigh1, w.shape, w, out[:1])
+
+    report = check_grad(program, gk.Duplicated(rng.random(6) + 0.5, np.zeros(6)), gk.Active(0.7),
+                        gk.Duplicated(np.zeros(6), np.zeros(6)))
+    assert report.checked > 0

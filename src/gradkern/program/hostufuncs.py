@@ -37,7 +37,7 @@ from .derived import DerivedScalar, constant, user_frame
 from .derived import where as where_of
 from .hostcode import SHAPES, TrackedArray, _names, _read, _view_key, _writable, plain, tracker
 from .hostops import copy as gk_copy
-from .scalars import ActiveScalar
+from .scalars import ARRAYWISE, ActiveScalar
 from .shadows import memory_root
 from .ufunctable import OPS, _kernel, pack_kernel, token
 
@@ -288,3 +288,4 @@ def _pack(self: Any, key: Any, value: Any) -> None:
 TrackedArray.__array_ufunc__ = _array_ufunc
 TrackedArray.__setitem__ = _assigned
 SHAPES["where"], SHAPES["clip"] = _where, _clip  # hostcode's __array_function__ asks them first
+ARRAYWISE.append(elementwise)  # `c * y` of an Active scalar and a plain array (scalars.py)

@@ -27,6 +27,9 @@ from .derived import _NUMPY, _OURS, PICKLING, PICKLING_HINT, READ, TRACKED, deri
 
 # hostreads.elementary, set by hostreads.py (which imports this module): `np.sqrt(c)` as a one-thread launch
 ELEMENTARY: list = []
+# hostufuncs.elementwise, which makes `c * y` a launch where `y` is a plain array the program did not track (a grid
+# captured from the module: session 63, refused before); filled by hostufuncs.py, which imports this module
+ARRAYWISE: list = []
 
 
 class ActiveScalar:
@@ -177,6 +180,12 @@ class ActiveScalar:
             return derived(np.float64(ufunc(*(_value(x) for x in inputs))), origin)
         if any(isinstance(x, TRACKED[0]) for x in inputs):  # `c * u` in a program: a launch (hostufuncs.py)
             return NotImplemented
+        if method == "__call__" and ARRAYWISE and set(kwargs) <= {"out", "where", "dtype"} \
+                and any(isinstance(x, np.ndarray) and x.size for x in inputs):
+            got = ARRAYWISE[0](ufunc.__name__, inputs, kwargs.get("out"), kwargs.get("where", True),
+                               kwargs.get("dtype"))
+            if got is not NotImplemented:
+                return got
         if method == "__call__" and not kwargs and any(isinstance(x, np.ndarray) for x in inputs) \
                 and all(x.size == 0 for x in inputs if isinstance(x, np.ndarray)):
             # `alpha * A[i, :0]` (NPBench's symm at i = 0): an empty result holds no derivative to drop
