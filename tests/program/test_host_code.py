@@ -429,7 +429,7 @@ def test_write_through_an_earlier_view_of_a_taken_buffer_is_refused(rng, monkeyp
     u = _u(rng)
     du, dE = rng.random(N), np.ones(1)
     before = [u.copy(), du.copy(), dE.copy()]
-    with pytest.raises(gk.ProgramError, match=r"host write to 'w'.*after launch 1 \(kernel '_copy1'\)"):
+    with pytest.raises(gk.ProgramError, match=r"host write to 'w'.*after launch 1 \(kernel '_copy1'"):
         gk.autodiff(prog, gk.Duplicated(u, du), gk.Duplicated(np.zeros(1), dE))
     for a, b in zip(before, (u, du, dE)):
         np.testing.assert_array_equal(a, b)

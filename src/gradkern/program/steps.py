@@ -73,7 +73,12 @@ class ProgramStep(Protocol):
 
 
 def after_launch(number: int, kernel: str) -> str:
-    """Where a program is after its launch `number` (of `kernel`, or of a rule)."""
+    """Where a program is after its launch `number` (of `kernel`, or of a rule). gradkern's own kernels say what
+    made them (session 63: "kernel '_fill1'" named no line the user wrote)."""
+    if kernel.startswith(("_copy", "_fill")):
+        return f"after launch {number} (kernel '{kernel}': a gk.{kernel[1:5]}, or a host assignment or copy)"
+    if kernel.startswith("host_"):
+        return f"after launch {number} (kernel '{kernel}': host NumPy code as a launch)"
     return f"after launch {number} (kernel '{kernel}')"
 
 
