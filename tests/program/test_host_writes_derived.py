@@ -241,3 +241,17 @@ def test_an_active_scalar_with_a_plain_array_is_a_launch(monkeypatch, rng):
     report = check_grad(program, gk.Duplicated(rng.random(6) + 0.5, np.zeros(6)), gk.Active(0.7),
                         gk.Duplicated(np.zeros(6), np.zeros(6)))
     assert report.checked > 0
+
+
+def test_a_reduction_of_a_read_is_the_read(monkeypatch, rng):
+    """`np.sum(np.sum(m * v**2))` (Mocz's nbody energy): the outer sum of the read's scalar is the scalar, with its
+    derivative (a TypeError from inside gradkern before session 63)."""
+    on_interpreter(monkeypatch)
+
+    def program(u, out):
+        t = np.sum(np.sum(u * u)) + np.max(np.sum(u[:2])) * np.min(u.max())
+        out[...] = u * t
+
+    report = check_grad(program, gk.Duplicated(rng.random(6) + 0.5, np.zeros(6)),
+                        gk.Duplicated(np.zeros(6), np.zeros(6)))
+    assert report.checked > 0

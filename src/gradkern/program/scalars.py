@@ -150,6 +150,13 @@ class ActiveScalar:
         (docs/host-code.md): its derivative belongs to the kernel table, which kernels reach."""
         # NumPy hands a NumPy scalar operand over as a 0-d array (comparisons)
         inputs = tuple(x[()] if type(x) is np.ndarray and x.ndim == 0 else x for x in inputs)
+        if method == "reduce" and len(inputs) == 1 and ufunc.__name__ in ("add", "multiply", "maximum", "minimum") \
+                and kwargs.get("axis") in (None, 0, ()) and kwargs.get("dtype") is None \
+                and kwargs.get("out") is None and not kwargs.get("keepdims") and kwargs.get("initial") is None \
+                and kwargs.get("where", True) is True:
+            # `np.sum(s)` of a scalar (Mocz's `np.sum(np.sum(m * v**2))`, the inner sum a read): the one value, with
+            # its derivative (session 63: a TypeError from calling the ufunc with one operand)
+            return self
         rule = _UFUNC_ARITHMETIC.get(ufunc.__name__) if method == "__call__" and not kwargs else None
         if rule is not None and len(inputs) == 2 and all(_is_number(x) for x in inputs):
             return _binary(*inputs, *rule)
