@@ -27,10 +27,9 @@ from ..kernel import KernelFunction
 from ..recording import active_recorder
 from ..runtime.launch import launch
 from . import hostreads  # noqa: F401  (its whole-array handlers first: each is wrapped below)
-from .hostcode import SHAPES, TrackedArray, _read, plain, tracker
+from .hostcode import _FLOATS, SHAPES, TrackedArray, _read, plain, tracker
 from .hostreads import _REDUCE, _source
 
-_FLOATS = (np.dtype("float32"), np.dtype("float64"))
 _KERNELS: dict[tuple[str, int, tuple[int, ...]], KernelFunction] = {}
 # the reductions along an axis: the whole-array table's sum, mean, max and min (hostreads._REDUCE)
 _NAMES = ("sum", "mean", "max", "min")
@@ -126,9 +125,9 @@ _MOMENT_NAMES = ("a", "axis", "dtype", "out", "ddof", "keepdims")
 
 
 def _moment(name: str) -> Any:
-    """SHAPES' handler of `np.var` and `np.std` along one axis of an active array (`u.std(axis=0)` comes here
-    through hostcode's `_through`): NumPy's own two passes, each a launch of this module or hostufuncs.py: the mean
-    along the axis (kept as a broadcast operand), the squared deviations, their sum over `count - ddof`, and
+    """SHAPES' handler of `np.var` and `np.std` along one or several axes of an active array (`u.std(axis=0)` comes
+    here through hostcode's `_through`): NumPy's own two passes, each a launch of this module or hostufuncs.py: the
+    mean along the axes (kept as a broadcast operand), the squared deviations, their sum over `count - ddof`, and
     `np.sqrt` for std. No derivative is written here. The whole array's (`u.var()`) stays a derived scalar: as an
     Active scalar `float(u.var())`, a port's way to say it wants the constant, would be refused (float() of an
     Active scalar is), where it is accepted today (tests/program/test_ported_loops.py's srad)."""
@@ -144,7 +143,7 @@ def _moment(name: str) -> Any:
         count = int(np.prod([x.shape[a] for a in _axes(axis, x.ndim)]))
         if count - ddof <= 0:
             return NotImplemented  # (ddof >= the count: NumPy's warning and its NaN or inf)
-        mean = axis_reduce("mean", x, axis, True)  # checks the rest: an active float array of 2-4 axes
+        mean = axis_reduce("mean", x, axis, True)  # checks the rest: an active float array of 2-5 axes
         if mean is NotImplemented:
             return NotImplemented
         deviation = x - mean  # launches (hostufuncs.py), the mean broadcast along the axis

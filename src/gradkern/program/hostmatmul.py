@@ -27,11 +27,10 @@ from ..runtime.arrays import shares_elements
 from ..runtime.binding import exactly_aliased
 from ..runtime.launch import launch
 from . import hostaxes  # noqa: F401  (its ufunc method first: the products below go on to it)
-from .hostcode import SHAPES, TrackedArray, _read, plain, tracker
+from .hostcode import _FLOATS, SHAPES, TrackedArray, _read, plain, tracker
 from .hostops import copy as copy_launch
 from .hostreads import _source
 
-_FLOATS = (np.dtype("float32"), np.dtype("float64"))
 _KERNELS: dict[tuple[int, int], KernelFunction] = {}
 # (a.ndim, b.ndim) -> the result's thread indices, a's and b's index expressions (k the contracted index)
 _FORMS = {(2, 2): ("i, j", "i, k", "k, j"), (2, 1): ("i", "i, k", "k"), (1, 2): ("j", "k", "k, j")}

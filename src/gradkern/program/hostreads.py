@@ -34,12 +34,11 @@ from ..runtime.launch import launch
 from . import hostufuncs  # noqa: F401  (its ufunc methods first: the reductions below go on to them)
 from .derived import _NUMPY, _OURS, carry, constant, constants, origin_of, user_frame, where
 from .hostcalls import _Flat
-from .hostcode import SHAPES, TrackedArray, _origin, _read, plain, tracker
+from .hostcode import _FLOATS, SHAPES, TrackedArray, _origin, _read, plain, tracker
 from .hostops import copy as copy_launch
 from .hostops import fill as fill_launch
 from .scalars import ELEMENTARY, ActiveScalar
 
-_FLOATS = (np.dtype("float32"), np.dtype("float64"))
 # ndarray.sum's and .max's bodies: `u.sum()` called there is the user's
 _METHODS = __import__("numpy._core._methods", fromlist=["_"]).__file__
 _AXES = ("a0", "a1", "a2", "a3", "a4")

@@ -27,14 +27,13 @@ from ..ir.types import MAX_NDIM
 from ..recording import active_recorder
 from .derived import DerivedScalar, carry
 from .derived import constant as number
-from .hostcode import SHAPES, TrackedArray, _arrays_in, _read, _result, numpy_called, plain, tracker
+from .hostcode import _FLOATS, SHAPES, TrackedArray, _arrays_in, _read, _result, numpy_called, plain, tracker
 from .hostops import copy as gk_copy
 from .hostops import fill as gk_fill
 from .scalars import ActiveScalar
 from .shadows import memory_root
 
 MAX_PIECES = 256  # copies one operation may launch (a 3-D edge pad of width 4: 135); past it, refused as before
-_FLOATS = (np.dtype("float32"), np.dtype("float64"))  # what a kernel's float array holds
 # the arguments that hold the data, by position and by name; the others (axis, shift, pad_width) pass as they are
 _DATA = {"concatenate": ("arrays",), "stack": ("arrays",), "hstack": ("tup",), "vstack": ("tup",),
          "dstack": ("tup",), "column_stack": ("tup",), "row_stack": ("tup",), "block": ("arrays",),

@@ -35,13 +35,11 @@ from ..runtime.arrays import shares_elements
 from ..runtime.launch import launch
 from .derived import DerivedScalar, constant, user_frame
 from .derived import where as where_of
-from .hostcode import SHAPES, TrackedArray, _names, _read, _view_key, _writable, plain, tracker
+from .hostcode import _FLOATS, SHAPES, TrackedArray, _names, _read, _view_key, _writable, plain, tracker
 from .hostops import copy as gk_copy
 from .scalars import ARRAYWISE, ActiveScalar
 from .shadows import memory_root
 from .ufunctable import OPS, _kernel, pack_kernel, token
-
-_FLOATS = (np.dtype("float32"), np.dtype("float64"))
 
 
 def _scalar(x: Any, host: Any) -> tuple[Any, Any]:
